@@ -1,0 +1,57 @@
+/*
+ * alloc.c - the library's allocation wrappers.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+
+#include "alloc.h"
+#include "redislock_int.h"
+
+#ifdef REDISLOCK_FAULT_INJECTION
+static unsigned long fi_fail_at;
+static unsigned long fi_calls;
+static int fi_persist;
+
+void redislockp_fi_fail_at(unsigned long n, int persist)
+{
+    fi_fail_at = n;
+    fi_persist = persist;
+    fi_calls = 0;
+}
+
+unsigned long redislockp_fi_count(void)
+{
+    return fi_calls;
+}
+
+static int fi_should_fail(void)
+{
+    fi_calls++;
+    if (fi_fail_at == 0)
+        return 0;
+    return fi_persist ? fi_calls >= fi_fail_at : fi_calls == fi_fail_at;
+}
+#define SHOULD_FAIL() fi_should_fail()
+#else
+#define SHOULD_FAIL() 0
+#endif
+
+void *redislockp_malloc(size_t size)
+{
+    if (SHOULD_FAIL())
+        return NULL;
+    return malloc(size);
+}
+
+void *redislockp_calloc(size_t n, size_t size)
+{
+    if (SHOULD_FAIL())
+        return NULL;
+    return calloc(n, size);
+}
+
+void redislockp_free(void *p)
+{
+    free(p);
+}

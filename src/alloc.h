@@ -1,0 +1,22 @@
+/*
+ * alloc.h - allocation fault injection, for the test build only.
+ *
+ * The library proper is built without REDISLOCK_FAULT_INJECTION and has no
+ * such hook.  The test suite links a second, static copy of the sources
+ * built with it (tests/libredislock_fi.la).
+ */
+#ifndef REDISLOCK_ALLOC_H
+#define REDISLOCK_ALLOC_H
+
+#ifdef REDISLOCK_FAULT_INJECTION
+/*
+ * Make allocation number N (counting from 1 after this call) fail, and
+ * with PERSIST every one after it too.  N == 0 turns injection off.
+ * Not thread-safe: tests call it from one thread.
+ */
+void redislockp_fi_fail_at(unsigned long n, int persist);
+/* Allocations counted since the last redislockp_fi_fail_at(). */
+unsigned long redislockp_fi_count(void);
+#endif
+
+#endif /* REDISLOCK_ALLOC_H */

@@ -1,0 +1,40 @@
+#!/bin/sh
+# check-exports.sh - the shared library exports exactly the symbols listed
+# in src/redislock.sym, all of them redislock_*.  TAP output.
+set -u
+srcdir=${REDISLOCK_TEST_SRCDIR:-.}
+builddir=${REDISLOCK_TEST_BUILDDIR:-.}
+nm=${NM:-nm}
+so=$builddir/src/.libs/libredislock.so
+
+# libtool's NM may carry flags ("/usr/bin/nm -B").
+if ! command -v ${nm%% *} >/dev/null 2>&1; then
+    echo "1..0 # SKIP nm not found"; exit 0
+fi
+if [ ! -f "$so" ]; then
+    echo "1..0 # SKIP no shared library (built with --disable-shared?)"; exit 0
+fi
+
+tmp=$(mktemp -d) || exit 99
+trap 'rm -rf "$tmp"' EXIT
+$nm -D --defined-only "$so" | awk 'NF >= 3 { print $3 }' | sort > "$tmp/actual"
+grep -v '^#' "$srcdir/src/redislock.sym" | sed '/^$/d' | sort > "$tmp/expected"
+
+echo "1..3"
+if [ -s "$tmp/actual" ]; then
+    echo "ok 1 - nm lists the exported symbols"
+else
+    echo "not ok 1 - nm lists the exported symbols"
+fi
+if grep -v '^redislock_' "$tmp/actual" > "$tmp/stray"; then
+    echo "not ok 2 - only redislock_* symbols are exported"
+    sed 's/^/# stray: /' "$tmp/stray"
+else
+    echo "ok 2 - only redislock_* symbols are exported"
+fi
+if diff -u "$tmp/expected" "$tmp/actual" > "$tmp/diff"; then
+    echo "ok 3 - exports match src/redislock.sym"
+else
+    echo "not ok 3 - exports match src/redislock.sym"
+    sed 's/^/# /' "$tmp/diff"
+fi

@@ -1,0 +1,34 @@
+/*
+ * header_c.c - the public header compiles on its own as strict C99
+ * (-std=c99 -pedantic) and every prototype is there.
+ */
+#include <redislock.h>
+
+#include <stdio.h>
+#include <string.h>
+
+int main(void)
+{
+    /* Take every function's address: a missing prototype fails the build. */
+    void (*fns[])(void) = {
+        (void (*)(void))redislock_new, (void (*)(void))redislock_new_len,
+        (void (*)(void))redislock_free, (void (*)(void))redislock_set_expire,
+        (void (*)(void))redislock_acquire, (void (*)(void))redislock_release,
+        (void (*)(void))redislock_set_context, (void (*)(void))redislock_id,
+        (void (*)(void))redislock_strerror,
+        (void (*)(void))redislock_last_error,
+        (void (*)(void))redislock_version,
+    };
+    size_t i, n = sizeof fns / sizeof fns[0];
+    int ok = 1;
+
+    for (i = 0; i < n; i++)
+        ok &= fns[i] != NULL;
+    printf("1..2\n");
+    printf("%s 1 - redislock.h compiles alone as C99 with %u functions\n",
+           ok ? "ok" : "not ok", (unsigned)n);
+    ok = strcmp(redislock_version(), REDISLOCK_VERSION_STRING) == 0;
+    printf("%s 2 - library version %s matches header %s\n", ok ? "ok" : "not ok",
+           redislock_version(), REDISLOCK_VERSION_STRING);
+    return ok ? 0 : 1;
+}

@@ -1,0 +1,361 @@
+/*
+ * t_errors.c - Redis error replies (WRONGTYPE, NOPERM, OOM, READONLY) from
+ * a real server, dead connections, and replies the scripts never give.
+ *
+ * The last group feeds canned RESP bytes through a socketpair: no server
+ * can be made to answer our scripts with, say, an array, yet the library
+ * must turn such a reply into REDISLOCK_ERR_PROTOCOL.  Those tests check
+ * reply handling only; locking behaviour is tested against real servers.
+ */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+static redisContext *c;
+
+static int setup(void **state)
+{
+    (void)state;
+    c = tu_connect();
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    redisFree(c);
+    return 0;
+}
+
+static void expect_server_error(redislock *lock, const char *code)
+{
+    bool flag = true;
+
+    assert_int_equal(redislock_acquire(lock, &flag), REDISLOCK_ERR_SERVER);
+    assert_false(flag);
+    if (strstr(redislock_last_error(lock), code) == NULL)
+        fail_msg("last_error \"%s\" lacks %s", redislock_last_error(lock), code);
+}
+
+static void test_wrongtype_key_holds_a_hash(void **state)
+{
+    char key[64];
+    redislock *lock;
+    bool released = true;
+    redisReply *r;
+
+    (void)state;
+    tu_key(key, sizeof key, "err:hash");
+    tu_cmd_ok(c, "HSET %s field value", key);
+    lock = redislock_new(c, key);
+    assert_non_null(lock);
+
+    expect_server_error(lock, "WRONGTYPE");
+    assert_int_equal(redislock_release(lock, &released), REDISLOCK_ERR_SERVER);
+    assert_false(released);
+    assert_non_null(strstr(redislock_last_error(lock), "WRONGTYPE"));
+
+    /* The hash is untouched and the connection still works. */
+    r = tu_cmd(c, "HGET %s field", key);
+    assert_string_equal(r->str, "value");
+    freeReplyObject(r);
+    tu_cmd_ok(c, "DEL %s", key);
+    {
+        bool acquired = false;
+
+        assert_int_equal(redislock_acquire(lock, &acquired), REDISLOCK_OK);
+        assert_true(acquired);
+        assert_string_equal(redislock_last_error(lock), "");
+        assert_int_equal(redislock_release(lock, &released), REDISLOCK_OK);
+        assert_true(released);
+    }
+    redislock_free(lock);
+}
+
+static void test_noperm_acl_user_without_rights_on_key(void **state)
+{
+    redisContext *u;
+    redislock *denied, *allowed;
+    bool flag = false;
+
+    (void)state;
+    tu_cmd_ok(c, "ACL SETUSER locker on >s3cret ~allowed:* +@all");
+    u = tu_connect();
+    tu_cmd_ok(u, "AUTH locker s3cret");
+
+    denied = redislock_new(u, "denied:key");
+    allowed = redislock_new(u, "allowed:key");
+    assert_non_null(denied);
+    assert_non_null(allowed);
+    expect_server_error(denied, "NOPERM");
+
+    /* The same user may lock keys its ACL allows. */
+    assert_int_equal(redislock_acquire(allowed, &flag), REDISLOCK_OK);
+    assert_true(flag);
+    assert_int_equal(redislock_release(allowed, &flag), REDISLOCK_OK);
+    assert_true(flag);
+
+    redislock_free(denied);
+    redislock_free(allowed);
+    redisFree(u);
+    tu_cmd_ok(c, "ACL DELUSER locker");
+}
+
+static void test_oom_over_maxmemory(void **state)
+{
+    char key[64];
+    redislock *lock;
+
+    (void)state;
+    tu_key(key, sizeof key, "err:oom");
+    lock = redislock_new(c, key);
+    assert_non_null(lock);
+    tu_cmd_ok(c, "CONFIG SET maxmemory-policy noeviction");
+    tu_cmd_ok(c, "CONFIG SET maxmemory 1");
+    expect_server_error(lock, "OOM");
+    tu_cmd_ok(c, "CONFIG SET maxmemory 0");
+    assert_int_equal(tu_get(c, key, strlen(key), NULL, 0), -1);
+    redislock_free(lock);
+}
+
+static void test_readonly_replica(void **state)
+{
+    tu_server s;
+    redisContext *r;
+    redislock *lock;
+
+    (void)state;
+    /* A replica of a master that is not there: read-only all the same. */
+    tu_server_start(&s, "--replicaof 127.0.0.1 1");
+    r = tu_connect_unix(s.socket);
+    assert_non_null(r);
+    lock = redislock_new(r, "err:readonly");
+    assert_non_null(lock);
+    expect_server_error(lock, "READONLY");
+    redislock_free(lock);
+    redisFree(r);
+    tu_server_stop(&s);
+}
+
+static void test_dead_context_gives_io_error(void **state)
+{
+    char path[512];
+    redisContext *dead;
+    redislock *lock;
+    bool flag = true;
+
+    (void)state;
+    snprintf(path, sizeof path, "%s/no-such.sock",
+             getenv("REDISLOCK_TEST_TMPDIR"));
+    dead = redisConnectUnix(path);
+    assert_non_null(dead);
+    assert_true(dead->err != 0);
+    lock = redislock_new(dead, "err:dead");
+    assert_non_null(lock);
+    assert_int_equal(redislock_acquire(lock, &flag), REDISLOCK_ERR_IO);
+    assert_false(flag);
+    assert_true(strlen(redislock_last_error(lock)) > 0);
+    flag = true;
+    assert_int_equal(redislock_release(lock, &flag), REDISLOCK_ERR_IO);
+    assert_false(flag);
+    redislock_free(lock);
+    redisFree(dead);
+}
+
+/* ------------------------------------------------------------------------
+ * Canned replies through a socketpair.
+ */
+
+struct canned {
+    redisContext *ctx;
+    int peer;
+    redislock *lock;
+    pthread_t responder;
+    const char *const *replies;   /* NULL-terminated */
+    char sent[8192];              /* what the library sent, NULs as '.' */
+    size_t nsent;
+};
+
+/* A stand-in peer: for each canned reply, wait for a command, answer;
+ * then record whatever else arrives until the library hangs up. */
+static void *respond(void *arg)
+{
+    struct canned *k = arg;
+    size_t i;
+
+    for (i = 0; ; i++) {
+        ssize_t n = read(k->peer, k->sent + k->nsent,
+                         sizeof k->sent - 1 - k->nsent);
+
+        if (n <= 0)
+            break;
+        k->nsent += (size_t)n;
+        if (k->replies[i] == NULL) {
+            shutdown(k->peer, SHUT_WR);
+            continue;
+        }
+        if (write(k->peer, k->replies[i], strlen(k->replies[i])) < 0)
+            break;
+    }
+    return NULL;
+}
+
+static void canned_open(struct canned *k, const char *const *replies)
+{
+    int sv[2];
+
+    memset(k, 0, sizeof *k);
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    k->ctx = redisConnectFd(sv[0]);
+    assert_non_null(k->ctx);
+    assert_int_equal(k->ctx->err, 0);
+    k->peer = sv[1];
+    k->replies = replies;
+    k->lock = redislock_new(k->ctx, "canned");
+    assert_non_null(k->lock);
+    assert_int_equal(pthread_create(&k->responder, NULL, respond, k), 0);
+}
+
+/* Hang up and collect what was sent, as text. */
+static const char *canned_close(struct canned *k)
+{
+    size_t i;
+
+    redislock_free(k->lock);
+    redisFree(k->ctx);                  /* closes our end: peer sees EOF */
+    assert_int_equal(pthread_join(k->responder, NULL), 0);
+    close(k->peer);
+    for (i = 0; i < k->nsent; i++)
+        if (k->sent[i] == '\0')
+            k->sent[i] = '.';
+    k->sent[k->nsent] = '\0';
+    return k->sent;
+}
+
+static void acquire_gets(const char *reply, int want_status, bool want)
+{
+    const char *replies[] = { reply, NULL };
+    struct canned k;
+    bool acquired = !want;
+
+    canned_open(&k, replies);
+    assert_int_equal(redislock_acquire(k.lock, &acquired), want_status);
+    assert_int_equal(acquired, want);
+    if (want_status != REDISLOCK_OK)
+        assert_true(strlen(redislock_last_error(k.lock)) > 0);
+    canned_close(&k);
+}
+
+static void release_gets(const char *reply, int want_status, bool want)
+{
+    const char *replies[] = { reply, NULL };
+    struct canned k;
+    bool released = !want;
+
+    canned_open(&k, replies);
+    assert_int_equal(redislock_release(k.lock, &released), want_status);
+    assert_int_equal(released, want);
+    if (want_status != REDISLOCK_OK)
+        assert_true(strlen(redislock_last_error(k.lock)) > 0);
+    canned_close(&k);
+}
+
+static void test_acquire_reply_handling(void **state)
+{
+    (void)state;
+    acquire_gets("+OK\r\n", REDISLOCK_OK, true);          /* SET NX PX */
+    acquire_gets("$2\r\nOK\r\n", REDISLOCK_OK, true);     /* string "OK" */
+    acquire_gets("$-1\r\n", REDISLOCK_OK, false);         /* nil: refused */
+    acquire_gets(":1\r\n", REDISLOCK_ERR_PROTOCOL, false);
+    acquire_gets("+QUEUED\r\n", REDISLOCK_ERR_PROTOCOL, false);
+    acquire_gets("$3\r\nYES\r\n", REDISLOCK_ERR_PROTOCOL, false);
+    acquire_gets("*0\r\n", REDISLOCK_ERR_PROTOCOL, false);
+    acquire_gets("*1\r\n+OK\r\n", REDISLOCK_ERR_PROTOCOL, false);
+    acquire_gets("-ERR boom\r\n", REDISLOCK_ERR_SERVER, false);
+    /* Not RESP at all: hiredis gives up on the connection. */
+    acquire_gets("hello\r\n", REDISLOCK_ERR_IO, false);
+}
+
+static void test_release_reply_handling(void **state)
+{
+    (void)state;
+    release_gets(":1\r\n", REDISLOCK_OK, true);
+    release_gets(":0\r\n", REDISLOCK_OK, false);
+    release_gets(":2\r\n", REDISLOCK_ERR_PROTOCOL, false);
+    release_gets(":-1\r\n", REDISLOCK_ERR_PROTOCOL, false);
+    release_gets("$-1\r\n", REDISLOCK_ERR_PROTOCOL, false);
+    release_gets("+OK\r\n", REDISLOCK_ERR_PROTOCOL, false);
+    release_gets("*0\r\n", REDISLOCK_ERR_PROTOCOL, false);
+    release_gets("-WRONGTYPE x\r\n", REDISLOCK_ERR_SERVER, false);
+}
+
+static void test_peer_closes_before_reply(void **state)
+{
+    const char *replies[] = { NULL };    /* hang up at the first command */
+    struct canned k;
+    bool flag = true;
+
+    (void)state;
+    canned_open(&k, replies);
+    assert_int_equal(redislock_acquire(k.lock, &flag), REDISLOCK_ERR_IO);
+    assert_false(flag);
+    assert_true(strlen(redislock_last_error(k.lock)) > 0);
+    canned_close(&k);
+}
+
+static void test_noscript_falls_back_to_eval(void **state)
+{
+    const char *recover[] = { "-NOSCRIPT No matching script.\r\n", "+OK\r\n",
+                              NULL };
+    const char *fail[] = { "-NOSCRIPT No matching script.\r\n",
+                           "-ERR boom\r\n", NULL };
+    struct canned k;
+    bool acquired = false;
+    char id[33];
+    const char *sent, *evalsha, *eval;
+
+    (void)state;
+    canned_open(&k, recover);
+    assert_int_equal(redislock_acquire(k.lock, &acquired), REDISLOCK_OK);
+    assert_true(acquired);
+    snprintf(id, sizeof id, "%s", redislock_id(k.lock));
+    sent = canned_close(&k);
+    /* First EVALSHA, then EVAL with the script text, same arguments. */
+    evalsha = strstr(sent, "$7\r\nEVALSHA\r\n$40\r\n");
+    eval = strstr(sent, "$4\r\nEVAL\r\n");
+    assert_non_null(evalsha);
+    assert_non_null(eval);
+    assert_true(evalsha < eval);
+    assert_non_null(strstr(eval, "redis.call('SET', key, owner, 'NX', 'PX', px)"));
+    assert_non_null(strstr(eval, id));
+    assert_non_null(strstr(eval, "$3\r\n500\r\n"));
+
+    /* An error on the EVAL is reported as such. */
+    canned_open(&k, fail);
+    assert_int_equal(redislock_acquire(k.lock, &acquired), REDISLOCK_ERR_SERVER);
+    assert_false(acquired);
+    assert_string_equal(redislock_last_error(k.lock), "ERR boom");
+    canned_close(&k);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_wrongtype_key_holds_a_hash),
+        cmocka_unit_test(test_noperm_acl_user_without_rights_on_key),
+        cmocka_unit_test(test_oom_over_maxmemory),
+        cmocka_unit_test(test_readonly_replica),
+        cmocka_unit_test(test_dead_context_gives_io_error),
+        cmocka_unit_test(test_acquire_reply_handling),
+        cmocka_unit_test(test_release_reply_handling),
+        cmocka_unit_test(test_peer_closes_before_reply),
+        cmocka_unit_test(test_noscript_falls_back_to_eval),
+    };
+    return TU_RUN(tests, setup, teardown);
+}

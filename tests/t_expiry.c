@@ -1,0 +1,227 @@
+/*
+ * t_expiry.c - expiry arithmetic (seconds * 1000 + 500), re-entry
+ * refreshing PTTL, and leases that lapse.
+ */
+#include "config.h"
+
+#include <limits.h>
+#include <string.h>
+
+#include "testutil.h"
+
+/* PTTL is read right after the acquire; allow for a slow machine. */
+#define MARGIN_MS 250
+
+static redisContext *c;
+
+static int setup(void **state)
+{
+    (void)state;
+    c = tu_connect();
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    redisFree(c);
+    return 0;
+}
+
+static redislock *new_lock(const char *key)
+{
+    redislock *lock = redislock_new(c, key);
+
+    assert_non_null(lock);
+    return lock;
+}
+
+static bool acquire(redislock *lock)
+{
+    bool acquired = false;
+
+    assert_int_equal(redislock_acquire(lock, &acquired), REDISLOCK_OK);
+    return acquired;
+}
+
+static bool release(redislock *lock)
+{
+    bool released = false;
+
+    assert_int_equal(redislock_release(lock, &released), REDISLOCK_OK);
+    return released;
+}
+
+static void assert_pttl_near(const char *key, long long want)
+{
+    long long pttl = tu_pttl(c, key, strlen(key));
+
+    if (pttl > want || pttl < want - MARGIN_MS)
+        fail_msg("PTTL %lld, want (%lld, %lld]", pttl, want - MARGIN_MS, want);
+}
+
+static void test_default_expiry_is_500ms(void **state)
+{
+    char key[64];
+    redislock *lock;
+
+    (void)state;
+    tu_key(key, sizeof key, "exp:default");
+    lock = new_lock(key);
+    assert_true(acquire(lock));
+    assert_pttl_near(key, 500);
+    assert_true(release(lock));
+    redislock_free(lock);
+}
+
+static void test_default_expiry_frees_lock_for_another_handle(void **state)
+{
+    char key[64];
+    redislock *a, *b;
+
+    (void)state;
+    tu_key(key, sizeof key, "exp:lapse");
+    a = new_lock(key);
+    b = new_lock(key);
+    assert_true(acquire(a));
+    assert_false(acquire(b));
+    tu_sleep_ms(650);
+    assert_true(acquire(b));     /* a's 500 ms lease has run out */
+    assert_false(release(a));    /* and a can no longer release it */
+    assert_true(release(b));
+    redislock_free(a);
+    redislock_free(b);
+}
+
+static void test_pttl_after_acquire_is_seconds_plus_tolerance(void **state)
+{
+    char key[64];
+    redislock *lock;
+
+    (void)state;
+    tu_key(key, sizeof key, "exp:pttl");
+    lock = new_lock(key);
+    assert_int_equal(redislock_set_expire(lock, 3), REDISLOCK_OK);
+    assert_true(acquire(lock));
+    assert_pttl_near(key, 3500);
+    assert_true(release(lock));
+    redislock_free(lock);
+}
+
+static void test_reacquire_refreshes_pttl(void **state)
+{
+    char key[64];
+    redislock *lock;
+
+    (void)state;
+    tu_key(key, sizeof key, "exp:reentry");
+    lock = new_lock(key);
+    assert_int_equal(redislock_set_expire(lock, 1), REDISLOCK_OK);
+    assert_true(acquire(lock));
+    tu_sleep_ms(400);
+    assert_true(tu_pttl(c, key, strlen(key)) <= 1100);
+    assert_true(acquire(lock));     /* re-entry */
+    assert_pttl_near(key, 1500);
+    redislock_free(lock);
+    tu_cmd_ok(c, "DEL %s", key);
+}
+
+static void test_one_release_frees_after_many_acquires(void **state)
+{
+    char key[64];
+    redislock *lock, *other;
+
+    (void)state;
+    tu_key(key, sizeof key, "exp:onerelease");
+    lock = new_lock(key);
+    other = new_lock(key);
+    assert_int_equal(redislock_set_expire(lock, 10), REDISLOCK_OK);
+    assert_true(acquire(lock));
+    assert_true(acquire(lock));
+    assert_true(acquire(lock));
+    assert_true(release(lock));     /* go-zero: no count */
+    assert_int_equal(tu_get(c, key, strlen(key), NULL, 0), -1);
+    assert_true(acquire(other));
+    assert_true(release(other));
+    redislock_free(lock);
+    redislock_free(other);
+}
+
+static void test_set_expire_applies_to_next_acquire(void **state)
+{
+    char key[64];
+    redislock *lock;
+
+    (void)state;
+    tu_key(key, sizeof key, "exp:next");
+    lock = new_lock(key);
+    assert_true(acquire(lock));
+    assert_int_equal(redislock_set_expire(lock, 5), REDISLOCK_OK);
+    /* Setting the expiry sends nothing: the held lease is unchanged... */
+    assert_true(tu_pttl(c, key, strlen(key)) <= 500);
+    /* ...until the next acquire. */
+    assert_true(acquire(lock));
+    assert_pttl_near(key, 5500);
+    assert_int_equal(redislock_set_expire(lock, 0), REDISLOCK_OK);
+    assert_true(acquire(lock));
+    assert_pttl_near(key, 500);
+    assert_true(release(lock));
+    redislock_free(lock);
+}
+
+static void test_set_expire_rejects_invalid_values(void **state)
+{
+    char key[64];
+    redislock *lock;
+
+    (void)state;
+    tu_key(key, sizeof key, "exp:invalid");
+    lock = new_lock(key);
+    assert_int_equal(redislock_set_expire(lock, 7), REDISLOCK_OK);
+
+    assert_int_equal(redislock_set_expire(lock, -1), REDISLOCK_ERR_INVALID);
+    assert_non_null(strstr(redislock_last_error(lock), "negative"));
+    assert_int_equal(redislock_set_expire(lock, INT_MIN), REDISLOCK_ERR_INVALID);
+    /* 2147484 * 1000 + 500 > INT_MAX */
+    assert_int_equal(redislock_set_expire(lock, 2147484), REDISLOCK_ERR_INVALID);
+    assert_non_null(strstr(redislock_last_error(lock), "overflow"));
+    assert_int_equal(redislock_set_expire(lock, INT_MAX), REDISLOCK_ERR_INVALID);
+
+    /* The setting from before the bad calls still holds. */
+    assert_true(acquire(lock));
+    assert_pttl_near(key, 7500);
+    assert_true(release(lock));
+    redislock_free(lock);
+}
+
+static void test_set_expire_largest_valid_value(void **state)
+{
+    char key[64];
+    redislock *lock;
+
+    (void)state;
+    tu_key(key, sizeof key, "exp:max");
+    lock = new_lock(key);
+    /* 2147483 * 1000 + 500 = 2147483500 <= INT_MAX */
+    assert_int_equal(redislock_set_expire(lock, 2147483), REDISLOCK_OK);
+    assert_string_equal(redislock_last_error(lock), "");
+    assert_true(acquire(lock));
+    assert_pttl_near(key, 2147483500LL);
+    assert_true(release(lock));
+    redislock_free(lock);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_default_expiry_is_500ms),
+        cmocka_unit_test(test_default_expiry_frees_lock_for_another_handle),
+        cmocka_unit_test(test_pttl_after_acquire_is_seconds_plus_tolerance),
+        cmocka_unit_test(test_reacquire_refreshes_pttl),
+        cmocka_unit_test(test_one_release_frees_after_many_acquires),
+        cmocka_unit_test(test_set_expire_applies_to_next_acquire),
+        cmocka_unit_test(test_set_expire_rejects_invalid_values),
+        cmocka_unit_test(test_set_expire_largest_valid_value),
+    };
+    return TU_RUN(tests, setup, teardown);
+}

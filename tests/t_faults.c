@@ -1,0 +1,133 @@
+/*
+ * t_faults.c - the connection fails under the lock: server killed,
+ * connection killed, server too busy to answer in time.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "testutil.h"
+
+static bool acquire(redislock *lock)
+{
+    bool acquired = false;
+
+    assert_int_equal(redislock_acquire(lock, &acquired), REDISLOCK_OK);
+    return acquired;
+}
+
+static bool release(redislock *lock)
+{
+    bool released = false;
+
+    assert_int_equal(redislock_release(lock, &released), REDISLOCK_OK);
+    return released;
+}
+
+static void test_server_killed_mid_use(void **state)
+{
+    tu_server s;
+    redisContext *c;
+    redislock *lock;
+    bool flag;
+
+    (void)state;
+    tu_server_start(&s, NULL);
+    c = tu_connect_unix(s.socket);
+    assert_non_null(c);
+    lock = redislock_new(c, "faults:killed");
+    assert_non_null(lock);
+    assert_int_equal(redislock_set_expire(lock, 10), REDISLOCK_OK);
+    assert_true(acquire(lock));
+
+    tu_server_kill(&s);                 /* SIGKILL while we hold it */
+
+    flag = true;
+    assert_int_equal(redislock_release(lock, &flag), REDISLOCK_ERR_IO);
+    assert_false(flag);
+    assert_true(strlen(redislock_last_error(lock)) > 0);
+    flag = true;
+    assert_int_equal(redislock_acquire(lock, &flag), REDISLOCK_ERR_IO);
+    assert_false(flag);
+
+    /* The caller reconnects; the same handle works again. */
+    tu_server_restart(&s, NULL);
+    assert_int_equal(redisReconnect(c), REDIS_OK);
+    assert_true(acquire(lock));
+    assert_true(release(lock));
+
+    redislock_free(lock);
+    redisFree(c);
+    tu_server_stop(&s);
+}
+
+static void test_connection_killed_by_server(void **state)
+{
+    redisContext *c = tu_connect(), *admin = tu_connect();
+    redislock *lock;
+    redisReply *r;
+    long long id;
+    bool flag = true;
+
+    (void)state;
+    lock = redislock_new(c, "faults:clientkill");
+    assert_non_null(lock);
+    r = tu_cmd(c, "CLIENT ID");
+    id = r->integer;
+    freeReplyObject(r);
+    tu_cmd_ok(admin, "CLIENT KILL ID %lld", id);
+
+    assert_int_equal(redislock_acquire(lock, &flag), REDISLOCK_ERR_IO);
+    assert_false(flag);
+    assert_true(strlen(redislock_last_error(lock)) > 0);
+
+    assert_int_equal(redisReconnect(c), REDIS_OK);
+    assert_true(acquire(lock));
+    assert_true(release(lock));
+    redislock_free(lock);
+    redisFree(c);
+    redisFree(admin);
+}
+
+static void test_timeout_on_paused_server(void **state)
+{
+    redisContext *c = tu_connect(), *admin = tu_connect();
+    struct timeval tv = { 0, 150 * 1000 };
+    redislock *lock;
+    bool flag = true;
+    long long t0, elapsed;
+
+    (void)state;
+    lock = redislock_new(c, "faults:timeout");
+    assert_non_null(lock);
+    assert_int_equal(redisSetTimeout(c, tv), REDIS_OK);
+    tu_cmd_ok(admin, "CLIENT PAUSE 1000 ALL");
+
+    t0 = tu_now_ms();
+    assert_int_equal(redislock_acquire(lock, &flag), REDISLOCK_ERR_IO);
+    elapsed = tu_now_ms() - t0;
+    assert_false(flag);
+    if (strstr(redislock_last_error(lock), "timeout") == NULL)
+        fail_msg("last_error \"%s\" does not say timeout",
+                 redislock_last_error(lock));
+    /* It gave up at the timeout, not when the pause ended. */
+    assert_true(elapsed < 900);
+
+    tu_sleep_ms(1100 - elapsed);         /* the pause is over */
+    assert_int_equal(redisReconnect(c), REDIS_OK);
+    assert_true(acquire(lock));
+    assert_true(release(lock));
+    redislock_free(lock);
+    redisFree(c);
+    redisFree(admin);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_server_killed_mid_use),
+        cmocka_unit_test(test_connection_killed_by_server),
+        cmocka_unit_test(test_timeout_on_paused_server),
+    };
+    return TU_RUN(tests, NULL, NULL);
+}

@@ -1,0 +1,223 @@
+/*
+ * t_gozero.c - wire compatibility with go-zero's RedisLock.
+ *
+ * The "go-zero process" here sends exactly what go-zero sends: its two
+ * scripts (tests/gozero/lockscript.lua and delscript.lua, byte for byte
+ * go-zero's core/stores/redis/lockscript.lua and delscript.lua, MIT
+ * licence) through EVALSHA (go-redis's Script.Run, with EVAL on
+ * NOSCRIPT), with KEYS = {key} and ARGV = {id, ms}, where id is 16
+ * random letters (stringx.Randn(16)) and ms = seconds * 1000 + 500.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "testutil.h"
+
+static redisContext *c;
+static char lock_sha[41], del_sha[41];
+
+static void load_script(const char *name, char sha[41])
+{
+    const char *srcdir = getenv("REDISLOCK_TEST_SRCDIR");
+    char path[512], body[1024];
+    size_t n;
+    FILE *f;
+    redisReply *r;
+
+    snprintf(path, sizeof path, "%s/tests/gozero/%s", srcdir ? srcdir : ".",
+             name);
+    f = fopen(path, "rb");
+    if (f == NULL)
+        fail_msg("cannot open %s", path);
+    n = fread(body, 1, sizeof body - 1, f);
+    fclose(f);
+    body[n] = '\0';
+    r = tu_cmd(c, "SCRIPT LOAD %b", body, n);
+    assert_int_equal(r->type, REDIS_REPLY_STRING);
+    assert_int_equal(r->len, 40);
+    memcpy(sha, r->str, 41);
+    freeReplyObject(r);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    c = tu_connect();
+    load_script("lockscript.lua", lock_sha);
+    load_script("delscript.lua", del_sha);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    redisFree(c);
+    return 0;
+}
+
+/* go-zero's stringx.Randn(16): 16 random letters and digits. */
+static void gozero_id(char id[17])
+{
+    static const char letters[] =
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    int i;
+
+    for (i = 0; i < 16; i++)
+        id[i] = letters[randombytes_uniform(sizeof letters - 1)];
+    id[16] = '\0';
+}
+
+/* go-zero's Acquire: true on "OK", false on nil. */
+static bool gozero_acquire(const char *key, const char *id, int seconds)
+{
+    redisReply *r;
+    bool ok;
+
+    r = tu_cmd(c, "EVALSHA %s 1 %s %s %d", lock_sha, key, id,
+               seconds * 1000 + 500);
+    if (r->type == REDIS_REPLY_NIL) {
+        ok = false;
+    } else {
+        assert_true(r->type == REDIS_REPLY_STATUS ||
+                    r->type == REDIS_REPLY_STRING);
+        assert_string_equal(r->str, "OK");
+        ok = true;
+    }
+    freeReplyObject(r);
+    return ok;
+}
+
+/* go-zero's Release: true when the script returns 1. */
+static bool gozero_release(const char *key, const char *id)
+{
+    redisReply *r = tu_cmd(c, "EVALSHA %s 1 %s %s", del_sha, key, id);
+    bool ok;
+
+    assert_int_equal(r->type, REDIS_REPLY_INTEGER);
+    ok = r->integer == 1;
+    freeReplyObject(r);
+    return ok;
+}
+
+static bool acquire(redislock *lock)
+{
+    bool acquired = false;
+
+    assert_int_equal(redislock_acquire(lock, &acquired), REDISLOCK_OK);
+    return acquired;
+}
+
+static bool release(redislock *lock)
+{
+    bool released = false;
+
+    assert_int_equal(redislock_release(lock, &released), REDISLOCK_OK);
+    return released;
+}
+
+static void assert_holder(const char *key, const char *id)
+{
+    char val[64];
+
+    assert_true(tu_get(c, key, strlen(key), val, sizeof val) > 0);
+    assert_string_equal(val, id);
+}
+
+static void test_gozero_holder_excludes_redislock(void **state)
+{
+    char key[64], gid[17];
+    redislock *lock;
+
+    (void)state;
+    tu_key(key, sizeof key, "gozero:goholds");
+    gozero_id(gid);
+    lock = redislock_new(c, key);
+    assert_non_null(lock);
+    assert_int_equal(redislock_set_expire(lock, 10), REDISLOCK_OK);
+
+    assert_true(gozero_acquire(key, gid, 10));
+    assert_false(acquire(lock));        /* held by someone else */
+    assert_false(release(lock));        /* and not ours to release */
+    assert_holder(key, gid);
+    assert_true(tu_pttl(c, key, strlen(key)) > 9000);
+
+    assert_true(gozero_release(key, gid));
+    assert_true(acquire(lock));         /* free: redislock takes it */
+    assert_holder(key, redislock_id(lock));
+    assert_true(release(lock));
+    redislock_free(lock);
+}
+
+static void test_redislock_holder_excludes_gozero(void **state)
+{
+    char key[64], gid[17];
+    redislock *lock;
+
+    (void)state;
+    tu_key(key, sizeof key, "gozero:cholds");
+    gozero_id(gid);
+    lock = redislock_new(c, key);
+    assert_non_null(lock);
+    assert_int_equal(redislock_set_expire(lock, 10), REDISLOCK_OK);
+
+    assert_true(acquire(lock));
+    assert_false(gozero_acquire(key, gid, 10));   /* go-zero is refused */
+    assert_false(gozero_release(key, gid));       /* and cannot delete it */
+    assert_holder(key, redislock_id(lock));
+    assert_true(tu_pttl(c, key, strlen(key)) > 9000);
+
+    assert_true(release(lock));
+    assert_true(gozero_acquire(key, gid, 10));    /* free: go-zero takes it */
+    assert_false(acquire(lock));
+    assert_true(gozero_release(key, gid));
+    redislock_free(lock);
+}
+
+/* Same stored format: go-zero's own scripts, given redislock's owner ID,
+ * treat redislock's key as their own (re-entry, then release). */
+static void test_stored_format_is_gozero_format(void **state)
+{
+    char key[64];
+    redislock *lock;
+    redisReply *r;
+
+    (void)state;
+    tu_key(key, sizeof key, "gozero:format");
+    lock = redislock_new(c, key);
+    assert_non_null(lock);
+    assert_int_equal(redislock_set_expire(lock, 2), REDISLOCK_OK);
+    assert_true(acquire(lock));
+
+    r = tu_cmd(c, "TYPE %s", key);
+    assert_string_equal(r->str, "string");
+    freeReplyObject(r);
+    assert_holder(key, redislock_id(lock));
+
+    /* go-zero re-entry with our ID refreshes to its PX... */
+    assert_true(gozero_acquire(key, redislock_id(lock), 20));
+    assert_true(tu_pttl(c, key, strlen(key)) > 19000);
+    /* ...and our re-entry on a key go-zero wrote works the same way. */
+    assert_true(acquire(lock));
+    assert_true(tu_pttl(c, key, strlen(key)) <= 2500);
+    /* go-zero's release with our ID deletes it. */
+    assert_true(gozero_release(key, redislock_id(lock)));
+    assert_int_equal(tu_get(c, key, strlen(key), NULL, 0), -1);
+    redislock_free(lock);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_gozero_holder_excludes_redislock),
+        cmocka_unit_test(test_redislock_holder_excludes_gozero),
+        cmocka_unit_test(test_stored_format_is_gozero_format),
+    };
+    if (sodium_init() < 0)
+        return 99;
+    return TU_RUN(tests, setup, teardown);
+}

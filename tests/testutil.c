@@ -1,0 +1,312 @@
+/*
+ * testutil.c - helpers shared by the test programs.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+int tu_run(const char *name, const struct CMUnitTest *tests, size_t n,
+           CMFixtureFunction setup, CMFixtureFunction teardown)
+{
+    cmocka_set_message_output(CM_OUTPUT_TAP);
+    return _cmocka_run_group_tests(name, tests, n, setup, teardown);
+}
+
+static redisContext *connect_checked(redisContext *c, const char *what)
+{
+    struct timeval tv = { 10, 0 };
+
+    if (c == NULL)
+        fail_msg("cannot allocate a hiredis context for %s", what);
+    if (c->err)
+        fail_msg("cannot connect to %s: %s", what, c->errstr);
+    assert_int_equal(redisSetTimeout(c, tv), REDIS_OK);
+    return c;
+}
+
+redisContext *tu_connect(void)
+{
+    const char *host = getenv("REDISLOCK_TEST_HOST");
+    const char *port = getenv("REDISLOCK_TEST_PORT");
+    struct timeval tv = { 5, 0 };
+
+    if (host == NULL || port == NULL)
+        fail_msg("no test server: run through tests/with-redis.sh");
+    return connect_checked(redisConnectWithTimeout(host, atoi(port), tv),
+                           "the test server");
+}
+
+redisContext *tu_connect_unix(const char *path)
+{
+    struct timeval tv = { 5, 0 };
+    redisContext *c = redisConnectUnixWithTimeout(path, tv);
+
+    if (c != NULL && c->err) {
+        redisFree(c);
+        return NULL;
+    }
+    return c;
+}
+
+redisReply *tu_cmd(redisContext *c, const char *fmt, ...)
+{
+    va_list ap;
+    redisReply *r;
+
+    va_start(ap, fmt);
+    r = redisvCommand(c, fmt, ap);
+    va_end(ap);
+    if (r == NULL)
+        fail_msg("command \"%s\" failed: %s", fmt, c->errstr);
+    return r;
+}
+
+void tu_cmd_ok(redisContext *c, const char *fmt, ...)
+{
+    va_list ap;
+    redisReply *r;
+
+    va_start(ap, fmt);
+    r = redisvCommand(c, fmt, ap);
+    va_end(ap);
+    if (r == NULL)
+        fail_msg("command \"%s\" failed: %s", fmt, c->errstr);
+    if (r->type == REDIS_REPLY_ERROR) {
+        char msg[256];
+
+        snprintf(msg, sizeof msg, "%s", r->str);
+        freeReplyObject(r);
+        fail_msg("command \"%s\": %s", fmt, msg);
+    }
+    freeReplyObject(r);
+}
+
+redisReply *tu_cmd_argv(redisContext *c, int argc, const char **argv,
+                        const size_t *argvlen)
+{
+    redisReply *r = redisCommandArgv(c, argc, argv, argvlen);
+
+    if (r == NULL)
+        fail_msg("command %s failed: %s", argv[0], c->errstr);
+    return r;
+}
+
+long long tu_pttl(redisContext *c, const void *key, size_t len)
+{
+    const char *argv[2] = { "PTTL", key };
+    size_t lens[2] = { 4, len };
+    redisReply *r = tu_cmd_argv(c, 2, argv, lens);
+    long long v;
+
+    assert_int_equal(r->type, REDIS_REPLY_INTEGER);
+    v = r->integer;
+    freeReplyObject(r);
+    return v;
+}
+
+long long tu_get(redisContext *c, const void *key, size_t len,
+                 char *buf, size_t bufsize)
+{
+    const char *argv[2] = { "GET", key };
+    size_t lens[2] = { 3, len };
+    redisReply *r = tu_cmd_argv(c, 2, argv, lens);
+    long long n = -1;
+
+    if (r->type == REDIS_REPLY_STRING) {
+        n = (long long)r->len;
+        if (bufsize > 0) {
+            size_t k = r->len < bufsize - 1 ? r->len : bufsize - 1;
+
+            memcpy(buf, r->str, k);
+            buf[k] = '\0';
+        }
+    } else {
+        assert_int_equal(r->type, REDIS_REPLY_NIL);
+    }
+    freeReplyObject(r);
+    return n;
+}
+
+long long tu_cmdstat_calls(redisContext *c, const char *command)
+{
+    redisReply *r = tu_cmd(c, "INFO commandstats");
+    char needle[64];
+    const char *p;
+    long long calls = 0;
+
+    assert_int_equal(r->type, REDIS_REPLY_STRING);
+    snprintf(needle, sizeof needle, "cmdstat_%s:calls=", command);
+    p = strstr(r->str, needle);
+    if (p != NULL)
+        calls = atoll(p + strlen(needle));
+    freeReplyObject(r);
+    return calls;
+}
+
+void tu_key(char *buf, size_t size, const char *prefix)
+{
+    static unsigned counter;
+
+    snprintf(buf, size, "%s:%ld:%u", prefix, (long)getpid(), ++counter);
+}
+
+void tu_sleep_ms(long ms)
+{
+    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+    while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+        ;
+}
+
+long long tu_now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ------------------------------------------------------------------------
+ * Extra servers
+ */
+
+static void server_spawn(tu_server *s, const char *extra)
+{
+    const char *server = getenv("REDISLOCK_TEST_REDIS_SERVER");
+    char logfile[300];
+    char extra_copy[256];
+    char *argv[40];
+    int argc = 0;
+    long long deadline;
+    pid_t pid;
+
+    if (server == NULL)
+        fail_msg("no REDISLOCK_TEST_REDIS_SERVER: run through with-redis.sh");
+    snprintf(logfile, sizeof logfile, "%s/redis.log", s->dir);
+    argv[argc++] = (char *)(uintptr_t)server;
+    argv[argc++] = (char *)(uintptr_t)"--port";
+    argv[argc++] = (char *)(uintptr_t)"0";
+    argv[argc++] = (char *)(uintptr_t)"--unixsocket";
+    argv[argc++] = s->socket;
+    argv[argc++] = (char *)(uintptr_t)"--unixsocketperm";
+    argv[argc++] = (char *)(uintptr_t)"700";
+    argv[argc++] = (char *)(uintptr_t)"--dir";
+    argv[argc++] = s->dir;
+    argv[argc++] = (char *)(uintptr_t)"--save";
+    argv[argc++] = (char *)(uintptr_t)"";
+    argv[argc++] = (char *)(uintptr_t)"--appendonly";
+    argv[argc++] = (char *)(uintptr_t)"no";
+    argv[argc++] = (char *)(uintptr_t)"--logfile";
+    argv[argc++] = logfile;
+    if (extra != NULL) {
+        char *tok;
+
+        snprintf(extra_copy, sizeof extra_copy, "%s", extra);
+        for (tok = strtok(extra_copy, " "); tok != NULL && argc < 38;
+             tok = strtok(NULL, " "))
+            argv[argc++] = tok;
+    }
+    argv[argc] = NULL;
+
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fd = open("/dev/null", O_RDWR);
+
+        if (fd >= 0) {
+            dup2(fd, 0);
+            dup2(fd, 1);
+            dup2(fd, 2);
+        }
+        execv(server, argv);
+        _exit(127);
+    }
+    s->pid = pid;
+
+    /* Ready when it answers on the socket and says it is our process. */
+    deadline = tu_now_ms() + 10000;
+    while (tu_now_ms() < deadline) {
+        redisContext *c = tu_connect_unix(s->socket);
+
+        if (c != NULL) {
+            redisReply *r = redisCommand(c, "INFO server");
+            int ours = 0;
+
+            if (r != NULL && r->type == REDIS_REPLY_STRING) {
+                const char *p = strstr(r->str, "process_id:");
+
+                ours = p != NULL && atol(p + 11) == (long)pid;
+            }
+            freeReplyObject(r);
+            redisFree(c);
+            if (ours)
+                return;
+        }
+        if (waitpid(pid, NULL, WNOHANG) == pid) {
+            s->pid = 0;
+            fail_msg("redis-server exited at start (see %s)", logfile);
+        }
+        tu_sleep_ms(10);
+    }
+    fail_msg("redis-server did not come up on %s", s->socket);
+}
+
+void tu_server_start(tu_server *s, const char *extra)
+{
+    const char *tmp = getenv("REDISLOCK_TEST_TMPDIR");
+    static unsigned n;
+
+    if (tmp == NULL)
+        fail_msg("no REDISLOCK_TEST_TMPDIR: run through with-redis.sh");
+    memset(s, 0, sizeof *s);
+    snprintf(s->dir, sizeof s->dir, "%s/extra-%ld-%u", tmp, (long)getpid(),
+             ++n);
+    assert_int_equal(mkdir(s->dir, 0700), 0);
+    snprintf(s->socket, sizeof s->socket, "%s/redis.sock", s->dir);
+    server_spawn(s, extra);
+}
+
+void tu_server_restart(tu_server *s, const char *extra)
+{
+    assert_int_equal(s->pid, 0);
+    server_spawn(s, extra);
+}
+
+void tu_server_kill(tu_server *s)
+{
+    if (s->pid > 0) {
+        kill(s->pid, SIGKILL);
+        waitpid(s->pid, NULL, 0);
+        s->pid = 0;
+    }
+    unlink(s->socket);
+}
+
+void tu_server_stop(tu_server *s)
+{
+    if (s->pid > 0) {
+        long long deadline = tu_now_ms() + 5000;
+
+        kill(s->pid, SIGTERM);
+        while (waitpid(s->pid, NULL, WNOHANG) == 0) {
+            if (tu_now_ms() > deadline) {
+                kill(s->pid, SIGKILL);
+                waitpid(s->pid, NULL, 0);
+                break;
+            }
+            tu_sleep_ms(10);
+        }
+        s->pid = 0;
+    }
+}

@@ -1,0 +1,82 @@
+/*
+ * testutil.h - helpers shared by the test programs.
+ *
+ * Tests talk to the private redis-server that tests/with-redis.sh starts
+ * for each test program (REDISLOCK_TEST_* in the environment), and may
+ * start more servers of their own with tu_server_start().
+ */
+#ifndef REDISLOCK_TESTUTIL_H
+#define REDISLOCK_TESTUTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <sys/types.h>
+
+#include <cmocka.h>
+#include <hiredis/hiredis.h>
+
+#include "redislock.h"
+
+#if defined(__GNUC__)
+#define TU_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define TU_PRINTF(f, a)
+#endif
+
+/* Run a cmocka group with TAP output (for automake's tap-driver). */
+#define TU_RUN(tests, setup, teardown) \
+    tu_run(__FILE__, tests, sizeof tests / sizeof tests[0], setup, teardown)
+int tu_run(const char *name, const struct CMUnitTest *tests, size_t n,
+           CMFixtureFunction setup, CMFixtureFunction teardown);
+
+/* A connection to the harness's server over TCP (fails the test if the
+ * harness gave none).  Free with redisFree(). */
+redisContext *tu_connect(void);
+/* A connection to a unix socket; NULL if it cannot connect. */
+redisContext *tu_connect_unix(const char *path);
+
+/* Send a command (printf-style, as redisCommand) and return the reply;
+ * fails the test on a connection error.  Free with freeReplyObject(). */
+redisReply *tu_cmd(redisContext *c, const char *fmt, ...);
+/* Same, and fail the test if Redis replied with an error. */
+void tu_cmd_ok(redisContext *c, const char *fmt, ...);
+/* Binary-safe command; fails the test on a connection error. */
+redisReply *tu_cmd_argv(redisContext *c, int argc, const char **argv,
+                        const size_t *argvlen);
+
+/* PTTL and GET of a (binary) key. */
+long long tu_pttl(redisContext *c, const void *key, size_t len);
+/* The key's string value into BUF (NUL-terminated); returns its length,
+ * or -1 if the key does not exist. */
+long long tu_get(redisContext *c, const void *key, size_t len,
+                 char *buf, size_t bufsize);
+/* An integer field of INFO (e.g. "cmdstat_evalsha" calls=). */
+long long tu_cmdstat_calls(redisContext *c, const char *command);
+
+/* A key name unique to this process and call: "PREFIX:<pid>:<n>". */
+void tu_key(char *buf, size_t size, const char *prefix);
+
+void tu_sleep_ms(long ms);
+long long tu_now_ms(void);           /* CLOCK_MONOTONIC */
+
+/* Extra servers, started and stopped by the test itself. */
+typedef struct tu_server {
+    pid_t pid;
+    char socket[256];
+    char dir[200];
+} tu_server;
+
+/* Start redis-server on a unix socket in a new directory under the
+ * harness's temporary directory, with EXTRA config lines (may be NULL,
+ * e.g. "replicaof 127.0.0.1 1").  Fails the test if it cannot. */
+void tu_server_start(tu_server *s, const char *extra);
+/* Start again on the same socket (after tu_server_kill). */
+void tu_server_restart(tu_server *s, const char *extra);
+/* SIGKILL the server and reap it. */
+void tu_server_kill(tu_server *s);
+/* Stop and reap the server (SIGTERM, then SIGKILL). */
+void tu_server_stop(tu_server *s);
+
+#endif /* REDISLOCK_TESTUTIL_H */

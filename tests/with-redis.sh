@@ -1,0 +1,106 @@
+#!/bin/sh
+# with-redis.sh - run a command beside a private, throwaway redis-server.
+#
+# Usage: with-redis.sh COMMAND [ARG...]
+#
+# Starts redis-server in a fresh temporary directory, listening on a free
+# loopback port and on a unix socket in that directory, checks that the
+# server answering on the port is the very process it started (INFO's
+# process_id), runs COMMAND with
+#     REDISLOCK_TEST_HOST, REDISLOCK_TEST_PORT, REDISLOCK_TEST_SOCKET,
+#     REDISLOCK_TEST_SERVER_PID, REDISLOCK_TEST_REDIS_SERVER, REDISLOCK_TEST_TMPDIR
+# in its environment, then stops the server by PID and removes the
+# directory, whatever happened.  COMMAND's exit status is passed through.
+#
+# It is the LOG_COMPILER of the test suite, which speaks TAP on stdout, so
+# it prints only TAP there and its own diagnostics on stderr.  When
+# redis-server is missing it reports the test as skipped, except under CI
+# (CI=true), where that is a hard error.  With REDISLOCK_TEST_WRAPPER set
+# (e.g. "valgrind --error-exitcode=1"), COMMAND runs under it.
+set -u
+
+server=${REDIS_SERVER:-$(command -v redis-server || true)}
+cli=${REDIS_CLI:-$(command -v redis-cli || true)}
+
+if [ -z "$server" ] || [ -z "$cli" ]; then
+    if [ "${CI:-}" = true ]; then
+        echo "Bail out! redis-server/redis-cli not found (install redis-server)"
+        exit 99
+    fi
+    echo "1..0 # SKIP redis-server/redis-cli not found (apt-get install redis-server)"
+    exit 0
+fi
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/redislock-test.XXXXXX") || exit 99
+pid=
+cleanup() {
+    if [ -n "$pid" ]; then
+        kill "$pid" 2>/dev/null
+        # Wait for it to go, so that nothing is left running; a server that
+        # ignores TERM for 5 s gets KILL.
+        ( sleep 5; kill -9 "$pid" 2>/dev/null ) >/dev/null 2>&1 &
+        watchdog=$!
+        wait "$pid" 2>/dev/null
+        kill "$watchdog" 2>/dev/null
+    fi
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
+
+major=$("$server" --version | sed -n 's/.* v=\([0-9]*\)\..*/\1/p')
+extra=
+if [ "${major:-0}" -ge 7 ]; then
+    extra="--enable-debug-command local"
+fi
+
+sock=$tmp/redis.sock
+attempt=0
+port=
+while [ $attempt -lt 20 ]; do
+    attempt=$((attempt + 1))
+    # A pseudo-random port in 20000..59999; a clash is detected below.
+    port=$(( ( $(od -An -N2 -tu2 /dev/urandom) % 40000 ) + 20000 ))
+    # shellcheck disable=SC2086
+    "$server" --port "$port" --bind 127.0.0.1 --unixsocket "$sock" \
+        --unixsocketperm 700 --dir "$tmp" --save "" --appendonly no \
+        --daemonize no --logfile "$tmp/redis.log" $extra \
+        </dev/null >>"$tmp/redis.log" 2>&1 &
+    pid=$!
+    i=0
+    ok=
+    while [ $i -lt 100 ]; do
+        if ! kill -0 "$pid" 2>/dev/null; then
+            break   # it exited: port in use, most likely
+        fi
+        got=$("$cli" -h 127.0.0.1 -p "$port" INFO server 2>/dev/null |
+              tr -d '\r' | sed -n 's/^process_id://p')
+        if [ "$got" = "$pid" ]; then
+            ok=1; break
+        fi
+        sleep 0.05; i=$((i + 1))
+    done
+    [ -n "$ok" ] && break
+    kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+    pid=
+done
+if [ -z "$pid" ]; then
+    echo "with-redis.sh: could not start redis-server on a free port" >&2
+    cat "$tmp/redis.log" >&2 2>/dev/null
+    echo "Bail out! could not start redis-server"
+    exit 99
+fi
+
+REDISLOCK_TEST_HOST=127.0.0.1
+REDISLOCK_TEST_PORT=$port
+REDISLOCK_TEST_SOCKET=$sock
+REDISLOCK_TEST_SERVER_PID=$pid
+REDISLOCK_TEST_REDIS_SERVER=$server
+REDISLOCK_TEST_TMPDIR=$tmp
+export REDISLOCK_TEST_HOST REDISLOCK_TEST_PORT REDISLOCK_TEST_SOCKET \
+       REDISLOCK_TEST_SERVER_PID REDISLOCK_TEST_REDIS_SERVER REDISLOCK_TEST_TMPDIR
+
+# shellcheck disable=SC2086
+${REDISLOCK_TEST_WRAPPER:-} "$@"
+status=$?
+exit $status

@@ -1,0 +1,49 @@
+#!/bin/sh
+# quickstart.sh - set everything up on Debian 12 (or Ubuntu) and run the
+# demo or the test suite.  Run as root on a fresh machine, from anywhere:
+#
+#   sh tools/quickstart.sh demo    # build, then run examples/demo against a
+#                                  # throwaway redis-server
+#   sh tools/quickstart.sh test    # build, then run `make check`
+#
+# It installs the Debian packages that are missing (apt-get), generates the
+# build system if needed (autoreconf -fi), configures (extra flags from
+# REDISLOCK_CONFIGURE_FLAGS), builds, and runs the demo or the tests.
+set -eu
+cd "$(dirname "$0")/.."
+
+what=${1:-}
+case $what in
+    demo|test) ;;
+    *) echo "usage: sh tools/quickstart.sh demo|test" >&2; exit 2 ;;
+esac
+
+pkgs="gcc g++ make autoconf automake libtool pkg-config libhiredis-dev
+      libsodium-dev libcmocka-dev redis-server redis-tools"
+missing=
+for p in $pkgs; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed'; then
+        missing="$missing $p"
+    fi
+done
+if [ -n "$missing" ]; then
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "quickstart: these packages are missing; install them as root:" >&2
+        echo "  apt-get install$missing" >&2
+        exit 1
+    fi
+    echo "quickstart: installing$missing"
+    apt-get update -q
+    # shellcheck disable=SC2086
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing
+fi
+
+[ -x configure ] || autoreconf -fi
+# shellcheck disable=SC2086
+[ -f Makefile ] || ./configure ${REDISLOCK_CONFIGURE_FLAGS:-}
+make -j"$(nproc)"
+
+case $what in
+    demo) make demo ;;
+    test) make -j2 check ;;
+esac
