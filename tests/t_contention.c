@@ -7,6 +7,9 @@
  * value + 1, two round trips apart): any overlap of two critical sections
  * loses an increment, so the final counter equals 4000 only if the lock
  * excluded every time.
+ *
+ * Workers are fresh programs (this one, exec'd with --worker), so that
+ * under valgrind each is checked on its own, leaks included.
  */
 #include "config.h"
 
@@ -21,7 +24,9 @@
 #define PROCS 8
 #define ROUNDS 500
 
-/* In the child: no cmocka, plain checks, exit status tells the parent. */
+static const char *self;
+
+/* In the worker: no cmocka, plain checks, exit status tells the parent. */
 static int worker(const char *lockkey, const char *counter, int barrier)
 {
     const char *host = getenv("REDISLOCK_TEST_HOST");
@@ -90,8 +95,12 @@ static void test_processes_never_overlap(void **state)
         pids[i] = fork();
         assert_true(pids[i] >= 0);
         if (pids[i] == 0) {
+            char fd[16];
+
             close(barrier[1]);
-            _exit(worker(lockkey, counter, barrier[0]));
+            snprintf(fd, sizeof fd, "%d", barrier[0]);
+            execl(self, self, "--worker", lockkey, counter, fd, (char *)NULL);
+            _exit(127);
         }
     }
     close(barrier[0]);
@@ -117,10 +126,14 @@ static void test_processes_never_overlap(void **state)
     redisFree(c);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_processes_never_overlap),
     };
+
+    if (argc == 5 && strcmp(argv[1], "--worker") == 0)
+        return worker(argv[2], argv[3], atoi(argv[4]));
+    self = argv[0];
     return TU_RUN(tests, NULL, NULL);
 }
