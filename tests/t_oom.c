@@ -10,6 +10,7 @@
  */
 #include "config.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "alloc.h"
@@ -98,12 +99,111 @@ static void test_lock_operations_do_not_allocate(void **state)
     redislock_free(lock);
 }
 
+#if HIREDIS_MAJOR >= 1
+/*
+ * hiredis 1.x lets a program replace its allocator (process-wide, so only
+ * a test does this): fail hiredis's Nth allocation inside acquire and
+ * release, N = 1, 2, ... until the call goes through.  Every failure must
+ * come back as REDISLOCK_ERR_NOMEM (a dead connection: reconnect), with
+ * the out-parameter false.  hiredis 0.14 has no such hook.
+ */
+static unsigned long hi_fail_at, hi_calls;
+
+static int hi_should_fail(void)
+{
+    return hi_fail_at != 0 && ++hi_calls == hi_fail_at;
+}
+
+static void *hi_test_malloc(size_t n)
+{
+    return hi_should_fail() ? NULL : malloc(n);
+}
+
+static void *hi_test_calloc(size_t n, size_t size)
+{
+    return hi_should_fail() ? NULL : calloc(n, size);
+}
+
+static void *hi_test_realloc(void *p, size_t n)
+{
+    return hi_should_fail() ? NULL : realloc(p, n);
+}
+
+static char *hi_test_strdup(const char *s)
+{
+    return hi_should_fail() ? NULL : strdup(s);
+}
+
+static void sweep_hiredis(int op)
+{
+    hiredisAllocFuncs fns = { hi_test_malloc, hi_test_calloc, hi_test_realloc,
+                              hi_test_strdup, free };
+    unsigned long n;
+    int nomem = 0;
+    char key[64];
+
+    tu_key(key, sizeof key, "oom:hiredis");
+    for (n = 1; n < 200; n++) {
+        redisContext *hc = tu_connect();
+        redislock *lock = redislock_new(hc, key);
+        bool flag = true;
+        int st;
+
+        assert_non_null(lock);
+        if (op == 1) {                  /* release: hold the lock first */
+            assert_int_equal(redislock_acquire(lock, &flag), REDISLOCK_OK);
+            assert_true(flag);
+        }
+        hiredisSetAllocators(&fns);
+        hi_calls = 0;
+        hi_fail_at = n;
+        st = op == 0 ? redislock_acquire(lock, &flag)
+                     : redislock_release(lock, &flag);
+        hi_fail_at = 0;
+        hiredisResetAllocators();
+        if (st == REDISLOCK_OK) {
+            assert_true(flag);
+            if (op == 0)
+                assert_int_equal(redislock_release(lock, &flag), REDISLOCK_OK);
+            redislock_free(lock);
+            redisFree(hc);
+            break;
+        }
+        assert_int_equal(st, REDISLOCK_ERR_NOMEM);
+        assert_false(flag);
+        assert_true(strlen(redislock_last_error(lock)) > 0);
+        nomem++;
+        redislock_free(lock);
+        redisFree(hc);
+        tu_cmd_ok(c, "DEL %s", key);
+    }
+    assert_true(n < 200);
+    assert_true(nomem > 0);
+}
+
+static void test_acquire_with_hiredis_allocation_failure(void **state)
+{
+    (void)state;
+    sweep_hiredis(0);
+}
+
+static void test_release_with_hiredis_allocation_failure(void **state)
+{
+    (void)state;
+    sweep_hiredis(1);
+}
+#endif
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_new_with_single_allocation_failure),
         cmocka_unit_test(test_new_with_persistent_allocation_failure),
         cmocka_unit_test(test_lock_operations_do_not_allocate),
+#if HIREDIS_MAJOR >= 1
+        cmocka_unit_test(test_acquire_with_hiredis_allocation_failure),
+        cmocka_unit_test(test_release_with_hiredis_allocation_failure),
+#endif
     };
     return TU_RUN(tests, setup, teardown);
 }
