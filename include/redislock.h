@@ -7,9 +7,26 @@
  * OVERVIEW
  *   A redislock handle names one lock (a Redis key), carries a random owner
  *   ID and an expiry, and talks to Redis through a hiredis redisContext that
- *   the caller owns.  The stored format is go-zero's: the key is a plain
- *   Redis string whose value is the owner ID, with a PX expiry.  A go-zero
- *   process and a redislock process using the same key exclude each other.
+ *   the caller owns.  A handle has one of two modes, fixed at creation:
+ *
+ *   - go-zero-compatible (redislock_new): the key is a plain Redis string
+ *     whose value is the owner ID, with a PX expiry, exactly as go-zero's
+ *     RedisLock stores it.  A go-zero process and a redislock process using
+ *     the same key exclude each other.  Re-entry is not counted.
+ *   - counted (redislock_new_counted): the key is a hash holding the owner
+ *     ID, a hold count and the fencing token; each acquire by the owner
+ *     adds a hold, each release removes one, the key goes with the last.
+ *
+ *   The two formats never mix: a handle of one mode meeting a key of the
+ *   other gets REDISLOCK_ERR_SERVER (WRONGTYPE) and leaves the key alone.
+ *
+ *   Besides the lock key a handle may use two more keys in the same Cluster
+ *   hash slot: KEY's wake-up list (a short-lived list that releases push to
+ *   and redislock_acquire_wait() blocks on; it expires within 2 s) and,
+ *   with fencing on, KEY's fencing counter (a persistent integer).  Their
+ *   names: if KEY has a Cluster hash tag ("{...}" with something inside),
+ *   KEY + ":wake" and KEY + ":fence"; otherwise "{" KEY "}:wake" and
+ *   "{" KEY "}:fence", which hash to KEY's own slot.
  *
  * OWNERSHIP
  *   - redislock_new() and redislock_new_len() hand out the only memory the
@@ -61,6 +78,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "redislock_version.h"
 
@@ -108,8 +126,30 @@ typedef enum {
     /** Redis replied with something the lock scripts never return (wrong
      *  reply type or value).  The connection is still usable, but it is
      *  probably not talking to the server, or the script, you think. */
-    REDISLOCK_ERR_PROTOCOL = -5
+    REDISLOCK_ERR_PROTOCOL = -5,
+    /** The handle was created in another process: it was inherited across
+     *  fork().  Nothing was sent; the parent's lock is untouched.  Create
+     *  a new handle (and connection) in the child.  @since 0.2.0 */
+    REDISLOCK_ERR_FORKED = -6
 } redislock_status;
+
+/**
+ * Who held the key when this handle last looked (see
+ * redislock_last_state()).  @since 0.2.0
+ */
+typedef enum {
+    /** No round trip on this handle has told yet (or the last failed). */
+    REDISLOCK_STATE_UNKNOWN = 0,
+    /** Nobody held the key: it had expired or been released. */
+    REDISLOCK_STATE_FREE = 1,
+    /** This handle's owner ID held it. */
+    REDISLOCK_STATE_OURS = 2,
+    /** Another owner held it. */
+    REDISLOCK_STATE_OTHER = 3
+} redislock_state;
+
+/** Longest owner ID accepted by redislock_set_id(), in bytes. */
+#define REDISLOCK_MAX_ID_LEN 128
 
 /**
  * Create a lock handle for KEY on connection C (go-zero: NewRedisLock).
@@ -200,6 +240,202 @@ redislock_acquire(redislock *lock, bool *acquired);
  */
 REDISLOCK_API REDISLOCK_NODISCARD int
 redislock_release(redislock *lock, bool *released);
+
+/**
+ * Create a counted-mode handle for KEY (see OVERVIEW).  Each successful
+ * acquire by this owner adds one hold (the first one takes the lock, the
+ * others refresh the expiry); each release gives one up and refreshes the
+ * expiry; the key is deleted when the last hold goes.  The count lives in
+ * Redis, in the key itself, so it expires with the lease: a lapsed lock
+ * has no holds left.
+ *
+ * @param c    borrowed, as in redislock_new().
+ * @param key  NUL-terminated, non-empty; copied.
+ * @return     a new handle, or NULL as redislock_new().
+ * @since 0.2.0
+ */
+REDISLOCK_API REDISLOCK_NODISCARD redislock *
+redislock_new_counted(struct redisContext *c, const char *key);
+
+/**
+ * Like redislock_new_counted(), for a binary key of LEN > 0 bytes.
+ * @since 0.2.0
+ */
+REDISLOCK_API REDISLOCK_NODISCARD redislock *
+redislock_new_counted_len(struct redisContext *c, const void *key, size_t len);
+
+/**
+ * Like redislock_new() (go-zero-compatible mode), with the owner ID ID
+ * instead of a random one: handles (in any processes) created with the
+ * same ID are the same owner, so one may release what another acquired.
+ * This shares ownership on purpose; the ID is then only as secret as you
+ * keep it.  An ID taken from a go-zero process makes the handle that
+ * process's co-owner.
+ *
+ * @param id  see redislock_set_id(); copied.
+ * @return    a new handle, or NULL if redislock_new() would fail or ID is
+ *            not acceptable to redislock_set_id().
+ * @since 0.2.0
+ */
+REDISLOCK_API REDISLOCK_NODISCARD redislock *
+redislock_new_with_id(struct redisContext *c, const char *key, const char *id);
+
+/**
+ * Replace the handle's owner ID (any mode), to share ownership on purpose
+ * (see redislock_new_with_id()).  Sends nothing.  Do it while the handle
+ * holds nothing: what the old ID holds stays held until it expires.
+ *
+ * @param id  1 to REDISLOCK_MAX_ID_LEN printable ASCII characters other
+ *            than space (0x21-0x7e), NUL-terminated; copied.
+ * @return REDISLOCK_OK; REDISLOCK_ERR_INVALID for a NULL handle or an
+ *         unacceptable ID (the old ID is kept).
+ * @since 0.2.0
+ */
+REDISLOCK_API int redislock_set_id(redislock *lock, const char *id);
+
+/**
+ * Set the lease of the following acquires, extends and counted releases
+ * to exactly MS milliseconds (no tolerance added).  redislock_set_expire(l,
+ * s) is redislock_set_expire_ms(l, s * 1000 + 500); whichever was called
+ * last wins.  Sends nothing.
+ *
+ * @return REDISLOCK_OK, or REDISLOCK_ERR_INVALID if LOCK is NULL or MS is
+ *         not in 1..1000000000000 (about 31 years); the setting is kept.
+ * @since 0.2.0
+ */
+REDISLOCK_API int redislock_set_expire_ms(redislock *lock, long long ms);
+
+/**
+ * Turn fencing tokens on or off (off by default) for the following
+ * acquires.  With fencing on, every fresh acquisition (not a re-entry)
+ * increments KEY's fencing counter, a persistent key (see OVERVIEW), in
+ * the same script, and redislock_token() returns the new value.  Tokens
+ * of one lock name only ever grow: across releases, expiries and server
+ * restarts, as far as Redis persists the counter (use AOF with
+ * appendfsync always for a strict guarantee, and a maxmemory-policy that
+ * does not evict keys without a TTL).  One counter key stays per lock name
+ * used with fencing; delete it only when retiring the name.  Tokens are
+ * exact up to 2^53.
+ *
+ * @return REDISLOCK_OK, or REDISLOCK_ERR_INVALID if LOCK is NULL.
+ * @since 0.2.0
+ */
+REDISLOCK_API int redislock_set_fencing(redislock *lock, bool on);
+
+/**
+ * The fencing token of the acquisition this handle holds (local, no round
+ * trip): set by every successful acquire with fencing on; a re-entry gives
+ * the same token as the acquisition it re-enters.  Pass it to the storage
+ * you protect, which must reject tokens lower than one it has seen.
+ *
+ * @param token  set to the token, or to 0 when the handle holds nothing or
+ *               fencing was off (tokens start at 1).
+ * @return REDISLOCK_OK, or REDISLOCK_ERR_INVALID if an argument is NULL.
+ * @since 0.2.0
+ */
+REDISLOCK_API int redislock_token(const redislock *lock, uint64_t *token);
+
+/**
+ * Reset the lease of a lock this handle holds to the configured expiry
+ * (owner-checked PEXPIRE; one round trip).  Does not add a hold.
+ *
+ * @param extended  true if we held it and it now has a fresh lease; false
+ *                  if not ours any more: redislock_last_state() then says
+ *                  whether it had lapsed (REDISLOCK_STATE_FREE) or another
+ *                  owner holds it (REDISLOCK_STATE_OTHER).  False on error.
+ * @return as redislock_acquire(), or REDISLOCK_ERR_FORKED.
+ * @since 0.2.0
+ */
+REDISLOCK_API REDISLOCK_NODISCARD int
+redislock_extend(redislock *lock, bool *extended);
+
+/**
+ * Does KEY hold this handle's owner ID right now (one round trip)?
+ * @param held  the answer; false on error.
+ * @return as redislock_acquire(), or REDISLOCK_ERR_FORKED.
+ * @since 0.2.0
+ */
+REDISLOCK_API int redislock_held(redislock *lock, bool *held);
+
+/**
+ * The remaining lease in Redis, in milliseconds, if this handle's owner
+ * holds the lock (one round trip).
+ * @param ms  the remaining lease, or -1 when we do not hold the lock
+ *            (redislock_last_state() tells free from taken); -1 on error.
+ * @return as redislock_acquire(), or REDISLOCK_ERR_FORKED.
+ * @since 0.2.0
+ */
+REDISLOCK_API int redislock_ttl(redislock *lock, long long *ms);
+
+/**
+ * The holds this owner has, as Redis has them (one round trip): in counted
+ * mode the count; in go-zero-compatible mode 1 while held.  0 when we do
+ * not hold the lock, and on error.
+ * @return as redislock_acquire(), or REDISLOCK_ERR_FORKED.
+ * @since 0.2.0
+ */
+REDISLOCK_API int redislock_hold_count(redislock *lock, int *count);
+
+/**
+ * How much longer, in milliseconds, the lease of the lock this handle
+ * holds is certainly valid, by the local monotonic clock and without a
+ * round trip: the lease counted from when the acquire (or extend, or
+ * counted release that left holds) that set it was *sent*, minus the time
+ * since.  0 when the handle does not hold the lock (as far as its own
+ * replies said), or the lease has run out.  It allows for no clock drift
+ * between this host and Redis: keep a margin of your own.
+ * @since 0.2.0
+ */
+REDISLOCK_API long long redislock_valid_for_ms(const redislock *lock);
+
+/**
+ * Who held the key according to the last reply on this handle: the
+ * outcome of acquire, release, extend, held, ttl and hold_count calls, so
+ * that a false result can be told apart ("free" vs "someone else").
+ * REDISLOCK_STATE_UNKNOWN for NULL, before any round trip, and after a
+ * failed one.
+ * @since 0.2.0
+ */
+REDISLOCK_API redislock_state redislock_last_state(const redislock *lock);
+
+/**
+ * Acquire, waiting up to TIMEOUT_MS milliseconds for the lock to come free.
+ *
+ * Does not poll busily: between tries it blocks on KEY's wake-up list
+ * (BLPOP on the handle's connection).  A release by a redislock handle
+ * pushes one wake-up, which Redis hands to one waiter (the longest-blocked
+ * one), so a hand-off costs about one round trip and the other waiters
+ * sleep on.  A go-zero holder, or a crashed one, sends no wake-up: then a
+ * waiter tries again when the holder's lease runs out, and at the latest
+ * every poll interval (redislock_set_wait_poll_ms(), 100 ms by default),
+ * so it gets a lock that was deleted silently within that interval plus a
+ * round trip.  Fairness is not promised: a newcomer may take a lock just
+ * freed before the woken waiter does.
+ *
+ * The deadline is honoured to within a round trip: no try is sent after
+ * it, and when it passes the call returns with *ACQUIRED false and
+ * nothing left in flight.  The connection's read timeout is raised for
+ * each blocking wait and restored afterwards.  Redis >= 6.0 is needed
+ * (sub-second BLPOP timeouts).
+ *
+ * @param timeout_ms  0 tries once (as redislock_acquire()); must be >= 0.
+ * @param acquired    true when the lock is ours; false at the deadline or
+ *                    on error.
+ * @return as redislock_acquire(), REDISLOCK_ERR_INVALID for a negative
+ *         TIMEOUT_MS, or REDISLOCK_ERR_FORKED.
+ * @since 0.2.0
+ */
+REDISLOCK_API REDISLOCK_NODISCARD int
+redislock_acquire_wait(redislock *lock, long long timeout_ms, bool *acquired);
+
+/**
+ * Set the longest single wait of redislock_acquire_wait() between tries
+ * when no wake-up comes (default 100 ms).  Sends nothing.
+ * @return REDISLOCK_OK, or REDISLOCK_ERR_INVALID if LOCK is NULL or MS is
+ *         not in 1..60000.
+ * @since 0.2.0
+ */
+REDISLOCK_API int redislock_set_wait_poll_ms(redislock *lock, long long ms);
 
 /**
  * Point the handle at another connection, keeping key, owner ID and

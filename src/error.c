@@ -25,6 +25,8 @@ const char *redislock_strerror(int status)
         return "Redis replied with an error";
     case REDISLOCK_ERR_PROTOCOL:
         return "unexpected reply from Redis";
+    case REDISLOCK_ERR_FORKED:
+        return "handle used in a child process after fork()";
     }
     return "unknown redislock status";
 }

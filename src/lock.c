@@ -1,5 +1,11 @@
 /*
- * lock.c - acquire and release (go-zero compatible mode).
+ * lock.c - acquire, release, extend and the status queries, in both modes.
+ *
+ * Each operation is one script (src/lua/), so one round trip in steady
+ * state.  Replies are arrays of integers whose first element tells who
+ * held the key: 1 (or, for acquire, "acquired") us, 0 nobody, -1 someone
+ * else.  The handle remembers what the last reply said (held, lease
+ * deadline, token) for the local queries.
  */
 #include "config.h"
 
@@ -8,106 +14,320 @@
 
 #include "redislock_int.h"
 
-static int reply_is(const redisReply *r, const char *s)
+static const redislockp_script *script_for(const redislock *lock, int op)
 {
-    size_t n = strlen(s);
+    static const redislockp_script *const table[2][4] = {
+        { &redislockp_script_acquire, &redislockp_script_release,
+          &redislockp_script_extend, &redislockp_script_status },
+        { &redislockp_script_acquire_counted,
+          &redislockp_script_release_counted,
+          &redislockp_script_extend_counted,
+          &redislockp_script_status_counted },
+    };
 
-    return r->len == n && memcmp(r->str, s, n) == 0;
+    return table[lock->mode == REDISLOCKP_MODE_COUNTED][op];
+}
+
+enum { OP_ACQUIRE, OP_RELEASE, OP_EXTEND, OP_STATUS };
+
+/* After a reply: a key that is not ours means we hold nothing. */
+static void saw(redislock *lock, long long who)
+{
+    if (who > 0) {
+        lock->state = REDISLOCK_STATE_OURS;
+    } else {
+        lock->state = who == 0 ? REDISLOCK_STATE_FREE : REDISLOCK_STATE_OTHER;
+        lock->held = 0;
+        lock->token = 0;
+    }
+}
+
+static void held_until(redislock *lock, long long sent)
+{
+    lock->held = 1;
+    lock->valid_until = sent + lock->expire_ms;
+}
+
+int redislockp_acquire_once(redislock *lock, bool *acquired,
+                            long long *holder_pttl)
+{
+    char ms[24];
+    const char *args[6];
+    size_t lens[6];
+    redisReply *reply = NULL;
+    long long v[3], sent;
+    int st;
+
+    *acquired = false;
+    *holder_pttl = -2;
+    args[0] = lock->key;
+    lens[0] = lock->keylen;
+    args[1] = lock->fence_key;
+    lens[1] = lock->fence_keylen;
+    args[2] = lock->wake_key;
+    lens[2] = lock->wake_keylen;
+    args[3] = lock->id;
+    lens[3] = lock->idlen;
+    lens[4] = (size_t)snprintf(ms, sizeof ms, "%lld", lock->expire_ms);
+    args[4] = ms;
+    args[5] = lock->fencing ? "1" : "0";
+    lens[5] = 1;
+
+    sent = redislockp_now_ms();
+    st = redislockp_eval(lock, script_for(lock, OP_ACQUIRE), 3, 3, args,
+                         lens, &reply);
+    if (st != REDISLOCK_OK)
+        goto fail;
+    st = redislockp_int_array(lock, "acquire", reply, v, 2, 3);
+    if (st != REDISLOCK_OK)
+        goto fail;
+    if (v[0] == 1 && reply->elements == 3 && v[1] >= 0 && v[2] >= 1) {
+        saw(lock, 1);
+        held_until(lock, sent);
+        lock->token = (uint64_t)v[1];
+        *acquired = true;
+    } else if (v[0] == 0) {
+        saw(lock, -1);
+        *holder_pttl = v[1];
+    } else {
+        st = redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL,
+                             "acquire: unexpected reply {%lld, %lld}",
+                             v[0], v[1]);
+        goto fail;
+    }
+    freeReplyObject(reply);
+    return REDISLOCK_OK;
+fail:
+    lock->state = REDISLOCK_STATE_UNKNOWN;
+    freeReplyObject(reply);
+    return st;
 }
 
 int redislock_acquire(redislock *lock, bool *acquired)
 {
-    char ms[24];
-    const char *args[2];
-    size_t lens[2];
-    redisReply *reply = NULL;
+    long long pttl;
     int st;
 
     if (acquired)
         *acquired = false;
     if (lock == NULL)
         return REDISLOCK_ERR_INVALID;
-    redislockp_clear_error(lock);
+    st = redislockp_begin(lock);
+    if (st != REDISLOCK_OK)
+        return st;
     if (acquired == NULL)
         return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
                                "acquired is NULL");
-
-    args[0] = lock->id;
-    lens[0] = REDISLOCKP_ID_LEN;
-    lens[1] = (size_t)snprintf(ms, sizeof ms, "%lld", lock->expire_ms);
-    args[1] = ms;
-
-    st = redislockp_eval(lock, &redislockp_script_acquire, 2, args, lens,
-                         &reply);
-    if (st != REDISLOCK_OK)
-        return st;
-
-    switch (reply->type) {
-    case REDIS_REPLY_STATUS:   /* SET ... NX PX: +OK */
-    case REDIS_REPLY_STRING:   /* a script returning the string "OK" */
-        if (reply_is(reply, "OK")) {
-            *acquired = true;
-            break;
-        }
-        st = redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL,
-                             "acquire: unexpected reply \"%.64s\"",
-                             reply->str);
-        break;
-    case REDIS_REPLY_NIL:      /* SET NX refused: another owner */
-        break;
-#ifdef REDIS_REPLY_BOOL
-    case REDIS_REPLY_BOOL:     /* RESP3 maps the script's false to #f */
-        if (reply->integer == 0)
-            break;
-        st = redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL,
-                             "acquire: unexpected reply true");
-        break;
-#endif
-    default:
-        st = redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL,
-                             "acquire: unexpected reply of type %d",
-                             reply->type);
-        break;
-    }
-    freeReplyObject(reply);
-    return st;
+    return redislockp_acquire_once(lock, acquired, &pttl);
 }
 
 int redislock_release(redislock *lock, bool *released)
 {
-    const char *args[1];
-    size_t lens[1];
+    char ms[24];
+    const char *args[4];
+    size_t lens[4];
     redisReply *reply = NULL;
+    long long v[2], sent;
     int st;
 
     if (released)
         *released = false;
     if (lock == NULL)
         return REDISLOCK_ERR_INVALID;
-    redislockp_clear_error(lock);
+    st = redislockp_begin(lock);
+    if (st != REDISLOCK_OK)
+        return st;
     if (released == NULL)
         return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
                                "released is NULL");
 
-    args[0] = lock->id;
-    lens[0] = REDISLOCKP_ID_LEN;
-    st = redislockp_eval(lock, &redislockp_script_release, 1, args, lens,
-                         &reply);
+    args[0] = lock->key;
+    lens[0] = lock->keylen;
+    args[1] = lock->wake_key;
+    lens[1] = lock->wake_keylen;
+    args[2] = lock->id;
+    lens[2] = lock->idlen;
+    lens[3] = (size_t)snprintf(ms, sizeof ms, "%lld", lock->expire_ms);
+    args[3] = ms;
+    sent = redislockp_now_ms();
+    st = redislockp_eval(lock, script_for(lock, OP_RELEASE), 2,
+                         lock->mode == REDISLOCKP_MODE_COUNTED ? 2 : 1,
+                         args, lens, &reply);
     if (st != REDISLOCK_OK)
-        return st;
-
-    if (reply->type == REDIS_REPLY_INTEGER &&
-        (reply->integer == 0 || reply->integer == 1)) {
-        *released = reply->integer == 1;
-    } else if (reply->type == REDIS_REPLY_INTEGER) {
+        goto fail;
+    st = redislockp_int_array(lock, "release", reply, v, 2, 2);
+    if (st != REDISLOCK_OK)
+        goto fail;
+    if (v[0] < -1 || v[0] > 1 || v[1] < 0 || (v[0] != 1 && v[1] != 0)) {
         st = redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL,
-                             "release: unexpected reply %lld",
-                             reply->integer);
+                             "release: unexpected reply {%lld, %lld}",
+                             v[0], v[1]);
+        goto fail;
+    }
+    if (v[0] == 1) {
+        *released = true;
+        if (v[1] > 0) {                 /* counted: holds remain */
+            lock->state = REDISLOCK_STATE_OURS;
+            held_until(lock, sent);
+        } else {
+            lock->state = REDISLOCK_STATE_FREE;
+            lock->held = 0;
+            lock->token = 0;
+        }
     } else {
-        st = redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL,
-                             "release: unexpected reply of type %d",
-                             reply->type);
+        saw(lock, v[0]);
     }
     freeReplyObject(reply);
+    return REDISLOCK_OK;
+fail:
+    lock->state = REDISLOCK_STATE_UNKNOWN;
+    freeReplyObject(reply);
+    return st;
+}
+
+int redislock_extend(redislock *lock, bool *extended)
+{
+    char ms[24];
+    const char *args[3];
+    size_t lens[3];
+    redisReply *reply = NULL;
+    long long v[1], sent;
+    int st;
+
+    if (extended)
+        *extended = false;
+    if (lock == NULL)
+        return REDISLOCK_ERR_INVALID;
+    st = redislockp_begin(lock);
+    if (st != REDISLOCK_OK)
+        return st;
+    if (extended == NULL)
+        return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
+                               "extended is NULL");
+
+    args[0] = lock->key;
+    lens[0] = lock->keylen;
+    args[1] = lock->id;
+    lens[1] = lock->idlen;
+    lens[2] = (size_t)snprintf(ms, sizeof ms, "%lld", lock->expire_ms);
+    args[2] = ms;
+    sent = redislockp_now_ms();
+    st = redislockp_eval(lock, script_for(lock, OP_EXTEND), 1, 2, args, lens,
+                         &reply);
+    if (st != REDISLOCK_OK)
+        goto fail;
+    st = redislockp_int_array(lock, "extend", reply, v, 1, 1);
+    if (st != REDISLOCK_OK)
+        goto fail;
+    if (v[0] < -1 || v[0] > 1) {
+        st = redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL,
+                             "extend: unexpected reply {%lld}", v[0]);
+        goto fail;
+    }
+    saw(lock, v[0]);
+    if (v[0] == 1) {
+        /* Extending a lock we own but had not acquired through this handle
+         * (a shared owner ID) makes it ours here too; its token we do not
+         * know without a round trip, so keep what we have. */
+        held_until(lock, sent);
+        *extended = true;
+    }
+    freeReplyObject(reply);
+    return REDISLOCK_OK;
+fail:
+    lock->state = REDISLOCK_STATE_UNKNOWN;
+    freeReplyObject(reply);
+    return st;
+}
+
+/* The status script: V gets {who, pttl, holds, token}. */
+static int status(redislock *lock, long long v[4])
+{
+    const char *args[3];
+    size_t lens[3];
+    redisReply *reply = NULL;
+    int st;
+
+    args[0] = lock->key;
+    lens[0] = lock->keylen;
+    args[1] = lock->fence_key;
+    lens[1] = lock->fence_keylen;
+    args[2] = lock->id;
+    lens[2] = lock->idlen;
+    st = redislockp_eval(lock, script_for(lock, OP_STATUS), 2, 1, args, lens,
+                         &reply);
+    if (st != REDISLOCK_OK)
+        goto fail;
+    st = redislockp_int_array(lock, "status", reply, v, 4, 4);
+    if (st != REDISLOCK_OK)
+        goto fail;
+    if (v[0] < -1 || v[0] > 1 || (v[0] == 1 && v[2] < 1) || v[3] < 0) {
+        st = redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL,
+                             "status: unexpected reply {%lld, %lld, %lld, %lld}",
+                             v[0], v[1], v[2], v[3]);
+        goto fail;
+    }
+    saw(lock, v[0]);
+    freeReplyObject(reply);
+    return REDISLOCK_OK;
+fail:
+    lock->state = REDISLOCK_STATE_UNKNOWN;
+    freeReplyObject(reply);
+    return st;
+}
+
+/* Shared prologue of the status queries. */
+#define QUERY_BEGIN(lock, out, name)                                       \
+    do {                                                                   \
+        int st_;                                                           \
+        if ((lock) == NULL)                                                \
+            return REDISLOCK_ERR_INVALID;                                  \
+        st_ = redislockp_begin(lock);                                      \
+        if (st_ != REDISLOCK_OK)                                           \
+            return st_;                                                    \
+        if ((out) == NULL)                                                 \
+            return redislockp_fail((lock), REDISLOCK_ERR_INVALID,          \
+                                   name " is NULL");                       \
+    } while (0)
+
+int redislock_held(redislock *lock, bool *held)
+{
+    long long v[4];
+    int st;
+
+    if (held)
+        *held = false;
+    QUERY_BEGIN(lock, held, "held");
+    st = status(lock, v);
+    if (st == REDISLOCK_OK)
+        *held = v[0] == 1;
+    return st;
+}
+
+int redislock_ttl(redislock *lock, long long *ms)
+{
+    long long v[4];
+    int st;
+
+    if (ms)
+        *ms = -1;
+    QUERY_BEGIN(lock, ms, "ms");
+    st = status(lock, v);
+    if (st == REDISLOCK_OK && v[0] == 1)
+        *ms = v[1];
+    return st;
+}
+
+int redislock_hold_count(redislock *lock, int *count)
+{
+    long long v[4];
+    int st;
+
+    if (count)
+        *count = 0;
+    QUERY_BEGIN(lock, count, "count");
+    st = status(lock, v);
+    if (st == REDISLOCK_OK && v[0] == 1)
+        *count = v[2] > 2147483647LL ? 2147483647 : (int)v[2];
     return st;
 }

@@ -5,24 +5,61 @@
 
 #include <limits.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <sodium.h>
 
 #include "redislock_int.h"
 
-redislock *redislock_new(struct redisContext *c, const char *key)
+#define FENCE_SUFFIX ":fence"
+#define WAKE_SUFFIX ":wake"
+#define MAX_EXPIRE_MS 1000000000000LL
+
+/* Does KEY carry a Redis Cluster hash tag: a '{' followed later by a '}'
+ * with at least one byte between the first such pair? */
+static int has_hash_tag(const char *key, size_t len)
 {
-    if (key == NULL)
-        return NULL;
-    return redislock_new_len(c, key, strlen(key));
+    const char *open = memchr(key, '{', len);
+    const char *close;
+
+    if (open == NULL)
+        return 0;
+    close = memchr(open + 1, '}', len - (size_t)(open + 1 - key));
+    return close != NULL && close > open + 1;
 }
 
-redislock *redislock_new_len(struct redisContext *c, const void *key,
-                             size_t len)
+/* Write KEY's companion key with SUFFIX at OUT (room for len + 2 +
+ * strlen(suffix) + 1 bytes): KEY SUFFIX when KEY has a hash tag, else
+ * "{" KEY "}" SUFFIX, which hashes to the same slot as KEY (unless KEY
+ * holds a '}', see the header).  Returns its length. */
+static size_t companion_key(char *out, const char *key, size_t len,
+                            const char *suffix)
+{
+    size_t n = 0, slen = strlen(suffix);
+
+    if (has_hash_tag(key, len)) {
+        memcpy(out, key, len);
+        n = len;
+    } else {
+        out[n++] = '{';
+        memcpy(out + n, key, len);
+        n += len;
+        out[n++] = '}';
+    }
+    memcpy(out + n, suffix, slen);
+    n += slen;
+    out[n] = '\0';
+    return n;
+}
+
+static redislock *create(struct redisContext *c, const void *key, size_t len,
+                         redislockp_mode mode)
 {
     redislock *lock;
+    size_t room;
+    char *p;
 
-    if (c == NULL || key == NULL || len == 0 || len == SIZE_MAX)
+    if (c == NULL || key == NULL || len == 0 || len > (SIZE_MAX - 64) / 3)
         return NULL;
     /* 0: initialised now, 1: already initialised; both are success.
      * sodium_init() is thread-safe, so concurrent constructors are fine. */
@@ -32,18 +69,71 @@ redislock *redislock_new_len(struct redisContext *c, const void *key,
     lock = redislockp_calloc(1, sizeof *lock);
     if (lock == NULL)
         return NULL;
-    lock->key = redislockp_malloc(len + 1);
-    if (lock->key == NULL) {
+    room = (len + 1) + (len + 2 + sizeof FENCE_SUFFIX) +
+           (len + 2 + sizeof WAKE_SUFFIX);
+    lock->keys = redislockp_malloc(room);
+    if (lock->keys == NULL) {
         redislockp_free(lock);
         return NULL;
     }
-    memcpy(lock->key, key, len);
-    lock->key[len] = '\0';
+    p = lock->keys;
+    memcpy(p, key, len);
+    p[len] = '\0';
+    lock->key = p;
     lock->keylen = len;
+    p += len + 1;
+    lock->fence_keylen = companion_key(p, key, len, FENCE_SUFFIX);
+    lock->fence_key = p;
+    p += lock->fence_keylen + 1;
+    lock->wake_keylen = companion_key(p, key, len, WAKE_SUFFIX);
+    lock->wake_key = p;
+
     lock->ctx = c;
-    lock->seconds = 0;
+    lock->mode = mode;
+    lock->pid = getpid();
     lock->expire_ms = REDISLOCKP_TOLERANCE_MS;
+    lock->poll_ms = REDISLOCKP_WAIT_POLL_MS;
+    lock->state = REDISLOCK_STATE_UNKNOWN;
     redislockp_token_new(lock->id);
+    lock->idlen = REDISLOCKP_ID_LEN;
+    return lock;
+}
+
+redislock *redislock_new(struct redisContext *c, const char *key)
+{
+    if (key == NULL)
+        return NULL;
+    return create(c, key, strlen(key), REDISLOCKP_MODE_GOZERO);
+}
+
+redislock *redislock_new_len(struct redisContext *c, const void *key,
+                             size_t len)
+{
+    return create(c, key, len, REDISLOCKP_MODE_GOZERO);
+}
+
+redislock *redislock_new_counted(struct redisContext *c, const char *key)
+{
+    if (key == NULL)
+        return NULL;
+    return create(c, key, strlen(key), REDISLOCKP_MODE_COUNTED);
+}
+
+redislock *redislock_new_counted_len(struct redisContext *c, const void *key,
+                                     size_t len)
+{
+    return create(c, key, len, REDISLOCKP_MODE_COUNTED);
+}
+
+redislock *redislock_new_with_id(struct redisContext *c, const char *key,
+                                 const char *id)
+{
+    redislock *lock = redislock_new(c, key);
+
+    if (lock != NULL && redislock_set_id(lock, id) != REDISLOCK_OK) {
+        redislock_free(lock);
+        return NULL;
+    }
     return lock;
 }
 
@@ -51,9 +141,37 @@ void redislock_free(redislock *lock)
 {
     if (lock == NULL)
         return;
-    redislockp_free(lock->key);
+    redislockp_free(lock->keys);
     sodium_memzero(lock, sizeof *lock);
     redislockp_free(lock);
+}
+
+int redislock_set_id(redislock *lock, const char *id)
+{
+    size_t i, len;
+
+    if (lock == NULL)
+        return REDISLOCK_ERR_INVALID;
+    redislockp_clear_error(lock);
+    if (id == NULL)
+        return redislockp_fail(lock, REDISLOCK_ERR_INVALID, "id is NULL");
+    len = strnlen(id, REDISLOCK_MAX_ID_LEN + 1);
+    if (len == 0 || len > REDISLOCK_MAX_ID_LEN)
+        return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
+                               "id must be 1 to %d characters",
+                               REDISLOCK_MAX_ID_LEN);
+    for (i = 0; i < len; i++) {
+        if (id[i] < 0x21 || id[i] > 0x7e)
+            return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
+                                   "id byte %zu is not printable ASCII", i);
+    }
+    sodium_memzero(lock->id, sizeof lock->id);
+    memcpy(lock->id, id, len);
+    lock->idlen = len;
+    lock->held = 0;
+    lock->token = 0;
+    lock->state = REDISLOCK_STATE_UNKNOWN;
+    return REDISLOCK_OK;
 }
 
 int redislock_set_expire(redislock *lock, int seconds)
@@ -69,8 +187,42 @@ int redislock_set_expire(redislock *lock, int seconds)
         return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
                                "expiry of %d s overflows the %d ms limit",
                                seconds, INT_MAX);
-    lock->seconds = seconds;
     lock->expire_ms = (long long)seconds * 1000 + REDISLOCKP_TOLERANCE_MS;
+    return REDISLOCK_OK;
+}
+
+int redislock_set_expire_ms(redislock *lock, long long ms)
+{
+    if (lock == NULL)
+        return REDISLOCK_ERR_INVALID;
+    redislockp_clear_error(lock);
+    if (ms < 1 || ms > MAX_EXPIRE_MS)
+        return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
+                               "expiry of %lld ms is not in 1..%lld", ms,
+                               MAX_EXPIRE_MS);
+    lock->expire_ms = ms;
+    return REDISLOCK_OK;
+}
+
+int redislock_set_fencing(redislock *lock, bool on)
+{
+    if (lock == NULL)
+        return REDISLOCK_ERR_INVALID;
+    redislockp_clear_error(lock);
+    lock->fencing = on;
+    return REDISLOCK_OK;
+}
+
+int redislock_set_wait_poll_ms(redislock *lock, long long ms)
+{
+    if (lock == NULL)
+        return REDISLOCK_ERR_INVALID;
+    redislockp_clear_error(lock);
+    if (ms < 1 || ms > 60000)
+        return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
+                               "poll interval of %lld ms is not in 1..60000",
+                               ms);
+    lock->poll_ms = ms;
     return REDISLOCK_OK;
 }
 
@@ -89,4 +241,43 @@ int redislock_set_context(redislock *lock, struct redisContext *c)
 const char *redislock_id(const redislock *lock)
 {
     return lock ? lock->id : "";
+}
+
+int redislock_token(const redislock *lock, uint64_t *token)
+{
+    if (token)
+        *token = 0;
+    if (lock == NULL || token == NULL)
+        return REDISLOCK_ERR_INVALID;
+    if (lock->held)
+        *token = lock->token;
+    return REDISLOCK_OK;
+}
+
+long long redislock_valid_for_ms(const redislock *lock)
+{
+    long long left;
+
+    if (lock == NULL || !lock->held)
+        return 0;
+    left = lock->valid_until - redislockp_now_ms();
+    return left > 0 ? left : 0;
+}
+
+redislock_state redislock_last_state(const redislock *lock)
+{
+    return lock ? lock->state : REDISLOCK_STATE_UNKNOWN;
+}
+
+int redislockp_begin(redislock *lock)
+{
+    pid_t now = getpid();
+
+    redislockp_clear_error(lock);
+    if (now != lock->pid)
+        return redislockp_fail(lock, REDISLOCK_ERR_FORKED,
+                               "handle created by process %ld used in "
+                               "process %ld after fork(): create a new one",
+                               (long)lock->pid, (long)now);
+    return REDISLOCK_OK;
 }

@@ -7,17 +7,23 @@
 #define REDISLOCK_INT_H
 
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
 
 #include <hiredis/hiredis.h>
 
 #include "redislock.h"
 
-/* Random bytes in an owner ID, and its length once hex-encoded. */
+/* Random bytes in a generated owner ID, and its length once hex-encoded. */
 #define REDISLOCKP_ID_BYTES 16
 #define REDISLOCKP_ID_LEN (2 * REDISLOCKP_ID_BYTES)
 
-/* go-zero's tolerance added to every expiry, in milliseconds. */
+/* go-zero's tolerance added to every expiry given in seconds, in ms. */
 #define REDISLOCKP_TOLERANCE_MS 500
+
+/* Default longest single wait of redislock_acquire_wait() between tries
+ * when no wake-up comes (a go-zero or crashed holder sends none). */
+#define REDISLOCKP_WAIT_POLL_MS 100
 
 /* Room for the last error message, NUL included; longer ones are cut. */
 #define REDISLOCKP_ERRMSG_SIZE 512
@@ -28,13 +34,32 @@
 #define REDISLOCKP_PRINTF(f, a)
 #endif
 
+typedef enum redislockp_mode {
+    REDISLOCKP_MODE_GOZERO = 0,        /* string key holding the owner ID */
+    REDISLOCKP_MODE_COUNTED = 1        /* hash: owner, count, token */
+} redislockp_mode;
+
 struct redislock {
     redisContext *ctx;                 /* borrowed */
-    char *key;                         /* owned, keylen bytes + NUL */
-    size_t keylen;
-    int seconds;                       /* as given to set_expire */
-    long long expire_ms;               /* PX sent by acquire */
-    char id[REDISLOCKP_ID_LEN + 1];    /* owner ID, hex, NUL-terminated */
+    /* One allocation: the key, the fencing counter key and the wake-up
+     * list key, each NUL-terminated (the key may hold NUL bytes). */
+    char *keys;
+    const char *key, *fence_key, *wake_key;
+    size_t keylen, fence_keylen, wake_keylen;
+    redislockp_mode mode;
+    pid_t pid;                         /* process that created the handle */
+    long long expire_ms;               /* lease sent by acquire/extend */
+    long long poll_ms;                 /* see REDISLOCKP_WAIT_POLL_MS */
+    int fencing;                       /* issue fencing tokens */
+
+    /* What this handle knows locally, from its own round trips. */
+    int held;                          /* the last reply said we hold it */
+    long long valid_until;             /* monotonic ms; meaningful if held */
+    uint64_t token;                    /* fencing token of our holding */
+    redislock_state state;             /* holder seen by the last reply */
+
+    size_t idlen;
+    char id[REDISLOCK_MAX_ID_LEN + 1]; /* owner ID, NUL-terminated */
     char errmsg[REDISLOCKP_ERRMSG_SIZE];
 };
 
@@ -46,11 +71,18 @@ void redislockp_free(void *p);
 /* token.c: fill OUT with a fresh REDISLOCKP_ID_LEN-char hex owner ID. */
 void redislockp_token_new(char out[REDISLOCKP_ID_LEN + 1]);
 
+/* clock.c: CLOCK_MONOTONIC in milliseconds. */
+long long redislockp_now_ms(void);
+
 /* error.c: the handle's last-error text. */
 void redislockp_clear_error(redislock *lock);
 int redislockp_fail(redislock *lock, int status, const char *fmt, ...)
     REDISLOCKP_PRINTF(3, 4);
 int redislockp_context_error(redislock *lock);
+
+/* Common checks at the start of every call that talks to Redis: clears
+ * the last error; REDISLOCK_ERR_FORKED in a child process. */
+int redislockp_begin(redislock *lock);
 
 /* scripts.c: a Lua script embedded at build time. */
 typedef struct redislockp_script {
@@ -61,16 +93,43 @@ typedef struct redislockp_script {
 
 extern const redislockp_script redislockp_script_acquire;
 extern const redislockp_script redislockp_script_release;
+extern const redislockp_script redislockp_script_extend;
+extern const redislockp_script redislockp_script_status;
+extern const redislockp_script redislockp_script_acquire_counted;
+extern const redislockp_script redislockp_script_release_counted;
+extern const redislockp_script redislockp_script_extend_counted;
+extern const redislockp_script redislockp_script_status_counted;
+extern const redislockp_script redislockp_script_wake;
+
+/* At most this many keys plus arguments per script call. */
+#define REDISLOCKP_MAX_SCRIPT_ARGS 8
 
 /*
- * Run SCRIPT on the handle's key with NARGS string arguments (ARGV[1..]).
- * EVALSHA first; on NOSCRIPT, EVAL with the body in the same call.
- * On REDISLOCK_OK *REPLY is a non-error reply that the caller frees with
- * freeReplyObject(); on any error *REPLY is NULL, the reply (if any) has
- * been freed and the handle's message is set.
+ * Run SCRIPT with NKEYS keys and NARGS arguments, given together in
+ * ARGS/ARGSLEN (keys first).  EVALSHA first; on NOSCRIPT, EVAL with the
+ * body in the same call.  On REDISLOCK_OK *REPLY is a non-error reply that
+ * the caller frees with freeReplyObject(); on any error *REPLY is NULL,
+ * the reply (if any) has been freed and the handle's message is set.
  */
 int redislockp_eval(redislock *lock, const redislockp_script *script,
-                    int nargs, const char *const *args, const size_t *argslen,
-                    redisReply **reply);
+                    int nkeys, int nargs, const char *const *args,
+                    const size_t *argslen, redisReply **reply);
+
+/*
+ * Send one plain command (argv form) with the SIGPIPE guard; the reply or
+ * NULL as redisCommandArgv().
+ */
+redisReply *redislockp_command(redisContext *c, int argc, const char **argv,
+                               const size_t *argvlen);
+
+/* Read a reply that must be an array of MIN..MAX integers into V. */
+int redislockp_int_array(redislock *lock, const char *what,
+                         const redisReply *r, long long *v, size_t min,
+                         size_t max);
+
+/* lock.c: one acquire attempt; *HOLDER_PTTL gets the holder's remaining
+ * lease (-1: none; -2: unknown) when refused. */
+int redislockp_acquire_once(redislock *lock, bool *acquired,
+                            long long *holder_pttl);
 
 #endif /* REDISLOCK_INT_H */

@@ -17,16 +17,23 @@
 #include "redislock_int.h"
 #include "scripts_lua.h"
 
-const redislockp_script redislockp_script_acquire = {
-    "acquire", REDISLOCKP_LUA_ACQUIRE, REDISLOCKP_LUA_ACQUIRE_SHA1
-};
-const redislockp_script redislockp_script_release = {
-    "release", REDISLOCKP_LUA_RELEASE, REDISLOCKP_LUA_RELEASE_SHA1
-};
+#define SCRIPT(name, NAME) \
+    const redislockp_script redislockp_script_##name = { \
+        #name, REDISLOCKP_LUA_##NAME, REDISLOCKP_LUA_##NAME##_SHA1 \
+    }
 
-/* EVALSHA sha 1 key arg...: the fixed part takes four slots. */
-#define MAX_ARGS 4
-#define FIXED_ARGS 4
+SCRIPT(acquire, ACQUIRE);
+SCRIPT(release, RELEASE);
+SCRIPT(extend, EXTEND);
+SCRIPT(status, STATUS);
+SCRIPT(acquire_counted, ACQUIRE_COUNTED);
+SCRIPT(release_counted, RELEASE_COUNTED);
+SCRIPT(extend_counted, EXTEND_COUNTED);
+SCRIPT(status_counted, STATUS_COUNTED);
+SCRIPT(wake, WAKE);
+
+/* EVALSHA sha numkeys: the fixed part before the keys and arguments. */
+#define FIXED_ARGS 3
 
 /*
  * Writing to a connection the server has closed raises SIGPIPE, whose
@@ -74,8 +81,8 @@ static void sigpipe_restore(sigpipe_guard *g, int failed)
     pthread_sigmask(SIG_SETMASK, &g->old, NULL);
 }
 
-static redisReply *command(redisContext *c, int argc, const char **argv,
-                           const size_t *argvlen)
+redisReply *redislockp_command(redisContext *c, int argc, const char **argv,
+                               const size_t *argvlen)
 {
     sigpipe_guard g;
     redisReply *r;
@@ -93,19 +100,24 @@ static int is_noscript(const redisReply *r)
 }
 
 int redislockp_eval(redislock *lock, const redislockp_script *script,
-                    int nargs, const char *const *args, const size_t *argslen,
-                    redisReply **reply)
+                    int nkeys, int nargs, const char *const *args,
+                    const size_t *argslen, redisReply **reply)
 {
-    const char *argv[FIXED_ARGS + MAX_ARGS];
-    size_t argvlen[FIXED_ARGS + MAX_ARGS];
+    const char *argv[FIXED_ARGS + REDISLOCKP_MAX_SCRIPT_ARGS];
+    size_t argvlen[FIXED_ARGS + REDISLOCKP_MAX_SCRIPT_ARGS];
+    char numkeys[4];
     redisContext *c = lock->ctx;
     redisReply *r;
-    int i;
+    int i, n = nkeys + nargs;
 
     *reply = NULL;
-    if (nargs < 0 || nargs > MAX_ARGS)
+    if (nkeys < 1 || nargs < 0 || n > REDISLOCKP_MAX_SCRIPT_ARGS)
         return redislockp_fail(lock, REDISLOCK_ERR_INVALID, /* LCOV_EXCL_LINE */
-                               "internal: %d script arguments", nargs);
+                               "internal: %d keys, %d arguments", nkeys, nargs);
+    if (!(c->flags & REDIS_BLOCK))
+        return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
+                               "the hiredis context is non-blocking; "
+                               "redislock needs a blocking one");
     if (c->err)
         return redislockp_context_error(lock);
 
@@ -113,16 +125,16 @@ int redislockp_eval(redislock *lock, const redislockp_script *script,
     argvlen[0] = 7;
     argv[1] = script->sha1;
     argvlen[1] = 40;
-    argv[2] = "1";
+    numkeys[0] = (char)('0' + nkeys);
+    numkeys[1] = '\0';
+    argv[2] = numkeys;
     argvlen[2] = 1;
-    argv[3] = lock->key;
-    argvlen[3] = lock->keylen;
-    for (i = 0; i < nargs; i++) {
+    for (i = 0; i < n; i++) {
         argv[FIXED_ARGS + i] = args[i];
         argvlen[FIXED_ARGS + i] = argslen[i];
     }
 
-    r = command(c, FIXED_ARGS + nargs, argv, argvlen);
+    r = redislockp_command(c, FIXED_ARGS + n, argv, argvlen);
     if (r == NULL)
         return redislockp_context_error(lock);
     if (is_noscript(r)) {
@@ -131,18 +143,49 @@ int redislockp_eval(redislock *lock, const redislockp_script *script,
         argvlen[0] = 4;
         argv[1] = script->body;
         argvlen[1] = strlen(script->body);
-        r = command(c, FIXED_ARGS + nargs, argv, argvlen);
+        r = redislockp_command(c, FIXED_ARGS + n, argv, argvlen);
         if (r == NULL)
             return redislockp_context_error(lock);
     }
     if (r->type == REDIS_REPLY_ERROR) {
         int len = r->len > 400 ? 400 : (int)r->len;
+        const char *hint = "";
 
-        redislockp_fail(lock, REDISLOCK_ERR_SERVER, "%.*s", len,
-                        r->str ? r->str : "");
+        /* The one confusion worth naming: a lock of the other mode. */
+        if (r->len >= 9 && memcmp(r->str, "WRONGTYPE", 9) == 0)
+            hint = lock->mode == REDISLOCKP_MODE_COUNTED
+                ? " [the key is not a counted-mode lock (a hash): a "
+                  "go-zero-format lock, or not a lock]"
+                : " [the key is not a go-zero-format lock (a string): a "
+                  "counted-mode lock, or not a lock]";
+        redislockp_fail(lock, REDISLOCK_ERR_SERVER, "%.*s%s", len,
+                        r->str ? r->str : "", hint);
         freeReplyObject(r);
         return REDISLOCK_ERR_SERVER;
     }
     *reply = r;
+    return REDISLOCK_OK;
+}
+
+int redislockp_int_array(redislock *lock, const char *what,
+                         const redisReply *r, long long *v, size_t min,
+                         size_t max)
+{
+    size_t i;
+
+    if (r->type != REDIS_REPLY_ARRAY || r->elements < min ||
+        r->elements > max)
+        return redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL,
+                               "%s: unexpected reply (type %d, %zu elements)",
+                               what, r->type,
+                               r->type == REDIS_REPLY_ARRAY ? r->elements
+                                                            : (size_t)0);
+    for (i = 0; i < r->elements; i++) {
+        if (r->element[i]->type != REDIS_REPLY_INTEGER)
+            return redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL,
+                                   "%s: element %zu has type %d, not integer",
+                                   what, i, r->element[i]->type);
+        v[i] = r->element[i]->integer;
+    }
     return REDISLOCK_OK;
 }

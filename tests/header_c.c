@@ -18,6 +18,21 @@ int main(void)
         (void (*)(void))redislock_strerror,
         (void (*)(void))redislock_last_error,
         (void (*)(void))redislock_version,
+        (void (*)(void))redislock_new_counted,
+        (void (*)(void))redislock_new_counted_len,
+        (void (*)(void))redislock_new_with_id,
+        (void (*)(void))redislock_set_id,
+        (void (*)(void))redislock_set_expire_ms,
+        (void (*)(void))redislock_set_fencing,
+        (void (*)(void))redislock_set_wait_poll_ms,
+        (void (*)(void))redislock_token,
+        (void (*)(void))redislock_extend,
+        (void (*)(void))redislock_held,
+        (void (*)(void))redislock_ttl,
+        (void (*)(void))redislock_hold_count,
+        (void (*)(void))redislock_valid_for_ms,
+        (void (*)(void))redislock_last_state,
+        (void (*)(void))redislock_acquire_wait,
     };
     size_t i, n = sizeof fns / sizeof fns[0];
     int ok = 1;

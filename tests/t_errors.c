@@ -86,7 +86,8 @@ static void test_noperm_acl_user_without_rights_on_key(void **state)
     bool flag = false;
 
     (void)state;
-    tu_cmd_ok(c, "ACL SETUSER locker on >s3cret ~allowed:* +@all");
+    /* Rights on the lock keys and their companions ({key}:wake). */
+    tu_cmd_ok(c, "ACL SETUSER locker on >s3cret ~allowed:* ~{allowed:* +@all");
     u = tu_connect();
     tu_cmd_ok(u, "AUTH locker s3cret");
 
@@ -270,14 +271,19 @@ static void release_gets(const char *reply, int want_status, bool want)
 static void test_acquire_reply_handling(void **state)
 {
     (void)state;
-    acquire_gets("+OK\r\n", REDISLOCK_OK, true);          /* SET NX PX */
-    acquire_gets("$2\r\nOK\r\n", REDISLOCK_OK, true);     /* string "OK" */
-    acquire_gets("$-1\r\n", REDISLOCK_OK, false);         /* nil: refused */
-    acquire_gets(":1\r\n", REDISLOCK_ERR_PROTOCOL, false);
-    acquire_gets("+QUEUED\r\n", REDISLOCK_ERR_PROTOCOL, false);
-    acquire_gets("$3\r\nYES\r\n", REDISLOCK_ERR_PROTOCOL, false);
+    acquire_gets("*3\r\n:1\r\n:0\r\n:1\r\n", REDISLOCK_OK, true);
+    acquire_gets("*3\r\n:1\r\n:7\r\n:2\r\n", REDISLOCK_OK, true);
+    acquire_gets("*2\r\n:0\r\n:1500\r\n", REDISLOCK_OK, false); /* refused */
+    acquire_gets("*2\r\n:1\r\n:0\r\n", REDISLOCK_ERR_PROTOCOL, false);
+    acquire_gets("*3\r\n:1\r\n:-1\r\n:1\r\n", REDISLOCK_ERR_PROTOCOL, false);
+    acquire_gets("*3\r\n:1\r\n:0\r\n:0\r\n", REDISLOCK_ERR_PROTOCOL, false);
+    acquire_gets("*2\r\n:2\r\n:0\r\n", REDISLOCK_ERR_PROTOCOL, false);
+    acquire_gets("*3\r\n:1\r\n$1\r\n0\r\n:1\r\n", REDISLOCK_ERR_PROTOCOL, false);
+    acquire_gets("*4\r\n:1\r\n:0\r\n:1\r\n:1\r\n", REDISLOCK_ERR_PROTOCOL, false);
     acquire_gets("*0\r\n", REDISLOCK_ERR_PROTOCOL, false);
-    acquire_gets("*1\r\n+OK\r\n", REDISLOCK_ERR_PROTOCOL, false);
+    acquire_gets("+OK\r\n", REDISLOCK_ERR_PROTOCOL, false);
+    acquire_gets("$-1\r\n", REDISLOCK_ERR_PROTOCOL, false);
+    acquire_gets(":1\r\n", REDISLOCK_ERR_PROTOCOL, false);
     acquire_gets("-ERR boom\r\n", REDISLOCK_ERR_SERVER, false);
     /* Not RESP at all: hiredis gives up on the connection. */
     acquire_gets("hello\r\n", REDISLOCK_ERR_IO, false);
@@ -286,13 +292,16 @@ static void test_acquire_reply_handling(void **state)
 static void test_release_reply_handling(void **state)
 {
     (void)state;
-    release_gets(":1\r\n", REDISLOCK_OK, true);
-    release_gets(":0\r\n", REDISLOCK_OK, false);
-    release_gets(":2\r\n", REDISLOCK_ERR_PROTOCOL, false);
-    release_gets(":-1\r\n", REDISLOCK_ERR_PROTOCOL, false);
+    release_gets("*2\r\n:1\r\n:0\r\n", REDISLOCK_OK, true);
+    release_gets("*2\r\n:0\r\n:0\r\n", REDISLOCK_OK, false);
+    release_gets("*2\r\n:-1\r\n:0\r\n", REDISLOCK_OK, false);
+    release_gets("*2\r\n:2\r\n:0\r\n", REDISLOCK_ERR_PROTOCOL, false);
+    release_gets("*2\r\n:0\r\n:3\r\n", REDISLOCK_ERR_PROTOCOL, false);
+    release_gets("*2\r\n:1\r\n:-1\r\n", REDISLOCK_ERR_PROTOCOL, false);
+    release_gets("*1\r\n:1\r\n", REDISLOCK_ERR_PROTOCOL, false);
+    release_gets(":1\r\n", REDISLOCK_ERR_PROTOCOL, false);
     release_gets("$-1\r\n", REDISLOCK_ERR_PROTOCOL, false);
     release_gets("+OK\r\n", REDISLOCK_ERR_PROTOCOL, false);
-    release_gets("*0\r\n", REDISLOCK_ERR_PROTOCOL, false);
     release_gets("-WRONGTYPE x\r\n", REDISLOCK_ERR_SERVER, false);
 }
 
@@ -312,8 +321,8 @@ static void test_peer_closes_before_reply(void **state)
 
 static void test_noscript_falls_back_to_eval(void **state)
 {
-    const char *recover[] = { "-NOSCRIPT No matching script.\r\n", "+OK\r\n",
-                              NULL };
+    const char *recover[] = { "-NOSCRIPT No matching script.\r\n",
+                              "*3\r\n:1\r\n:0\r\n:1\r\n", NULL };
     const char *fail[] = { "-NOSCRIPT No matching script.\r\n",
                            "-ERR boom\r\n", NULL };
     struct canned k;
@@ -333,7 +342,7 @@ static void test_noscript_falls_back_to_eval(void **state)
     assert_non_null(evalsha);
     assert_non_null(eval);
     assert_true(evalsha < eval);
-    assert_non_null(strstr(eval, "redis.call('SET', key, owner, 'NX', 'PX', px)"));
+    assert_non_null(strstr(eval, "-- acquire.lua"));
     assert_non_null(strstr(eval, id));
     assert_non_null(strstr(eval, "$3\r\n500\r\n"));
 

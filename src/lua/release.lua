@@ -1,8 +1,18 @@
--- release.lua: delete the lock only if it still holds our owner ID.
+-- release.lua: go-zero-compatible mode.  Delete the lock only if it holds
+-- our owner ID, and wake one waiter.
 -- KEYS[1]  the lock key
+-- KEYS[2]  the wake-up list
 -- ARGV[1]  our owner ID
--- Returns 1 when the key was ours and is gone, 0 otherwise.
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
+-- Returns {1, 0} when the key was ours and is gone, {0, 0} when nobody
+-- holds it, {-1, 0} when another owner does.
+local holder = redis.call('GET', KEYS[1])
+if holder == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  redis.call('RPUSH', KEYS[2], '1')
+  redis.call('PEXPIRE', KEYS[2], 2000)
+  return {1, 0}
 end
-return 0
+if holder then
+  return {-1, 0}
+end
+return {0, 0}
