@@ -1,12 +1,8 @@
 /*
  * t_gozero.c - wire compatibility with go-zero's RedisLock.
  *
- * The "go-zero process" here sends exactly what go-zero sends: its two
- * scripts (tests/gozero/lockscript.lua and delscript.lua, byte for byte
- * go-zero's core/stores/redis/lockscript.lua and delscript.lua, MIT
- * licence) through EVALSHA (go-redis's Script.Run, with EVAL on
- * NOSCRIPT), with KEYS = {key} and ARGV = {id, ms}, where id is 16
- * random letters (stringx.Randn(16)) and ms = seconds * 1000 + 500.
+ * The "go-zero process" here is tu_gozero_acquire/release (testutil.c),
+ * which send exactly what go-zero sends.
  */
 #include "config.h"
 
@@ -14,42 +10,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sodium.h>
-
 #include "testutil.h"
 
 static redisContext *c;
-static char lock_sha[41], del_sha[41];
-
-static void load_script(const char *name, char sha[41])
-{
-    const char *srcdir = getenv("REDISLOCK_TEST_SRCDIR");
-    char path[512], body[1024];
-    size_t n;
-    FILE *f;
-    redisReply *r;
-
-    snprintf(path, sizeof path, "%s/tests/gozero/%s", srcdir ? srcdir : ".",
-             name);
-    f = fopen(path, "rb");
-    if (f == NULL)
-        fail_msg("cannot open %s", path);
-    n = fread(body, 1, sizeof body - 1, f);
-    fclose(f);
-    body[n] = '\0';
-    r = tu_cmd(c, "SCRIPT LOAD %b", body, n);
-    assert_int_equal(r->type, REDIS_REPLY_STRING);
-    assert_int_equal(r->len, 40);
-    memcpy(sha, r->str, 41);
-    freeReplyObject(r);
-}
 
 static int setup(void **state)
 {
     (void)state;
     c = tu_connect();
-    load_script("lockscript.lua", lock_sha);
-    load_script("delscript.lua", del_sha);
     return 0;
 }
 
@@ -60,48 +28,19 @@ static int teardown(void **state)
     return 0;
 }
 
-/* go-zero's stringx.Randn(16): 16 random letters and digits. */
 static void gozero_id(char id[17])
 {
-    static const char letters[] =
-        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-    int i;
-
-    for (i = 0; i < 16; i++)
-        id[i] = letters[randombytes_uniform(sizeof letters - 1)];
-    id[16] = '\0';
+    tu_gozero_id(id);
 }
 
-/* go-zero's Acquire: true on "OK", false on nil. */
 static bool gozero_acquire(const char *key, const char *id, int seconds)
 {
-    redisReply *r;
-    bool ok;
-
-    r = tu_cmd(c, "EVALSHA %s 1 %s %s %d", lock_sha, key, id,
-               seconds * 1000 + 500);
-    if (r->type == REDIS_REPLY_NIL) {
-        ok = false;
-    } else {
-        assert_true(r->type == REDIS_REPLY_STATUS ||
-                    r->type == REDIS_REPLY_STRING);
-        assert_string_equal(r->str, "OK");
-        ok = true;
-    }
-    freeReplyObject(r);
-    return ok;
+    return tu_gozero_acquire(c, key, id, seconds);
 }
 
-/* go-zero's Release: true when the script returns 1. */
 static bool gozero_release(const char *key, const char *id)
 {
-    redisReply *r = tu_cmd(c, "EVALSHA %s 1 %s %s", del_sha, key, id);
-    bool ok;
-
-    assert_int_equal(r->type, REDIS_REPLY_INTEGER);
-    ok = r->integer == 1;
-    freeReplyObject(r);
-    return ok;
+    return tu_gozero_release(c, key, id);
 }
 
 static bool acquire(redislock *lock)
@@ -217,7 +156,5 @@ int main(void)
         cmocka_unit_test(test_redislock_holder_excludes_gozero),
         cmocka_unit_test(test_stored_format_is_gozero_format),
     };
-    if (sodium_init() < 0)
-        return 99;
     return TU_RUN(tests, setup, teardown);
 }

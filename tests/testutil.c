@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #include "testutil.h"
 
 int tu_run(const char *name, const struct CMUnitTest *tests, size_t n,
@@ -21,6 +23,22 @@ int tu_run(const char *name, const struct CMUnitTest *tests, size_t n,
 {
     cmocka_set_message_output(CM_OUTPUT_TAP);
     return _cmocka_run_group_tests(name, tests, n, setup, teardown);
+}
+
+int tu_mode_gozero = 0, tu_mode_counted = 1;
+
+int tu_is_counted(void **state)
+{
+    return *state != NULL && *(const int *)*state == tu_mode_counted;
+}
+
+redislock *tu_new_lock(void **state, redisContext *c, const char *key)
+{
+    redislock *lock = tu_is_counted(state) ? redislock_new_counted(c, key)
+                                           : redislock_new(c, key);
+
+    assert_non_null(lock);
+    return lock;
 }
 
 static redisContext *connect_checked(redisContext *c, const char *what)
@@ -152,6 +170,80 @@ long long tu_cmdstat_calls(redisContext *c, const char *command)
         calls = atoll(p + strlen(needle));
     freeReplyObject(r);
     return calls;
+}
+
+/* ------------------------------------------------------------------------
+ * go-zero on the wire
+ */
+
+/* Load tests/gozero/NAME with SCRIPT LOAD; SHA gets its SHA1. */
+static void gozero_load(redisContext *c, const char *name, char sha[41])
+{
+    const char *srcdir = getenv("REDISLOCK_TEST_SRCDIR");
+    char path[512], body[1024];
+    size_t n;
+    FILE *f;
+    redisReply *r;
+
+    snprintf(path, sizeof path, "%s/tests/gozero/%s", srcdir ? srcdir : ".",
+             name);
+    f = fopen(path, "rb");
+    if (f == NULL)
+        fail_msg("cannot open %s", path);
+    n = fread(body, 1, sizeof body - 1, f);
+    fclose(f);
+    r = tu_cmd(c, "SCRIPT LOAD %b", body, n);
+    assert_int_equal(r->type, REDIS_REPLY_STRING);
+    assert_int_equal(r->len, 40);
+    memcpy(sha, r->str, 41);
+    freeReplyObject(r);
+}
+
+void tu_gozero_id(char id[17])
+{
+    static const char letters[] =
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    int i;
+
+    assert_true(sodium_init() >= 0);
+    for (i = 0; i < 16; i++)
+        id[i] = letters[randombytes_uniform(sizeof letters - 1)];
+    id[16] = '\0';
+}
+
+bool tu_gozero_acquire(redisContext *c, const char *key, const char *id,
+                       int seconds)
+{
+    char sha[41];
+    redisReply *r;
+    bool ok;
+
+    gozero_load(c, "lockscript.lua", sha);
+    r = tu_cmd(c, "EVALSHA %s 1 %s %s %d", sha, key, id, seconds * 1000 + 500);
+    if (r->type == REDIS_REPLY_NIL) {
+        ok = false;             /* go-zero: red.Nil -> false, nil */
+    } else {
+        assert_true(r->type == REDIS_REPLY_STATUS ||
+                    r->type == REDIS_REPLY_STRING);
+        assert_string_equal(r->str, "OK");
+        ok = true;
+    }
+    freeReplyObject(r);
+    return ok;
+}
+
+bool tu_gozero_release(redisContext *c, const char *key, const char *id)
+{
+    char sha[41];
+    redisReply *r;
+    bool ok;
+
+    gozero_load(c, "delscript.lua", sha);
+    r = tu_cmd(c, "EVALSHA %s 1 %s %s", sha, key, id);
+    assert_int_equal(r->type, REDIS_REPLY_INTEGER);
+    ok = r->integer == 1;
+    freeReplyObject(r);
+    return ok;
 }
 
 void tu_key(char *buf, size_t size, const char *prefix)

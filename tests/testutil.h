@@ -25,6 +25,15 @@
 #define TU_PRINTF(f, a)
 #endif
 
+/* Run each test once per lock mode; the test reads tu_mode(state). */
+#define TU_BOTH_MODES(t)                                           \
+    { #t " (go-zero mode)", t, NULL, NULL, &tu_mode_gozero },      \
+    { #t " (counted mode)", t, NULL, NULL, &tu_mode_counted }
+extern int tu_mode_gozero, tu_mode_counted;
+/* A new handle of the mode the test runs in (see TU_BOTH_MODES). */
+redislock *tu_new_lock(void **state, redisContext *c, const char *key);
+int tu_is_counted(void **state);
+
 /* Run a cmocka group with TAP output (for automake's tap-driver). */
 #define TU_RUN(tests, setup, teardown) \
     tu_run(__FILE__, tests, sizeof tests / sizeof tests[0], setup, teardown)
@@ -54,6 +63,19 @@ long long tu_get(redisContext *c, const void *key, size_t len,
                  char *buf, size_t bufsize);
 /* An integer field of INFO (e.g. "cmdstat_evalsha" calls=). */
 long long tu_cmdstat_calls(redisContext *c, const char *command);
+
+/*
+ * A go-zero process, as seen on the wire: go-zero's two scripts
+ * (tests/gozero/lockscript.lua and delscript.lua, byte for byte go-zero's
+ * core/stores/redis/lockscript.lua and delscript.lua, MIT licence) sent
+ * through EVALSHA as go-redis's Script.Run does, with KEYS = {key} and
+ * ARGV = {id, seconds * 1000 + 500}; the id is 16 random letters and
+ * digits (go-zero's stringx.Randn(16)).
+ */
+void tu_gozero_id(char id[17]);
+bool tu_gozero_acquire(redisContext *c, const char *key, const char *id,
+                       int seconds);
+bool tu_gozero_release(redisContext *c, const char *key, const char *id);
 
 /* A key name unique to this process and call: "PREFIX:<pid>:<n>". */
 void tu_key(char *buf, size_t size, const char *prefix);

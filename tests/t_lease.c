@@ -1,0 +1,289 @@
+/*
+ * t_lease.c - lease control in both modes: millisecond expiry, extend,
+ * ttl, held, the local validity deadline and last_state.
+ * Each test runs once per mode (the prestate says which).
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "testutil.h"
+
+static redisContext *c;
+
+static int setup(void **state)
+{
+    (void)state;
+    c = tu_connect();
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    redisFree(c);
+    return 0;
+}
+
+static redislock *make(void **state, const char *key)
+{
+    return tu_new_lock(state, c, key);
+}
+
+static bool acquire(redislock *lock)
+{
+    bool ok = false;
+
+    assert_int_equal(redislock_acquire(lock, &ok), REDISLOCK_OK);
+    return ok;
+}
+
+static bool release(redislock *lock)
+{
+    bool ok = false;
+
+    assert_int_equal(redislock_release(lock, &ok), REDISLOCK_OK);
+    return ok;
+}
+
+static bool extend(redislock *lock)
+{
+    bool ok = true;
+
+    assert_int_equal(redislock_extend(lock, &ok), REDISLOCK_OK);
+    return ok;
+}
+
+static long long ttl(redislock *lock)
+{
+    long long ms = 12345;
+
+    assert_int_equal(redislock_ttl(lock, &ms), REDISLOCK_OK);
+    return ms;
+}
+
+static bool held(redislock *lock)
+{
+    bool h = false;
+
+    assert_int_equal(redislock_held(lock, &h), REDISLOCK_OK);
+    return h;
+}
+
+static void assert_between(long long v, long long lo, long long hi)
+{
+    if (v < lo || v > hi)
+        fail_msg("%lld not in [%lld, %lld]", v, lo, hi);
+}
+
+static void test_expire_ms_is_exact(void **state)
+{
+    char key[64];
+    redislock *lock;
+
+    tu_key(key, sizeof key, "lease:ms");
+    lock = make(state, key);
+    assert_int_equal(redislock_set_expire_ms(lock, 1234), REDISLOCK_OK);
+    assert_true(acquire(lock));
+    assert_between(tu_pttl(c, key, strlen(key)), 1234 - 250, 1234);
+    /* set_expire(s) is s * 1000 + 500; the last setter wins. */
+    assert_int_equal(redislock_set_expire(lock, 2), REDISLOCK_OK);
+    assert_true(acquire(lock));
+    assert_between(tu_pttl(c, key, strlen(key)), 2500 - 250, 2500);
+    assert_int_equal(redislock_set_expire_ms(lock, 800), REDISLOCK_OK);
+    assert_true(acquire(lock));
+    assert_between(tu_pttl(c, key, strlen(key)), 800 - 250, 800);
+    /* Invalid values change nothing. */
+    assert_int_equal(redislock_set_expire_ms(lock, 0), REDISLOCK_ERR_INVALID);
+    assert_int_equal(redislock_set_expire_ms(lock, -5), REDISLOCK_ERR_INVALID);
+    assert_int_equal(redislock_set_expire_ms(lock, 1000000000001LL),
+                     REDISLOCK_ERR_INVALID);
+    assert_int_equal(redislock_set_expire_ms(NULL, 10), REDISLOCK_ERR_INVALID);
+    assert_true(acquire(lock));
+    assert_between(tu_pttl(c, key, strlen(key)), 800 - 250, 800);
+    while (release(lock))
+        ;
+    redislock_free(lock);
+}
+
+static void test_extend_refreshes_our_lease(void **state)
+{
+    char key[64];
+    redislock *lock;
+
+    tu_key(key, sizeof key, "lease:extend");
+    lock = make(state, key);
+    assert_int_equal(redislock_set_expire_ms(lock, 1000), REDISLOCK_OK);
+    assert_true(acquire(lock));
+    tu_sleep_ms(400);
+    assert_true(tu_pttl(c, key, strlen(key)) <= 600);
+    assert_true(extend(lock));
+    assert_int_equal(redislock_last_state(lock), REDISLOCK_STATE_OURS);
+    assert_between(tu_pttl(c, key, strlen(key)), 1000 - 250, 1000);
+    /* Extending adds no hold: one release frees it in both modes. */
+    assert_true(release(lock));
+    assert_int_equal(tu_pttl(c, key, strlen(key)), -2);     /* gone */
+    redislock_free(lock);
+}
+
+static void test_extend_after_expiry_says_free(void **state)
+{
+    char key[64];
+    redislock *lock;
+
+    tu_key(key, sizeof key, "lease:lapsed");
+    lock = make(state, key);
+    assert_int_equal(redislock_set_expire_ms(lock, 100), REDISLOCK_OK);
+    assert_true(acquire(lock));
+    tu_sleep_ms(250);
+    assert_false(extend(lock));
+    assert_int_equal(redislock_last_state(lock), REDISLOCK_STATE_FREE);
+    assert_int_equal(redislock_valid_for_ms(lock), 0);
+    /* Nothing was recreated. */
+    assert_int_equal(tu_pttl(c, key, strlen(key)), -2);
+    redislock_free(lock);
+}
+
+static void test_extend_when_taken_says_other(void **state)
+{
+    char key[64];
+    redislock *lock, *other;
+    long long before;
+
+    tu_key(key, sizeof key, "lease:taken");
+    lock = make(state, key);
+    other = make(state, key);
+    assert_int_equal(redislock_set_expire_ms(lock, 100), REDISLOCK_OK);
+    assert_int_equal(redislock_set_expire_ms(other, 5000), REDISLOCK_OK);
+    assert_true(acquire(lock));
+    tu_sleep_ms(250);
+    assert_true(acquire(other));            /* ours lapsed; other took it */
+    before = tu_pttl(c, key, strlen(key));
+    assert_false(extend(lock));
+    assert_int_equal(redislock_last_state(lock), REDISLOCK_STATE_OTHER);
+    /* The other owner's lease is untouched. */
+    assert_true(tu_pttl(c, key, strlen(key)) <= before);
+    assert_true(held(other));
+    assert_false(held(lock));
+    assert_int_equal(redislock_last_state(lock), REDISLOCK_STATE_OTHER);
+    assert_true(release(other));
+    redislock_free(lock);
+    redislock_free(other);
+}
+
+static void test_ttl_and_held(void **state)
+{
+    char key[64];
+    redislock *lock, *other;
+    int count = -1;
+
+    tu_key(key, sizeof key, "lease:ttl");
+    lock = make(state, key);
+    other = make(state, key);
+    assert_int_equal(redislock_set_expire_ms(lock, 3000), REDISLOCK_OK);
+
+    assert_false(held(lock));
+    assert_int_equal(ttl(lock), -1);
+    assert_int_equal(redislock_last_state(lock), REDISLOCK_STATE_FREE);
+    assert_int_equal(redislock_hold_count(lock, &count), REDISLOCK_OK);
+    assert_int_equal(count, 0);
+
+    assert_true(acquire(lock));
+    assert_true(held(lock));
+    assert_between(ttl(lock), 3000 - 250, 3000);
+    assert_int_equal(redislock_hold_count(lock, &count), REDISLOCK_OK);
+    assert_int_equal(count, 1);
+
+    /* Seen from another owner: not ours, -1, and taken. */
+    assert_false(held(other));
+    assert_int_equal(ttl(other), -1);
+    assert_int_equal(redislock_last_state(other), REDISLOCK_STATE_OTHER);
+    assert_int_equal(redislock_hold_count(other, &count), REDISLOCK_OK);
+    assert_int_equal(count, 0);
+
+    assert_true(release(lock));
+    assert_false(held(lock));
+    redislock_free(lock);
+    redislock_free(other);
+}
+
+static void test_valid_for_counts_down_locally(void **state)
+{
+    char key[64];
+    redislock *lock, *other;
+    long long v1, v2;
+
+    tu_key(key, sizeof key, "lease:valid");
+    lock = make(state, key);
+    other = make(state, key);
+    assert_int_equal(redislock_valid_for_ms(lock), 0);      /* not held */
+    assert_int_equal(redislock_valid_for_ms(NULL), 0);
+    assert_int_equal(redislock_set_expire_ms(lock, 2000), REDISLOCK_OK);
+    assert_true(acquire(lock));
+    v1 = redislock_valid_for_ms(lock);
+    assert_between(v1, 2000 - 250, 2000);
+    tu_sleep_ms(300);
+    v2 = redislock_valid_for_ms(lock);
+    assert_between(v2, v1 - 600, v1 - 300);
+    /* The local deadline never outlives Redis's lease. */
+    assert_true(v2 <= tu_pttl(c, key, strlen(key)) + 5);
+    assert_true(extend(lock));
+    assert_true(redislock_valid_for_ms(lock) > v2);
+    /* Refused: another handle holds nothing locally. */
+    assert_false(acquire(other));
+    assert_int_equal(redislock_valid_for_ms(other), 0);
+    assert_true(release(lock));
+    assert_int_equal(redislock_valid_for_ms(lock), 0);
+
+    /* Runs out with the lease, without asking Redis. */
+    assert_int_equal(redislock_set_expire_ms(lock, 150), REDISLOCK_OK);
+    assert_true(acquire(lock));
+    tu_sleep_ms(200);
+    assert_int_equal(redislock_valid_for_ms(lock), 0);
+    redislock_free(lock);
+    redislock_free(other);
+}
+
+static void test_queries_reject_null(void **state)
+{
+    char key[64];
+    redislock *lock;
+    bool b = true;
+    long long ms = 5;
+    int n = 5;
+
+    tu_key(key, sizeof key, "lease:null");
+    lock = make(state, key);
+    assert_int_equal(redislock_extend(NULL, &b), REDISLOCK_ERR_INVALID);
+    assert_false(b);
+    assert_int_equal(redislock_extend(lock, NULL), REDISLOCK_ERR_INVALID);
+    b = true;
+    assert_int_equal(redislock_held(NULL, &b), REDISLOCK_ERR_INVALID);
+    assert_false(b);
+    assert_int_equal(redislock_held(lock, NULL), REDISLOCK_ERR_INVALID);
+    assert_int_equal(redislock_ttl(NULL, &ms), REDISLOCK_ERR_INVALID);
+    assert_int_equal(ms, -1);
+    assert_int_equal(redislock_ttl(lock, NULL), REDISLOCK_ERR_INVALID);
+    assert_int_equal(redislock_hold_count(NULL, &n), REDISLOCK_ERR_INVALID);
+    assert_int_equal(n, 0);
+    assert_int_equal(redislock_hold_count(lock, NULL), REDISLOCK_ERR_INVALID);
+    assert_int_equal(redislock_last_state(NULL), REDISLOCK_STATE_UNKNOWN);
+    assert_int_equal(redislock_last_state(lock), REDISLOCK_STATE_UNKNOWN);
+    redislock_free(lock);
+}
+
+#define BOTH TU_BOTH_MODES
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        BOTH(test_expire_ms_is_exact),
+        BOTH(test_extend_refreshes_our_lease),
+        BOTH(test_extend_after_expiry_says_free),
+        BOTH(test_extend_when_taken_says_other),
+        BOTH(test_ttl_and_held),
+        BOTH(test_valid_for_counts_down_locally),
+        BOTH(test_queries_reject_null),
+    };
+    return TU_RUN(tests, setup, teardown);
+}
