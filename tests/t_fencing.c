@@ -1,0 +1,329 @@
+/*
+ * t_fencing.c - fencing tokens: off by default, strictly increasing across
+ * releases, expiries, owners and a server restart with AOF; stable across
+ * re-entry; a stalled holder fenced off by a token-checking store; and the
+ * companion keys in the lock key's slot on a real (one-node) Cluster.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "../examples/fenced_store.h"
+#include "testutil.h"
+
+static redisContext *c;
+
+static int setup(void **state)
+{
+    (void)state;
+    c = tu_connect();
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    redisFree(c);
+    return 0;
+}
+
+static redislock *fenced(void **state, redisContext *ctx, const char *key)
+{
+    redislock *lock = tu_new_lock(state, ctx, key);
+
+    assert_int_equal(redislock_set_fencing(lock, true), REDISLOCK_OK);
+    return lock;
+}
+
+static bool acquire(redislock *lock)
+{
+    bool ok = false;
+
+    assert_int_equal(redislock_acquire(lock, &ok), REDISLOCK_OK);
+    return ok;
+}
+
+static bool release(redislock *lock)
+{
+    bool ok = false;
+
+    assert_int_equal(redislock_release(lock, &ok), REDISLOCK_OK);
+    return ok;
+}
+
+static uint64_t token(const redislock *lock)
+{
+    uint64_t t = 12345;
+
+    assert_int_equal(redislock_token(lock, &t), REDISLOCK_OK);
+    return t;
+}
+
+static long long exists(const char *key)
+{
+    redisReply *r = tu_cmd(c, "EXISTS %s", key);
+    long long n = r->integer;
+
+    freeReplyObject(r);
+    return n;
+}
+
+static void test_off_by_default(void **state)
+{
+    char key[64], fence[80];
+    redislock *lock;
+
+    tu_key(key, sizeof key, "fence:off");
+    snprintf(fence, sizeof fence, "{%s}:fence", key);
+    lock = tu_new_lock(state, c, key);
+    assert_true(acquire(lock));
+    assert_int_equal(token(lock), 0);
+    assert_int_equal(exists(fence), 0);     /* no counter key made */
+    assert_true(release(lock));
+    redislock_free(lock);
+}
+
+static void test_tokens_strictly_increase(void **state)
+{
+    char key[64];
+    redislock *a, *b;
+    uint64_t t1, t2, t3, t4, t5;
+
+    tu_key(key, sizeof key, "fence:grow");
+    a = fenced(state, c, key);
+    b = fenced(state, c, key);
+
+    assert_true(acquire(a));
+    t1 = token(a);
+    assert_true(t1 >= 1);
+    assert_true(release(a));
+    assert_int_equal(token(a), 0);          /* holds nothing now */
+
+    assert_true(acquire(a));                /* after a release */
+    t2 = token(a);
+    assert_true(t2 > t1);
+    assert_true(release(a));
+
+    assert_true(acquire(b));                /* another owner */
+    t3 = token(b);
+    assert_true(t3 > t2);
+    assert_false(acquire(a));               /* refused: no token */
+    assert_int_equal(token(a), 0);
+    assert_true(release(b));
+
+    /* After an expiry. */
+    assert_int_equal(redislock_set_expire_ms(a, 100), REDISLOCK_OK);
+    assert_true(acquire(a));
+    t4 = token(a);
+    assert_true(t4 > t3);
+    tu_sleep_ms(250);
+    assert_true(acquire(b));
+    t5 = token(b);
+    assert_true(t5 > t4);
+    assert_true(release(b));
+    redislock_free(a);
+    redislock_free(b);
+}
+
+static void test_reentry_keeps_the_token(void **state)
+{
+    char key[64];
+    redislock *lock, *twin;
+    uint64_t t;
+
+    tu_key(key, sizeof key, "fence:reentry");
+    lock = fenced(state, c, key);
+    assert_true(acquire(lock));
+    t = token(lock);
+    assert_true(acquire(lock));
+    assert_int_equal(token(lock), t);
+    assert_true(acquire(lock));
+    assert_int_equal(token(lock), t);
+    /* A handle sharing the owner ID re-enters with the same token too. */
+    twin = fenced(state, c, key);
+    assert_int_equal(redislock_set_id(twin, redislock_id(lock)), REDISLOCK_OK);
+    assert_true(acquire(twin));
+    assert_int_equal(token(twin), t);
+    while (release(lock))
+        ;
+    redislock_free(lock);
+    redislock_free(twin);
+}
+
+static void test_token_arguments(void **state)
+{
+    uint64_t t = 7;
+    redislock *lock = tu_new_lock(state, c, "fence:args");
+
+    assert_int_equal(redislock_token(NULL, &t), REDISLOCK_ERR_INVALID);
+    assert_int_equal(t, 0);
+    assert_int_equal(redislock_token(lock, NULL), REDISLOCK_ERR_INVALID);
+    assert_int_equal(redislock_set_fencing(NULL, true), REDISLOCK_ERR_INVALID);
+    redislock_free(lock);
+}
+
+static void test_tokens_survive_a_restart(void **state)
+{
+    const char *aof = "--appendonly yes --appendfsync always";
+    tu_server s;
+    redisContext *sc;
+    redislock *lock;
+    uint64_t before;
+
+    tu_server_start(&s, aof);
+    sc = tu_connect_unix(s.socket);
+    assert_non_null(sc);
+    lock = fenced(state, sc, "fence:restart");
+    assert_true(acquire(lock));
+    assert_true(release(lock));
+    assert_true(acquire(lock));
+    before = token(lock);
+    assert_true(before >= 2);
+
+    tu_server_kill(&s);                     /* SIGKILL: no clean shutdown */
+    tu_server_restart(&s, aof);
+    assert_int_equal(redisReconnect(sc), REDIS_OK);
+    /* The AOF kept the lock key too, with its 500 ms lease: wait for it
+     * to lapse, so that the next acquire is a fresh acquisition. */
+    assert_int_equal(redislock_set_expire_ms(lock, 200), REDISLOCK_OK);
+    tu_sleep_ms(600);
+    assert_true(acquire(lock));
+    assert_true(token(lock) > before);
+    redislock_free(lock);
+    redisFree(sc);
+    tu_server_stop(&s);
+}
+
+static void test_stalled_holder_is_fenced_off(void **state)
+{
+    char key[64], store[80];
+    redisContext *c2 = tu_connect();
+    redislock *a, *b;
+    bool accepted;
+    redisReply *r;
+
+    tu_key(key, sizeof key, "fence:stall");
+    snprintf(store, sizeof store, "%s:store", key);
+    a = fenced(state, c, key);
+    b = fenced(state, c2, key);
+    assert_int_equal(redislock_set_expire_ms(a, 150), REDISLOCK_OK);
+
+    assert_true(acquire(a));
+    assert_int_equal(fenced_write(c, store, token(a), "a1", &accepted), 0);
+    assert_true(accepted);
+    tu_sleep_ms(300);                       /* A stalls past its lease */
+    assert_true(acquire(b));
+    assert_true(token(b) > token(a));
+    assert_int_equal(fenced_write(c2, store, token(b), "b1", &accepted), 0);
+    assert_true(accepted);
+
+    /* A still has its old token locally; the store refuses it. */
+    assert_int_equal(fenced_write(c, store, token(a), "a2", &accepted), 0);
+    assert_false(accepted);
+    r = tu_cmd(c, "HGET %s value", store);
+    assert_string_equal(r->str, "b1");
+    freeReplyObject(r);
+
+    assert_true(release(b));
+    redislock_free(a);
+    redislock_free(b);
+    redisFree(c2);
+}
+
+static void test_companion_key_names(void **state)
+{
+    redislock *plain, *tagged;
+    char wake[64];
+
+    plain = fenced(state, c, "fence:names");
+    tagged = fenced(state, c, "fence:{tag}:names");
+    assert_true(acquire(plain));
+    assert_true(acquire(tagged));
+    assert_int_equal(exists("{fence:names}:fence"), 1);
+    assert_int_equal(exists("fence:{tag}:names:fence"), 1);
+    assert_true(release(plain));
+    assert_true(release(tagged));
+    /* A release leaves a short-lived wake-up for waiters. */
+    snprintf(wake, sizeof wake, "{fence:names}:wake");
+    assert_int_equal(exists(wake), 1);
+    assert_true(tu_pttl(c, wake, strlen(wake)) > 0);
+    assert_true(tu_pttl(c, wake, strlen(wake)) <= 2000);
+    assert_int_equal(exists("fence:{tag}:names:wake"), 1);
+    /* A fresh acquire clears it: it is stale once the lock is held. */
+    assert_true(acquire(plain));
+    assert_int_equal(exists(wake), 0);
+    assert_true(release(plain));
+    tu_cmd_ok(c, "DEL {fence:names}:fence fence:{tag}:names:fence");
+    redislock_free(plain);
+    redislock_free(tagged);
+}
+
+/* A one-node Redis Cluster holding every slot: the lock and its companion
+ * keys must share a slot, or Redis answers CROSSSLOT. */
+static void test_works_on_cluster(void **state)
+{
+    tu_server s;
+    redisContext *cc;
+    redislock *plain, *tagged, *bad;
+    redisReply *r;
+    bool ok = false;
+    long long deadline;
+    int up = 0;
+
+    tu_server_start(&s, "--cluster-enabled yes --cluster-config-file nodes.conf");
+    cc = tu_connect_unix(s.socket);
+    assert_non_null(cc);
+    tu_cmd_ok(cc, "CLUSTER ADDSLOTSRANGE 0 16383");
+    deadline = tu_now_ms() + 10000;
+    while (!up && tu_now_ms() < deadline) {
+        r = tu_cmd(cc, "CLUSTER INFO");
+        up = r->type == REDIS_REPLY_STRING &&
+             strstr(r->str, "cluster_state:ok") != NULL;
+        freeReplyObject(r);
+        if (!up)
+            tu_sleep_ms(50);
+    }
+    assert_true(up);
+
+    plain = fenced(state, cc, "orders:42");
+    tagged = fenced(state, cc, "{user:7}:lock");
+    assert_true(acquire(plain));
+    assert_true(token(plain) >= 1);
+    assert_true(acquire(tagged));
+    assert_int_equal(redislock_extend(plain, &ok), REDISLOCK_OK);
+    assert_true(ok);
+    assert_int_equal(redislock_held(tagged, &ok), REDISLOCK_OK);
+    assert_true(ok);
+    assert_true(release(plain));
+    assert_true(release(tagged));
+    assert_int_equal(redislock_acquire_wait(plain, 100, &ok), REDISLOCK_OK);
+    assert_true(ok);
+    assert_true(release(plain));
+
+    /* The documented exception: a '}' without a hash tag. */
+    bad = tu_new_lock(state, cc, "odd}key");
+    assert_int_equal(redislock_acquire(bad, &ok), REDISLOCK_ERR_SERVER);
+    assert_false(ok);
+    assert_non_null(strstr(redislock_last_error(bad), "CROSSSLOT"));
+
+    redislock_free(plain);
+    redislock_free(tagged);
+    redislock_free(bad);
+    redisFree(cc);
+    tu_server_stop(&s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        TU_BOTH_MODES(test_off_by_default),
+        TU_BOTH_MODES(test_tokens_strictly_increase),
+        TU_BOTH_MODES(test_reentry_keeps_the_token),
+        TU_BOTH_MODES(test_token_arguments),
+        TU_BOTH_MODES(test_tokens_survive_a_restart),
+        TU_BOTH_MODES(test_stalled_holder_is_fenced_off),
+        TU_BOTH_MODES(test_companion_key_names),
+        TU_BOTH_MODES(test_works_on_cluster),
+    };
+    return TU_RUN(tests, setup, teardown);
+}
