@@ -1,0 +1,119 @@
+/*
+ * t_fork.c - a handle inherited across fork() cannot touch the parent's
+ * lock: every call that would talk to Redis reports REDISLOCK_ERR_FORKED
+ * and sends nothing.  Handles made in the child get fresh owner IDs.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+static redisContext *c;
+
+static int setup(void **state)
+{
+    (void)state;
+    c = tu_connect();
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    redisFree(c);
+    return 0;
+}
+
+/* In the child: each check sets one bit of the exit code on failure. */
+static int child(redislock *inherited, const char *key, const char *parent_id,
+                 int counted)
+{
+    const char *host = getenv("REDISLOCK_TEST_HOST");
+    const char *port = getenv("REDISLOCK_TEST_PORT");
+    redisContext *cc;
+    redislock *mine;
+    bool b = true;
+    long long ms = 0;
+    int n = 5, rc = 0;
+
+    if (redislock_release(inherited, &b) != REDISLOCK_ERR_FORKED || b)
+        rc |= 1;
+    b = true;
+    if (redislock_extend(inherited, &b) != REDISLOCK_ERR_FORKED || b)
+        rc |= 2;
+    b = true;
+    if (redislock_acquire(inherited, &b) != REDISLOCK_ERR_FORKED || b ||
+        strstr(redislock_last_error(inherited), "fork") == NULL)
+        rc |= 4;
+    if (redislock_held(inherited, &b) != REDISLOCK_ERR_FORKED ||
+        redislock_ttl(inherited, &ms) != REDISLOCK_ERR_FORKED ||
+        redislock_hold_count(inherited, &n) != REDISLOCK_ERR_FORKED ||
+        redislock_acquire_wait(inherited, 10, &b) != REDISLOCK_ERR_FORKED)
+        rc |= 8;
+
+    /* A new handle on a new connection: a new owner, who sees the
+     * parent's lock as someone else's. */
+    cc = redisConnect(host, atoi(port));
+    if (cc == NULL || cc->err)
+        return rc | 16;
+    mine = counted ? redislock_new_counted(cc, key) : redislock_new(cc, key);
+    if (mine == NULL || strcmp(redislock_id(mine), parent_id) == 0)
+        rc |= 32;
+    else if (redislock_acquire(mine, &b) != REDISLOCK_OK || b ||
+             redislock_last_state(mine) != REDISLOCK_STATE_OTHER)
+        rc |= 64;
+    redislock_free(mine);
+    redisFree(cc);
+    redislock_free(inherited);          /* freeing is allowed */
+    return rc;
+}
+
+static void test_inherited_handle_is_refused(void **state)
+{
+    char key[64], val[64];
+    redislock *lock;
+    bool ok = false;
+    long long evalsha_before;
+    pid_t pid;
+    int status;
+
+    tu_key(key, sizeof key, "fork:inherit");
+    lock = tu_new_lock(state, c, key);
+    assert_int_equal(redislock_set_expire(lock, 30), REDISLOCK_OK);
+    assert_int_equal(redislock_acquire(lock, &ok), REDISLOCK_OK);
+    assert_true(ok);
+    evalsha_before = tu_cmdstat_calls(c, "evalsha");
+
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        _exit(child(lock, key, redislock_id(lock), tu_is_counted(state)));
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    /* Bits of the exit code name the failed checks (see child()); the
+     * child's own lock attempt is its only script. */
+    assert_int_equal(WEXITSTATUS(status) & 0x7f, 0);
+    assert_int_equal(tu_cmdstat_calls(c, "evalsha"), evalsha_before + 1);
+
+    /* The parent's lock is untouched and still the parent's. */
+    if (!tu_is_counted(state)) {
+        assert_int_equal(tu_get(c, key, strlen(key), val, sizeof val), 32);
+        assert_string_equal(val, redislock_id(lock));
+    }
+    assert_true(tu_pttl(c, key, strlen(key)) > 25000);
+    assert_int_equal(redislock_release(lock, &ok), REDISLOCK_OK);
+    assert_true(ok);
+    redislock_free(lock);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        TU_BOTH_MODES(test_inherited_handle_is_refused),
+    };
+    return TU_RUN(tests, setup, teardown);
+}

@@ -1,0 +1,344 @@
+/*
+ * t_wait.c - redislock_acquire_wait(): woken by a release, not by polling;
+ * bounded delay for holders that send no wake-up (go-zero, crashed);
+ * deadlines; one wake-up per release (no herd, no spinning).
+ *
+ * Waiters run in threads, each with its own connection; they use no
+ * cmocka assertions (those must stay on the main thread) but report back.
+ */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "testutil.h"
+
+static redisContext *c;
+
+static int setup(void **state)
+{
+    (void)state;
+    c = tu_connect();
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    redisFree(c);
+    return 0;
+}
+
+struct waiter {
+    pthread_t tid;
+    const char *key;
+    int counted;
+    long long poll_ms, timeout_ms;
+    int release_after;          /* release again once acquired */
+    /* results */
+    int status;
+    bool acquired;
+    long long elapsed;
+    long long done_at;          /* monotonic ms when it returned */
+};
+
+static void *wait_thread(void *arg)
+{
+    struct waiter *w = arg;
+    const char *host = getenv("REDISLOCK_TEST_HOST");
+    const char *port = getenv("REDISLOCK_TEST_PORT");
+    redisContext *wc = redisConnect(host, atoi(port));
+    redislock *lock;
+    long long t0;
+
+    w->status = -100;
+    if (wc == NULL || wc->err)
+        return NULL;
+    lock = w->counted ? redislock_new_counted(wc, w->key)
+                      : redislock_new(wc, w->key);
+    if (lock == NULL || redislock_set_wait_poll_ms(lock, w->poll_ms) ||
+        redislock_set_expire(lock, 10))
+        return NULL;
+    t0 = tu_now_ms();
+    w->status = redislock_acquire_wait(lock, w->timeout_ms, &w->acquired);
+    w->elapsed = tu_now_ms() - t0;
+    /* Read by the main thread while this one may still run. */
+    __atomic_store_n(&w->done_at, t0 + w->elapsed, __ATOMIC_SEQ_CST);
+    if (w->acquired && w->release_after) {
+        bool released;
+
+        tu_sleep_ms(w->release_after);
+        if (redislock_release(lock, &released) != REDISLOCK_OK || !released)
+            w->status = -101;
+    }
+    redislock_free(lock);
+    redisFree(wc);
+    return NULL;
+}
+
+static void start(struct waiter *w, void **state, const char *key,
+                  long long poll_ms, long long timeout_ms)
+{
+    memset(w, 0, sizeof *w);
+    w->key = key;
+    w->counted = tu_is_counted(state);
+    w->poll_ms = poll_ms;
+    w->timeout_ms = timeout_ms;
+    assert_int_equal(pthread_create(&w->tid, NULL, wait_thread, w), 0);
+}
+
+static void join(struct waiter *w)
+{
+    assert_int_equal(pthread_join(w->tid, NULL), 0);
+    assert_int_equal(w->status, REDISLOCK_OK);
+}
+
+static redislock *holder(void **state, const char *key, long long ms)
+{
+    redislock *lock = tu_new_lock(state, c, key);
+    bool ok = false;
+
+    assert_int_equal(redislock_set_expire_ms(lock, ms), REDISLOCK_OK);
+    assert_int_equal(redislock_acquire(lock, &ok), REDISLOCK_OK);
+    assert_true(ok);
+    return lock;
+}
+
+static void release(redislock *lock)
+{
+    bool ok = false;
+
+    assert_int_equal(redislock_release(lock, &ok), REDISLOCK_OK);
+    assert_true(ok);
+}
+
+static void test_free_lock_is_taken_at_once(void **state)
+{
+    char key[64];
+    redislock *lock;
+    bool ok = false;
+    long long blpop;
+
+    tu_key(key, sizeof key, "wait:free");
+    lock = tu_new_lock(state, c, key);
+    blpop = tu_cmdstat_calls(c, "blpop");
+    assert_int_equal(redislock_acquire_wait(lock, 5000, &ok), REDISLOCK_OK);
+    assert_true(ok);
+    assert_int_equal(tu_cmdstat_calls(c, "blpop"), blpop);  /* no wait */
+    release(lock);
+    redislock_free(lock);
+}
+
+static void test_zero_timeout_tries_once(void **state)
+{
+    char key[64];
+    redislock *h, *lock;
+    bool ok = true;
+    long long evalsha, blpop;
+
+    tu_key(key, sizeof key, "wait:zero");
+    h = holder(state, key, 30000);
+    lock = tu_new_lock(state, c, key);
+    evalsha = tu_cmdstat_calls(c, "evalsha");
+    blpop = tu_cmdstat_calls(c, "blpop");
+    assert_int_equal(redislock_acquire_wait(lock, 0, &ok), REDISLOCK_OK);
+    assert_false(ok);
+    assert_int_equal(tu_cmdstat_calls(c, "evalsha"), evalsha + 1);
+    assert_int_equal(tu_cmdstat_calls(c, "blpop"), blpop);
+    release(h);
+    redislock_free(h);
+    redislock_free(lock);
+}
+
+static void test_bad_arguments(void **state)
+{
+    redislock *lock = tu_new_lock(state, c, "wait:args");
+    bool ok = true;
+
+    assert_int_equal(redislock_acquire_wait(lock, -1, &ok), REDISLOCK_ERR_INVALID);
+    assert_false(ok);
+    assert_int_equal(redislock_acquire_wait(lock, 10, NULL), REDISLOCK_ERR_INVALID);
+    ok = true;
+    assert_int_equal(redislock_acquire_wait(NULL, 10, &ok), REDISLOCK_ERR_INVALID);
+    assert_false(ok);
+    assert_int_equal(redislock_set_wait_poll_ms(lock, 0), REDISLOCK_ERR_INVALID);
+    assert_int_equal(redislock_set_wait_poll_ms(lock, 60001), REDISLOCK_ERR_INVALID);
+    assert_int_equal(redislock_set_wait_poll_ms(NULL, 10), REDISLOCK_ERR_INVALID);
+    assert_int_equal(redislock_set_wait_poll_ms(lock, 60000), REDISLOCK_OK);
+    redislock_free(lock);
+}
+
+/* The holder's lease (30 s) and the waiter's poll interval (5 s) are both
+ * far longer than the test: only the wake-up can hand the lock over. */
+static void test_release_wakes_the_waiter(void **state)
+{
+    char key[64];
+    redislock *h;
+    struct waiter w;
+    long long released_at;
+
+    tu_key(key, sizeof key, "wait:wake");
+    h = holder(state, key, 30000);
+    start(&w, state, key, 5000, 20000);
+    tu_sleep_ms(300);
+    released_at = tu_now_ms();
+    release(h);
+    join(&w);
+    assert_true(w.acquired);
+    if (w.done_at - released_at > 2000)
+        fail_msg("hand-off took %lld ms", w.done_at - released_at);
+    redislock_free(h);
+}
+
+/* A go-zero holder deletes its key without a wake-up: the waiter finds it
+ * within its poll interval (100 ms here) plus a round trip. */
+static void test_silent_release_found_by_poll(void **state)
+{
+    char key[64], gid[17];
+    struct waiter w;
+    long long released_at;
+
+    tu_key(key, sizeof key, "wait:silent");
+    tu_gozero_id(gid);
+    assert_true(tu_gozero_acquire(c, key, gid, 30));
+    start(&w, state, key, 100, 20000);
+    tu_sleep_ms(300);
+    released_at = tu_now_ms();
+    if (tu_is_counted(state)) {
+        /* A counted waiter meets a go-zero key: a clear error, at once. */
+        assert_int_equal(pthread_join(w.tid, NULL), 0);
+        assert_int_equal(w.status, REDISLOCK_ERR_SERVER);
+        assert_true(tu_gozero_release(c, key, gid));
+        return;
+    }
+    assert_true(tu_gozero_release(c, key, gid));
+    join(&w);
+    assert_true(w.acquired);
+    if (w.done_at - released_at > 1500)
+        fail_msg("silent release found after %lld ms",
+                 w.done_at - released_at);
+}
+
+/* A holder that crashed: no release, no wake-up, the lease runs out.  The
+ * waiter's next try is timed by the holder's PTTL, not the poll (5 s). */
+static void test_crashed_holder_lease_runs_out(void **state)
+{
+    char key[64];
+    redislock *h;
+    struct waiter w;
+
+    tu_key(key, sizeof key, "wait:crashed");
+    h = holder(state, key, 400);
+    redislock_free(h);                      /* "crashes" holding the lock */
+    start(&w, state, key, 5000, 20000);
+    join(&w);
+    assert_true(w.acquired);
+    if (w.elapsed > 2500)
+        fail_msg("waited %lld ms for a 400 ms lease", w.elapsed);
+}
+
+static void test_deadline_is_honoured(void **state)
+{
+    char key[64];
+    redislock *h, *lock;
+    bool ok = true;
+    long long t0, elapsed;
+
+    tu_key(key, sizeof key, "wait:deadline");
+    h = holder(state, key, 30000);
+    lock = tu_new_lock(state, c, key);
+    t0 = tu_now_ms();
+    assert_int_equal(redislock_acquire_wait(lock, 300, &ok), REDISLOCK_OK);
+    elapsed = tu_now_ms() - t0;
+    assert_false(ok);
+    if (elapsed < 300 || elapsed > 800)
+        fail_msg("a 300 ms wait took %lld ms", elapsed);
+
+    /* It gave up: it takes nothing later, even when the lock comes free. */
+    release(h);
+    tu_sleep_ms(300);
+    assert_int_equal(tu_pttl(c, key, strlen(key)), -2);
+    redislock_free(h);
+    redislock_free(lock);
+}
+
+/* Three waiters, one release at a time: each release hands the lock to
+ * exactly one of them, and nobody spins while it is held. */
+static void test_one_release_wakes_one_waiter(void **state)
+{
+    enum { N = 3 };
+    char key[64];
+    struct waiter w[N];
+    redislock *h;
+    long long evalsha;
+    int i, got;
+
+    tu_key(key, sizeof key, "wait:herd");
+    h = holder(state, key, 30000);
+    evalsha = tu_cmdstat_calls(c, "evalsha");
+    for (i = 0; i < N; i++) {
+        start(&w[i], state, key, 5000, 15000);
+        w[i].release_after = 400;   /* hold 400 ms, then release */
+    }
+    tu_sleep_ms(300);               /* all three blocked */
+    release(h);
+    tu_sleep_ms(200);               /* one holds it for 400 ms now */
+    got = 0;
+    for (i = 0; i < N; i++)
+        got += __atomic_load_n(&w[i].done_at, __ATOMIC_SEQ_CST) != 0;
+    assert_int_equal(got, 1);
+    for (i = 0; i < N; i++) {
+        join(&w[i]);
+        assert_true(w[i].acquired);
+    }
+    /* Tries: one each at first, one per wake-up; no polling, no spin.
+     * Plus releases (3 waiters + holder).  Generous bound: 3+3+4 = 10. */
+    if (tu_cmdstat_calls(c, "evalsha") - evalsha > 12)
+        fail_msg("%lld scripts for 3 hand-offs",
+                 tu_cmdstat_calls(c, "evalsha") - evalsha);
+    redislock_free(h);
+}
+
+static void test_read_timeout_is_raised_and_restored(void **state)
+{
+    char key[64];
+    redisContext *tc = tu_connect();
+    struct timeval tv = { 0, 200 * 1000 }, now;
+    socklen_t len = sizeof now;
+    redislock *h, *lock;
+    bool ok = true;
+
+    tu_key(key, sizeof key, "wait:timeout");
+    h = holder(state, key, 30000);
+    assert_int_equal(redisSetTimeout(tc, tv), REDIS_OK);
+    lock = tu_new_lock(state, tc, key);
+    assert_int_equal(redislock_set_wait_poll_ms(lock, 600), REDISLOCK_OK);
+    /* Blocks 600 ms at a time on a connection with a 200 ms timeout. */
+    assert_int_equal(redislock_acquire_wait(lock, 700, &ok), REDISLOCK_OK);
+    assert_false(ok);
+    assert_int_equal(getsockopt(tc->fd, SOL_SOCKET, SO_RCVTIMEO, &now, &len), 0);
+    assert_int_equal(now.tv_sec, 0);
+    assert_int_equal(now.tv_usec, 200 * 1000);
+    release(h);
+    redislock_free(h);
+    redislock_free(lock);
+    redisFree(tc);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        TU_BOTH_MODES(test_free_lock_is_taken_at_once),
+        TU_BOTH_MODES(test_zero_timeout_tries_once),
+        TU_BOTH_MODES(test_bad_arguments),
+        TU_BOTH_MODES(test_release_wakes_the_waiter),
+        TU_BOTH_MODES(test_silent_release_found_by_poll),
+        TU_BOTH_MODES(test_crashed_holder_lease_runs_out),
+        TU_BOTH_MODES(test_deadline_is_honoured),
+        TU_BOTH_MODES(test_one_release_wakes_one_waiter),
+        TU_BOTH_MODES(test_read_timeout_is_raised_and_restored),
+    };
+    return TU_RUN(tests, setup, teardown);
+}
