@@ -1,25 +1,48 @@
 #!/bin/sh
 # hiredis1.sh DIR - unpack Debian trixie's hiredis 1.x (libhiredis-dev and
 # its runtime library) into DIR, without installing it, and write
-# DIR/pkgconfig/hiredis.pc pointing there.  CI builds and tests redislock
-# against it, since Debian 12 itself ships hiredis 0.14.1.
+# DIR/pkgconfig/hiredis.pc pointing there; print the library directory.
+# CI builds and tests redislock against it, since Debian 12 itself ships
+# hiredis 0.14.1.
+#
+# Everything is verified the way apt does it: InRelease's signature with
+# the Debian archive keyring, Packages.xz against InRelease's SHA256, each
+# .deb against Packages' SHA256.
 set -eu
-dir=$1
-mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+mkdir -p "$1"
+dir=$(cd "$1" && pwd)
+mirror=${DEBIAN_MIRROR:-https://deb.debian.org/debian}
+keyring=/usr/share/keyrings/debian-archive-keyring.gpg
 mkdir -p "$dir/debs" "$dir/root" "$dir/pkgconfig"
-curl -fsS -o "$dir/Packages.xz" "$mirror/dists/trixie/main/binary-amd64/Packages.xz"
+cd "$dir"
+
+curl -fsS -o InRelease "$mirror/dists/trixie/InRelease"
+gpgv --keyring "$keyring" --output Release InRelease 2>/dev/null ||
+    { echo "hiredis1.sh: bad signature on trixie InRelease" >&2; exit 1; }
+want=$(awk '/^SHA256:/ { s = 1; next } /^[^ ]/ { s = 0 }
+            s && $3 == "main/binary-amd64/Packages.xz" { print $1 }' Release)
+curl -fsS -o Packages.xz "$mirror/dists/trixie/main/binary-amd64/Packages.xz"
+echo "$want  Packages.xz" | sha256sum -c --quiet - ||
+    { echo "hiredis1.sh: Packages.xz does not match InRelease" >&2; exit 1; }
+
 for pkg in libhiredis-dev libhiredis1.1.0; do
-    file=$(xz -dc "$dir/Packages.xz" | awk -v p="$pkg" '
+    set -- $(xz -dc Packages.xz | awk -v p="$pkg" '
         $0 == "Package: " p { hit = 1; next }
         /^Package: / { hit = 0 }
-        hit && /^Filename: / { print $2; exit }')
-    [ -n "$file" ] || { echo "hiredis1.sh: $pkg not in trixie" >&2; exit 1; }
-    curl -fsS -o "$dir/debs/$(basename "$file")" "$mirror/$file"
-    dpkg-deb -x "$dir/debs/$(basename "$file")" "$dir/root"
+        hit && /^Filename: / { f = $2 }
+        hit && /^SHA256: / { h = $2 }
+        f && h { print f, h; exit }')
+    [ $# -eq 2 ] || { echo "hiredis1.sh: $pkg not in trixie" >&2; exit 1; }
+    deb=debs/$(basename "$1")
+    curl -fsS -o "$deb" "$mirror/$1"
+    echo "$2  $deb" | sha256sum -c --quiet - ||
+        { echo "hiredis1.sh: $deb does not match Packages" >&2; exit 1; }
+    dpkg-deb -x "$deb" root
 done
+
 lib=$(dirname "$(find "$dir/root" -name 'libhiredis.so.1*' | head -1)")
 version=$(sed -n 's/^Version: *//p' "$lib/pkgconfig/hiredis.pc")
-cat > "$dir/pkgconfig/hiredis.pc" <<PC
+cat > pkgconfig/hiredis.pc <<PC
 prefix=$dir/root/usr
 libdir=$lib
 includedir=$dir/root/usr/include

@@ -34,7 +34,13 @@
  *     on a handle.
  *   - The redisContext is borrowed: the library never frees, closes or
  *     reconnects it.  It must outlive every handle that uses it (or be
- *     swapped out first with redislock_set_context()).
+ *     swapped out first with redislock_set_context()).  It must be a
+ *     blocking context (redisConnect*, not redisConnectNonBlock) in plain
+ *     request/reply use: no commands queued with redisAppendCommand whose
+ *     replies are unread, not inside MULTI, not subscribed.  The library
+ *     refuses a non-blocking context and one with unsent commands
+ *     (REDISLOCK_ERR_INVALID); it cannot see replies that are already on
+ *     their way, which would be taken for its own.
  *   - Keys are copied before the constructor returns.
  *   - Returned `const char *` strings belong to the library: never free
  *     them.  redislock_id() stays valid for the life of the handle;
@@ -64,9 +70,21 @@
  *   A different handle is a different owner, even in the same thread.
  *
  * FORK
- *   A child process must not use handles (or hiredis contexts) inherited
- *   across fork(): the child would share the parent's owner ID and
- *   connection.  Create new handles, on new connections, in the child.
+ *   A handle remembers the process that created it.  In a child process
+ *   after fork(), every call on an inherited handle that would talk to
+ *   Redis returns REDISLOCK_ERR_FORKED and sends nothing, so the child can
+ *   neither release nor extend the parent's lock; redislock_free() is
+ *   allowed.  Create new handles, on new connections, in the child: their
+ *   owner IDs are fresh (libsodium reads the kernel's RNG each time).
+ *
+ * SIGNALS
+ *   Writing to a connection the server has closed raises SIGPIPE.  Around
+ *   each command the library blocks SIGPIPE in the calling thread
+ *   (pthread_sigmask), and afterwards discards a SIGPIPE that its own
+ *   write raised (sigtimedwait) before restoring the thread's mask; a
+ *   SIGPIPE that was already pending is left pending.  So a dead
+ *   connection gives REDISLOCK_ERR_IO, not a killed process, whether or
+ *   not the application ignores SIGPIPE.
  *
  * LINKING
  *   pkg-config --cflags --libs redislock.  Include <hiredis/hiredis.h> as
@@ -113,7 +131,11 @@ typedef enum {
     /** A bad argument (NULL pointer, empty key, expiry out of range).
      *  Nothing was sent to Redis and the handle is unchanged. */
     REDISLOCK_ERR_INVALID = -1,
-    /** An allocation failed (in redislock or in hiredis).  Nothing leaked. */
+    /** An allocation failed.  Nothing leaked.  If it was redislock's own
+     *  (only the constructors allocate), nothing was sent and nothing
+     *  changed.  If it was hiredis's, during a command, treat it as
+     *  REDISLOCK_ERR_IO: the context is dead and whether the command ran
+     *  is unknown; redislock_last_error() says "hiredis". */
     REDISLOCK_ERR_NOMEM = -2,
     /** Connection error or timeout: the hiredis context has its err set and
      *  is no longer usable.  Reconnect (e.g. redisReconnect()) and retry.
@@ -124,8 +146,9 @@ typedef enum {
      *  is still usable. */
     REDISLOCK_ERR_SERVER = -4,
     /** Redis replied with something the lock scripts never return (wrong
-     *  reply type or value).  The connection is still usable, but it is
-     *  probably not talking to the server, or the script, you think. */
+     *  reply type or value).  The connection is probably out of step (a
+     *  reply meant for another command, see OWNERSHIP) or not talking to
+     *  the server you think: reconnect before using it again. */
     REDISLOCK_ERR_PROTOCOL = -5,
     /** The handle was created in another process: it was inherited across
      *  fork().  Nothing was sent; the parent's lock is untouched.  Create
@@ -204,13 +227,16 @@ REDISLOCK_API void redislock_free(redislock *lock);
 REDISLOCK_API int redislock_set_expire(redislock *lock, int seconds);
 
 /**
- * Try once to acquire the lock (go-zero: Acquire).  Never waits.
+ * Try once to acquire the lock (go-zero: Acquire).  Never waits; see
+ * redislock_acquire_wait() for that.
  *
  * One round trip in steady state (EVALSHA).  If the key already holds
- * this handle's ID, its PX is refreshed and the call succeeds (re-entry);
- * otherwise the key is set with NX and PX.  If Redis lost the script
- * (SCRIPT FLUSH, restart, failover), the same call resends it with EVAL
- * and still gives the true outcome.
+ * this handle's owner ID, the call succeeds and refreshes the lease
+ * (re-entry; in counted mode it also adds a hold); otherwise the key is
+ * created only if absent (go-zero mode: SET NX PX), with the lease set by
+ * redislock_set_expire()/redislock_set_expire_ms().  If Redis lost the
+ * script (SCRIPT FLUSH, restart, failover), the same call resends it with
+ * EVAL and still gives the true outcome.
  *
  * @param acquired  set to true if this handle now holds the lock, false
  *                  if another owner holds it.  Set to false on any error.
@@ -227,14 +253,18 @@ redislock_acquire(redislock *lock, bool *acquired);
 /**
  * Release the lock if this handle still owns it (go-zero: Release).
  *
- * One round trip in steady state.  The key is deleted only if it holds
- * this handle's ID; one release frees the lock however many times it was
- * acquired.
+ * One round trip in steady state.  Nothing happens unless the key holds
+ * this handle's owner ID.  In go-zero mode the key is deleted: one
+ * release frees the lock however many times it was acquired.  In counted
+ * mode one hold is given up; the key is deleted with the last hold, and
+ * otherwise its lease is refreshed.  A deletion wakes one waiter of
+ * redislock_acquire_wait().
  *
- * @param released  set to true if the key held our ID and was deleted;
- *                  false if it had expired or belongs to another owner
- *                  (which is left untouched, TTL included).  Set to false
- *                  on any error.
+ * @param released  set to true if the key held our ID and we gave up a
+ *                  hold (go-zero mode: deleted it); false if it had
+ *                  expired or belongs to another owner (which is left
+ *                  untouched, TTL included; redislock_last_state() tells
+ *                  which).  Set to false on any error.
  * @return as redislock_acquire().
  * @since 0.1.0
  */
@@ -449,9 +479,10 @@ REDISLOCK_API int redislock_set_wait_poll_ms(redislock *lock, long long ms);
 REDISLOCK_API int redislock_set_context(redislock *lock, struct redisContext *c);
 
 /**
- * The owner ID stored in the key while this handle holds the lock: 32
- * lower-case hexadecimal characters (128 random bits), NUL-terminated.
- * Valid until redislock_free().  Returns "" for NULL.
+ * The owner ID stored in the key while this handle holds the lock,
+ * NUL-terminated: 32 lower-case hexadecimal characters (128 random bits)
+ * unless redislock_set_id() gave another.  Valid until redislock_free()
+ * or redislock_set_id().  Returns "" for NULL.
  * @since 0.1.0
  */
 REDISLOCK_API const char *redislock_id(const redislock *lock);
@@ -465,7 +496,8 @@ REDISLOCK_API const char *redislock_strerror(int status);
 
 /**
  * Detail of the last failure on LOCK: the server's error message, the
- * hiredis error text, or which argument was invalid.  "" if the last call
+ * hiredis error text (starting "timeout:" for a read or write timeout), or
+ * which argument was invalid.  "" if the last call
  * on the handle succeeded, and "" for NULL.  Owned by the handle; valid
  * until the next call on it.
  * @since 0.1.0

@@ -3,6 +3,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -55,7 +56,7 @@ int redislockp_fail(redislock *lock, int status, const char *fmt, ...)
 }
 
 /* The connection failed: map hiredis's c->err to a status. */
-int redislockp_context_error(redislock *lock)
+int redislockp_context_error(redislock *lock, int err_no)
 {
     const redisContext *c = lock->ctx;
     const char *what = c->errstr[0] ? c->errstr : "unknown error";
@@ -63,15 +64,16 @@ int redislockp_context_error(redislock *lock)
     switch (c->err) {
     case REDIS_ERR_OOM:
         return redislockp_fail(lock, REDISLOCK_ERR_NOMEM,
-                               "hiredis: out of memory");
+                               "hiredis: out of memory; the connection is "
+                               "unusable and the outcome unknown");
 #ifdef REDIS_ERR_TIMEOUT
     case REDIS_ERR_TIMEOUT:
         return redislockp_fail(lock, REDISLOCK_ERR_IO, "timeout: %s", what);
 #endif
     case REDIS_ERR_IO:
-        /* hiredis 0.14 reports a read/write timeout as an I/O error with
-         * errno EAGAIN; name it so that callers can tell. */
-        if (strstr(what, "temporarily unavailable") != NULL)
+        /* hiredis 0.14 reports a read/write timeout as an I/O error whose
+         * errno is EAGAIN (SO_RCVTIMEO/SO_SNDTIMEO): name it. */
+        if (err_no == EAGAIN || err_no == EWOULDBLOCK)
             return redislockp_fail(lock, REDISLOCK_ERR_IO,
                                    "timeout: %s", what);
         return redislockp_fail(lock, REDISLOCK_ERR_IO, "I/O error: %s", what);

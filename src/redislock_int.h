@@ -78,7 +78,9 @@ long long redislockp_now_ms(void);
 void redislockp_clear_error(redislock *lock);
 int redislockp_fail(redislock *lock, int status, const char *fmt, ...)
     REDISLOCKP_PRINTF(3, 4);
-int redislockp_context_error(redislock *lock);
+/* The connection failed: map c->err (and ERR_NO, the errno the failing
+ * call left, 0 if unknown) to a status and message. */
+int redislockp_context_error(redislock *lock, int err_no);
 
 /* Common checks at the start of every call that talks to Redis: clears
  * the last error; REDISLOCK_ERR_FORKED in a child process. */
@@ -117,10 +119,13 @@ int redislockp_eval(redislock *lock, const redislockp_script *script,
 
 /*
  * Send one plain command (argv form) with the SIGPIPE guard; the reply or
- * NULL as redisCommandArgv().
+ * NULL as redisCommandArgv().  *ERR_NO gets errno as the call left it.
  */
 redisReply *redislockp_command(redisContext *c, int argc, const char **argv,
-                               const size_t *argvlen);
+                               const size_t *argvlen, int *err_no);
+
+/* Does the context hold commands not yet written (redisAppendCommand)? */
+int redislockp_pending_output(const redisContext *c);
 
 /* Read a reply that must be an array of MIN..MAX integers into V. */
 int redislockp_int_array(redislock *lock, const char *what,

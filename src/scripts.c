@@ -69,6 +69,7 @@ static void sigpipe_restore(sigpipe_guard *g, int failed)
 
         sigemptyset(&pipe_set);
         sigaddset(&pipe_set, SIGPIPE);
+#ifdef HAVE_SIGTIMEDWAIT
         if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1) {
             struct timespec zero = { 0, 0 };
             int saved = errno;
@@ -77,18 +78,29 @@ static void sigpipe_restore(sigpipe_guard *g, int failed)
                 ;
             errno = saved;
         }
+#else
+        /* Without sigtimedwait() the SIGPIPE stays pending (blocked) and
+         * is delivered when the mask is restored: such platforms should
+         * ignore SIGPIPE.  LCOV_EXCL_LINE */
+        (void)pipe_set;
+        (void)pending;
+#endif
     }
     pthread_sigmask(SIG_SETMASK, &g->old, NULL);
 }
 
 redisReply *redislockp_command(redisContext *c, int argc, const char **argv,
-                               const size_t *argvlen)
+                               const size_t *argvlen, int *err_no)
 {
     sigpipe_guard g;
     redisReply *r;
 
+    errno = 0;
     sigpipe_block(&g);
     r = redisCommandArgv(c, argc, argv, argvlen);
+    /* hiredis leaves the failed read's or write's errno in place: keep it
+     * before anything else can change it (it tells a timeout apart). */
+    *err_no = errno;
     sigpipe_restore(&g, r == NULL);
     return r;
 }
@@ -108,7 +120,7 @@ int redislockp_eval(redislock *lock, const redislockp_script *script,
     char numkeys[4];
     redisContext *c = lock->ctx;
     redisReply *r;
-    int i, n = nkeys + nargs;
+    int i, n = nkeys + nargs, err_no;
 
     *reply = NULL;
     if (nkeys < 1 || nargs < 0 || n > REDISLOCKP_MAX_SCRIPT_ARGS)
@@ -119,7 +131,11 @@ int redislockp_eval(redislock *lock, const redislockp_script *script,
                                "the hiredis context is non-blocking; "
                                "redislock needs a blocking one");
     if (c->err)
-        return redislockp_context_error(lock);
+        return redislockp_context_error(lock, 0);
+    if (redislockp_pending_output(c))
+        return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
+                               "the hiredis context has unsent commands; "
+                               "their replies would be read as ours");
 
     argv[0] = "EVALSHA";
     argvlen[0] = 7;
@@ -134,18 +150,18 @@ int redislockp_eval(redislock *lock, const redislockp_script *script,
         argvlen[FIXED_ARGS + i] = argslen[i];
     }
 
-    r = redislockp_command(c, FIXED_ARGS + n, argv, argvlen);
+    r = redislockp_command(c, FIXED_ARGS + n, argv, argvlen, &err_no);
     if (r == NULL)
-        return redislockp_context_error(lock);
+        return redislockp_context_error(lock, err_no);
     if (is_noscript(r)) {
         freeReplyObject(r);
         argv[0] = "EVAL";
         argvlen[0] = 4;
         argv[1] = script->body;
         argvlen[1] = strlen(script->body);
-        r = redislockp_command(c, FIXED_ARGS + n, argv, argvlen);
+        r = redislockp_command(c, FIXED_ARGS + n, argv, argvlen, &err_no);
         if (r == NULL)
-            return redislockp_context_error(lock);
+            return redislockp_context_error(lock, err_no);
     }
     if (r->type == REDIS_REPLY_ERROR) {
         int len = r->len > 400 ? 400 : (int)r->len;
@@ -188,4 +204,14 @@ int redislockp_int_array(redislock *lock, const char *what,
         v[i] = r->element[i]->integer;
     }
     return REDISLOCK_OK;
+}
+
+/* hiredis keeps unsent commands in c->obuf, an sds string: its length is
+ * in the header just before the characters (sds.h's sdslen(), which we do
+ * not include so as not to depend on hiredis's internal headers).  Both
+ * 0.14 and 1.x keep obuf an sds and write it empty after each flush; an
+ * empty buffer starts with '\0', which is all this checks. */
+int redislockp_pending_output(const redisContext *c)
+{
+    return c->obuf != NULL && c->obuf[0] != '\0';
 }

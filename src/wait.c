@@ -51,11 +51,11 @@ static int block(redislock *lock, long long wait_ms, bool *woken)
     size_t argvlen[3];
     struct timeval old;
     redisReply *r;
-    int raised, st = REDISLOCK_OK;
+    int raised, err_no, st = REDISLOCK_OK;
 
     *woken = false;
     if (c->err)
-        return redislockp_context_error(lock);
+        return redislockp_context_error(lock, 0);
     argv[0] = "BLPOP";
     argvlen[0] = 5;
     argv[1] = lock->wake_key;
@@ -65,11 +65,11 @@ static int block(redislock *lock, long long wait_ms, bool *woken)
     argv[2] = secs;
 
     raised = raise_timeout(c, wait_ms, &old);
-    r = redislockp_command(c, 3, argv, argvlen);
+    r = redislockp_command(c, 3, argv, argvlen, &err_no);
     if (raised && !c->err)
         setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &old, sizeof old);
     if (r == NULL)
-        return redislockp_context_error(lock);
+        return redislockp_context_error(lock, err_no);
     switch (r->type) {
     case REDIS_REPLY_NIL:               /* timed out */
         break;

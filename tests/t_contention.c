@@ -27,7 +27,8 @@
 static const char *self;
 
 /* In the worker: no cmocka, plain checks, exit status tells the parent. */
-static int worker(const char *lockkey, const char *counter, int barrier)
+static int worker(const char *lockkey, const char *counter, int barrier,
+                  int ready)
 {
     const char *host = getenv("REDISLOCK_TEST_HOST");
     const char *port = getenv("REDISLOCK_TEST_PORT");
@@ -36,14 +37,15 @@ static int worker(const char *lockkey, const char *counter, int barrier)
     char go;
     int i, rc = 0;
 
-    if (read(barrier, &go, 1) != 1)
-        return 2;
+    /* Connect first, say so, then wait for everybody at the gate. */
     c = redisConnect(host, atoi(port));
     if (c == NULL || c->err)
         return 3;
     lock = redislock_new(c, lockkey);
     if (lock == NULL || redislock_set_expire(lock, 10) != REDISLOCK_OK)
         return 4;
+    if (write(ready, "r", 1) != 1 || read(barrier, &go, 1) != 1)
+        return 2;
     for (i = 0; i < ROUNDS && rc == 0; i++) {
         bool acquired = false, released = false;
         redisReply *r;
@@ -85,28 +87,43 @@ static void test_processes_never_overlap(void **state)
     redisContext *c = tu_connect();
     char lockkey[64], counter[64], val[32];
     pid_t pids[PROCS];
-    int barrier[2], i;
+    int barrier[2], ready[2], i;
 
     (void)state;
     tu_key(lockkey, sizeof lockkey, "contention:lock");
     tu_key(counter, sizeof counter, "contention:counter");
     assert_int_equal(pipe(barrier), 0);
+    assert_int_equal(pipe(ready), 0);
     for (i = 0; i < PROCS; i++) {
         pids[i] = fork();
         assert_true(pids[i] >= 0);
         if (pids[i] == 0) {
-            char fd[16];
+            char fd[16], rfd[16];
 
             close(barrier[1]);
+            close(ready[0]);
             snprintf(fd, sizeof fd, "%d", barrier[0]);
-            execl(self, self, "--worker", lockkey, counter, fd, (char *)NULL);
+            snprintf(rfd, sizeof rfd, "%d", ready[1]);
+            execl(self, self, "--worker", lockkey, counter, fd, rfd,
+                  (char *)NULL);
             _exit(127);
         }
     }
     close(barrier[0]);
-    /* Open the barrier: every worker starts at once. */
+    close(ready[1]);
+    /* Every worker connected: open the gate, they start at once. */
     {
         char go[PROCS];
+        int n = 0;
+
+        while (n < PROCS) {
+            ssize_t k = read(ready[0], go, sizeof go);
+
+            if (k <= 0)
+                break;                  /* a worker died before the gate */
+            n += (int)k;
+        }
+        close(ready[0]);
 
         memset(go, 'g', sizeof go);
         assert_int_equal(write(barrier[1], go, sizeof go), PROCS);
@@ -132,8 +149,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_processes_never_overlap),
     };
 
-    if (argc == 5 && strcmp(argv[1], "--worker") == 0)
-        return worker(argv[2], argv[3], atoi(argv[4]));
+    if (argc == 6 && strcmp(argv[1], "--worker") == 0)
+        return worker(argv[2], argv[3], atoi(argv[4]), atoi(argv[5]));
     self = argv[0];
     return TU_RUN(tests, NULL, NULL);
 }

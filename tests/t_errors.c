@@ -34,6 +34,19 @@ static int teardown(void **state)
     return 0;
 }
 
+/* Undo what a test changed on the shared server, pass or fail. */
+static int restore_server(void **state)
+{
+    redisReply *r;
+
+    (void)state;
+    r = redisCommand(c, "CONFIG SET maxmemory 0");
+    freeReplyObject(r);
+    r = redisCommand(c, "ACL DELUSER locker");
+    freeReplyObject(r);
+    return 0;
+}
+
 static void expect_server_error(redislock *lock, const char *code)
 {
     bool flag = true;
@@ -168,6 +181,57 @@ static void test_dead_context_gives_io_error(void **state)
     assert_false(flag);
     redislock_free(lock);
     redisFree(dead);
+}
+
+/* A non-blocking context would only queue the command: refused. */
+static void test_nonblocking_context_is_refused(void **state)
+{
+    redisContext *nb;
+    redislock *lock;
+    bool flag = true;
+    long long before;
+
+    (void)state;
+    nb = redisConnectNonBlock(getenv("REDISLOCK_TEST_HOST"),
+                              atoi(getenv("REDISLOCK_TEST_PORT")));
+    assert_non_null(nb);
+    lock = redislock_new(nb, "err:nonblock");
+    assert_non_null(lock);
+    before = tu_cmdstat_calls(c, "evalsha") + tu_cmdstat_calls(c, "eval");
+    assert_int_equal(redislock_acquire(lock, &flag), REDISLOCK_ERR_INVALID);
+    assert_false(flag);
+    assert_non_null(strstr(redislock_last_error(lock), "non-blocking"));
+    assert_int_equal(tu_cmdstat_calls(c, "evalsha") + tu_cmdstat_calls(c, "eval"),
+                     before);
+    redislock_free(lock);
+    redisFree(nb);
+}
+
+/* A command the caller queued but did not send would answer in our place:
+ * refused, and the caller's command and reply are left alone. */
+static void test_pending_command_is_refused(void **state)
+{
+    redisContext *pc = tu_connect();
+    redislock *lock;
+    redisReply *r = NULL;
+    bool flag = true;
+
+    (void)state;
+    lock = redislock_new(pc, "err:pending");
+    assert_non_null(lock);
+    assert_int_equal(redisAppendCommand(pc, "PING"), REDIS_OK);
+    assert_int_equal(redislock_acquire(lock, &flag), REDISLOCK_ERR_INVALID);
+    assert_false(flag);
+    assert_non_null(strstr(redislock_last_error(lock), "unsent"));
+    assert_int_equal(redisGetReply(pc, (void **)&r), REDIS_OK);
+    assert_string_equal(r->str, "PONG");
+    freeReplyObject(r);
+    assert_int_equal(redislock_acquire(lock, &flag), REDISLOCK_OK);
+    assert_true(flag);
+    assert_int_equal(redislock_release(lock, &flag), REDISLOCK_OK);
+    assert_true(flag);
+    redislock_free(lock);
+    redisFree(pc);
 }
 
 /* ------------------------------------------------------------------------
@@ -358,10 +422,13 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_wrongtype_key_holds_a_hash),
-        cmocka_unit_test(test_noperm_acl_user_without_rights_on_key),
-        cmocka_unit_test(test_oom_over_maxmemory),
+        cmocka_unit_test_teardown(test_noperm_acl_user_without_rights_on_key,
+                                  restore_server),
+        cmocka_unit_test_teardown(test_oom_over_maxmemory, restore_server),
         cmocka_unit_test(test_readonly_replica),
         cmocka_unit_test(test_dead_context_gives_io_error),
+        cmocka_unit_test(test_nonblocking_context_is_refused),
+        cmocka_unit_test(test_pending_command_is_refused),
         cmocka_unit_test(test_acquire_reply_handling),
         cmocka_unit_test(test_release_reply_handling),
         cmocka_unit_test(test_peer_closes_before_reply),

@@ -4,7 +4,12 @@
  */
 #include "config.h"
 
+#include <pthread.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "testutil.h"
 
@@ -122,9 +127,91 @@ static void test_timeout_on_paused_server(void **state)
     redisFree(admin);
 }
 
+/* A context whose peer has closed: writing to it raises SIGPIPE. */
+static redisContext *broken_context(void)
+{
+    int sv[2];
+    redisContext *bc;
+
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    bc = redisConnectFd(sv[0]);
+    assert_non_null(bc);
+    close(sv[1]);
+    return bc;
+}
+
+static int sigpipe_pending(void)
+{
+    sigset_t pending;
+
+    assert_int_equal(sigpending(&pending), 0);
+    return sigismember(&pending, SIGPIPE) == 1;
+}
+
+static int sigpipe_blocked(void)
+{
+    sigset_t mask;
+
+    assert_int_equal(pthread_sigmask(SIG_SETMASK, NULL, &mask), 0);
+    return sigismember(&mask, SIGPIPE) == 1;
+}
+
+/* SIGPIPE keeps its default action (terminate) here: if the library let
+ * one through, this test program would die. */
+static void test_sigpipe_does_not_kill(void **state)
+{
+    redisContext *bc = broken_context();
+    redislock *lock = redislock_new(bc, "faults:sigpipe");
+    struct sigaction sa;
+    bool flag = true;
+
+    (void)state;
+    assert_int_equal(sigaction(SIGPIPE, NULL, &sa), 0);
+    assert_true(sa.sa_handler == SIG_DFL);
+    assert_false(sigpipe_blocked());
+
+    assert_int_equal(redislock_acquire(lock, &flag), REDISLOCK_ERR_IO);
+    assert_false(flag);
+    /* The mask is as it was, and no SIGPIPE is left pending. */
+    assert_false(sigpipe_blocked());
+    assert_false(sigpipe_pending());
+    redislock_free(lock);
+    redisFree(bc);
+}
+
+/* A SIGPIPE the caller already had pending (blocked) is the caller's: it
+ * stays pending, and the caller's mask is untouched. */
+static void test_sigpipe_of_the_caller_is_kept(void **state)
+{
+    redisContext *bc = broken_context();
+    redislock *lock = redislock_new(bc, "faults:sigpipe2");
+    struct timespec zero = { 0, 0 };
+    sigset_t pipe_set;
+    bool flag = true;
+
+    (void)state;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    assert_int_equal(pthread_sigmask(SIG_BLOCK, &pipe_set, NULL), 0);
+    assert_int_equal(pthread_kill(pthread_self(), SIGPIPE), 0);
+    assert_true(sigpipe_pending());
+
+    assert_int_equal(redislock_acquire(lock, &flag), REDISLOCK_ERR_IO);
+    assert_true(sigpipe_blocked());
+    assert_true(sigpipe_pending());
+
+    /* Consume it and restore. */
+    assert_int_equal(sigtimedwait(&pipe_set, NULL, &zero), SIGPIPE);
+    assert_int_equal(pthread_sigmask(SIG_UNBLOCK, &pipe_set, NULL), 0);
+    redislock_free(lock);
+    redisFree(bc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sigpipe_does_not_kill),
+        cmocka_unit_test(test_sigpipe_of_the_caller_is_kept),
         cmocka_unit_test(test_server_killed_mid_use),
         cmocka_unit_test(test_connection_killed_by_server),
         cmocka_unit_test(test_timeout_on_paused_server),

@@ -107,23 +107,56 @@ static void *make_handles(void *arg)
     return NULL;
 }
 
-static void test_handles_created_from_many_threads(void **state)
+/* Run in a fresh process (this program exec'd with --threads), so that
+ * the threads race on libsodium's very first initialisation. */
+static int threads_main(void)
 {
     static struct worker w[THREADS];
     char *all = malloc(sizeof w[0].ids * THREADS);
-    int i;
+    size_t i, j, n = THREADS * PER_THREAD;
+    int t, rc = 0;
+
+    c = redisConnect("127.0.0.1", 1);   /* the pointer only: never used */
+    if (all == NULL || c == NULL)
+        return 2;
+    for (t = 0; t < THREADS; t++)
+        if (pthread_create(&w[t].tid, NULL, make_handles, &w[t]) != 0)
+            return 3;
+    for (t = 0; t < THREADS; t++) {
+        if (pthread_join(w[t].tid, NULL) != 0 || w[t].failed)
+            rc = 4;
+        memcpy(all + t * sizeof w[0].ids, w[t].ids, sizeof w[0].ids);
+    }
+    qsort(all, n, ID_LEN, cmp_id);
+    for (i = 1; i < n && rc == 0; i++)
+        if (memcmp(all + (i - 1) * ID_LEN, all + i * ID_LEN, ID_LEN) == 0)
+            rc = 5;
+    for (i = 0; i < n * ID_LEN && rc == 0; i += ID_LEN)
+        for (j = 0; j < ID_LEN; j++)
+            if (!strchr("0123456789abcdef", all[i + j]))
+                rc = 6;
+    free(all);
+    redisFree(c);
+    return rc;
+}
+
+static const char *self;
+
+static void test_handles_created_from_many_threads(void **state)
+{
+    pid_t pid;
+    int status;
 
     (void)state;
-    assert_non_null(all);
-    for (i = 0; i < THREADS; i++)
-        assert_int_equal(pthread_create(&w[i].tid, NULL, make_handles, &w[i]), 0);
-    for (i = 0; i < THREADS; i++) {
-        assert_int_equal(pthread_join(w[i].tid, NULL), 0);
-        assert_int_equal(w[i].failed, 0);
-        memcpy(all + i * sizeof w[0].ids, w[i].ids, sizeof w[0].ids);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        execl(self, self, "--threads", (char *)NULL);
+        _exit(127);
     }
-    assert_all_distinct(all, THREADS * PER_THREAD);
-    free(all);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
 }
 
 static void test_id_is_stable_and_stored(void **state)
@@ -199,7 +232,7 @@ static void test_child_after_fork_gets_fresh_ids(void **state)
     free(ids);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ten_thousand_handles_distinct_ids),
@@ -207,5 +240,8 @@ int main(void)
         cmocka_unit_test(test_id_is_stable_and_stored),
         cmocka_unit_test(test_child_after_fork_gets_fresh_ids),
     };
+    if (argc == 2 && strcmp(argv[1], "--threads") == 0)
+        return threads_main();
+    self = argv[0];
     return TU_RUN(tests, setup, teardown);
 }

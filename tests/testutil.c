@@ -276,7 +276,7 @@ long long tu_now_ms(void)
 static void server_spawn(tu_server *s, const char *extra)
 {
     const char *server = getenv("REDISLOCK_TEST_REDIS_SERVER");
-    char logfile[300];
+    char logfile[300], pidfile[300];
     char extra_copy[256];
     char *argv[40];
     int argc = 0;
@@ -286,6 +286,9 @@ static void server_spawn(tu_server *s, const char *extra)
     if (server == NULL)
         fail_msg("no REDISLOCK_TEST_REDIS_SERVER: run through with-redis.sh");
     snprintf(logfile, sizeof logfile, "%s/redis.log", s->dir);
+    /* with-redis.sh stops whatever a pidfile names, should a failed test
+     * leave this server behind. */
+    snprintf(pidfile, sizeof pidfile, "%s/redis.pid", s->dir);
     argv[argc++] = (char *)(uintptr_t)server;
     argv[argc++] = (char *)(uintptr_t)"--port";
     argv[argc++] = (char *)(uintptr_t)"0";
@@ -301,6 +304,8 @@ static void server_spawn(tu_server *s, const char *extra)
     argv[argc++] = (char *)(uintptr_t)"no";
     argv[argc++] = (char *)(uintptr_t)"--logfile";
     argv[argc++] = logfile;
+    argv[argc++] = (char *)(uintptr_t)"--pidfile";
+    argv[argc++] = pidfile;
     if (extra != NULL) {
         char *tok;
 
@@ -377,12 +382,18 @@ void tu_server_restart(tu_server *s, const char *extra)
 
 void tu_server_kill(tu_server *s)
 {
+    char pidfile[300];
+
     if (s->pid > 0) {
         kill(s->pid, SIGKILL);
         waitpid(s->pid, NULL, 0);
         s->pid = 0;
     }
     unlink(s->socket);
+    /* A killed server leaves its pidfile: remove it, so that nothing ever
+     * signals a recycled PID. */
+    snprintf(pidfile, sizeof pidfile, "%s/redis.pid", s->dir);
+    unlink(pidfile);
 }
 
 void tu_server_stop(tu_server *s)

@@ -33,15 +33,34 @@ fi
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/redislock-test.XXXXXX") || exit 99
 pid=
+# Stop process $1 (a child of ours or not): TERM, up to 5 s, then KILL.
+stop() {
+    kill "$1" 2>/dev/null || return 0
+    i=0
+    while [ $i -lt 50 ] && kill -0 "$1" 2>/dev/null; do
+        # A child that has exited stays a zombie until reaped: done too.
+        case $(sed -n 's/^State:[[:space:]]*\([A-Z]\).*/\1/p' "/proc/$1/status" 2>/dev/null) in
+            Z|"") break ;;
+        esac
+        sleep 0.1; i=$((i + 1))
+    done
+    kill -9 "$1" 2>/dev/null
+    return 0
+}
 cleanup() {
+    # Servers the tests started themselves write a pidfile under $tmp; a
+    # test that failed half-way may have left one running.
+    for f in "$tmp"/*/redis.pid; do
+        [ -f "$f" ] || continue
+        p=$(cat "$f")
+        # Only if that PID still is a redis-server.
+        if tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null | grep -q redis-server; then
+            stop "$p"
+        fi
+    done
     if [ -n "$pid" ]; then
-        kill "$pid" 2>/dev/null
-        # Wait for it to go, so that nothing is left running; a server that
-        # ignores TERM for 5 s gets KILL.
-        ( sleep 5; kill -9 "$pid" 2>/dev/null ) >/dev/null 2>&1 &
-        watchdog=$!
+        stop "$pid"
         wait "$pid" 2>/dev/null
-        kill "$watchdog" 2>/dev/null
     fi
     rm -rf "$tmp"
 }

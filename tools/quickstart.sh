@@ -39,8 +39,11 @@ if [ -n "$missing" ]; then
 fi
 
 [ -x configure ] || autoreconf -fi
-# shellcheck disable=SC2086
-[ -f Makefile ] || ./configure ${REDISLOCK_CONFIGURE_FLAGS:-}
+# Configure when not yet configured, or again when flags are given.
+if [ ! -f Makefile ] || [ -n "${REDISLOCK_CONFIGURE_FLAGS:-}" ]; then
+    # shellcheck disable=SC2086
+    ./configure ${REDISLOCK_CONFIGURE_FLAGS:-}
+fi
 make -j"$(nproc)"
 
 case $what in
