@@ -48,12 +48,13 @@ static void held_until(redislock *lock, long long sent)
     lock->valid_until = sent + lock->expire_ms;
 }
 
-int redislockp_acquire_once(redislock *lock, bool *acquired,
+int redislockp_acquire_once(redislock *lock, redislockp_try how,
+                            int registered, bool *acquired,
                             long long *holder_pttl)
 {
-    char ms[24];
-    const char *args[6];
-    size_t lens[6];
+    char ms[24], regttl[24];
+    const char *args[10];
+    size_t lens[10];
     redisReply *reply = NULL;
     long long v[3], sent;
     int st;
@@ -66,15 +67,27 @@ int redislockp_acquire_once(redislock *lock, bool *acquired,
     lens[1] = lock->fence_keylen;
     args[2] = lock->wake_key;
     lens[2] = lock->wake_keylen;
-    args[3] = lock->id;
-    lens[3] = lock->idlen;
-    lens[4] = (size_t)snprintf(ms, sizeof ms, "%lld", lock->expire_ms);
-    args[4] = ms;
-    args[5] = lock->fencing ? "1" : "0";
-    lens[5] = 1;
+    args[3] = lock->waiters_key;
+    lens[3] = lock->waiters_keylen;
+    args[4] = lock->id;
+    lens[4] = lock->idlen;
+    lens[5] = (size_t)snprintf(ms, sizeof ms, "%lld", lock->expire_ms);
+    args[5] = ms;
+    args[6] = lock->fencing ? "1" : "0";
+    lens[6] = 1;
+    args[7] = how == REDISLOCKP_TRY_WOKEN ? "2"
+            : how == REDISLOCKP_TRY_WAITER ? "1" : "0";
+    lens[7] = 1;
+    args[8] = registered ? "1" : "0";
+    lens[8] = 1;
+    /* A registration lapses unless the waiter tries again in time: it
+     * does at least every poll interval. */
+    lens[9] = (size_t)snprintf(regttl, sizeof regttl, "%lld",
+                               lock->poll_ms + REDISLOCKP_REGISTRATION_SLACK_MS);
+    args[9] = regttl;
 
     sent = redislockp_now_ms();
-    st = redislockp_eval(lock, script_for(lock, OP_ACQUIRE), 3, 3, args,
+    st = redislockp_eval(lock, script_for(lock, OP_ACQUIRE), 4, 6, args,
                          lens, &reply);
     if (st != REDISLOCK_OK)
         goto fail;
@@ -86,6 +99,9 @@ int redislockp_acquire_once(redislock *lock, bool *acquired,
         held_until(lock, sent);
         lock->token = (uint64_t)v[1];
         *acquired = true;
+    } else if (v[0] == 0 && v[1] == -3) {
+        saw(lock, 0);                   /* free, but waiters come first */
+        *holder_pttl = -3;
     } else if (v[0] == 0) {
         saw(lock, -1);
         *holder_pttl = v[1];
@@ -118,14 +134,15 @@ int redislock_acquire(redislock *lock, bool *acquired)
     if (acquired == NULL)
         return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
                                "acquired is NULL");
-    return redislockp_acquire_once(lock, acquired, &pttl);
+    return redislockp_acquire_once(lock, REDISLOCKP_TRY_PLAIN, 0, acquired,
+                                   &pttl);
 }
 
 int redislock_release(redislock *lock, bool *released)
 {
     char ms[24];
-    const char *args[4];
-    size_t lens[4];
+    const char *args[5];
+    size_t lens[5];
     redisReply *reply = NULL;
     long long v[2], sent;
     int st;
@@ -145,12 +162,14 @@ int redislock_release(redislock *lock, bool *released)
     lens[0] = lock->keylen;
     args[1] = lock->wake_key;
     lens[1] = lock->wake_keylen;
-    args[2] = lock->id;
-    lens[2] = lock->idlen;
-    lens[3] = (size_t)snprintf(ms, sizeof ms, "%lld", lock->expire_ms);
-    args[3] = ms;
+    args[2] = lock->waiters_key;
+    lens[2] = lock->waiters_keylen;
+    args[3] = lock->id;
+    lens[3] = lock->idlen;
+    lens[4] = (size_t)snprintf(ms, sizeof ms, "%lld", lock->expire_ms);
+    args[4] = ms;
     sent = redislockp_now_ms();
-    st = redislockp_eval(lock, script_for(lock, OP_RELEASE), 2,
+    st = redislockp_eval(lock, script_for(lock, OP_RELEASE), 3,
                          lock->mode == REDISLOCKP_MODE_COUNTED ? 2 : 1,
                          args, lens, &reply);
     if (st != REDISLOCK_OK)

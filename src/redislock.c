@@ -13,6 +13,7 @@
 
 #define FENCE_SUFFIX ":fence"
 #define WAKE_SUFFIX ":wake"
+#define WAITERS_SUFFIX ":waiters"
 #define MAX_EXPIRE_MS 1000000000000LL
 
 /* Does KEY carry a Redis Cluster hash tag: a '{' followed later by a '}'
@@ -59,7 +60,7 @@ static redislock *create(struct redisContext *c, const void *key, size_t len,
     size_t room;
     char *p;
 
-    if (c == NULL || key == NULL || len == 0 || len > (SIZE_MAX - 64) / 3)
+    if (c == NULL || key == NULL || len == 0 || len > (SIZE_MAX - 64) / 4)
         return NULL;
     /* 0: initialised now, 1: already initialised; both are success.
      * sodium_init() is thread-safe, so concurrent constructors are fine. */
@@ -70,7 +71,7 @@ static redislock *create(struct redisContext *c, const void *key, size_t len,
     if (lock == NULL)
         return NULL;
     room = (len + 1) + (len + 2 + sizeof FENCE_SUFFIX) +
-           (len + 2 + sizeof WAKE_SUFFIX);
+           (len + 2 + sizeof WAKE_SUFFIX) + (len + 2 + sizeof WAITERS_SUFFIX);
     lock->keys = redislockp_malloc(room);
     if (lock->keys == NULL) {
         redislockp_free(lock);
@@ -87,6 +88,9 @@ static redislock *create(struct redisContext *c, const void *key, size_t len,
     p += lock->fence_keylen + 1;
     lock->wake_keylen = companion_key(p, key, len, WAKE_SUFFIX);
     lock->wake_key = p;
+    p += lock->wake_keylen + 1;
+    lock->waiters_keylen = companion_key(p, key, len, WAITERS_SUFFIX);
+    lock->waiters_key = p;
 
     lock->ctx = c;
     lock->mode = mode;

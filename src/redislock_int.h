@@ -25,6 +25,9 @@
  * when no wake-up comes (a go-zero or crashed holder sends none). */
 #define REDISLOCKP_WAIT_POLL_MS 100
 
+/* A waiter's registration outlives its poll interval by this much. */
+#define REDISLOCKP_REGISTRATION_SLACK_MS 2000
+
 /* Room for the last error message, NUL included; longer ones are cut. */
 #define REDISLOCKP_ERRMSG_SIZE 512
 
@@ -41,11 +44,12 @@ typedef enum redislockp_mode {
 
 struct redislock {
     redisContext *ctx;                 /* borrowed */
-    /* One allocation: the key, the fencing counter key and the wake-up
-     * list key, each NUL-terminated (the key may hold NUL bytes). */
+    /* One allocation: the key, the fencing counter key, the wake-up list
+     * key and the waiter count key, each NUL-terminated (the key may hold
+     * NUL bytes). */
     char *keys;
-    const char *key, *fence_key, *wake_key;
-    size_t keylen, fence_keylen, wake_keylen;
+    const char *key, *fence_key, *wake_key, *waiters_key;
+    size_t keylen, fence_keylen, wake_keylen, waiters_keylen;
     redislockp_mode mode;
     pid_t pid;                         /* process that created the handle */
     long long expire_ms;               /* lease sent by acquire/extend */
@@ -104,7 +108,7 @@ extern const redislockp_script redislockp_script_status_counted;
 extern const redislockp_script redislockp_script_wake;
 
 /* At most this many keys plus arguments per script call. */
-#define REDISLOCKP_MAX_SCRIPT_ARGS 8
+#define REDISLOCKP_MAX_SCRIPT_ARGS 12
 
 /*
  * Run SCRIPT with NKEYS keys and NARGS arguments, given together in
@@ -132,9 +136,20 @@ int redislockp_int_array(redislock *lock, const char *what,
                          const redisReply *r, long long *v, size_t min,
                          size_t max);
 
-/* lock.c: one acquire attempt; *HOLDER_PTTL gets the holder's remaining
- * lease (-1: none; -2: unknown) when refused. */
-int redislockp_acquire_once(redislock *lock, bool *acquired,
+/* How an acquire attempt relates to waiting (see src/lua/acquire.lua). */
+typedef enum redislockp_try {
+    REDISLOCKP_TRY_PLAIN = 0,          /* redislock_acquire() */
+    REDISLOCKP_TRY_WAITER = 1,         /* a waiter's try: waits its turn */
+    REDISLOCKP_TRY_WOKEN = 2           /* a waiter woken for a free lock */
+} redislockp_try;
+
+/* lock.c: one acquire attempt.  When refused, *HOLDER_PTTL gets the
+ * holder's remaining lease (-1: no expiry; -3: free, but earlier waiters
+ * come first).  REGISTERED says whether the handle is counted as a
+ * waiter; a refused waiter's try leaves it registered, a successful try
+ * leaves it not. */
+int redislockp_acquire_once(redislock *lock, redislockp_try how,
+                            int registered, bool *acquired,
                             long long *holder_pttl);
 
 #endif /* REDISLOCK_INT_H */

@@ -4,11 +4,18 @@
  *
  * Why a list and BLPOP rather than pub/sub: a list keeps a wake-up that
  * arrives between a refused try and the BLPOP (no lost wake-up), BLPOP
- * hands each element to exactly one blocked client, the longest-waiting
+ * hands each element to exactly one blocked client, the longest-blocked
  * first (no thundering herd), and it runs on the handle's own connection
- * (pub/sub would need a second, subscribed one).  Releases push one
- * element; a fresh acquire deletes the list, so a wake-up left when nobody
- * waited goes stale for at most one try, and the list expires in 2 s.
+ * (pub/sub would need a second, subscribed one).
+ *
+ * Turns: a waiter's refused try registers it (a counter next to the lock,
+ * in the same script).  A release pushes one wake-up only when somebody is
+ * registered.  While anybody is registered, a free lock goes only to a
+ * waiter that was woken for it (or is alone): a waiter that just released
+ * and comes back cannot barge ahead of the ones already blocked, so they
+ * are served in the order they blocked.  Plain redislock_acquire() calls
+ * (and go-zero processes) ignore the turns.  A registration lapses if its
+ * waiter stops trying (crash) for the poll interval plus 2 s.
  */
 #include "config.h"
 
@@ -88,14 +95,28 @@ static int block(redislock *lock, long long wait_ms, bool *woken)
     return st;
 }
 
-/* We took a wake-up but will not use it: pass it on to the next waiter. */
-static int pass_on(redislock *lock)
+/* A waiter leaves without the lock: deregister, and pass on a wake-up it
+ * took but will not use. */
+static int leave(redislock *lock, int registered, bool woken)
 {
+    const char *args[5];
+    size_t lens[5];
     redisReply *r = NULL;
     int st;
 
-    st = redislockp_eval(lock, &redislockp_script_wake, 1, 0, &lock->wake_key,
-                         &lock->wake_keylen, &r);
+    if (!registered && !woken)
+        return REDISLOCK_OK;
+    args[0] = lock->key;
+    lens[0] = lock->keylen;
+    args[1] = lock->wake_key;
+    lens[1] = lock->wake_keylen;
+    args[2] = lock->waiters_key;
+    lens[2] = lock->waiters_keylen;
+    args[3] = registered ? "1" : "0";
+    lens[3] = 1;
+    args[4] = woken ? "1" : "0";
+    lens[4] = 1;
+    st = redislockp_eval(lock, &redislockp_script_wake, 3, 2, args, lens, &r);
     freeReplyObject(r);
     return st;
 }
@@ -104,8 +125,8 @@ int redislock_acquire_wait(redislock *lock, long long timeout_ms,
                            bool *acquired)
 {
     long long start, deadline, holder_pttl, wait;
-    bool woken;
-    int st;
+    bool woken = false;
+    int st, registered = 0;
 
     if (acquired)
         *acquired = false;
@@ -121,20 +142,29 @@ int redislock_acquire_wait(redislock *lock, long long timeout_ms,
         return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
                                "timeout of %lld ms is negative", timeout_ms);
 
+    if (timeout_ms == 0)                /* one plain try */
+        return redislockp_acquire_once(lock, REDISLOCKP_TRY_PLAIN, 0,
+                                       acquired, &holder_pttl);
     start = redislockp_now_ms();
     /* Saturate rather than overflow for "wait forever" timeouts. */
     deadline = timeout_ms > (1LL << 60) ? (1LL << 60) + start
                                         : start + timeout_ms;
     for (;;) {
-        st = redislockp_acquire_once(lock, acquired, &holder_pttl);
+        st = redislockp_acquire_once(lock,
+                                     woken ? REDISLOCKP_TRY_WOKEN
+                                           : REDISLOCKP_TRY_WAITER,
+                                     registered, acquired, &holder_pttl);
         if (st != REDISLOCK_OK || *acquired)
-            return st;
+            return st;          /* on success the script deregistered us */
+        registered = 1;         /* a refused waiter's try registers it */
+        woken = false;
         wait = deadline - redislockp_now_ms();
         if (wait <= 0)
-            return REDISLOCK_OK;
+            return leave(lock, registered, false);
         if (wait > lock->poll_ms)
             wait = lock->poll_ms;
-        /* The holder's lease ends in holder_pttl ms (-1: no expiry). */
+        /* The holder's lease ends in holder_pttl ms (-1: no expiry, -3:
+         * free but others' turn: wait for the wake-up or the poll). */
         if (holder_pttl >= 0 && holder_pttl + 1 < wait)
             wait = holder_pttl + 1;
         if (wait < 1)
@@ -143,9 +173,9 @@ int redislock_acquire_wait(redislock *lock, long long timeout_ms,
         if (st != REDISLOCK_OK)
             return st;
         if (redislockp_now_ms() >= deadline) {
-            /* Out of time: try no more, and do not swallow a wake-up that
-             * another waiter can use. */
-            return woken ? pass_on(lock) : REDISLOCK_OK;
+            /* Out of time: try no more, leave the turns, and do not
+             * swallow a wake-up that another waiter can use. */
+            return leave(lock, registered, woken);
         }
     }
 }

@@ -301,6 +301,75 @@ static void test_one_release_wakes_one_waiter(void **state)
     redislock_free(h);
 }
 
+static long long key_exists(const char *key)
+{
+    redisReply *r = tu_cmd(c, "EXISTS %s", key);
+    long long n = r->integer;
+
+    freeReplyObject(r);
+    return n;
+}
+
+/* A holder that releases and at once waits again must not barge ahead of
+ * a waiter that was already blocked: the blocked one goes first. */
+static void test_releaser_waits_its_turn(void **state)
+{
+    char key[64];
+    redislock *h;
+    struct waiter w;
+    bool ok = false;
+    long long got_at;
+
+    tu_key(key, sizeof key, "wait:turn");
+    h = holder(state, key, 30000);
+    assert_int_equal(redislock_set_wait_poll_ms(h, 5000), REDISLOCK_OK);
+    start(&w, state, key, 5000, 10000);
+    w.release_after = 300;
+    tu_sleep_ms(300);                       /* the waiter is blocked */
+    release(h);
+    assert_int_equal(redislock_acquire_wait(h, 10000, &ok), REDISLOCK_OK);
+    got_at = tu_now_ms();
+    assert_true(ok);
+    join(&w);
+    assert_true(w.acquired);
+    /* The waiter had it first (and held it 300 ms). */
+    assert_true(w.done_at + 250 <= got_at);
+    release(h);
+    redislock_free(h);
+}
+
+/* Waiters that got the lock, and waiters that gave up, leave no keys. */
+static void test_waiters_leave_nothing_behind(void **state)
+{
+    char key[64], wake[96], waiters[96];
+    redislock *h, *lock;
+    struct waiter w;
+    bool ok = true;
+
+    tu_key(key, sizeof key, "wait:tidy");
+    snprintf(wake, sizeof wake, "{%s}:wake", key);
+    snprintf(waiters, sizeof waiters, "{%s}:waiters", key);
+    h = holder(state, key, 30000);
+
+    lock = tu_new_lock(state, c, key);      /* gives up */
+    assert_int_equal(redislock_acquire_wait(lock, 200, &ok), REDISLOCK_OK);
+    assert_false(ok);
+    assert_int_equal(key_exists(waiters), 0);
+
+    start(&w, state, key, 5000, 10000);     /* gets it */
+    w.release_after = 10;
+    tu_sleep_ms(300);
+    assert_int_equal(key_exists(waiters), 1);   /* it is registered */
+    release(h);
+    join(&w);
+    assert_true(w.acquired);
+    assert_int_equal(key_exists(waiters), 0);
+    assert_int_equal(key_exists(wake), 0);
+    assert_int_equal(key_exists(key), 0);
+    redislock_free(h);
+    redislock_free(lock);
+}
+
 static void test_read_timeout_is_raised_and_restored(void **state)
 {
     char key[64];
@@ -339,6 +408,8 @@ int main(void)
         TU_BOTH_MODES(test_deadline_is_honoured),
         TU_BOTH_MODES(test_one_release_wakes_one_waiter),
         TU_BOTH_MODES(test_read_timeout_is_raised_and_restored),
+        TU_BOTH_MODES(test_releaser_waits_its_turn),
+        TU_BOTH_MODES(test_waiters_leave_nothing_behind),
     };
     return TU_RUN(tests, setup, teardown);
 }

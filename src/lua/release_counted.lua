@@ -1,8 +1,9 @@
 -- release_counted.lua: counted mode.  Give up one hold; the key goes (and
--- one waiter is woken) only when the last hold does.  A release that
--- leaves holds refreshes the expiry.
+-- one registered waiter is woken) only when the last hold does.  A release
+-- that leaves holds refreshes the expiry.
 -- KEYS[1]  the lock key
 -- KEYS[2]  the wake-up list
+-- KEYS[3]  the count of registered waiters
 -- ARGV[1]  our owner ID
 -- ARGV[2]  lease in milliseconds
 -- Returns {1, holds left}, {0, 0} when nobody holds the key, {-1, 0} when
@@ -20,6 +21,8 @@ if left > 0 then
   return {1, left}
 end
 redis.call('DEL', key)
-redis.call('RPUSH', KEYS[2], '1')
-redis.call('PEXPIRE', KEYS[2], 2000)
+if tonumber(redis.call('GET', KEYS[3]) or '0') > 0 then
+  redis.call('RPUSH', KEYS[2], '1')
+  redis.call('PEXPIRE', KEYS[2], 2000)
+end
 return {1, 0}
