@@ -171,19 +171,30 @@ static void acquire_release(redislock *lock, int reentry)
     }
 }
 
-/* The same two scripts the library sends, with bare hiredis. */
+/* The same two scripts, with the same keys and arguments, that the library
+ * sends for acquire and release (see src/lock.c), with bare hiredis and
+ * the same argv form of command. */
 static void raw_cycle(redisContext *c, const char *id)
 {
+    const char *acq[] = { "EVALSHA", REDISLOCKP_LUA_ACQUIRE_SHA1, "4", "bench:U",
+                          "{bench:U}:fence", "{bench:U}:wake",
+                          "{bench:U}:waiters", id, "10500", "0", "0", "0",
+                          "2100" };
+    const char *rel[] = { "EVALSHA", REDISLOCKP_LUA_RELEASE_SHA1, "3", "bench:U",
+                          "{bench:U}:wake", "{bench:U}:waiters", id };
+    size_t acqlen[13], rellen[7], i;
     redisReply *r;
 
-    r = redisCommand(c, "EVALSHA %s 3 bench:U {bench:U}:fence {bench:U}:wake "
-                        "%s 10500 0", REDISLOCKP_LUA_ACQUIRE_SHA1, id);
+    for (i = 0; i < 13; i++)
+        acqlen[i] = strlen(acq[i]);
+    for (i = 0; i < 7; i++)
+        rellen[i] = strlen(rel[i]);
+    r = redisCommandArgv(c, 13, acq, acqlen);
     if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
         r->element[0]->integer != 1)
         die("raw acquire failed", r && r->type == REDIS_REPLY_ERROR ? r->str : NULL);
     freeReplyObject(r);
-    r = redisCommand(c, "EVALSHA %s 2 bench:U {bench:U}:wake %s",
-                     REDISLOCKP_LUA_RELEASE_SHA1, id);
+    r = redisCommandArgv(c, 7, rel, rellen);
     if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->element[0]->integer != 1)
         die("raw release failed", NULL);
     freeReplyObject(r);
