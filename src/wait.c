@@ -170,8 +170,10 @@ int redislock_acquire_wait(redislock *lock, long long timeout_ms,
         if (wait < 1)
             wait = 1;
         st = block(lock, wait, &woken);
-        if (st != REDISLOCK_OK)
+        if (st != REDISLOCK_OK) {
+            lock->state = REDISLOCK_STATE_UNKNOWN;
             return st;
+        }
         if (redislockp_now_ms() >= deadline) {
             /* Out of time: try no more, leave the turns, and do not
              * swallow a wake-up that another waiter can use. */

@@ -369,6 +369,113 @@ static void test_release_reply_handling(void **state)
     release_gets("-WRONGTYPE x\r\n", REDISLOCK_ERR_SERVER, false);
 }
 
+/* One call against canned replies: returns the status; *B the bool. */
+typedef int (*call_fn)(redislock *lock, bool *b);
+
+static int do_extend(redislock *lock, bool *b) { return redislock_extend(lock, b); }
+static int do_held(redislock *lock, bool *b) { return redislock_held(lock, b); }
+static int do_ttl(redislock *lock, bool *b)
+{
+    long long ms = 99;
+    int st = redislock_ttl(lock, &ms);
+
+    *b = ms >= 0;
+    return st;
+}
+static int do_count(redislock *lock, bool *b)
+{
+    int n = 99;
+    int st = redislock_hold_count(lock, &n);
+
+    *b = n > 0;
+    return st;
+}
+static int do_wait(redislock *lock, bool *b)
+{
+    return redislock_acquire_wait(lock, 5000, b);
+}
+
+static void call_gets(call_fn fn, const char *const *replies, int want_status,
+                      bool want)
+{
+    struct canned k;
+    bool flag = !want;
+
+    canned_open(&k, replies);
+    assert_int_equal(fn(k.lock, &flag), want_status);
+    assert_int_equal(flag, want);
+    if (want_status != REDISLOCK_OK) {
+        assert_true(strlen(redislock_last_error(k.lock)) > 0);
+        assert_int_equal(redislock_last_state(k.lock), REDISLOCK_STATE_UNKNOWN);
+    }
+    canned_close(&k);
+}
+
+#define ONE(r) ((const char *const[]){ r, NULL })
+
+static void test_extend_and_status_reply_handling(void **state)
+{
+    (void)state;
+    call_gets(do_extend, ONE("*1\r\n:1\r\n"), REDISLOCK_OK, true);
+    call_gets(do_extend, ONE("*1\r\n:0\r\n"), REDISLOCK_OK, false);
+    call_gets(do_extend, ONE("*1\r\n:-1\r\n"), REDISLOCK_OK, false);
+    call_gets(do_extend, ONE("*1\r\n:2\r\n"), REDISLOCK_ERR_PROTOCOL, false);
+    call_gets(do_extend, ONE("*2\r\n:1\r\n:1\r\n"), REDISLOCK_ERR_PROTOCOL, false);
+    call_gets(do_extend, ONE("+OK\r\n"), REDISLOCK_ERR_PROTOCOL, false);
+    call_gets(do_extend, ONE("-ERR x\r\n"), REDISLOCK_ERR_SERVER, false);
+
+    call_gets(do_held, ONE("*4\r\n:1\r\n:900\r\n:1\r\n:0\r\n"), REDISLOCK_OK, true);
+    call_gets(do_held, ONE("*4\r\n:-1\r\n:900\r\n:0\r\n:0\r\n"), REDISLOCK_OK, false);
+    call_gets(do_held, ONE("*4\r\n:1\r\n:900\r\n:0\r\n:0\r\n"),
+              REDISLOCK_ERR_PROTOCOL, false);           /* ours, 0 holds */
+    call_gets(do_held, ONE("*4\r\n:2\r\n:900\r\n:1\r\n:0\r\n"),
+              REDISLOCK_ERR_PROTOCOL, false);
+    call_gets(do_held, ONE("*4\r\n:1\r\n:900\r\n:1\r\n:-4\r\n"),
+              REDISLOCK_ERR_PROTOCOL, false);           /* negative token */
+    call_gets(do_held, ONE("*3\r\n:1\r\n:900\r\n:1\r\n"),
+              REDISLOCK_ERR_PROTOCOL, false);
+    call_gets(do_held, ONE("$-1\r\n"), REDISLOCK_ERR_PROTOCOL, false);
+    call_gets(do_ttl, ONE("*4\r\n:1\r\n:900\r\n:1\r\n:0\r\n"), REDISLOCK_OK, true);
+    call_gets(do_ttl, ONE("*4\r\n:0\r\n:-2\r\n:0\r\n:0\r\n"), REDISLOCK_OK, false);
+    call_gets(do_ttl, ONE("-ERR x\r\n"), REDISLOCK_ERR_SERVER, false);
+    call_gets(do_count, ONE("*4\r\n:1\r\n:900\r\n:3\r\n:0\r\n"), REDISLOCK_OK, true);
+    call_gets(do_count, ONE("*4\r\n:-1\r\n:900\r\n:0\r\n:0\r\n"), REDISLOCK_OK, false);
+    call_gets(do_count, ONE("hello\r\n"), REDISLOCK_ERR_IO, false);
+}
+
+static void test_wait_reply_handling(void **state)
+{
+    /* Refused (lease 5 s), then BLPOP answers something odd. */
+    const char *blpop_error[] = { "*2\r\n:0\r\n:5000\r\n", "-ERR boom\r\n",
+                                  NULL };
+    const char *blpop_odd[] = { "*2\r\n:0\r\n:5000\r\n", "+OK\r\n", NULL };
+    const char *blpop_hangup[] = { "*2\r\n:0\r\n:5000\r\n", NULL };
+    /* Refused twice; woken by a wake-up in between; then acquired. */
+    const char *woken[] = { "*2\r\n:0\r\n:5000\r\n",
+                            "*2\r\n$4\r\nwake\r\n$1\r\n1\r\n",
+                            "*3\r\n:1\r\n:0\r\n:1\r\n", NULL };
+    const char *queued[] = { "*2\r\n:0\r\n:-3\r\n",
+                             "*2\r\n$4\r\nwake\r\n$1\r\n1\r\n",
+                             "*3\r\n:1\r\n:0\r\n:1\r\n", NULL };
+    struct canned k;
+    bool ok = false;
+    const char *sent;
+
+    (void)state;
+    call_gets(do_wait, blpop_error, REDISLOCK_ERR_SERVER, false);
+    call_gets(do_wait, blpop_odd, REDISLOCK_ERR_PROTOCOL, false);
+    call_gets(do_wait, blpop_hangup, REDISLOCK_ERR_IO, false);
+    call_gets(do_wait, queued, REDISLOCK_OK, true);
+
+    /* The woken waiter's try says so ('2'), as a registered waiter ('1'). */
+    canned_open(&k, woken);
+    assert_int_equal(redislock_acquire_wait(k.lock, 5000, &ok), REDISLOCK_OK);
+    assert_true(ok);
+    sent = canned_close(&k);
+    assert_non_null(strstr(sent, "BLPOP"));
+    assert_non_null(strstr(sent, "$1\r\n2\r\n$1\r\n1\r\n"));
+}
+
 static void test_peer_closes_before_reply(void **state)
 {
     const char *replies[] = { NULL };    /* hang up at the first command */
@@ -431,6 +538,8 @@ int main(void)
         cmocka_unit_test(test_pending_command_is_refused),
         cmocka_unit_test(test_acquire_reply_handling),
         cmocka_unit_test(test_release_reply_handling),
+        cmocka_unit_test(test_extend_and_status_reply_handling),
+        cmocka_unit_test(test_wait_reply_handling),
         cmocka_unit_test(test_peer_closes_before_reply),
         cmocka_unit_test(test_noscript_falls_back_to_eval),
     };
