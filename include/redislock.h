@@ -459,6 +459,18 @@ REDISLOCK_API REDISLOCK_NODISCARD int
 redislock_acquire_wait(redislock *lock, long long timeout_ms, bool *acquired);
 
 /**
+ * Whether this handle's releases wake waiters (on by default).  A release
+ * that deletes the key hands the lock to one registered waiter of
+ * redislock_acquire_wait() (see there), which takes three companion keys
+ * (see OVERVIEW).  Turned off, release declares and touches only the lock
+ * key, exactly as go-zero's does (for ACL users allowed nothing else);
+ * waiters then notice the free lock by polling.
+ * @return REDISLOCK_OK, or REDISLOCK_ERR_INVALID if LOCK is NULL.
+ * @since 0.2.0
+ */
+REDISLOCK_API int redislock_set_wakeups(redislock *lock, bool on);
+
+/**
  * Set the longest single wait of redislock_acquire_wait() between tries
  * when no wake-up comes (default 100 ms).  Sends nothing.
  * @return REDISLOCK_OK, or REDISLOCK_ERR_INVALID if LOCK is NULL or MS is

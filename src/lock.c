@@ -49,45 +49,47 @@ static void held_until(redislock *lock, long long sent)
 }
 
 int redislockp_acquire_once(redislock *lock, redislockp_try how,
-                            int registered, bool *acquired,
-                            long long *holder_pttl)
+                            bool *acquired, long long *holder_pttl)
 {
     char ms[24], regttl[24];
-    const char *args[10];
-    size_t lens[10];
+    const char *args[9];
+    size_t lens[9];
     redisReply *reply = NULL;
     long long v[3], sent;
-    int st;
+    int st, nkeys;
 
     *acquired = false;
     *holder_pttl = -2;
+    /* Keys by position; a plain try declares only what it uses, so that it
+     * needs no rights (ACL) or slot (Cluster) beyond the lock key unless
+     * fencing is on. */
     args[0] = lock->key;
     lens[0] = lock->keylen;
     args[1] = lock->fence_key;
     lens[1] = lock->fence_keylen;
-    args[2] = lock->wake_key;
-    lens[2] = lock->wake_keylen;
-    args[3] = lock->waiters_key;
-    lens[3] = lock->waiters_keylen;
-    args[4] = lock->id;
-    lens[4] = lock->idlen;
-    lens[5] = (size_t)snprintf(ms, sizeof ms, "%lld", lock->expire_ms);
-    args[5] = ms;
-    args[6] = lock->fencing ? "1" : "0";
-    lens[6] = 1;
-    args[7] = how == REDISLOCKP_TRY_WOKEN ? "2"
-            : how == REDISLOCKP_TRY_WAITER ? "1" : "0";
-    lens[7] = 1;
-    args[8] = registered ? "1" : "0";
-    lens[8] = 1;
+    args[2] = lock->waiters_key;
+    lens[2] = lock->waiters_keylen;
+    args[3] = lock->turn_key;
+    lens[3] = lock->turn_keylen;
+    nkeys = how != REDISLOCKP_TRY_PLAIN ? 4 : lock->fencing ? 2 : 1;
+    args[nkeys] = lock->id;
+    lens[nkeys] = lock->idlen;
+    lens[nkeys + 1] = (size_t)snprintf(ms, sizeof ms, "%lld", lock->expire_ms);
+    args[nkeys + 1] = ms;
+    args[nkeys + 2] = lock->fencing ? "1" : "0";
+    lens[nkeys + 2] = 1;
+    args[nkeys + 3] = how == REDISLOCKP_TRY_WOKEN ? "2"
+                    : how == REDISLOCKP_TRY_WAITER ? "1" : "0";
+    lens[nkeys + 3] = 1;
     /* A registration lapses unless the waiter tries again in time: it
      * does at least every poll interval. */
-    lens[9] = (size_t)snprintf(regttl, sizeof regttl, "%lld",
-                               lock->poll_ms + REDISLOCKP_REGISTRATION_SLACK_MS);
-    args[9] = regttl;
+    lens[nkeys + 4] = (size_t)snprintf(regttl, sizeof regttl, "%lld",
+                                       lock->poll_ms +
+                                       REDISLOCKP_REGISTRATION_SLACK_MS);
+    args[nkeys + 4] = regttl;
 
     sent = redislockp_now_ms();
-    st = redislockp_eval(lock, script_for(lock, OP_ACQUIRE), 4, 6, args,
+    st = redislockp_eval(lock, script_for(lock, OP_ACQUIRE), nkeys, 5, args,
                          lens, &reply);
     if (st != REDISLOCK_OK)
         goto fail;
@@ -134,18 +136,18 @@ int redislock_acquire(redislock *lock, bool *acquired)
     if (acquired == NULL)
         return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
                                "acquired is NULL");
-    return redislockp_acquire_once(lock, REDISLOCKP_TRY_PLAIN, 0, acquired,
+    return redislockp_acquire_once(lock, REDISLOCKP_TRY_PLAIN, acquired,
                                    &pttl);
 }
 
 int redislock_release(redislock *lock, bool *released)
 {
     char ms[24];
-    const char *args[5];
-    size_t lens[5];
+    const char *args[7];
+    size_t lens[7];
     redisReply *reply = NULL;
     long long v[2], sent;
-    int st;
+    int st, nkeys;
 
     if (released)
         *released = false;
@@ -158,19 +160,28 @@ int redislock_release(redislock *lock, bool *released)
         return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
                                "released is NULL");
 
+    /* The releaser hands the lock to a waiter, if any (see wait.c);
+     * without wake-ups it declares and touches only the lock key. */
     args[0] = lock->key;
     lens[0] = lock->keylen;
-    args[1] = lock->wake_key;
-    lens[1] = lock->wake_keylen;
-    args[2] = lock->waiters_key;
-    lens[2] = lock->waiters_keylen;
-    args[3] = lock->id;
-    lens[3] = lock->idlen;
-    lens[4] = (size_t)snprintf(ms, sizeof ms, "%lld", lock->expire_ms);
-    args[4] = ms;
+    args[1] = lock->waiters_key;
+    lens[1] = lock->waiters_keylen;
+    args[2] = lock->wake_key;
+    lens[2] = lock->wake_keylen;
+    args[3] = lock->turn_key;
+    lens[3] = lock->turn_keylen;
+    nkeys = lock->wakeups ? 4 : 1;
+    args[nkeys] = lock->id;
+    lens[nkeys] = lock->idlen;
+    args[nkeys + 1] = lock->wakeups ? "1" : "0";
+    lens[nkeys + 1] = 1;
+    lens[nkeys + 2] = (size_t)snprintf(ms, sizeof ms, "%lld", lock->expire_ms);
+    args[nkeys + 2] = ms;
+    /* Whatever the outcome, we no longer count on holding the lock. */
+    lock->held = 0;
     sent = redislockp_now_ms();
-    st = redislockp_eval(lock, script_for(lock, OP_RELEASE), 3,
-                         lock->mode == REDISLOCKP_MODE_COUNTED ? 2 : 1,
+    st = redislockp_eval(lock, script_for(lock, OP_RELEASE), nkeys,
+                         lock->mode == REDISLOCKP_MODE_COUNTED ? 3 : 2,
                          args, lens, &reply);
     if (st != REDISLOCK_OK)
         goto fail;
@@ -262,19 +273,22 @@ fail:
 /* The status script: V gets {who, pttl, holds, token}. */
 static int status(redislock *lock, long long v[4])
 {
-    const char *args[3];
-    size_t lens[3];
+    const char *args[4];
+    size_t lens[4];
     redisReply *reply = NULL;
-    int st;
+    int st, nkeys;
 
     args[0] = lock->key;
     lens[0] = lock->keylen;
     args[1] = lock->fence_key;
     lens[1] = lock->fence_keylen;
-    args[2] = lock->id;
-    lens[2] = lock->idlen;
-    st = redislockp_eval(lock, script_for(lock, OP_STATUS), 2, 1, args, lens,
-                         &reply);
+    nkeys = lock->fencing && lock->mode == REDISLOCKP_MODE_GOZERO ? 2 : 1;
+    args[nkeys] = lock->id;
+    lens[nkeys] = lock->idlen;
+    args[nkeys + 1] = lock->fencing ? "1" : "0";
+    lens[nkeys + 1] = 1;
+    st = redislockp_eval(lock, script_for(lock, OP_STATUS), nkeys, 2, args,
+                         lens, &reply);
     if (st != REDISLOCK_OK)
         goto fail;
     st = redislockp_int_array(lock, "status", reply, v, 4, 4);

@@ -14,6 +14,7 @@
 #define FENCE_SUFFIX ":fence"
 #define WAKE_SUFFIX ":wake"
 #define WAITERS_SUFFIX ":waiters"
+#define TURN_SUFFIX ":turn"
 #define MAX_EXPIRE_MS 1000000000000LL
 
 /* Does KEY carry a Redis Cluster hash tag: a '{' followed later by a '}'
@@ -60,7 +61,7 @@ static redislock *create(struct redisContext *c, const void *key, size_t len,
     size_t room;
     char *p;
 
-    if (c == NULL || key == NULL || len == 0 || len > (SIZE_MAX - 64) / 4)
+    if (c == NULL || key == NULL || len == 0 || len > (SIZE_MAX - 64) / 5)
         return NULL;
     /* 0: initialised now, 1: already initialised; both are success.
      * sodium_init() is thread-safe, so concurrent constructors are fine. */
@@ -71,7 +72,8 @@ static redislock *create(struct redisContext *c, const void *key, size_t len,
     if (lock == NULL)
         return NULL;
     room = (len + 1) + (len + 2 + sizeof FENCE_SUFFIX) +
-           (len + 2 + sizeof WAKE_SUFFIX) + (len + 2 + sizeof WAITERS_SUFFIX);
+           (len + 2 + sizeof WAKE_SUFFIX) + (len + 2 + sizeof WAITERS_SUFFIX) +
+           (len + 2 + sizeof TURN_SUFFIX);
     lock->keys = redislockp_malloc(room);
     if (lock->keys == NULL) {
         redislockp_free(lock);
@@ -91,12 +93,16 @@ static redislock *create(struct redisContext *c, const void *key, size_t len,
     p += lock->wake_keylen + 1;
     lock->waiters_keylen = companion_key(p, key, len, WAITERS_SUFFIX);
     lock->waiters_key = p;
+    p += lock->waiters_keylen + 1;
+    lock->turn_keylen = companion_key(p, key, len, TURN_SUFFIX);
+    lock->turn_key = p;
 
     lock->ctx = c;
     lock->mode = mode;
     lock->pid = getpid();
     lock->expire_ms = REDISLOCKP_TOLERANCE_MS;
     lock->poll_ms = REDISLOCKP_WAIT_POLL_MS;
+    lock->wakeups = 1;
     lock->state = REDISLOCK_STATE_UNKNOWN;
     redislockp_token_new(lock->id);
     lock->idlen = REDISLOCKP_ID_LEN;
@@ -217,6 +223,15 @@ int redislock_set_fencing(redislock *lock, bool on)
     return REDISLOCK_OK;
 }
 
+int redislock_set_wakeups(redislock *lock, bool on)
+{
+    if (lock == NULL)
+        return REDISLOCK_ERR_INVALID;
+    redislockp_clear_error(lock);
+    lock->wakeups = on;
+    return REDISLOCK_OK;
+}
+
 int redislock_set_wait_poll_ms(redislock *lock, long long ms)
 {
     if (lock == NULL)
@@ -253,7 +268,8 @@ int redislock_token(const redislock *lock, uint64_t *token)
         *token = 0;
     if (lock == NULL || token == NULL)
         return REDISLOCK_ERR_INVALID;
-    if (lock->held)
+    /* An inherited handle holds nothing in this process. */
+    if (lock->held && lock->pid == getpid())
         *token = lock->token;
     return REDISLOCK_OK;
 }
@@ -262,7 +278,7 @@ long long redislock_valid_for_ms(const redislock *lock)
 {
     long long left;
 
-    if (lock == NULL || !lock->held)
+    if (lock == NULL || !lock->held || lock->pid != getpid())
         return 0;
     left = lock->valid_until - redislockp_now_ms();
     return left > 0 ? left : 0;

@@ -44,17 +44,18 @@ typedef enum redislockp_mode {
 
 struct redislock {
     redisContext *ctx;                 /* borrowed */
-    /* One allocation: the key, the fencing counter key, the wake-up list
-     * key and the waiter count key, each NUL-terminated (the key may hold
-     * NUL bytes). */
+    /* One allocation: the key and its companions (fencing counter,
+     * wake-up list, waiters, turn), each NUL-terminated (the key may hold
+     * NUL bytes).  See redislock.c. */
     char *keys;
-    const char *key, *fence_key, *wake_key, *waiters_key;
-    size_t keylen, fence_keylen, wake_keylen, waiters_keylen;
+    const char *key, *fence_key, *wake_key, *waiters_key, *turn_key;
+    size_t keylen, fence_keylen, wake_keylen, waiters_keylen, turn_keylen;
     redislockp_mode mode;
     pid_t pid;                         /* process that created the handle */
     long long expire_ms;               /* lease sent by acquire/extend */
     long long poll_ms;                 /* see REDISLOCKP_WAIT_POLL_MS */
     int fencing;                       /* issue fencing tokens */
+    int wakeups;                       /* releases wake waiters */
 
     /* What this handle knows locally, from its own round trips. */
     int held;                          /* the last reply said we hold it */
@@ -75,8 +76,9 @@ void redislockp_free(void *p);
 /* token.c: fill OUT with a fresh REDISLOCKP_ID_LEN-char hex owner ID. */
 void redislockp_token_new(char out[REDISLOCKP_ID_LEN + 1]);
 
-/* clock.c: CLOCK_MONOTONIC in milliseconds. */
+/* clock.c: CLOCK_MONOTONIC in milliseconds; sleeping. */
 long long redislockp_now_ms(void);
+void redislockp_sleep_ms(long long ms);
 
 /* error.c: the handle's last-error text. */
 void redislockp_clear_error(redislock *lock);
@@ -144,12 +146,10 @@ typedef enum redislockp_try {
 } redislockp_try;
 
 /* lock.c: one acquire attempt.  When refused, *HOLDER_PTTL gets the
- * holder's remaining lease (-1: no expiry; -3: free, but earlier waiters
- * come first).  REGISTERED says whether the handle is counted as a
- * waiter; a refused waiter's try leaves it registered, a successful try
- * leaves it not. */
+ * holder's remaining lease (-1: no expiry; -3: free, but being handed to
+ * a woken waiter).  A refused waiter's try registers it as a waiter; a
+ * successful one removes it. */
 int redislockp_acquire_once(redislock *lock, redislockp_try how,
-                            int registered, bool *acquired,
-                            long long *holder_pttl);
+                            bool *acquired, long long *holder_pttl);
 
 #endif /* REDISLOCK_INT_H */

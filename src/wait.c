@@ -8,14 +8,22 @@
  * first (no thundering herd), and it runs on the handle's own connection
  * (pub/sub would need a second, subscribed one).
  *
- * Turns: a waiter's refused try registers it (a counter next to the lock,
- * in the same script).  A release pushes one wake-up only when somebody is
- * registered.  While anybody is registered, a free lock goes only to a
- * waiter that was woken for it (or is alone): a waiter that just released
- * and comes back cannot barge ahead of the ones already blocked, so they
- * are served in the order they blocked.  Plain redislock_acquire() calls
- * (and go-zero processes) ignore the turns.  A registration lapses if its
- * waiter stops trying (crash) for the poll interval plus 2 s.
+ * Turns: a waiter's refused try registers it (in a sorted set beside the
+ * lock, scored by when the registration lapses; every try renews it, so a
+ * crashed waiter's lapses within the poll interval plus 2 s).  A release
+ * that finds live waiters pushes one wake-up and sets the turn, a key
+ * that lives 1 s: while it exists, a free lock goes only to a waiter that
+ * was woken for it (which ends the turn), so a holder that releases and
+ * comes back to wait queues behind the waiters already blocked.  Without
+ * a turn (the holder crashed, its lease ran out, or a go-zero process
+ * deleted the key: nobody was woken) any waiter may take a free lock.
+ * Plain redislock_acquire() calls and go-zero processes ignore turns.
+ *
+ * Redis checks BLPOP timeouts on its clock tick (hz, 10 a second by
+ * default), so a BLPOP can outlast its timeout by up to 100 ms: BLPOPs end
+ * a tick before the deadline, and the last tick is local sleeps.  A retry
+ * timed by a poll or a holder's lease may come a tick late; that only
+ * matters for holders that send no wake-up.
  */
 #include "config.h"
 
@@ -28,6 +36,9 @@
 
 /* Extra read timeout beyond the BLPOP timeout, for the reply to arrive. */
 #define READ_SLACK_MS 1000
+
+/* How late Redis may time a BLPOP out: one tick at the default hz 10. */
+#define TICK_MS 110
 
 /* Raise the socket's receive timeout (if one is set) to cover WAIT_MS;
  * *OLD gets the previous value for restore_timeout(). */
@@ -67,7 +78,9 @@ static int block(redislock *lock, long long wait_ms, bool *woken)
     argvlen[0] = 5;
     argv[1] = lock->wake_key;
     argvlen[1] = lock->wake_keylen;
-    argvlen[2] = (size_t)snprintf(secs, sizeof secs, "%lld.%03lld",
+    /* Seconds, with half a millisecond more so that no rounding down to
+     * 0 (which would mean "forever") can happen. */
+    argvlen[2] = (size_t)snprintf(secs, sizeof secs, "%lld.%03lld5",
                                   wait_ms / 1000, wait_ms % 1000);
     argv[2] = secs;
 
@@ -95,36 +108,54 @@ static int block(redislock *lock, long long wait_ms, bool *woken)
     return st;
 }
 
-/* A waiter leaves without the lock: deregister, and pass on a wake-up it
- * took but will not use. */
-static int leave(redislock *lock, int registered, bool woken)
+/* A waiter leaves without the lock: deregister, and pass on a turn it
+ * was woken for but will not use. */
+static int leave(redislock *lock, bool woken)
 {
-    const char *args[5];
-    size_t lens[5];
+    const char *args[6];
+    size_t lens[6];
     redisReply *r = NULL;
     int st;
 
-    if (!registered && !woken)
-        return REDISLOCK_OK;
     args[0] = lock->key;
     lens[0] = lock->keylen;
-    args[1] = lock->wake_key;
-    lens[1] = lock->wake_keylen;
-    args[2] = lock->waiters_key;
-    lens[2] = lock->waiters_keylen;
-    args[3] = registered ? "1" : "0";
-    lens[3] = 1;
-    args[4] = woken ? "1" : "0";
-    lens[4] = 1;
-    st = redislockp_eval(lock, &redislockp_script_wake, 3, 2, args, lens, &r);
+    args[1] = lock->waiters_key;
+    lens[1] = lock->waiters_keylen;
+    args[2] = lock->wake_key;
+    lens[2] = lock->wake_keylen;
+    args[3] = lock->turn_key;
+    lens[3] = lock->turn_keylen;
+    args[4] = lock->id;
+    lens[4] = lock->idlen;
+    args[5] = woken ? "1" : "0";
+    lens[5] = 1;
+    st = redislockp_eval(lock, &redislockp_script_wake, 4, 2, args, lens, &r);
     freeReplyObject(r);
+    if (st != REDISLOCK_OK)
+        lock->state = REDISLOCK_STATE_UNKNOWN;
+    return st;
+}
+
+/* Give up after an error: deregister if the connection still works (its
+ * registration would otherwise lapse on its own), keep the first error. */
+static int fail_waiting(redislock *lock, int st, int registered)
+{
+    char saved[REDISLOCKP_ERRMSG_SIZE];
+
+    lock->state = REDISLOCK_STATE_UNKNOWN;
+    if (registered && !lock->ctx->err) {
+        memcpy(saved, lock->errmsg, sizeof saved);
+        (void)leave(lock, false);
+        memcpy(lock->errmsg, saved, sizeof saved);
+        lock->state = REDISLOCK_STATE_UNKNOWN;
+    }
     return st;
 }
 
 int redislock_acquire_wait(redislock *lock, long long timeout_ms,
                            bool *acquired)
 {
-    long long start, deadline, holder_pttl, wait;
+    long long start, deadline, holder_pttl, wait, left;
     bool woken = false;
     int st, registered = 0;
 
@@ -141,10 +172,10 @@ int redislock_acquire_wait(redislock *lock, long long timeout_ms,
     if (timeout_ms < 0)
         return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
                                "timeout of %lld ms is negative", timeout_ms);
-
     if (timeout_ms == 0)                /* one plain try */
-        return redislockp_acquire_once(lock, REDISLOCKP_TRY_PLAIN, 0,
-                                       acquired, &holder_pttl);
+        return redislockp_acquire_once(lock, REDISLOCKP_TRY_PLAIN, acquired,
+                                       &holder_pttl);
+
     start = redislockp_now_ms();
     /* Saturate rather than overflow for "wait forever" timeouts. */
     deadline = timeout_ms > (1LL << 60) ? (1LL << 60) + start
@@ -153,31 +184,38 @@ int redislock_acquire_wait(redislock *lock, long long timeout_ms,
         st = redislockp_acquire_once(lock,
                                      woken ? REDISLOCKP_TRY_WOKEN
                                            : REDISLOCKP_TRY_WAITER,
-                                     registered, acquired, &holder_pttl);
-        if (st != REDISLOCK_OK || *acquired)
-            return st;          /* on success the script deregistered us */
-        registered = 1;         /* a refused waiter's try registers it */
+                                     acquired, &holder_pttl);
+        if (st != REDISLOCK_OK)
+            return fail_waiting(lock, st, registered);
+        if (*acquired)
+            return REDISLOCK_OK;        /* the script deregistered us */
+        registered = 1;                 /* a refused waiter's try did */
         woken = false;
-        wait = deadline - redislockp_now_ms();
-        if (wait <= 0)
-            return leave(lock, registered, false);
-        if (wait > lock->poll_ms)
-            wait = lock->poll_ms;
-        /* The holder's lease ends in holder_pttl ms (-1: no expiry, -3:
-         * free but others' turn: wait for the wake-up or the poll). */
+        left = deadline - redislockp_now_ms();
+        if (left <= 0)
+            return leave(lock, false);
+        wait = left < lock->poll_ms ? left : lock->poll_ms;
+        /* The holder's lease ends in holder_pttl ms (-1: no expiry; -3:
+         * handed to a woken waiter: wait for our own wake-up). */
         if (holder_pttl >= 0 && holder_pttl + 1 < wait)
             wait = holder_pttl + 1;
         if (wait < 1)
             wait = 1;
-        st = block(lock, wait, &woken);
-        if (st != REDISLOCK_OK) {
-            lock->state = REDISLOCK_STATE_UNKNOWN;
-            return st;
+        if (left <= TICK_MS) {
+            /* Too close to the deadline for a BLPOP, which may time out a
+             * tick late: sleep here instead (at most a tick of this). */
+            redislockp_sleep_ms(wait);
+        } else {
+            if (wait > left - TICK_MS)
+                wait = left - TICK_MS;
+            st = block(lock, wait, &woken);
+            if (st != REDISLOCK_OK)
+                return fail_waiting(lock, st, registered);
         }
         if (redislockp_now_ms() >= deadline) {
-            /* Out of time: try no more, leave the turns, and do not
-             * swallow a wake-up that another waiter can use. */
-            return leave(lock, registered, woken);
+            /* Out of time: try no more, leave the waiters, and pass on a
+             * turn we were woken for. */
+            return leave(lock, woken);
         }
     }
 }

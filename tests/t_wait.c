@@ -9,9 +9,13 @@
 #include "config.h"
 
 #include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "testutil.h"
 
@@ -93,6 +97,26 @@ static void join(struct waiter *w)
 {
     assert_int_equal(pthread_join(w->tid, NULL), 0);
     assert_int_equal(w->status, REDISLOCK_OK);
+}
+
+/* Until N waiters are registered on KEY (and a moment more, for them to
+ * reach their BLPOP). */
+static void wait_registered(const char *key, long long n)
+{
+    long long deadline = tu_now_ms() + 10000, got = -1;
+    redisReply *r;
+
+    while (tu_now_ms() < deadline) {
+        r = tu_cmd(c, "ZCARD {%s}:waiters", key);
+        got = r->integer;
+        freeReplyObject(r);
+        if (got >= n)
+            break;
+        tu_sleep_ms(10);
+    }
+    if (got < n)
+        fail_msg("%lld of %lld waiters registered", got, n);
+    tu_sleep_ms(50);
 }
 
 static redislock *holder(void **state, const char *key, long long ms)
@@ -182,7 +206,7 @@ static void test_release_wakes_the_waiter(void **state)
     tu_key(key, sizeof key, "wait:wake");
     h = holder(state, key, 30000);
     start(&w, state, key, 5000, 20000);
-    tu_sleep_ms(300);
+    wait_registered(key, 1);
     released_at = tu_now_ms();
     release(h);
     join(&w);
@@ -253,12 +277,18 @@ static void test_deadline_is_honoured(void **state)
     assert_int_equal(redislock_acquire_wait(lock, 300, &ok), REDISLOCK_OK);
     elapsed = tu_now_ms() - t0;
     assert_false(ok);
-    if (elapsed < 300 || elapsed > 800)
+    /* A Redis tick (100 ms) late would be 400: the last tick is local. */
+    if (elapsed < 300 || elapsed > 380)
         fail_msg("a 300 ms wait took %lld ms", elapsed);
 
-    /* It gave up: it takes nothing later, even when the lock comes free. */
+    /* It gave up and left: no registration stays behind to be woken. */
+    {
+        redisReply *r = tu_cmd(c, "EXISTS {%s}:waiters", key);
+
+        assert_int_equal(r->integer, 0);
+        freeReplyObject(r);
+    }
     release(h);
-    tu_sleep_ms(300);
     assert_int_equal(tu_pttl(c, key, strlen(key)), -2);
     redislock_free(h);
     redislock_free(lock);
@@ -282,7 +312,7 @@ static void test_one_release_wakes_one_waiter(void **state)
         start(&w[i], state, key, 5000, 15000);
         w[i].release_after = 400;   /* hold 400 ms, then release */
     }
-    tu_sleep_ms(300);               /* all three blocked */
+    wait_registered(key, N);        /* all three blocked */
     release(h);
     tu_sleep_ms(200);               /* one holds it for 400 ms now */
     got = 0;
@@ -325,7 +355,7 @@ static void test_releaser_waits_its_turn(void **state)
     assert_int_equal(redislock_set_wait_poll_ms(h, 5000), REDISLOCK_OK);
     start(&w, state, key, 5000, 10000);
     w.release_after = 300;
-    tu_sleep_ms(300);                       /* the waiter is blocked */
+    wait_registered(key, 1);                /* the waiter is blocked */
     release(h);
     assert_int_equal(redislock_acquire_wait(h, 10000, &ok), REDISLOCK_OK);
     got_at = tu_now_ms();
@@ -358,7 +388,7 @@ static void test_waiters_leave_nothing_behind(void **state)
 
     start(&w, state, key, 5000, 10000);     /* gets it */
     w.release_after = 10;
-    tu_sleep_ms(300);
+    wait_registered(key, 1);
     assert_int_equal(key_exists(waiters), 1);   /* it is registered */
     release(h);
     join(&w);
@@ -368,6 +398,154 @@ static void test_waiters_leave_nothing_behind(void **state)
     assert_int_equal(key_exists(key), 0);
     redislock_free(h);
     redislock_free(lock);
+}
+
+/* The holder crashes: no release, so no wake-up and no turn.  Several
+ * waiters must still get the lock, one after another, once its lease
+ * runs out. */
+static void test_crashed_holder_with_several_waiters(void **state)
+{
+    enum { N = 3 };
+    char key[64];
+    struct waiter w[N];
+    redislock *h;
+    int i;
+
+    tu_key(key, sizeof key, "wait:crash-many");
+    h = holder(state, key, 500);
+    redislock_free(h);                      /* "crashes" holding it */
+    for (i = 0; i < N; i++) {
+        start(&w[i], state, key, 100, 4000);
+        w[i].release_after = 50;
+    }
+    for (i = 0; i < N; i++) {
+        join(&w[i]);
+        assert_true(w[i].acquired);
+    }
+}
+
+/* A go-zero holder deletes its key silently, with several waiters. */
+static void test_silent_release_with_several_waiters(void **state)
+{
+    enum { N = 3 };
+    char key[64], gid[17];
+    struct waiter w[N];
+    int i;
+
+    tu_key(key, sizeof key, "wait:silent-many");
+    tu_gozero_id(gid);
+    assert_true(tu_gozero_acquire(c, key, gid, 30));
+    for (i = 0; i < N; i++) {
+        start(&w[i], state, key, 100, 4000);
+        w[i].release_after = 50;
+    }
+    wait_registered(key, N);
+    assert_true(tu_gozero_release(c, key, gid));
+    for (i = 0; i < N; i++) {
+        join(&w[i]);
+        assert_true(w[i].acquired);
+    }
+}
+
+/* A waiter process killed while registered: its registration lapses, and
+ * meanwhile the lock still goes round. */
+static void test_killed_waiter_is_forgotten(void **state)
+{
+    char key[64], waiters[96];
+    redislock *h, *lock;
+    bool ok = false;
+    pid_t pid;
+    redisReply *r;
+
+    tu_key(key, sizeof key, "wait:killed");
+    snprintf(waiters, sizeof waiters, "{%s}:waiters", key);
+    h = holder(state, key, 30000);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        redisContext *wc = redisConnect(getenv("REDISLOCK_TEST_HOST"),
+                                        atoi(getenv("REDISLOCK_TEST_PORT")));
+        redislock *wl = tu_is_counted(state) ? redislock_new_counted(wc, key)
+                                             : redislock_new(wc, key);
+        bool got;
+
+        if (wl != NULL && redislock_set_wait_poll_ms(wl, 100) == 0)
+            (void)!redislock_acquire_wait(wl, 60000, &got);
+        _exit(0);
+    }
+    wait_registered(key, 1);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+
+    release(h);                     /* wakes the dead waiter's turn */
+    lock = tu_new_lock(state, c, key);
+    assert_int_equal(redislock_acquire_wait(lock, 3000, &ok), REDISLOCK_OK);
+    assert_true(ok);
+    release(lock);
+    /* The dead registration lapses: poll interval (100 ms) + 2 s. */
+    tu_sleep_ms(2300);
+    r = tu_cmd(c, "EXISTS %s", waiters);
+    assert_int_equal(r->integer, 0);
+    freeReplyObject(r);
+    redislock_free(h);
+    redislock_free(lock);
+}
+
+/* An error after a waiter registered (here: not allowed to BLPOP) is
+ * reported, and the registration is taken back. */
+static void test_error_while_waiting_deregisters(void **state)
+{
+    char key[64], waiters[96];
+    redisContext *u;
+    redislock *h, *lock;
+    bool ok = true;
+    redisReply *r;
+
+    tu_key(key, sizeof key, "wait:noblpop");
+    snprintf(waiters, sizeof waiters, "{%s}:waiters", key);
+    h = holder(state, key, 30000);
+    tu_cmd_ok(c, "ACL SETUSER noblpop on >pw ~* +@all -blpop");
+    u = tu_connect();
+    tu_cmd_ok(u, "AUTH noblpop pw");
+    lock = tu_new_lock(state, u, key);
+    assert_int_equal(redislock_set_wait_poll_ms(lock, 1000), REDISLOCK_OK);
+    assert_int_equal(redislock_acquire_wait(lock, 3000, &ok), REDISLOCK_ERR_SERVER);
+    assert_false(ok);
+    assert_non_null(strstr(redislock_last_error(lock), "NOPERM"));
+    assert_int_equal(redislock_last_state(lock), REDISLOCK_STATE_UNKNOWN);
+    r = tu_cmd(c, "EXISTS %s", waiters);
+    assert_int_equal(r->integer, 0);
+    freeReplyObject(r);
+    tu_cmd_ok(c, "ACL DELUSER noblpop");
+    release(h);
+    redislock_free(h);
+    redislock_free(lock);
+    redisFree(u);
+}
+
+/* With wake-ups off, release touches only the lock key; a waiter finds
+ * the free lock by polling. */
+static void test_wakeups_off(void **state)
+{
+    char key[64], wake[96];
+    redislock *h;
+    struct waiter w;
+    redisReply *r;
+
+    tu_key(key, sizeof key, "wait:nowake");
+    snprintf(wake, sizeof wake, "{%s}:wake", key);
+    h = holder(state, key, 30000);
+    assert_int_equal(redislock_set_wakeups(h, false), REDISLOCK_OK);
+    assert_int_equal(redislock_set_wakeups(NULL, false), REDISLOCK_ERR_INVALID);
+    start(&w, state, key, 100, 5000);
+    wait_registered(key, 1);
+    release(h);
+    r = tu_cmd(c, "EXISTS %s {%s}:turn", wake, key);
+    assert_int_equal(r->integer, 0);            /* no wake-up, no turn */
+    freeReplyObject(r);
+    join(&w);
+    assert_true(w.acquired);
+    redislock_free(h);
 }
 
 static void test_read_timeout_is_raised_and_restored(void **state)
@@ -409,6 +587,14 @@ int main(void)
         TU_BOTH_MODES(test_one_release_wakes_one_waiter),
         TU_BOTH_MODES(test_read_timeout_is_raised_and_restored),
         TU_BOTH_MODES(test_releaser_waits_its_turn),
+        TU_BOTH_MODES(test_crashed_holder_with_several_waiters),
+        /* go-zero writes only its own format: go-zero-mode waiters. */
+        { "test_silent_release_with_several_waiters (go-zero mode)",
+          test_silent_release_with_several_waiters, NULL, NULL,
+          &tu_mode_gozero },
+        TU_BOTH_MODES(test_killed_waiter_is_forgotten),
+        TU_BOTH_MODES(test_error_while_waiting_deregisters),
+        TU_BOTH_MODES(test_wakeups_off),
         TU_BOTH_MODES(test_waiters_leave_nothing_behind),
     };
     return TU_RUN(tests, setup, teardown);

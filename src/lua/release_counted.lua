@@ -1,11 +1,10 @@
 -- release_counted.lua: counted mode.  Give up one hold; the key goes (and
 -- one registered waiter is woken) only when the last hold does.  A release
 -- that leaves holds refreshes the expiry.
--- KEYS[1]  the lock key
--- KEYS[2]  the wake-up list
--- KEYS[3]  the count of registered waiters
+-- KEYS[1..4] as release.lua
 -- ARGV[1]  our owner ID
--- ARGV[2]  lease in milliseconds
+-- ARGV[2]  '1' to wake a waiter, '0' to touch nothing but the lock key
+-- ARGV[3]  lease in milliseconds
 -- Returns {1, holds left}, {0, 0} when nobody holds the key, {-1, 0} when
 -- another owner does.
 local key = KEYS[1]
@@ -17,12 +16,18 @@ if redis.call('HGET', key, 'owner') ~= ARGV[1] then
 end
 local left = redis.call('HINCRBY', key, 'count', -1)
 if left > 0 then
-  redis.call('PEXPIRE', key, ARGV[2])
+  redis.call('PEXPIRE', key, ARGV[3])
   return {1, left}
 end
 redis.call('DEL', key)
-if tonumber(redis.call('GET', KEYS[3]) or '0') > 0 then
-  redis.call('RPUSH', KEYS[2], '1')
-  redis.call('PEXPIRE', KEYS[2], 2000)
+if ARGV[2] == '1' then
+  local t = redis.call('TIME')
+  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf',
+             t[1] * 1000 + math.floor(t[2] / 1000))
+  if redis.call('ZCARD', KEYS[2]) > 0 then
+    redis.call('RPUSH', KEYS[3], '1')
+    redis.call('PEXPIRE', KEYS[3], 2000)
+    redis.call('SET', KEYS[4], '1', 'PX', 1000)
+  end
 end
 return {1, 0}
