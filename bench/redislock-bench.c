@@ -112,6 +112,24 @@ static long long pct(long long *v, size_t n, double p)
     return v[i];
 }
 
+/* Calls of one command so far (INFO commandstats). */
+static long long cmd_calls(redisContext *admin, const char *cmd)
+{
+    redisReply *r = redisCommand(admin, "INFO commandstats");
+    char needle[64];
+    const char *p;
+    long long n = 0;
+
+    if (r == NULL || r->type != REDIS_REPLY_STRING)
+        die("INFO commandstats", NULL);
+    snprintf(needle, sizeof needle, "cmdstat_%s:calls=", cmd);
+    p = strstr(r->str, needle);
+    if (p)
+        n = atoll(p + strlen(needle));
+    freeReplyObject(r);
+    return n;
+}
+
 /* Sum of calls of the script commands (INFO commandstats). */
 static long long script_calls(redisContext *admin)
 {
@@ -307,12 +325,12 @@ static int run_contended(int k, int m, int use_wait)
                              MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     redisContext *c = connect_or_die();
     long long *lat = malloc((size_t)k * (size_t)m * sizeof *lat);
-    long long refused = 0, start, elapsed, counter, v;
+    long long refused = 0, start, elapsed, counter, v, scripts0, blpop0;
     size_t nlat = 0;
     pid_t *pids = calloc((size_t)k, sizeof *pids);
     int *rfd = calloc((size_t)k, sizeof *rfd);
     int i, j, failed = 0;
-    char extra[256];
+    char extra[320];
     redisReply *r;
 
     if (sh == MAP_FAILED || lat == NULL || pids == NULL || rfd == NULL)
@@ -337,6 +355,8 @@ static int run_contended(int k, int m, int use_wait)
     /* The barrier: everybody connected, then go. */
     while (__atomic_load_n(&sh->ready, __ATOMIC_SEQ_CST) < k)
         sleep_us(200);
+    scripts0 = script_calls(c);
+    blpop0 = cmd_calls(c, "blpop");
     start = now_us();
     __atomic_store_n(&sh->go, 1, __ATOMIC_SEQ_CST);
     for (i = 0; i < k; i++) {
@@ -360,11 +380,17 @@ static int run_contended(int k, int m, int use_wait)
     r = redisCommand(c, "GET bench:C:counter");
     counter = r && r->type == REDIS_REPLY_STRING ? atoll(r->str) : -1;
     freeReplyObject(r);
+    /* Round trips per critical section besides GET and SET: scripts
+     * (tries, releases, deregistrations) and BLPOPs. */
     snprintf(extra, sizeof extra,
              ",\"mode\":\"%s\",\"wait\":%s,\"k\":%d,\"m\":%d,"
-             "\"failed_acquires\":%lld,\"counter\":%lld,\"counter_ok\":%s",
+             "\"failed_acquires\":%lld,\"scripts_per_cs\":%.2f,"
+             "\"blpop_per_cs\":%.2f,\"counter\":%lld,\"counter_ok\":%s",
              counted ? "counted" : "gozero", use_wait ? "true" : "false", k, m,
-             refused, counter, counter == (long long)k * m ? "true" : "false");
+             refused,
+             (double)(script_calls(c) - scripts0) / ((double)k * m),
+             (double)(cmd_calls(c, "blpop") - blpop0) / ((double)k * m),
+             counter, counter == (long long)k * m ? "true" : "false");
     report("redislock", "C", (long long)k * m, elapsed, lat, nlat, extra);
     free(lat);
     free(pids);
@@ -375,6 +401,21 @@ static int run_contended(int k, int m, int use_wait)
 }
 
 /* -------------------------------------------------------------------- H */
+
+static long long blocked_clients(redisContext *admin)
+{
+    redisReply *r = redisCommand(admin, "INFO clients");
+    const char *p;
+    long long n = 0;
+
+    if (r == NULL || r->type != REDIS_REPLY_STRING)
+        die("INFO clients", NULL);
+    p = strstr(r->str, "blocked_clients:");
+    if (p)
+        n = atoll(p + strlen("blocked_clients:"));
+    freeReplyObject(r);
+    return n;
+}
 
 static int run_handoff(long long n)
 {
@@ -422,7 +463,7 @@ static int run_handoff(long long n)
     close(fds[1]);
     {
         /* The holder: take the lock, let the waiter block, release. */
-        redisContext *c = connect_or_die();
+        redisContext *c = connect_or_die(), *admin = connect_or_die();
         redislock *lock = new_lock(c, "bench:H");
 
         start = now_us();
@@ -435,7 +476,9 @@ static int run_handoff(long long n)
             __atomic_store_n(&sh->round, (int)(i * 2 + 1), __ATOMIC_SEQ_CST);
             while (!__atomic_load_n(&sh->waiting, __ATOMIC_SEQ_CST))
                 sleep_us(20);
-            sleep_us(2000);             /* the waiter is now in BLPOP */
+            /* Release only once the waiter is blocked in BLPOP. */
+            while (blocked_clients(admin) < 1)
+                sleep_us(100);
             __atomic_store_n(&sh->released_at, now_us(), __ATOMIC_SEQ_CST);
             must(lock, redislock_release(lock, &ok), "release");
             if (read(fds[0], &lat[i], sizeof lat[i]) != sizeof lat[i])
@@ -446,6 +489,7 @@ static int run_handoff(long long n)
         elapsed = now_us() - start;
         redislock_free(lock);
         redisFree(c);
+        redisFree(admin);
     }
     if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
         WEXITSTATUS(status) != 0)

@@ -20,13 +20,20 @@
  *   The two formats never mix: a handle of one mode meeting a key of the
  *   other gets REDISLOCK_ERR_SERVER (WRONGTYPE) and leaves the key alone.
  *
- *   Besides the lock key a handle may use two more keys in the same Cluster
- *   hash slot: KEY's wake-up list (a short-lived list that releases push to
- *   and redislock_acquire_wait() blocks on; it expires within 2 s) and,
- *   with fencing on, KEY's fencing counter (a persistent integer).  Their
- *   names: if KEY has a Cluster hash tag ("{...}" with something inside),
- *   KEY + ":wake" and KEY + ":fence"; otherwise "{" KEY "}:wake" and
- *   "{" KEY "}:fence", which hash to KEY's own slot.
+ *   COMPANION KEYS.  Plain acquire, extend and the status queries touch
+ *   only the lock key.  Other keys, in the lock key's Cluster hash slot:
+ *   - KEY's fencing counter (a persistent hash), with fencing on;
+ *   - KEY's waiters (a sorted set; each registration lapses on its own
+ *     within the waiter's poll interval + 2 s), KEY's wake-up list (a list
+ *     that expires within 2 s) and KEY's turn (a string that expires
+ *     within 1 s): used by redislock_acquire_wait(), and by release to wake
+ *     a waiter unless redislock_set_wakeups() turned that off.
+ *   Their names: if KEY has a Cluster hash tag ("{...}" with something
+ *   inside), KEY + ":fence", ":waiters", ":wake", ":turn"; otherwise "{"
+ *   KEY "}" + the same suffixes, which hash to KEY's own slot (so a key
+ *   holding '}' but no valid tag cannot use them on Cluster).  An ACL user
+ *   needs rights on these keys (e.g. ~locks:* ~{locks:*) and the commands
+ *   EVALSHA, EVAL and, to wait, BLPOP.
  *
  * OWNERSHIP
  *   - redislock_new() and redislock_new_len() hand out the only memory the
@@ -64,10 +71,12 @@
  *   initialised through sodium_init(), which is itself thread-safe).
  *
  * RE-ENTRY
- *   The same handle may acquire again while it holds the lock: that
- *   refreshes the expiry and succeeds.  There is no count: one release
- *   frees the lock however many acquires came before (go-zero semantics).
- *   A different handle is a different owner, even in the same thread.
+ *   The same owner may acquire again while it holds the lock: that
+ *   refreshes the expiry and succeeds.  In go-zero mode there is no count:
+ *   one release frees the lock however many acquires came before.  In
+ *   counted mode each acquire adds a hold and each release removes one.
+ *   The owner is the owner ID: a different handle is a different owner,
+ *   even in the same thread, unless given the same ID (redislock_set_id).
  *
  * FORK
  *   A handle remembers the process that created it.  In a child process
@@ -212,12 +221,14 @@ redislock_new_len(struct redisContext *c, const void *key, size_t len);
 REDISLOCK_API void redislock_free(redislock *lock);
 
 /**
- * Set the expiry used by the following acquires (go-zero: SetExpire).
+ * Set the expiry used by the following acquires (go-zero: SetExpire),
+ * extends and counted-mode releases.
  *
- * Acquire sends PX = SECONDS * 1000 + 500: the extra 500 ms is go-zero's
- * tolerance.  The expiry is read when acquire is called, so set it before
- * acquiring; it does not change the TTL of a lock already held until the
- * next (re-)acquire.
+ * They send PX = SECONDS * 1000 + 500: the extra 500 ms is go-zero's
+ * tolerance (see redislock_set_expire_ms() for an exact lease).  The
+ * expiry is read when those are called, so set it before acquiring; it
+ * does not change the TTL of a lock already held until the next call that
+ * sends it.
  *
  * @return REDISLOCK_OK, or REDISLOCK_ERR_INVALID if LOCK is NULL, SECONDS
  *         is negative, or SECONDS * 1000 + 500 exceeds INT_MAX (that is,
@@ -242,7 +253,8 @@ REDISLOCK_API int redislock_set_expire(redislock *lock, int seconds);
  *                  if another owner holds it.  Set to false on any error.
  * @return REDISLOCK_OK (see *ACQUIRED); REDISLOCK_ERR_INVALID (LOCK or
  *         ACQUIRED is NULL); REDISLOCK_ERR_IO; REDISLOCK_ERR_NOMEM;
- *         REDISLOCK_ERR_SERVER; REDISLOCK_ERR_PROTOCOL.  After
+ *         REDISLOCK_ERR_SERVER; REDISLOCK_ERR_PROTOCOL; REDISLOCK_ERR_FORKED
+ *         (a handle inherited across fork()).  After
  *         REDISLOCK_ERR_IO the lock may or may not have been taken: it
  *         expires on its own, or a retried acquire tells (re-entry).
  * @since 0.1.0
@@ -431,22 +443,30 @@ REDISLOCK_API redislock_state redislock_last_state(const redislock *lock);
 /**
  * Acquire, waiting up to TIMEOUT_MS milliseconds for the lock to come free.
  *
- * Does not poll busily: between tries it blocks on KEY's wake-up list
- * (BLPOP on the handle's connection).  A release by a redislock handle
- * pushes one wake-up, which Redis hands to one waiter (the longest-blocked
- * one), so a hand-off costs about one round trip and the other waiters
- * sleep on.  A go-zero holder, or a crashed one, sends no wake-up: then a
- * waiter tries again when the holder's lease runs out, and at the latest
- * every poll interval (redislock_set_wait_poll_ms(), 100 ms by default),
- * so it gets a lock that was deleted silently within that interval plus a
- * round trip.  Fairness is not promised: a newcomer may take a lock just
- * freed before the woken waiter does.
+ * Does not poll busily: a refused try registers the handle as a waiter,
+ * and between tries it blocks on KEY's wake-up list (BLPOP on the
+ * handle's connection).  A release by a redislock handle (with wake-ups
+ * on) that finds waiters pushes one wake-up, which Redis hands to one
+ * blocked waiter, and reserves the free lock for that waiter for up to 1 s
+ * (the turn), so a hand-off costs about a round trip, the other waiters
+ * sleep on, and a releaser that comes back to wait cannot barge ahead.
+ * Order among waiters is roughly the order they blocked in, not a promise:
+ * a waiter whose poll runs out re-enters at the back, and plain
+ * redislock_acquire() calls and go-zero processes ignore turns.
  *
- * The deadline is honoured to within a round trip: no try is sent after
- * it, and when it passes the call returns with *ACQUIRED false and
- * nothing left in flight.  The connection's read timeout is raised for
- * each blocking wait and restored afterwards.  Redis >= 6.0 is needed
- * (sub-second BLPOP timeouts).
+ * A go-zero holder, or a crashed one, sends no wake-up: then waiters try
+ * again when the holder's lease runs out and at the latest every poll
+ * interval (redislock_set_wait_poll_ms(), 100 ms by default), each retry
+ * up to one Redis tick (100 ms at the default hz 10) late, since Redis
+ * times BLPOP out on its tick.  So a lock deleted silently is found within
+ * about the poll interval plus a tick plus a round trip.
+ *
+ * The deadline is honoured to within a few milliseconds: BLPOPs end a
+ * tick before it and the last tick is spent in local sleeps; no try is
+ * sent after it, and when it passes the call deregisters and returns with
+ * *ACQUIRED false (a turn it was woken for is passed on).  The
+ * connection's read timeout is raised for each BLPOP and restored
+ * afterwards.  Redis >= 6.0 is needed (sub-second BLPOP timeouts).
  *
  * @param timeout_ms  0 tries once (as redislock_acquire()); must be >= 0.
  * @param acquired    true when the lock is ours; false at the deadline or
