@@ -32,8 +32,9 @@
  *   inside), KEY + ":fence", ":waiters", ":wake", ":turn"; otherwise "{"
  *   KEY "}" + the same suffixes, which hash to KEY's own slot (so a key
  *   holding '}' but no valid tag cannot use them on Cluster).  An ACL user
- *   needs rights on these keys (e.g. ~locks:* ~{locks:*) and the commands
- *   EVALSHA, EVAL and, to wait, BLPOP.
+ *   needs rights on these keys (e.g. ~locks:* ~{locks:*), on EVALSHA, EVAL
+ *   and, to wait, BLPOP, and on the commands the scripts run (README.md
+ *   gives the exact rule).
  *
  * OWNERSHIP
  *   - redislock_new() and redislock_new_len() hand out the only memory the
@@ -498,6 +499,94 @@ REDISLOCK_API int redislock_set_wakeups(redislock *lock, bool on);
  * @since 0.2.0
  */
 REDISLOCK_API int redislock_set_wait_poll_ms(redislock *lock, long long ms);
+
+/* ------------------------------------------------------------------------
+ * A client that owns its connections (since 0.2.0)
+ *
+ * Instead of lending each handle a redisContext, a program may create one
+ * client from a URL and make handles from it.  The client connects (and
+ * reconnects) by itself, AUTHs and SELECTs as the URL says, and is safe to
+ * use from many threads at once: each operation of a handle takes a
+ * connection from the client's pool for its one round trip (or BLPOP) and
+ * gives it back, so threads never share a connection.  A handle is still
+ * used by one thread at a time; different handles of one client may be
+ * used in parallel.  The client must outlive its handles.  A connection
+ * that fails is closed, and that operation reports REDISLOCK_ERR_IO; the
+ * next one connects anew, or, within a backoff after a failed connect
+ * (50 ms, doubling to at most 2 s), fails at once without trying.  After
+ * fork() the child must create its own client (calls on an inherited
+ * client's handles return REDISLOCK_ERR_FORKED).
+ */
+
+/** An opaque client.  Create with redislock_client_open(). */
+typedef struct redislock_client redislock_client;
+
+/**
+ * Create a client for URL; no connection is made yet (see
+ * redislock_client_ping()).
+ *
+ * URL is redis://[user[:password]@]host[:port][/db] (IPv6 hosts in
+ * brackets; %XX escapes in user and password) or unix:///path/to/socket,
+ * either followed by ?param=value&... with db (unix only), connect_timeout
+ * and timeout (milliseconds, 1..3600000; default 5000 each; timeout
+ * applies to each command's reply).  With a password the client sends
+ * AUTH [user] password on each new connection; with db, SELECT db.
+ *
+ * @param client  set to the new client (free with redislock_client_free()),
+ *                or NULL on error.
+ * @param errbuf  if not NULL, gets a message naming what is wrong with the
+ *                URL (never the password), or "" on success.
+ * @return REDISLOCK_OK; REDISLOCK_ERR_INVALID (bad URL, NULL CLIENT);
+ *         REDISLOCK_ERR_NOMEM.
+ * @since 0.2.0
+ */
+REDISLOCK_API REDISLOCK_NODISCARD int
+redislock_client_open(const char *url, redislock_client **client,
+                      char *errbuf, size_t errsize);
+
+/** redislock_client_open() without the details: the client or NULL.
+ *  @since 0.2.0 */
+REDISLOCK_API REDISLOCK_NODISCARD redislock_client *
+redislock_client_new(const char *url);
+
+/** Close the client's connections and free it (wiping the password).
+ *  Free its handles first.  NULL is a no-op.  Not thread-safe.
+ *  @since 0.2.0 */
+REDISLOCK_API void redislock_client_free(redislock_client *client);
+
+/** Set the connect timeout and the per-command timeout (1..3600000 ms)
+ *  for connections made from now on.  @return REDISLOCK_OK or
+ *  REDISLOCK_ERR_INVALID.  Thread-safe.  @since 0.2.0 */
+REDISLOCK_API int redislock_client_set_timeouts(redislock_client *client,
+                                                long long connect_ms,
+                                                long long command_ms);
+
+/**
+ * Connect if needed and PING: tells early whether the URL, the password
+ * and the server are right.  Thread-safe.
+ * @param errbuf  if not NULL, the detail of a failure (never the password).
+ * @return REDISLOCK_OK; REDISLOCK_ERR_IO (cannot connect, or backing off);
+ *         REDISLOCK_ERR_SERVER (e.g. AUTH or SELECT refused);
+ *         REDISLOCK_ERR_INVALID; REDISLOCK_ERR_NOMEM; REDISLOCK_ERR_FORKED.
+ * @since 0.2.0
+ */
+REDISLOCK_API int redislock_client_ping(redislock_client *client,
+                                        char *errbuf, size_t errsize);
+
+/**
+ * A go-zero-compatible handle for KEY on CLIENT's connections: every
+ * function of this header works on it as on a handle made with
+ * redislock_new() (redislock_set_context() excepted).
+ * @return the handle (free with redislock_free()), or NULL if CLIENT or
+ *         KEY is NULL, KEY is empty, or memory ran out.
+ * @since 0.2.0
+ */
+REDISLOCK_API REDISLOCK_NODISCARD redislock *
+redislock_new_from_client(redislock_client *client, const char *key);
+
+/** As redislock_new_from_client(), in counted mode.  @since 0.2.0 */
+REDISLOCK_API REDISLOCK_NODISCARD redislock *
+redislock_new_counted_from_client(redislock_client *client, const char *key);
 
 /**
  * Point the handle at another connection, keeping key, owner ID and

@@ -54,14 +54,15 @@ static size_t companion_key(char *out, const char *key, size_t len,
     return n;
 }
 
-static redislock *create(struct redisContext *c, const void *key, size_t len,
-                         redislockp_mode mode)
+static redislock *create(struct redisContext *c, redislock_client *client,
+                         const void *key, size_t len, redislockp_mode mode)
 {
     redislock *lock;
     size_t room;
     char *p;
 
-    if (c == NULL || key == NULL || len == 0 || len > (SIZE_MAX - 64) / 5)
+    if ((c == NULL) == (client == NULL) || key == NULL || len == 0 ||
+        len > (SIZE_MAX - 64) / 5)
         return NULL;
     /* 0: initialised now, 1: already initialised; both are success.
      * sodium_init() is thread-safe, so concurrent constructors are fine. */
@@ -98,6 +99,7 @@ static redislock *create(struct redisContext *c, const void *key, size_t len,
     lock->turn_key = p;
 
     lock->ctx = c;
+    lock->client = client;
     lock->mode = mode;
     lock->pid = getpid();
     lock->expire_ms = REDISLOCKP_TOLERANCE_MS;
@@ -113,26 +115,41 @@ redislock *redislock_new(struct redisContext *c, const char *key)
 {
     if (key == NULL)
         return NULL;
-    return create(c, key, strlen(key), REDISLOCKP_MODE_GOZERO);
+    return create(c, NULL, key, strlen(key), REDISLOCKP_MODE_GOZERO);
 }
 
 redislock *redislock_new_len(struct redisContext *c, const void *key,
                              size_t len)
 {
-    return create(c, key, len, REDISLOCKP_MODE_GOZERO);
+    return create(c, NULL, key, len, REDISLOCKP_MODE_GOZERO);
 }
 
 redislock *redislock_new_counted(struct redisContext *c, const char *key)
 {
     if (key == NULL)
         return NULL;
-    return create(c, key, strlen(key), REDISLOCKP_MODE_COUNTED);
+    return create(c, NULL, key, strlen(key), REDISLOCKP_MODE_COUNTED);
 }
 
 redislock *redislock_new_counted_len(struct redisContext *c, const void *key,
                                      size_t len)
 {
-    return create(c, key, len, REDISLOCKP_MODE_COUNTED);
+    return create(c, NULL, key, len, REDISLOCKP_MODE_COUNTED);
+}
+
+redislock *redislock_new_from_client(redislock_client *client, const char *key)
+{
+    if (key == NULL || client == NULL)
+        return NULL;
+    return create(NULL, client, key, strlen(key), REDISLOCKP_MODE_GOZERO);
+}
+
+redislock *redislock_new_counted_from_client(redislock_client *client,
+                                             const char *key)
+{
+    if (key == NULL || client == NULL)
+        return NULL;
+    return create(NULL, client, key, strlen(key), REDISLOCKP_MODE_COUNTED);
 }
 
 redislock *redislock_new_with_id(struct redisContext *c, const char *key,
@@ -253,6 +270,9 @@ int redislock_set_context(redislock *lock, struct redisContext *c)
     if (c == NULL)
         return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
                                "context is NULL");
+    if (lock->client != NULL)
+        return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
+                               "the handle uses its client's connections");
     lock->ctx = c;
     return REDISLOCK_OK;
 }

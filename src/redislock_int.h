@@ -43,7 +43,10 @@ typedef enum redislockp_mode {
 } redislockp_mode;
 
 struct redislock {
-    redisContext *ctx;                 /* borrowed */
+    redisContext *ctx;                 /* borrowed; or, for a client's
+                                        * handle, the connection of the
+                                        * call under way (else NULL) */
+    redislock_client *client;          /* NULL: a borrowed context */
     /* One allocation: the key and its companions (fencing counter,
      * wake-up list, waiters, turn), each NUL-terminated (the key may hold
      * NUL bytes).  See redislock.c. */
@@ -132,6 +135,15 @@ redisReply *redislockp_command(redisContext *c, int argc, const char **argv,
 
 /* Does the context hold commands not yet written (redisAppendCommand)? */
 int redislockp_pending_output(const redisContext *c);
+
+/* PING on the handle's connection: REDISLOCK_OK if it answers PONG. */
+int redislockp_ping(redislock *lock);
+
+/* For a client's handle, take a connection into lock->ctx for one call;
+ * for a borrowed context, nothing.  Then give it back (BROKEN: the call
+ * failed on it). */
+int redislockp_conn_take(redislock *lock);
+void redislockp_conn_give(redislock *lock, int status);
 
 /* Read a reply that must be an array of MIN..MAX integers into V. */
 int redislockp_int_array(redislock *lock, const char *what,

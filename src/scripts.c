@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "client.h"
 #include "redislock_int.h"
 #include "scripts_lua.h"
 
@@ -111,9 +112,77 @@ static int is_noscript(const redisReply *r)
            memcmp(r->str, "NOSCRIPT", 8) == 0;
 }
 
+int redislockp_conn_take(redislock *lock)
+{
+    int st = REDISLOCK_OK;
+
+    if (lock->client != NULL) {
+        lock->ctx = redislockp_client_get(lock, &st);
+        if (lock->ctx == NULL)
+            return st;
+    }
+    return REDISLOCK_OK;
+}
+
+void redislockp_conn_give(redislock *lock, int status)
+{
+    if (lock->client != NULL) {
+        /* A connection an error left dead, or out of step (a reply we
+         * did not expect), is not reused. */
+        redislockp_client_put(lock->client, lock->ctx,
+                              status == REDISLOCK_ERR_IO ||
+                              status == REDISLOCK_ERR_NOMEM ||
+                              status == REDISLOCK_ERR_PROTOCOL);
+        lock->ctx = NULL;
+    }
+}
+
+static int eval_on(redislock *lock, const redislockp_script *script,
+                   int nkeys, int nargs, const char *const *args,
+                   const size_t *argslen, redisReply **reply);
+
 int redislockp_eval(redislock *lock, const redislockp_script *script,
                     int nkeys, int nargs, const char *const *args,
                     const size_t *argslen, redisReply **reply)
+{
+    int st;
+
+    *reply = NULL;
+    st = redislockp_conn_take(lock);
+    if (st != REDISLOCK_OK)
+        return st;
+    st = eval_on(lock, script, nkeys, nargs, args, argslen, reply);
+    redislockp_conn_give(lock, st);
+    return st;
+}
+
+int redislockp_ping(redislock *lock)
+{
+    const char *argv[1] = { "PING" };
+    size_t argvlen[1] = { 4 };
+    redisReply *r;
+    int st, err_no;
+
+    redislockp_clear_error(lock);
+    st = redislockp_conn_take(lock);
+    if (st != REDISLOCK_OK)
+        return st;
+    r = redislockp_command(lock->ctx, 1, argv, argvlen, &err_no);
+    if (r == NULL)
+        st = redislockp_context_error(lock, err_no);
+    else if (r->type == REDIS_REPLY_ERROR)
+        st = redislockp_fail(lock, REDISLOCK_ERR_SERVER, "%.400s", r->str);
+    else if (r->type != REDIS_REPLY_STATUS || strcmp(r->str, "PONG") != 0)
+        st = redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL,
+                             "PING: unexpected reply");
+    freeReplyObject(r);
+    redislockp_conn_give(lock, st);
+    return st;
+}
+
+static int eval_on(redislock *lock, const redislockp_script *script,
+                   int nkeys, int nargs, const char *const *args,
+                   const size_t *argslen, redisReply **reply)
 {
     const char *argv[FIXED_ARGS + REDISLOCKP_MAX_SCRIPT_ARGS];
     size_t argvlen[FIXED_ARGS + REDISLOCKP_MAX_SCRIPT_ARGS];

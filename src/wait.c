@@ -60,8 +60,23 @@ static int raise_timeout(redisContext *c, long long wait_ms,
     return setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) == 0;
 }
 
+static int block_on(redislock *lock, long long wait_ms, bool *woken);
+
 /* Block up to WAIT_MS for a wake-up; *WOKEN tells whether one came. */
 static int block(redislock *lock, long long wait_ms, bool *woken)
+{
+    int st;
+
+    *woken = false;
+    st = redislockp_conn_take(lock);
+    if (st != REDISLOCK_OK)
+        return st;
+    st = block_on(lock, wait_ms, woken);
+    redislockp_conn_give(lock, st);
+    return st;
+}
+
+static int block_on(redislock *lock, long long wait_ms, bool *woken)
 {
     redisContext *c = lock->ctx;
     char secs[32];
@@ -143,7 +158,9 @@ static int fail_waiting(redislock *lock, int st, int registered)
     char saved[REDISLOCKP_ERRMSG_SIZE];
 
     lock->state = REDISLOCK_STATE_UNKNOWN;
-    if (registered && !lock->ctx->err) {
+    /* A client's handle holds no connection between calls: leave() takes
+     * a fresh one (or fails at once while reconnects back off). */
+    if (registered && (lock->client != NULL || !lock->ctx->err)) {
         memcpy(saved, lock->errmsg, sizeof saved);
         (void)leave(lock, false);
         memcpy(lock->errmsg, saved, sizeof saved);

@@ -33,6 +33,14 @@ int main(void)
         (void (*)(void))redislock_valid_for_ms,
         (void (*)(void))redislock_last_state,
         (void (*)(void))redislock_acquire_wait,
+        (void (*)(void))redislock_set_wakeups,
+        (void (*)(void))redislock_client_open,
+        (void (*)(void))redislock_client_new,
+        (void (*)(void))redislock_client_free,
+        (void (*)(void))redislock_client_set_timeouts,
+        (void (*)(void))redislock_client_ping,
+        (void (*)(void))redislock_new_from_client,
+        (void (*)(void))redislock_new_counted_from_client,
     };
     size_t i, n = sizeof fns / sizeof fns[0];
     int ok = 1;

@@ -1,0 +1,273 @@
+/*
+ * client.c - a client that owns its connections.
+ *
+ * Thread model: the client's own state (the idle pool, the reconnect
+ * backoff) is guarded by a mutex, so any number of threads may use handles
+ * made from one client at the same time.  Each operation takes a
+ * connection from the pool for the one round trip (or BLPOP) it makes and
+ * gives it back; an operation that fails on its connection (I/O, a reply
+ * out of step) closes it, and the next operation connects anew, unless a
+ * connect failed less than the backoff ago, in which case it fails at
+ * once rather than hammer a server that is down.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "client.h"
+
+static struct timeval tv_ms(long long ms)
+{
+    struct timeval tv;
+
+    tv.tv_sec = (time_t)(ms / 1000);
+    tv.tv_usec = (suseconds_t)((ms % 1000) * 1000);
+    return tv;
+}
+
+int redislock_client_open(const char *url, redislock_client **client,
+                          char *errbuf, size_t errsize)
+{
+    redislock_client *cl;
+
+    if (client == NULL)
+        return REDISLOCK_ERR_INVALID;
+    *client = NULL;
+    if (sodium_init() < 0)
+        return REDISLOCK_ERR_NOMEM; /* LCOV_EXCL_LINE: no usable RNG */
+    cl = redislockp_calloc(1, sizeof *cl);
+    if (cl == NULL) {
+        if (errbuf != NULL && errsize > 0)
+            snprintf(errbuf, errsize, "out of memory");
+        return REDISLOCK_ERR_NOMEM;
+    }
+    if (redislockp_url_parse(url, &cl->url, errbuf, errsize) < 0) {
+        int oom = errbuf != NULL && strstr(errbuf, "out of memory") != NULL;
+
+        redislockp_free(cl);
+        return oom ? REDISLOCK_ERR_NOMEM : REDISLOCK_ERR_INVALID;
+    }
+    if (pthread_mutex_init(&cl->mu, NULL) != 0) {
+        redislockp_url_clear(&cl->url);       /* LCOV_EXCL_LINE */
+        redislockp_free(cl);                  /* LCOV_EXCL_LINE */
+        return REDISLOCK_ERR_NOMEM;           /* LCOV_EXCL_LINE */
+    }
+    cl->pid = getpid();
+    *client = cl;
+    return REDISLOCK_OK;
+}
+
+redislock_client *redislock_client_new(const char *url)
+{
+    redislock_client *cl = NULL;
+
+    if (redislock_client_open(url, &cl, NULL, 0) != REDISLOCK_OK)
+        return NULL;
+    return cl;
+}
+
+void redislock_client_free(redislock_client *cl)
+{
+    size_t i;
+
+    if (cl == NULL)
+        return;
+    for (i = 0; i < cl->nidle; i++)
+        redisFree(cl->idle[i]);
+    pthread_mutex_destroy(&cl->mu);
+    redislockp_url_clear(&cl->url);
+    sodium_memzero(cl, sizeof *cl);
+    redislockp_free(cl);
+}
+
+int redislock_client_set_timeouts(redislock_client *cl, long long connect_ms,
+                                  long long command_ms)
+{
+    if (cl == NULL || connect_ms < 1 || connect_ms > 3600000 ||
+        command_ms < 1 || command_ms > 3600000)
+        return REDISLOCK_ERR_INVALID;
+    pthread_mutex_lock(&cl->mu);
+    cl->url.connect_ms = connect_ms;
+    cl->url.command_ms = command_ms;
+    pthread_mutex_unlock(&cl->mu);
+    return REDISLOCK_OK;
+}
+
+/* Send a setup command; 0, or -1 with MSG set (the server's message). */
+static int setup_command(redisContext *c, int argc, const char **argv,
+                         char *msg, size_t msgsize, int *status)
+{
+    size_t lens[3];
+    redisReply *r;
+    int i, rc = 0;
+
+    for (i = 0; i < argc; i++)
+        lens[i] = strlen(argv[i]);
+    r = redisCommandArgv(c, argc, argv, lens);
+    if (r == NULL) {
+        snprintf(msg, msgsize, "%s: %s", argv[0], c->errstr);
+        *status = REDISLOCK_ERR_IO;
+        return -1;
+    }
+    if (r->type == REDIS_REPLY_ERROR) {
+        /* Redis's AUTH errors name no password. */
+        snprintf(msg, msgsize, "%s failed: %.300s", argv[0], r->str);
+        *status = REDISLOCK_ERR_SERVER;
+        rc = -1;
+    }
+    freeReplyObject(r);
+    return rc;
+}
+
+/* A new connection, set up; NULL with MSG and *STATUS. */
+static redisContext *connect_new(const redislockp_url *u, char *msg,
+                                 size_t msgsize, int *status)
+{
+    redisContext *c;
+    char db[24];
+
+    c = u->unix_socket
+        ? redisConnectUnixWithTimeout(u->host, tv_ms(u->connect_ms))
+        : redisConnectWithTimeout(u->host, u->port, tv_ms(u->connect_ms));
+    if (c == NULL) {
+        snprintf(msg, msgsize, "connect: out of memory");
+        *status = REDISLOCK_ERR_NOMEM;
+        return NULL;
+    }
+    if (c->err) {
+        if (u->unix_socket)
+            snprintf(msg, msgsize, "connect to socket %.200s: %s", u->host,
+                     c->errstr);
+        else
+            snprintf(msg, msgsize, "connect to %.200s port %d: %s", u->host,
+                     u->port, c->errstr);
+        *status = REDISLOCK_ERR_IO;
+        redisFree(c);
+        return NULL;
+    }
+    if (redisSetTimeout(c, tv_ms(u->command_ms)) != REDIS_OK) {
+        snprintf(msg, msgsize, "setting the timeout: %s", c->errstr);
+        *status = REDISLOCK_ERR_IO;
+        redisFree(c);
+        return NULL;
+    }
+    if (u->password != NULL || u->user != NULL) {
+        const char *argv[3] = { "AUTH", NULL, NULL };
+        int argc;
+
+        if (u->user != NULL) {
+            argv[1] = u->user;
+            argv[2] = u->password ? u->password : "";
+            argc = 3;
+        } else {
+            argv[1] = u->password;
+            argc = 2;
+        }
+        if (setup_command(c, argc, argv, msg, msgsize, status) < 0) {
+            redisFree(c);
+            return NULL;
+        }
+    }
+    if (u->db != 0) {
+        const char *argv[2] = { "SELECT", db };
+
+        snprintf(db, sizeof db, "%lld", u->db);
+        if (setup_command(c, 2, argv, msg, msgsize, status) < 0) {
+            redisFree(c);
+            return NULL;
+        }
+    }
+    return c;
+}
+
+redisContext *redislockp_client_get(redislock *lock, int *status)
+{
+    redislock_client *cl = lock->client;
+    redisContext *c = NULL;
+    redislockp_url u;
+    char msg[REDISLOCKP_ERRMSG_SIZE];
+    long long now, wait;
+
+    if (getpid() != cl->pid) {
+        *status = redislockp_fail(lock, REDISLOCK_ERR_FORKED,
+                                  "client created in another process: "
+                                  "create a new one after fork()");
+        return NULL;
+    }
+    pthread_mutex_lock(&cl->mu);
+    if (cl->nidle > 0) {
+        c = cl->idle[--cl->nidle];
+        pthread_mutex_unlock(&cl->mu);
+        return c;
+    }
+    now = redislockp_now_ms();
+    if (cl->failures > 0 && now < cl->retry_at) {
+        wait = cl->retry_at - now;
+        pthread_mutex_unlock(&cl->mu);
+        *status = redislockp_fail(lock, REDISLOCK_ERR_IO,
+                                  "not connected: the last connect failed; "
+                                  "next attempt in %lld ms", wait);
+        return NULL;
+    }
+    u = cl->url;                /* the strings stay owned by the client */
+    pthread_mutex_unlock(&cl->mu);
+
+    c = connect_new(&u, msg, sizeof msg, status);
+
+    pthread_mutex_lock(&cl->mu);
+    if (c == NULL && *status == REDISLOCK_ERR_IO) {
+        unsigned shift = cl->failures < 6 ? cl->failures : 6;
+        long long backoff = (long long)REDISLOCKP_BACKOFF_MIN_MS << shift;
+
+        if (backoff > REDISLOCKP_BACKOFF_MAX_MS)
+            backoff = REDISLOCKP_BACKOFF_MAX_MS;
+        cl->failures++;
+        cl->retry_at = redislockp_now_ms() + backoff;
+    } else if (c != NULL) {
+        cl->failures = 0;
+    }
+    pthread_mutex_unlock(&cl->mu);
+    if (c == NULL)
+        redislockp_fail(lock, *status, "%s", msg);
+    return c;
+}
+
+void redislockp_client_put(redislock_client *cl, redisContext *c, int broken)
+{
+    if (c == NULL)
+        return;
+    if (!broken && !c->err && !redislockp_pending_output(c)) {
+        pthread_mutex_lock(&cl->mu);
+        if (cl->nidle < REDISLOCKP_POOL_IDLE) {
+            cl->idle[cl->nidle++] = c;
+            c = NULL;
+        }
+        pthread_mutex_unlock(&cl->mu);
+    }
+    if (c != NULL)
+        redisFree(c);
+}
+
+int redislock_client_ping(redislock_client *cl, char *errbuf, size_t errsize)
+{
+    redislock *probe;
+    int st;
+
+    if (errbuf != NULL && errsize > 0)
+        errbuf[0] = '\0';
+    if (cl == NULL)
+        return REDISLOCK_ERR_INVALID;
+    probe = redislock_new_from_client(cl, "redislock:ping");
+    if (probe == NULL)
+        return REDISLOCK_ERR_NOMEM;
+    st = redislockp_ping(probe);
+    if (st != REDISLOCK_OK && errbuf != NULL && errsize > 0)
+        snprintf(errbuf, errsize, "%s", redislock_last_error(probe));
+    redislock_free(probe);
+    return st;
+}

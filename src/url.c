@@ -1,0 +1,290 @@
+/*
+ * url.c - parsing the client's connection URL.
+ *
+ *   redis://[user[:password]@]host[:port][/db][?param=value&...]
+ *   unix:///path/to/socket[?db=N&param=value...]
+ *
+ * host may be an IPv6 address in brackets.  user and password may hold
+ * %XX escapes.  Parameters: db (unix only; for redis:// the path is the
+ * db), connect_timeout and timeout (milliseconds).  Error messages name
+ * the part that is wrong and never repeat the user's password.
+ */
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "client.h"
+
+static int fail(char *err, size_t errsize, const char *fmt, ...)
+    REDISLOCKP_PRINTF(3, 4);
+
+static int fail(char *err, size_t errsize, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (err != NULL && errsize > 0) {
+        va_start(ap, fmt);
+        (void)vsnprintf(err, errsize, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* Copy LEN bytes of S, decoding %XX escapes; NULL on a bad escape or a
+ * decoded NUL (*BAD set) or on allocation failure (*BAD clear). */
+static char *decode(const char *s, size_t len, int *bad)
+{
+    char *out = redislockp_malloc(len + 1);
+    size_t i, n = 0;
+
+    *bad = 0;
+    if (out == NULL)
+        return NULL;
+    for (i = 0; i < len; i++) {
+        if (s[i] != '%') {
+            out[n++] = s[i];
+            continue;
+        }
+        if (i + 2 >= len || hexval(s[i + 1]) < 0 || hexval(s[i + 2]) < 0 ||
+            (hexval(s[i + 1]) == 0 && hexval(s[i + 2]) == 0)) {
+            *bad = 1;
+            sodium_memzero(out, len + 1);
+            redislockp_free(out);
+            return NULL;
+        }
+        out[n++] = (char)(hexval(s[i + 1]) * 16 + hexval(s[i + 2]));
+        i += 2;
+    }
+    out[n] = '\0';
+    return out;
+}
+
+/* A decimal number in [lo, hi] from S (LEN bytes); -1 if it is not. */
+static long long number(const char *s, size_t len, long long lo, long long hi)
+{
+    long long v = 0;
+    size_t i;
+
+    if (len == 0 || len > 18)
+        return -1;
+    for (i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    return v < lo || v > hi ? -1 : v;
+}
+
+static char *copy(const char *s, size_t len)
+{
+    char *out = redislockp_malloc(len + 1);
+
+    if (out != NULL) {
+        memcpy(out, s, len);
+        out[len] = '\0';
+    }
+    return out;
+}
+
+void redislockp_url_clear(redislockp_url *u)
+{
+    redislockp_free(u->host);
+    redislockp_free(u->user);
+    if (u->password != NULL) {
+        sodium_memzero(u->password, strlen(u->password));
+        redislockp_free(u->password);
+    }
+    memset(u, 0, sizeof *u);
+}
+
+/* Parse "name=value&..." (LEN bytes at Q). */
+static int params(redislockp_url *u, const char *q, size_t len, char *err,
+                  size_t errsize)
+{
+    const char *end = q + len;
+
+    while (q < end) {
+        const char *amp = memchr(q, '&', (size_t)(end - q));
+        const char *stop = amp ? amp : end;
+        const char *eq = memchr(q, '=', (size_t)(stop - q));
+        char name[32];
+        size_t nlen;
+        long long v;
+
+        if (eq == NULL || eq == q || (size_t)(eq - q) >= sizeof name) {
+            snprintf(name, sizeof name, "%.*s", (int)(stop - q), q);
+            return fail(err, errsize, "URL: bad parameter '%s' (want name=value)",
+                        name);
+        }
+        nlen = (size_t)(eq - q);
+        memcpy(name, q, nlen);
+        name[nlen] = '\0';
+        if (strcmp(name, "db") == 0) {
+            v = number(eq + 1, (size_t)(stop - eq - 1), 0, 1000000);
+            if (v < 0)
+                return fail(err, errsize, "URL: %s is not a database number",
+                            "db");
+            u->db = v;
+        } else if (strcmp(name, "connect_timeout") == 0 ||
+                   strcmp(name, "timeout") == 0) {
+            v = number(eq + 1, (size_t)(stop - eq - 1), 1, 3600000);
+            if (v < 0)
+                return fail(err, errsize,
+                            "URL: %s is not a number of milliseconds in "
+                            "1..3600000", name);
+            if (name[0] == 'c')
+                u->connect_ms = v;
+            else
+                u->command_ms = v;
+        } else {
+            return fail(err, errsize,
+                        "URL: unknown parameter '%s' (known: db, "
+                        "connect_timeout, timeout)", name);
+        }
+        q = amp ? amp + 1 : end;
+    }
+    return 0;
+}
+
+static int parse(const char *url, redislockp_url *u, char *err,
+                 size_t errsize)
+{
+    const char *p, *q, *end, *at, *slash, *hostend;
+    int bad;
+
+    memset(u, 0, sizeof *u);
+    u->port = 6379;
+    u->connect_ms = 5000;
+    u->command_ms = 5000;
+    if (url == NULL)
+        return fail(err, errsize, "URL: %s", "none given");
+    end = url + strlen(url);
+    q = strchr(url, '?');
+    if (q != NULL)
+        end = q;
+
+    if (strncmp(url, "unix://", 7) == 0) {
+        p = url + 7;
+        if (*p != '/')
+            return fail(err, errsize, "URL: %s",
+                        "unix:// needs an absolute socket path "
+                        "(unix:///path/to/socket)");
+        if (end - p >= 108)
+            return fail(err, errsize, "URL: %s",
+                        "socket path longer than 107 bytes");
+        u->unix_socket = 1;
+        u->host = copy(p, (size_t)(end - p));
+        if (u->host == NULL)
+            goto oom;
+    } else if (strncmp(url, "redis://", 8) == 0) {
+        p = url + 8;
+        slash = memchr(p, '/', (size_t)(end - p));
+        hostend = slash ? slash : end;
+        /* The last '@' before the path ends the userinfo. */
+        at = NULL;
+        for (q = p; q < hostend; q++)
+            if (*q == '@')
+                at = q;
+        if (at != NULL) {
+            const char *colon = memchr(p, ':', (size_t)(at - p));
+
+            if (colon != NULL) {
+                if (colon > p) {
+                    u->user = decode(p, (size_t)(colon - p), &bad);
+                    if (u->user == NULL)
+                        goto userinfo;
+                }
+                u->password = decode(colon + 1, (size_t)(at - colon - 1), &bad);
+                if (u->password == NULL)
+                    goto userinfo;
+            } else if (at > p) {
+                u->user = decode(p, (size_t)(at - p), &bad);
+                if (u->user == NULL)
+                    goto userinfo;
+            }
+            p = at + 1;
+        }
+        if (p < hostend && *p == '[') {          /* [IPv6] */
+            const char *close = memchr(p, ']', (size_t)(hostend - p));
+
+            if (close == NULL || close == p + 1)
+                return fail(err, errsize, "URL: %s",
+                            "bad IPv6 host (want [address])");
+            u->host = copy(p + 1, (size_t)(close - p - 1));
+            p = close + 1;
+            if (p < hostend && *p != ':')
+                return fail(err, errsize, "URL: %s",
+                            "junk after the IPv6 host");
+        } else {
+            const char *colon = memchr(p, ':', (size_t)(hostend - p));
+            const char *hend = colon ? colon : hostend;
+
+            if (hend == p)
+                return fail(err, errsize, "URL: %s", "no host");
+            u->host = copy(p, (size_t)(hend - p));
+            p = hend;
+        }
+        if (u->host == NULL)
+            goto oom;
+        if (p < hostend && *p == ':') {
+            long long port = number(p + 1, (size_t)(hostend - p - 1), 1, 65535);
+
+            if (port < 0)
+                return fail(err, errsize, "URL: %s",
+                            "port is not a number in 1..65535");
+            u->port = (int)port;
+        }
+        if (slash != NULL && slash + 1 < end) {
+            long long db = number(slash + 1, (size_t)(end - slash - 1), 0,
+                                  1000000);
+
+            if (db < 0)
+                return fail(err, errsize, "URL: %s",
+                            "the path is not a database number (/0, /1, ...)");
+            u->db = db;
+        }
+    } else if (strncmp(url, "rediss://", 9) == 0) {
+        return fail(err, errsize, "URL: %s",
+                    "rediss:// (TLS) is not supported");
+    } else {
+        return fail(err, errsize, "URL: %s",
+                    "unknown scheme (use redis://host[:port][/db] or "
+                    "unix:///path)");
+    }
+    if (end[0] == '?' && params(u, end + 1, strlen(end + 1), err, errsize) < 0)
+        return -1;
+    return 0;
+userinfo:
+    if (bad)
+        return fail(err, errsize, "URL: %s",
+                    "bad %-escape in the user or password");
+oom:
+    return fail(err, errsize, "URL: %s", "out of memory");
+}
+
+int redislockp_url_parse(const char *url, redislockp_url *u, char *err,
+                         size_t errsize)
+{
+    if (err != NULL && errsize > 0)
+        err[0] = '\0';
+    if (parse(url, u, err, errsize) < 0) {
+        redislockp_url_clear(u);
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,492 @@
+/*
+ * t_client.c - the client that owns its connections: URLs (and errors
+ * that never show the password), AUTH with a password and with an ACL
+ * user that has only the rights the README lists, SELECT, many threads on
+ * one client, reconnection after the server restarts, and fork.
+ */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+static redisContext *c;
+static char tcp_url[128];
+
+static int setup(void **state)
+{
+    (void)state;
+    c = tu_connect();
+    snprintf(tcp_url, sizeof tcp_url, "redis://127.0.0.1:%s",
+             getenv("REDISLOCK_TEST_PORT"));
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    redisFree(c);
+    return 0;
+}
+
+/* Undo server changes, pass or fail. */
+static int restore_server(void **state)
+{
+    (void)state;
+    freeReplyObject(redisCommand(c, "CONFIG SET requirepass %s", ""));
+    freeReplyObject(redisCommand(c, "ACL DELUSER lockuser"));
+    return 0;
+}
+
+static bool acquire(redislock *lock)
+{
+    bool ok = false;
+    int st = redislock_acquire(lock, &ok);
+
+    if (st != REDISLOCK_OK)
+        fail_msg("acquire: %s: %s", redislock_strerror(st),
+                 redislock_last_error(lock));
+    return ok;
+}
+
+static bool release(redislock *lock)
+{
+    bool ok = false;
+    int st = redislock_release(lock, &ok);
+
+    if (st != REDISLOCK_OK)
+        fail_msg("release: %s: %s", redislock_strerror(st),
+                 redislock_last_error(lock));
+    return ok;
+}
+
+static void bad_url(const char *url, const char *says, const char *secret)
+{
+    redislock_client *cl = (redislock_client *)1;
+    char err[256];
+
+    assert_int_equal(redislock_client_open(url, &cl, err, sizeof err),
+                     REDISLOCK_ERR_INVALID);
+    assert_null(cl);
+    if (strstr(err, says) == NULL)
+        fail_msg("URL %s: message \"%s\" lacks \"%s\"", url ? url : "(null)",
+                 err, says);
+    if (secret != NULL && strstr(err, secret) != NULL)
+        fail_msg("URL error shows the password: %s", err);
+    assert_null(redislock_client_new(url));
+}
+
+static void test_bad_urls_are_named(void **state)
+{
+    (void)state;
+    bad_url(NULL, "none given", NULL);
+    bad_url("", "unknown scheme", NULL);
+    bad_url("http://127.0.0.1", "unknown scheme", NULL);
+    bad_url("rediss://127.0.0.1", "TLS", NULL);
+    bad_url("redis://", "no host", NULL);
+    bad_url("redis://:hunter2@", "no host", "hunter2");
+    bad_url("redis://h:0", "port", NULL);
+    bad_url("redis://h:65536", "port", NULL);
+    bad_url("redis://h:6379x", "port", NULL);
+    bad_url("redis://h/x", "database", NULL);
+    bad_url("redis://user:hunter2%zz@h", "escape", "hunter2");
+    bad_url("redis://user:hunter2%00@h", "escape", "hunter2");
+    bad_url("redis://h?foo=1", "unknown parameter 'foo'", NULL);
+    bad_url("redis://h?timeout=0", "timeout", NULL);
+    bad_url("redis://h?timeout", "bad parameter", NULL);
+    bad_url("unix://relative.sock", "absolute", NULL);
+    bad_url("unix:///s?db=x", "database", NULL);
+    bad_url("redis://[::1", "IPv6", NULL);
+    assert_int_equal(redislock_client_open("redis://h", NULL, NULL, 0),
+                     REDISLOCK_ERR_INVALID);
+}
+
+static void test_arguments(void **state)
+{
+    redislock_client *cl = redislock_client_new(tcp_url);
+    redislock *lock;
+
+    (void)state;
+    assert_non_null(cl);
+    assert_null(redislock_new_from_client(NULL, "k"));
+    assert_null(redislock_new_from_client(cl, NULL));
+    assert_null(redislock_new_from_client(cl, ""));
+    assert_null(redislock_new_counted_from_client(NULL, "k"));
+    assert_int_equal(redislock_client_set_timeouts(NULL, 1, 1),
+                     REDISLOCK_ERR_INVALID);
+    assert_int_equal(redislock_client_set_timeouts(cl, 0, 1000),
+                     REDISLOCK_ERR_INVALID);
+    assert_int_equal(redislock_client_set_timeouts(cl, 1000, 3600001),
+                     REDISLOCK_ERR_INVALID);
+    assert_int_equal(redislock_client_set_timeouts(cl, 2000, 2000), REDISLOCK_OK);
+    assert_int_equal(redislock_client_ping(NULL, NULL, 0), REDISLOCK_ERR_INVALID);
+    lock = redislock_new_from_client(cl, "client:args");
+    assert_non_null(lock);
+    assert_int_equal(redislock_set_context(lock, c), REDISLOCK_ERR_INVALID);
+    redislock_free(lock);
+    redislock_client_free(cl);
+    redislock_client_free(NULL);
+}
+
+static long long exists_in_db(int db, const char *key)
+{
+    redisReply *r;
+    long long n;
+
+    tu_cmd_ok(c, "SELECT %d", db);
+    r = tu_cmd(c, "EXISTS %s", key);
+    n = r->integer;
+    freeReplyObject(r);
+    tu_cmd_ok(c, "SELECT 0");
+    return n;
+}
+
+static void lock_in_db(const char *url, int db)
+{
+    char key[64], err[256];
+    redislock_client *cl;
+    redislock *lock;
+
+    tu_key(key, sizeof key, "client:db");
+    assert_int_equal(redislock_client_open(url, &cl, err, sizeof err),
+                     REDISLOCK_OK);
+    assert_string_equal(err, "");
+    assert_int_equal(redislock_client_ping(cl, err, sizeof err), REDISLOCK_OK);
+    lock = redislock_new_from_client(cl, key);
+    assert_non_null(lock);
+    assert_int_equal(redislock_set_expire(lock, 10), REDISLOCK_OK);
+    assert_true(acquire(lock));
+    assert_int_equal(exists_in_db(db, key), 1);
+    if (db != 0)
+        assert_int_equal(exists_in_db(0, key), 0);
+    assert_true(release(lock));
+    redislock_free(lock);
+    redislock_client_free(cl);
+}
+
+static void test_url_forms(void **state)
+{
+    char url[512];
+
+    (void)state;
+    lock_in_db(tcp_url, 0);
+    snprintf(url, sizeof url, "%s/3?connect_timeout=2000&timeout=3000", tcp_url);
+    lock_in_db(url, 3);
+    snprintf(url, sizeof url, "unix://%s", getenv("REDISLOCK_TEST_SOCKET"));
+    lock_in_db(url, 0);
+    snprintf(url, sizeof url, "unix://%s?db=2", getenv("REDISLOCK_TEST_SOCKET"));
+    lock_in_db(url, 2);
+}
+
+static void test_connect_errors(void **state)
+{
+    redislock_client *cl = redislock_client_new("redis://[::1]:1");
+    char err[256];
+
+    (void)state;
+    assert_non_null(cl);
+    assert_int_equal(redislock_client_ping(cl, err, sizeof err), REDISLOCK_ERR_IO);
+    assert_non_null(strstr(err, "::1"));
+    /* Within the backoff, the next operation fails at once. */
+    assert_int_equal(redislock_client_ping(cl, err, sizeof err), REDISLOCK_ERR_IO);
+    assert_non_null(strstr(err, "next attempt"));
+    redislock_client_free(cl);
+}
+
+static void test_auth_with_password(void **state)
+{
+    char url[256], err[256];
+    redislock_client *cl;
+    redislock *lock;
+
+    (void)state;
+    tu_cmd_ok(c, "CONFIG SET requirepass s3cr3t-pw");
+    snprintf(url, sizeof url, "redis://:wrong-pw@127.0.0.1:%s",
+             getenv("REDISLOCK_TEST_PORT"));
+    cl = redislock_client_new(url);
+    assert_non_null(cl);
+    assert_int_equal(redislock_client_ping(cl, err, sizeof err),
+                     REDISLOCK_ERR_SERVER);
+    assert_non_null(strstr(err, "AUTH failed"));
+    assert_null(strstr(err, "wrong-pw"));
+    lock = redislock_new_from_client(cl, "client:auth");
+    {
+        bool ok = true;
+
+        assert_int_equal(redislock_acquire(lock, &ok), REDISLOCK_ERR_SERVER);
+        assert_false(ok);
+        assert_null(strstr(redislock_last_error(lock), "wrong-pw"));
+    }
+    redislock_free(lock);
+    redislock_client_free(cl);
+
+    snprintf(url, sizeof url, "redis://:s3cr3t-pw@127.0.0.1:%s",
+             getenv("REDISLOCK_TEST_PORT"));
+    cl = redislock_client_new(url);
+    assert_int_equal(redislock_client_ping(cl, err, sizeof err), REDISLOCK_OK);
+    lock = redislock_new_from_client(cl, "client:auth");
+    assert_true(acquire(lock));
+    assert_true(release(lock));
+    redislock_free(lock);
+    redislock_client_free(cl);
+}
+
+struct helper {
+    pthread_t tid;
+    redislock_client *cl;
+    const char *key;
+    int counted;
+    int status;
+};
+
+/* Holds KEY for 200 ms from another thread of the same client. */
+static void *hold_briefly(void *arg)
+{
+    struct helper *h = arg;
+    redislock *lock = h->counted ? redislock_new_counted_from_client(h->cl, h->key)
+                                 : redislock_new_from_client(h->cl, h->key);
+    bool ok = false;
+
+    h->status = redislock_acquire(lock, &ok);
+    if (h->status == 0 && !ok)
+        h->status = -100;
+    tu_sleep_ms(200);
+    if (h->status == 0)
+        h->status = redislock_release(lock, &ok);
+    redislock_free(lock);
+    return NULL;
+}
+
+/* The README's minimal ACL rule: every feature works with exactly it. */
+static void test_acl_user_with_minimal_rights(void **state)
+{
+    char url[256], err[256];
+    redislock_client *cl;
+    redislock *lock, *other;
+    struct helper h;
+    bool ok = false;
+    long long ms;
+    uint64_t token;
+    int n;
+
+    /* Keep in step with README.md ("Extra keys, Cluster and ACLs"). */
+    tu_cmd_ok(c, "ACL SETUSER lockuser on >pw ~locks:* ~{locks:* "
+                 "+evalsha +eval +blpop +get +set +del +exists +pttl "
+                 "+pexpire +hget +hset +hincrby +zadd +zrem "
+                 "+zremrangebyscore +zcard +rpush +time");
+    snprintf(url, sizeof url, "redis://lockuser:pw@127.0.0.1:%s",
+             getenv("REDISLOCK_TEST_PORT"));
+    assert_int_equal(redislock_client_open(url, &cl, err, sizeof err),
+                     REDISLOCK_OK);
+    tu_cmd_ok(c, "SCRIPT FLUSH");           /* EVAL fallback included */
+
+    lock = tu_is_counted(state) ? redislock_new_counted_from_client(cl, "locks:a")
+                                : redislock_new_from_client(cl, "locks:a");
+    assert_int_equal(redislock_set_fencing(lock, true), REDISLOCK_OK);
+    assert_true(acquire(lock));
+    assert_true(acquire(lock));
+    assert_int_equal(redislock_token(lock, &token), REDISLOCK_OK);
+    assert_true(token >= 1);
+    assert_int_equal(redislock_extend(lock, &ok), REDISLOCK_OK);
+    assert_true(ok);
+    assert_int_equal(redislock_held(lock, &ok), REDISLOCK_OK);
+    assert_true(ok);
+    assert_int_equal(redislock_ttl(lock, &ms), REDISLOCK_OK);
+    assert_true(ms > 0);
+    assert_int_equal(redislock_hold_count(lock, &n), REDISLOCK_OK);
+    assert_int_equal(n, tu_is_counted(state) ? 2 : 1);
+    while (release(lock))
+        ;
+    /* Waiting, woken by a release from another thread. */
+    memset(&h, 0, sizeof h);
+    h.cl = cl;
+    h.key = "locks:a";
+    h.counted = tu_is_counted(state);
+    assert_int_equal(pthread_create(&h.tid, NULL, hold_briefly, &h), 0);
+    tu_sleep_ms(50);
+    assert_int_equal(redislock_acquire_wait(lock, 5000, &ok), REDISLOCK_OK);
+    assert_true(ok);
+    assert_int_equal(pthread_join(h.tid, NULL), 0);
+    assert_int_equal(h.status, REDISLOCK_OK);
+    assert_true(release(lock));
+
+    /* Outside its keys: refused, clearly. */
+    other = redislock_new_from_client(cl, "elsewhere");
+    assert_int_equal(redislock_acquire(other, &ok), REDISLOCK_ERR_SERVER);
+    assert_non_null(strstr(redislock_last_error(other), "NOPERM"));
+    redislock_free(other);
+    redislock_free(lock);
+    redislock_client_free(cl);
+}
+
+#define THREADS 8
+#define ROUNDS 150
+
+struct worker {
+    pthread_t tid;
+    redislock_client *cl;
+    const char *key, *counter;
+    int failed;
+};
+
+/* Racy GET/SET of a counter on a plain connection, under a lock made from
+ * the shared client. */
+static void *contend(void *arg)
+{
+    struct worker *w = arg;
+    redisContext *rc = redisConnect("127.0.0.1", atoi(getenv("REDISLOCK_TEST_PORT")));
+    redislock *lock = redislock_new_from_client(w->cl, w->key);
+    int i;
+
+    if (rc == NULL || rc->err || lock == NULL) {
+        w->failed = 1;
+        return NULL;
+    }
+    for (i = 0; i < ROUNDS && !w->failed; i++) {
+        bool ok = false;
+        redisReply *r;
+        long long v;
+
+        if (redislock_acquire_wait(lock, 10000, &ok) != REDISLOCK_OK || !ok) {
+            w->failed = 2;
+            break;
+        }
+        r = redisCommand(rc, "GET %s", w->counter);
+        v = r && r->type == REDIS_REPLY_STRING ? atoll(r->str) : 0;
+        freeReplyObject(r);
+        freeReplyObject(redisCommand(rc, "SET %s %lld", w->counter, v + 1));
+        if (redislock_release(lock, &ok) != REDISLOCK_OK || !ok)
+            w->failed = 3;
+    }
+    redislock_free(lock);
+    redisFree(rc);
+    return NULL;
+}
+
+static void test_threads_share_one_client(void **state)
+{
+    static struct worker w[THREADS];
+    char key[64], counter[64], val[32];
+    redislock_client *cl = redislock_client_new(tcp_url);
+    int i;
+
+    (void)state;
+    assert_non_null(cl);
+    tu_key(key, sizeof key, "client:threads");
+    tu_key(counter, sizeof counter, "client:counter");
+    for (i = 0; i < THREADS; i++) {
+        w[i].cl = cl;
+        w[i].key = key;
+        w[i].counter = counter;
+        w[i].failed = 0;
+        assert_int_equal(pthread_create(&w[i].tid, NULL, contend, &w[i]), 0);
+    }
+    for (i = 0; i < THREADS; i++) {
+        assert_int_equal(pthread_join(w[i].tid, NULL), 0);
+        assert_int_equal(w[i].failed, 0);
+    }
+    assert_true(tu_get(c, counter, strlen(counter), val, sizeof val) > 0);
+    assert_int_equal(atoll(val), THREADS * ROUNDS);
+    redislock_client_free(cl);
+}
+
+static void test_reconnects_after_restart(void **state)
+{
+    tu_server s;
+    char url[300];
+    redislock_client *cl;
+    redislock *lock;
+    bool ok = true;
+    long long deadline;
+    int st = -1;
+
+    (void)state;
+    tu_server_start(&s, NULL);
+    snprintf(url, sizeof url, "unix://%s", s.socket);
+    cl = redislock_client_new(url);
+    lock = redislock_new_from_client(cl, "client:restart");
+    assert_int_equal(redislock_set_expire(lock, 10), REDISLOCK_OK);
+    assert_true(acquire(lock));
+
+    tu_server_kill(&s);
+    assert_int_equal(redislock_release(lock, &ok), REDISLOCK_ERR_IO);
+    assert_false(ok);
+    tu_server_restart(&s, NULL);
+
+    /* The next operations reconnect (after the backoff, if any). */
+    deadline = tu_now_ms() + 5000;
+    while (tu_now_ms() < deadline) {
+        st = redislock_acquire(lock, &ok);
+        if (st == REDISLOCK_OK)
+            break;
+        assert_int_equal(st, REDISLOCK_ERR_IO);
+        tu_sleep_ms(20);
+    }
+    assert_int_equal(st, REDISLOCK_OK);
+    assert_true(ok);
+    assert_true(release(lock));
+    redislock_free(lock);
+    redislock_client_free(cl);
+    tu_server_stop(&s);
+}
+
+static void test_forked_child_cannot_use_the_client(void **state)
+{
+    redislock_client *cl = redislock_client_new(tcp_url);
+    redislock *lock = redislock_new_from_client(cl, "client:fork");
+    int fds[2], status;
+    unsigned char rc = 0xff;
+    pid_t pid;
+
+    (void)state;
+    assert_true(acquire(lock));
+    assert_int_equal(pipe(fds), 0);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        redislock *mine = redislock_new_from_client(cl, "client:fork");
+        bool ok = true;
+
+        rc = 0;
+        if (redislock_release(lock, &ok) != REDISLOCK_ERR_FORKED || ok)
+            rc |= 1;
+        if (redislock_acquire(mine, &ok) != REDISLOCK_ERR_FORKED ||
+            redislock_client_ping(cl, NULL, 0) != REDISLOCK_ERR_FORKED)
+            rc |= 2;
+        _exit(write(fds[1], &rc, 1) == 1 ? 0 : 1);
+    }
+    close(fds[1]);
+    assert_int_equal(read(fds[0], &rc, 1), 1);
+    close(fds[0]);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_int_equal(rc, 0);
+    assert_true(release(lock));             /* still the parent's */
+    redislock_free(lock);
+    redislock_client_free(cl);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bad_urls_are_named),
+        cmocka_unit_test(test_arguments),
+        cmocka_unit_test(test_url_forms),
+        cmocka_unit_test(test_connect_errors),
+        cmocka_unit_test_teardown(test_auth_with_password, restore_server),
+        { "test_acl_user_with_minimal_rights (go-zero mode)",
+          test_acl_user_with_minimal_rights, NULL, restore_server,
+          &tu_mode_gozero },
+        { "test_acl_user_with_minimal_rights (counted mode)",
+          test_acl_user_with_minimal_rights, NULL, restore_server,
+          &tu_mode_counted },
+        cmocka_unit_test(test_threads_share_one_client),
+        cmocka_unit_test(test_reconnects_after_restart),
+        cmocka_unit_test(test_forked_child_cannot_use_the_client),
+    };
+    return TU_RUN(tests, setup, teardown);
+}
