@@ -511,9 +511,11 @@ REDISLOCK_API int redislock_set_wait_poll_ms(redislock *lock, long long ms);
  * gives it back, so threads never share a connection.  A handle is still
  * used by one thread at a time; different handles of one client may be
  * used in parallel.  The client must outlive its handles.  A connection
- * that fails is closed, and that operation reports REDISLOCK_ERR_IO; the
- * next one connects anew, or, within a backoff after a failed connect
- * (50 ms, doubling to at most 2 s), fails at once without trying.  After
+ * that fails is closed (with the idle ones, which what broke it has most
+ * likely broken too), and that operation reports REDISLOCK_ERR_IO; the
+ * next one connects anew, or, within a backoff after a failed connect or a
+ * refused AUTH/SELECT (50 ms, doubling to at most 2 s), fails at once
+ * without trying.  After
  * fork() the child must create its own client (calls on an inherited
  * client's handles return REDISLOCK_ERR_FORKED).
  */
@@ -526,11 +528,13 @@ typedef struct redislock_client redislock_client;
  * redislock_client_ping()).
  *
  * URL is redis://[user[:password]@]host[:port][/db] (IPv6 hosts in
- * brackets; %XX escapes in user and password) or unix:///path/to/socket,
- * either followed by ?param=value&... with db (unix only), connect_timeout
- * and timeout (milliseconds, 1..3600000; default 5000 each; timeout
- * applies to each command's reply).  With a password the client sends
- * AUTH [user] password on each new connection; with db, SELECT db.
+ * brackets; %XX escapes in user and password; the userinfo ends at the
+ * last '@') or unix:///path/to/socket, either followed by ?param=value&...
+ * with db (unix only), connect_timeout and timeout (milliseconds,
+ * 1..3600000; default 5000 each; timeout applies to each command's reply).
+ * With a user or a password the client sends AUTH [user] password (an
+ * empty password for a user alone) on each new connection; with a db,
+ * SELECT db.  Its sockets are close-on-exec.
  *
  * @param client  set to the new client (free with redislock_client_free()),
  *                or NULL on error.
@@ -550,7 +554,10 @@ REDISLOCK_API REDISLOCK_NODISCARD redislock_client *
 redislock_client_new(const char *url);
 
 /** Close the client's connections and free it (wiping the password).
- *  Free its handles first.  NULL is a no-op.  Not thread-safe.
+ *  Free its handles first.  NULL is a no-op.  Not thread-safe.  A child
+ *  process may free a client inherited across fork() (it only closes its
+ *  own copies of the sockets) unless the fork happened while another
+ *  thread was inside a call on the client.
  *  @since 0.2.0 */
 REDISLOCK_API void redislock_client_free(redislock_client *client);
 

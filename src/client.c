@@ -12,6 +12,7 @@
  */
 #include "config.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/time.h>
@@ -46,11 +47,15 @@ int redislock_client_open(const char *url, redislock_client **client,
             snprintf(errbuf, errsize, "out of memory");
         return REDISLOCK_ERR_NOMEM;
     }
-    if (redislockp_url_parse(url, &cl->url, errbuf, errsize) < 0) {
-        int oom = errbuf != NULL && strstr(errbuf, "out of memory") != NULL;
-
+    switch (redislockp_url_parse(url, &cl->url, errbuf, errsize)) {
+    case 0:
+        break;
+    case -2:
         redislockp_free(cl);
-        return oom ? REDISLOCK_ERR_NOMEM : REDISLOCK_ERR_INVALID;
+        return REDISLOCK_ERR_NOMEM;
+    default:
+        redislockp_free(cl);
+        return REDISLOCK_ERR_INVALID;
     }
     if (pthread_mutex_init(&cl->mu, NULL) != 0) {
         redislockp_url_clear(&cl->url);       /* LCOV_EXCL_LINE */
@@ -150,6 +155,8 @@ static redisContext *connect_new(const redislockp_url *u, char *msg,
         redisFree(c);
         return NULL;
     }
+    /* Not inherited by programs a child process executes. */
+    (void)fcntl(c->fd, F_SETFD, FD_CLOEXEC);
     if (redisSetTimeout(c, tv_ms(u->command_ms)) != REDIS_OK) {
         snprintf(msg, msgsize, "setting the timeout: %s", c->errstr);
         *status = REDISLOCK_ERR_IO;
@@ -210,8 +217,9 @@ redisContext *redislockp_client_get(redislock *lock, int *status)
         wait = cl->retry_at - now;
         pthread_mutex_unlock(&cl->mu);
         *status = redislockp_fail(lock, REDISLOCK_ERR_IO,
-                                  "not connected: the last connect failed; "
-                                  "next attempt in %lld ms", wait);
+                                  "not connected: the last connect (or AUTH/"
+                                  "SELECT) failed; next attempt in %lld ms",
+                                  wait);
         return NULL;
     }
     u = cl->url;                /* the strings stay owned by the client */
@@ -220,7 +228,10 @@ redisContext *redislockp_client_get(redislock *lock, int *status)
     c = connect_new(&u, msg, sizeof msg, status);
 
     pthread_mutex_lock(&cl->mu);
-    if (c == NULL && *status == REDISLOCK_ERR_IO) {
+    /* Back off after a failed connect, and after a refused AUTH or SELECT
+     * too (retrying a wrong password at once helps nobody). */
+    if (c == NULL && (*status == REDISLOCK_ERR_IO ||
+                      *status == REDISLOCK_ERR_SERVER)) {
         unsigned shift = cl->failures < 6 ? cl->failures : 6;
         long long backoff = (long long)REDISLOCKP_BACKOFF_MIN_MS << shift;
 
@@ -239,16 +250,27 @@ redisContext *redislockp_client_get(redislock *lock, int *status)
 
 void redislockp_client_put(redislock_client *cl, redisContext *c, int broken)
 {
+    redisContext *stale[REDISLOCKP_POOL_IDLE];
+    size_t i, n = 0;
+
     if (c == NULL)
         return;
-    if (!broken && !c->err && !redislockp_pending_output(c)) {
-        pthread_mutex_lock(&cl->mu);
-        if (cl->nidle < REDISLOCKP_POOL_IDLE) {
-            cl->idle[cl->nidle++] = c;
-            c = NULL;
-        }
-        pthread_mutex_unlock(&cl->mu);
+    pthread_mutex_lock(&cl->mu);
+    if (!broken && !c->err && !redislockp_pending_output(c) &&
+        cl->nidle < REDISLOCKP_POOL_IDLE) {
+        cl->idle[cl->nidle++] = c;
+        c = NULL;
+    } else if (broken) {
+        /* What broke this connection (a restart, a kill, a network cut)
+         * most likely broke the idle ones too: drop them all, so that the
+         * next operation connects anew instead of failing on each. */
+        n = cl->nidle;
+        memcpy(stale, cl->idle, n * sizeof stale[0]);
+        cl->nidle = 0;
     }
+    pthread_mutex_unlock(&cl->mu);
+    for (i = 0; i < n; i++)
+        redisFree(stale[i]);
     if (c != NULL)
         redisFree(c);
 }

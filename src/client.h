@@ -21,7 +21,8 @@ typedef struct redislockp_url {
 } redislockp_url;
 
 /* Parse URL into *U (which the caller clears with redislockp_url_clear);
- * 0, or -1 with a message in ERR that never repeats the password. */
+ * 0, or -1 (bad URL) or -2 (out of memory) with a message in ERR that
+ * never repeats the password. */
 int redislockp_url_parse(const char *url, redislockp_url *u, char *err,
                          size_t errsize);
 void redislockp_url_clear(redislockp_url *u);

@@ -164,7 +164,7 @@ static int params(redislockp_url *u, const char *q, size_t len, char *err,
 static int parse(const char *url, redislockp_url *u, char *err,
                  size_t errsize)
 {
-    const char *p, *q, *end, *at, *slash, *hostend;
+    const char *p, *q, *end, *at, *slash, *hostend, *rest;
     int bad;
 
     memset(u, 0, sizeof *u);
@@ -173,8 +173,15 @@ static int parse(const char *url, redislockp_url *u, char *err,
     u->command_ms = 5000;
     if (url == NULL)
         return fail(err, errsize, "URL: %s", "none given");
+    if (strchr(url, '#') != NULL)
+        return fail(err, errsize, "URL: %s",
+                    "'#' is not allowed (escape it as %%23 in a password)");
+    /* The query starts after the userinfo, which may hold any character
+     * (a password with '?' or '/'): look past the last '@'. */
+    rest = strrchr(url, '@');
+    rest = rest != NULL ? rest + 1 : url;
     end = url + strlen(url);
-    q = strchr(url, '?');
+    q = strchr(rest, '?');
     if (q != NULL)
         end = q;
 
@@ -193,7 +200,7 @@ static int parse(const char *url, redislockp_url *u, char *err,
             goto oom;
     } else if (strncmp(url, "redis://", 8) == 0) {
         p = url + 8;
-        slash = memchr(p, '/', (size_t)(end - p));
+        slash = memchr(rest > p ? rest : p, '/', (size_t)(end - (rest > p ? rest : p)));
         hostend = slash ? slash : end;
         /* The last '@' before the path ends the userinfo. */
         at = NULL;
@@ -246,7 +253,8 @@ static int parse(const char *url, redislockp_url *u, char *err,
 
             if (port < 0)
                 return fail(err, errsize, "URL: %s",
-                            "port is not a number in 1..65535");
+                            "port is not a number in 1..65535 (a '/', '?' or "
+                            "'@' in the password must be %%-escaped)");
             u->port = (int)port;
         }
         if (slash != NULL && slash + 1 < end) {
@@ -266,15 +274,21 @@ static int parse(const char *url, redislockp_url *u, char *err,
                     "unknown scheme (use redis://host[:port][/db] or "
                     "unix:///path)");
     }
-    if (end[0] == '?' && params(u, end + 1, strlen(end + 1), err, errsize) < 0)
-        return -1;
+    if (end[0] == '?') {
+        if (!u->unix_socket && strstr(end, "db=") != NULL)
+            return fail(err, errsize, "URL: %s",
+                        "db= is for unix:// URLs; redis:// takes /db");
+        if (params(u, end + 1, strlen(end + 1), err, errsize) < 0)
+            return -1;
+    }
     return 0;
 userinfo:
     if (bad)
         return fail(err, errsize, "URL: %s",
                     "bad %-escape in the user or password");
 oom:
-    return fail(err, errsize, "URL: %s", "out of memory");
+    fail(err, errsize, "URL: %s", "out of memory");
+    return -2;
 }
 
 int redislockp_url_parse(const char *url, redislockp_url *u, char *err,
@@ -282,9 +296,9 @@ int redislockp_url_parse(const char *url, redislockp_url *u, char *err,
 {
     if (err != NULL && errsize > 0)
         err[0] = '\0';
-    if (parse(url, u, err, errsize) < 0) {
+    int rc = parse(url, u, err, errsize);
+
+    if (rc < 0)
         redislockp_url_clear(u);
-        return -1;
-    }
-    return 0;
+    return rc;
 }

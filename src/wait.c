@@ -151,8 +151,9 @@ static int leave(redislock *lock, bool woken)
     return st;
 }
 
-/* Give up after an error: deregister if the connection still works (its
- * registration would otherwise lapse on its own), keep the first error. */
+/* Give up after an error: deregister if the connection still works (after
+ * an I/O error it does not, and a client's fresh connection could overrun
+ * the deadline; the registration lapses on its own), keep the first error. */
 static int fail_waiting(redislock *lock, int st, int registered)
 {
     char saved[REDISLOCKP_ERRMSG_SIZE];
@@ -160,7 +161,8 @@ static int fail_waiting(redislock *lock, int st, int registered)
     lock->state = REDISLOCK_STATE_UNKNOWN;
     /* A client's handle holds no connection between calls: leave() takes
      * a fresh one (or fails at once while reconnects back off). */
-    if (registered && (lock->client != NULL || !lock->ctx->err)) {
+    if (registered && st != REDISLOCK_ERR_IO && st != REDISLOCK_ERR_NOMEM &&
+        (lock->client != NULL || !lock->ctx->err)) {
         memcpy(saved, lock->errmsg, sizeof saved);
         (void)leave(lock, false);
         memcpy(lock->errmsg, saved, sizeof saved);

@@ -102,6 +102,16 @@ static void test_bad_urls_are_named(void **state)
     bad_url("unix://relative.sock", "absolute", NULL);
     bad_url("unix:///s?db=x", "database", NULL);
     bad_url("redis://[::1", "IPv6", NULL);
+    /* Whatever follows '?' or '/' inside a password is no query or path. */
+    bad_url("redis://admin:9?secret=1@", "no host", "secret");
+    bad_url("redis://u:1?abcpass@h:x", "port", "abcpass");
+    bad_url("redis://h?db=3", "/db", NULL);
+    bad_url("redis://h#frag", "'#'", NULL);
+    bad_url("redis://[]:1", "IPv6", NULL);
+    bad_url("redis://[::1]x", "after the IPv6", NULL);
+    bad_url("redis://h?=1", "bad parameter", NULL);
+    bad_url("redis://h?connect_timeout=99999999", "connect_timeout", NULL);
+    bad_url("unix://", "absolute", NULL);
     assert_int_equal(redislock_client_open("redis://h", NULL, NULL, 0),
                      REDISLOCK_ERR_INVALID);
 }
@@ -183,6 +193,38 @@ static void test_url_forms(void **state)
     lock_in_db(url, 2);
 }
 
+/* Escapes in user and password are decoded before AUTH. */
+static void test_escaped_credentials(void **state)
+{
+    char url[256], err[256];
+    redislock_client *cl;
+
+    (void)state;
+    tu_cmd_ok(c, "ACL SETUSER lockuser on >p@ss:w/rd +@all ~*");
+    snprintf(url, sizeof url, "redis://lock%%75ser:p%%40ss%%3Aw%%2Frd@127.0.0.1:%s",
+             getenv("REDISLOCK_TEST_PORT"));
+    assert_int_equal(redislock_client_open(url, &cl, err, sizeof err),
+                     REDISLOCK_OK);
+    assert_int_equal(redislock_client_ping(cl, err, sizeof err), REDISLOCK_OK);
+    redislock_client_free(cl);
+    /* '?', '/' and '@' in a password need no escape: the userinfo ends at
+     * the last '@'. */
+    tu_cmd_ok(c, "ACL SETUSER lockuser reset on >a?b/c@d +@all ~*");
+    snprintf(url, sizeof url, "redis://lockuser:a?b/c@d@127.0.0.1:%s/0",
+             getenv("REDISLOCK_TEST_PORT"));
+    assert_int_equal(redislock_client_open(url, &cl, err, sizeof err),
+                     REDISLOCK_OK);
+    assert_int_equal(redislock_client_ping(cl, err, sizeof err), REDISLOCK_OK);
+    redislock_client_free(cl);
+    /* A user without a password ("nopass" users accept any). */
+    tu_cmd_ok(c, "ACL SETUSER lockuser reset on nopass +@all ~*");
+    snprintf(url, sizeof url, "redis://lockuser@127.0.0.1:%s",
+             getenv("REDISLOCK_TEST_PORT"));
+    cl = redislock_client_new(url);
+    assert_int_equal(redislock_client_ping(cl, err, sizeof err), REDISLOCK_OK);
+    redislock_client_free(cl);
+}
+
 static void test_connect_errors(void **state)
 {
     redislock_client *cl = redislock_client_new("redis://[::1]:1");
@@ -195,6 +237,15 @@ static void test_connect_errors(void **state)
     /* Within the backoff, the next operation fails at once. */
     assert_int_equal(redislock_client_ping(cl, err, sizeof err), REDISLOCK_ERR_IO);
     assert_non_null(strstr(err, "next attempt"));
+    redislock_client_free(cl);
+
+    cl = redislock_client_new("unix:///nonexistent/redis.sock?connect_timeout=100");
+    assert_int_equal(redislock_client_ping(cl, err, sizeof err), REDISLOCK_ERR_IO);
+    assert_non_null(strstr(err, "/nonexistent/redis.sock"));
+    redislock_client_free(cl);
+    cl = redislock_client_new("redis://127.0.0.1:1?connect_timeout=100&timeout=100");
+    assert_int_equal(redislock_client_ping(cl, err, sizeof err), REDISLOCK_ERR_IO);
+    assert_non_null(strstr(err, "port 1"));
     redislock_client_free(cl);
 }
 
@@ -217,8 +268,10 @@ static void test_auth_with_password(void **state)
     lock = redislock_new_from_client(cl, "client:auth");
     {
         bool ok = true;
+        int st = redislock_acquire(lock, &ok);
 
-        assert_int_equal(redislock_acquire(lock, &ok), REDISLOCK_ERR_SERVER);
+        /* Refused again, or not even tried: a refused AUTH backs off. */
+        assert_true(st == REDISLOCK_ERR_SERVER || st == REDISLOCK_ERR_IO);
         assert_false(ok);
         assert_null(strstr(redislock_last_error(lock), "wrong-pw"));
     }
@@ -392,6 +445,26 @@ static void test_threads_share_one_client(void **state)
     }
     assert_true(tu_get(c, counter, strlen(counter), val, sizeof val) > 0);
     assert_int_equal(atoll(val), THREADS * ROUNDS);
+
+    /* The server drops every other connection (as a restart would): the
+     * operation that meets a dead one fails, the next one reconnects,
+     * however many dead connections the pool held. */
+    {
+        redislock *lock = redislock_new_from_client(cl, key);
+        bool ok = false;
+        int st;
+
+        tu_cmd_ok(c, "CLIENT KILL TYPE normal SKIPME yes");
+        st = redislock_acquire(lock, &ok);
+        assert_true(st == REDISLOCK_OK || st == REDISLOCK_ERR_IO);
+        if (st != REDISLOCK_OK) {
+            assert_int_equal(redislock_acquire(lock, &ok), REDISLOCK_OK);
+        }
+        assert_true(ok);
+        assert_int_equal(redislock_release(lock, &ok), REDISLOCK_OK);
+        assert_true(ok);
+        redislock_free(lock);
+    }
     redislock_client_free(cl);
 }
 
@@ -476,6 +549,7 @@ int main(void)
         cmocka_unit_test(test_bad_urls_are_named),
         cmocka_unit_test(test_arguments),
         cmocka_unit_test(test_url_forms),
+        cmocka_unit_test_teardown(test_escaped_credentials, restore_server),
         cmocka_unit_test(test_connect_errors),
         cmocka_unit_test_teardown(test_auth_with_password, restore_server),
         { "test_acl_user_with_minimal_rights (go-zero mode)",

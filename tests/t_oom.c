@@ -99,6 +99,38 @@ static void test_lock_operations_do_not_allocate(void **state)
     redislock_free(lock);
 }
 
+/* Every allocation of redislock_client_open(), failed in turn: NOMEM,
+ * "out of memory", no client, nothing leaked. */
+static void test_client_open_with_allocation_failure(void **state)
+{
+    const char *url = "redis://us%65r:p%41ss@127.0.0.1:6379/2?timeout=100";
+    unsigned long n;
+    int failures = 0;
+
+    (void)state;
+    for (n = 1; n < 100; n++) {
+        redislock_client *cl = NULL;
+        char err[128];
+        int st;
+
+        redislockp_fi_fail_at(n, 0);
+        st = redislock_client_open(url, &cl, err, sizeof err);
+        redislockp_fi_fail_at(0, 0);
+        if (st == REDISLOCK_OK) {
+            assert_non_null(cl);
+            redislock_client_free(cl);
+            break;
+        }
+        assert_int_equal(st, REDISLOCK_ERR_NOMEM);
+        assert_null(cl);
+        assert_non_null(strstr(err, "out of memory"));
+        assert_null(strstr(err, "pAss"));
+        failures++;
+    }
+    assert_true(n < 100);
+    assert_true(failures >= 4);     /* client, host, user, password */
+}
+
 #if HIREDIS_MAJOR >= 1
 /*
  * hiredis 1.x lets a program replace its allocator (process-wide, so only
@@ -200,6 +232,7 @@ int main(void)
         cmocka_unit_test(test_new_with_single_allocation_failure),
         cmocka_unit_test(test_new_with_persistent_allocation_failure),
         cmocka_unit_test(test_lock_operations_do_not_allocate),
+        cmocka_unit_test(test_client_open_with_allocation_failure),
 #if HIREDIS_MAJOR >= 1
         cmocka_unit_test(test_acquire_with_hiredis_allocation_failure),
         cmocka_unit_test(test_release_with_hiredis_allocation_failure),
