@@ -43,28 +43,6 @@ static int restore_server(void **state)
     return 0;
 }
 
-static bool acquire(redislock *lock)
-{
-    bool ok = false;
-    int st = redislock_acquire(lock, &ok);
-
-    if (st != REDISLOCK_OK)
-        fail_msg("acquire: %s: %s", redislock_strerror(st),
-                 redislock_last_error(lock));
-    return ok;
-}
-
-static bool release(redislock *lock)
-{
-    bool ok = false;
-    int st = redislock_release(lock, &ok);
-
-    if (st != REDISLOCK_OK)
-        fail_msg("release: %s: %s", redislock_strerror(st),
-                 redislock_last_error(lock));
-    return ok;
-}
-
 static void bad_url(const char *url, const char *says, const char *secret)
 {
     redislock_client *cl = (redislock_client *)1;
@@ -170,11 +148,11 @@ static void lock_in_db(const char *url, int db)
     lock = redislock_new_from_client(cl, key);
     assert_non_null(lock);
     assert_int_equal(redislock_set_expire(lock, 10), REDISLOCK_OK);
-    assert_true(acquire(lock));
+    assert_true(tu_acquire(lock));
     assert_int_equal(exists_in_db(db, key), 1);
     if (db != 0)
         assert_int_equal(exists_in_db(0, key), 0);
-    assert_true(release(lock));
+    assert_true(tu_release(lock));
     redislock_free(lock);
     redislock_client_free(cl);
 }
@@ -283,8 +261,8 @@ static void test_auth_with_password(void **state)
     cl = redislock_client_new(url);
     assert_int_equal(redislock_client_ping(cl, err, sizeof err), REDISLOCK_OK);
     lock = redislock_new_from_client(cl, "client:auth");
-    assert_true(acquire(lock));
-    assert_true(release(lock));
+    assert_true(tu_acquire(lock));
+    assert_true(tu_release(lock));
     redislock_free(lock);
     redislock_client_free(cl);
 }
@@ -341,8 +319,8 @@ static void test_acl_user_with_minimal_rights(void **state)
     lock = tu_is_counted(state) ? redislock_new_counted_from_client(cl, "locks:a")
                                 : redislock_new_from_client(cl, "locks:a");
     assert_int_equal(redislock_set_fencing(lock, true), REDISLOCK_OK);
-    assert_true(acquire(lock));
-    assert_true(acquire(lock));
+    assert_true(tu_acquire(lock));
+    assert_true(tu_acquire(lock));
     assert_int_equal(redislock_token(lock, &token), REDISLOCK_OK);
     assert_true(token >= 1);
     assert_int_equal(redislock_extend(lock, &ok), REDISLOCK_OK);
@@ -353,7 +331,7 @@ static void test_acl_user_with_minimal_rights(void **state)
     assert_true(ms > 0);
     assert_int_equal(redislock_hold_count(lock, &n), REDISLOCK_OK);
     assert_int_equal(n, tu_is_counted(state) ? 2 : 1);
-    while (release(lock))
+    while (tu_release(lock))
         ;
     /* Waiting, woken by a release from another thread. */
     memset(&h, 0, sizeof h);
@@ -366,7 +344,7 @@ static void test_acl_user_with_minimal_rights(void **state)
     assert_true(ok);
     assert_int_equal(pthread_join(h.tid, NULL), 0);
     assert_int_equal(h.status, REDISLOCK_OK);
-    assert_true(release(lock));
+    assert_true(tu_release(lock));
 
     /* Outside its keys: refused, clearly. */
     other = redislock_new_from_client(cl, "elsewhere");
@@ -484,7 +462,7 @@ static void test_reconnects_after_restart(void **state)
     cl = redislock_client_new(url);
     lock = redislock_new_from_client(cl, "client:restart");
     assert_int_equal(redislock_set_expire(lock, 10), REDISLOCK_OK);
-    assert_true(acquire(lock));
+    assert_true(tu_acquire(lock));
 
     tu_server_kill(&s);
     assert_int_equal(redislock_release(lock, &ok), REDISLOCK_ERR_IO);
@@ -502,7 +480,7 @@ static void test_reconnects_after_restart(void **state)
     }
     assert_int_equal(st, REDISLOCK_OK);
     assert_true(ok);
-    assert_true(release(lock));
+    assert_true(tu_release(lock));
     redislock_free(lock);
     redislock_client_free(cl);
     tu_server_stop(&s);
@@ -517,7 +495,7 @@ static void test_forked_child_cannot_use_the_client(void **state)
     pid_t pid;
 
     (void)state;
-    assert_true(acquire(lock));
+    assert_true(tu_acquire(lock));
     assert_int_equal(pipe(fds), 0);
     pid = fork();
     assert_true(pid >= 0);
@@ -538,7 +516,7 @@ static void test_forked_child_cannot_use_the_client(void **state)
     close(fds[0]);
     assert_int_equal(waitpid(pid, &status, 0), pid);
     assert_int_equal(rc, 0);
-    assert_true(release(lock));             /* still the parent's */
+    assert_true(tu_release(lock));             /* still the parent's */
     redislock_free(lock);
     redislock_client_free(cl);
 }

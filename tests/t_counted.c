@@ -33,22 +33,6 @@ static redislock *counted_lock(const char *key)
     return lock;
 }
 
-static bool acquire(redislock *lock)
-{
-    bool ok = false;
-
-    assert_int_equal(redislock_acquire(lock, &ok), REDISLOCK_OK);
-    return ok;
-}
-
-static bool release(redislock *lock)
-{
-    bool ok = false;
-
-    assert_int_equal(redislock_release(lock, &ok), REDISLOCK_OK);
-    return ok;
-}
-
 static int holds(redislock *lock)
 {
     int n = -1;
@@ -78,26 +62,26 @@ static void test_reentry_is_counted(void **state)
     other = counted_lock(key);
     assert_int_equal(redislock_set_expire(lock, 10), REDISLOCK_OK);
 
-    assert_true(acquire(lock));
-    assert_true(acquire(lock));
-    assert_true(acquire(lock));
+    assert_true(tu_acquire(lock));
+    assert_true(tu_acquire(lock));
+    assert_true(tu_acquire(lock));
     assert_int_equal(holds(lock), 3);
     assert_int_equal(hget(key, "count"), 3);      /* the count is in Redis */
 
-    assert_true(release(lock));                   /* 2 left */
+    assert_true(tu_release(lock));                   /* 2 left */
     assert_int_equal(holds(lock), 2);
-    assert_false(acquire(other));                 /* still held */
-    assert_true(release(lock));                   /* 1 left */
+    assert_false(tu_acquire(other));                 /* still held */
+    assert_true(tu_release(lock));                   /* 1 left */
     assert_int_equal(tu_pttl(c, key, strlen(key)) > 0, 1);
-    assert_true(release(lock));                   /* the last: key gone */
+    assert_true(tu_release(lock));                   /* the last: key gone */
     assert_int_equal(tu_pttl(c, key, strlen(key)), -2);
     assert_int_equal(holds(lock), 0);
-    assert_false(release(lock));                  /* nothing left to give */
+    assert_false(tu_release(lock));                  /* nothing left to give */
     assert_int_equal(redislock_last_state(lock), REDISLOCK_STATE_FREE);
 
-    assert_true(acquire(other));
+    assert_true(tu_acquire(other));
     redislock_free(lock);
-    assert_true(release(other));
+    assert_true(tu_release(other));
     redislock_free(other);
 }
 
@@ -110,7 +94,7 @@ static void test_stored_format_is_a_hash(void **state)
     (void)state;
     tu_key(key, sizeof key, "counted:format");
     lock = counted_lock(key);
-    assert_true(acquire(lock));
+    assert_true(tu_acquire(lock));
     r = tu_cmd(c, "TYPE %s", key);
     assert_string_equal(r->str, "hash");
     freeReplyObject(r);
@@ -118,7 +102,7 @@ static void test_stored_format_is_a_hash(void **state)
     assert_string_equal(r->str, redislock_id(lock));
     freeReplyObject(r);
     assert_int_equal(hget(key, "count"), 1);
-    assert_true(release(lock));
+    assert_true(tu_release(lock));
     redislock_free(lock);
 }
 
@@ -131,14 +115,14 @@ static void test_release_refreshes_expiry(void **state)
     tu_key(key, sizeof key, "counted:refresh");
     lock = counted_lock(key);
     assert_int_equal(redislock_set_expire_ms(lock, 1000), REDISLOCK_OK);
-    assert_true(acquire(lock));
-    assert_true(acquire(lock));
+    assert_true(tu_acquire(lock));
+    assert_true(tu_acquire(lock));
     tu_sleep_ms(400);
     assert_true(tu_pttl(c, key, strlen(key)) <= 600);
-    assert_true(release(lock));                   /* one hold left */
+    assert_true(tu_release(lock));                   /* one hold left */
     assert_true(tu_pttl(c, key, strlen(key)) > 750);
     assert_true(redislock_valid_for_ms(lock) > 750);
-    assert_true(release(lock));
+    assert_true(tu_release(lock));
     assert_int_equal(redislock_valid_for_ms(lock), 0);
     redislock_free(lock);
 }
@@ -155,21 +139,21 @@ static void test_count_expires_with_the_key(void **state)
     lock = counted_lock(key);
     other = counted_lock(key);
     assert_int_equal(redislock_set_expire_ms(lock, 150), REDISLOCK_OK);
-    assert_true(acquire(lock));
-    assert_true(acquire(lock));
-    assert_true(acquire(lock));
+    assert_true(tu_acquire(lock));
+    assert_true(tu_acquire(lock));
+    assert_true(tu_acquire(lock));
     tu_sleep_ms(300);
     assert_int_equal(holds(lock), 0);
-    assert_true(acquire(other));
-    assert_false(release(lock));
+    assert_true(tu_acquire(other));
+    assert_false(tu_release(lock));
     assert_int_equal(redislock_last_state(lock), REDISLOCK_STATE_OTHER);
-    assert_false(release(lock));
+    assert_false(tu_release(lock));
     assert_int_equal(holds(other), 1);
     /* After the lapse, the old owner starts again from one hold. */
-    assert_true(release(other));
-    assert_true(acquire(lock));
+    assert_true(tu_release(other));
+    assert_true(tu_acquire(lock));
     assert_int_equal(holds(lock), 1);
-    assert_true(release(lock));
+    assert_true(tu_release(lock));
     assert_int_equal(tu_pttl(c, key, strlen(key)), -2);
     redislock_free(lock);
     redislock_free(other);
@@ -188,7 +172,7 @@ static void test_counted_meets_gozero_key(void **state)
     ct = counted_lock(key);
     assert_non_null(gz);
     assert_int_equal(redislock_set_expire(gz, 10), REDISLOCK_OK);
-    assert_true(acquire(gz));
+    assert_true(tu_acquire(gz));
     before = tu_pttl(c, key, strlen(key));
 
     assert_int_equal(redislock_acquire(ct, &flag), REDISLOCK_ERR_SERVER);
@@ -205,7 +189,7 @@ static void test_counted_meets_gozero_key(void **state)
     assert_string_equal(val, redislock_id(gz));
     assert_true(tu_pttl(c, key, strlen(key)) <= before);
     assert_true(tu_pttl(c, key, strlen(key)) > before - 1000);
-    assert_true(release(gz));
+    assert_true(tu_release(gz));
     redislock_free(gz);
     redislock_free(ct);
 }
@@ -222,8 +206,8 @@ static void test_gozero_meets_counted_key(void **state)
     gz = redislock_new(c, key);
     ct = counted_lock(key);
     assert_non_null(gz);
-    assert_true(acquire(ct));
-    assert_true(acquire(ct));
+    assert_true(tu_acquire(ct));
+    assert_true(tu_acquire(ct));
 
     assert_int_equal(redislock_acquire(gz, &flag), REDISLOCK_ERR_SERVER);
     assert_false(flag);
@@ -240,8 +224,8 @@ static void test_gozero_meets_counted_key(void **state)
     freeReplyObject(r);
 
     assert_int_equal(hget(key, "count"), 2);
-    assert_true(release(ct));
-    assert_true(release(ct));
+    assert_true(tu_release(ct));
+    assert_true(tu_release(ct));
     redislock_free(gz);
     redislock_free(ct);
 }
@@ -257,11 +241,11 @@ static void test_shared_owner_id(void **state)
     b = counted_lock(key);
     assert_int_equal(redislock_set_id(b, redislock_id(a)), REDISLOCK_OK);
     assert_string_equal(redislock_id(b), redislock_id(a));
-    assert_true(acquire(a));
-    assert_true(acquire(b));            /* same owner: a second hold */
+    assert_true(tu_acquire(a));
+    assert_true(tu_acquire(b));            /* same owner: a second hold */
     assert_int_equal(holds(a), 2);
-    assert_true(release(b));
-    assert_true(release(a));
+    assert_true(tu_release(b));
+    assert_true(tu_release(a));
     assert_int_equal(tu_pttl(c, key, strlen(key)), -2);
     redislock_free(a);
     redislock_free(b);
@@ -283,7 +267,7 @@ static void test_new_with_id_joins_a_gozero_owner(void **state)
     assert_string_equal(redislock_id(lock), gid);
     assert_int_equal(redislock_held(lock, &flag), REDISLOCK_OK);
     assert_true(flag);
-    assert_true(release(lock));
+    assert_true(tu_release(lock));
     assert_false(tu_gozero_release(c, key, gid));
     redislock_free(lock);
 }
@@ -330,14 +314,14 @@ static void test_binary_counted_key(void **state)
     b = redislock_new_counted_len(c, k, sizeof k);
     assert_non_null(a);
     assert_non_null(b);
-    assert_true(acquire(a));
-    assert_true(acquire(a));
-    assert_false(acquire(b));
+    assert_true(tu_acquire(a));
+    assert_true(tu_acquire(a));
+    assert_false(tu_acquire(b));
     assert_int_equal(holds(a), 2);
-    assert_true(release(a));
-    assert_true(release(a));
-    assert_true(acquire(b));
-    assert_true(release(b));
+    assert_true(tu_release(a));
+    assert_true(tu_release(a));
+    assert_true(tu_acquire(b));
+    assert_true(tu_release(b));
     redislock_free(a);
     redislock_free(b);
 }

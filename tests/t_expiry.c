@@ -36,22 +36,6 @@ static redislock *new_lock(const char *key)
     return lock;
 }
 
-static bool acquire(redislock *lock)
-{
-    bool acquired = false;
-
-    assert_int_equal(redislock_acquire(lock, &acquired), REDISLOCK_OK);
-    return acquired;
-}
-
-static bool release(redislock *lock)
-{
-    bool released = false;
-
-    assert_int_equal(redislock_release(lock, &released), REDISLOCK_OK);
-    return released;
-}
-
 static void assert_pttl_near(const char *key, long long want)
 {
     long long pttl = tu_pttl(c, key, strlen(key));
@@ -68,9 +52,9 @@ static void test_default_expiry_is_500ms(void **state)
     (void)state;
     tu_key(key, sizeof key, "exp:default");
     lock = new_lock(key);
-    assert_true(acquire(lock));
+    assert_true(tu_acquire(lock));
     assert_pttl_near(key, 500);
-    assert_true(release(lock));
+    assert_true(tu_release(lock));
     redislock_free(lock);
 }
 
@@ -83,12 +67,12 @@ static void test_default_expiry_frees_lock_for_another_handle(void **state)
     tu_key(key, sizeof key, "exp:lapse");
     a = new_lock(key);
     b = new_lock(key);
-    assert_true(acquire(a));
-    assert_false(acquire(b));
+    assert_true(tu_acquire(a));
+    assert_false(tu_acquire(b));
     tu_sleep_ms(650);
-    assert_true(acquire(b));     /* a's 500 ms lease has run out */
-    assert_false(release(a));    /* and a can no longer release it */
-    assert_true(release(b));
+    assert_true(tu_acquire(b));     /* a's 500 ms lease has run out */
+    assert_false(tu_release(a));    /* and a can no longer release it */
+    assert_true(tu_release(b));
     redislock_free(a);
     redislock_free(b);
 }
@@ -102,9 +86,9 @@ static void test_pttl_after_acquire_is_seconds_plus_tolerance(void **state)
     tu_key(key, sizeof key, "exp:pttl");
     lock = new_lock(key);
     assert_int_equal(redislock_set_expire(lock, 3), REDISLOCK_OK);
-    assert_true(acquire(lock));
+    assert_true(tu_acquire(lock));
     assert_pttl_near(key, 3500);
-    assert_true(release(lock));
+    assert_true(tu_release(lock));
     redislock_free(lock);
 }
 
@@ -117,10 +101,10 @@ static void test_reacquire_refreshes_pttl(void **state)
     tu_key(key, sizeof key, "exp:reentry");
     lock = new_lock(key);
     assert_int_equal(redislock_set_expire(lock, 1), REDISLOCK_OK);
-    assert_true(acquire(lock));
+    assert_true(tu_acquire(lock));
     tu_sleep_ms(400);
     assert_true(tu_pttl(c, key, strlen(key)) <= 1100);
-    assert_true(acquire(lock));     /* re-entry */
+    assert_true(tu_acquire(lock));     /* re-entry */
     assert_pttl_near(key, 1500);
     redislock_free(lock);
     tu_cmd_ok(c, "DEL %s", key);
@@ -136,13 +120,13 @@ static void test_one_release_frees_after_many_acquires(void **state)
     lock = new_lock(key);
     other = new_lock(key);
     assert_int_equal(redislock_set_expire(lock, 10), REDISLOCK_OK);
-    assert_true(acquire(lock));
-    assert_true(acquire(lock));
-    assert_true(acquire(lock));
-    assert_true(release(lock));     /* go-zero: no count */
+    assert_true(tu_acquire(lock));
+    assert_true(tu_acquire(lock));
+    assert_true(tu_acquire(lock));
+    assert_true(tu_release(lock));     /* go-zero: no count */
     assert_int_equal(tu_get(c, key, strlen(key), NULL, 0), -1);
-    assert_true(acquire(other));
-    assert_true(release(other));
+    assert_true(tu_acquire(other));
+    assert_true(tu_release(other));
     redislock_free(lock);
     redislock_free(other);
 }
@@ -156,18 +140,18 @@ static void test_set_expire_applies_to_next_acquire(void **state)
     (void)state;
     tu_key(key, sizeof key, "exp:next");
     lock = new_lock(key);
-    assert_true(acquire(lock));
+    assert_true(tu_acquire(lock));
     assert_int_equal(redislock_set_expire(lock, 5), REDISLOCK_OK);
     /* Setting the expiry sends nothing: the held lease is unchanged... */
     pttl = tu_pttl(c, key, strlen(key));
     assert_true(pttl > 0 && pttl <= 500);
     /* ...until the next acquire. */
-    assert_true(acquire(lock));
+    assert_true(tu_acquire(lock));
     assert_pttl_near(key, 5500);
     assert_int_equal(redislock_set_expire(lock, 0), REDISLOCK_OK);
-    assert_true(acquire(lock));
+    assert_true(tu_acquire(lock));
     assert_pttl_near(key, 500);
-    assert_true(release(lock));
+    assert_true(tu_release(lock));
     redislock_free(lock);
 }
 
@@ -190,9 +174,9 @@ static void test_set_expire_rejects_invalid_values(void **state)
     assert_int_equal(redislock_set_expire(lock, INT_MAX), REDISLOCK_ERR_INVALID);
 
     /* The setting from before the bad calls still holds. */
-    assert_true(acquire(lock));
+    assert_true(tu_acquire(lock));
     assert_pttl_near(key, 7500);
-    assert_true(release(lock));
+    assert_true(tu_release(lock));
     redislock_free(lock);
 }
 
@@ -207,9 +191,9 @@ static void test_set_expire_largest_valid_value(void **state)
     /* 2147483 * 1000 + 500 = 2147483500 <= INT_MAX */
     assert_int_equal(redislock_set_expire(lock, 2147483), REDISLOCK_OK);
     assert_string_equal(redislock_last_error(lock), "");
-    assert_true(acquire(lock));
+    assert_true(tu_acquire(lock));
     assert_pttl_near(key, 2147483500LL);
-    assert_true(release(lock));
+    assert_true(tu_release(lock));
     redislock_free(lock);
 }
 

@@ -13,22 +13,6 @@
 
 #include "testutil.h"
 
-static bool acquire(redislock *lock)
-{
-    bool acquired = false;
-
-    assert_int_equal(redislock_acquire(lock, &acquired), REDISLOCK_OK);
-    return acquired;
-}
-
-static bool release(redislock *lock)
-{
-    bool released = false;
-
-    assert_int_equal(redislock_release(lock, &released), REDISLOCK_OK);
-    return released;
-}
-
 static void test_server_killed_mid_use(void **state)
 {
     tu_server s;
@@ -43,7 +27,7 @@ static void test_server_killed_mid_use(void **state)
     lock = redislock_new(c, "faults:killed");
     assert_non_null(lock);
     assert_int_equal(redislock_set_expire(lock, 10), REDISLOCK_OK);
-    assert_true(acquire(lock));
+    assert_true(tu_acquire(lock));
 
     tu_server_kill(&s);                 /* SIGKILL while we hold it */
 
@@ -58,8 +42,8 @@ static void test_server_killed_mid_use(void **state)
     /* The caller reconnects; the same handle works again. */
     tu_server_restart(&s, NULL);
     assert_int_equal(redisReconnect(c), REDIS_OK);
-    assert_true(acquire(lock));
-    assert_true(release(lock));
+    assert_true(tu_acquire(lock));
+    assert_true(tu_release(lock));
 
     redislock_free(lock);
     redisFree(c);
@@ -87,8 +71,8 @@ static void test_connection_killed_by_server(void **state)
     assert_true(strlen(redislock_last_error(lock)) > 0);
 
     assert_int_equal(redisReconnect(c), REDIS_OK);
-    assert_true(acquire(lock));
-    assert_true(release(lock));
+    assert_true(tu_acquire(lock));
+    assert_true(tu_release(lock));
     redislock_free(lock);
     redisFree(c);
     redisFree(admin);
@@ -120,8 +104,8 @@ static void test_timeout_on_paused_server(void **state)
 
     tu_sleep_ms(1100 - elapsed);         /* the pause is over */
     assert_int_equal(redisReconnect(c), REDIS_OK);
-    assert_true(acquire(lock));
-    assert_true(release(lock));
+    assert_true(tu_acquire(lock));
+    assert_true(tu_release(lock));
     redislock_free(lock);
     redisFree(c);
     redisFree(admin);

@@ -37,22 +37,6 @@ static redislock *fenced(void **state, redisContext *ctx, const char *key)
     return lock;
 }
 
-static bool acquire(redislock *lock)
-{
-    bool ok = false;
-
-    assert_int_equal(redislock_acquire(lock, &ok), REDISLOCK_OK);
-    return ok;
-}
-
-static bool release(redislock *lock)
-{
-    bool ok = false;
-
-    assert_int_equal(redislock_release(lock, &ok), REDISLOCK_OK);
-    return ok;
-}
-
 static uint64_t token(const redislock *lock)
 {
     uint64_t t = 12345;
@@ -78,10 +62,10 @@ static void test_off_by_default(void **state)
     tu_key(key, sizeof key, "fence:off");
     snprintf(fence, sizeof fence, "{%s}:fence", key);
     lock = tu_new_lock(state, c, key);
-    assert_true(acquire(lock));
+    assert_true(tu_acquire(lock));
     assert_int_equal(token(lock), 0);
     assert_int_equal(exists(fence), 0);     /* no counter key made */
-    assert_true(release(lock));
+    assert_true(tu_release(lock));
     redislock_free(lock);
 }
 
@@ -95,34 +79,34 @@ static void test_tokens_strictly_increase(void **state)
     a = fenced(state, c, key);
     b = fenced(state, c, key);
 
-    assert_true(acquire(a));
+    assert_true(tu_acquire(a));
     t1 = token(a);
     assert_true(t1 >= 1);
-    assert_true(release(a));
+    assert_true(tu_release(a));
     assert_int_equal(token(a), 0);          /* holds nothing now */
 
-    assert_true(acquire(a));                /* after a release */
+    assert_true(tu_acquire(a));                /* after a release */
     t2 = token(a);
     assert_true(t2 > t1);
-    assert_true(release(a));
+    assert_true(tu_release(a));
 
-    assert_true(acquire(b));                /* another owner */
+    assert_true(tu_acquire(b));                /* another owner */
     t3 = token(b);
     assert_true(t3 > t2);
-    assert_false(acquire(a));               /* refused: no token */
+    assert_false(tu_acquire(a));               /* refused: no token */
     assert_int_equal(token(a), 0);
-    assert_true(release(b));
+    assert_true(tu_release(b));
 
     /* After an expiry. */
     assert_int_equal(redislock_set_expire_ms(a, 100), REDISLOCK_OK);
-    assert_true(acquire(a));
+    assert_true(tu_acquire(a));
     t4 = token(a);
     assert_true(t4 > t3);
     tu_sleep_ms(250);
-    assert_true(acquire(b));
+    assert_true(tu_acquire(b));
     t5 = token(b);
     assert_true(t5 > t4);
-    assert_true(release(b));
+    assert_true(tu_release(b));
     redislock_free(a);
     redislock_free(b);
 }
@@ -135,18 +119,18 @@ static void test_reentry_keeps_the_token(void **state)
 
     tu_key(key, sizeof key, "fence:reentry");
     lock = fenced(state, c, key);
-    assert_true(acquire(lock));
+    assert_true(tu_acquire(lock));
     t = token(lock);
-    assert_true(acquire(lock));
+    assert_true(tu_acquire(lock));
     assert_int_equal(token(lock), t);
-    assert_true(acquire(lock));
+    assert_true(tu_acquire(lock));
     assert_int_equal(token(lock), t);
     /* A handle sharing the owner ID re-enters with the same token too. */
     twin = fenced(state, c, key);
     assert_int_equal(redislock_set_id(twin, redislock_id(lock)), REDISLOCK_OK);
-    assert_true(acquire(twin));
+    assert_true(tu_acquire(twin));
     assert_int_equal(token(twin), t);
-    while (release(lock))
+    while (tu_release(lock))
         ;
     redislock_free(lock);
     redislock_free(twin);
@@ -176,9 +160,9 @@ static void test_tokens_survive_a_restart(void **state)
     sc = tu_connect_unix(s.socket);
     assert_non_null(sc);
     lock = fenced(state, sc, "fence:restart");
-    assert_true(acquire(lock));
-    assert_true(release(lock));
-    assert_true(acquire(lock));
+    assert_true(tu_acquire(lock));
+    assert_true(tu_release(lock));
+    assert_true(tu_acquire(lock));
     before = token(lock);
     assert_true(before >= 2);
 
@@ -189,7 +173,7 @@ static void test_tokens_survive_a_restart(void **state)
      * to lapse, so that the next acquire is a fresh acquisition. */
     assert_int_equal(redislock_set_expire_ms(lock, 200), REDISLOCK_OK);
     tu_sleep_ms(600);
-    assert_true(acquire(lock));
+    assert_true(tu_acquire(lock));
     assert_true(token(lock) > before);
     redislock_free(lock);
     redisFree(sc);
@@ -210,11 +194,11 @@ static void test_stalled_holder_is_fenced_off(void **state)
     b = fenced(state, c2, key);
     assert_int_equal(redislock_set_expire_ms(a, 150), REDISLOCK_OK);
 
-    assert_true(acquire(a));
+    assert_true(tu_acquire(a));
     assert_int_equal(fenced_write(c, store, token(a), "a1", &accepted), 0);
     assert_true(accepted);
     tu_sleep_ms(300);                       /* A stalls past its lease */
-    assert_true(acquire(b));
+    assert_true(tu_acquire(b));
     assert_true(token(b) > token(a));
     assert_int_equal(fenced_write(c2, store, token(b), "b1", &accepted), 0);
     assert_true(accepted);
@@ -226,7 +210,7 @@ static void test_stalled_holder_is_fenced_off(void **state)
     assert_string_equal(r->str, "b1");
     freeReplyObject(r);
 
-    assert_true(release(b));
+    assert_true(tu_release(b));
     redislock_free(a);
     redislock_free(b);
     redisFree(c2);
@@ -239,12 +223,12 @@ static void test_companion_key_names(void **state)
 
     plain = fenced(state, c, "fence:names");
     tagged = fenced(state, c, "fence:{tag}:names");
-    assert_true(acquire(plain));
-    assert_true(acquire(tagged));
+    assert_true(tu_acquire(plain));
+    assert_true(tu_acquire(tagged));
     assert_int_equal(exists("{fence:names}:fence"), 1);
     assert_int_equal(exists("fence:{tag}:names:fence"), 1);
-    assert_true(release(plain));
-    assert_true(release(tagged));
+    assert_true(tu_release(plain));
+    assert_true(tu_release(tagged));
     /* With nobody waiting, a release leaves nothing behind. */
     snprintf(wake, sizeof wake, "{fence:names}:wake");
     assert_int_equal(exists(wake), 0);
@@ -290,25 +274,25 @@ static void test_works_on_cluster(void **state)
 
     plain = fenced(state, cc, "orders:42");
     tagged = fenced(state, cc, "{user:7}:lock");
-    assert_true(acquire(plain));
+    assert_true(tu_acquire(plain));
     assert_true(token(plain) >= 1);
-    assert_true(acquire(tagged));
+    assert_true(tu_acquire(tagged));
     assert_int_equal(redislock_extend(plain, &ok), REDISLOCK_OK);
     assert_true(ok);
     assert_int_equal(redislock_held(tagged, &ok), REDISLOCK_OK);
     assert_true(ok);
-    assert_true(release(plain));
-    assert_true(release(tagged));
+    assert_true(tu_release(plain));
+    assert_true(tu_release(tagged));
     assert_int_equal(redislock_acquire_wait(plain, 100, &ok), REDISLOCK_OK);
     assert_true(ok);
-    assert_true(release(plain));
+    assert_true(tu_release(plain));
 
     /* A '}' without a hash tag: plain acquire and release, which touch
      * only the lock key (wake-ups off), work as go-zero's do... */
     bad = tu_new_lock(state, cc, "odd}key");
     assert_int_equal(redislock_set_wakeups(bad, false), REDISLOCK_OK);
-    assert_true(acquire(bad));
-    assert_true(release(bad));
+    assert_true(tu_acquire(bad));
+    assert_true(tu_release(bad));
     /* ...but its companion keys hash elsewhere: the documented exception. */
     assert_int_equal(redislock_set_fencing(bad, true), REDISLOCK_OK);
     assert_int_equal(redislock_acquire(bad, &ok), REDISLOCK_ERR_SERVER);

@@ -43,22 +43,6 @@ static bool gozero_release(const char *key, const char *id)
     return tu_gozero_release(c, key, id);
 }
 
-static bool acquire(redislock *lock)
-{
-    bool acquired = false;
-
-    assert_int_equal(redislock_acquire(lock, &acquired), REDISLOCK_OK);
-    return acquired;
-}
-
-static bool release(redislock *lock)
-{
-    bool released = false;
-
-    assert_int_equal(redislock_release(lock, &released), REDISLOCK_OK);
-    return released;
-}
-
 static void assert_holder(const char *key, const char *id)
 {
     char val[64];
@@ -80,15 +64,15 @@ static void test_gozero_holder_excludes_redislock(void **state)
     assert_int_equal(redislock_set_expire(lock, 10), REDISLOCK_OK);
 
     assert_true(gozero_acquire(key, gid, 10));
-    assert_false(acquire(lock));        /* held by someone else */
-    assert_false(release(lock));        /* and not ours to release */
+    assert_false(tu_acquire(lock));        /* held by someone else */
+    assert_false(tu_release(lock));        /* and not ours to release */
     assert_holder(key, gid);
     assert_true(tu_pttl(c, key, strlen(key)) > 9000);
 
     assert_true(gozero_release(key, gid));
-    assert_true(acquire(lock));         /* free: redislock takes it */
+    assert_true(tu_acquire(lock));         /* free: redislock takes it */
     assert_holder(key, redislock_id(lock));
-    assert_true(release(lock));
+    assert_true(tu_release(lock));
     redislock_free(lock);
 }
 
@@ -104,15 +88,15 @@ static void test_redislock_holder_excludes_gozero(void **state)
     assert_non_null(lock);
     assert_int_equal(redislock_set_expire(lock, 10), REDISLOCK_OK);
 
-    assert_true(acquire(lock));
+    assert_true(tu_acquire(lock));
     assert_false(gozero_acquire(key, gid, 10));   /* go-zero is refused */
     assert_false(gozero_release(key, gid));       /* and cannot delete it */
     assert_holder(key, redislock_id(lock));
     assert_true(tu_pttl(c, key, strlen(key)) > 9000);
 
-    assert_true(release(lock));
+    assert_true(tu_release(lock));
     assert_true(gozero_acquire(key, gid, 10));    /* free: go-zero takes it */
-    assert_false(acquire(lock));
+    assert_false(tu_acquire(lock));
     assert_true(gozero_release(key, gid));
     redislock_free(lock);
 }
@@ -130,7 +114,7 @@ static void test_stored_format_is_gozero_format(void **state)
     lock = redislock_new(c, key);
     assert_non_null(lock);
     assert_int_equal(redislock_set_expire(lock, 2), REDISLOCK_OK);
-    assert_true(acquire(lock));
+    assert_true(tu_acquire(lock));
 
     r = tu_cmd(c, "TYPE %s", key);
     assert_string_equal(r->str, "string");
@@ -141,7 +125,7 @@ static void test_stored_format_is_gozero_format(void **state)
     assert_true(gozero_acquire(key, redislock_id(lock), 20));
     assert_true(tu_pttl(c, key, strlen(key)) > 19000);
     /* ...and our re-entry on a key go-zero wrote works the same way. */
-    assert_true(acquire(lock));
+    assert_true(tu_acquire(lock));
     assert_true(tu_pttl(c, key, strlen(key)) <= 2500);
     /* go-zero's release with our ID deletes it. */
     assert_true(gozero_release(key, redislock_id(lock)));

@@ -30,22 +30,6 @@ static redislock *make(void **state, const char *key)
     return tu_new_lock(state, c, key);
 }
 
-static bool acquire(redislock *lock)
-{
-    bool ok = false;
-
-    assert_int_equal(redislock_acquire(lock, &ok), REDISLOCK_OK);
-    return ok;
-}
-
-static bool release(redislock *lock)
-{
-    bool ok = false;
-
-    assert_int_equal(redislock_release(lock, &ok), REDISLOCK_OK);
-    return ok;
-}
-
 static bool extend(redislock *lock)
 {
     bool ok = true;
@@ -84,14 +68,14 @@ static void test_expire_ms_is_exact(void **state)
     tu_key(key, sizeof key, "lease:ms");
     lock = make(state, key);
     assert_int_equal(redislock_set_expire_ms(lock, 1234), REDISLOCK_OK);
-    assert_true(acquire(lock));
+    assert_true(tu_acquire(lock));
     assert_between(tu_pttl(c, key, strlen(key)), 1234 - 250, 1234);
     /* set_expire(s) is s * 1000 + 500; the last setter wins. */
     assert_int_equal(redislock_set_expire(lock, 2), REDISLOCK_OK);
-    assert_true(acquire(lock));
+    assert_true(tu_acquire(lock));
     assert_between(tu_pttl(c, key, strlen(key)), 2500 - 250, 2500);
     assert_int_equal(redislock_set_expire_ms(lock, 800), REDISLOCK_OK);
-    assert_true(acquire(lock));
+    assert_true(tu_acquire(lock));
     assert_between(tu_pttl(c, key, strlen(key)), 800 - 250, 800);
     /* Invalid values change nothing. */
     assert_int_equal(redislock_set_expire_ms(lock, 0), REDISLOCK_ERR_INVALID);
@@ -99,9 +83,9 @@ static void test_expire_ms_is_exact(void **state)
     assert_int_equal(redislock_set_expire_ms(lock, 1000000000001LL),
                      REDISLOCK_ERR_INVALID);
     assert_int_equal(redislock_set_expire_ms(NULL, 10), REDISLOCK_ERR_INVALID);
-    assert_true(acquire(lock));
+    assert_true(tu_acquire(lock));
     assert_between(tu_pttl(c, key, strlen(key)), 800 - 250, 800);
-    while (release(lock))
+    while (tu_release(lock))
         ;
     redislock_free(lock);
 }
@@ -114,14 +98,14 @@ static void test_extend_refreshes_our_lease(void **state)
     tu_key(key, sizeof key, "lease:extend");
     lock = make(state, key);
     assert_int_equal(redislock_set_expire_ms(lock, 1000), REDISLOCK_OK);
-    assert_true(acquire(lock));
+    assert_true(tu_acquire(lock));
     tu_sleep_ms(400);
     assert_true(tu_pttl(c, key, strlen(key)) <= 600);
     assert_true(extend(lock));
     assert_int_equal(redislock_last_state(lock), REDISLOCK_STATE_OURS);
     assert_between(tu_pttl(c, key, strlen(key)), 1000 - 250, 1000);
     /* Extending adds no hold: one release frees it in both modes. */
-    assert_true(release(lock));
+    assert_true(tu_release(lock));
     assert_int_equal(tu_pttl(c, key, strlen(key)), -2);     /* gone */
     redislock_free(lock);
 }
@@ -134,7 +118,7 @@ static void test_extend_after_expiry_says_free(void **state)
     tu_key(key, sizeof key, "lease:lapsed");
     lock = make(state, key);
     assert_int_equal(redislock_set_expire_ms(lock, 100), REDISLOCK_OK);
-    assert_true(acquire(lock));
+    assert_true(tu_acquire(lock));
     tu_sleep_ms(250);
     assert_false(extend(lock));
     assert_int_equal(redislock_last_state(lock), REDISLOCK_STATE_FREE);
@@ -155,9 +139,9 @@ static void test_extend_when_taken_says_other(void **state)
     other = make(state, key);
     assert_int_equal(redislock_set_expire_ms(lock, 100), REDISLOCK_OK);
     assert_int_equal(redislock_set_expire_ms(other, 5000), REDISLOCK_OK);
-    assert_true(acquire(lock));
+    assert_true(tu_acquire(lock));
     tu_sleep_ms(250);
-    assert_true(acquire(other));            /* ours lapsed; other took it */
+    assert_true(tu_acquire(other));            /* ours lapsed; other took it */
     before = tu_pttl(c, key, strlen(key));
     assert_false(extend(lock));
     assert_int_equal(redislock_last_state(lock), REDISLOCK_STATE_OTHER);
@@ -166,7 +150,7 @@ static void test_extend_when_taken_says_other(void **state)
     assert_true(held(other));
     assert_false(held(lock));
     assert_int_equal(redislock_last_state(lock), REDISLOCK_STATE_OTHER);
-    assert_true(release(other));
+    assert_true(tu_release(other));
     redislock_free(lock);
     redislock_free(other);
 }
@@ -188,7 +172,7 @@ static void test_ttl_and_held(void **state)
     assert_int_equal(redislock_hold_count(lock, &count), REDISLOCK_OK);
     assert_int_equal(count, 0);
 
-    assert_true(acquire(lock));
+    assert_true(tu_acquire(lock));
     assert_true(held(lock));
     assert_between(ttl(lock), 3000 - 250, 3000);
     assert_int_equal(redislock_hold_count(lock, &count), REDISLOCK_OK);
@@ -201,7 +185,7 @@ static void test_ttl_and_held(void **state)
     assert_int_equal(redislock_hold_count(other, &count), REDISLOCK_OK);
     assert_int_equal(count, 0);
 
-    assert_true(release(lock));
+    assert_true(tu_release(lock));
     assert_false(held(lock));
     redislock_free(lock);
     redislock_free(other);
@@ -219,7 +203,7 @@ static void test_valid_for_counts_down_locally(void **state)
     assert_int_equal(redislock_valid_for_ms(lock), 0);      /* not held */
     assert_int_equal(redislock_valid_for_ms(NULL), 0);
     assert_int_equal(redislock_set_expire_ms(lock, 2000), REDISLOCK_OK);
-    assert_true(acquire(lock));
+    assert_true(tu_acquire(lock));
     v1 = redislock_valid_for_ms(lock);
     assert_between(v1, 2000 - 250, 2000);
     tu_sleep_ms(300);
@@ -230,14 +214,14 @@ static void test_valid_for_counts_down_locally(void **state)
     assert_true(extend(lock));
     assert_true(redislock_valid_for_ms(lock) > v2);
     /* Refused: another handle holds nothing locally. */
-    assert_false(acquire(other));
+    assert_false(tu_acquire(other));
     assert_int_equal(redislock_valid_for_ms(other), 0);
-    assert_true(release(lock));
+    assert_true(tu_release(lock));
     assert_int_equal(redislock_valid_for_ms(lock), 0);
 
     /* Runs out with the lease, without asking Redis. */
     assert_int_equal(redislock_set_expire_ms(lock, 150), REDISLOCK_OK);
-    assert_true(acquire(lock));
+    assert_true(tu_acquire(lock));
     tu_sleep_ms(200);
     assert_int_equal(redislock_valid_for_ms(lock), 0);
     redislock_free(lock);

@@ -26,22 +26,6 @@ static int teardown(void **state)
     return 0;
 }
 
-static bool acquire(redislock *lock)
-{
-    bool acquired = false;
-
-    assert_int_equal(redislock_acquire(lock, &acquired), REDISLOCK_OK);
-    return acquired;
-}
-
-static bool release(redislock *lock)
-{
-    bool released = false;
-
-    assert_int_equal(redislock_release(lock, &released), REDISLOCK_OK);
-    return released;
-}
-
 /* The SHA1 Redis gives the script in src/lua/NAME. */
 static void source_sha(const char *name, char sha[41])
 {
@@ -87,16 +71,16 @@ static void test_acquire_recovers_after_script_flush(void **state)
     tu_cmd_ok(c, "SCRIPT FLUSH");
     tu_cmd_ok(c, "CONFIG RESETSTAT");
 
-    assert_true(acquire(lock));         /* one call, true outcome */
+    assert_true(tu_acquire(lock));         /* one call, true outcome */
     assert_int_equal(tu_cmdstat_calls(c, "evalsha"), 1);
     assert_int_equal(tu_cmdstat_calls(c, "eval"), 1);
     /* The fallback sent the text of src/lua/acquire.lua, and the server
      * now has it under the SHA the library uses. */
     assert_int_equal(script_exists(sha), 1);
-    assert_true(acquire(lock));
+    assert_true(tu_acquire(lock));
     assert_int_equal(tu_cmdstat_calls(c, "evalsha"), 2);
     assert_int_equal(tu_cmdstat_calls(c, "eval"), 1);
-    assert_true(release(lock));
+    assert_true(tu_release(lock));
     redislock_free(lock);
 }
 
@@ -111,11 +95,11 @@ static void test_release_recovers_after_script_flush(void **state)
     assert_non_null(lock);
     source_sha("release.lua", sha);
     assert_int_equal(redislock_set_expire(lock, 10), REDISLOCK_OK);
-    assert_true(acquire(lock));
+    assert_true(tu_acquire(lock));
     tu_cmd_ok(c, "SCRIPT FLUSH");
     tu_cmd_ok(c, "CONFIG RESETSTAT");
 
-    assert_true(release(lock));         /* one call, true outcome */
+    assert_true(tu_release(lock));         /* one call, true outcome */
     assert_int_equal(tu_get(c, key, strlen(key), NULL, 0), -1);
     assert_int_equal(tu_cmdstat_calls(c, "evalsha"), 1);
     assert_int_equal(tu_cmdstat_calls(c, "eval"), 1);
@@ -135,12 +119,12 @@ static void test_flush_then_refused_acquire(void **state)
     a = redislock_new(c, key);
     b = redislock_new(c, key);
     assert_int_equal(redislock_set_expire(a, 10), REDISLOCK_OK);
-    assert_true(acquire(a));
+    assert_true(tu_acquire(a));
     tu_cmd_ok(c, "SCRIPT FLUSH");
-    assert_false(acquire(b));
+    assert_false(tu_acquire(b));
     tu_cmd_ok(c, "SCRIPT FLUSH");
-    assert_false(release(b));
-    assert_true(release(a));
+    assert_false(tu_release(b));
+    assert_true(tu_release(a));
     redislock_free(a);
     redislock_free(b);
 }
@@ -155,12 +139,12 @@ static void test_steady_state_is_one_evalsha_per_operation(void **state)
     tu_key(key, sizeof key, "scripts:steady");
     lock = redislock_new(c, key);
     assert_non_null(lock);
-    assert_true(acquire(lock));         /* warm: scripts cached */
-    assert_true(release(lock));
+    assert_true(tu_acquire(lock));         /* warm: scripts cached */
+    assert_true(tu_release(lock));
     tu_cmd_ok(c, "CONFIG RESETSTAT");
     for (i = 0; i < 100; i++) {
-        assert_true(acquire(lock));
-        assert_true(release(lock));
+        assert_true(tu_acquire(lock));
+        assert_true(tu_release(lock));
     }
     assert_int_equal(tu_cmdstat_calls(c, "evalsha"), 200);
     assert_int_equal(tu_cmdstat_calls(c, "eval"), 0);

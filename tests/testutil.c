@@ -246,6 +246,28 @@ bool tu_gozero_release(redisContext *c, const char *key, const char *id)
     return ok;
 }
 
+bool tu_acquire(redislock *lock)
+{
+    bool ok = false;
+    int st = redislock_acquire(lock, &ok);
+
+    if (st != REDISLOCK_OK)
+        fail_msg("acquire: %s: %s", redislock_strerror(st),
+                 redislock_last_error(lock));
+    return ok;
+}
+
+bool tu_release(redislock *lock)
+{
+    bool ok = false;
+    int st = redislock_release(lock, &ok);
+
+    if (st != REDISLOCK_OK)
+        fail_msg("release: %s: %s", redislock_strerror(st),
+                 redislock_last_error(lock));
+    return ok;
+}
+
 void tu_key(char *buf, size_t size, const char *prefix)
 {
     static unsigned counter;

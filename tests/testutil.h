@@ -77,6 +77,11 @@ bool tu_gozero_acquire(redisContext *c, const char *key, const char *id,
                        int seconds);
 bool tu_gozero_release(redisContext *c, const char *key, const char *id);
 
+/* redislock_acquire()/redislock_release() that must succeed (the test
+ * fails with the library's message otherwise); the outcome. */
+bool tu_acquire(redislock *lock);
+bool tu_release(redislock *lock);
+
 /* A key name unique to this process and call: "PREFIX:<pid>:<n>". */
 void tu_key(char *buf, size_t size, const char *prefix);
 
