@@ -128,14 +128,9 @@ int redislock_acquire(redislock *lock, bool *acquired)
 
     if (acquired)
         *acquired = false;
-    if (lock == NULL)
-        return REDISLOCK_ERR_INVALID;
-    st = redislockp_begin(lock);
+    st = redislockp_begin_call(lock, acquired, "acquired");
     if (st != REDISLOCK_OK)
         return st;
-    if (acquired == NULL)
-        return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
-                               "acquired is NULL");
     return redislockp_acquire_once(lock, REDISLOCKP_TRY_PLAIN, acquired,
                                    &pttl);
 }
@@ -151,14 +146,9 @@ int redislock_release(redislock *lock, bool *released)
 
     if (released)
         *released = false;
-    if (lock == NULL)
-        return REDISLOCK_ERR_INVALID;
-    st = redislockp_begin(lock);
+    st = redislockp_begin_call(lock, released, "released");
     if (st != REDISLOCK_OK)
         return st;
-    if (released == NULL)
-        return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
-                               "released is NULL");
 
     /* The releaser hands the lock to a waiter, if any (see wait.c);
      * without wake-ups it declares and touches only the lock key. */
@@ -226,14 +216,9 @@ int redislock_extend(redislock *lock, bool *extended)
 
     if (extended)
         *extended = false;
-    if (lock == NULL)
-        return REDISLOCK_ERR_INVALID;
-    st = redislockp_begin(lock);
+    st = redislockp_begin_call(lock, extended, "extended");
     if (st != REDISLOCK_OK)
         return st;
-    if (extended == NULL)
-        return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
-                               "extended is NULL");
 
     args[0] = lock->key;
     lens[0] = lock->keylen;
@@ -309,20 +294,6 @@ fail:
     return st;
 }
 
-/* Shared prologue of the status queries. */
-#define QUERY_BEGIN(lock, out, name)                                       \
-    do {                                                                   \
-        int st_;                                                           \
-        if ((lock) == NULL)                                                \
-            return REDISLOCK_ERR_INVALID;                                  \
-        st_ = redislockp_begin(lock);                                      \
-        if (st_ != REDISLOCK_OK)                                           \
-            return st_;                                                    \
-        if ((out) == NULL)                                                 \
-            return redislockp_fail((lock), REDISLOCK_ERR_INVALID,          \
-                                   name " is NULL");                       \
-    } while (0)
-
 int redislock_held(redislock *lock, bool *held)
 {
     long long v[4];
@@ -330,8 +301,9 @@ int redislock_held(redislock *lock, bool *held)
 
     if (held)
         *held = false;
-    QUERY_BEGIN(lock, held, "held");
-    st = status(lock, v);
+    st = redislockp_begin_call(lock, held, "held");
+    if (st == REDISLOCK_OK)
+        st = status(lock, v);
     if (st == REDISLOCK_OK)
         *held = v[0] == 1;
     return st;
@@ -344,8 +316,9 @@ int redislock_ttl(redislock *lock, long long *ms)
 
     if (ms)
         *ms = -1;
-    QUERY_BEGIN(lock, ms, "ms");
-    st = status(lock, v);
+    st = redislockp_begin_call(lock, ms, "ms");
+    if (st == REDISLOCK_OK)
+        st = status(lock, v);
     if (st == REDISLOCK_OK && v[0] == 1)
         *ms = v[1];
     return st;
@@ -358,8 +331,9 @@ int redislock_hold_count(redislock *lock, int *count)
 
     if (count)
         *count = 0;
-    QUERY_BEGIN(lock, count, "count");
-    st = status(lock, v);
+    st = redislockp_begin_call(lock, count, "count");
+    if (st == REDISLOCK_OK)
+        st = status(lock, v);
     if (st == REDISLOCK_OK && v[0] == 1)
         *count = v[2] > 2147483647LL ? 2147483647 : (int)v[2];
     return st;

@@ -321,3 +321,18 @@ int redislockp_begin(redislock *lock)
                                (long)lock->pid, (long)now);
     return REDISLOCK_OK;
 }
+
+int redislockp_begin_call(redislock *lock, const void *out, const char *name)
+{
+    int st;
+
+    if (lock == NULL)
+        return REDISLOCK_ERR_INVALID;
+    st = redislockp_begin(lock);
+    if (st != REDISLOCK_OK)
+        return st;
+    if (out == NULL)
+        return redislockp_fail(lock, REDISLOCK_ERR_INVALID, "%s is NULL",
+                               name);
+    return REDISLOCK_OK;
+}

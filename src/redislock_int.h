@@ -94,6 +94,9 @@ int redislockp_context_error(redislock *lock, int err_no);
 /* Common checks at the start of every call that talks to Redis: clears
  * the last error; REDISLOCK_ERR_FORKED in a child process. */
 int redislockp_begin(redislock *lock);
+/* redislockp_begin() for a call with a result pointer OUT named NAME:
+ * REDISLOCK_ERR_INVALID for a NULL handle or a NULL OUT. */
+int redislockp_begin_call(redislock *lock, const void *out, const char *name);
 
 /* scripts.c: a Lua script embedded at build time. */
 typedef struct redislockp_script {

@@ -180,14 +180,9 @@ int redislock_acquire_wait(redislock *lock, long long timeout_ms,
 
     if (acquired)
         *acquired = false;
-    if (lock == NULL)
-        return REDISLOCK_ERR_INVALID;
-    st = redislockp_begin(lock);
+    st = redislockp_begin_call(lock, acquired, "acquired");
     if (st != REDISLOCK_OK)
         return st;
-    if (acquired == NULL)
-        return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
-                               "acquired is NULL");
     if (timeout_ms < 0)
         return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
                                "timeout of %lld ms is negative", timeout_ms);
