@@ -213,6 +213,15 @@ redisContext *redislockp_client_get(redislock *lock, int *status)
         return c;
     }
     now = redislockp_now_ms();
+    if (cl->failures > 0 && cl->probing) {
+        /* After failures, one thread at a time tries the server again;
+         * the others do not each wait out a connect timeout. */
+        pthread_mutex_unlock(&cl->mu);
+        *status = redislockp_fail(lock, REDISLOCK_ERR_IO,
+                                  "not connected: another thread is "
+                                  "reconnecting");
+        return NULL;
+    }
     if (cl->failures > 0 && now < cl->retry_at) {
         wait = cl->retry_at - now;
         pthread_mutex_unlock(&cl->mu);
@@ -223,11 +232,14 @@ redisContext *redislockp_client_get(redislock *lock, int *status)
         return NULL;
     }
     u = cl->url;                /* the strings stay owned by the client */
+    if (cl->failures > 0)
+        cl->probing = 1;
     pthread_mutex_unlock(&cl->mu);
 
     c = connect_new(&u, msg, sizeof msg, status);
 
     pthread_mutex_lock(&cl->mu);
+    cl->probing = 0;
     /* Back off after a failed connect, and after a refused AUTH or SELECT
      * too (retrying a wrong password at once helps nobody). */
     if (c == NULL && (*status == REDISLOCK_ERR_IO ||

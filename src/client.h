@@ -40,6 +40,7 @@ struct redislock_client {
     redisContext *idle[REDISLOCKP_POOL_IDLE];
     size_t nidle;
     unsigned failures;          /* connects failed in a row */
+    int probing;                /* a thread retries after failures */
     long long retry_at;         /* no connect before this (monotonic ms) */
 };
 

@@ -227,6 +227,43 @@ static void test_connect_errors(void **state)
     redislock_client_free(cl);
 }
 
+/* The URL's command timeout takes effect: a paused server gives a
+ * timeout, and the client works again once it answers. */
+static void test_command_timeout(void **state)
+{
+    char url[256];
+    redislock_client *cl;
+    redislock *lock;
+    bool ok = true;
+    long long t0, elapsed, deadline;
+    int st = -1;
+
+    (void)state;
+    snprintf(url, sizeof url, "%s?timeout=150", tcp_url);
+    cl = redislock_client_new(url);
+    lock = redislock_new_from_client(cl, "client:timeout");
+    assert_int_equal(redislock_client_ping(cl, NULL, 0), REDISLOCK_OK);
+    tu_cmd_ok(c, "CLIENT PAUSE 700 ALL");
+    t0 = tu_now_ms();
+    assert_int_equal(redislock_acquire(lock, &ok), REDISLOCK_ERR_IO);
+    elapsed = tu_now_ms() - t0;
+    assert_false(ok);
+    assert_non_null(strstr(redislock_last_error(lock), "timeout"));
+    assert_true(elapsed < 600);
+    deadline = tu_now_ms() + 5000;
+    while (tu_now_ms() < deadline) {
+        st = redislock_acquire(lock, &ok);
+        if (st == REDISLOCK_OK)
+            break;
+        tu_sleep_ms(50);
+    }
+    assert_int_equal(st, REDISLOCK_OK);
+    assert_true(ok);
+    assert_true(tu_release(lock));
+    redislock_free(lock);
+    redislock_client_free(cl);
+}
+
 static void test_auth_with_password(void **state)
 {
     char url[256], err[256];
@@ -529,6 +566,7 @@ int main(void)
         cmocka_unit_test(test_url_forms),
         cmocka_unit_test_teardown(test_escaped_credentials, restore_server),
         cmocka_unit_test(test_connect_errors),
+        cmocka_unit_test(test_command_timeout),
         cmocka_unit_test_teardown(test_auth_with_password, restore_server),
         { "test_acl_user_with_minimal_rights (go-zero mode)",
           test_acl_user_with_minimal_rights, NULL, restore_server,
