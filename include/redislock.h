@@ -595,6 +595,13 @@ redislock_new_from_client(redislock_client *client, const char *key);
 REDISLOCK_API REDISLOCK_NODISCARD redislock *
 redislock_new_counted_from_client(redislock_client *client, const char *key);
 
+/** As redislock_new_from_client() (COUNTED false) or
+ *  redislock_new_counted_from_client() (COUNTED true), for a binary key of
+ *  LEN > 0 bytes, copied.  @since 0.2.0 */
+REDISLOCK_API REDISLOCK_NODISCARD redislock *
+redislock_new_from_client_len(redislock_client *client, const void *key,
+                              size_t len, bool counted);
+
 /**
  * Point the handle at another connection, keeping key, owner ID and
  * expiry: for a caller that replaced a dead connection with a new one and

@@ -152,6 +152,16 @@ redislock *redislock_new_counted_from_client(redislock_client *client,
     return create(NULL, client, key, strlen(key), REDISLOCKP_MODE_COUNTED);
 }
 
+redislock *redislock_new_from_client_len(redislock_client *client,
+                                         const void *key, size_t len,
+                                         bool counted)
+{
+    if (client == NULL)
+        return NULL;
+    return create(NULL, client, key, len,
+                  counted ? REDISLOCKP_MODE_COUNTED : REDISLOCKP_MODE_GOZERO);
+}
+
 redislock *redislock_new_with_id(struct redisContext *c, const char *key,
                                  const char *id)
 {

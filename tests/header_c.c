@@ -41,6 +41,7 @@ int main(void)
         (void (*)(void))redislock_client_ping,
         (void (*)(void))redislock_new_from_client,
         (void (*)(void))redislock_new_counted_from_client,
+        (void (*)(void))redislock_new_from_client_len,
     };
     size_t i, n = sizeof fns / sizeof fns[0];
     int ok = 1;

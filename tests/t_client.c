@@ -105,6 +105,26 @@ static void test_arguments(void **state)
     assert_null(redislock_new_from_client(cl, NULL));
     assert_null(redislock_new_from_client(cl, ""));
     assert_null(redislock_new_counted_from_client(NULL, "k"));
+    assert_null(redislock_new_from_client_len(NULL, "k", 1, false));
+    assert_null(redislock_new_from_client_len(cl, "k", 0, true));
+    assert_null(redislock_new_from_client_len(cl, NULL, 1, false));
+    {
+        static const char bin[] = { 'b', '\0', 'k' };
+        redislock *a = redislock_new_from_client_len(cl, bin, sizeof bin, true);
+        redislock *b = redislock_new_from_client_len(cl, bin, sizeof bin, true);
+
+        assert_non_null(a);
+        assert_non_null(b);
+        assert_true(tu_acquire(a));
+        assert_true(tu_acquire(a));         /* counted: two holds */
+        assert_false(tu_acquire(b));
+        assert_int_equal(tu_pttl(c, bin, sizeof bin) > 0, 1);
+        assert_true(tu_release(a));
+        assert_true(tu_release(a));
+        assert_int_equal(tu_pttl(c, bin, sizeof bin), -2);
+        redislock_free(a);
+        redislock_free(b);
+    }
     assert_int_equal(redislock_client_set_timeouts(NULL, 1, 1),
                      REDISLOCK_ERR_INVALID);
     assert_int_equal(redislock_client_set_timeouts(cl, 0, 1000),
