@@ -163,7 +163,11 @@ typedef enum {
     /** The handle was created in another process: it was inherited across
      *  fork().  Nothing was sent; the parent's lock is untouched.  Create
      *  a new handle (and connection) in the child.  @since 0.2.0 */
-    REDISLOCK_ERR_FORKED = -6
+    REDISLOCK_ERR_FORKED = -6,
+    /** Auto-renewal found the lock lost (taken, deleted, or not renewed
+     *  before its lease ran out) since the last call: the holding is over.
+     *  Reported once, by the next release or extend.  @since 0.2.0 */
+    REDISLOCK_ERR_LOST = -7
 } redislock_status;
 
 /**
@@ -601,6 +605,67 @@ redislock_new_counted_from_client(redislock_client *client, const char *key);
 REDISLOCK_API REDISLOCK_NODISCARD redislock *
 redislock_new_from_client_len(redislock_client *client, const void *key,
                               size_t len, bool counted);
+
+/* ------------------------------------------------------------------------
+ * Auto-renewal (client handles only; since 0.2.0)
+ *
+ * With auto-renewal on, while the handle holds the lock the client's
+ * watchdog thread (one per client, on a connection of its own, started at
+ * the first auto-renewed acquire) resets the lease every third of the
+ * expiry, with an owner-checked extend; the renewals of all due locks of a
+ * client go out in one pipelined round trip.  Once redislock_release()
+ * (or redislock_free()) has returned, no renewal for that lock is ever
+ * sent again.  The lock is *lost* when a renewal finds the key no longer
+ * ours, or when renewals cannot reach Redis before the lease runs out by
+ * the local monotonic clock; then, in this order: the lost callback runs
+ * (on the watchdog thread: keep it short, do not call the handle from it),
+ * redislock_lost_fd() becomes readable, and the next release or extend on
+ * the handle returns REDISLOCK_ERR_LOST.  Renewal stops, and the lease then
+ * runs out (a loss), after a maximum hold time, and when heartbeats are
+ * required but do not come.
+ */
+
+/** Called on the watchdog thread when LOCK is lost.  @since 0.2.0 */
+typedef void (*redislock_lost_fn)(redislock *lock, void *arg);
+
+/**
+ * Turn auto-renewal on or off for the following acquires (off by default;
+ * turning it off stops renewing at once).
+ * @return REDISLOCK_OK; REDISLOCK_ERR_INVALID for NULL or a handle that
+ *         was not made from a client.
+ * @since 0.2.0
+ */
+REDISLOCK_API int redislock_set_autorenew(redislock *lock, bool on);
+
+/** Set (or, with NULL, clear) the loss callback and its argument.
+ *  @return REDISLOCK_OK or REDISLOCK_ERR_INVALID.  @since 0.2.0 */
+REDISLOCK_API int redislock_set_lost_callback(redislock *lock,
+                                              redislock_lost_fn fn, void *arg);
+
+/**
+ * A file descriptor that becomes readable when the lock is lost, for
+ * poll/epoll/libevent/libuv/hiredis-async loops.  Owned by the handle
+ * (closed by redislock_free(); do not close it); the next successful
+ * acquire makes it unreadable again.  -1 for NULL or when no descriptor
+ * can be made.
+ * @since 0.2.0
+ */
+REDISLOCK_API int redislock_lost_fd(redislock *lock);
+
+/** Stop renewing MS milliseconds after the holding began (0: never stop,
+ *  the default); the lock then expires.  REDISLOCK_ERR_INVALID for NULL or
+ *  a negative MS.  @since 0.2.0 */
+REDISLOCK_API int redislock_set_max_hold_ms(redislock *lock, long long ms);
+
+/** Renew only while redislock_heartbeat() was called within the last MS
+ *  milliseconds (0: no such condition, the default), so that a hung worker
+ *  loses its lock.  REDISLOCK_ERR_INVALID for NULL or a negative MS.
+ *  @since 0.2.0 */
+REDISLOCK_API int redislock_set_heartbeat_ms(redislock *lock, long long ms);
+
+/** Tell the watchdog that the holder is making progress.  Cheap (no round
+ *  trip).  REDISLOCK_ERR_INVALID for NULL.  @since 0.2.0 */
+REDISLOCK_API int redislock_heartbeat(redislock *lock);
 
 /**
  * Point the handle at another connection, keeping key, owner ID and

@@ -57,7 +57,9 @@ int redislock_client_open(const char *url, redislock_client **client,
         redislockp_free(cl);
         return REDISLOCK_ERR_INVALID;
     }
-    if (pthread_mutex_init(&cl->mu, NULL) != 0) {
+    if (pthread_mutex_init(&cl->mu, NULL) != 0 ||
+        pthread_mutex_init(&cl->wd_mu, NULL) != 0 ||
+        pthread_cond_init(&cl->wd_cond, NULL) != 0) {
         redislockp_url_clear(&cl->url);       /* LCOV_EXCL_LINE */
         redislockp_free(cl);                  /* LCOV_EXCL_LINE */
         return REDISLOCK_ERR_NOMEM;           /* LCOV_EXCL_LINE */
@@ -82,8 +84,12 @@ void redislock_client_free(redislock_client *cl)
 
     if (cl == NULL)
         return;
+    if (getpid() == cl->pid)
+        redislockp_watchdog_shutdown(cl);   /* no thread in a fork child */
     for (i = 0; i < cl->nidle; i++)
         redisFree(cl->idle[i]);
+    pthread_cond_destroy(&cl->wd_cond);
+    pthread_mutex_destroy(&cl->wd_mu);
     pthread_mutex_destroy(&cl->mu);
     redislockp_url_clear(&cl->url);
     sodium_memzero(cl, sizeof *cl);
@@ -190,6 +196,18 @@ static redisContext *connect_new(const redislockp_url *u, char *msg,
         }
     }
     return c;
+}
+
+redisContext *redislockp_client_connect(redislock_client *cl)
+{
+    char msg[REDISLOCKP_ERRMSG_SIZE];
+    redislockp_url u;
+    int st;
+
+    pthread_mutex_lock(&cl->mu);
+    u = cl->url;
+    pthread_mutex_unlock(&cl->mu);
+    return connect_new(&u, msg, sizeof msg, &st);
 }
 
 redisContext *redislockp_client_get(redislock *lock, int *status)

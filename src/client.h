@@ -40,6 +40,12 @@ struct redislock_client {
     redisContext *idle[REDISLOCKP_POOL_IDLE];
     size_t nidle;
     unsigned failures;          /* connects failed in a row */
+    /* The watchdog (watchdog.c); all guarded by wd_mu. */
+    pthread_mutex_t wd_mu;
+    pthread_cond_t wd_cond;     /* registry changed / work finished */
+    pthread_t wd_thread;
+    int wd_running, wd_stop;
+    redislock *renewals;        /* registered handles */
     int probing;                /* a thread retries after failures */
     long long retry_at;         /* no connect before this (monotonic ms) */
 };
@@ -50,5 +56,11 @@ struct redislock_client {
 redisContext *redislockp_client_get(redislock *lock, int *status);
 /* Give it back; a broken one (BROKEN, or c->err) is closed instead. */
 void redislockp_client_put(redislock_client *cl, redisContext *c, int broken);
+
+/* watchdog.c: stop and join the watchdog (client_free). */
+void redislockp_watchdog_shutdown(redislock_client *cl);
+
+/* A new connection for the watchdog; NULL on failure. */
+redisContext *redislockp_client_connect(redislock_client *cl);
 
 #endif /* REDISLOCK_CLIENT_H */

@@ -28,6 +28,8 @@ const char *redislock_strerror(int status)
         return "unexpected reply from Redis";
     case REDISLOCK_ERR_FORKED:
         return "handle used in a child process after fork()";
+    case REDISLOCK_ERR_LOST:
+        return "the lock was lost while auto-renewed";
     }
     return "unknown redislock status";
 }

@@ -97,10 +97,13 @@ int redislockp_acquire_once(redislock *lock, redislockp_try how,
     if (st != REDISLOCK_OK)
         goto fail;
     if (v[0] == 1 && reply->elements == 3 && v[1] >= 0 && v[2] >= 1) {
+        int fresh = !lock->held;
+
         saw(lock, 1);
         held_until(lock, sent);
         lock->token = (uint64_t)v[1];
         *acquired = true;
+        redislockp_renew_start(lock, fresh);
     } else if (v[0] == 0 && v[1] == -3) {
         saw(lock, 0);                   /* free, but waiters come first */
         *holder_pttl = -3;
@@ -149,6 +152,14 @@ int redislock_release(redislock *lock, bool *released)
     st = redislockp_begin_call(lock, released, "released");
     if (st != REDISLOCK_OK)
         return st;
+    /* From here on, no renewal of this lock is ever sent. */
+    redislockp_renew_stop(lock);
+    if (redislockp_renew_lost(lock)) {
+        lock->held = 0;
+        lock->state = REDISLOCK_STATE_UNKNOWN;
+        return redislockp_fail(lock, REDISLOCK_ERR_LOST,
+                               "the lock was lost before this release");
+    }
 
     /* The releaser hands the lock to a waiter, if any (see wait.c);
      * without wake-ups it declares and touches only the lock key. */
@@ -219,6 +230,13 @@ int redislock_extend(redislock *lock, bool *extended)
     st = redislockp_begin_call(lock, extended, "extended");
     if (st != REDISLOCK_OK)
         return st;
+    if (redislockp_renew_lost(lock)) {
+        redislockp_renew_stop(lock);
+        lock->held = 0;
+        lock->state = REDISLOCK_STATE_UNKNOWN;
+        return redislockp_fail(lock, REDISLOCK_ERR_LOST,
+                               "the lock was lost while auto-renewed");
+    }
 
     args[0] = lock->key;
     lens[0] = lock->keylen;

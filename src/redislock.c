@@ -105,6 +105,7 @@ static redislock *create(struct redisContext *c, redislock_client *client,
     lock->expire_ms = REDISLOCKP_TOLERANCE_MS;
     lock->poll_ms = REDISLOCKP_WAIT_POLL_MS;
     lock->wakeups = 1;
+    lock->lost_pipe[0] = lock->lost_pipe[1] = -1;
     lock->state = REDISLOCK_STATE_UNKNOWN;
     redislockp_token_new(lock->id);
     lock->idlen = REDISLOCKP_ID_LEN;
@@ -178,6 +179,11 @@ void redislock_free(redislock *lock)
 {
     if (lock == NULL)
         return;
+    redislockp_renew_stop(lock);
+    if (lock->lost_pipe[0] >= 0) {
+        close(lock->lost_pipe[0]);
+        close(lock->lost_pipe[1]);
+    }
     redislockp_free(lock->keys);
     sodium_memzero(lock, sizeof *lock);
     redislockp_free(lock);
@@ -202,6 +208,7 @@ int redislock_set_id(redislock *lock, const char *id)
             return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
                                    "id byte %zu is not printable ASCII", i);
     }
+    redislockp_renew_stop(lock);
     sodium_memzero(lock->id, sizeof lock->id);
     memcpy(lock->id, id, len);
     lock->idlen = len;
@@ -306,11 +313,13 @@ int redislock_token(const redislock *lock, uint64_t *token)
 
 long long redislock_valid_for_ms(const redislock *lock)
 {
-    long long left;
+    long long left, until;
+    int renewing;
 
     if (lock == NULL || !lock->held || lock->pid != getpid())
         return 0;
-    left = lock->valid_until - redislockp_now_ms();
+    until = redislockp_renew_until(lock, &renewing);
+    left = (renewing ? until : lock->valid_until) - redislockp_now_ms();
     return left > 0 ? left : 0;
 }
 

@@ -66,6 +66,26 @@ struct redislock {
     uint64_t token;                    /* fencing token of our holding */
     redislock_state state;             /* holder seen by the last reply */
 
+    /* Auto-renewal (client handles; see watchdog.c).  The fields below
+     * the line are shared with the watchdog thread: guarded by the
+     * client's wd_mu. */
+    int autorenew;
+    redislock_lost_fn lost_fn;
+    void *lost_arg;
+    long long max_hold_ms;             /* 0: no cap */
+    long long heartbeat_ms;            /* 0: no gating */
+    /* ---- */
+    int renewing;                      /* in the client's registry */
+    int renew_busy;                    /* the watchdog is working on it */
+    int lost;                          /* renewal found it lost */
+    long long renew_due;               /* next renewal (monotonic ms) */
+    long long renew_ms;                /* the lease renewals set */
+    long long renew_until;             /* lease end as renewals keep it */
+    long long renew_started;           /* when the holding began */
+    long long last_heartbeat;
+    int lost_pipe[2];                  /* readable once lost; -1 unused */
+    struct redislock *renew_next;
+
     size_t idlen;
     char id[REDISLOCK_MAX_ID_LEN + 1]; /* owner ID, NUL-terminated */
     char errmsg[REDISLOCKP_ERRMSG_SIZE];
@@ -159,6 +179,12 @@ typedef enum redislockp_try {
     REDISLOCKP_TRY_WAITER = 1,         /* a waiter's try: waits its turn */
     REDISLOCKP_TRY_WOKEN = 2           /* a waiter woken for a free lock */
 } redislockp_try;
+
+/* watchdog.c: auto-renewal of a client handle's lease. */
+void redislockp_renew_start(redislock *lock, int fresh);   /* after acquire */
+void redislockp_renew_stop(redislock *lock);   /* before release / free */
+int redislockp_renew_lost(redislock *lock);    /* lost? clears the flag */
+long long redislockp_renew_until(const redislock *lock, int *renewing);
 
 /* lock.c: one acquire attempt.  When refused, *HOLDER_PTTL gets the
  * holder's remaining lease (-1: no expiry; -3: free, but being handed to

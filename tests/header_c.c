@@ -42,6 +42,12 @@ int main(void)
         (void (*)(void))redislock_new_from_client,
         (void (*)(void))redislock_new_counted_from_client,
         (void (*)(void))redislock_new_from_client_len,
+        (void (*)(void))redislock_set_autorenew,
+        (void (*)(void))redislock_set_lost_callback,
+        (void (*)(void))redislock_lost_fd,
+        (void (*)(void))redislock_set_max_hold_ms,
+        (void (*)(void))redislock_set_heartbeat_ms,
+        (void (*)(void))redislock_heartbeat,
     };
     size_t i, n = sizeof fns / sizeof fns[0];
     int ok = 1;

@@ -1,0 +1,431 @@
+/*
+ * watchdog.c - auto-renewal of client handles' leases.
+ *
+ * One thread per client, started at the first auto-renewed acquire, with
+ * a connection of its own.  Registered handles form a list guarded by the
+ * client's wd_mu.  Each round the thread picks the handles whose renewal
+ * is due (a third of the lease after the last one), marks them busy, sends
+ * one owner-checked extend script per handle in a single pipeline, and
+ * records the outcome.  redislockp_renew_stop() (called by release and
+ * free before anything else) waits until its handle is not busy and takes
+ * it off the list, so no renewal for it can be sent afterwards.
+ *
+ * A handle is lost when a renewal finds the key not ours, or when its
+ * lease end passes without a successful renewal (Redis unreachable, or
+ * renewal stopped by the hold cap or missing heartbeats).  The callback
+ * runs on this thread while the handle is still marked busy, so the owner
+ * cannot free it meanwhile.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client.h"
+
+#define RETRY_MS 50                     /* after a failed renewal round */
+#define IDLE_MS 1000                    /* longest sleep with no work */
+#define BATCH 64                        /* handles renewed per round trip */
+
+static void signal_lost(redislock *lock)
+{
+    if (lock->lost_pipe[1] >= 0) {
+        char b = 'L';
+
+        (void)!write(lock->lost_pipe[1], &b, 1);
+    }
+}
+
+static void drain(redislock *lock)
+{
+    char buf[16];
+
+    if (lock->lost_pipe[0] >= 0)
+        while (read(lock->lost_pipe[0], buf, sizeof buf) > 0)
+            ;
+}
+
+/* Send the owner-checked extend of each handle in BATCH as one pipeline;
+ * RESULT[i] = 1 renewed, 0 not ours (lost), -1 no answer. */
+static void renew_batch(redisContext **conn, redislock_client *cl,
+                        redislock **batch, const char *const *ms, int n,
+                        int *result)
+{
+    redisContext *c = *conn;
+    int resent[BATCH];
+    int i;
+
+    for (i = 0; i < n; i++) {
+        result[i] = -1;
+        resent[i] = 0;
+    }
+    if (c == NULL || c->err) {
+        if (c != NULL)
+            redisFree(c);
+        c = *conn = redislockp_client_connect(cl);
+        if (c == NULL)
+            return;
+    }
+    for (i = 0; i < n; i++) {
+        const redislockp_script *s =
+            batch[i]->mode == REDISLOCKP_MODE_COUNTED
+                ? &redislockp_script_extend_counted : &redislockp_script_extend;
+        const char *argv[6] = { "EVALSHA", s->sha1, "1", batch[i]->key,
+                                batch[i]->id, ms[i] };
+        size_t lens[6] = { 7, 40, 1, batch[i]->keylen, batch[i]->idlen,
+                           strlen(ms[i]) };
+
+        if (redisAppendCommandArgv(c, 6, argv, lens) != REDIS_OK)
+            return;
+    }
+    for (i = 0; i < n; i++) {
+        redisReply *r = NULL;
+
+        if (redisGetReply(c, (void **)&r) != REDIS_OK || r == NULL)
+            return;
+        if (r->type == REDIS_REPLY_ERROR && r->len >= 8 &&
+            memcmp(r->str, "NOSCRIPT", 8) == 0) {
+            const redislockp_script *s =
+                batch[i]->mode == REDISLOCKP_MODE_COUNTED
+                    ? &redislockp_script_extend_counted
+                    : &redislockp_script_extend;
+            const char *argv[6] = { "EVAL", s->body, "1", batch[i]->key,
+                                    batch[i]->id, ms[i] };
+            size_t lens[6] = { 4, strlen(s->body), 1, batch[i]->keylen,
+                               batch[i]->idlen, strlen(ms[i]) };
+
+            /* Replies to later commands are queued: read them first. */
+            freeReplyObject(r);
+            r = NULL;
+            if (redisAppendCommandArgv(c, 6, argv, lens) != REDIS_OK)
+                return;
+            resent[i] = 1;
+            continue;       /* its reply comes after the others */
+        }
+        if (r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
+            r->element[0]->type == REDIS_REPLY_INTEGER)
+            result[i] = r->element[0]->integer == 1 ? 1 : 0;
+        freeReplyObject(r);
+    }
+    /* Replies to EVAL resends, in order. */
+    for (i = 0; i < n; i++) {
+        redisReply *r = NULL;
+
+        if (!resent[i])
+            continue;
+        if (redisGetReply(c, (void **)&r) != REDIS_OK || r == NULL)
+            return;
+        if (r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
+            r->element[0]->type == REDIS_REPLY_INTEGER)
+            result[i] = r->element[0]->integer == 1 ? 1 : 0;
+        freeReplyObject(r);
+    }
+}
+
+static void *watchdog(void *arg)
+{
+    redislock_client *cl = arg;
+    redisContext *conn = NULL;
+    sigset_t all;
+
+    /* This thread writes to sockets: keep SIGPIPE off it for good. */
+    sigemptyset(&all);
+    sigaddset(&all, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+
+    pthread_mutex_lock(&cl->wd_mu);
+    while (!cl->wd_stop) {
+        redislock *batch[BATCH], *lost[BATCH], *l;
+        char msbuf[BATCH][24];
+        const char *ms[BATCH];
+        int result[BATCH], n = 0, nlost = 0, i;
+        long long now = redislockp_now_ms(), next = now + IDLE_MS, sent;
+        struct timespec until;
+
+        for (l = cl->renewals; l != NULL; l = l->renew_next) {
+            if (l->lost || l->renew_busy)
+                continue;
+            if (now >= l->renew_until) {
+                /* The lease ran out before a renewal got through. */
+                l->lost = 1;
+                l->renew_busy = 1;
+                if (nlost < BATCH)
+                    lost[nlost++] = l;
+                continue;
+            }
+            if (now < l->renew_due) {
+                if (l->renew_due < next)
+                    next = l->renew_due;
+                continue;
+            }
+            if ((l->max_hold_ms > 0 &&
+                 now - l->renew_started >= l->max_hold_ms) ||
+                (l->heartbeat_ms > 0 &&
+                 now - l->last_heartbeat > l->heartbeat_ms)) {
+                /* Renewal withheld: wait for the lease to run out. */
+                if (l->renew_until < next)
+                    next = l->renew_until;
+                continue;
+            }
+            if (n < BATCH) {
+                l->renew_busy = 1;
+                snprintf(msbuf[n], sizeof msbuf[n], "%lld", l->renew_ms);
+                ms[n] = msbuf[n];
+                batch[n++] = l;
+            }
+        }
+        if (n == 0 && nlost == 0) {
+            until.tv_sec = 0;
+            until.tv_nsec = 0;
+            {
+                /* pthread_cond_timedwait wants CLOCK_REALTIME. */
+                struct timespec rt;
+                long long wait = next - now;
+
+                clock_gettime(CLOCK_REALTIME, &rt);
+                if (wait < 1)
+                    wait = 1;
+                rt.tv_sec += (time_t)(wait / 1000);
+                rt.tv_nsec += (long)(wait % 1000) * 1000000L;
+                if (rt.tv_nsec >= 1000000000L) {
+                    rt.tv_sec++;
+                    rt.tv_nsec -= 1000000000L;
+                }
+                until = rt;
+            }
+            pthread_cond_timedwait(&cl->wd_cond, &cl->wd_mu, &until);
+            continue;
+        }
+        pthread_mutex_unlock(&cl->wd_mu);
+
+        sent = redislockp_now_ms();
+        if (n > 0)
+            renew_batch(&conn, cl, batch, ms, n, result);
+
+        pthread_mutex_lock(&cl->wd_mu);
+        for (i = 0; i < n; i++) {
+            l = batch[i];
+            if (result[i] == 1) {
+                l->renew_until = sent + l->renew_ms;
+                l->renew_due = sent + l->renew_ms / 3;
+                l->renew_busy = 0;
+            } else if (result[i] == 0 ||
+                       redislockp_now_ms() >= l->renew_until) {
+                l->lost = 1;            /* stays busy for the callback */
+                if (nlost < BATCH)
+                    lost[nlost++] = l;
+                else
+                    l->renew_busy = 0;
+            } else {
+                l->renew_due = redislockp_now_ms() + RETRY_MS;
+                l->renew_busy = 0;
+            }
+        }
+        pthread_mutex_unlock(&cl->wd_mu);
+        /* Tell the owners, while their handles are still busy (so not
+         * freed under us). */
+        for (i = 0; i < nlost; i++) {
+            signal_lost(lost[i]);
+            if (lost[i]->lost_fn != NULL)
+                lost[i]->lost_fn(lost[i], lost[i]->lost_arg);
+        }
+        pthread_mutex_lock(&cl->wd_mu);
+        for (i = 0; i < nlost; i++)
+            lost[i]->renew_busy = 0;
+        pthread_cond_broadcast(&cl->wd_cond);
+    }
+    pthread_mutex_unlock(&cl->wd_mu);
+    if (conn != NULL)
+        redisFree(conn);
+    return NULL;
+}
+
+void redislockp_renew_start(redislock *lock, int fresh)
+{
+    redislock_client *cl = lock->client;
+    long long now = redislockp_now_ms();
+    redislock *l;
+
+    if (cl == NULL || !lock->autorenew)
+        return;
+    drain(lock);
+    pthread_mutex_lock(&cl->wd_mu);
+    for (l = cl->renewals; l != NULL && l != lock; l = l->renew_next)
+        ;
+    if (l == NULL) {
+        lock->renew_next = cl->renewals;
+        cl->renewals = lock;
+        lock->renewing = 1;
+        fresh = 1;
+    }
+    if (fresh) {
+        lock->renew_started = now;
+        lock->last_heartbeat = now;
+    }
+    lock->lost = 0;
+    lock->renew_ms = lock->expire_ms;
+    lock->renew_until = lock->valid_until;
+    lock->renew_due = now + lock->renew_ms / 3;
+    if (!cl->wd_running && !cl->wd_stop &&
+        pthread_create(&cl->wd_thread, NULL, watchdog, cl) == 0)
+        cl->wd_running = 1;
+    pthread_cond_broadcast(&cl->wd_cond);
+    pthread_mutex_unlock(&cl->wd_mu);
+}
+
+void redislockp_renew_stop(redislock *lock)
+{
+    redislock_client *cl = lock->client;
+    redislock **pp;
+
+    if (cl == NULL || !lock->renewing || getpid() != cl->pid)
+        return;
+    pthread_mutex_lock(&cl->wd_mu);
+    while (lock->renew_busy)
+        pthread_cond_wait(&cl->wd_cond, &cl->wd_mu);
+    for (pp = &cl->renewals; *pp != NULL; pp = &(*pp)->renew_next) {
+        if (*pp == lock) {
+            *pp = lock->renew_next;
+            break;
+        }
+    }
+    lock->renew_next = NULL;
+    lock->renewing = 0;
+    pthread_mutex_unlock(&cl->wd_mu);
+}
+
+int redislockp_renew_lost(redislock *lock)
+{
+    redislock_client *cl = lock->client;
+    int lost;
+
+    if (cl == NULL || !lock->autorenew)
+        return 0;
+    pthread_mutex_lock(&cl->wd_mu);
+    lost = lock->lost;
+    lock->lost = 0;
+    pthread_mutex_unlock(&cl->wd_mu);
+    return lost;
+}
+
+long long redislockp_renew_until(const redislock *lock, int *renewing)
+{
+    redislock_client *cl = lock->client;
+    long long until = 0;
+
+    *renewing = 0;
+    if (cl == NULL || !lock->renewing)
+        return 0;
+    pthread_mutex_lock(&cl->wd_mu);
+    if (lock->renewing) {
+        *renewing = 1;
+        until = lock->lost ? 0 : lock->renew_until;
+    }
+    pthread_mutex_unlock(&cl->wd_mu);
+    return until;
+}
+
+void redislockp_watchdog_shutdown(redislock_client *cl)
+{
+    pthread_mutex_lock(&cl->wd_mu);
+    cl->wd_stop = 1;
+    pthread_cond_broadcast(&cl->wd_cond);
+    pthread_mutex_unlock(&cl->wd_mu);
+    if (cl->wd_running)
+        pthread_join(cl->wd_thread, NULL);
+    cl->wd_running = 0;
+}
+
+/* ------------------------------------------------------------------------
+ * The public setters
+ */
+
+int redislock_set_autorenew(redislock *lock, bool on)
+{
+    if (lock == NULL)
+        return REDISLOCK_ERR_INVALID;
+    redislockp_clear_error(lock);
+    if (lock->client == NULL)
+        return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
+                               "auto-renewal needs a handle made from a "
+                               "client");
+    if (!on)
+        redislockp_renew_stop(lock);
+    lock->autorenew = on;
+    return REDISLOCK_OK;
+}
+
+int redislock_set_lost_callback(redislock *lock, redislock_lost_fn fn,
+                                void *arg)
+{
+    if (lock == NULL)
+        return REDISLOCK_ERR_INVALID;
+    redislockp_clear_error(lock);
+    if (lock->client != NULL)
+        pthread_mutex_lock(&lock->client->wd_mu);
+    lock->lost_fn = fn;
+    lock->lost_arg = arg;
+    if (lock->client != NULL)
+        pthread_mutex_unlock(&lock->client->wd_mu);
+    return REDISLOCK_OK;
+}
+
+int redislock_lost_fd(redislock *lock)
+{
+    if (lock == NULL)
+        return -1;
+    if (lock->lost_pipe[0] < 0) {
+        int fds[2];
+
+        if (pipe(fds) != 0)
+            return -1;
+        (void)fcntl(fds[0], F_SETFD, FD_CLOEXEC);
+        (void)fcntl(fds[1], F_SETFD, FD_CLOEXEC);
+        (void)fcntl(fds[0], F_SETFL, O_NONBLOCK);
+        (void)fcntl(fds[1], F_SETFL, O_NONBLOCK);
+        if (lock->client != NULL)
+            pthread_mutex_lock(&lock->client->wd_mu);
+        lock->lost_pipe[0] = fds[0];
+        lock->lost_pipe[1] = fds[1];
+        if (lock->lost)
+            signal_lost(lock);
+        if (lock->client != NULL)
+            pthread_mutex_unlock(&lock->client->wd_mu);
+    }
+    return lock->lost_pipe[0];
+}
+
+static int set_ms(redislock *lock, long long *field, long long ms)
+{
+    if (lock == NULL || ms < 0)
+        return REDISLOCK_ERR_INVALID;
+    redislockp_clear_error(lock);
+    if (lock->client != NULL)
+        pthread_mutex_lock(&lock->client->wd_mu);
+    *field = ms;
+    if (lock->client != NULL)
+        pthread_mutex_unlock(&lock->client->wd_mu);
+    return REDISLOCK_OK;
+}
+
+int redislock_set_max_hold_ms(redislock *lock, long long ms)
+{
+    return set_ms(lock, lock ? &lock->max_hold_ms : NULL, ms);
+}
+
+int redislock_set_heartbeat_ms(redislock *lock, long long ms)
+{
+    return set_ms(lock, lock ? &lock->heartbeat_ms : NULL, ms);
+}
+
+int redislock_heartbeat(redislock *lock)
+{
+    if (lock == NULL)
+        return REDISLOCK_ERR_INVALID;
+    return set_ms(lock, &lock->last_heartbeat, redislockp_now_ms());
+}

@@ -1,0 +1,247 @@
+/*
+ * t_watchdog.c - auto-renewal: a lock outlives its expiry while renewed;
+ * no renewal after release (under load, with many locks renewing); loss
+ * noticed by callback, file descriptor and the next call, when the key is
+ * deleted or Redis stops answering; hold cap; heartbeat gating.
+ */
+#include "config.h"
+
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+static redisContext *c;
+static char url[128];
+
+static int setup(void **state)
+{
+    (void)state;
+    c = tu_connect();
+    snprintf(url, sizeof url, "redis://127.0.0.1:%s?timeout=200",
+             getenv("REDISLOCK_TEST_PORT"));
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    redisFree(c);
+    return 0;
+}
+
+static int lost_calls;
+
+static void on_lost(redislock *lock, void *arg)
+{
+    (void)lock;
+    __atomic_add_fetch((int *)arg, 1, __ATOMIC_SEQ_CST);
+}
+
+static redislock *renewed(void **state, redislock_client *cl, const char *key,
+                          long long ms)
+{
+    redislock *lock = tu_is_counted(state)
+                          ? redislock_new_counted_from_client(cl, key)
+                          : redislock_new_from_client(cl, key);
+
+    assert_non_null(lock);
+    assert_int_equal(redislock_set_expire_ms(lock, ms), REDISLOCK_OK);
+    assert_int_equal(redislock_set_autorenew(lock, true), REDISLOCK_OK);
+    return lock;
+}
+
+static int readable(int fd, int ms)
+{
+    struct pollfd p = { fd, POLLIN, 0 };
+
+    return poll(&p, 1, ms) == 1 && (p.revents & POLLIN);
+}
+
+static void test_needs_a_client(void **state)
+{
+    redislock *lock = redislock_new(c, "wd:borrowed");
+
+    (void)state;
+    assert_int_equal(redislock_set_autorenew(lock, true), REDISLOCK_ERR_INVALID);
+    assert_int_equal(redislock_set_autorenew(NULL, true), REDISLOCK_ERR_INVALID);
+    assert_int_equal(redislock_set_max_hold_ms(lock, -1), REDISLOCK_ERR_INVALID);
+    assert_int_equal(redislock_set_heartbeat_ms(NULL, 1), REDISLOCK_ERR_INVALID);
+    assert_int_equal(redislock_heartbeat(NULL), REDISLOCK_ERR_INVALID);
+    assert_int_equal(redislock_lost_fd(NULL), -1);
+    assert_string_equal(redislock_strerror(REDISLOCK_ERR_LOST),
+                        "the lock was lost while auto-renewed");
+    redislock_free(lock);
+}
+
+static void test_renewal_outlives_the_expiry(void **state)
+{
+    char key[64];
+    redislock_client *cl = redislock_client_new(url);
+    redislock *lock, *other;
+
+    tu_key(key, sizeof key, "wd:keep");
+    lock = renewed(state, cl, key, 300);
+    other = tu_new_lock(state, c, key);
+    assert_true(tu_acquire(lock));
+    tu_sleep_ms(1000);                      /* three leases */
+    assert_false(tu_acquire(other));
+    assert_true(redislock_valid_for_ms(lock) > 0);
+    assert_true(tu_release(lock));
+    assert_int_equal(tu_pttl(c, key, strlen(key)), -2);
+    redislock_free(lock);
+    redislock_free(other);
+    redislock_client_free(cl);
+}
+
+/* Many locks renewing; after each release, its key stays gone (no late
+ * renewal brings anything back), and no more renewals are sent once all
+ * are released. */
+static void test_no_renewal_after_release(void **state)
+{
+    enum { N = 20 };
+    char keys[N][64];
+    redislock_client *cl = redislock_client_new(url);
+    redislock *locks[N];
+    long long before;
+    int i;
+
+    for (i = 0; i < N; i++) {
+        tu_key(keys[i], sizeof keys[i], "wd:many");
+        locks[i] = renewed(state, cl, keys[i], 150);   /* renewed every 50 ms */
+        assert_true(tu_acquire(locks[i]));
+    }
+    tu_sleep_ms(400);
+    for (i = 0; i < N; i++) {
+        assert_true(tu_release(locks[i]));
+        assert_int_equal(tu_pttl(c, keys[i], strlen(keys[i])), -2);
+        tu_sleep_ms(10);                    /* the others keep renewing */
+    }
+    before = tu_cmdstat_calls(c, "evalsha") + tu_cmdstat_calls(c, "eval");
+    tu_sleep_ms(400);
+    assert_int_equal(tu_cmdstat_calls(c, "evalsha") + tu_cmdstat_calls(c, "eval"),
+                     before);
+    for (i = 0; i < N; i++) {
+        assert_int_equal(tu_pttl(c, keys[i], strlen(keys[i])), -2);
+        redislock_free(locks[i]);
+    }
+    redislock_client_free(cl);
+}
+
+static void test_loss_when_the_key_is_deleted(void **state)
+{
+    char key[64];
+    redislock_client *cl = redislock_client_new(url);
+    redislock *lock;
+    int calls = 0, fd;
+    bool ok = true;
+
+    tu_key(key, sizeof key, "wd:deleted");
+    lock = renewed(state, cl, key, 300);
+    assert_int_equal(redislock_set_lost_callback(lock, on_lost, &calls),
+                     REDISLOCK_OK);
+    fd = redislock_lost_fd(lock);
+    assert_true(fd >= 0);
+    assert_true(tu_acquire(lock));
+    assert_false(readable(fd, 0));
+    tu_cmd_ok(c, "DEL %s", key);            /* someone took it away */
+    assert_true(readable(fd, 2000));
+    assert_int_equal(__atomic_load_n(&calls, __ATOMIC_SEQ_CST), 1);
+    assert_int_equal(redislock_valid_for_ms(lock), 0);
+    assert_int_equal(redislock_release(lock, &ok), REDISLOCK_ERR_LOST);
+    assert_false(ok);
+    /* Reported once; a new acquire starts afresh. */
+    assert_false(tu_release(lock));
+    assert_true(tu_acquire(lock));
+    assert_false(readable(fd, 0));
+    assert_true(tu_release(lock));
+    redislock_free(lock);
+    redislock_client_free(cl);
+}
+
+static void test_loss_when_redis_stops_answering(void **state)
+{
+    char key[64];
+    redislock_client *cl = redislock_client_new(url);
+    redislock *lock;
+    int calls = 0;
+    bool ok = true;
+
+    tu_key(key, sizeof key, "wd:paused");
+    lock = renewed(state, cl, key, 400);
+    assert_int_equal(redislock_set_lost_callback(lock, on_lost, &calls),
+                     REDISLOCK_OK);
+    assert_true(tu_acquire(lock));
+    tu_cmd_ok(c, "CLIENT PAUSE 1200 ALL");  /* renewals time out */
+    assert_true(readable(redislock_lost_fd(lock), 3000));
+    assert_int_equal(__atomic_load_n(&calls, __ATOMIC_SEQ_CST), 1);
+    tu_sleep_ms(1000);                      /* the pause ends */
+    assert_int_equal(redislock_extend(lock, &ok), REDISLOCK_ERR_LOST);
+    assert_false(ok);
+    redislock_free(lock);
+    redislock_client_free(cl);
+}
+
+static void test_hold_cap_stops_renewal(void **state)
+{
+    char key[64];
+    redislock_client *cl = redislock_client_new(url);
+    redislock *lock;
+    long long t0;
+
+    tu_key(key, sizeof key, "wd:cap");
+    lock = renewed(state, cl, key, 200);
+    assert_int_equal(redislock_set_max_hold_ms(lock, 500), REDISLOCK_OK);
+    t0 = tu_now_ms();
+    assert_true(tu_acquire(lock));
+    assert_true(readable(redislock_lost_fd(lock), 3000));
+    /* Renewed up to the cap, then let run out (the loss is declared by
+     * the local clock, from when the last renewal was sent: a moment
+     * before Redis expires the key). */
+    assert_true(tu_now_ms() - t0 >= 500);
+    tu_sleep_ms(100);
+    assert_int_equal(tu_pttl(c, key, strlen(key)), -2);
+    redislock_free(lock);
+    redislock_client_free(cl);
+}
+
+static void test_heartbeats_gate_renewal(void **state)
+{
+    char key[64];
+    redislock_client *cl = redislock_client_new(url);
+    redislock *lock;
+    int i;
+
+    tu_key(key, sizeof key, "wd:heartbeat");
+    lock = renewed(state, cl, key, 300);
+    assert_int_equal(redislock_set_heartbeat_ms(lock, 250), REDISLOCK_OK);
+    assert_true(tu_acquire(lock));
+    for (i = 0; i < 10; i++) {              /* a live worker: kept */
+        assert_int_equal(redislock_heartbeat(lock), REDISLOCK_OK);
+        tu_sleep_ms(100);
+    }
+    assert_true(tu_pttl(c, key, strlen(key)) > 0);
+    /* A hung worker: no heartbeats, the lock goes. */
+    assert_true(readable(redislock_lost_fd(lock), 3000));
+    tu_sleep_ms(100);
+    assert_int_equal(tu_pttl(c, key, strlen(key)), -2);
+    redislock_free(lock);
+    redislock_client_free(cl);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_needs_a_client),
+        TU_BOTH_MODES(test_renewal_outlives_the_expiry),
+        TU_BOTH_MODES(test_no_renewal_after_release),
+        TU_BOTH_MODES(test_loss_when_the_key_is_deleted),
+        TU_BOTH_MODES(test_loss_when_redis_stops_answering),
+        TU_BOTH_MODES(test_hold_cap_stops_renewal),
+        TU_BOTH_MODES(test_heartbeats_gate_renewal),
+    };
+    (void)lost_calls;
+    return TU_RUN(tests, setup, teardown);
+}
