@@ -617,10 +617,15 @@ redislock_new_from_client_len(redislock_client *client, const void *key,
  * (or redislock_free()) has returned, no renewal for that lock is ever
  * sent again.  The lock is *lost* when a renewal finds the key no longer
  * ours, or when renewals cannot reach Redis before the lease runs out by
- * the local monotonic clock; then, in this order: the lost callback runs
- * (on the watchdog thread: keep it short, do not call the handle from it),
- * redislock_lost_fd() becomes readable, and the next release or extend on
- * the handle returns REDISLOCK_ERR_LOST.  Renewal stops, and the lease then
+ * the local monotonic clock (each renewal round trip is cut short at the
+ * earliest lease end, so a loss is declared on time); then, in this order:
+ * the lost callback runs, redislock_lost_fd() becomes readable, and the
+ * next release or extend on the handle returns REDISLOCK_ERR_LOST (a
+ * release still sends its owner-checked delete).  The callback runs on the
+ * watchdog thread while the handle counts as busy: keep it short, and do
+ * not call redislock functions on a client's handles from it, nor wait in
+ * it for a lock that a thread calling release, extend or free may hold
+ * (those calls wait for the callback to return).  Renewal stops, and the lease then
  * runs out (a loss), after a maximum hold time, and when heartbeats are
  * required but do not come.
  */

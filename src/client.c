@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <sodium.h>
@@ -29,6 +30,20 @@ static struct timeval tv_ms(long long ms)
     tv.tv_sec = (time_t)(ms / 1000);
     tv.tv_usec = (suseconds_t)((ms % 1000) * 1000);
     return tv;
+}
+
+/* The watchdog's timed waits run on the monotonic clock. */
+static int monotonic_cond_init(pthread_cond_t *cond)
+{
+    pthread_condattr_t attr;
+    int rc;
+
+    if (pthread_condattr_init(&attr) != 0)
+        return -1;
+    rc = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0 &&
+         pthread_cond_init(cond, &attr) == 0 ? 0 : -1;
+    pthread_condattr_destroy(&attr);
+    return rc;
 }
 
 int redislock_client_open(const char *url, redislock_client **client,
@@ -59,7 +74,7 @@ int redislock_client_open(const char *url, redislock_client **client,
     }
     if (pthread_mutex_init(&cl->mu, NULL) != 0 ||
         pthread_mutex_init(&cl->wd_mu, NULL) != 0 ||
-        pthread_cond_init(&cl->wd_cond, NULL) != 0) {
+        monotonic_cond_init(&cl->wd_cond) != 0) {
         redislockp_url_clear(&cl->url);       /* LCOV_EXCL_LINE */
         redislockp_free(cl);                  /* LCOV_EXCL_LINE */
         return REDISLOCK_ERR_NOMEM;           /* LCOV_EXCL_LINE */
@@ -198,7 +213,8 @@ static redisContext *connect_new(const redislockp_url *u, char *msg,
     return c;
 }
 
-redisContext *redislockp_client_connect(redislock_client *cl)
+redisContext *redislockp_client_connect(redislock_client *cl,
+                                        long long limit_ms)
 {
     char msg[REDISLOCKP_ERRMSG_SIZE];
     redislockp_url u;
@@ -207,6 +223,10 @@ redisContext *redislockp_client_connect(redislock_client *cl)
     pthread_mutex_lock(&cl->mu);
     u = cl->url;
     pthread_mutex_unlock(&cl->mu);
+    if (u.connect_ms > limit_ms)
+        u.connect_ms = limit_ms;
+    if (u.command_ms > limit_ms)
+        u.command_ms = limit_ms;
     return connect_new(&u, msg, sizeof msg, &st);
 }
 

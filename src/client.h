@@ -60,7 +60,9 @@ void redislockp_client_put(redislock_client *cl, redisContext *c, int broken);
 /* watchdog.c: stop and join the watchdog (client_free). */
 void redislockp_watchdog_shutdown(redislock_client *cl);
 
-/* A new connection for the watchdog; NULL on failure. */
-redisContext *redislockp_client_connect(redislock_client *cl);
+/* A new connection for the watchdog, whose connect and command timeouts
+ * are at most LIMIT_MS; NULL on failure. */
+redisContext *redislockp_client_connect(redislock_client *cl,
+                                        long long limit_ms);
 
 #endif /* REDISLOCK_CLIENT_H */

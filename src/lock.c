@@ -145,21 +145,17 @@ int redislock_release(redislock *lock, bool *released)
     size_t lens[7];
     redisReply *reply = NULL;
     long long v[2], sent;
-    int st, nkeys;
+    int st, nkeys, was_lost;
 
     if (released)
         *released = false;
     st = redislockp_begin_call(lock, released, "released");
     if (st != REDISLOCK_OK)
         return st;
-    /* From here on, no renewal of this lock is ever sent. */
+    /* From here on, no renewal of this lock is sent (until holds that
+     * remain, in counted mode, are handed back to the watchdog). */
     redislockp_renew_stop(lock);
-    if (redislockp_renew_lost(lock)) {
-        lock->held = 0;
-        lock->state = REDISLOCK_STATE_UNKNOWN;
-        return redislockp_fail(lock, REDISLOCK_ERR_LOST,
-                               "the lock was lost before this release");
-    }
+    was_lost = redislockp_renew_lost(lock);
 
     /* The releaser hands the lock to a waiter, if any (see wait.c);
      * without wake-ups it declares and touches only the lock key. */
@@ -195,11 +191,22 @@ int redislock_release(redislock *lock, bool *released)
                              v[0], v[1]);
         goto fail;
     }
+    if (was_lost) {
+        /* The owner-checked release went out all the same (the key may
+         * still have been ours, if only the watchdog lost contact); the
+         * holding is over either way. */
+        freeReplyObject(reply);
+        lock->held = 0;
+        lock->state = REDISLOCK_STATE_UNKNOWN;
+        return redislockp_fail(lock, REDISLOCK_ERR_LOST,
+                               "the lock was lost before this release");
+    }
     if (v[0] == 1) {
         *released = true;
         if (v[1] > 0) {                 /* counted: holds remain */
             lock->state = REDISLOCK_STATE_OURS;
             held_until(lock, sent);
+            redislockp_renew_start(lock, -1);
         } else {
             lock->state = REDISLOCK_STATE_FREE;
             lock->held = 0;
@@ -264,6 +271,8 @@ int redislock_extend(redislock *lock, bool *extended)
          * know without a round trip, so keep what we have. */
         held_until(lock, sent);
         *extended = true;
+        if (lock->renewing)
+            redislockp_renew_start(lock, -1);   /* renew to the new lease */
     }
     freeReplyObject(reply);
     return REDISLOCK_OK;

@@ -23,6 +23,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -32,6 +33,7 @@
 #define IDLE_MS 1000                    /* longest sleep with no work */
 #define BATCH 64                        /* handles renewed per round trip */
 
+/* Only for redislock_lost_fd() made after the loss (under wd_mu). */
 static void signal_lost(redislock *lock)
 {
     if (lock->lost_pipe[1] >= 0) {
@@ -54,10 +56,11 @@ static void drain(redislock *lock)
  * RESULT[i] = 1 renewed, 0 not ours (lost), -1 no answer. */
 static void renew_batch(redisContext **conn, redislock_client *cl,
                         redislock **batch, const char *const *ms, int n,
-                        int *result)
+                        long long limit_ms, int *result)
 {
     redisContext *c = *conn;
     int resent[BATCH];
+    struct timeval tv;
     int i;
 
     for (i = 0; i < n; i++) {
@@ -67,10 +70,16 @@ static void renew_batch(redisContext **conn, redislock_client *cl,
     if (c == NULL || c->err) {
         if (c != NULL)
             redisFree(c);
-        c = *conn = redislockp_client_connect(cl);
+        c = *conn = redislockp_client_connect(cl, limit_ms);
         if (c == NULL)
             return;
     }
+    /* No wait on Redis may outlast the earliest lease in the batch: past
+     * it the loss must be declared, not waited on. */
+    tv.tv_sec = (time_t)(limit_ms / 1000);
+    tv.tv_usec = (suseconds_t)((limit_ms % 1000) * 1000);
+    if (redisSetTimeout(c, tv) != REDIS_OK)
+        return;
     for (i = 0; i < n; i++) {
         const redislockp_script *s =
             batch[i]->mode == REDISLOCKP_MODE_COUNTED
@@ -140,22 +149,28 @@ static void *watchdog(void *arg)
 
     pthread_mutex_lock(&cl->wd_mu);
     while (!cl->wd_stop) {
-        redislock *batch[BATCH], *lost[BATCH], *l;
+        redislock *batch[BATCH], *lost[2 * BATCH], *l;
+        redislock_lost_fn fns[2 * BATCH];
+        void *args[2 * BATCH];
+        int fds[2 * BATCH];
         char msbuf[BATCH][24];
         const char *ms[BATCH];
         int result[BATCH], n = 0, nlost = 0, i;
         long long now = redislockp_now_ms(), next = now + IDLE_MS, sent;
+        long long limits = 0;
         struct timespec until;
 
         for (l = cl->renewals; l != NULL; l = l->renew_next) {
             if (l->lost || l->renew_busy)
                 continue;
             if (now >= l->renew_until) {
-                /* The lease ran out before a renewal got through. */
-                l->lost = 1;
-                l->renew_busy = 1;
-                if (nlost < BATCH)
+                /* The lease ran out before a renewal got through (more
+                 * than a batch of them: the rest wait for the next round). */
+                if (nlost < BATCH) {
+                    l->lost = 1;
+                    l->renew_busy = 1;
                     lost[nlost++] = l;
+                }
                 continue;
             }
             if (now < l->renew_due) {
@@ -173,6 +188,8 @@ static void *watchdog(void *arg)
                 continue;
             }
             if (n < BATCH) {
+                if (n == 0 || l->renew_until < limits)
+                    limits = l->renew_until;
                 l->renew_busy = 1;
                 snprintf(msbuf[n], sizeof msbuf[n], "%lld", l->renew_ms);
                 ms[n] = msbuf[n];
@@ -180,23 +197,17 @@ static void *watchdog(void *arg)
             }
         }
         if (n == 0 && nlost == 0) {
-            until.tv_sec = 0;
-            until.tv_nsec = 0;
-            {
-                /* pthread_cond_timedwait wants CLOCK_REALTIME. */
-                struct timespec rt;
-                long long wait = next - now;
+            /* wd_cond runs on CLOCK_MONOTONIC (see client.c). */
+            long long wait = next - now;
 
-                clock_gettime(CLOCK_REALTIME, &rt);
-                if (wait < 1)
-                    wait = 1;
-                rt.tv_sec += (time_t)(wait / 1000);
-                rt.tv_nsec += (long)(wait % 1000) * 1000000L;
-                if (rt.tv_nsec >= 1000000000L) {
-                    rt.tv_sec++;
-                    rt.tv_nsec -= 1000000000L;
-                }
-                until = rt;
+            if (wait < 1)
+                wait = 1;
+            clock_gettime(CLOCK_MONOTONIC, &until);
+            until.tv_sec += (time_t)(wait / 1000);
+            until.tv_nsec += (long)(wait % 1000) * 1000000L;
+            if (until.tv_nsec >= 1000000000L) {
+                until.tv_sec++;
+                until.tv_nsec -= 1000000000L;
             }
             pthread_cond_timedwait(&cl->wd_cond, &cl->wd_mu, &until);
             continue;
@@ -204,8 +215,15 @@ static void *watchdog(void *arg)
         pthread_mutex_unlock(&cl->wd_mu);
 
         sent = redislockp_now_ms();
-        if (n > 0)
-            renew_batch(&conn, cl, batch, ms, n, result);
+        if (n > 0) {
+            long long limit = limits - sent;
+
+            if (limit > cl->url.command_ms)
+                limit = cl->url.command_ms;
+            if (limit < 10)
+                limit = 10;
+            renew_batch(&conn, cl, batch, ms, n, limit, result);
+        }
 
         pthread_mutex_lock(&cl->wd_mu);
         for (i = 0; i < n; i++) {
@@ -214,25 +232,35 @@ static void *watchdog(void *arg)
                 l->renew_until = sent + l->renew_ms;
                 l->renew_due = sent + l->renew_ms / 3;
                 l->renew_busy = 0;
-            } else if (result[i] == 0 ||
-                       redislockp_now_ms() >= l->renew_until) {
+            } else if ((result[i] == 0 ||
+                        redislockp_now_ms() >= l->renew_until) &&
+                       nlost < 2 * BATCH) {
                 l->lost = 1;            /* stays busy for the callback */
-                if (nlost < BATCH)
-                    lost[nlost++] = l;
-                else
-                    l->renew_busy = 0;
+                lost[nlost++] = l;
             } else {
+                /* No answer (or no room): try again soon; the deadline
+                 * check of the next round declares the loss if need be. */
                 l->renew_due = redislockp_now_ms() + RETRY_MS;
                 l->renew_busy = 0;
             }
         }
+        /* What to call, read while we hold the mutex. */
+        for (i = 0; i < nlost; i++) {
+            fns[i] = lost[i]->lost_fn;
+            args[i] = lost[i]->lost_arg;
+            fds[i] = lost[i]->lost_pipe[1];
+        }
         pthread_mutex_unlock(&cl->wd_mu);
         /* Tell the owners, while their handles are still busy (so not
-         * freed under us). */
+         * freed under us): the callback first, then the descriptor. */
         for (i = 0; i < nlost; i++) {
-            signal_lost(lost[i]);
-            if (lost[i]->lost_fn != NULL)
-                lost[i]->lost_fn(lost[i], lost[i]->lost_arg);
+            if (fns[i] != NULL)
+                fns[i](lost[i], args[i]);
+            if (fds[i] >= 0) {
+                char b = 'L';
+
+                (void)!write(fds[i], &b, 1);
+            }
         }
         pthread_mutex_lock(&cl->wd_mu);
         for (i = 0; i < nlost; i++)
@@ -253,17 +281,23 @@ void redislockp_renew_start(redislock *lock, int fresh)
 
     if (cl == NULL || !lock->autorenew)
         return;
-    drain(lock);
     pthread_mutex_lock(&cl->wd_mu);
+    /* Not while the watchdog is still busy with the previous holding (a
+     * loss being reported): it would flag this one. */
+    while (lock->renew_busy)
+        pthread_cond_wait(&cl->wd_cond, &cl->wd_mu);
+    if (fresh >= 0)
+        drain(lock);
     for (l = cl->renewals; l != NULL && l != lock; l = l->renew_next)
         ;
     if (l == NULL) {
         lock->renew_next = cl->renewals;
         cl->renewals = lock;
         lock->renewing = 1;
-        fresh = 1;
+        if (fresh == 0)
+            fresh = 1;
     }
-    if (fresh) {
+    if (fresh > 0) {
         lock->renew_started = now;
         lock->last_heartbeat = now;
     }
@@ -304,7 +338,7 @@ int redislockp_renew_lost(redislock *lock)
     redislock_client *cl = lock->client;
     int lost;
 
-    if (cl == NULL || !lock->autorenew)
+    if (cl == NULL)
         return 0;
     pthread_mutex_lock(&cl->wd_mu);
     lost = lock->lost;

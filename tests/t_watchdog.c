@@ -32,6 +32,14 @@ static int teardown(void **state)
     return 0;
 }
 
+/* A test that paused the server must not leave it paused, pass or fail. */
+static int unpause(void **state)
+{
+    (void)state;
+    freeReplyObject(redisCommand(c, "CLIENT UNPAUSE"));
+    return 0;
+}
+
 static int lost_calls;
 
 static void on_lost(redislock *lock, void *arg)
@@ -115,8 +123,23 @@ static void test_no_renewal_after_release(void **state)
     }
     tu_sleep_ms(400);
     for (i = 0; i < N; i++) {
+        redislock *twin;
+
         assert_true(tu_release(locks[i]));
         assert_int_equal(tu_pttl(c, keys[i], strlen(keys[i])), -2);
+        if (i % 5 == 0) {
+            /* The same owner takes the key again, without auto-renewal and
+             * with a short lease: a renewal sent after the release would
+             * pass the owner check and keep it alive.  It must lapse. */
+            twin = tu_new_lock(state, c, keys[i]);
+            assert_int_equal(redislock_set_id(twin, redislock_id(locks[i])),
+                             REDISLOCK_OK);
+            assert_int_equal(redislock_set_expire_ms(twin, 200), REDISLOCK_OK);
+            assert_true(tu_acquire(twin));
+            tu_sleep_ms(350);
+            assert_int_equal(tu_pttl(c, keys[i], strlen(keys[i])), -2);
+            redislock_free(twin);
+        }
         tu_sleep_ms(10);                    /* the others keep renewing */
     }
     before = tu_cmdstat_calls(c, "evalsha") + tu_cmdstat_calls(c, "eval");
@@ -177,9 +200,55 @@ static void test_loss_when_redis_stops_answering(void **state)
     tu_cmd_ok(c, "CLIENT PAUSE 1200 ALL");  /* renewals time out */
     assert_true(readable(redislock_lost_fd(lock), 3000));
     assert_int_equal(__atomic_load_n(&calls, __ATOMIC_SEQ_CST), 1);
-    tu_sleep_ms(1000);                      /* the pause ends */
+    tu_cmd_ok(c, "CLIENT UNPAUSE");
     assert_int_equal(redislock_extend(lock, &ok), REDISLOCK_ERR_LOST);
     assert_false(ok);
+    redislock_free(lock);
+    redislock_client_free(cl);
+}
+
+/* Counted mode: a release that leaves holds keeps the lock renewed. */
+static void test_partial_release_keeps_renewing(void **state)
+{
+    char key[64];
+    redislock_client *cl = redislock_client_new(url);
+    redislock *lock;
+
+    (void)state;
+    tu_key(key, sizeof key, "wd:partial");
+    lock = redislock_new_counted_from_client(cl, key);
+    assert_int_equal(redislock_set_expire_ms(lock, 300), REDISLOCK_OK);
+    assert_int_equal(redislock_set_autorenew(lock, true), REDISLOCK_OK);
+    assert_true(tu_acquire(lock));
+    assert_true(tu_acquire(lock));
+    assert_true(tu_release(lock));          /* one hold left */
+    tu_sleep_ms(900);                       /* three leases */
+    assert_true(tu_pttl(c, key, strlen(key)) > 0);
+    assert_false(readable(redislock_lost_fd(lock), 0));
+    assert_true(tu_release(lock));
+    assert_int_equal(tu_pttl(c, key, strlen(key)), -2);
+    redislock_free(lock);
+    redislock_client_free(cl);
+}
+
+/* A manual extend to a longer lease: renewals keep that lease. */
+static void test_extend_sets_the_renewed_lease(void **state)
+{
+    char key[64];
+    redislock_client *cl = redislock_client_new(url);
+    redislock *lock;
+    bool ok = false;
+
+    tu_key(key, sizeof key, "wd:extend");
+    lock = renewed(state, cl, key, 300);
+    assert_true(tu_acquire(lock));
+    assert_int_equal(redislock_set_expire_ms(lock, 10000), REDISLOCK_OK);
+    assert_int_equal(redislock_extend(lock, &ok), REDISLOCK_OK);
+    assert_true(ok);
+    tu_sleep_ms(400);                       /* renewals happened */
+    assert_true(tu_pttl(c, key, strlen(key)) > 8000);
+    assert_true(redislock_valid_for_ms(lock) > 8000);
+    assert_true(tu_release(lock));
     redislock_free(lock);
     redislock_client_free(cl);
 }
@@ -238,8 +307,13 @@ int main(void)
         TU_BOTH_MODES(test_renewal_outlives_the_expiry),
         TU_BOTH_MODES(test_no_renewal_after_release),
         TU_BOTH_MODES(test_loss_when_the_key_is_deleted),
-        TU_BOTH_MODES(test_loss_when_redis_stops_answering),
+        { "test_loss_when_redis_stops_answering (go-zero mode)",
+          test_loss_when_redis_stops_answering, NULL, unpause, &tu_mode_gozero },
+        { "test_loss_when_redis_stops_answering (counted mode)",
+          test_loss_when_redis_stops_answering, NULL, unpause, &tu_mode_counted },
         TU_BOTH_MODES(test_hold_cap_stops_renewal),
+        cmocka_unit_test(test_partial_release_keeps_renewing),
+        TU_BOTH_MODES(test_extend_sets_the_renewed_lease),
         TU_BOTH_MODES(test_heartbeats_gate_renewal),
     };
     (void)lost_calls;
