@@ -46,6 +46,8 @@ struct redislock_client {
     pthread_t wd_thread;
     int wd_running, wd_stop;
     redislock *renewals;        /* registered handles */
+    unsigned wd_failures;       /* the watchdog's own connect backoff */
+    long long wd_retry_at;      /* (used by the watchdog thread only) */
     int probing;                /* a thread retries after failures */
     long long retry_at;         /* no connect before this (monotonic ms) */
 };

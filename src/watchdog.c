@@ -68,11 +68,27 @@ static void renew_batch(redisContext **conn, redislock_client *cl,
         resent[i] = 0;
     }
     if (c == NULL || c->err) {
+        long long now = redislockp_now_ms();
+
         if (c != NULL)
             redisFree(c);
-        c = *conn = redislockp_client_connect(cl, limit_ms);
-        if (c == NULL)
+        *conn = NULL;
+        /* Reconnect with the client's backoff (50 ms doubling to 2 s);
+         * only this thread touches these two fields. */
+        if (cl->wd_failures > 0 && now < cl->wd_retry_at)
             return;
+        c = *conn = redislockp_client_connect(cl, limit_ms);
+        if (c == NULL) {
+            unsigned shift = cl->wd_failures < 6 ? cl->wd_failures : 6;
+            long long backoff = (long long)REDISLOCKP_BACKOFF_MIN_MS << shift;
+
+            if (backoff > REDISLOCKP_BACKOFF_MAX_MS)
+                backoff = REDISLOCKP_BACKOFF_MAX_MS;
+            cl->wd_failures++;
+            cl->wd_retry_at = redislockp_now_ms() + backoff;
+            return;
+        }
+        cl->wd_failures = 0;
     }
     /* No wait on Redis may outlast the earliest lease in the batch: past
      * it the loss must be declared, not waited on. */
@@ -305,9 +321,16 @@ void redislockp_renew_start(redislock *lock, int fresh)
     lock->renew_ms = lock->expire_ms;
     lock->renew_until = lock->valid_until;
     lock->renew_due = now + lock->renew_ms / 3;
-    if (!cl->wd_running && !cl->wd_stop &&
-        pthread_create(&cl->wd_thread, NULL, watchdog, cl) == 0)
-        cl->wd_running = 1;
+    if (!cl->wd_running && !cl->wd_stop) {
+        if (pthread_create(&cl->wd_thread, NULL, watchdog, cl) == 0) {
+            cl->wd_running = 1;
+        } else {
+            /* No watchdog, no renewal: the holding is as good as lost.
+             * Say so now (descriptor, next call) rather than at expiry. */
+            lock->lost = 1;
+            signal_lost(lock);
+        }
+    }
     pthread_cond_broadcast(&cl->wd_cond);
     pthread_mutex_unlock(&cl->wd_mu);
 }
@@ -379,6 +402,14 @@ void redislockp_watchdog_shutdown(redislock_client *cl)
  * The public setters
  */
 
+/* The client's wd_mu may be taken only in the process that made it: in a
+ * fork child it may have been held by a thread that does not exist there. */
+static redislock_client *lockable(const redislock *lock)
+{
+    return lock->client != NULL && lock->client->pid == getpid()
+               ? lock->client : NULL;
+}
+
 int redislock_set_autorenew(redislock *lock, bool on)
 {
     if (lock == NULL)
@@ -397,15 +428,18 @@ int redislock_set_autorenew(redislock *lock, bool on)
 int redislock_set_lost_callback(redislock *lock, redislock_lost_fn fn,
                                 void *arg)
 {
+    redislock_client *cl;
+
     if (lock == NULL)
         return REDISLOCK_ERR_INVALID;
     redislockp_clear_error(lock);
-    if (lock->client != NULL)
-        pthread_mutex_lock(&lock->client->wd_mu);
+    cl = lockable(lock);
+    if (cl != NULL)
+        pthread_mutex_lock(&cl->wd_mu);
     lock->lost_fn = fn;
     lock->lost_arg = arg;
-    if (lock->client != NULL)
-        pthread_mutex_unlock(&lock->client->wd_mu);
+    if (cl != NULL)
+        pthread_mutex_unlock(&cl->wd_mu);
     return REDISLOCK_OK;
 }
 
@@ -422,28 +456,33 @@ int redislock_lost_fd(redislock *lock)
         (void)fcntl(fds[1], F_SETFD, FD_CLOEXEC);
         (void)fcntl(fds[0], F_SETFL, O_NONBLOCK);
         (void)fcntl(fds[1], F_SETFL, O_NONBLOCK);
-        if (lock->client != NULL)
-            pthread_mutex_lock(&lock->client->wd_mu);
+        redislock_client *cl = lockable(lock);
+
+        if (cl != NULL)
+            pthread_mutex_lock(&cl->wd_mu);
         lock->lost_pipe[0] = fds[0];
         lock->lost_pipe[1] = fds[1];
         if (lock->lost)
             signal_lost(lock);
-        if (lock->client != NULL)
-            pthread_mutex_unlock(&lock->client->wd_mu);
+        if (cl != NULL)
+            pthread_mutex_unlock(&cl->wd_mu);
     }
     return lock->lost_pipe[0];
 }
 
 static int set_ms(redislock *lock, long long *field, long long ms)
 {
+    redislock_client *cl;
+
     if (lock == NULL || ms < 0)
         return REDISLOCK_ERR_INVALID;
     redislockp_clear_error(lock);
-    if (lock->client != NULL)
-        pthread_mutex_lock(&lock->client->wd_mu);
+    cl = lockable(lock);
+    if (cl != NULL)
+        pthread_mutex_lock(&cl->wd_mu);
     *field = ms;
-    if (lock->client != NULL)
-        pthread_mutex_unlock(&lock->client->wd_mu);
+    if (cl != NULL)
+        pthread_mutex_unlock(&cl->wd_mu);
     return REDISLOCK_OK;
 }
 
