@@ -11,20 +11,6 @@
 
 static redisContext *c;
 
-static int setup(void **state)
-{
-    (void)state;
-    c = tu_connect();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    redisFree(c);
-    return 0;
-}
-
 static void test_new_rejects_null_and_empty(void **state)
 {
     (void)state;
@@ -128,5 +114,5 @@ int main(void)
         cmocka_unit_test(test_release_null_arguments),
         cmocka_unit_test(test_set_context_null),
     };
-    return TU_RUN(tests, setup, teardown);
+    return TU_RUN_CONNECTED(tests, &c);
 }

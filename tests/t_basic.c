@@ -10,20 +10,6 @@
 
 static redisContext *c;
 
-static int setup(void **state)
-{
-    (void)state;
-    c = tu_connect();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    redisFree(c);
-    return 0;
-}
-
 static redislock *new_lock(const char *key)
 {
     redislock *lock = redislock_new(c, key);
@@ -258,5 +244,5 @@ int main(void)
         cmocka_unit_test(test_free_does_not_release),
         cmocka_unit_test(test_set_context_moves_handle),
     };
-    return TU_RUN(tests, setup, teardown);
+    return TU_RUN_CONNECTED(tests, &c);
 }

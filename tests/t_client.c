@@ -18,22 +18,6 @@
 static redisContext *c;
 static char tcp_url[128];
 
-static int setup(void **state)
-{
-    (void)state;
-    c = tu_connect();
-    snprintf(tcp_url, sizeof tcp_url, "redis://127.0.0.1:%s",
-             getenv("REDISLOCK_TEST_PORT"));
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    redisFree(c);
-    return 0;
-}
-
 /* Undo server changes, pass or fail. */
 static int restore_server(void **state)
 {
@@ -598,5 +582,7 @@ int main(void)
         cmocka_unit_test(test_reconnects_after_restart),
         cmocka_unit_test(test_forked_child_cannot_use_the_client),
     };
-    return TU_RUN(tests, setup, teardown);
+    snprintf(tcp_url, sizeof tcp_url, "redis://127.0.0.1:%s",
+             getenv("REDISLOCK_TEST_PORT"));
+    return TU_RUN_CONNECTED(tests, &c);
 }

@@ -11,20 +11,6 @@
 
 static redisContext *c;
 
-static int setup(void **state)
-{
-    (void)state;
-    c = tu_connect();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    redisFree(c);
-    return 0;
-}
-
 static redislock *counted_lock(const char *key)
 {
     redislock *lock = redislock_new_counted(c, key);
@@ -340,5 +326,5 @@ int main(void)
         cmocka_unit_test(test_set_id_rejects_bad_ids),
         cmocka_unit_test(test_binary_counted_key),
     };
-    return TU_RUN(tests, setup, teardown);
+    return TU_RUN_CONNECTED(tests, &c);
 }

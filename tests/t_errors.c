@@ -20,20 +20,6 @@
 
 static redisContext *c;
 
-static int setup(void **state)
-{
-    (void)state;
-    c = tu_connect();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    redisFree(c);
-    return 0;
-}
-
 /* Undo what a test changed on the shared server, pass or fail. */
 static int restore_server(void **state)
 {
@@ -546,5 +532,5 @@ int main(void)
         cmocka_unit_test(test_peer_closes_before_reply),
         cmocka_unit_test(test_noscript_falls_back_to_eval),
     };
-    return TU_RUN(tests, setup, teardown);
+    return TU_RUN_CONNECTED(tests, &c);
 }

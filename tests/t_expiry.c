@@ -14,20 +14,6 @@
 
 static redisContext *c;
 
-static int setup(void **state)
-{
-    (void)state;
-    c = tu_connect();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    redisFree(c);
-    return 0;
-}
-
 static redislock *new_lock(const char *key)
 {
     redislock *lock = redislock_new(c, key);
@@ -209,5 +195,5 @@ int main(void)
         cmocka_unit_test(test_set_expire_rejects_invalid_values),
         cmocka_unit_test(test_set_expire_largest_valid_value),
     };
-    return TU_RUN(tests, setup, teardown);
+    return TU_RUN_CONNECTED(tests, &c);
 }

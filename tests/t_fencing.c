@@ -15,20 +15,6 @@
 
 static redisContext *c;
 
-static int setup(void **state)
-{
-    (void)state;
-    c = tu_connect();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    redisFree(c);
-    return 0;
-}
-
 static redislock *fenced(void **state, redisContext *ctx, const char *key)
 {
     redislock *lock = tu_new_lock(state, ctx, key);
@@ -318,5 +304,5 @@ int main(void)
         TU_BOTH_MODES(test_companion_key_names),
         TU_BOTH_MODES(test_works_on_cluster),
     };
-    return TU_RUN(tests, setup, teardown);
+    return TU_RUN_CONNECTED(tests, &c);
 }

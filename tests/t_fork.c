@@ -14,20 +14,6 @@
 
 static redisContext *c;
 
-static int setup(void **state)
-{
-    (void)state;
-    c = tu_connect();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    redisFree(c);
-    return 0;
-}
-
 /* In the child: each check sets one bit of the exit code on failure. */
 static int child(redislock *inherited, const char *key, const char *parent_id,
                  int counted)
@@ -126,5 +112,5 @@ int main(void)
     const struct CMUnitTest tests[] = {
         TU_BOTH_MODES(test_inherited_handle_is_refused),
     };
-    return TU_RUN(tests, setup, teardown);
+    return TU_RUN_CONNECTED(tests, &c);
 }

@@ -14,20 +14,6 @@
 
 static redisContext *c;
 
-static int setup(void **state)
-{
-    (void)state;
-    c = tu_connect();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    redisFree(c);
-    return 0;
-}
-
 static void gozero_id(char id[17])
 {
     tu_gozero_id(id);
@@ -140,5 +126,5 @@ int main(void)
         cmocka_unit_test(test_redislock_holder_excludes_gozero),
         cmocka_unit_test(test_stored_format_is_gozero_format),
     };
-    return TU_RUN(tests, setup, teardown);
+    return TU_RUN_CONNECTED(tests, &c);
 }

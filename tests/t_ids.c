@@ -16,20 +16,6 @@
 
 static redisContext *c;
 
-static int setup(void **state)
-{
-    (void)state;
-    c = tu_connect();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    redisFree(c);
-    return 0;
-}
-
 static void assert_id_form(const char *id)
 {
     size_t i;
@@ -243,5 +229,5 @@ int main(int argc, char **argv)
     if (argc == 2 && strcmp(argv[1], "--threads") == 0)
         return threads_main();
     self = argv[0];
-    return TU_RUN(tests, setup, teardown);
+    return TU_RUN_CONNECTED(tests, &c);
 }

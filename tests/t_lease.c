@@ -11,20 +11,6 @@
 
 static redisContext *c;
 
-static int setup(void **state)
-{
-    (void)state;
-    c = tu_connect();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    redisFree(c);
-    return 0;
-}
-
 static redislock *make(void **state, const char *key)
 {
     return tu_new_lock(state, c, key);
@@ -269,5 +255,5 @@ int main(void)
         BOTH(test_valid_for_counts_down_locally),
         BOTH(test_queries_reject_null),
     };
-    return TU_RUN(tests, setup, teardown);
+    return TU_RUN_CONNECTED(tests, &c);
 }

@@ -12,20 +12,6 @@
 
 static redisContext *c;
 
-static int setup(void **state)
-{
-    (void)state;
-    c = tu_connect();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    redisFree(c);
-    return 0;
-}
-
 /* The SHA1 Redis gives the script in src/lua/NAME. */
 static void source_sha(const char *name, char sha[41])
 {
@@ -160,5 +146,5 @@ int main(void)
         cmocka_unit_test(test_flush_then_refused_acquire),
         cmocka_unit_test(test_steady_state_is_one_evalsha_per_operation),
     };
-    return TU_RUN(tests, setup, teardown);
+    return TU_RUN_CONNECTED(tests, &c);
 }

@@ -21,20 +21,6 @@
 
 static redisContext *c;
 
-static int setup(void **state)
-{
-    (void)state;
-    c = tu_connect();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    redisFree(c);
-    return 0;
-}
-
 struct waiter {
     pthread_t tid;
     const char *key;
@@ -597,5 +583,5 @@ int main(void)
         TU_BOTH_MODES(test_wakeups_off),
         TU_BOTH_MODES(test_waiters_leave_nothing_behind),
     };
-    return TU_RUN(tests, setup, teardown);
+    return TU_RUN_CONNECTED(tests, &c);
 }

@@ -16,22 +16,6 @@
 static redisContext *c;
 static char url[128];
 
-static int setup(void **state)
-{
-    (void)state;
-    c = tu_connect();
-    snprintf(url, sizeof url, "redis://127.0.0.1:%s?timeout=200",
-             getenv("REDISLOCK_TEST_PORT"));
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    redisFree(c);
-    return 0;
-}
-
 /* A test that paused the server must not leave it paused, pass or fail. */
 static int unpause(void **state)
 {
@@ -39,8 +23,6 @@ static int unpause(void **state)
     freeReplyObject(redisCommand(c, "CLIENT UNPAUSE"));
     return 0;
 }
-
-static int lost_calls;
 
 static void on_lost(redislock *lock, void *arg)
 {
@@ -316,6 +298,7 @@ int main(void)
         TU_BOTH_MODES(test_extend_sets_the_renewed_lease),
         TU_BOTH_MODES(test_heartbeats_gate_renewal),
     };
-    (void)lost_calls;
-    return TU_RUN(tests, setup, teardown);
+    snprintf(url, sizeof url, "redis://127.0.0.1:%s?timeout=200",
+             getenv("REDISLOCK_TEST_PORT"));
+    return TU_RUN_CONNECTED(tests, &c);
 }

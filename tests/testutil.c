@@ -25,6 +25,30 @@ int tu_run(const char *name, const struct CMUnitTest *tests, size_t n,
     return _cmocka_run_group_tests(name, tests, n, setup, teardown);
 }
 
+static redisContext **group_conn;
+
+static int group_open(void **state)
+{
+    (void)state;
+    *group_conn = tu_connect();
+    return 0;
+}
+
+static int group_close(void **state)
+{
+    (void)state;
+    redisFree(*group_conn);
+    *group_conn = NULL;
+    return 0;
+}
+
+int tu_run_connected(const char *name, const struct CMUnitTest *tests,
+                     size_t n, redisContext **conn)
+{
+    group_conn = conn;
+    return tu_run(name, tests, n, group_open, group_close);
+}
+
 int tu_mode_gozero = 0, tu_mode_counted = 1;
 
 int tu_is_counted(void **state)

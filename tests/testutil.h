@@ -40,6 +40,13 @@ int tu_is_counted(void **state);
 int tu_run(const char *name, const struct CMUnitTest *tests, size_t n,
            CMFixtureFunction setup, CMFixtureFunction teardown);
 
+/* As TU_RUN, with *CONN connected to the harness's server (tu_connect())
+ * for the whole group and freed after it. */
+#define TU_RUN_CONNECTED(tests, conn) \
+    tu_run_connected(__FILE__, tests, sizeof tests / sizeof tests[0], conn)
+int tu_run_connected(const char *name, const struct CMUnitTest *tests,
+                     size_t n, redisContext **conn);
+
 /* A connection to the harness's server over TCP (fails the test if the
  * harness gave none).  Free with redisFree(). */
 redisContext *tu_connect(void);
