@@ -282,13 +282,19 @@ fail:
     return st;
 }
 
-/* The status script: V gets {who, pttl, holds, token}. */
-static int status(redislock *lock, long long v[4])
+/* The status queries: check the call (OUT, named NAME, is its result
+ * pointer), run the status script; V gets {who, pttl, holds, token}. */
+static int status(redislock *lock, const void *out, const char *name,
+                  long long v[4])
 {
     const char *args[4];
     size_t lens[4];
     redisReply *reply = NULL;
     int st, nkeys;
+
+    st = redislockp_begin_call(lock, out, name);
+    if (st != REDISLOCK_OK)
+        return st;
 
     args[0] = lock->key;
     lens[0] = lock->keylen;
@@ -328,9 +334,7 @@ int redislock_held(redislock *lock, bool *held)
 
     if (held)
         *held = false;
-    st = redislockp_begin_call(lock, held, "held");
-    if (st == REDISLOCK_OK)
-        st = status(lock, v);
+    st = status(lock, held, "held", v);
     if (st == REDISLOCK_OK)
         *held = v[0] == 1;
     return st;
@@ -343,9 +347,7 @@ int redislock_ttl(redislock *lock, long long *ms)
 
     if (ms)
         *ms = -1;
-    st = redislockp_begin_call(lock, ms, "ms");
-    if (st == REDISLOCK_OK)
-        st = status(lock, v);
+    st = status(lock, ms, "ms", v);
     if (st == REDISLOCK_OK && v[0] == 1)
         *ms = v[1];
     return st;
@@ -358,9 +360,7 @@ int redislock_hold_count(redislock *lock, int *count)
 
     if (count)
         *count = 0;
-    st = redislockp_begin_call(lock, count, "count");
-    if (st == REDISLOCK_OK)
-        st = status(lock, v);
+    st = status(lock, count, "count", v);
     if (st == REDISLOCK_OK && v[0] == 1)
         *count = v[2] > 2147483647LL ? 2147483647 : (int)v[2];
     return st;

@@ -133,7 +133,7 @@ extern const redislockp_script redislockp_script_acquire_counted;
 extern const redislockp_script redislockp_script_release_counted;
 extern const redislockp_script redislockp_script_extend_counted;
 extern const redislockp_script redislockp_script_status_counted;
-extern const redislockp_script redislockp_script_wake;
+extern const redislockp_script redislockp_script_leave;
 
 /* At most this many keys plus arguments per script call. */
 #define REDISLOCKP_MAX_SCRIPT_ARGS 12

@@ -31,7 +31,7 @@ SCRIPT(acquire_counted, ACQUIRE_COUNTED);
 SCRIPT(release_counted, RELEASE_COUNTED);
 SCRIPT(extend_counted, EXTEND_COUNTED);
 SCRIPT(status_counted, STATUS_COUNTED);
-SCRIPT(wake, WAKE);
+SCRIPT(leave, LEAVE);
 
 /* EVALSHA sha numkeys: the fixed part before the keys and arguments. */
 #define FIXED_ARGS 3

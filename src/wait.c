@@ -144,7 +144,7 @@ static int leave(redislock *lock, bool woken)
     lens[4] = lock->idlen;
     args[5] = woken ? "1" : "0";
     lens[5] = 1;
-    st = redislockp_eval(lock, &redislockp_script_wake, 4, 2, args, lens, &r);
+    st = redislockp_eval(lock, &redislockp_script_leave, 4, 2, args, lens, &r);
     freeReplyObject(r);
     if (st != REDISLOCK_OK)
         lock->state = REDISLOCK_STATE_UNKNOWN;

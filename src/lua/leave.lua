@@ -1,4 +1,4 @@
--- wake.lua: a waiter leaves without the lock (its deadline passed, or an
+-- leave.lua: a waiter leaves without the lock (its deadline passed, or an
 -- error): it leaves the waiters, and if it had been woken for a free lock
 -- it passes the turn on to the next waiter, or ends it.
 -- KEYS[1]  the lock key
