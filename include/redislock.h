@@ -37,9 +37,10 @@
  *   gives the exact rule).
  *
  * OWNERSHIP
- *   - redislock_new() and redislock_new_len() hand out the only memory the
- *     library allocates; redislock_free() releases it.  Never call free()
- *     on a handle.
+ *   - The constructors (redislock_new*(), redislock_client_open() and
+ *     redislock_client_new()) hand out the only memory the library
+ *     allocates; redislock_free() and redislock_client_free() release it.
+ *     Never call free() on a handle or a client.
  *   - The redisContext is borrowed: the library never frees, closes or
  *     reconnects it.  It must outlive every handle that uses it (or be
  *     swapped out first with redislock_set_context()).  It must be a
@@ -69,7 +70,10 @@
  *   its redisContext (which hiredis does not make thread-safe), must be
  *   used by one thread at a time; the caller serialises any sharing.
  *   Creating handles concurrently from many threads is safe (libsodium is
- *   initialised through sodium_init(), which is itself thread-safe).
+ *   initialised through sodium_init(), which is itself thread-safe).  A
+ *   redislock_client is the exception that shares state: it is safe to use
+ *   from many threads at once (see its section), and it runs one thread of
+ *   its own, the watchdog, once a handle asks for auto-renewal.
  *
  * RE-ENTRY
  *   The same owner may acquire again while it holds the lock: that
@@ -220,7 +224,9 @@ redislock_new_len(struct redisContext *c, const void *key, size_t len);
 /**
  * Free a handle and wipe its owner ID from memory.  Does not release the
  * lock in Redis (it expires on its own) and does not touch the connection.
- * NULL is a no-op.
+ * If the handle was auto-renewed, renewal stops first (waiting out a
+ * renewal or loss callback in progress) and its redislock_lost_fd() is
+ * closed.  NULL is a no-op.
  * @since 0.1.0
  */
 REDISLOCK_API void redislock_free(redislock *lock);
@@ -282,7 +288,9 @@ redislock_acquire(redislock *lock, bool *acquired);
  *                  expired or belongs to another owner (which is left
  *                  untouched, TTL included; redislock_last_state() tells
  *                  which).  Set to false on any error.
- * @return as redislock_acquire().
+ * @return as redislock_acquire(), or REDISLOCK_ERR_LOST if auto-renewal
+ *         had found the lock lost (the owner-checked delete is sent all
+ *         the same).
  * @since 0.1.0
  */
 REDISLOCK_API REDISLOCK_NODISCARD int
@@ -375,8 +383,9 @@ REDISLOCK_API int redislock_set_fencing(redislock *lock, bool on);
  * the same token as the acquisition it re-enters.  Pass it to the storage
  * you protect, which must reject tokens lower than one it has seen.
  *
- * @param token  set to the token, or to 0 when the handle holds nothing or
- *               fencing was off (tokens start at 1).
+ * @param token  set to the token, or to 0 when the handle holds nothing
+ *               (also in a fork child) or fencing was off (tokens start
+ *               at 1).
  * @return REDISLOCK_OK, or REDISLOCK_ERR_INVALID if an argument is NULL.
  * @since 0.2.0
  */
@@ -390,7 +399,9 @@ REDISLOCK_API int redislock_token(const redislock *lock, uint64_t *token);
  *                  if not ours any more: redislock_last_state() then says
  *                  whether it had lapsed (REDISLOCK_STATE_FREE) or another
  *                  owner holds it (REDISLOCK_STATE_OTHER).  False on error.
- * @return as redislock_acquire(), or REDISLOCK_ERR_FORKED.
+ * @return as redislock_acquire(), or REDISLOCK_ERR_LOST if auto-renewal
+ *         had found the lock lost (nothing is sent then).  With auto-renewal
+ *         on, renewals go on to the lease this extend set.
  * @since 0.2.0
  */
 REDISLOCK_API REDISLOCK_NODISCARD int
@@ -428,16 +439,19 @@ REDISLOCK_API int redislock_hold_count(redislock *lock, int *count);
  * holds is certainly valid, by the local monotonic clock and without a
  * round trip: the lease counted from when the acquire (or extend, or
  * counted release that left holds) that set it was *sent*, minus the time
- * since.  0 when the handle does not hold the lock (as far as its own
- * replies said), or the lease has run out.  It allows for no clock drift
- * between this host and Redis: keep a margin of your own.
+ * since; with auto-renewal, from the last renewal that got through.  0
+ * when the handle does not hold the lock (as far as its own replies said),
+ * the lease has run out, the lock was lost, or in a fork child.  It allows
+ * for no clock drift between this host and Redis: keep a margin of your
+ * own.
  * @since 0.2.0
  */
 REDISLOCK_API long long redislock_valid_for_ms(const redislock *lock);
 
 /**
  * Who held the key according to the last reply on this handle: the
- * outcome of acquire, release, extend, held, ttl and hold_count calls, so
+ * outcome of acquire, acquire_wait, release, extend, held, ttl and
+ * hold_count calls, so
  * that a false result can be told apart ("free" vs "someone else").
  * REDISLOCK_STATE_UNKNOWN for NULL, before any round trip, and after a
  * failed one.
@@ -678,7 +692,8 @@ REDISLOCK_API int redislock_heartbeat(redislock *lock);
  * still wants to release (or re-acquire) what the handle holds.
  *
  * @param c  borrowed, as in redislock_new().
- * @return REDISLOCK_OK, or REDISLOCK_ERR_INVALID if LOCK or C is NULL.
+ * @return REDISLOCK_OK, or REDISLOCK_ERR_INVALID if LOCK or C is NULL or
+ *         the handle was made from a client (which owns its connections).
  * @since 0.1.0
  */
 REDISLOCK_API int redislock_set_context(redislock *lock, struct redisContext *c);
