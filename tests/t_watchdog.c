@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "testutil.h"
 
@@ -235,6 +237,49 @@ static void test_extend_sets_the_renewed_lease(void **state)
     redislock_client_free(cl);
 }
 
+/* A fork child has no watchdog and cannot touch the parent's lock; the
+ * parent's renewals go on. */
+static void test_fork_child_has_no_watchdog(void **state)
+{
+    char key[64];
+    redislock_client *cl = redislock_client_new(url);
+    redislock *lock;
+    unsigned char rc = 0xff;
+    int fds[2], status;
+    pid_t pid;
+
+    tu_key(key, sizeof key, "wd:fork");
+    lock = renewed(state, cl, key, 300);
+    assert_true(tu_acquire(lock));
+    assert_int_equal(pipe(fds), 0);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        bool ok = true;
+
+        rc = 0;
+        if (redislock_release(lock, &ok) != REDISLOCK_ERR_FORKED || ok)
+            rc |= 1;
+        if (redislock_valid_for_ms(lock) != 0)
+            rc |= 2;
+        if (redislock_heartbeat(lock) != REDISLOCK_OK)
+            rc |= 4;
+        redislock_free(lock);               /* no watchdog to wait for */
+        redislock_client_free(cl);
+        _exit(write(fds[1], &rc, 1) == 1 ? 0 : 1);
+    }
+    close(fds[1]);
+    assert_int_equal(read(fds[0], &rc, 1), 1);
+    close(fds[0]);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_int_equal(rc, 0);
+    tu_sleep_ms(900);                       /* three leases, still renewed */
+    assert_true(tu_pttl(c, key, strlen(key)) > 0);
+    assert_true(tu_release(lock));
+    redislock_free(lock);
+    redislock_client_free(cl);
+}
+
 static void test_hold_cap_stops_renewal(void **state)
 {
     char key[64];
@@ -294,6 +339,7 @@ int main(void)
         { "test_loss_when_redis_stops_answering (counted mode)",
           test_loss_when_redis_stops_answering, NULL, unpause, &tu_mode_counted },
         TU_BOTH_MODES(test_hold_cap_stops_renewal),
+        TU_BOTH_MODES(test_fork_child_has_no_watchdog),
         cmocka_unit_test(test_partial_release_keeps_renewing),
         TU_BOTH_MODES(test_extend_sets_the_renewed_lease),
         TU_BOTH_MODES(test_heartbeats_gate_renewal),
