@@ -23,13 +23,13 @@
 
 #include "client.h"
 
-static struct timeval tv_ms(long long ms)
+long long redislockp_backoff_ms(unsigned failures)
 {
-    struct timeval tv;
+    unsigned shift = failures < 6 ? failures : 6;
+    long long backoff = (long long)REDISLOCKP_BACKOFF_MIN_MS << shift;
 
-    tv.tv_sec = (time_t)(ms / 1000);
-    tv.tv_usec = (suseconds_t)((ms % 1000) * 1000);
-    return tv;
+    return backoff < REDISLOCKP_BACKOFF_MAX_MS ? backoff
+                                               : REDISLOCKP_BACKOFF_MAX_MS;
 }
 
 /* The watchdog's timed waits run on the monotonic clock. */
@@ -154,12 +154,13 @@ static int setup_command(redisContext *c, int argc, const char **argv,
 static redisContext *connect_new(const redislockp_url *u, char *msg,
                                  size_t msgsize, int *status)
 {
+    struct timeval connect_tv = redislockp_timeval_ms(u->connect_ms);
     redisContext *c;
     char db[24];
 
     c = u->unix_socket
-        ? redisConnectUnixWithTimeout(u->host, tv_ms(u->connect_ms))
-        : redisConnectWithTimeout(u->host, u->port, tv_ms(u->connect_ms));
+        ? redisConnectUnixWithTimeout(u->host, connect_tv)
+        : redisConnectWithTimeout(u->host, u->port, connect_tv);
     if (c == NULL) {
         snprintf(msg, msgsize, "connect: out of memory");
         *status = REDISLOCK_ERR_NOMEM;
@@ -178,7 +179,7 @@ static redisContext *connect_new(const redislockp_url *u, char *msg,
     }
     /* Not inherited by programs a child process executes. */
     (void)fcntl(c->fd, F_SETFD, FD_CLOEXEC);
-    if (redisSetTimeout(c, tv_ms(u->command_ms)) != REDIS_OK) {
+    if (redisSetTimeout(c, redislockp_timeval_ms(u->command_ms)) != REDIS_OK) {
         snprintf(msg, msgsize, "setting the timeout: %s", c->errstr);
         *status = REDISLOCK_ERR_IO;
         redisFree(c);
@@ -282,13 +283,8 @@ redisContext *redislockp_client_get(redislock *lock, int *status)
      * too (retrying a wrong password at once helps nobody). */
     if (c == NULL && (*status == REDISLOCK_ERR_IO ||
                       *status == REDISLOCK_ERR_SERVER)) {
-        unsigned shift = cl->failures < 6 ? cl->failures : 6;
-        long long backoff = (long long)REDISLOCKP_BACKOFF_MIN_MS << shift;
-
-        if (backoff > REDISLOCKP_BACKOFF_MAX_MS)
-            backoff = REDISLOCKP_BACKOFF_MAX_MS;
+        cl->retry_at = redislockp_now_ms() + redislockp_backoff_ms(cl->failures);
         cl->failures++;
-        cl->retry_at = redislockp_now_ms() + backoff;
     } else if (c != NULL) {
         cl->failures = 0;
     }

@@ -59,6 +59,9 @@ redisContext *redislockp_client_get(redislock *lock, int *status);
 /* Give it back; a broken one (BROKEN, or c->err) is closed instead. */
 void redislockp_client_put(redislock_client *cl, redisContext *c, int broken);
 
+/* How long to wait before the next connect after FAILURES failed ones. */
+long long redislockp_backoff_ms(unsigned failures);
+
 /* watchdog.c: stop and join the watchdog (client_free). */
 void redislockp_watchdog_shutdown(redislock_client *cl);
 

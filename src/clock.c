@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <sys/time.h>
 #include <time.h>
 
 #include "redislock_int.h"
@@ -27,4 +28,13 @@ void redislockp_sleep_ms(long long ms)
     ts.tv_nsec = (long)(ms % 1000) * 1000000L;
     while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
         ;
+}
+
+struct timeval redislockp_timeval_ms(long long ms)
+{
+    struct timeval tv;
+
+    tv.tv_sec = (time_t)(ms / 1000);
+    tv.tv_usec = (suseconds_t)((ms % 1000) * 1000);
+    return tv;
 }

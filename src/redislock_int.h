@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/time.h>
 #include <sys/types.h>
 
 #include <hiredis/hiredis.h>
@@ -102,6 +103,7 @@ void redislockp_token_new(char out[REDISLOCKP_ID_LEN + 1]);
 /* clock.c: CLOCK_MONOTONIC in milliseconds; sleeping. */
 long long redislockp_now_ms(void);
 void redislockp_sleep_ms(long long ms);
+struct timeval redislockp_timeval_ms(long long ms);
 
 /* error.c: the handle's last-error text. */
 void redislockp_clear_error(redislock *lock);

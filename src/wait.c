@@ -55,8 +55,7 @@ static int raise_timeout(redisContext *c, long long wait_ms,
         return 0;                       /* no timeout: nothing to raise */
     if ((long long)old->tv_sec * 1000 + old->tv_usec / 1000 >= need)
         return 0;
-    tv.tv_sec = (time_t)(need / 1000);
-    tv.tv_usec = (suseconds_t)((need % 1000) * 1000);
+    tv = redislockp_timeval_ms(need);
     return setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) == 0;
 }
 

@@ -60,7 +60,6 @@ static void renew_batch(redisContext **conn, redislock_client *cl,
 {
     redisContext *c = *conn;
     int resent[BATCH];
-    struct timeval tv;
     int i;
 
     for (i = 0; i < n; i++) {
@@ -79,22 +78,16 @@ static void renew_batch(redisContext **conn, redislock_client *cl,
             return;
         c = *conn = redislockp_client_connect(cl, limit_ms);
         if (c == NULL) {
-            unsigned shift = cl->wd_failures < 6 ? cl->wd_failures : 6;
-            long long backoff = (long long)REDISLOCKP_BACKOFF_MIN_MS << shift;
-
-            if (backoff > REDISLOCKP_BACKOFF_MAX_MS)
-                backoff = REDISLOCKP_BACKOFF_MAX_MS;
+            cl->wd_retry_at = redislockp_now_ms() +
+                              redislockp_backoff_ms(cl->wd_failures);
             cl->wd_failures++;
-            cl->wd_retry_at = redislockp_now_ms() + backoff;
             return;
         }
         cl->wd_failures = 0;
     }
     /* No wait on Redis may outlast the earliest lease in the batch: past
      * it the loss must be declared, not waited on. */
-    tv.tv_sec = (time_t)(limit_ms / 1000);
-    tv.tv_usec = (suseconds_t)((limit_ms % 1000) * 1000);
-    if (redisSetTimeout(c, tv) != REDIS_OK)
+    if (redisSetTimeout(c, redislockp_timeval_ms(limit_ms)) != REDIS_OK)
         return;
     for (i = 0; i < n; i++) {
         const redislockp_script *s =
