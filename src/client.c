@@ -99,13 +99,18 @@ void redislock_client_free(redislock_client *cl)
 
     if (cl == NULL)
         return;
-    if (getpid() == cl->pid)
-        redislockp_watchdog_shutdown(cl);   /* no thread in a fork child */
     for (i = 0; i < cl->nidle; i++)
         redisFree(cl->idle[i]);
-    pthread_cond_destroy(&cl->wd_cond);
-    pthread_mutex_destroy(&cl->wd_mu);
-    pthread_mutex_destroy(&cl->mu);
+    /* In a fork child the watchdog thread does not exist, but the mutexes
+     * and the condition variable are copies of the parent's, possibly
+     * held or waited on at fork time: destroying them could block for
+     * ever.  The child only frees the memory. */
+    if (getpid() == cl->pid) {
+        redislockp_watchdog_shutdown(cl);
+        pthread_cond_destroy(&cl->wd_cond);
+        pthread_mutex_destroy(&cl->wd_mu);
+        pthread_mutex_destroy(&cl->mu);
+    }
     redislockp_url_clear(&cl->url);
     sodium_memzero(cl, sizeof *cl);
     redislockp_free(cl);

@@ -16,7 +16,8 @@
 # it prints only TAP there and its own diagnostics on stderr.  When
 # redis-server is missing it reports the test as skipped, except under CI
 # (CI=true), where that is a hard error.  With REDISLOCK_TEST_WRAPPER set
-# (e.g. "valgrind --error-exitcode=1"), COMMAND runs under it.
+# (e.g. "valgrind --error-exitcode=1"), COMMAND runs under it.  COMMAND is
+# stopped after REDISLOCK_TEST_TIMEOUT seconds (600 by default).
 set -u
 
 server=${REDIS_SERVER:-$(command -v redis-server || true)}
@@ -119,7 +120,13 @@ REDISLOCK_TEST_TMPDIR=$tmp
 export REDISLOCK_TEST_HOST REDISLOCK_TEST_PORT REDISLOCK_TEST_SOCKET \
        REDISLOCK_TEST_SERVER_PID REDISLOCK_TEST_REDIS_SERVER REDISLOCK_TEST_TMPDIR
 
+# A hung test must fail, not stall the whole run: REDISLOCK_TEST_TIMEOUT
+# seconds (default 600) of wall clock, then TERM, then KILL.
+limit=${REDISLOCK_TEST_TIMEOUT:-600}
 # shellcheck disable=SC2086
-${REDISLOCK_TEST_WRAPPER:-} "$@"
+timeout --kill-after=10 "$limit" ${REDISLOCK_TEST_WRAPPER:-} "$@"
 status=$?
+if [ $status -eq 124 ] || [ $status -eq 137 ]; then
+    echo "Bail out! timed out after $limit s"
+fi
 exit $status
