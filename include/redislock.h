@@ -460,6 +460,47 @@ REDISLOCK_API long long redislock_valid_for_ms(const redislock *lock);
 REDISLOCK_API redislock_state redislock_last_state(const redislock *lock);
 
 /**
+ * What a lock key holds, as redislock_inspect() reports it.
+ * @since 0.2.0
+ */
+typedef enum {
+    /** No key: the lock is free. */
+    REDISLOCK_KIND_NONE = 0,
+    /** A go-zero-compatible lock (a string holding the owner ID). */
+    REDISLOCK_KIND_GOZERO = 1,
+    /** A counted-mode lock (a hash with the owner ID and a hold count). */
+    REDISLOCK_KIND_COUNTED = 2,
+    /** Something else, not written by a lock of either mode. */
+    REDISLOCK_KIND_OTHER = 3
+} redislock_kind;
+
+/**
+ * Who holds KEY, in which format, and for how long (one round trip, read
+ * only, lock key only), whoever the holder is: for status displays and
+ * tools (the redislock(1) --status option).  The handle's own owner ID
+ * and mode only decide redislock_last_state() afterwards: OURS when the
+ * key is in this handle's format and holds its ID.
+ *
+ * @param kind        required: what the key holds.
+ * @param owner       optional (NULL: not wanted): the holder's owner ID,
+ *                    NUL-terminated, cut to OWNER_SIZE - 1 bytes ("" when
+ *                    free or OTHER).  REDISLOCK_MAX_ID_LEN + 1 bytes hold
+ *                    any ID written by redislock or go-zero.
+ * @param owner_size  size of OWNER; must be > 0 if OWNER is given.
+ * @param ttl_ms      optional: the key's remaining lease in milliseconds,
+ *                    -1 for a key without expiry, -2 when there is no key.
+ * @param holds       optional: 1 for a go-zero lock, the hold count for a
+ *                    counted one, 0 otherwise.
+ * On error every output given is set as for a free lock (NONE, "", -2, 0).
+ * @return as redislock_acquire() (REDISLOCK_ERR_INVALID for a NULL LOCK or
+ *         KIND, or OWNER_SIZE 0 with an OWNER), or REDISLOCK_ERR_FORKED.
+ * @since 0.2.0
+ */
+REDISLOCK_API int redislock_inspect(redislock *lock, redislock_kind *kind,
+                                    char *owner, size_t owner_size,
+                                    long long *ttl_ms, int *holds);
+
+/**
  * Acquire, waiting up to TIMEOUT_MS milliseconds for the lock to come free.
  *
  * Does not poll busily: a refused try registers the handle as a waiter,

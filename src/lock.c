@@ -365,3 +365,88 @@ int redislock_hold_count(redislock *lock, int *count)
         *count = v[2] > 2147483647LL ? 2147483647 : (int)v[2];
     return st;
 }
+
+/* The reply of inspect.lua: {kind, pttl, owner, holds}. */
+static int inspect_reply(redislock *lock, const redisReply *r,
+                         long long *kind, long long *pttl,
+                         const redisReply **owner, long long *holds)
+{
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 4 ||
+        r->element[0]->type != REDIS_REPLY_INTEGER ||
+        r->element[1]->type != REDIS_REPLY_INTEGER ||
+        r->element[2]->type != REDIS_REPLY_STRING ||
+        r->element[3]->type != REDIS_REPLY_INTEGER)
+        return redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL,
+                               "inspect: unexpected reply (type %d, %zu elements)",
+                               r->type,
+                               r->type == REDIS_REPLY_ARRAY ? r->elements
+                                                            : (size_t)0);
+    *kind = r->element[0]->integer;
+    *pttl = r->element[1]->integer;
+    *owner = r->element[2];
+    *holds = r->element[3]->integer;
+    if (*kind < REDISLOCK_KIND_NONE || *kind > REDISLOCK_KIND_OTHER ||
+        *holds < 0 || *pttl < -2)
+        return redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL,
+                               "inspect: unexpected reply {%lld, %lld, ..., %lld}",
+                               *kind, *pttl, *holds);
+    return REDISLOCK_OK;
+}
+
+int redislock_inspect(redislock *lock, redislock_kind *kind, char *owner,
+                      size_t owner_size, long long *ttl_ms, int *holds)
+{
+    const redisReply *who = NULL;
+    redisReply *reply = NULL;
+    long long k = 0, pttl = -2, n = 0;
+    size_t len;
+    int st;
+
+    if (kind)
+        *kind = REDISLOCK_KIND_NONE;
+    if (owner && owner_size > 0)
+        owner[0] = '\0';
+    if (ttl_ms)
+        *ttl_ms = -2;
+    if (holds)
+        *holds = 0;
+    st = redislockp_begin_call(lock, kind, "kind");
+    if (st != REDISLOCK_OK)
+        return st;
+    if (owner && owner_size == 0)
+        return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
+                               "owner_size is 0 with an owner buffer");
+
+    st = redislockp_eval(lock, &redislockp_script_inspect, 1, 0, &lock->key,
+                         &lock->keylen, &reply);
+    if (st != REDISLOCK_OK)
+        goto fail;
+    st = inspect_reply(lock, reply, &k, &pttl, &who, &n);
+    if (st != REDISLOCK_OK)
+        goto fail;
+
+    *kind = (redislock_kind)k;
+    if (owner) {
+        len = who->len < owner_size - 1 ? who->len : owner_size - 1;
+        memcpy(owner, who->str, len);
+        owner[len] = '\0';
+    }
+    if (ttl_ms)
+        *ttl_ms = pttl;
+    if (holds)
+        *holds = n > 2147483647LL ? 2147483647 : (int)n;
+    /* Ours only in this handle's own format (the other one it cannot
+     * release); anything else tells that we hold nothing. */
+    if (k == (lock->mode == REDISLOCKP_MODE_COUNTED ? REDISLOCK_KIND_COUNTED
+                                                    : REDISLOCK_KIND_GOZERO) &&
+        who->len == lock->idlen && memcmp(who->str, lock->id, lock->idlen) == 0)
+        lock->state = REDISLOCK_STATE_OURS;
+    else
+        saw(lock, k == REDISLOCK_KIND_NONE ? 0 : -1);
+    freeReplyObject(reply);
+    return REDISLOCK_OK;
+fail:
+    lock->state = REDISLOCK_STATE_UNKNOWN;
+    freeReplyObject(reply);
+    return st;
+}

@@ -136,6 +136,7 @@ extern const redislockp_script redislockp_script_release_counted;
 extern const redislockp_script redislockp_script_extend_counted;
 extern const redislockp_script redislockp_script_status_counted;
 extern const redislockp_script redislockp_script_leave;
+extern const redislockp_script redislockp_script_inspect;
 
 /* At most this many keys plus arguments per script call. */
 #define REDISLOCKP_MAX_SCRIPT_ARGS 12

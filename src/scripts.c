@@ -32,6 +32,7 @@ SCRIPT(release_counted, RELEASE_COUNTED);
 SCRIPT(extend_counted, EXTEND_COUNTED);
 SCRIPT(status_counted, STATUS_COUNTED);
 SCRIPT(leave, LEAVE);
+SCRIPT(inspect, INSPECT);
 
 /* EVALSHA sha numkeys: the fixed part before the keys and arguments. */
 #define FIXED_ARGS 3

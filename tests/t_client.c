@@ -341,6 +341,7 @@ static void test_acl_user_with_minimal_rights(void **state)
     redislock_client *cl;
     redislock *lock, *other;
     struct helper h;
+    redislock_kind kind;
     bool ok = false;
     long long ms;
     uint64_t token;
@@ -350,7 +351,7 @@ static void test_acl_user_with_minimal_rights(void **state)
     tu_cmd_ok(c, "ACL SETUSER lockuser on >pw ~locks:* ~{locks:* "
                  "+evalsha +eval +blpop +get +set +del +exists +pttl "
                  "+pexpire +hget +hset +hincrby +zadd +zrem "
-                 "+zremrangebyscore +zcard +rpush +time");
+                 "+zremrangebyscore +zcard +rpush +time +type");
     snprintf(url, sizeof url, "redis://lockuser:pw@127.0.0.1:%s",
              getenv("REDISLOCK_TEST_PORT"));
     assert_int_equal(redislock_client_open(url, &cl, err, sizeof err),
@@ -372,6 +373,10 @@ static void test_acl_user_with_minimal_rights(void **state)
     assert_true(ms > 0);
     assert_int_equal(redislock_hold_count(lock, &n), REDISLOCK_OK);
     assert_int_equal(n, tu_is_counted(state) ? 2 : 1);
+    assert_int_equal(redislock_inspect(lock, &kind, NULL, 0, &ms, &n),
+                     REDISLOCK_OK);
+    assert_int_equal(kind, tu_is_counted(state) ? REDISLOCK_KIND_COUNTED
+                                                : REDISLOCK_KIND_GOZERO);
     while (tu_release(lock))
         ;
     /* Waiting, woken by a release from another thread. */

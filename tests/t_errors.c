@@ -376,6 +376,24 @@ static int do_count(redislock *lock, bool *b)
     *b = n > 0;
     return st;
 }
+static int do_inspect(redislock *lock, bool *b)
+{
+    redislock_kind kind = REDISLOCK_KIND_OTHER;
+    char owner[8] = "junk";
+    long long ms = 99;
+    int holds = 99, st;
+
+    st = redislock_inspect(lock, &kind, owner, sizeof owner, &ms, &holds);
+    if (st != REDISLOCK_OK) {
+        /* Outputs read as a free lock on error. */
+        assert_int_equal(kind, REDISLOCK_KIND_NONE);
+        assert_string_equal(owner, "");
+        assert_int_equal(ms, -2);
+        assert_int_equal(holds, 0);
+    }
+    *b = kind != REDISLOCK_KIND_NONE;
+    return st;
+}
 static int do_wait(redislock *lock, bool *b)
 {
     /* Polls of 1 s: long enough that the library blocks in BLPOP rather
@@ -430,6 +448,24 @@ static void test_extend_and_status_reply_handling(void **state)
     call_gets(do_count, ONE("*4\r\n:1\r\n:900\r\n:3\r\n:0\r\n"), REDISLOCK_OK, true);
     call_gets(do_count, ONE("*4\r\n:-1\r\n:900\r\n:0\r\n:0\r\n"), REDISLOCK_OK, false);
     call_gets(do_count, ONE("hello\r\n"), REDISLOCK_ERR_IO, false);
+
+    call_gets(do_inspect, ONE("*4\r\n:1\r\n:900\r\n$2\r\nab\r\n:1\r\n"),
+              REDISLOCK_OK, true);
+    call_gets(do_inspect, ONE("*4\r\n:0\r\n:-2\r\n$0\r\n\r\n:0\r\n"),
+              REDISLOCK_OK, false);
+    call_gets(do_inspect, ONE("*4\r\n:4\r\n:900\r\n$0\r\n\r\n:0\r\n"),
+              REDISLOCK_ERR_PROTOCOL, false);           /* unknown kind */
+    call_gets(do_inspect, ONE("*4\r\n:1\r\n:-3\r\n$1\r\na\r\n:1\r\n"),
+              REDISLOCK_ERR_PROTOCOL, false);           /* bad pttl */
+    call_gets(do_inspect, ONE("*4\r\n:2\r\n:900\r\n$1\r\na\r\n:-1\r\n"),
+              REDISLOCK_ERR_PROTOCOL, false);           /* negative holds */
+    call_gets(do_inspect, ONE("*4\r\n:1\r\n:900\r\n:7\r\n:1\r\n"),
+              REDISLOCK_ERR_PROTOCOL, false);           /* owner not a string */
+    call_gets(do_inspect, ONE("*3\r\n:1\r\n:900\r\n$1\r\na\r\n"),
+              REDISLOCK_ERR_PROTOCOL, false);
+    call_gets(do_inspect, ONE("+OK\r\n"), REDISLOCK_ERR_PROTOCOL, false);
+    call_gets(do_inspect, ONE("-NOPERM x\r\n"), REDISLOCK_ERR_SERVER, false);
+    call_gets(do_inspect, ONE("hello\r\n"), REDISLOCK_ERR_IO, false);
 }
 
 static void test_wait_reply_handling(void **state)

@@ -1,6 +1,6 @@
 /*
  * t_lease.c - lease control in both modes: millisecond expiry, extend,
- * ttl, held, the local validity deadline and last_state.
+ * ttl, held, the local validity deadline, last_state and inspect.
  * Each test runs once per mode (the prestate says which).
  */
 #include "config.h"
@@ -242,6 +242,139 @@ static void test_queries_reject_null(void **state)
     redislock_free(lock);
 }
 
+/* inspect: whoever holds the key, in which format, for how long. */
+static void test_inspect_reports_any_holder(void **state)
+{
+    char key[64], owner[REDISLOCK_MAX_ID_LEN + 1];
+    redislock *lock, *other;
+    redislock_kind kind = REDISLOCK_KIND_OTHER;
+    long long ms = 0;
+    int holds = 9;
+    bool counted = tu_is_counted(state);
+
+    tu_key(key, sizeof key, "lease:inspect");
+    lock = make(state, key);
+    other = make(state, key);
+
+    /* Free. */
+    assert_int_equal(redislock_inspect(lock, &kind, owner, sizeof owner, &ms,
+                                       &holds), REDISLOCK_OK);
+    assert_int_equal(kind, REDISLOCK_KIND_NONE);
+    assert_string_equal(owner, "");
+    assert_int_equal(ms, -2);
+    assert_int_equal(holds, 0);
+    assert_int_equal(redislock_last_state(lock), REDISLOCK_STATE_FREE);
+
+    /* Held by another owner, twice in counted mode. */
+    assert_int_equal(redislock_set_expire_ms(other, 5000), REDISLOCK_OK);
+    assert_true(tu_acquire(other));
+    assert_true(tu_acquire(other));
+    assert_int_equal(redislock_inspect(lock, &kind, owner, sizeof owner, &ms,
+                                       &holds), REDISLOCK_OK);
+    assert_int_equal(kind, counted ? REDISLOCK_KIND_COUNTED : REDISLOCK_KIND_GOZERO);
+    assert_string_equal(owner, redislock_id(other));
+    assert_between(ms, 4000, 5000);
+    assert_int_equal(holds, counted ? 2 : 1);
+    assert_int_equal(redislock_last_state(lock), REDISLOCK_STATE_OTHER);
+
+    /* The holder itself sees OURS; the outputs it does not want may be
+     * NULL. */
+    assert_int_equal(redislock_inspect(other, &kind, NULL, 0, NULL, NULL),
+                     REDISLOCK_OK);
+    assert_int_equal(redislock_last_state(other), REDISLOCK_STATE_OURS);
+
+    /* A short buffer gets a cut, NUL-terminated ID. */
+    assert_int_equal(redislock_inspect(lock, &kind, owner, 5, NULL, NULL),
+                     REDISLOCK_OK);
+    assert_int_equal(strlen(owner), 4);
+    assert_memory_equal(owner, redislock_id(other), 4);
+
+    while (tu_release(other))
+        ;
+    assert_int_equal(redislock_inspect(lock, &kind, NULL, 0, &ms, &holds),
+                     REDISLOCK_OK);
+    assert_int_equal(kind, REDISLOCK_KIND_NONE);
+    redislock_free(other);
+    redislock_free(lock);
+}
+
+/* Keys no lock of this mode wrote: the other mode's, one without expiry,
+ * one of another type. */
+static void test_inspect_tells_formats_apart(void **state)
+{
+    char key[64], owner[64];
+    redislock *lock;
+    redislock_kind kind;
+    long long ms;
+    int holds;
+
+    tu_key(key, sizeof key, "lease:inspect-fmt");
+    lock = make(state, key);
+
+    tu_cmd_ok(c, "SET %s someone", key);          /* no expiry */
+    assert_int_equal(redislock_inspect(lock, &kind, owner, sizeof owner, &ms,
+                                       &holds), REDISLOCK_OK);
+    assert_int_equal(kind, REDISLOCK_KIND_GOZERO);
+    assert_string_equal(owner, "someone");
+    assert_int_equal(ms, -1);
+    assert_int_equal(holds, 1);
+
+    /* A counted lock holding our ID is still not ours to a go-zero
+     * handle (which could not release it), and the reverse. */
+    tu_cmd_ok(c, "DEL %s", key);
+    if (tu_is_counted(state))
+        tu_cmd_ok(c, "SET %s %s PX 5000", key, redislock_id(lock));
+    else
+        tu_cmd_ok(c, "HSET %s owner %s count 3", key, redislock_id(lock));
+    assert_int_equal(redislock_inspect(lock, &kind, owner, sizeof owner, &ms,
+                                       &holds), REDISLOCK_OK);
+    assert_int_equal(kind, tu_is_counted(state) ? REDISLOCK_KIND_GOZERO
+                                                : REDISLOCK_KIND_COUNTED);
+    assert_string_equal(owner, redislock_id(lock));
+    assert_int_equal(holds, tu_is_counted(state) ? 1 : 3);
+    assert_int_equal(redislock_last_state(lock), REDISLOCK_STATE_OTHER);
+
+    tu_cmd_ok(c, "DEL %s", key);
+    tu_cmd_ok(c, "RPUSH %s x", key);
+    assert_int_equal(redislock_inspect(lock, &kind, owner, sizeof owner, &ms,
+                                       &holds), REDISLOCK_OK);
+    assert_int_equal(kind, REDISLOCK_KIND_OTHER);
+    assert_string_equal(owner, "");
+    assert_int_equal(ms, -1);
+    assert_int_equal(holds, 0);
+    tu_cmd_ok(c, "DEL %s", key);
+    tu_cmd_ok(c, "HSET %s field x", key);        /* a hash, but no owner */
+    assert_int_equal(redislock_inspect(lock, &kind, NULL, 0, NULL, NULL),
+                     REDISLOCK_OK);
+    assert_int_equal(kind, REDISLOCK_KIND_OTHER);
+    tu_cmd_ok(c, "DEL %s", key);
+    redislock_free(lock);
+}
+
+static void test_inspect_rejects_bad_arguments(void **state)
+{
+    char key[64], owner[8] = "x";
+    redislock *lock;
+    redislock_kind kind = REDISLOCK_KIND_OTHER;
+    long long ms = 5;
+    int holds = 5;
+
+    tu_key(key, sizeof key, "lease:inspect-null");
+    lock = make(state, key);
+    assert_int_equal(redislock_inspect(NULL, &kind, owner, sizeof owner, &ms,
+                                       &holds), REDISLOCK_ERR_INVALID);
+    assert_int_equal(kind, REDISLOCK_KIND_NONE);
+    assert_string_equal(owner, "");
+    assert_int_equal(ms, -2);
+    assert_int_equal(holds, 0);
+    assert_int_equal(redislock_inspect(lock, NULL, NULL, 0, NULL, NULL),
+                     REDISLOCK_ERR_INVALID);
+    assert_int_equal(redislock_inspect(lock, &kind, owner, 0, NULL, NULL),
+                     REDISLOCK_ERR_INVALID);
+    assert_non_null(strstr(redislock_last_error(lock), "owner_size"));
+    redislock_free(lock);
+}
+
 #define BOTH TU_BOTH_MODES
 
 int main(void)
@@ -254,6 +387,9 @@ int main(void)
         BOTH(test_ttl_and_held),
         BOTH(test_valid_for_counts_down_locally),
         BOTH(test_queries_reject_null),
+        BOTH(test_inspect_reports_any_holder),
+        BOTH(test_inspect_tells_formats_apart),
+        BOTH(test_inspect_rejects_bad_arguments),
     };
     return TU_RUN_CONNECTED(tests, &c);
 }

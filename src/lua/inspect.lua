@@ -1,0 +1,24 @@
+-- inspect.lua: either mode.  What the lock key holds, whoever holds it;
+-- read only, and it reads nothing but the lock key.
+-- KEYS[1]  the lock key
+-- Returns {kind, pttl, owner, holds}: kind 0 when there is no key (pttl
+-- -2), 1 for a go-zero lock (a string: its value is the owner, 1 hold),
+-- 2 for a counted lock (a hash with an owner field), 3 for anything else
+-- (owner '' and 0 holds).
+local key = KEYS[1]
+local kind = redis.call('TYPE', key)['ok']
+if kind == 'none' then
+  return {0, -2, '', 0}
+end
+local pttl = redis.call('PTTL', key)
+if kind == 'string' then
+  return {1, pttl, redis.call('GET', key), 1}
+end
+if kind == 'hash' then
+  local owner = redis.call('HGET', key, 'owner')
+  if owner then
+    return {2, pttl, owner,
+            tonumber(redis.call('HGET', key, 'count') or '0') or 0}
+  end
+end
+return {3, pttl, '', 0}
