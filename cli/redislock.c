@@ -1,0 +1,837 @@
+/*
+ * redislock.c - the redislock(1) command: run a command while holding a
+ * distributed lock on Redis, like flock(1) across machines.
+ *
+ *   redislock [OPTIONS] KEY [--] COMMAND [ARG...]
+ *   redislock [OPTIONS] KEY -c 'SHELL COMMAND'
+ *   redislock [OPTIONS] --status KEY
+ *
+ * It takes the lock (waiting as told), runs COMMAND with the lock's owner
+ * ID and fencing token in its environment while the library's watchdog
+ * renews the lease, and releases the lock however COMMAND ends.  If the
+ * lock is lost meanwhile, COMMAND is signalled (TERM, then KILL after a
+ * grace period) and the tool exits with its "lost" status.  redislock.1
+ * documents the options and every exit status; the code below follows it.
+ *
+ * Only the public API of libredislock is used.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <redislock.h>
+
+/* Exit statuses of the tool itself (redislock.1, EXIT STATUS). */
+enum {
+    EXIT_USAGE = 64,          /* bad option, URL or argument */
+    EXIT_REDIS = 69,          /* cannot use Redis: connect, AUTH, errors */
+    EXIT_SYSTEM = 71,         /* fork, pipe or memory failed */
+    EXIT_BUSY = 75,           /* the lock is held (default of -E) */
+    EXIT_LOST = 76,           /* the lock was lost while COMMAND ran */
+    EXIT_NOEXEC = 126,        /* COMMAND found but could not be run */
+    EXIT_NOTFOUND = 127       /* COMMAND not found */
+};
+
+#define DEFAULT_URL "redis://127.0.0.1:6379"
+#define DEFAULT_EXPIRE_MS 30000
+#define DEFAULT_GRACE_MS 5000
+/* While waiting for the lock, how often a signal is looked at. */
+#define WAIT_SLICE_MS 250
+#define MAX_SECONDS 1000000000.0      /* about 31 years */
+
+struct options {
+    const char *url;
+    const char *key;
+    const char *id;                   /* --id, or NULL for a random one */
+    char *shell_command;              /* -c */
+    char **command;                   /* COMMAND [ARG...], NULL-terminated */
+    long long expire_ms;
+    long long wait_ms;                /* -1: wait for ever */
+    long long grace_ms;
+    int busy_code;
+    int lost_signal;                  /* 0: do not signal COMMAND */
+    bool counted;
+    bool fencing;
+    bool verbose;
+    bool status;
+};
+
+static const char *progname = "redislock";
+
+/* ------------------------------------------------------------------------
+ * Messages and usage */
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+    va_list ap;
+
+    fprintf(stderr, "%s: ", progname);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+"Usage: %s [OPTIONS] KEY [--] COMMAND [ARG...]\n"
+"       %s [OPTIONS] KEY -c SHELL-COMMAND\n"
+"       %s [OPTIONS] --status KEY\n"
+"Run COMMAND while holding the Redis lock KEY (flock(1) across machines).\n"
+"\n"
+"  -u, --url URL          Redis to use (default $REDISLOCK_URL, else\n"
+"                         " DEFAULT_URL ")\n"
+"  -e, --expire SECONDS   lease, renewed every third of it while COMMAND\n"
+"                         runs (default 30; decimals allowed)\n"
+"  -w, --wait SECONDS     give up waiting for the lock after SECONDS\n"
+"                         (default: wait for ever)\n"
+"  -n, --nonblock         do not wait: fail at once if the lock is held\n"
+"  -E, --conflict-exit-code N  exit status when the lock is busy (default 75)\n"
+"  -m, --mode MODE        gozero (default: go-zero's format) or counted\n"
+"  -c, --command CMD      run CMD with /bin/sh -c\n"
+"  -s, --lost-signal SIG  signal COMMAND gets when the lock is lost\n"
+"                         (default TERM; 'none' to send none)\n"
+"  -k, --kill-after SECONDS  then KILL it after SECONDS (default 5)\n"
+"      --id ID            owner ID to use (share a holding on purpose)\n"
+"      --no-fencing       do not issue a fencing token\n"
+"      --status           show who holds KEY; exit 0 if held, 1 if free\n"
+"  -v, --verbose          say what happens, on standard error\n"
+"  -h, --help             show this help\n"
+"  -V, --version          show the version\n"
+"\n"
+"Exit status: COMMAND's (128+N if killed by signal N), or 64 usage,\n"
+"69 Redis unavailable or refusing, 71 system error, 75 busy (-E),\n"
+"76 lock lost while COMMAND ran, 126 COMMAND not runnable, 127 not found.\n"
+"COMMAND's environment gets REDISLOCK_KEY, REDISLOCK_OWNER and\n"
+"REDISLOCK_TOKEN.  See redislock(1).\n",
+            progname, progname, progname);
+}
+
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...)
+{
+    va_list ap;
+
+    fprintf(stderr, "%s: ", progname);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nTry '%s --help' for more information.\n", progname);
+    return EXIT_USAGE;
+}
+
+/* ------------------------------------------------------------------------
+ * Parsing */
+
+/* SECONDS (decimals allowed, >= MIN_MS once in ms) into *MS. */
+static bool parse_seconds(const char *s, long long min_ms, long long *ms)
+{
+    char *end;
+    double v;
+
+    errno = 0;
+    v = strtod(s, &end);
+    if (end == s || *end != '\0' || errno != 0 || !isfinite(v) || v < 0 ||
+        v > MAX_SECONDS)
+        return false;
+    *ms = llround(v * 1000.0);
+    return *ms >= min_ms;
+}
+
+static bool parse_int(const char *s, int lo, int hi, int *out)
+{
+    char *end;
+    long v;
+
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (end == s || *end != '\0' || errno != 0 || v < lo || v > hi)
+        return false;
+    *out = (int)v;
+    return true;
+}
+
+static const struct {
+    const char *name;
+    int sig;
+} signals[] = {
+    { "HUP", SIGHUP }, { "INT", SIGINT }, { "QUIT", SIGQUIT },
+    { "KILL", SIGKILL }, { "USR1", SIGUSR1 }, { "USR2", SIGUSR2 },
+    { "ALRM", SIGALRM }, { "TERM", SIGTERM },
+};
+
+/* TERM, SIGTERM, 15, or none/0 (no signal). */
+static bool parse_signal(const char *s, int *sig)
+{
+    size_t i;
+
+    if (strcmp(s, "none") == 0) {
+        *sig = 0;
+        return true;
+    }
+    if (parse_int(s, 0, 64, sig))
+        return true;
+    if (strncmp(s, "SIG", 3) == 0)
+        s += 3;
+    for (i = 0; i < sizeof signals / sizeof signals[0]; i++) {
+        if (strcmp(s, signals[i].name) == 0) {
+            *sig = signals[i].sig;
+            return true;
+        }
+    }
+    return false;
+}
+
+enum { OPT_ID = 256, OPT_NO_FENCING, OPT_STATUS };
+
+/* Fill O from ARGV; 0 to go on, -1 when done (help, version), or an exit
+ * status. */
+static int parse_args(int argc, char **argv, struct options *o)
+{
+    static const struct option longopts[] = {
+        { "url", required_argument, NULL, 'u' },
+        { "expire", required_argument, NULL, 'e' },
+        { "wait", required_argument, NULL, 'w' },
+        { "timeout", required_argument, NULL, 'w' },
+        { "nonblock", no_argument, NULL, 'n' },
+        { "conflict-exit-code", required_argument, NULL, 'E' },
+        { "mode", required_argument, NULL, 'm' },
+        { "command", required_argument, NULL, 'c' },
+        { "lost-signal", required_argument, NULL, 's' },
+        { "kill-after", required_argument, NULL, 'k' },
+        { "id", required_argument, NULL, OPT_ID },
+        { "no-fencing", no_argument, NULL, OPT_NO_FENCING },
+        { "status", no_argument, NULL, OPT_STATUS },
+        { "verbose", no_argument, NULL, 'v' },
+        { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, 'V' },
+        { NULL, 0, NULL, 0 }
+    };
+    const char *env = getenv("REDISLOCK_URL");
+    int c;
+
+    memset(o, 0, sizeof *o);
+    o->url = env && *env ? env : DEFAULT_URL;
+    o->expire_ms = DEFAULT_EXPIRE_MS;
+    o->wait_ms = -1;
+    o->grace_ms = DEFAULT_GRACE_MS;
+    o->busy_code = EXIT_BUSY;
+    o->lost_signal = SIGTERM;
+    o->fencing = true;
+
+    opterr = 0;
+    /* '+': options end at KEY, so COMMAND's own options stay its own. */
+    while ((c = getopt_long(argc, argv, "+u:e:w:nE:m:c:s:k:vhV", longopts,
+                            NULL)) != -1) {
+        switch (c) {
+        case 'u':
+            o->url = optarg;
+            break;
+        case 'e':
+            if (!parse_seconds(optarg, 1, &o->expire_ms))
+                return usage_error("bad expiry '%s' (seconds, > 0)", optarg);
+            break;
+        case 'w':
+            if (!parse_seconds(optarg, 0, &o->wait_ms))
+                return usage_error("bad wait '%s' (seconds, >= 0)", optarg);
+            break;
+        case 'n':
+            o->wait_ms = 0;
+            break;
+        case 'E':
+            if (!parse_int(optarg, 0, 255, &o->busy_code))
+                return usage_error("bad exit code '%s' (0..255)", optarg);
+            break;
+        case 'm':
+            if (strcmp(optarg, "gozero") == 0 || strcmp(optarg, "go-zero") == 0)
+                o->counted = false;
+            else if (strcmp(optarg, "counted") == 0)
+                o->counted = true;
+            else
+                return usage_error("bad mode '%s' (gozero or counted)", optarg);
+            break;
+        case 'c':
+            o->shell_command = optarg;
+            break;
+        case 's':
+            if (!parse_signal(optarg, &o->lost_signal))
+                return usage_error("bad signal '%s'", optarg);
+            break;
+        case 'k':
+            if (!parse_seconds(optarg, 0, &o->grace_ms))
+                return usage_error("bad kill-after '%s' (seconds)", optarg);
+            break;
+        case OPT_ID:
+            o->id = optarg;
+            break;
+        case OPT_NO_FENCING:
+            o->fencing = false;
+            break;
+        case OPT_STATUS:
+            o->status = true;
+            break;
+        case 'v':
+            o->verbose = true;
+            break;
+        case 'h':
+            usage(stdout);
+            return -1;
+        case 'V':
+            printf("redislock %s (library %s)\n", REDISLOCK_VERSION_STRING,
+                   redislock_version());
+            return -1;
+        default:
+            return usage_error("bad or incomplete option '%s'",
+                               argv[optind - 1]);
+        }
+    }
+
+    if (optind >= argc)
+        return usage_error("%s", "no KEY given");
+    o->key = argv[optind++];
+    if (*o->key == '\0')
+        return usage_error("%s", "KEY is empty");
+    /* -c may come after KEY too, as in flock(1). */
+    if (!o->status && !o->shell_command && optind + 1 < argc &&
+        (strcmp(argv[optind], "-c") == 0 ||
+         strcmp(argv[optind], "--command") == 0)) {
+        o->shell_command = argv[optind + 1];
+        optind += 2;
+    }
+    if (optind < argc && strcmp(argv[optind], "--") == 0)
+        optind++;
+    if (o->status) {
+        if (optind < argc || o->shell_command)
+            return usage_error("%s", "--status takes KEY and no COMMAND");
+        return 0;
+    }
+    if (o->shell_command && optind < argc)
+        return usage_error("%s", "give either -c CMD or COMMAND, not both");
+    if (!o->shell_command && optind >= argc)
+        return usage_error("%s", "no COMMAND given");
+    o->command = argv + optind;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------
+ * Signals: a handler that records each signal in a pipe (the self-pipe
+ * trick), read by the main loop.  Each record is two bytes: the signal and
+ * whether the kernel sent it to the whole foreground process group (a ^C
+ * at the terminal), which COMMAND, in our group, then got too. */
+
+static int sig_pipe[2] = { -1, -1 };
+static volatile sig_atomic_t stop_signal;   /* a signal that stops us */
+
+static const int caught[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD };
+
+static void on_signal(int sig, siginfo_t *si, void *uctx)
+{
+    int saved = errno;
+    unsigned char rec[2];
+
+    (void)uctx;
+    rec[0] = (unsigned char)sig;
+    rec[1] = si != NULL && si->si_code == SI_KERNEL;
+    if (sig != SIGCHLD)
+        stop_signal = sig;
+    (void)!write(sig_pipe[1], rec, sizeof rec);
+    errno = saved;
+}
+
+static bool set_nonblock_cloexec(int fd)
+{
+    int fl = fcntl(fd, F_GETFL);
+
+    return fl >= 0 && fcntl(fd, F_SETFL, fl | O_NONBLOCK) == 0 &&
+           fcntl(fd, F_SETFD, FD_CLOEXEC) == 0;
+}
+
+/* The signals of caught[] that were ignored when we started (as a shell
+ * does with SIGINT and SIGQUIT for a background job): left ignored, for
+ * us and for COMMAND, as if we were not there. */
+static sigset_t inherited_ignored;
+/* The signal mask we were started with, for COMMAND. */
+static sigset_t startup_mask;
+
+static bool signals_catch(void)
+{
+    struct sigaction sa, old;
+    size_t i;
+
+    if (pipe(sig_pipe) != 0 || !set_nonblock_cloexec(sig_pipe[0]) ||
+        !set_nonblock_cloexec(sig_pipe[1]))
+        return false;
+    sigemptyset(&inherited_ignored);
+    (void)pthread_sigmask(SIG_SETMASK, NULL, &startup_mask);
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_signal;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NOCLDSTOP;
+    sigfillset(&sa.sa_mask);
+    for (i = 0; i < sizeof caught / sizeof caught[0]; i++) {
+        if (sigaction(caught[i], NULL, &old) != 0)
+            return false;
+        if (caught[i] != SIGCHLD && old.sa_handler == SIG_IGN) {
+            sigaddset(&inherited_ignored, caught[i]);
+            continue;
+        }
+        if (sigaction(caught[i], &sa, NULL) != 0)
+            return false;
+    }
+    return true;
+}
+
+/* Block (or unblock) the signals we catch in this thread.  A thread the
+ * library starts inside a call made with them blocked (the watchdog)
+ * keeps them blocked for good, so they all come to the main thread. */
+static void signals_block(bool block)
+{
+    sigset_t set;
+    size_t i;
+
+    sigemptyset(&set);
+    for (i = 0; i < sizeof caught / sizeof caught[0]; i++)
+        sigaddset(&set, caught[i]);
+    (void)pthread_sigmask(block ? SIG_BLOCK : SIG_UNBLOCK, &set, NULL);
+}
+
+/* The signal to end by, once everything is freed (see die_by()). */
+static int exit_signal;
+
+/* Remember to end as if killed by SIG (see main()); the exit status if
+ * that does not kill us. */
+static int end_by(int sig)
+{
+    exit_signal = sig;
+    return 128 + sig;
+}
+
+/* End as if killed by SIG, so that a calling shell sees the signal (and a
+ * shell loop stops on ^C); for signals whose default dumps core, exit
+ * with 128 + SIG instead. */
+static int die_by(int sig)
+{
+    struct sigaction sa;
+    sigset_t set;
+
+    if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGKILL ||
+        sig == SIGUSR1 || sig == SIGUSR2 || sig == SIGALRM || sig == SIGPIPE) {
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = SIG_DFL;
+        sigemptyset(&sa.sa_mask);
+        (void)sigaction(sig, &sa, NULL);
+        sigemptyset(&set);
+        sigaddset(&set, sig);
+        (void)pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+        (void)raise(sig);
+    }
+    return 128 + sig;
+}
+
+/* ------------------------------------------------------------------------
+ * Time */
+
+static long long now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ------------------------------------------------------------------------
+ * --status */
+
+static int show_status(redislock *lock, const char *key)
+{
+    static const char *const kinds[] = { "free", "go-zero", "counted",
+                                         "not a lock" };
+    char owner[REDISLOCK_MAX_ID_LEN + 1];
+    redislock_kind kind;
+    long long ttl;
+    int holds, st;
+
+    st = redislock_inspect(lock, &kind, owner, sizeof owner, &ttl, &holds);
+    if (st != REDISLOCK_OK) {
+        say("%s: %s", redislock_strerror(st), redislock_last_error(lock));
+        return st == REDISLOCK_ERR_NOMEM ? EXIT_SYSTEM : EXIT_REDIS;
+    }
+    printf("key: %s\n", key);
+    printf("state: %s\n", kind == REDISLOCK_KIND_NONE ? "free" : "held");
+    if (kind != REDISLOCK_KIND_NONE) {
+        printf("mode: %s\n", kinds[kind]);
+        if (kind != REDISLOCK_KIND_OTHER) {
+            printf("owner: %s\n", owner);
+            printf("holds: %d\n", holds);
+        }
+        if (ttl >= 0)
+            printf("ttl_ms: %lld\n", ttl);
+        else
+            printf("ttl_ms: none\n");
+    }
+    if (fflush(stdout) != 0)
+        return EXIT_SYSTEM;
+    return kind == REDISLOCK_KIND_NONE ? 1 : 0;
+}
+
+/* ------------------------------------------------------------------------
+ * Taking the lock */
+
+/* Map a failed library call to an exit status, with a message. */
+static int lock_error(redislock *lock, int st, const char *what)
+{
+    say("%s: %s%s%s", what, redislock_strerror(st),
+        *redislock_last_error(lock) ? ": " : "", redislock_last_error(lock));
+    return st == REDISLOCK_ERR_NOMEM ? EXIT_SYSTEM : EXIT_REDIS;
+}
+
+/* Try, or wait up to O->wait_ms (for ever if -1), in slices so that a
+ * signal is noticed within WAIT_SLICE_MS.  0 with *ACQUIRED set, or an
+ * exit status. */
+static int take(redislock *lock, const struct options *o, bool *acquired)
+{
+    long long deadline = o->wait_ms < 0 ? -1 : now_ms() + o->wait_ms;
+    long long slice;
+    int st;
+
+    *acquired = false;
+    for (;;) {
+        slice = WAIT_SLICE_MS;
+        if (deadline >= 0) {
+            long long left = deadline - now_ms();
+
+            slice = left < 0 ? 0 : left < slice ? left : slice;
+        }
+        signals_block(true);
+        st = redislock_acquire_wait(lock, slice, acquired);
+        signals_block(false);         /* pending ones are handled now */
+        if (st != REDISLOCK_OK)
+            return lock_error(lock, st, "acquire");
+        if (*acquired || stop_signal || slice == 0 ||
+            (deadline >= 0 && now_ms() >= deadline))
+            return 0;
+    }
+}
+
+/* ------------------------------------------------------------------------
+ * Running COMMAND */
+
+/* The environment for COMMAND: ours without any inherited REDISLOCK_KEY,
+ * _OWNER or _TOKEN, plus this holding's.  One allocation for the array,
+ * one for the new strings; NULL if memory ran out. */
+static char **command_env(redislock *lock, const char *key, char **strings)
+{
+    extern char **environ;
+    static const char *const ours[] = { "REDISLOCK_KEY=", "REDISLOCK_OWNER=",
+                                        "REDISLOCK_TOKEN=" };
+    uint64_t token = 0;
+    size_t n = 0, i, j, k, size;
+    char **env, *p;
+
+    while (environ[n])
+        n++;
+    env = malloc((n + 4) * sizeof *env);
+    size = strlen(key) + strlen(redislock_id(lock)) + 80;
+    *strings = p = malloc(size);
+    if (env == NULL || p == NULL) {
+        free(env);
+        free(p);
+        return NULL;
+    }
+    for (i = 0, k = 0; i < n; i++) {
+        for (j = 0; j < 3; j++)
+            if (strncmp(environ[i], ours[j], strlen(ours[j])) == 0)
+                break;
+        if (j == 3)
+            env[k++] = environ[i];
+    }
+    (void)redislock_token(lock, &token);
+    env[k++] = p;
+    p += sprintf(p, "REDISLOCK_KEY=%s", key) + 1;
+    env[k++] = p;
+    p += sprintf(p, "REDISLOCK_OWNER=%s", redislock_id(lock)) + 1;
+    if (token > 0) {
+        env[k++] = p;
+        sprintf(p, "REDISLOCK_TOKEN=%llu", (unsigned long long)token);
+    }
+    env[k] = NULL;
+    return env;
+}
+
+/* Start COMMAND with the signal dispositions and mask we were started
+ * with, and ENV.  fork() and exec rather than posix_spawn(), so that an
+ * exec failure is reported through a close-on-exec pipe in every setting
+ * (valgrind, for one, runs a vfork-style spawn as a plain fork and loses
+ * it).  The child only makes async-signal-safe calls: the watchdog
+ * thread's locks may be held at fork time.  0 with *PID, or an exit
+ * status. */
+static int spawn(const struct options *o, char **env, pid_t *pid)
+{
+    extern char **environ;
+    static char sh[] = "sh", dash_c[] = "-c";
+    char *sh_argv[] = { sh, dash_c, o->shell_command, NULL };
+    char **argv = o->shell_command ? sh_argv : o->command;
+    struct sigaction dfl;
+    sigset_t all, old;
+    size_t i;
+    ssize_t got;
+    int fds[2], err = 0;
+
+    if (pipe(fds) != 0) {
+        say("pipe: %s", strerror(errno));
+        return EXIT_SYSTEM;
+    }
+    (void)fcntl(fds[0], F_SETFD, FD_CLOEXEC);
+    (void)fcntl(fds[1], F_SETFD, FD_CLOEXEC);
+    /* No handler of ours may run in the child (it would write to our
+     * signal pipe): block everything until the child has reset them. */
+    sigfillset(&all);
+    (void)pthread_sigmask(SIG_SETMASK, &all, &old);
+    *pid = fork();
+    if (*pid == 0) {
+        memset(&dfl, 0, sizeof dfl);
+        dfl.sa_handler = SIG_DFL;
+        sigemptyset(&dfl.sa_mask);
+        for (i = 0; i < sizeof caught / sizeof caught[0]; i++)
+            if (!sigismember(&inherited_ignored, caught[i]))
+                (void)sigaction(caught[i], &dfl, NULL);
+        (void)pthread_sigmask(SIG_SETMASK, &startup_mask, NULL);
+        environ = env;
+        if (o->shell_command)
+            execv("/bin/sh", argv);
+        else
+            execvp(argv[0], argv);
+        err = errno;
+        (void)!write(fds[1], &err, sizeof err);
+        _exit(EXIT_NOTFOUND);
+    }
+    if (*pid < 0)
+        err = errno;
+    (void)pthread_sigmask(SIG_SETMASK, &old, NULL);
+    close(fds[1]);
+    if (*pid > 0) {
+        /* EOF: the exec worked.  An errno: it did not. */
+        do
+            got = read(fds[0], &err, sizeof err);
+        while (got < 0 && errno == EINTR);
+        if (got == (ssize_t)sizeof err)
+            while (waitpid(*pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+        else
+            err = 0;
+    }
+    close(fds[0]);
+    if (err == 0)
+        return 0;
+    if (*pid < 0) {
+        say("fork: %s", strerror(err));
+        return EXIT_SYSTEM;
+    }
+    say("%s: %s", argv[0], strerror(err));
+    return err == ENOENT || err == ENOTDIR ? EXIT_NOTFOUND : EXIT_NOEXEC;
+}
+
+/* What watching COMMAND found. */
+struct outcome {
+    int wstatus;                      /* from waitpid() */
+    bool lost;                        /* the lock was lost meanwhile */
+};
+
+/* Wait for COMMAND (PID) to end, forwarding the signals we get and acting
+ * on the loss of the lock (LOST_FD readable). */
+static void watch(pid_t pid, int lost_fd, const struct options *o,
+                  const char *key, struct outcome *out)
+{
+    long long kill_at = -1;
+    unsigned char rec[2];
+    struct pollfd p[2];
+    int timeout;
+
+    out->lost = false;
+    for (;;) {
+        if (waitpid(pid, &out->wstatus, WNOHANG) == pid)
+            return;
+        p[0].fd = sig_pipe[0];
+        p[0].events = POLLIN;
+        p[1].fd = lost_fd;
+        p[1].events = POLLIN;
+        p[0].revents = p[1].revents = 0;
+        timeout = -1;
+        if (kill_at >= 0) {
+            long long left = kill_at - now_ms();
+
+            timeout = left < 0 ? 0 : left > INT_MAX ? INT_MAX : (int)left;
+        }
+        if (poll(p, out->lost ? 1 : 2, timeout) < 0 && errno != EINTR)
+            timeout = 10;             /* cannot happen; do not spin */
+        while (read(sig_pipe[0], rec, sizeof rec) == (ssize_t)sizeof rec) {
+            if (rec[0] == SIGCHLD)
+                continue;             /* waitpid() above */
+            /* A ^C at the terminal reached COMMAND already. */
+            if (!rec[1])
+                (void)kill(pid, rec[0]);
+            if (o->verbose)
+                say("got signal %d%s", rec[0],
+                    rec[1] ? "" : ", passed on to COMMAND");
+        }
+        if (!out->lost && (p[1].revents & (POLLIN | POLLHUP))) {
+            out->lost = true;
+            say("lost the lock %s%s", key,
+                o->lost_signal ? "; stopping COMMAND" : "");
+            if (o->lost_signal) {
+                (void)kill(pid, o->lost_signal);
+                if (o->lost_signal != SIGKILL)
+                    kill_at = now_ms() + o->grace_ms;
+            }
+        }
+        if (kill_at >= 0 && now_ms() >= kill_at) {
+            if (o->verbose)
+                say("COMMAND still running; sending KILL");
+            (void)kill(pid, SIGKILL);
+            kill_at = -1;
+        }
+    }
+}
+
+/* Release after COMMAND: true if the lock turns out to have been lost.
+ * KNOWN_LOST: we know already, so a failure needs no message. */
+static bool release(redislock *lock, const struct options *o,
+                    bool known_lost)
+{
+    bool released = false;
+    int st = redislock_release(lock, &released);
+
+    if (st == REDISLOCK_ERR_LOST || known_lost)
+        return true;
+    if (st != REDISLOCK_OK) {
+        say("release: %s%s%s (the lease runs out on its own)",
+            redislock_strerror(st), *redislock_last_error(lock) ? ": " : "",
+            redislock_last_error(lock));
+        return false;
+    }
+    if (!released) {
+        say("the lock %s was no longer ours when COMMAND ended", o->key);
+        return true;
+    }
+    if (o->verbose)
+        say("released %s", o->key);
+    return false;
+}
+
+static int run(redislock *lock, const struct options *o)
+{
+    struct outcome out;
+    char **env, *strings = NULL;
+    uint64_t token = 0;
+    bool acquired;
+    pid_t pid;
+    int rc, lost_fd;
+
+    lost_fd = redislock_lost_fd(lock);
+    if (lost_fd < 0 || !signals_catch()) {
+        say("cannot set up: %s", strerror(errno));
+        return EXIT_SYSTEM;
+    }
+    rc = take(lock, o, &acquired);
+    if (rc != 0)
+        return rc;
+    if (!acquired) {
+        if (stop_signal)
+            return end_by(stop_signal);
+        if (o->verbose)
+            say("%s is busy", o->key);
+        return o->busy_code;
+    }
+    (void)redislock_token(lock, &token);
+    if (o->verbose)
+        say("acquired %s (owner %s, token %llu)", o->key, redislock_id(lock),
+            (unsigned long long)token);
+    if (stop_signal) {
+        (void)release(lock, o, false);
+        return end_by(stop_signal);
+    }
+
+    env = command_env(lock, o->key, &strings);
+    if (env == NULL) {
+        say("out of memory");
+        (void)release(lock, o, false);
+        return EXIT_SYSTEM;
+    }
+    rc = spawn(o, env, &pid);
+    free(env);
+    free(strings);
+    if (rc != 0) {
+        (void)release(lock, o, false);
+        return rc;
+    }
+    watch(pid, lost_fd, o, o->key, &out);
+    if (release(lock, o, out.lost))
+        out.lost = true;
+    if (out.lost)
+        return EXIT_LOST;
+    if (WIFEXITED(out.wstatus))
+        return WEXITSTATUS(out.wstatus);
+    if (WIFSIGNALED(out.wstatus))
+        return end_by(WTERMSIG(out.wstatus));
+    return EXIT_SYSTEM;
+}
+
+int main(int argc, char **argv)
+{
+    struct options o;
+    redislock_client *client = NULL;
+    redislock *lock = NULL;
+    char err[256];
+    int rc, st;
+
+    rc = parse_args(argc, argv, &o);
+    if (rc != 0)
+        return rc < 0 ? 0 : rc;
+
+    st = redislock_client_open(o.url, &client, err, sizeof err);
+    if (st != REDISLOCK_OK) {
+        say("%s", *err ? err : redislock_strerror(st));
+        return st == REDISLOCK_ERR_NOMEM ? EXIT_SYSTEM : EXIT_USAGE;
+    }
+    lock = o.counted ? redislock_new_counted_from_client(client, o.key)
+                     : redislock_new_from_client(client, o.key);
+    if (lock == NULL) {
+        say("out of memory");
+        rc = EXIT_SYSTEM;
+    } else if (o.id && redislock_set_id(lock, o.id) != REDISLOCK_OK) {
+        rc = usage_error("bad owner ID '%s' (1 to 128 printable characters, "
+                         "no spaces)", o.id);
+    } else if (o.status) {
+        rc = show_status(lock, o.key);
+    } else if (redislock_set_expire_ms(lock, o.expire_ms) != REDISLOCK_OK ||
+               redislock_set_fencing(lock, o.fencing) != REDISLOCK_OK ||
+               redislock_set_autorenew(lock, true) != REDISLOCK_OK) {
+        say("cannot configure the lock: %s", redislock_last_error(lock));
+        rc = EXIT_SYSTEM;
+    } else {
+        rc = run(lock, &o);
+    }
+    redislock_free(lock);
+    redislock_client_free(client);
+    if (exit_signal)
+        rc = die_by(exit_signal);
+    return rc;
+}
