@@ -1,0 +1,485 @@
+#!/bin/sh
+# t_cli.sh - the redislock(1) command, driven as a user drives it, against
+# a private redis-server (tests/with-redis.sh).  Speaks TAP.
+#
+# Every test names the behaviour it checks; exit statuses are compared
+# exactly.  Background instances are waited for by polling Redis, never by
+# guessing with sleeps; the few time bounds are wide (they check "at once"
+# and "about a second", not speed).  With REDISLOCK_TEST_WRAPPER set (make
+# check-valgrind) the tool runs under it, exiting 99 on any error report.
+set -u
+
+srcdir=${REDISLOCK_TEST_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}
+builddir=${REDISLOCK_TEST_BUILDDIR:-$(pwd)}
+
+# Run under our own private server; keep the wrapper for the tool alone
+# (not for sh, sleep and redis-cli).
+if [ -z "${REDISLOCK_CLI_TEST_INNER:-}" ]; then
+    REDISLOCK_CLI_TEST_INNER=1
+    REDISLOCK_CLI_WRAPPER=${REDISLOCK_TEST_WRAPPER:-}
+    export REDISLOCK_CLI_TEST_INNER REDISLOCK_CLI_WRAPPER
+    REDISLOCK_TEST_WRAPPER= exec sh "$srcdir/tests/with-redis.sh" sh "$0" "$@"
+fi
+
+work=$(mktemp -d "$REDISLOCK_TEST_TMPDIR/cli.XXXXXX")
+wrapper=$REDISLOCK_CLI_WRAPPER
+vglogs=
+case $wrapper in
+    # Its reports go to files, checked by the last test: a tool that ends
+    # by a signal cannot turn them into an exit status.
+    *valgrind*) vglogs=$work/vg
+                mkdir "$vglogs"
+                wrapper="$wrapper --trace-children=no --error-exitcode=99
+                         --suppressions=$srcdir/tests/cli-valgrind.supp
+                         --log-file=$vglogs/%p.log" ;;
+esac
+tool="$builddir/cli/redislock"
+# $R runs the tool (under the wrapper, if any).  A plain command, not a
+# function, so that "$R ... &" makes $! the tool's own PID.
+R="$wrapper $tool"
+cli() { redis-cli -p "$REDISLOCK_TEST_PORT" "$@"; }
+REDISLOCK_URL="redis://127.0.0.1:$REDISLOCK_TEST_PORT"
+export REDISLOCK_URL
+unset REDISLOCK_KEY REDISLOCK_OWNER REDISLOCK_TOKEN
+
+n=0
+failed=0
+
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+not_ok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; }
+diag() { echo "# $*"; }
+now_ms() { date +%s%3N; }
+
+# check NAME CONDITION...: one TAP line.
+check() {
+    name=$1; shift
+    if "$@"; then ok "$name"; else not_ok "$name"; fi
+}
+
+# expect_status WANT GOT WHAT
+expect_status() {
+    if [ "$2" -ne "$1" ]; then
+        diag "$3: exit status $2, want $1"
+        return 1
+    fi
+    return 0
+}
+
+# Wait until KEY exists (or not, with -n) in Redis, up to 10 s.
+wait_key() {
+    want=1
+    if [ "$1" = -n ]; then want=0; shift; fi
+    i=0
+    while [ $i -lt 200 ]; do
+        [ "$(cli EXISTS "$1")" = "$want" ] && return 0
+        sleep 0.05; i=$((i + 1))
+    done
+    diag "key $1 never reached EXISTS=$want"
+    return 1
+}
+
+# Wait until file $1 exists, up to 10 s.
+wait_file() {
+    i=0
+    while [ $i -lt 200 ]; do
+        [ -e "$1" ] && return 0
+        sleep 0.05; i=$((i + 1))
+    done
+    diag "file $1 never appeared"
+    return 1
+}
+
+# ---------------------------------------------------------------------------
+
+t_help_and_version() {
+    $R --help > "$work/help" 2>&1 || return 1
+    grep -q '^Usage: redislock' "$work/help" || return 1
+    $R --version > "$work/version" 2>&1 || return 1
+    grep -q '^redislock [0-9]' "$work/version"
+}
+check "--help and --version print and exit 0" t_help_and_version
+
+t_usage_errors() {
+    for args in "" "k" "-x k true" "-e 0 k true" "-e abc k true" \
+                "-w -1 k true" "-E 300 k true" "-m other k true" \
+                "-s NOPE k true" "k -c true extra" "--status k cmd"; do
+        # shellcheck disable=SC2086
+        $R $args > "$work/out" 2>&1
+        st=$?
+        expect_status 64 $st "redislock $args" || return 1
+        grep -q 'redislock: ' "$work/out" || { diag "no message for '$args'"; return 1; }
+    done
+    $R "" true > /dev/null 2>&1
+    expect_status 64 $? "empty KEY" || return 1
+    $R --id 'has space' k true > /dev/null 2>&1
+    expect_status 64 $? "an owner ID with a space"
+}
+check "usage errors exit 64 with a message" t_usage_errors
+
+t_bad_url() {
+    $R -u 'redis://user:s3cretpw@127.0.0.1:notaport' k true > "$work/out" 2>&1
+    expect_status 64 $? "bad port" || return 1
+    grep -q port "$work/out" || { diag "$(cat "$work/out")"; return 1; }
+    ! grep -q s3cretpw "$work/out"
+}
+check "a bad URL exits 64, naming the problem, never the password" t_bad_url
+
+t_no_server() {
+    t0=$(now_ms)
+    $R -u "unix://$work/no-such.sock" k touch "$work/ran" > "$work/out" 2>&1
+    expect_status 69 $? "no server" || return 1
+    [ ! -e "$work/ran" ] || { diag "COMMAND ran without the lock"; return 1; }
+    grep -q 'acquire' "$work/out"
+}
+check "no Redis to talk to exits 69 without running COMMAND" t_no_server
+
+t_status_passes_through() {
+    $R k1 sh -c 'exit 3'
+    expect_status 3 $? "exit 3" || return 1
+    $R k1 true
+    expect_status 0 $? "true" || return 1
+    $R k1 -c 'exit 42'
+    expect_status 42 $? "-c 'exit 42'" || return 1
+    [ "$(cli EXISTS k1)" = 0 ]
+}
+check "COMMAND's exit status passes through; the lock is released" t_status_passes_through
+
+t_environment() {
+    REDISLOCK_TOKEN=stale $R k2 sh -c \
+        'echo "$REDISLOCK_KEY $REDISLOCK_OWNER ${REDISLOCK_TOKEN:-none}";
+         redis-cli -p "$REDISLOCK_TEST_PORT" GET k2' > "$work/env1" || return 1
+    $R k2 sh -c 'echo "$REDISLOCK_TOKEN"' > "$work/env2" || return 1
+    REDISLOCK_TOKEN=stale $R --no-fencing k2 sh -c \
+        'echo "${REDISLOCK_TOKEN:-none}"' > "$work/env3" || return 1
+    set -- $(head -1 "$work/env1")
+    [ "$1" = k2 ] || { diag "REDISLOCK_KEY=$1"; return 1; }
+    # The owner ID in the environment is the one stored in the key.
+    [ "$2" = "$(sed -n 2p "$work/env1")" ] || { diag "owner $2 not in Redis"; return 1; }
+    echo "$2" | grep -Eq '^[0-9a-f]{32}$' || { diag "owner '$2'"; return 1; }
+    # Fencing tokens: a number, growing from one holding to the next.
+    [ "$3" -ge 1 ] 2>/dev/null || { diag "token '$3'"; return 1; }
+    [ "$(cat "$work/env2")" -gt "$3" ] || { diag "token did not grow"; return 1; }
+    # Without fencing there is none, and an inherited one is removed.
+    [ "$(cat "$work/env3")" = none ]
+}
+check "COMMAND gets REDISLOCK_KEY, REDISLOCK_OWNER and a growing REDISLOCK_TOKEN" t_environment
+
+t_nonblock_busy() {
+    $R k3 sh -c "touch '$work/k3.held'; sleep 30" &
+    holder=$!
+    wait_file "$work/k3.held" || return 1
+    t0=$(now_ms)
+    $R -n k3 touch "$work/k3.ran"
+    st=$?
+    t=$(( $(now_ms) - t0 ))
+    $R -n -E 42 k3 true
+    st42=$?
+    kill -TERM $holder; wait $holder
+    expect_status 75 $st "-n on a held key" || return 1
+    expect_status 42 $st42 "-n -E 42" || return 1
+    [ ! -e "$work/k3.ran" ] || { diag "COMMAND ran"; return 1; }
+    [ $t -lt 1500 ] || { diag "took $t ms"; return 1; }
+}
+check "-n on a held key exits with the busy status at once (-E sets it)" t_nonblock_busy
+
+t_wait_gives_up() {
+    $R k4 sh -c "touch '$work/k4.held'; sleep 30" &
+    holder=$!
+    wait_file "$work/k4.held" || return 1
+    t0=$(now_ms)
+    $R -w 1 k4 touch "$work/k4.ran"
+    st=$?
+    t=$(( $(now_ms) - t0 ))
+    kill -TERM $holder; wait $holder
+    expect_status 75 $st "-w 1" || return 1
+    [ ! -e "$work/k4.ran" ] || { diag "COMMAND ran"; return 1; }
+    [ $t -ge 990 ] && [ $t -lt 4000 ] || { diag "gave up after $t ms"; return 1; }
+}
+check "-w 1 on a held key gives up after about a second" t_wait_gives_up
+
+# Two instances: the second, started while the first holds the lock, runs
+# its COMMAND only after the first has finished.
+t_two_serialise() {
+    : > "$work/order"
+    $R k5 sh -c "echo 'A start' >> '$work/order'; touch '$work/k5.held';
+                sleep 1; echo 'A end' >> '$work/order'" &
+    a=$!
+    wait_file "$work/k5.held" || return 1
+    $R -w 20 k5 sh -c "echo 'B start' >> '$work/order'; echo 'B end' >> '$work/order'"
+    st=$?
+    wait $a
+    expect_status 0 $st "second instance" || return 1
+    printf 'A start\nA end\nB start\nB end\n' | cmp -s - "$work/order" ||
+        { diag "order: $(tr '\n' '|' < "$work/order")"; return 1; }
+}
+check "two instances on one key serialise" t_two_serialise
+
+# Several shell loops appending to one file through redislock: no two
+# critical sections interleave, and none is lost.
+t_loops_never_interleave() {
+    : > "$work/log"
+    pids=
+    for w in 1 2 3 4; do
+        (
+            i=0
+            while [ $i -lt 5 ]; do
+                $R -w 60 k6 sh -c "echo '$w begin' >> '$work/log'; sleep 0.02;
+                                  echo '$w end' >> '$work/log'" || exit 1
+                i=$((i + 1))
+            done
+        ) &
+        pids="$pids $!"
+    done
+    st=0
+    for job in $pids; do wait "$job" || st=1; done
+    [ $st -eq 0 ] || { diag "a loop failed"; return 1; }
+    [ "$(wc -l < "$work/log")" -eq 40 ] || { diag "$(wc -l < "$work/log") lines"; return 1; }
+    # Lines pair up: "W begin" is always followed by "W end".
+    awk 'NR % 2 == 1 { w = $1; if ($2 != "begin") exit 1 }
+         NR % 2 == 0 { if ($1 != w || $2 != "end") exit 1 }' "$work/log" ||
+        { diag "interleaved: $(tr '\n' '|' < "$work/log")"; return 1; }
+}
+check "four shell loops through redislock never interleave" t_loops_never_interleave
+
+t_renewal_keeps_lock() {
+    $R -e 1 k7 sh -c "touch '$work/k7.held'; sleep 3" &
+    holder=$!
+    wait_file "$work/k7.held" || return 1
+    sleep 2                       # twice the lease
+    owner=$(cli GET k7)
+    $R -n k7 true
+    st=$?
+    wait $holder
+    hst=$?
+    [ -n "$owner" ] || { diag "key gone after 2 s"; return 1; }
+    expect_status 75 $st "-n while renewed" || return 1
+    expect_status 0 $hst "holder" || return 1
+    [ "$(cli EXISTS k7)" = 0 ]
+}
+check "a COMMAND that outlives the expiry keeps the lock (renewal)" t_renewal_keeps_lock
+
+t_lost_when_deleted() {
+    $R -e 1 k8 sh -c "trap 'echo TERM > \"$work/k8.sig\"; exit 9' TERM;
+                     touch '$work/k8.held'; sleep 30 & wait" 2> "$work/k8.err" &
+    holder=$!
+    wait_file "$work/k8.held" || return 1
+    cli DEL k8 > /dev/null
+    wait $holder
+    st=$?
+    expect_status 76 $st "lost" || return 1
+    [ "$(cat "$work/k8.sig" 2>/dev/null)" = TERM ] || { diag "COMMAND got no TERM"; return 1; }
+    grep -q 'lost the lock' "$work/k8.err"
+}
+check "a deleted key: COMMAND gets TERM, the tool exits 76 (lost)" t_lost_when_deleted
+
+t_lost_kill_after_grace() {
+    $R -e 1 -k 0.5 k9 sh -c "trap '' TERM; touch '$work/k9.held';
+                            echo \$\$ > '$work/k9.pid';
+                            while :; do sleep 0.1; done" 2> /dev/null &
+    holder=$!
+    wait_file "$work/k9.held" || return 1
+    cli DEL k9 > /dev/null
+    wait $holder
+    st=$?
+    expect_status 76 $st "lost" || return 1
+    ! kill -0 "$(cat "$work/k9.pid")" 2>/dev/null || { diag "COMMAND survived"; return 1; }
+}
+check "a COMMAND that ignores TERM gets KILL after the grace period" t_lost_kill_after_grace
+
+t_lost_when_stopped() {
+    $R -e 1 k10 sh -c "touch '$work/k10.held'; sleep 30" 2> /dev/null &
+    holder=$!
+    wait_file "$work/k10.held" || return 1
+    kill -STOP $holder
+    wait_key -n k10 || { kill -CONT $holder; return 1; }
+    $R -n k10 true                 # someone else takes it meanwhile
+    other=$?
+    kill -CONT $holder
+    wait $holder
+    st=$?
+    expect_status 0 $other "another instance, while the first is stopped" || return 1
+    expect_status 76 $st "stopped past its lease" || return 1
+}
+check "a tool stopped past its lease finds the lock lost and exits 76" t_lost_when_stopped
+
+t_lost_when_redis_dies() {
+    d="$REDISLOCK_TEST_TMPDIR/down"
+    mkdir -p "$d"
+    "$REDISLOCK_TEST_REDIS_SERVER" --port 0 --unixsocket "$d/sock" --dir "$d" \
+        --save "" --appendonly no --pidfile "$d/redis.pid" --daemonize no \
+        > /dev/null 2>&1 &
+    spid=$!
+    i=0
+    until redis-cli -s "$d/sock" PING > /dev/null 2>&1; do
+        i=$((i + 1)); [ $i -lt 100 ] || return 1; sleep 0.05
+    done
+    $R -u "unix://$d/sock" -e 1 k11 sh -c "touch '$work/k11.held'; sleep 30" 2> /dev/null &
+    holder=$!
+    wait_file "$work/k11.held" || { kill $spid; return 1; }
+    kill $spid; wait $spid
+    t0=$(now_ms)
+    wait $holder
+    st=$?
+    t=$(( $(now_ms) - t0 ))
+    expect_status 76 $st "Redis gone" || return 1
+    [ $t -lt 5000 ] || { diag "noticed after $t ms"; return 1; }
+}
+check "Redis going away while COMMAND runs: lost within the lease, exit 76" t_lost_when_redis_dies
+
+t_term_forwarded() {
+    $R k12 sh -c "trap 'exit 9' TERM; touch '$work/k12.held'; sleep 30 & wait" &
+    holder=$!
+    wait_file "$work/k12.held" || return 1
+    kill -TERM $holder
+    wait $holder
+    st=$?
+    expect_status 9 $st "TERM forwarded, COMMAND exits 9" || return 1
+    [ "$(cli EXISTS k12)" = 0 ] || { diag "not released"; return 1; }
+}
+check "SIGTERM to the tool is forwarded; the lock is released" t_term_forwarded
+
+t_killed_command() {
+    $R k13 sh -c "echo \$\$ > '$work/k13.pid'; sleep 30 & wait" &
+    holder=$!
+    wait_file "$work/k13.pid" || return 1
+    sleep 0.1
+    kill -TERM "$(cat "$work/k13.pid")"
+    wait $holder
+    st=$?
+    expect_status 143 $st "COMMAND killed by TERM" || return 1
+    [ "$(cli EXISTS k13)" = 0 ]
+}
+check "a COMMAND killed by a signal: the tool ends by it (143) and releases" t_killed_command
+
+t_interrupt_while_waiting() {
+    $R k14 sh -c "touch '$work/k14.held'; sleep 30" &
+    holder=$!
+    wait_file "$work/k14.held" || return 1
+    owner=$(cli GET k14)
+    $R k14 touch "$work/k14.ran" &
+    waiter=$!
+    sleep 0.5
+    t0=$(now_ms)
+    kill -TERM $waiter
+    wait $waiter
+    st=$?
+    t=$(( $(now_ms) - t0 ))
+    still=$(cli GET k14)
+    kill -TERM $holder; wait $holder
+    expect_status 143 $st "SIGTERM while waiting" || return 1
+    [ $t -lt 2000 ] || { diag "took $t ms"; return 1; }
+    [ ! -e "$work/k14.ran" ] || { diag "COMMAND ran"; return 1; }
+    [ "$still" = "$owner" ] || { diag "the holder lost its lock"; return 1; }
+}
+check "SIGTERM while waiting ends the tool at once (by TERM), holder untouched" t_interrupt_while_waiting
+
+# A shell starts background jobs with SIGINT ignored, which the tool then
+# leaves alone (tested by the TERM case above); env --default-signal gives
+# this one a SIGINT as a foreground job would get from ^C.
+t_sigint_while_waiting() {
+    $R k14 sh -c "touch '$work/k14b.held'; sleep 30" &
+    holder=$!
+    wait_file "$work/k14b.held" || return 1
+    # shellcheck disable=SC2086
+    env --default-signal=INT $R k14 touch "$work/k14b.ran" &
+    waiter=$!
+    sleep 0.5
+    kill -INT $waiter
+    wait $waiter
+    st=$?
+    kill -TERM $holder; wait $holder
+    expect_status 130 $st "SIGINT while waiting" || return 1
+    [ ! -e "$work/k14b.ran" ]
+}
+if env --default-signal=INT true 2>/dev/null; then
+    check "SIGINT while waiting ends the tool by SIGINT (130)" t_sigint_while_waiting
+else
+    n=$((n + 1)); echo "ok $n # SKIP env --default-signal missing (coreutils < 9)"
+fi
+
+t_not_runnable() {
+    $R k15 no-such-command-here 2> "$work/err"
+    expect_status 127 $? "not found" || return 1
+    grep -q no-such-command-here "$work/err" || return 1
+    printf 'x\n' > "$work/plain"
+    chmod 644 "$work/plain"
+    $R k15 "$work/plain" 2> /dev/null
+    expect_status 126 $? "not executable" || return 1
+    [ "$(cli EXISTS k15)" = 0 ] || { diag "not released"; return 1; }
+}
+check "COMMAND not found exits 127, not executable 126, lock released" t_not_runnable
+
+t_status() {
+    $R --status k16 > "$work/s1"
+    expect_status 1 $? "--status of a free key" || return 1
+    grep -qx 'state: free' "$work/s1" || return 1
+    $R -e 10 k16 sh -c "touch '$work/k16.held'; sleep 30" &
+    holder=$!
+    wait_file "$work/k16.held" || return 1
+    $R --status k16 > "$work/s2"
+    st=$?
+    owner=$(cli GET k16)
+    kill -TERM $holder; wait $holder
+    expect_status 0 $st "--status of a held key" || return 1
+    grep -qx 'state: held' "$work/s2" &&
+    grep -qx 'mode: go-zero' "$work/s2" &&
+    grep -qx "owner: $owner" "$work/s2" &&
+    grep -qx 'holds: 1' "$work/s2" || { diag "$(tr '\n' '|' < "$work/s2")"; return 1; }
+    ttl=$(sed -n 's/^ttl_ms: //p' "$work/s2")
+    [ "$ttl" -gt 5000 ] && [ "$ttl" -le 10000 ] || { diag "ttl_ms $ttl"; return 1; }
+    cli RPUSH k17 x > /dev/null
+    $R --status k17 > "$work/s3"
+    expect_status 0 $? "--status of a list" || return 1
+    grep -qx 'mode: not a lock' "$work/s3"
+}
+check "--status shows state, mode, owner, holds and TTL" t_status
+
+t_counted_nested() {
+    $R -m counted k18 sh -c '
+        "$0" -m counted --id "$REDISLOCK_OWNER" -n k18 "$0" --status k18' \
+        "$tool" > "$work/nested"
+    st=$?
+    expect_status 0 $st "nested counted holding" || return 1
+    grep -qx 'mode: counted' "$work/nested" &&
+    grep -qx 'holds: 2' "$work/nested" || { diag "$(tr '\n' '|' < "$work/nested")"; return 1; }
+    [ "$(cli EXISTS k18)" = 0 ]
+}
+check "counted mode: a nested instance with the same --id re-enters (2 holds)" t_counted_nested
+
+# go-zero's own scripts (tests/gozero/) stand for a Go process.
+t_gozero_interop() {
+    lua=$(cat "$srcdir/tests/gozero/lockscript.lua")
+    [ "$(cli EVAL "$lua" 1 k19 goid 5000)" = OK ] || return 1
+    $R -n k19 true
+    expect_status 75 $? "held by go-zero" || return 1
+    cli DEL k19 > /dev/null
+    $R k19 sh -c "redis-cli -p $REDISLOCK_TEST_PORT EVAL '$lua' 1 k19 goid 5000" > "$work/go"
+    expect_status 0 $? "tool holding" || return 1
+    # go-zero's acquire got nil (empty output): refused.
+    [ -z "$(cat "$work/go")" ] || { diag "go-zero got '$(cat "$work/go")'"; return 1; }
+}
+check "go-zero and the tool exclude each other on one key" t_gozero_interop
+
+t_mode_mismatch() {
+    $R -m counted k20 sh -c "touch '$work/k20.held'; sleep 30" &
+    holder=$!
+    wait_file "$work/k20.held" || return 1
+    $R -n k20 true 2> "$work/err"
+    st=$?
+    kill -TERM $holder; wait $holder
+    expect_status 69 $st "go-zero mode meeting a counted key" || return 1
+    grep -q WRONGTYPE "$work/err"
+}
+check "a go-zero instance meeting a counted key exits 69 with WRONGTYPE" t_mode_mismatch
+
+if [ -n "$vglogs" ]; then
+    t_valgrind_clean() {
+        bad=$(find "$vglogs" -name '*.log' -size +0c)
+        [ -z "$bad" ] || { for f in $bad; do sed 's/^/# /' "$f"; done; return 1; }
+    }
+    check "valgrind reported nothing for any run of the tool" t_valgrind_clean
+fi
+
+echo "1..$n"
+rm -rf "$work"
+[ $failed -eq 0 ]
