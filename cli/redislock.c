@@ -719,7 +719,11 @@ static bool release(redislock *lock, const struct options *o,
     bool released = false;
     int st = redislock_release(lock, &released);
 
-    if (st == REDISLOCK_ERR_LOST || known_lost)
+    if (st == REDISLOCK_ERR_LOST) {
+        say("%s", redislock_last_error(lock));
+        return true;
+    }
+    if (known_lost)
         return true;
     if (st != REDISLOCK_OK) {
         say("release: %s%s%s (the lease runs out on its own)",

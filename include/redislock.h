@@ -170,7 +170,9 @@ typedef enum {
     REDISLOCK_ERR_FORKED = -6,
     /** Auto-renewal found the lock lost (taken, deleted, or not renewed
      *  before its lease ran out) since the last call: the holding is over.
-     *  Reported once, by the next release or extend.  @since 0.2.0 */
+     *  Reported once, by the next release or extend;
+     *  redislock_last_error() says why (key no longer ours, Redis not
+     *  reached in time, hold cap, missing heartbeat).  @since 0.2.0 */
     REDISLOCK_ERR_LOST = -7
 } redislock_status;
 

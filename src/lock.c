@@ -199,7 +199,8 @@ int redislock_release(redislock *lock, bool *released)
         lock->held = 0;
         lock->state = REDISLOCK_STATE_UNKNOWN;
         return redislockp_fail(lock, REDISLOCK_ERR_LOST,
-                               "the lock was lost before this release");
+                               "the lock was lost before this release: %s",
+                               redislockp_lost_reason(was_lost));
     }
     if (v[0] == 1) {
         *released = true;
@@ -230,19 +231,21 @@ int redislock_extend(redislock *lock, bool *extended)
     size_t lens[3];
     redisReply *reply = NULL;
     long long v[1], sent;
-    int st;
+    int st, why;
 
     if (extended)
         *extended = false;
     st = redislockp_begin_call(lock, extended, "extended");
     if (st != REDISLOCK_OK)
         return st;
-    if (redislockp_renew_lost(lock)) {
+    why = redislockp_renew_lost(lock);
+    if (why) {
         redislockp_renew_stop(lock);
         lock->held = 0;
         lock->state = REDISLOCK_STATE_UNKNOWN;
         return redislockp_fail(lock, REDISLOCK_ERR_LOST,
-                               "the lock was lost while auto-renewed");
+                               "the lock was lost while auto-renewed: %s",
+                               redislockp_lost_reason(why));
     }
 
     args[0] = lock->key;

@@ -78,7 +78,7 @@ struct redislock {
     /* ---- */
     int renewing;                      /* in the client's registry */
     int renew_busy;                    /* the watchdog is working on it */
-    int lost;                          /* renewal found it lost */
+    int lost;                          /* 0, or why it was lost (below) */
     long long renew_due;               /* next renewal (monotonic ms) */
     long long renew_ms;                /* the lease renewals set */
     long long renew_until;             /* lease end as renewals keep it */
@@ -183,10 +183,21 @@ typedef enum redislockp_try {
     REDISLOCKP_TRY_WOKEN = 2           /* a waiter woken for a free lock */
 } redislockp_try;
 
+/* Why auto-renewal declared a lock lost (redislock.lost). */
+enum {
+    REDISLOCKP_LOST_TAKEN = 1,         /* a renewal found the key not ours */
+    REDISLOCKP_LOST_UNREACHED = 2,     /* no renewal got through in time */
+    REDISLOCKP_LOST_HOLD_CAP = 3,      /* withheld: maximum hold time */
+    REDISLOCKP_LOST_HEARTBEAT = 4      /* withheld: no heartbeat */
+};
+
 /* watchdog.c: auto-renewal of a client handle's lease. */
 void redislockp_renew_start(redislock *lock, int fresh);   /* after acquire */
 void redislockp_renew_stop(redislock *lock);   /* before release / free */
-int redislockp_renew_lost(redislock *lock);    /* lost? clears the flag */
+/* 0, or why the lock was lost (REDISLOCKP_LOST_*); clears it. */
+int redislockp_renew_lost(redislock *lock);
+/* The words for a REDISLOCKP_LOST_* reason. */
+const char *redislockp_lost_reason(int why);
 long long redislockp_renew_until(const redislock *lock, int *renewing);
 
 /* lock.c: one acquire attempt.  When refused, *HOLDER_PTTL gets the

@@ -145,6 +145,33 @@ static void renew_batch(redisContext **conn, redislock_client *cl,
     }
 }
 
+/* Is renewal of L withheld at NOW, and why (0: it is not)?  Under wd_mu. */
+static int withheld(const redislock *l, long long now)
+{
+    if (l->max_hold_ms > 0 && now - l->renew_started >= l->max_hold_ms)
+        return REDISLOCKP_LOST_HOLD_CAP;
+    if (l->heartbeat_ms > 0 && now - l->last_heartbeat > l->heartbeat_ms)
+        return REDISLOCKP_LOST_HEARTBEAT;
+    return 0;
+}
+
+const char *redislockp_lost_reason(int why)
+{
+    switch (why) {
+    case REDISLOCKP_LOST_TAKEN:
+        return "a renewal found the key no longer ours (deleted, expired "
+               "or taken by another owner)";
+    case REDISLOCKP_LOST_HOLD_CAP:
+        return "the maximum hold time was reached, so renewal stopped and "
+               "the lease ran out";
+    case REDISLOCKP_LOST_HEARTBEAT:
+        return "no heartbeat came within the heartbeat window, so renewal "
+               "stopped and the lease ran out";
+    default:
+        return "no renewal reached Redis before the lease ran out";
+    }
+}
+
 static void *watchdog(void *arg)
 {
     redislock_client *cl = arg;
@@ -173,10 +200,13 @@ static void *watchdog(void *arg)
             if (l->lost || l->renew_busy)
                 continue;
             if (now >= l->renew_until) {
-                /* The lease ran out before a renewal got through (more
-                 * than a batch of them: the rest wait for the next round). */
+                /* The lease ran out before a renewal got through, or
+                 * after renewal was withheld (more than a batch of them:
+                 * the rest wait for the next round). */
                 if (nlost < BATCH) {
-                    l->lost = 1;
+                    l->lost = withheld(l, now);
+                    if (l->lost == 0)
+                        l->lost = REDISLOCKP_LOST_UNREACHED;
                     l->renew_busy = 1;
                     lost[nlost++] = l;
                 }
@@ -187,10 +217,7 @@ static void *watchdog(void *arg)
                     next = l->renew_due;
                 continue;
             }
-            if ((l->max_hold_ms > 0 &&
-                 now - l->renew_started >= l->max_hold_ms) ||
-                (l->heartbeat_ms > 0 &&
-                 now - l->last_heartbeat > l->heartbeat_ms)) {
+            if (withheld(l, now)) {
                 /* Renewal withheld: wait for the lease to run out. */
                 if (l->renew_until < next)
                     next = l->renew_until;
@@ -244,7 +271,9 @@ static void *watchdog(void *arg)
             } else if ((result[i] == 0 ||
                         redislockp_now_ms() >= l->renew_until) &&
                        nlost < 2 * BATCH) {
-                l->lost = 1;            /* stays busy for the callback */
+                /* It stays busy for the callback. */
+                l->lost = result[i] == 0 ? REDISLOCKP_LOST_TAKEN
+                                         : REDISLOCKP_LOST_UNREACHED;
                 lost[nlost++] = l;
             } else {
                 /* No answer (or no room): try again soon; the deadline

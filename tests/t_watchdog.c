@@ -159,6 +159,7 @@ static void test_loss_when_the_key_is_deleted(void **state)
     assert_int_equal(redislock_valid_for_ms(lock), 0);
     assert_int_equal(redislock_release(lock, &ok), REDISLOCK_ERR_LOST);
     assert_false(ok);
+    assert_non_null(strstr(redislock_last_error(lock), "no longer ours"));
     /* Reported once; a new acquire starts afresh. */
     assert_false(tu_release(lock));
     assert_true(tu_acquire(lock));
@@ -187,6 +188,8 @@ static void test_loss_when_redis_stops_answering(void **state)
     tu_cmd_ok(c, "CLIENT UNPAUSE");
     assert_int_equal(redislock_extend(lock, &ok), REDISLOCK_ERR_LOST);
     assert_false(ok);
+    assert_non_null(strstr(redislock_last_error(lock),
+                           "no renewal reached Redis"));
     redislock_free(lock);
     redislock_client_free(cl);
 }
@@ -286,6 +289,7 @@ static void test_hold_cap_stops_renewal(void **state)
     redislock_client *cl = redislock_client_new(url);
     redislock *lock;
     long long t0;
+    bool ok = true;
 
     tu_key(key, sizeof key, "wd:cap");
     lock = renewed(state, cl, key, 200);
@@ -299,6 +303,8 @@ static void test_hold_cap_stops_renewal(void **state)
     assert_true(tu_now_ms() - t0 >= 500);
     tu_sleep_ms(100);
     assert_int_equal(tu_pttl(c, key, strlen(key)), -2);
+    assert_int_equal(redislock_extend(lock, &ok), REDISLOCK_ERR_LOST);
+    assert_non_null(strstr(redislock_last_error(lock), "maximum hold time"));
     redislock_free(lock);
     redislock_client_free(cl);
 }
@@ -309,6 +315,7 @@ static void test_heartbeats_gate_renewal(void **state)
     redislock_client *cl = redislock_client_new(url);
     redislock *lock;
     int i;
+    bool ok = true;
 
     tu_key(key, sizeof key, "wd:heartbeat");
     lock = renewed(state, cl, key, 300);
@@ -323,6 +330,8 @@ static void test_heartbeats_gate_renewal(void **state)
     assert_true(readable(redislock_lost_fd(lock), 3000));
     tu_sleep_ms(100);
     assert_int_equal(tu_pttl(c, key, strlen(key)), -2);
+    assert_int_equal(redislock_release(lock, &ok), REDISLOCK_ERR_LOST);
+    assert_non_null(strstr(redislock_last_error(lock), "no heartbeat"));
     redislock_free(lock);
     redislock_client_free(cl);
 }
