@@ -32,6 +32,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -300,6 +303,8 @@ static int parse_args(int argc, char **argv, struct options *o)
                    redislock_version());
             return -1;
         default:
+            if (optopt > 0 && optopt < 256)
+                return usage_error("bad or incomplete option '-%c'", optopt);
             return usage_error("bad or incomplete option '%s'",
                                argv[optind - 1]);
         }
@@ -311,9 +316,11 @@ static int parse_args(int argc, char **argv, struct options *o)
     if (*o->key == '\0')
         return usage_error("%s", "KEY is empty");
     /* -c may come after KEY too, as in flock(1). */
-    if (!o->status && !o->shell_command && optind + 1 < argc &&
+    if (!o->status && !o->shell_command && optind < argc &&
         (strcmp(argv[optind], "-c") == 0 ||
          strcmp(argv[optind], "--command") == 0)) {
+        if (optind + 1 >= argc)
+            return usage_error("%s", "-c needs a shell command");
         o->shell_command = argv[optind + 1];
         optind += 2;
     }
@@ -336,12 +343,20 @@ static int parse_args(int argc, char **argv, struct options *o)
  * Signals: a handler that records each signal in a pipe (the self-pipe
  * trick), read by the main loop.  Each record is two bytes: the signal and
  * whether the kernel sent it to the whole foreground process group (a ^C
- * at the terminal), which COMMAND, in our group, then got too. */
+ * at the terminal), which COMMAND, when it shares our group, got too.
+ *
+ * COMMAND shares our process group only when we are the terminal's
+ * foreground job (so that it can read the terminal and get ^C and ^Z
+ * itself); otherwise it leads a group of its own, and the signals we pass
+ * on, and those of a lost lock, go to that whole group: to what COMMAND
+ * started as well. */
 
 static int sig_pipe[2] = { -1, -1 };
 static volatile sig_atomic_t stop_signal;   /* a signal that stops us */
 
-static const int caught[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD };
+/* Caught and passed on to COMMAND (SIGCHLD only wakes the main loop). */
+static const int caught[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1,
+                              SIGUSR2, SIGALRM, SIGCHLD };
 
 static void on_signal(int sig, siginfo_t *si, void *uctx)
 {
@@ -349,8 +364,13 @@ static void on_signal(int sig, siginfo_t *si, void *uctx)
     unsigned char rec[2];
 
     (void)uctx;
+    (void)si;
     rec[0] = (unsigned char)sig;
+#ifdef SI_KERNEL
     rec[1] = si != NULL && si->si_code == SI_KERNEL;
+#else
+    rec[1] = 0;
+#endif
     if (sig != SIGCHLD)
         stop_signal = sig;
     (void)!write(sig_pipe[1], rec, sizeof rec);
@@ -371,6 +391,10 @@ static bool set_nonblock_cloexec(int fd)
 static sigset_t inherited_ignored;
 /* The signal mask we were started with, for COMMAND. */
 static sigset_t startup_mask;
+/* Whether SIGPIPE was ignored when we started.  We ignore it (a message
+ * to a closed stderr must not kill us while COMMAND runs); COMMAND gets
+ * it back as it was. */
+static bool pipe_was_ignored;
 
 static bool signals_catch(void)
 {
@@ -383,6 +407,11 @@ static bool signals_catch(void)
     sigemptyset(&inherited_ignored);
     (void)pthread_sigmask(SIG_SETMASK, NULL, &startup_mask);
     memset(&sa, 0, sizeof sa);
+    sa.sa_handler = SIG_IGN;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGPIPE, &sa, &old) != 0)
+        return false;
+    pipe_was_ignored = old.sa_handler == SIG_IGN;
     sa.sa_sigaction = on_signal;
     sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NOCLDSTOP;
     sigfillset(&sa.sa_mask);
@@ -460,6 +489,21 @@ static long long now_ms(void)
 /* ------------------------------------------------------------------------
  * --status */
 
+/* S on a line of its own, with bytes outside printable ASCII (and the
+ * backslash) as \xNN, so that a value cannot forge lines. */
+static void print_escaped(const char *s)
+{
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+
+        if (ch < 0x20 || ch > 0x7e || ch == '\\')
+            printf("\\x%02x", ch);
+        else
+            putchar(ch);
+    }
+    putchar('\n');
+}
+
 static int show_status(redislock *lock, const char *key)
 {
     static const char *const kinds[] = { "free", "go-zero", "counted",
@@ -474,12 +518,14 @@ static int show_status(redislock *lock, const char *key)
         say("%s: %s", redislock_strerror(st), redislock_last_error(lock));
         return st == REDISLOCK_ERR_NOMEM ? EXIT_SYSTEM : EXIT_REDIS;
     }
-    printf("key: %s\n", key);
+    printf("key: ");
+    print_escaped(key);
     printf("state: %s\n", kind == REDISLOCK_KIND_NONE ? "free" : "held");
     if (kind != REDISLOCK_KIND_NONE) {
         printf("mode: %s\n", kinds[kind]);
         if (kind != REDISLOCK_KIND_OTHER) {
-            printf("owner: %s\n", owner);
+            printf("owner: ");
+            print_escaped(owner);
             printf("holds: %d\n", holds);
         }
         if (ttl >= 0)
@@ -576,19 +622,37 @@ static char **command_env(redislock *lock, const char *key, char **strings)
     return env;
 }
 
+/* Are we the terminal's foreground job?  Then COMMAND stays in our
+ * process group (see the Signals section). */
+static bool terminal_foreground(void)
+{
+    int fd = open("/dev/tty", O_RDONLY | O_NOCTTY | O_CLOEXEC);
+    bool fg = false;
+
+    if (fd >= 0) {
+        fg = tcgetpgrp(fd) == getpgrp();
+        close(fd);
+    }
+    return fg;
+}
+
 /* Start COMMAND with the signal dispositions and mask we were started
- * with, and ENV.  fork() and exec rather than posix_spawn(), so that an
- * exec failure is reported through a close-on-exec pipe in every setting
- * (valgrind, for one, runs a vfork-style spawn as a plain fork and loses
- * it).  The child only makes async-signal-safe calls: the watchdog
- * thread's locks may be held at fork time.  0 with *PID, or an exit
- * status. */
-static int spawn(const struct options *o, char **env, pid_t *pid)
+ * with, and ENV; in a process group of its own unless SAME_GROUP.
+ * fork() and exec rather than posix_spawn(), so that an exec failure is
+ * reported through a close-on-exec pipe in every setting (valgrind, for
+ * one, runs a vfork-style spawn as a plain fork and loses it).  The child
+ * makes only async-signal-safe calls (the watchdog thread's locks may be
+ * held at fork time), but for execvp(), which is safe in practice with
+ * glibc and musl.  0 with *PID; -1 when a signal to stop came first
+ * (nothing started); or an exit status. */
+static int spawn(const struct options *o, char **env, bool same_group,
+                 pid_t *pid)
 {
     extern char **environ;
     static char sh[] = "sh", dash_c[] = "-c";
     char *sh_argv[] = { sh, dash_c, o->shell_command, NULL };
     char **argv = o->shell_command ? sh_argv : o->command;
+    pid_t parent = getpid();
     struct sigaction dfl;
     sigset_t all, old;
     size_t i;
@@ -602,17 +666,39 @@ static int spawn(const struct options *o, char **env, pid_t *pid)
     (void)fcntl(fds[0], F_SETFD, FD_CLOEXEC);
     (void)fcntl(fds[1], F_SETFD, FD_CLOEXEC);
     /* No handler of ours may run in the child (it would write to our
-     * signal pipe): block everything until the child has reset them. */
+     * signal pipe): block everything until the child has reset them.
+     * A signal to stop that came after the lock was taken (a ^C would not
+     * be passed on, COMMAND being in our group) stops us here. */
     sigfillset(&all);
     (void)pthread_sigmask(SIG_SETMASK, &all, &old);
+    if (stop_signal) {
+        (void)pthread_sigmask(SIG_SETMASK, &old, NULL);
+        close(fds[0]);
+        close(fds[1]);
+        return -1;
+    }
     *pid = fork();
     if (*pid == 0) {
+        if (!same_group)
+            (void)setpgid(0, 0);
+#ifdef __linux__
+        /* If we die without a word (SIGKILL), COMMAND must not run on
+         * unprotected: it gets the loss signal. */
+        if (o->lost_signal)
+            (void)prctl(PR_SET_PDEATHSIG, o->lost_signal);
+        if (getppid() != parent)
+            _exit(EXIT_LOST);
+#else
+        (void)parent;
+#endif
         memset(&dfl, 0, sizeof dfl);
         dfl.sa_handler = SIG_DFL;
         sigemptyset(&dfl.sa_mask);
         for (i = 0; i < sizeof caught / sizeof caught[0]; i++)
             if (!sigismember(&inherited_ignored, caught[i]))
                 (void)sigaction(caught[i], &dfl, NULL);
+        if (!pipe_was_ignored)
+            (void)sigaction(SIGPIPE, &dfl, NULL);
         (void)pthread_sigmask(SIG_SETMASK, &startup_mask, NULL);
         environ = env;
         if (o->shell_command)
@@ -625,6 +711,8 @@ static int spawn(const struct options *o, char **env, pid_t *pid)
     }
     if (*pid < 0)
         err = errno;
+    else if (!same_group)
+        (void)setpgid(*pid, *pid);    /* either of us may come first */
     (void)pthread_sigmask(SIG_SETMASK, &old, NULL);
     close(fds[1]);
     if (*pid > 0) {
@@ -655,16 +743,26 @@ struct outcome {
     bool lost;                        /* the lock was lost meanwhile */
 };
 
-/* Wait for COMMAND (PID) to end, forwarding the signals we get and acting
- * on the loss of the lock (LOST_FD readable). */
-static void watch(pid_t pid, int lost_fd, const struct options *o,
-                  const char *key, struct outcome *out)
+/* Wait for COMMAND (PID; the group -PID unless SAME_GROUP) to end,
+ * passing on the signals we get, and stopping it when the lock is lost
+ * (LOST_FD readable) or about to be: when renewals have not got through
+ * and the lease would end before the grace period after the loss signal
+ * (-k) is over, so that COMMAND is stopped before anyone else can take
+ * the lock. */
+static void watch(redislock *lock, pid_t pid, bool same_group,
+                  const struct options *o, struct outcome *out)
 {
-    long long kill_at = -1;
+    pid_t target = same_group ? pid : -pid;
+    long long kill_at = -1, margin, valid;
+    int lost_fd = redislock_lost_fd(lock);
     unsigned char rec[2];
     struct pollfd p[2];
+    bool ending = false;
     int timeout;
 
+    /* Renewals keep at least two thirds of the lease ahead: stop early
+     * only below a third. */
+    margin = o->grace_ms < o->expire_ms / 3 ? o->grace_ms : o->expire_ms / 3;
     out->lost = false;
     for (;;) {
         if (waitpid(pid, &out->wstatus, WNOHANG) == pid)
@@ -675,38 +773,59 @@ static void watch(pid_t pid, int lost_fd, const struct options *o,
         p[1].events = POLLIN;
         p[0].revents = p[1].revents = 0;
         timeout = -1;
+        if (!out->lost) {
+            valid = redislock_valid_for_ms(lock);
+            if (valid > margin) {
+                timeout = valid - margin > INT_MAX ? INT_MAX
+                                                   : (int)(valid - margin);
+            } else {
+                ending = true;        /* renewals are not getting through */
+                timeout = 0;
+            }
+        }
         if (kill_at >= 0) {
             long long left = kill_at - now_ms();
 
-            timeout = left < 0 ? 0 : left > INT_MAX ? INT_MAX : (int)left;
+            left = left < 0 ? 0 : left > INT_MAX ? INT_MAX : left;
+            if (timeout < 0 || left < timeout)
+                timeout = (int)left;
         }
-        if (poll(p, out->lost ? 1 : 2, timeout) < 0 && errno != EINTR)
-            timeout = 10;             /* cannot happen; do not spin */
+        if (!ending && poll(p, out->lost ? 1 : 2, timeout) < 0 &&
+            errno != EINTR)
+            (void)poll(NULL, 0, 10);  /* cannot happen; do not spin */
         while (read(sig_pipe[0], rec, sizeof rec) == (ssize_t)sizeof rec) {
             if (rec[0] == SIGCHLD)
                 continue;             /* waitpid() above */
-            /* A ^C at the terminal reached COMMAND already. */
-            if (!rec[1])
-                (void)kill(pid, rec[0]);
+            /* A ^C at the terminal reached COMMAND, in our group, too. */
+            if (!(same_group && rec[1]))
+                (void)kill(target, rec[0]);
             if (o->verbose)
                 say("got signal %d%s", rec[0],
-                    rec[1] ? "" : ", passed on to COMMAND");
+                    same_group && rec[1] ? "" : ", passed on to COMMAND");
         }
-        if (!out->lost && (p[1].revents & (POLLIN | POLLHUP))) {
+        if (!out->lost && (ending || (p[1].revents & (POLLIN | POLLHUP)))) {
+            valid = redislock_valid_for_ms(lock);
             out->lost = true;
-            say("lost the lock %s%s", key,
-                o->lost_signal ? "; stopping COMMAND" : "");
+            /* Signal first: the message may fail (stderr closed). */
             if (o->lost_signal) {
-                (void)kill(pid, o->lost_signal);
+                (void)kill(target, o->lost_signal);
                 if (o->lost_signal != SIGKILL)
-                    kill_at = now_ms() + o->grace_ms;
+                    kill_at = now_ms() + (ending && valid < o->grace_ms
+                                              ? valid : o->grace_ms);
             }
+            if (ending)
+                say("cannot renew the lock %s (lease ends in %lld ms)%s",
+                    o->key, valid, o->lost_signal ? "; stopping COMMAND" : "");
+            else
+                say("lost the lock %s%s", o->key,
+                    o->lost_signal ? "; stopping COMMAND" : "");
+            ending = false;
         }
         if (kill_at >= 0 && now_ms() >= kill_at) {
-            if (o->verbose)
-                say("COMMAND still running; sending KILL");
-            (void)kill(pid, SIGKILL);
+            (void)kill(target, SIGKILL);
             kill_at = -1;
+            if (o->verbose)
+                say("COMMAND still running; sent KILL");
         }
     }
 }
@@ -745,15 +864,15 @@ static int run(redislock *lock, const struct options *o)
     struct outcome out;
     char **env, *strings = NULL;
     uint64_t token = 0;
-    bool acquired;
+    bool acquired, same_group;
     pid_t pid;
-    int rc, lost_fd;
+    int rc;
 
-    lost_fd = redislock_lost_fd(lock);
-    if (lost_fd < 0 || !signals_catch()) {
+    if (redislock_lost_fd(lock) < 0 || !signals_catch()) {
         say("cannot set up: %s", strerror(errno));
         return EXIT_SYSTEM;
     }
+    same_group = terminal_foreground();
     rc = take(lock, o, &acquired);
     if (rc != 0)
         return rc;
@@ -768,10 +887,6 @@ static int run(redislock *lock, const struct options *o)
     if (o->verbose)
         say("acquired %s (owner %s, token %llu)", o->key, redislock_id(lock),
             (unsigned long long)token);
-    if (stop_signal) {
-        (void)release(lock, o, false);
-        return end_by(stop_signal);
-    }
 
     env = command_env(lock, o->key, &strings);
     if (env == NULL) {
@@ -779,14 +894,14 @@ static int run(redislock *lock, const struct options *o)
         (void)release(lock, o, false);
         return EXIT_SYSTEM;
     }
-    rc = spawn(o, env, &pid);
+    rc = spawn(o, env, same_group, &pid);
     free(env);
     free(strings);
     if (rc != 0) {
         (void)release(lock, o, false);
-        return rc;
+        return rc < 0 ? end_by(stop_signal) : rc;
     }
-    watch(pid, lost_fd, o, o->key, &out);
+    watch(lock, pid, same_group, o, &out);
     if (release(lock, o, out.lost))
         out.lost = true;
     if (out.lost)

@@ -33,10 +33,16 @@ case $wrapper in
                          --suppressions=$srcdir/tests/cli-valgrind.supp
                          --log-file=$vglogs/%p.log" ;;
 esac
+# cli/redislock is libtool's wrapper script (the tool is installable, so
+# not linked -no-install); it execs the real program, keeping its PID.
 tool="$builddir/cli/redislock"
-# $R runs the tool (under the wrapper, if any).  A plain command, not a
-# function, so that "$R ... &" makes $! the tool's own PID.
-R="$wrapper $tool"
+# $R runs the tool (under the wrapper, if any, through libtool so that the
+# wrapper sees the program itself).  A plain command, not a function, so
+# that "$R ... &" makes $! the tool's own PID.
+R=$tool
+if [ -n "$wrapper" ]; then
+    R="$builddir/libtool --mode=execute $wrapper $tool"
+fi
 cli() { redis-cli -p "$REDISLOCK_TEST_PORT" "$@"; }
 REDISLOCK_URL="redis://127.0.0.1:$REDISLOCK_TEST_PORT"
 export REDISLOCK_URL
@@ -89,6 +95,18 @@ wait_file() {
     return 1
 }
 
+# gone PID: true once PID has ended (a zombie counts as ended), up to 5 s.
+gone() {
+    i=0
+    while [ $i -lt 100 ]; do
+        case $(sed -n 's/^State:[[:space:]]*\([A-Z]\).*/\1/p' "/proc/$1/status" 2>/dev/null) in
+            Z|"") return 0 ;;
+        esac
+        sleep 0.05; i=$((i + 1))
+    done
+    return 1
+}
+
 # ---------------------------------------------------------------------------
 
 t_help_and_version() {
@@ -102,7 +120,7 @@ check "--help and --version print and exit 0" t_help_and_version
 t_usage_errors() {
     for args in "" "k" "-x k true" "-e 0 k true" "-e abc k true" \
                 "-w -1 k true" "-E 300 k true" "-m other k true" \
-                "-s NOPE k true" "k -c true extra" "--status k cmd"; do
+                "-s NOPE k true" "k -c true extra" "--status k cmd" "k -c"; do
         # shellcheck disable=SC2086
         $R $args > "$work/out" 2>&1
         st=$?
@@ -282,7 +300,7 @@ t_lost_kill_after_grace() {
     wait $holder
     st=$?
     expect_status 76 $st "lost" || return 1
-    ! kill -0 "$(cat "$work/k9.pid")" 2>/dev/null || { diag "COMMAND survived"; return 1; }
+    gone "$(cat "$work/k9.pid")" || { diag "COMMAND survived"; return 1; }
 }
 check "a COMMAND that ignores TERM gets KILL after the grace period" t_lost_kill_after_grace
 
@@ -302,7 +320,9 @@ t_lost_when_stopped() {
 }
 check "a tool stopped past its lease finds the lock lost and exits 76" t_lost_when_stopped
 
-t_lost_when_redis_dies() {
+# Redis gone: renewals cannot get through, so COMMAND is stopped before
+# the lease ends (and the lock could pass to someone else), not after.
+t_stopped_before_lease_ends() {
     d="$REDISLOCK_TEST_TMPDIR/down"
     mkdir -p "$d"
     "$REDISLOCK_TEST_REDIS_SERVER" --port 0 --unixsocket "$d/sock" --dir "$d" \
@@ -313,18 +333,60 @@ t_lost_when_redis_dies() {
     until redis-cli -s "$d/sock" PING > /dev/null 2>&1; do
         i=$((i + 1)); [ $i -lt 100 ] || return 1; sleep 0.05
     done
-    $R -u "unix://$d/sock" -e 1 k11 sh -c "touch '$work/k11.held'; sleep 30" 2> /dev/null &
+    $R -u "unix://$d/sock" -e 3 -k 5 k11 sh -c "
+        trap 'date +%s%3N > \"$work/k11.term\"; exit 9' TERM
+        date +%s%3N > '$work/k11.held'; sleep 30 & wait" 2> "$work/k11.err" &
     holder=$!
     wait_file "$work/k11.held" || { kill $spid; return 1; }
     kill $spid; wait $spid
-    t0=$(now_ms)
     wait $holder
     st=$?
-    t=$(( $(now_ms) - t0 ))
     expect_status 76 $st "Redis gone" || return 1
-    [ $t -lt 5000 ] || { diag "noticed after $t ms"; return 1; }
+    [ -s "$work/k11.term" ] || { diag "COMMAND got no TERM"; return 1; }
+    t=$(( $(cat "$work/k11.term") - $(cat "$work/k11.held") ))
+    # Lease 3 s from the acquire: the TERM comes a third before its end.
+    [ $t -lt 2700 ] || { diag "TERM $t ms after the acquire"; return 1; }
+    grep -q 'cannot renew' "$work/k11.err" || { diag "$(cat "$work/k11.err")"; return 1; }
 }
-check "Redis going away while COMMAND runs: lost within the lease, exit 76" t_lost_when_redis_dies
+check "Redis gone while COMMAND runs: COMMAND stopped before the lease ends, exit 76" t_stopped_before_lease_ends
+
+# What COMMAND started goes too: it leads a process group, which the loss
+# signal reaches as a whole.
+t_lost_stops_the_group() {
+    $R -e 1 k21 sh -c "sleep 30 & echo \$! > '$work/k21.pid'; wait" 2> /dev/null &
+    holder=$!
+    wait_file "$work/k21.pid" || return 1
+    cli DEL k21 > /dev/null
+    wait $holder
+    st=$?
+    expect_status 76 $st "lost" || return 1
+    gone "$(cat "$work/k21.pid")" || { diag "COMMAND's child survived"; return 1; }
+}
+check "on loss, the processes COMMAND started are signalled too" t_lost_stops_the_group
+
+# Nobody renews the lock of a tool killed outright: COMMAND must not run
+# on as if it held it (Linux: the kernel sends it the loss signal).
+t_tool_killed() {
+    [ "$(uname -s)" = Linux ] || return 0
+    $R k23 sh -c "trap 'touch \"$work/k23.term\"; exit 9' TERM;
+                  touch '$work/k23.held'; sleep 30 & wait" &
+    holder=$!
+    wait_file "$work/k23.held" || return 1
+    kill -KILL $holder
+    wait $holder
+    wait_file "$work/k23.term"
+}
+check "a tool killed by SIGKILL: COMMAND gets the loss signal (Linux)" t_tool_killed
+
+t_usr1_forwarded() {
+    $R k22 sh -c "trap 'exit 5' USR1; touch '$work/k22.held'; sleep 30 & wait" &
+    holder=$!
+    wait_file "$work/k22.held" || return 1
+    kill -USR1 $holder
+    wait $holder
+    expect_status 5 $? "USR1 passed on, COMMAND exits 5"
+}
+check "SIGUSR1 to the tool is passed on to COMMAND" t_usr1_forwarded
 
 t_term_forwarded() {
     $R k12 sh -c "trap 'exit 9' TERM; touch '$work/k12.held'; sleep 30 & wait" &
@@ -351,48 +413,66 @@ t_killed_command() {
 }
 check "a COMMAND killed by a signal: the tool ends by it (143) and releases" t_killed_command
 
-t_interrupt_while_waiting() {
+# wait_waiting KEY: until one waiter is registered on KEY, up to 10 s.
+wait_waiting() {
+    i=0
+    while [ $i -lt 200 ]; do
+        [ "$(cli ZCARD "{$1}:waiters")" = 1 ] && return 0
+        sleep 0.05; i=$((i + 1))
+    done
+    diag "no waiter registered on $1"
+    return 1
+}
+
+# A signal while waiting: the tool leaves the wait properly (its waiter
+# registration is gone at once, which a tool killed outright would leave
+# behind for seconds) and ends by the signal, running nothing.
+t_term_while_waiting() {
     $R k14 sh -c "touch '$work/k14.held'; sleep 30" &
     holder=$!
     wait_file "$work/k14.held" || return 1
     owner=$(cli GET k14)
     $R k14 touch "$work/k14.ran" &
     waiter=$!
-    sleep 0.5
+    wait_waiting k14 || return 1
     t0=$(now_ms)
     kill -TERM $waiter
     wait $waiter
     st=$?
     t=$(( $(now_ms) - t0 ))
+    left=$(cli ZCARD "{k14}:waiters")
     still=$(cli GET k14)
     kill -TERM $holder; wait $holder
     expect_status 143 $st "SIGTERM while waiting" || return 1
+    [ "$left" = 0 ] || { diag "waiter registration left behind"; return 1; }
     [ $t -lt 2000 ] || { diag "took $t ms"; return 1; }
     [ ! -e "$work/k14.ran" ] || { diag "COMMAND ran"; return 1; }
     [ "$still" = "$owner" ] || { diag "the holder lost its lock"; return 1; }
 }
-check "SIGTERM while waiting ends the tool at once (by TERM), holder untouched" t_interrupt_while_waiting
+check "SIGTERM while waiting: leaves the wait at once, ends by TERM, holder untouched" t_term_while_waiting
 
 # A shell starts background jobs with SIGINT ignored, which the tool then
-# leaves alone (tested by the TERM case above); env --default-signal gives
-# this one a SIGINT as a foreground job would get from ^C.
+# leaves alone; env --default-signal gives this one a SIGINT as a
+# foreground job would get from ^C.
 t_sigint_while_waiting() {
-    $R k14 sh -c "touch '$work/k14b.held'; sleep 30" &
+    $R k14b sh -c "touch '$work/k14b.held'; sleep 30" &
     holder=$!
     wait_file "$work/k14b.held" || return 1
     # shellcheck disable=SC2086
-    env --default-signal=INT $R k14 touch "$work/k14b.ran" &
+    env --default-signal=INT $R k14b touch "$work/k14b.ran" &
     waiter=$!
-    sleep 0.5
+    wait_waiting k14b || return 1
     kill -INT $waiter
     wait $waiter
     st=$?
+    left=$(cli ZCARD "{k14b}:waiters")
     kill -TERM $holder; wait $holder
     expect_status 130 $st "SIGINT while waiting" || return 1
+    [ "$left" = 0 ] || { diag "waiter registration left behind"; return 1; }
     [ ! -e "$work/k14b.ran" ]
 }
 if env --default-signal=INT true 2>/dev/null; then
-    check "SIGINT while waiting ends the tool by SIGINT (130)" t_sigint_while_waiting
+    check "SIGINT while waiting: leaves the wait at once, ends by SIGINT (130)" t_sigint_while_waiting
 else
     n=$((n + 1)); echo "ok $n # SKIP env --default-signal missing (coreutils < 9)"
 fi
@@ -427,6 +507,12 @@ t_status() {
     grep -qx 'holds: 1' "$work/s2" || { diag "$(tr '\n' '|' < "$work/s2")"; return 1; }
     ttl=$(sed -n 's/^ttl_ms: //p' "$work/s2")
     [ "$ttl" -gt 5000 ] && [ "$ttl" -le 10000 ] || { diag "ttl_ms $ttl"; return 1; }
+    # A value cannot forge lines of the output.
+    cli SET k17b "$(printf 'x\nstate: free')" > /dev/null
+    $R --status k17b > "$work/s4"
+    expect_status 0 $? "--status of a string with a newline" || return 1
+    ! grep -qx 'state: free' "$work/s4" || { diag "$(tr '\n' '|' < "$work/s4")"; return 1; }
+    grep -qx 'owner: x\\x0astate: free' "$work/s4" || { diag "$(tr '\n' '|' < "$work/s4")"; return 1; }
     cli RPUSH k17 x > /dev/null
     $R --status k17 > "$work/s3"
     expect_status 0 $? "--status of a list" || return 1

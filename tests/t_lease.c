@@ -347,6 +347,20 @@ static void test_inspect_tells_formats_apart(void **state)
     assert_int_equal(redislock_inspect(lock, &kind, NULL, 0, NULL, NULL),
                      REDISLOCK_OK);
     assert_int_equal(kind, REDISLOCK_KIND_OTHER);
+    /* An owner, but a count no lock writes. */
+    tu_cmd_ok(c, "HSET %s owner x count -1", key);
+    assert_int_equal(redislock_inspect(lock, &kind, NULL, 0, NULL, &holds),
+                     REDISLOCK_OK);
+    assert_int_equal(kind, REDISLOCK_KIND_OTHER);
+    assert_int_equal(holds, 0);
+    tu_cmd_ok(c, "HSET %s count 1e30", key);
+    assert_int_equal(redislock_inspect(lock, &kind, NULL, 0, NULL, NULL),
+                     REDISLOCK_OK);
+    assert_int_equal(kind, REDISLOCK_KIND_OTHER);
+    tu_cmd_ok(c, "HSET %s count 1.5", key);
+    assert_int_equal(redislock_inspect(lock, &kind, NULL, 0, NULL, NULL),
+                     REDISLOCK_OK);
+    assert_int_equal(kind, REDISLOCK_KIND_OTHER);
     tu_cmd_ok(c, "DEL %s", key);
     redislock_free(lock);
 }

@@ -16,9 +16,12 @@ if kind == 'string' then
 end
 if kind == 'hash' then
   local owner = redis.call('HGET', key, 'owner')
-  if owner then
-    return {2, pttl, owner,
-            tonumber(redis.call('HGET', key, 'count') or '0') or 0}
+  local count = tonumber(redis.call('HGET', key, 'count') or '0')
+  -- A counted lock's count is a small whole number; anything else is not
+  -- one of ours.
+  if owner and count and count >= 0 and count <= 2147483647 and
+     count == math.floor(count) then
+    return {2, pttl, owner, count}
   end
 end
 return {3, pttl, '', 0}
