@@ -378,6 +378,41 @@ t_tool_killed() {
 }
 check "a tool killed by SIGKILL: COMMAND gets the loss signal (Linux)" t_tool_killed
 
+# At a terminal (script(1) gives us one), COMMAND shares the tool's process
+# group, so ^C reaches it directly, once: the tool does not pass it on again.
+t_terminal_foreground() {
+    cat > "$work/pgrp.sh" <<'EOS'
+echo "$(cut -d' ' -f5 /proc/$$/stat) $(cut -d' ' -f5 /proc/$PPID/stat)"
+EOS
+    script -qec "$R ptyk sh '$work/pgrp.sh' > '$work/pty1'" /dev/null > /dev/null
+    $R ptyk sh "$work/pgrp.sh" > "$work/pty2"
+    set -- $(cat "$work/pty1")
+    [ $# -eq 2 ] && [ "$1" = "$2" ] || { diag "at a terminal: groups $*"; return 1; }
+    set -- $(cat "$work/pty2")
+    [ $# -eq 2 ] && [ "$1" != "$2" ] || { diag "without one: groups $*"; return 1; }
+    cat > "$work/ints.sh" <<EOS
+c=0
+trap 'c=\$((c + 1))' INT
+touch '$work/pty.held'
+sleep 2 & wait
+sleep 1 & wait
+echo \$c > '$work/pty.ints'
+EOS
+    ( wait_file "$work/pty.held" > /dev/null; printf '\003'; sleep 3 ) |
+        script -qec "$R -v ptyk sh '$work/ints.sh' 2> '$work/pty.err'" /dev/null > /dev/null
+    # COMMAND got the ^C; the tool saw it and did not send it again (two
+    # SIGINTs close together may merge into one, so the tool says which).
+    [ "$(cat "$work/pty.ints" 2>/dev/null)" = 1 ] ||
+        { diag "COMMAND saw $(cat "$work/pty.ints" 2>/dev/null) SIGINTs for one ^C"; return 1; }
+    grep -q 'got signal 2$' "$work/pty.err" ||
+        { diag "tool: $(tr '\n' '|' < "$work/pty.err")"; return 1; }
+}
+if command -v script > /dev/null 2>&1 && [ "$(uname -s)" = Linux ]; then
+    check "at a terminal COMMAND shares the tool's group and gets ^C once" t_terminal_foreground
+else
+    n=$((n + 1)); echo "ok $n # SKIP script(1) missing"
+fi
+
 t_usr1_forwarded() {
     $R k22 sh -c "trap 'exit 5' USR1; touch '$work/k22.held'; sleep 30 & wait" &
     holder=$!
