@@ -29,9 +29,9 @@ case $wrapper in
     # by a signal cannot turn them into an exit status.
     *valgrind*) vglogs=$work/vg
                 mkdir "$vglogs"
-                wrapper="$wrapper --trace-children=no --error-exitcode=99
-                         --suppressions=$srcdir/tests/cli-valgrind.supp
-                         --log-file=$vglogs/%p.log" ;;
+                wrapper="$wrapper --trace-children=no --error-exitcode=99"
+                wrapper="$wrapper --suppressions=$srcdir/tests/cli-valgrind.supp"
+                wrapper="$wrapper --log-file=$vglogs/%p.log" ;;
 esac
 # cli/redislock is libtool's wrapper script (the tool is installable, so
 # not linked -no-install); it execs the real program, keeping its PID.
