@@ -590,7 +590,8 @@ typedef struct redislock_client redislock_client;
  *
  * URL is redis://[user[:password]@]host[:port][/db] (IPv6 hosts in
  * brackets; %XX escapes in user and password; the userinfo ends at the
- * last '@') or unix:///path/to/socket, either followed by ?param=value&...
+ * last '@') or unix://[user[:password]@]/path/to/socket (the userinfo ends
+ * at the last "@/"; @since 0.2.0 as well), either followed by ?param=value&...
  * with db (unix only), connect_timeout and timeout (milliseconds,
  * 1..3600000; default 5000 each; timeout applies to each command's reply).
  * With a user or a password the client sends AUTH [user] password (an

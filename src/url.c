@@ -2,7 +2,7 @@
  * url.c - parsing the client's connection URL.
  *
  *   redis://[user[:password]@]host[:port][/db][?param=value&...]
- *   unix:///path/to/socket[?db=N&param=value...]
+ *   unix://[user[:password]@]/path/to/socket[?db=N&param=value...]
  *
  * host may be an IPv6 address in brackets.  user and password may hold
  * %XX escapes.  Parameters: db (unix only; for redis:// the path is the
@@ -101,6 +101,21 @@ static char *copy(const char *s, size_t len)
     return out;
 }
 
+/* The userinfo "[user][:password]" (LEN bytes at S) into U; 0, or -1 with
+ * *BAD set for a bad escape, clear for allocation failure. */
+static int userinfo(redislockp_url *u, const char *s, size_t len, int *bad)
+{
+    const char *colon = memchr(s, ':', len);
+
+    *bad = 0;
+    if (colon == NULL)
+        return len > 0 && (u->user = decode(s, len, bad)) == NULL ? -1 : 0;
+    if (colon > s && (u->user = decode(s, (size_t)(colon - s), bad)) == NULL)
+        return -1;
+    u->password = decode(colon + 1, (size_t)(s + len - colon - 1), bad);
+    return u->password == NULL ? -1 : 0;
+}
+
 void redislockp_url_clear(redislockp_url *u)
 {
     redislockp_free(u->host);
@@ -187,10 +202,23 @@ static int parse(const char *url, redislockp_url *u, char *err,
 
     if (strncmp(url, "unix://", 7) == 0) {
         p = url + 7;
+        /* Userinfo ends at the last "@/" before the query: the socket
+         * path starts with the '/'. */
+        at = NULL;
+        if (*p != '/')
+            for (q = p; q + 1 < end; q++)
+                if (q[0] == '@' && q[1] == '/')
+                    at = q;
+        if (at != NULL) {
+            if (userinfo(u, p, (size_t)(at - p), &bad) < 0)
+                goto userinfo;
+            p = at + 1;
+        }
         if (*p != '/')
             return fail(err, errsize, "URL: %s",
                         "unix:// needs an absolute socket path "
-                        "(unix:///path/to/socket)");
+                        "(unix:///path/to/socket or "
+                        "unix://user:password@/path/to/socket)");
         if (end - p >= 108)
             return fail(err, errsize, "URL: %s",
                         "socket path longer than 107 bytes");
@@ -208,22 +236,8 @@ static int parse(const char *url, redislockp_url *u, char *err,
             if (*q == '@')
                 at = q;
         if (at != NULL) {
-            const char *colon = memchr(p, ':', (size_t)(at - p));
-
-            if (colon != NULL) {
-                if (colon > p) {
-                    u->user = decode(p, (size_t)(colon - p), &bad);
-                    if (u->user == NULL)
-                        goto userinfo;
-                }
-                u->password = decode(colon + 1, (size_t)(at - colon - 1), &bad);
-                if (u->password == NULL)
-                    goto userinfo;
-            } else if (at > p) {
-                u->user = decode(p, (size_t)(at - p), &bad);
-                if (u->user == NULL)
-                    goto userinfo;
-            }
+            if (userinfo(u, p, (size_t)(at - p), &bad) < 0)
+                goto userinfo;
             p = at + 1;
         }
         if (p < hostend && *p == '[') {          /* [IPv6] */

@@ -74,6 +74,8 @@ static void test_bad_urls_are_named(void **state)
     bad_url("redis://h?=1", "bad parameter", NULL);
     bad_url("redis://h?connect_timeout=99999999", "connect_timeout", NULL);
     bad_url("unix://", "absolute", NULL);
+    bad_url("unix://user:hunter2@relative", "absolute", "hunter2");
+    bad_url("unix://user:hunter2%zz@/s", "escape", "hunter2");
     assert_int_equal(redislock_client_open("redis://h", NULL, NULL, 0),
                      REDISLOCK_ERR_INVALID);
 }
@@ -197,6 +199,23 @@ static void test_escaped_credentials(void **state)
     assert_int_equal(redislock_client_open(url, &cl, err, sizeof err),
                      REDISLOCK_OK);
     assert_int_equal(redislock_client_ping(cl, err, sizeof err), REDISLOCK_OK);
+    redislock_client_free(cl);
+    /* A unix socket with credentials: the userinfo ends at the last "@/"
+     * (so a password may hold '@' and '/'). */
+    tu_cmd_ok(c, "ACL SETUSER lockuser reset on >x@/y@z +@all ~*");
+    snprintf(url, sizeof url, "unix://lockuser:x@/y@z@%s?db=1",
+             getenv("REDISLOCK_TEST_SOCKET"));
+    assert_int_equal(redislock_client_open(url, &cl, err, sizeof err),
+                     REDISLOCK_OK);
+    assert_int_equal(redislock_client_ping(cl, err, sizeof err), REDISLOCK_OK);
+    redislock_client_free(cl);
+    snprintf(url, sizeof url, "unix://lockuser:badpw123@%s",
+             getenv("REDISLOCK_TEST_SOCKET"));
+    cl = redislock_client_new(url);
+    assert_non_null(cl);
+    assert_int_equal(redislock_client_ping(cl, err, sizeof err),
+                     REDISLOCK_ERR_SERVER);
+    assert_null(strstr(err, "badpw123"));
     redislock_client_free(cl);
     /* A user without a password ("nopass" users accept any). */
     tu_cmd_ok(c, "ACL SETUSER lockuser reset on nopass +@all ~*");
