@@ -2,7 +2,8 @@
  * t_watchdog.c - auto-renewal: a lock outlives its expiry while renewed;
  * no renewal after release (under load, with many locks renewing); loss
  * noticed by callback, file descriptor and the next call, when the key is
- * deleted or Redis stops answering; hold cap; heartbeat gating.
+ * deleted or Redis stops answering (and not for a short stall); hold cap;
+ * heartbeat gating; more locks than one renewal round trip carries.
  */
 #include "config.h"
 
@@ -336,6 +337,72 @@ static void test_heartbeats_gate_renewal(void **state)
     redislock_client_free(cl);
 }
 
+/* More locks than one renewal round trip carries (64): all are renewed,
+ * none is lost, through several leases. */
+#define MANY 150
+
+static void test_more_locks_than_one_batch(void **state)
+{
+    static redislock *locks[MANY];
+    char key[64];
+    redislock_client *cl = redislock_client_new(url);
+    int calls = 0, i;
+
+    for (i = 0; i < MANY; i++) {
+        char name[64];
+
+        snprintf(name, sizeof name, "wd:many:%d", i);
+        tu_key(key, sizeof key, name);
+        locks[i] = renewed(state, cl, key, 600);
+        assert_int_equal(redislock_set_lost_callback(locks[i], on_lost, &calls),
+                         REDISLOCK_OK);
+        assert_true(tu_acquire(locks[i]));
+    }
+    tu_sleep_ms(2000);                      /* over three leases */
+    assert_int_equal(__atomic_load_n(&calls, __ATOMIC_SEQ_CST), 0);
+    for (i = 0; i < MANY; i++) {
+        bool held = false;
+
+        assert_int_equal(redislock_held(locks[i], &held), REDISLOCK_OK);
+        if (!held)
+            fail_msg("lock %d of %d was not kept", i, MANY);
+        assert_true(tu_release(locks[i]));
+        redislock_free(locks[i]);
+    }
+    redislock_client_free(cl);
+}
+
+/* A Redis that stalls for less than the lease left costs nothing: the
+ * renewal waits it out, and the lock is not declared lost early. */
+static void test_short_stall_is_not_a_loss(void **state)
+{
+    char key[64];
+    redislock_client *cl;
+    redislock *lock;
+    int calls = 0;
+    char slow[160];
+
+    /* Replies may take 1.5 s here: the stall must not look like a dead
+     * connection. */
+    snprintf(slow, sizeof slow, "redis://127.0.0.1:%s?timeout=1500",
+             getenv("REDISLOCK_TEST_PORT"));
+    cl = redislock_client_new(slow);
+    tu_key(key, sizeof key, "wd:stall");
+    lock = renewed(state, cl, key, 1500);
+    assert_int_equal(redislock_set_lost_callback(lock, on_lost, &calls),
+                     REDISLOCK_OK);
+    assert_true(tu_acquire(lock));
+    tu_sleep_ms(450);                       /* just before the first renewal */
+    tu_cmd_ok(c, "CLIENT PAUSE 400 ALL");   /* it waits ~400 ms */
+    tu_sleep_ms(1500);
+    assert_int_equal(__atomic_load_n(&calls, __ATOMIC_SEQ_CST), 0);
+    assert_false(readable(redislock_lost_fd(lock), 0));
+    assert_true(redislock_valid_for_ms(lock) > 0);
+    assert_true(tu_release(lock));
+    redislock_free(lock);
+    redislock_client_free(cl);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -352,6 +419,9 @@ int main(void)
         cmocka_unit_test(test_partial_release_keeps_renewing),
         TU_BOTH_MODES(test_extend_sets_the_renewed_lease),
         TU_BOTH_MODES(test_heartbeats_gate_renewal),
+        TU_BOTH_MODES(test_more_locks_than_one_batch),
+        { "test_short_stall_is_not_a_loss", test_short_stall_is_not_a_loss,
+          NULL, unpause, &tu_mode_gozero },
     };
     snprintf(url, sizeof url, "redis://127.0.0.1:%s?timeout=200",
              getenv("REDISLOCK_TEST_PORT"));
