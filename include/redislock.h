@@ -452,8 +452,8 @@ REDISLOCK_API long long redislock_valid_for_ms(const redislock *lock);
 
 /**
  * Who held the key according to the last reply on this handle: the
- * outcome of acquire, acquire_wait, release, extend, held, ttl and
- * hold_count calls, so
+ * outcome of acquire, acquire_wait, release, extend, held, ttl,
+ * hold_count and inspect calls, so
  * that a false result can be told apart ("free" vs "someone else").
  * REDISLOCK_STATE_UNKNOWN for NULL, before any round trip, and after a
  * failed one.

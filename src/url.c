@@ -190,7 +190,7 @@ static int parse(const char *url, redislockp_url *u, char *err,
         return fail(err, errsize, "URL: %s", "none given");
     if (strchr(url, '#') != NULL)
         return fail(err, errsize, "URL: %s",
-                    "'#' is not allowed (escape it as %%23 in a password)");
+                    "'#' is not allowed (escape it as %23 in a password)");
     /* The query starts after the userinfo, which may hold any character
      * (a password with '?' or '/'): look past the last '@'. */
     rest = strrchr(url, '@');
@@ -267,8 +267,7 @@ static int parse(const char *url, redislockp_url *u, char *err,
 
             if (port < 0)
                 return fail(err, errsize, "URL: %s",
-                            "port is not a number in 1..65535 (a '/', '?' or "
-                            "'@' in the password must be %%-escaped)");
+                            "port is not a number in 1..65535");
             u->port = (int)port;
         }
         if (slash != NULL && slash + 1 < end) {

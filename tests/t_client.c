@@ -68,7 +68,7 @@ static void test_bad_urls_are_named(void **state)
     bad_url("redis://admin:9?secret=1@", "no host", "secret");
     bad_url("redis://u:1?abcpass@h:x", "port", "abcpass");
     bad_url("redis://h?db=3", "/db", NULL);
-    bad_url("redis://h#frag", "'#'", NULL);
+    bad_url("redis://h#frag", "escape it as %23 in", NULL);
     bad_url("redis://[]:1", "IPv6", NULL);
     bad_url("redis://[::1]x", "after the IPv6", NULL);
     bad_url("redis://h?=1", "bad parameter", NULL);

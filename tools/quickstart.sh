@@ -2,8 +2,9 @@
 # quickstart.sh - set everything up on Debian 12 (or Ubuntu) and run the
 # demo or the test suite.  Run as root on a fresh machine, from anywhere:
 #
-#   sh tools/quickstart.sh demo    # build, then run examples/demo against a
-#                                  # throwaway redis-server
+#   sh tools/quickstart.sh demo    # build, then run examples/demo and
+#                                  # examples/cli-demo.sh (the redislock
+#                                  # command) against a throwaway redis-server
 #   sh tools/quickstart.sh test    # build, then run `make check`
 #
 # It installs the Debian packages that are missing (apt-get), generates the
