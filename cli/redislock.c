@@ -55,8 +55,6 @@ enum {
 #define DEFAULT_URL "redis://127.0.0.1:6379"
 #define DEFAULT_EXPIRE_MS 30000
 #define DEFAULT_GRACE_MS 5000
-/* While waiting for the lock, how often a signal is looked at. */
-#define WAIT_SLICE_MS 250
 #define MAX_SECONDS 1000000000.0      /* about 31 years */
 
 struct options {
@@ -341,10 +339,14 @@ static int parse_args(int argc, char **argv, struct options *o)
 }
 
 /* ------------------------------------------------------------------------
- * Signals: a handler that records each signal in a pipe (the self-pipe
- * trick), read by the main loop.  Each record is two bytes: the signal and
- * whether the kernel sent it to the whole foreground process group (a ^C
- * at the terminal), which COMMAND, when it shares our group, got too.
+ * Signals.  Before any other thread exists, the signals we handle are
+ * blocked; every thread (the library's watchdog too) inherits that, and
+ * one thread of ours takes them with sigwaitinfo().  It records each in a
+ * pipe that the main loop reads (two bytes: the signal, and whether the
+ * kernel sent it to the whole foreground process group, as a ^C at the
+ * terminal, which COMMAND, when it shares our group, got too), and for a
+ * signal that stops us it cancels the wait for the lock, if one is under
+ * way (redislock_cancel_wait()).
  *
  * COMMAND shares our process group only when we are the terminal's
  * foreground job (so that it can read the terminal and get ^C and ^Z
@@ -353,29 +355,49 @@ static int parse_args(int argc, char **argv, struct options *o)
  * started as well. */
 
 static int sig_pipe[2] = { -1, -1 };
-static volatile sig_atomic_t stop_signal;   /* a signal that stops us */
+static int stop_signal;               /* atomic: a signal that stops us */
+static int sig_thread_stop;           /* atomic: the signal thread ends */
+static pthread_t sig_thread;
+static bool sig_thread_running;
+static redislock *waited_lock;        /* what a stop signal cancels */
+static sigset_t handled;              /* what the signal thread takes */
 
-/* Caught and passed on to COMMAND (SIGCHLD only wakes the main loop). */
+/* Passed on to COMMAND (SIGCHLD only wakes the main loop). */
 static const int caught[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1,
                               SIGUSR2, SIGALRM, SIGCHLD };
 
-static void on_signal(int sig, siginfo_t *si, void *uctx)
+/* The signal that stops us, or 0. */
+static int stopped(void)
 {
-    int saved = errno;
-    unsigned char rec[2];
+    return __atomic_load_n(&stop_signal, __ATOMIC_SEQ_CST);
+}
 
-    (void)uctx;
-    (void)si;
-    rec[0] = (unsigned char)sig;
+static void *signal_thread(void *arg)
+{
+    unsigned char rec[2];
+    siginfo_t si;
+    int sig;
+
+    (void)arg;
+    for (;;) {
+        sig = sigwaitinfo(&handled, &si);
+        if (sig < 0)
+            continue;                 /* EINTR */
+        if (__atomic_load_n(&sig_thread_stop, __ATOMIC_SEQ_CST))
+            break;
+        rec[0] = (unsigned char)sig;
 #ifdef SI_KERNEL
-    rec[1] = si != NULL && si->si_code == SI_KERNEL;
+        rec[1] = si.si_code == SI_KERNEL;
 #else
-    rec[1] = 0;
+        rec[1] = 0;
 #endif
-    if (sig != SIGCHLD)
-        stop_signal = sig;
-    (void)!write(sig_pipe[1], rec, sizeof rec);
-    errno = saved;
+        if (sig != SIGCHLD) {
+            __atomic_store_n(&stop_signal, sig, __ATOMIC_SEQ_CST);
+            (void)redislock_cancel_wait(waited_lock);
+        }
+        (void)!write(sig_pipe[1], rec, sizeof rec);
+    }
+    return NULL;
 }
 
 static bool set_nonblock_cloexec(int fd)
@@ -397,7 +419,9 @@ static sigset_t startup_mask;
  * it back as it was. */
 static bool pipe_was_ignored;
 
-static bool signals_catch(void)
+/* Set up the above, with LOCK as the lock whose wait a stop cancels.
+ * Call before anything starts a thread. */
+static bool signals_setup(redislock *lock)
 {
     struct sigaction sa, old;
     size_t i;
@@ -405,42 +429,47 @@ static bool signals_catch(void)
     if (pipe(sig_pipe) != 0 || !set_nonblock_cloexec(sig_pipe[0]) ||
         !set_nonblock_cloexec(sig_pipe[1]))
         return false;
-    sigemptyset(&inherited_ignored);
     (void)pthread_sigmask(SIG_SETMASK, NULL, &startup_mask);
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = SIG_IGN;
     sigemptyset(&sa.sa_mask);
+    sa.sa_handler = SIG_IGN;
     if (sigaction(SIGPIPE, &sa, &old) != 0)
         return false;
     pipe_was_ignored = old.sa_handler == SIG_IGN;
-    sa.sa_sigaction = on_signal;
-    sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NOCLDSTOP;
-    sigfillset(&sa.sa_mask);
+    sigemptyset(&inherited_ignored);
+    sigemptyset(&handled);
     for (i = 0; i < sizeof caught / sizeof caught[0]; i++) {
         if (sigaction(caught[i], NULL, &old) != 0)
             return false;
-        if (caught[i] != SIGCHLD && old.sa_handler == SIG_IGN) {
-            sigaddset(&inherited_ignored, caught[i]);
-            continue;
+        if (old.sa_handler == SIG_IGN) {
+            if (caught[i] != SIGCHLD) {
+                sigaddset(&inherited_ignored, caught[i]);
+                continue;
+            }
+            /* Ignored SIGCHLD would reap COMMAND before waitpid(). */
+            sa.sa_handler = SIG_DFL;
+            if (sigaction(SIGCHLD, &sa, NULL) != 0)
+                return false;
         }
-        if (sigaction(caught[i], &sa, NULL) != 0)
-            return false;
+        sigaddset(&handled, caught[i]);
     }
+    waited_lock = lock;
+    if (pthread_sigmask(SIG_BLOCK, &handled, NULL) != 0 ||
+        pthread_create(&sig_thread, NULL, signal_thread, NULL) != 0)
+        return false;
+    sig_thread_running = true;
     return true;
 }
 
-/* Block (or unblock) the signals we catch in this thread.  A thread the
- * library starts inside a call made with them blocked (the watchdog)
- * keeps them blocked for good, so they all come to the main thread. */
-static void signals_block(bool block)
+/* End the signal thread (before the lock it may cancel is freed). */
+static void signals_stop(void)
 {
-    sigset_t set;
-    size_t i;
-
-    sigemptyset(&set);
-    for (i = 0; i < sizeof caught / sizeof caught[0]; i++)
-        sigaddset(&set, caught[i]);
-    (void)pthread_sigmask(block ? SIG_BLOCK : SIG_UNBLOCK, &set, NULL);
+    if (!sig_thread_running)
+        return;
+    __atomic_store_n(&sig_thread_stop, 1, __ATOMIC_SEQ_CST);
+    (void)pthread_kill(sig_thread, SIGCHLD);
+    (void)pthread_join(sig_thread, NULL);
+    sig_thread_running = false;
 }
 
 /* The signal to end by, once everything is freed (see die_by()). */
@@ -550,32 +579,21 @@ static int lock_error(redislock *lock, int st, const char *what)
     return st == REDISLOCK_ERR_NOMEM ? EXIT_SYSTEM : EXIT_REDIS;
 }
 
-/* Try, or wait up to O->wait_ms (for ever if -1), in slices so that a
- * signal is noticed within WAIT_SLICE_MS.  0 with *ACQUIRED set, or an
- * exit status. */
+/* Try, or wait up to O->wait_ms (for ever if -1); a stop signal cancels
+ * the wait.  0 with *ACQUIRED set, or an exit status. */
 static int take(redislock *lock, const struct options *o, bool *acquired)
 {
-    long long deadline = o->wait_ms < 0 ? -1 : now_ms() + o->wait_ms;
-    long long slice;
     int st;
 
-    *acquired = false;
-    for (;;) {
-        slice = WAIT_SLICE_MS;
-        if (deadline >= 0) {
-            long long left = deadline - now_ms();
-
-            slice = left < 0 ? 0 : left < slice ? left : slice;
-        }
-        signals_block(true);
-        st = redislock_acquire_wait(lock, slice, acquired);
-        signals_block(false);         /* pending ones are handled now */
-        if (st != REDISLOCK_OK)
-            return lock_error(lock, st, "acquire");
-        if (*acquired || stop_signal || slice == 0 ||
-            (deadline >= 0 && now_ms() >= deadline))
-            return 0;
+    st = redislock_acquire_wait(lock, o->wait_ms < 0 ? LLONG_MAX : o->wait_ms,
+                                acquired);
+    if (st == REDISLOCK_ERR_CANCELED) {
+        *acquired = false;
+        return 0;                     /* run() ends by the signal */
     }
+    if (st != REDISLOCK_OK)
+        return lock_error(lock, st, "acquire");
+    return 0;
 }
 
 /* ------------------------------------------------------------------------
@@ -666,13 +684,12 @@ static int spawn(const struct options *o, char **env, bool same_group,
     }
     (void)fcntl(fds[0], F_SETFD, FD_CLOEXEC);
     (void)fcntl(fds[1], F_SETFD, FD_CLOEXEC);
-    /* No handler of ours may run in the child (it would write to our
-     * signal pipe): block everything until the child has reset them.
-     * A signal to stop that came after the lock was taken (a ^C would not
+    /* Everything blocked until the child has set its signals up.  A
+     * signal to stop that came after the lock was taken (a ^C would not
      * be passed on, COMMAND being in our group) stops us here. */
     sigfillset(&all);
     (void)pthread_sigmask(SIG_SETMASK, &all, &old);
-    if (stop_signal) {
+    if (stopped()) {
         (void)pthread_sigmask(SIG_SETMASK, &old, NULL);
         close(fds[0]);
         close(fds[1]);
@@ -869,7 +886,7 @@ static int run(redislock *lock, const struct options *o)
     pid_t pid;
     int rc;
 
-    if (redislock_lost_fd(lock) < 0 || !signals_catch()) {
+    if (redislock_lost_fd(lock) < 0 || !signals_setup(lock)) {
         say("cannot set up: %s", strerror(errno));
         return EXIT_SYSTEM;
     }
@@ -878,8 +895,8 @@ static int run(redislock *lock, const struct options *o)
     if (rc != 0)
         return rc;
     if (!acquired) {
-        if (stop_signal)
-            return end_by(stop_signal);
+        if (stopped())
+            return end_by(stopped());
         if (o->verbose)
             say("%s is busy", o->key);
         return o->busy_code;
@@ -900,7 +917,7 @@ static int run(redislock *lock, const struct options *o)
     free(strings);
     if (rc != 0) {
         (void)release(lock, o, false);
-        return rc < 0 ? end_by(stop_signal) : rc;
+        return rc < 0 ? end_by(stopped()) : rc;
     }
     watch(lock, pid, same_group, o, &out);
     if (release(lock, o, out.lost))
@@ -949,6 +966,7 @@ int main(int argc, char **argv)
     } else {
         rc = run(lock, &o);
     }
+    signals_stop();
     redislock_free(lock);
     redislock_client_free(client);
     if (exit_signal)

@@ -173,7 +173,10 @@ typedef enum {
      *  Reported once, by the next release or extend;
      *  redislock_last_error() says why (key no longer ours, Redis not
      *  reached in time, hold cap, missing heartbeat).  @since 0.2.0 */
-    REDISLOCK_ERR_LOST = -7
+    REDISLOCK_ERR_LOST = -7,
+    /** redislock_acquire_wait() stopped early because
+     *  redislock_cancel_wait() asked it to; nothing is held.  @since 0.2.0 */
+    REDISLOCK_ERR_CANCELED = -8
 } redislock_status;
 
 /**
@@ -534,11 +537,31 @@ REDISLOCK_API int redislock_inspect(redislock *lock, redislock_kind *kind,
  * @param acquired    true when the lock is ours; false at the deadline or
  *                    on error.
  * @return as redislock_acquire(), REDISLOCK_ERR_INVALID for a negative
- *         TIMEOUT_MS, or REDISLOCK_ERR_FORKED.
+ *         TIMEOUT_MS, REDISLOCK_ERR_CANCELED (see redislock_cancel_wait()),
+ *         or REDISLOCK_ERR_FORKED.
  * @since 0.2.0
  */
 REDISLOCK_API REDISLOCK_NODISCARD int
 redislock_acquire_wait(redislock *lock, long long timeout_ms, bool *acquired);
+
+/**
+ * Ask redislock_acquire_wait() on LOCK to stop waiting: the call running
+ * now (in another thread, or the one a signal handler interrupted), or
+ * else the next one.  It notices within its poll interval (see
+ * redislock_set_wait_poll_ms(); a BLPOP is never longer) plus a round
+ * trip, withdraws from the waiters (passing on a turn it was woken for),
+ * and returns REDISLOCK_ERR_CANCELED with *ACQUIRED false.  A wait that
+ * acquires the lock in the meantime returns REDISLOCK_OK instead (check
+ * *ACQUIRED: the lock is then held).  Either way the request is used up.
+ * Sends nothing itself.
+ *
+ * Thread-safe and async-signal-safe (it only sets a flag in the handle),
+ * unlike every other function on a handle: for shutdown paths and signal
+ * handlers.  The handle must stay valid meanwhile.
+ * @return REDISLOCK_OK, or REDISLOCK_ERR_INVALID if LOCK is NULL.
+ * @since 0.2.0
+ */
+REDISLOCK_API int redislock_cancel_wait(redislock *lock);
 
 /**
  * Whether this handle's releases wake waiters (on by default).  A release

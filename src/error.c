@@ -30,6 +30,8 @@ const char *redislock_strerror(int status)
         return "handle used in a child process after fork()";
     case REDISLOCK_ERR_LOST:
         return "the lock was lost while auto-renewed";
+    case REDISLOCK_ERR_CANCELED:
+        return "waiting was canceled";
     }
     return "unknown redislock status";
 }

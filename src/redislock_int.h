@@ -60,6 +60,8 @@ struct redislock {
     long long poll_ms;                 /* see REDISLOCKP_WAIT_POLL_MS */
     int fencing;                       /* issue fencing tokens */
     int wakeups;                       /* releases wake waiters */
+    int wait_cancel;                   /* redislock_cancel_wait() asked;
+                                        * atomic (__atomic builtins) */
 
     /* What this handle knows locally, from its own round trips. */
     int held;                          /* the last reply said we hold it */

@@ -170,6 +170,33 @@ static int fail_waiting(redislock *lock, int st, int registered)
     return st;
 }
 
+int redislock_cancel_wait(redislock *lock)
+{
+    if (lock == NULL)
+        return REDISLOCK_ERR_INVALID;
+    __atomic_store_n(&lock->wait_cancel, 1, __ATOMIC_SEQ_CST);
+    return REDISLOCK_OK;
+}
+
+/* Was a cancel asked for?  Uses the request up. */
+static int cancel_asked(redislock *lock)
+{
+    return __atomic_exchange_n(&lock->wait_cancel, 0, __ATOMIC_SEQ_CST);
+}
+
+/* Stop waiting on request: leave the waiters (passing on a turn we were
+ * WOKEN for) and say so. */
+static int canceled(redislock *lock, bool woken, int registered)
+{
+    int st = registered ? leave(lock, woken) : REDISLOCK_OK;
+
+    if (st != REDISLOCK_OK)
+        return st;
+    lock->state = REDISLOCK_STATE_UNKNOWN;
+    return redislockp_fail(lock, REDISLOCK_ERR_CANCELED,
+                           "redislock_cancel_wait() stopped the wait");
+}
+
 int redislock_acquire_wait(redislock *lock, long long timeout_ms,
                            bool *acquired)
 {
@@ -185,6 +212,8 @@ int redislock_acquire_wait(redislock *lock, long long timeout_ms,
     if (timeout_ms < 0)
         return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
                                "timeout of %lld ms is negative", timeout_ms);
+    if (cancel_asked(lock))             /* asked before the call */
+        return canceled(lock, false, 0);
     if (timeout_ms == 0)                /* one plain try */
         return redislockp_acquire_once(lock, REDISLOCKP_TRY_PLAIN, acquired,
                                        &holder_pttl);
@@ -200,8 +229,10 @@ int redislock_acquire_wait(redislock *lock, long long timeout_ms,
                                      acquired, &holder_pttl);
         if (st != REDISLOCK_OK)
             return fail_waiting(lock, st, registered);
-        if (*acquired)
+        if (*acquired) {
+            (void)cancel_asked(lock);   /* too late: the wait is over */
             return REDISLOCK_OK;        /* the script deregistered us */
+        }
         registered = 1;                 /* a refused waiter's try did */
         woken = false;
         left = deadline - redislockp_now_ms();
@@ -225,6 +256,8 @@ int redislock_acquire_wait(redislock *lock, long long timeout_ms,
             if (st != REDISLOCK_OK)
                 return fail_waiting(lock, st, registered);
         }
+        if (cancel_asked(lock))
+            return canceled(lock, woken, registered);
         if (redislockp_now_ms() >= deadline) {
             /* Out of time: try no more, leave the waiters, and pass on a
              * turn we were woken for. */

@@ -480,7 +480,7 @@ t_term_while_waiting() {
     kill -TERM $holder; wait $holder
     expect_status 143 $st "SIGTERM while waiting" || return 1
     [ "$left" = 0 ] || { diag "waiter registration left behind"; return 1; }
-    [ $t -lt 2000 ] || { diag "took $t ms"; return 1; }
+    [ $t -lt 1500 ] || { diag "took $t ms"; return 1; }
     [ ! -e "$work/k14.ran" ] || { diag "COMMAND ran"; return 1; }
     [ "$still" = "$owner" ] || { diag "the holder lost its lock"; return 1; }
 }

@@ -560,6 +560,85 @@ static void test_read_timeout_is_raised_and_restored(void **state)
     redisFree(tc);
 }
 
+struct canceled_wait {
+    pthread_t tid;
+    redislock *lock;
+    int status;
+    bool acquired;
+    long long done_at;
+};
+
+static void *wait_long(void *arg)
+{
+    struct canceled_wait *w = arg;
+
+    w->status = redislock_acquire_wait(w->lock, 20000, &w->acquired);
+    __atomic_store_n(&w->done_at, tu_now_ms(), __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+/* Another thread cancels a long wait: it ends within a poll interval,
+ * holding nothing, and leaves the waiters. */
+static void test_cancel_ends_a_wait(void **state)
+{
+    char key[64];
+    redisContext *tc = tu_connect();
+    struct canceled_wait w;
+    redislock *h;
+    long long t0;
+    redisReply *r;
+
+    tu_key(key, sizeof key, "wait:cancel");
+    h = holder(state, key, 30000);
+    memset(&w, 0, sizeof w);
+    w.lock = tu_new_lock(state, tc, key);
+    w.acquired = true;
+    assert_int_equal(redislock_set_wait_poll_ms(w.lock, 300), REDISLOCK_OK);
+    assert_int_equal(pthread_create(&w.tid, NULL, wait_long, &w), 0);
+    wait_registered(key, 1);
+    t0 = tu_now_ms();
+    assert_int_equal(redislock_cancel_wait(w.lock), REDISLOCK_OK);
+    assert_int_equal(pthread_join(w.tid, NULL), 0);
+    assert_int_equal(w.status, REDISLOCK_ERR_CANCELED);
+    assert_false(w.acquired);
+    if (w.done_at - t0 > 300 + 250)
+        fail_msg("cancel took %lld ms (poll 300 ms)", w.done_at - t0);
+    assert_non_null(strstr(redislock_last_error(w.lock), "cancel"));
+    r = tu_cmd(c, "ZCARD {%s}:waiters", key);
+    assert_int_equal(r->integer, 0);
+    freeReplyObject(r);
+    release(h);
+    redislock_free(h);
+    redislock_free(w.lock);
+    redisFree(tc);
+}
+
+/* A request made before the call stops it at once, before any try, and
+ * is used up by it. */
+static void test_cancel_before_the_call(void **state)
+{
+    char key[64];
+    redislock *lock;
+    bool ok = true;
+
+    tu_key(key, sizeof key, "wait:cancel-early");
+    lock = tu_new_lock(state, c, key);
+    assert_int_equal(redislock_cancel_wait(NULL), REDISLOCK_ERR_INVALID);
+    assert_int_equal(redislock_cancel_wait(lock), REDISLOCK_OK);
+    assert_int_equal(redislock_acquire_wait(lock, 1000, &ok),
+                     REDISLOCK_ERR_CANCELED);
+    assert_false(ok);
+    assert_int_equal(key_exists(key), 0);   /* the free lock was not taken */
+    assert_int_equal(redislock_acquire_wait(lock, 1000, &ok), REDISLOCK_OK);
+    assert_true(ok);
+    /* Even a single try (timeout 0) is stopped by a pending request. */
+    assert_int_equal(redislock_cancel_wait(lock), REDISLOCK_OK);
+    assert_int_equal(redislock_acquire_wait(lock, 0, &ok),
+                     REDISLOCK_ERR_CANCELED);
+    assert_true(tu_release(lock));
+    redislock_free(lock);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -582,6 +661,8 @@ int main(void)
         TU_BOTH_MODES(test_error_while_waiting_deregisters),
         TU_BOTH_MODES(test_wakeups_off),
         TU_BOTH_MODES(test_waiters_leave_nothing_behind),
+        TU_BOTH_MODES(test_cancel_ends_a_wait),
+        TU_BOTH_MODES(test_cancel_before_the_call),
     };
     return TU_RUN_CONNECTED(tests, &c);
 }
