@@ -372,25 +372,48 @@ static int stopped(void)
     return __atomic_load_n(&stop_signal, __ATOMIC_SEQ_CST);
 }
 
+/* The next signal of HANDLED; *FROM_TERMINAL when the kernel sent it to
+ * the foreground process group.  -1 on EINTR. */
+static int next_signal(bool *from_terminal)
+{
+#ifdef HAVE_SIGWAITINFO
+    siginfo_t si;
+    int sig = sigwaitinfo(&handled, &si);
+
+#ifdef SI_KERNEL
+    *from_terminal = sig > 0 && si.si_code == SI_KERNEL;
+#else
+    *from_terminal = false;
+#endif
+    return sig;
+#else
+    int sig;
+
+    *from_terminal = false;           /* sigwait() does not say */
+    return sigwait(&handled, &sig) == 0 ? sig : -1;
+#endif
+}
+
 static void *signal_thread(void *arg)
 {
     unsigned char rec[2];
-    siginfo_t si;
+    bool from_terminal;
     int sig;
 
     (void)arg;
     for (;;) {
-        sig = sigwaitinfo(&handled, &si);
+        sig = next_signal(&from_terminal);
         if (sig < 0)
             continue;                 /* EINTR */
-        if (__atomic_load_n(&sig_thread_stop, __ATOMIC_SEQ_CST))
+        if (__atomic_load_n(&sig_thread_stop, __ATOMIC_SEQ_CST)) {
+            /* Shutting down: a late stop signal is not ours to swallow;
+             * it acts once main restores the mask (signals_stop()). */
+            if (sig != SIGCHLD)
+                (void)kill(getpid(), sig);
             break;
+        }
         rec[0] = (unsigned char)sig;
-#ifdef SI_KERNEL
-        rec[1] = si.si_code == SI_KERNEL;
-#else
-        rec[1] = 0;
-#endif
+        rec[1] = from_terminal;
         if (sig != SIGCHLD) {
             __atomic_store_n(&stop_signal, sig, __ATOMIC_SEQ_CST);
             (void)redislock_cancel_wait(waited_lock);
@@ -416,8 +439,15 @@ static sigset_t inherited_ignored;
 static sigset_t startup_mask;
 /* Whether SIGPIPE was ignored when we started.  We ignore it (a message
  * to a closed stderr must not kill us while COMMAND runs); COMMAND gets
- * it back as it was. */
-static bool pipe_was_ignored;
+ * it back as it was.  Likewise SIGCHLD, which we catch (with a handler
+ * that does nothing, so that the blocked signal stays pending for the
+ * signal thread everywhere, not only on Linux). */
+static bool pipe_was_ignored, chld_was_ignored;
+
+static void on_sigchld(int sig)
+{
+    (void)sig;
+}
 
 /* Set up the above, with LOCK as the lock whose wait a stop cancels.
  * Call before anything starts a thread. */
@@ -441,15 +471,16 @@ static bool signals_setup(redislock *lock)
     for (i = 0; i < sizeof caught / sizeof caught[0]; i++) {
         if (sigaction(caught[i], NULL, &old) != 0)
             return false;
-        if (old.sa_handler == SIG_IGN) {
-            if (caught[i] != SIGCHLD) {
-                sigaddset(&inherited_ignored, caught[i]);
-                continue;
-            }
+        if (caught[i] == SIGCHLD) {
             /* Ignored SIGCHLD would reap COMMAND before waitpid(). */
-            sa.sa_handler = SIG_DFL;
+            chld_was_ignored = old.sa_handler == SIG_IGN;
+            sa.sa_handler = on_sigchld;
+            sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
             if (sigaction(SIGCHLD, &sa, NULL) != 0)
                 return false;
+        } else if (old.sa_handler == SIG_IGN) {
+            sigaddset(&inherited_ignored, caught[i]);
+            continue;
         }
         sigaddset(&handled, caught[i]);
     }
@@ -461,7 +492,8 @@ static bool signals_setup(redislock *lock)
     return true;
 }
 
-/* End the signal thread (before the lock it may cancel is freed). */
+/* End the signal thread (before the lock it may cancel is freed), and
+ * let signals act on this thread as they would have on us unwrapped. */
 static void signals_stop(void)
 {
     if (!sig_thread_running)
@@ -470,6 +502,7 @@ static void signals_stop(void)
     (void)pthread_kill(sig_thread, SIGCHLD);
     (void)pthread_join(sig_thread, NULL);
     sig_thread_running = false;
+    (void)pthread_sigmask(SIG_SETMASK, &startup_mask, NULL);
 }
 
 /* The signal to end by, once everything is freed (see die_by()). */
@@ -591,9 +624,9 @@ static int take(redislock *lock, const struct options *o, bool *acquired)
         *acquired = false;
         return 0;                     /* run() ends by the signal */
     }
-    if (st != REDISLOCK_OK)
+    if (st != REDISLOCK_OK && !stopped())
         return lock_error(lock, st, "acquire");
-    return 0;
+    return 0;                         /* a stop signal: run() ends by it */
 }
 
 /* ------------------------------------------------------------------------
@@ -717,6 +750,10 @@ static int spawn(const struct options *o, char **env, bool same_group,
                 (void)sigaction(caught[i], &dfl, NULL);
         if (!pipe_was_ignored)
             (void)sigaction(SIGPIPE, &dfl, NULL);
+        if (chld_was_ignored) {
+            dfl.sa_handler = SIG_IGN;
+            (void)sigaction(SIGCHLD, &dfl, NULL);
+        }
         (void)pthread_sigmask(SIG_SETMASK, &startup_mask, NULL);
         environ = env;
         if (o->shell_command)

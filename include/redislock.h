@@ -550,10 +550,12 @@ redislock_acquire_wait(redislock *lock, long long timeout_ms, bool *acquired);
  * else the next one.  It notices within its poll interval (see
  * redislock_set_wait_poll_ms(); a BLPOP is never longer) plus a round
  * trip, withdraws from the waiters (passing on a turn it was woken for),
- * and returns REDISLOCK_ERR_CANCELED with *ACQUIRED false.  A wait that
- * acquires the lock in the meantime returns REDISLOCK_OK instead (check
- * *ACQUIRED: the lock is then held).  Either way the request is used up.
- * Sends nothing itself.
+ * and returns REDISLOCK_ERR_CANCELED with *ACQUIRED false (also when
+ * its deadline passes meanwhile).  A wait that acquires the lock in the
+ * meantime returns REDISLOCK_OK instead (check *ACQUIRED: the lock is
+ * then held), and one that fails returns its error.  In every case the
+ * call uses the request up: only a request made after it returned stops
+ * the next call.  Sends nothing itself.
  *
  * Thread-safe and async-signal-safe (it only sets a flag in the handle),
  * unlike every other function on a handle: for shutdown paths and signal

@@ -185,16 +185,27 @@ static int cancel_asked(redislock *lock)
 }
 
 /* Stop waiting on request: leave the waiters (passing on a turn we were
- * WOKEN for) and say so. */
+ * WOKEN for; best effort, as the registration lapses on its own) and say
+ * so. */
 static int canceled(redislock *lock, bool woken, int registered)
 {
-    int st = registered ? leave(lock, woken) : REDISLOCK_OK;
-
-    if (st != REDISLOCK_OK)
-        return st;
+    if (registered)
+        (void)leave(lock, woken);
     lock->state = REDISLOCK_STATE_UNKNOWN;
     return redislockp_fail(lock, REDISLOCK_ERR_CANCELED,
                            "redislock_cancel_wait() stopped the wait");
+}
+
+/* How a wait ends without the lock: with status ST (REDISLOCK_OK at the
+ * deadline, or an error), unless a cancel request came meanwhile; either
+ * way the request is used up here, so that it cannot stop a later wait. */
+static int end_wait(redislock *lock, int st, bool woken, int registered)
+{
+    if (cancel_asked(lock) && st == REDISLOCK_OK)
+        return canceled(lock, woken, registered);
+    if (st != REDISLOCK_OK)
+        return fail_waiting(lock, st, registered);
+    return registered ? leave(lock, woken) : REDISLOCK_OK;
 }
 
 int redislock_acquire_wait(redislock *lock, long long timeout_ms,
@@ -214,9 +225,15 @@ int redislock_acquire_wait(redislock *lock, long long timeout_ms,
                                "timeout of %lld ms is negative", timeout_ms);
     if (cancel_asked(lock))             /* asked before the call */
         return canceled(lock, false, 0);
-    if (timeout_ms == 0)                /* one plain try */
-        return redislockp_acquire_once(lock, REDISLOCKP_TRY_PLAIN, acquired,
-                                       &holder_pttl);
+    if (timeout_ms == 0) {              /* one plain try */
+        st = redislockp_acquire_once(lock, REDISLOCKP_TRY_PLAIN, acquired,
+                                     &holder_pttl);
+        if (st == REDISLOCK_OK && *acquired) {
+            (void)cancel_asked(lock);   /* too late: the wait is over */
+            return REDISLOCK_OK;
+        }
+        return end_wait(lock, st, false, 0);
+    }
 
     start = redislockp_now_ms();
     /* Saturate rather than overflow for "wait forever" timeouts. */
@@ -228,7 +245,7 @@ int redislock_acquire_wait(redislock *lock, long long timeout_ms,
                                            : REDISLOCKP_TRY_WAITER,
                                      acquired, &holder_pttl);
         if (st != REDISLOCK_OK)
-            return fail_waiting(lock, st, registered);
+            return end_wait(lock, st, false, registered);
         if (*acquired) {
             (void)cancel_asked(lock);   /* too late: the wait is over */
             return REDISLOCK_OK;        /* the script deregistered us */
@@ -236,8 +253,11 @@ int redislock_acquire_wait(redislock *lock, long long timeout_ms,
         registered = 1;                 /* a refused waiter's try did */
         woken = false;
         left = deadline - redislockp_now_ms();
-        if (left <= 0)
-            return leave(lock, false);
+        if (left <= 0 || cancel_asked(lock)) {
+            if (left > 0)
+                return canceled(lock, false, registered);
+            return end_wait(lock, REDISLOCK_OK, false, registered);
+        }
         wait = left < lock->poll_ms ? left : lock->poll_ms;
         /* The holder's lease ends in holder_pttl ms (-1: no expiry; -3:
          * handed to a woken waiter: wait for our own wake-up). */
@@ -254,14 +274,14 @@ int redislock_acquire_wait(redislock *lock, long long timeout_ms,
                 wait = left - TICK_MS;
             st = block(lock, wait, &woken);
             if (st != REDISLOCK_OK)
-                return fail_waiting(lock, st, registered);
+                return end_wait(lock, st, false, registered);
         }
         if (cancel_asked(lock))
             return canceled(lock, woken, registered);
         if (redislockp_now_ms() >= deadline) {
             /* Out of time: try no more, leave the waiters, and pass on a
              * turn we were woken for. */
-            return leave(lock, woken);
+            return end_wait(lock, REDISLOCK_OK, woken, registered);
         }
     }
 }
