@@ -552,6 +552,14 @@ static long long now_ms(void)
 /* ------------------------------------------------------------------------
  * --status */
 
+/* Map a failed library call to an exit status, with a message. */
+static int lock_error(redislock *lock, int st, const char *what)
+{
+    say("%s: %s%s%s", what, redislock_strerror(st),
+        *redislock_last_error(lock) ? ": " : "", redislock_last_error(lock));
+    return st == REDISLOCK_ERR_NOMEM ? EXIT_SYSTEM : EXIT_REDIS;
+}
+
 /* S on a line of its own, with bytes outside printable ASCII (and the
  * backslash) as \xNN, so that a value cannot forge lines. */
 static void print_escaped(const char *s)
@@ -577,10 +585,8 @@ static int show_status(redislock *lock, const char *key)
     int holds, st;
 
     st = redislock_inspect(lock, &kind, owner, sizeof owner, &ttl, &holds);
-    if (st != REDISLOCK_OK) {
-        say("%s: %s", redislock_strerror(st), redislock_last_error(lock));
-        return st == REDISLOCK_ERR_NOMEM ? EXIT_SYSTEM : EXIT_REDIS;
-    }
+    if (st != REDISLOCK_OK)
+        return lock_error(lock, st, "status");
     printf("key: ");
     print_escaped(key);
     printf("state: %s\n", kind == REDISLOCK_KIND_NONE ? "free" : "held");
@@ -603,14 +609,6 @@ static int show_status(redislock *lock, const char *key)
 
 /* ------------------------------------------------------------------------
  * Taking the lock */
-
-/* Map a failed library call to an exit status, with a message. */
-static int lock_error(redislock *lock, int st, const char *what)
-{
-    say("%s: %s%s%s", what, redislock_strerror(st),
-        *redislock_last_error(lock) ? ": " : "", redislock_last_error(lock));
-    return st == REDISLOCK_ERR_NOMEM ? EXIT_SYSTEM : EXIT_REDIS;
-}
 
 /* Try, or wait up to O->wait_ms (for ever if -1); a stop signal cancels
  * the wait.  0 with *ACQUIRED set, or an exit status. */

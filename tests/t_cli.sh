@@ -147,9 +147,11 @@ t_no_server() {
     $R -u "unix://$work/no-such.sock" k touch "$work/ran" > "$work/out" 2>&1
     expect_status 69 $? "no server" || return 1
     [ ! -e "$work/ran" ] || { diag "COMMAND ran without the lock"; return 1; }
-    grep -q 'acquire' "$work/out"
+    grep -q 'acquire' "$work/out" || return 1
+    $R -u "unix://$work/no-such.sock" --status k > /dev/null 2>&1
+    expect_status 69 $? "--status without a server"
 }
-check "no Redis to talk to exits 69 without running COMMAND" t_no_server
+check "no Redis to talk to exits 69 (COMMAND not run; --status too)" t_no_server
 
 t_status_passes_through() {
     $R k1 sh -c 'exit 3'
