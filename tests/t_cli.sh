@@ -307,7 +307,8 @@ t_lost_kill_after_grace() {
 check "a COMMAND that ignores TERM gets KILL after the grace period" t_lost_kill_after_grace
 
 t_lost_when_stopped() {
-    $R -e 1 k10 sh -c "touch '$work/k10.held'; sleep 30" 2> /dev/null &
+    $R -e 1 k10 sh -c "trap 'touch \"$work/k10.term\"; exit 9' TERM;
+                       touch '$work/k10.held'; sleep 30 & wait" 2> /dev/null &
     holder=$!
     wait_file "$work/k10.held" || return 1
     kill -STOP $holder
@@ -319,8 +320,9 @@ t_lost_when_stopped() {
     st=$?
     expect_status 0 $other "another instance, while the first is stopped" || return 1
     expect_status 76 $st "stopped past its lease" || return 1
+    [ -e "$work/k10.term" ] || { diag "COMMAND got no TERM"; return 1; }
 }
-check "a tool stopped past its lease finds the lock lost and exits 76" t_lost_when_stopped
+check "a tool stopped past its lease finds the lock lost, stops COMMAND, exits 76" t_lost_when_stopped
 
 # Redis gone: renewals cannot get through, so COMMAND is stopped before
 # the lease ends (and the lock could pass to someone else), not after.
