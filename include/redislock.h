@@ -68,7 +68,9 @@
  *   The library has no mutable global state; distinct handles may be used
  *   from different threads at the same time.  One handle, together with
  *   its redisContext (which hiredis does not make thread-safe), must be
- *   used by one thread at a time; the caller serialises any sharing.
+ *   used by one thread at a time; the caller serialises any sharing
+ *   (redislock_cancel_wait() excepted: any thread or a signal handler may
+ *   call it).
  *   Creating handles concurrently from many threads is safe (libsodium is
  *   initialised through sodium_init(), which is itself thread-safe).  A
  *   redislock_client is the exception that shares state: it is safe to use
