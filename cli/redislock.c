@@ -79,14 +79,22 @@ static const char *progname = "redislock";
 /* ------------------------------------------------------------------------
  * Messages and usage */
 
+/* "redislock: " and the message, on standard error; no newline. */
+static void vsay(const char *fmt, va_list ap)
+    __attribute__((format(printf, 1, 0)));
+static void vsay(const char *fmt, va_list ap)
+{
+    fprintf(stderr, "%s: ", progname);
+    vfprintf(stderr, fmt, ap);
+}
+
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...)
 {
     va_list ap;
 
-    fprintf(stderr, "%s: ", progname);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vsay(fmt, ap);
     va_end(ap);
     fputc('\n', stderr);
 }
@@ -133,9 +141,8 @@ static int usage_error(const char *fmt, ...)
 {
     va_list ap;
 
-    fprintf(stderr, "%s: ", progname);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vsay(fmt, ap);
     va_end(ap);
     fprintf(stderr, "\nTry '%s --help' for more information.\n", progname);
     return EXIT_USAGE;
@@ -863,7 +870,10 @@ static void watch(redislock *lock, pid_t pid, bool same_group,
             if (o->lost_signal) {
                 (void)kill(target, o->lost_signal);
                 if (o->lost_signal != SIGKILL)
-                    kill_at = now_ms() + (ending && valid < o->grace_ms
+                    /* Before the lease ends, KILL by then; once it has
+                     * ended (we were stopped, say), the full grace. */
+                    kill_at = now_ms() + (ending && valid > 0 &&
+                                                  valid < o->grace_ms
                                               ? valid : o->grace_ms);
             }
             if (ending)
