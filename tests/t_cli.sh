@@ -439,6 +439,26 @@ t_term_forwarded() {
 }
 check "SIGTERM to the tool is forwarded; the lock is released" t_term_forwarded
 
+# SIGINT while COMMAND runs (a foreground job's SIGINT: env
+# --default-signal undoes the background job's ignored SIGINT).
+t_int_forwarded() {
+    # shellcheck disable=SC2086
+    env --default-signal=INT $R k24 sh -c "trap 'kill \$!; exit 7' INT;
+        touch '$work/k24.held'; sleep 30 & wait" &
+    holder=$!
+    wait_file "$work/k24.held" || return 1
+    kill -INT $holder
+    wait $holder
+    st=$?
+    expect_status 7 $st "INT passed on, COMMAND exits 7" || return 1
+    [ "$(cli EXISTS k24)" = 0 ] || { diag "not released"; return 1; }
+}
+if env --default-signal=INT true 2>/dev/null; then
+    check "SIGINT to the tool is passed on to COMMAND; the lock is released" t_int_forwarded
+else
+    n=$((n + 1)); echo "ok $n # SKIP env --default-signal missing (coreutils < 9)"
+fi
+
 t_killed_command() {
     $R k13 sh -c "echo \$\$ > '$work/k13.pid'; sleep 30 & wait" &
     holder=$!
