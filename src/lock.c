@@ -42,6 +42,17 @@ static void saw(redislock *lock, long long who)
     }
 }
 
+/* Auto-renewal had found the lock lost (WHY, a REDISLOCKP_LOST_*): the
+ * holding is over; report it once, from the call named by WHEN. */
+static int report_lost(redislock *lock, int why, const char *when)
+{
+    lock->held = 0;
+    lock->state = REDISLOCK_STATE_UNKNOWN;
+    return redislockp_fail(lock, REDISLOCK_ERR_LOST,
+                           "the lock was lost %s: %s", when,
+                           redislockp_lost_reason(why));
+}
+
 static void held_until(redislock *lock, long long sent)
 {
     lock->held = 1;
@@ -196,11 +207,7 @@ int redislock_release(redislock *lock, bool *released)
          * still have been ours, if only the watchdog lost contact); the
          * holding is over either way. */
         freeReplyObject(reply);
-        lock->held = 0;
-        lock->state = REDISLOCK_STATE_UNKNOWN;
-        return redislockp_fail(lock, REDISLOCK_ERR_LOST,
-                               "the lock was lost before this release: %s",
-                               redislockp_lost_reason(was_lost));
+        return report_lost(lock, was_lost, "before this release");
     }
     if (v[0] == 1) {
         *released = true;
@@ -241,11 +248,7 @@ int redislock_extend(redislock *lock, bool *extended)
     why = redislockp_renew_lost(lock);
     if (why) {
         redislockp_renew_stop(lock);
-        lock->held = 0;
-        lock->state = REDISLOCK_STATE_UNKNOWN;
-        return redislockp_fail(lock, REDISLOCK_ERR_LOST,
-                               "the lock was lost while auto-renewed: %s",
-                               redislockp_lost_reason(why));
+        return report_lost(lock, why, "while auto-renewed");
     }
 
     args[0] = lock->key;
