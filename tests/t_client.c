@@ -177,6 +177,19 @@ static void test_url_forms(void **state)
     lock_in_db(url, 2);
 }
 
+/* URL gives a client that connects, AUTHs and answers PING. */
+static void opens_and_pings(const char *url)
+{
+    redislock_client *cl;
+    char err[256];
+
+    assert_int_equal(redislock_client_open(url, &cl, err, sizeof err),
+                     REDISLOCK_OK);
+    if (redislock_client_ping(cl, err, sizeof err) != REDISLOCK_OK)
+        fail_msg("%s: %s", url, err);
+    redislock_client_free(cl);
+}
+
 /* Escapes in user and password are decoded before AUTH. */
 static void test_escaped_credentials(void **state)
 {
@@ -187,28 +200,19 @@ static void test_escaped_credentials(void **state)
     tu_cmd_ok(c, "ACL SETUSER lockuser on >p@ss:w/rd +@all ~*");
     snprintf(url, sizeof url, "redis://lock%%75ser:p%%40ss%%3Aw%%2Frd@127.0.0.1:%s",
              getenv("REDISLOCK_TEST_PORT"));
-    assert_int_equal(redislock_client_open(url, &cl, err, sizeof err),
-                     REDISLOCK_OK);
-    assert_int_equal(redislock_client_ping(cl, err, sizeof err), REDISLOCK_OK);
-    redislock_client_free(cl);
+    opens_and_pings(url);
     /* '?', '/' and '@' in a password need no escape: the userinfo ends at
      * the last '@'. */
     tu_cmd_ok(c, "ACL SETUSER lockuser reset on >a?b/c@d +@all ~*");
     snprintf(url, sizeof url, "redis://lockuser:a?b/c@d@127.0.0.1:%s/0",
              getenv("REDISLOCK_TEST_PORT"));
-    assert_int_equal(redislock_client_open(url, &cl, err, sizeof err),
-                     REDISLOCK_OK);
-    assert_int_equal(redislock_client_ping(cl, err, sizeof err), REDISLOCK_OK);
-    redislock_client_free(cl);
+    opens_and_pings(url);
     /* A unix socket with credentials: the userinfo ends at the last "@/"
      * (so a password may hold '@' and '/'). */
     tu_cmd_ok(c, "ACL SETUSER lockuser reset on >x@/y@z +@all ~*");
     snprintf(url, sizeof url, "unix://lockuser:x@/y@z@%s?db=1",
              getenv("REDISLOCK_TEST_SOCKET"));
-    assert_int_equal(redislock_client_open(url, &cl, err, sizeof err),
-                     REDISLOCK_OK);
-    assert_int_equal(redislock_client_ping(cl, err, sizeof err), REDISLOCK_OK);
-    redislock_client_free(cl);
+    opens_and_pings(url);
     snprintf(url, sizeof url, "unix://lockuser:badpw123@%s",
              getenv("REDISLOCK_TEST_SOCKET"));
     cl = redislock_client_new(url);
@@ -221,9 +225,7 @@ static void test_escaped_credentials(void **state)
     tu_cmd_ok(c, "ACL SETUSER lockuser reset on nopass +@all ~*");
     snprintf(url, sizeof url, "redis://lockuser@127.0.0.1:%s",
              getenv("REDISLOCK_TEST_PORT"));
-    cl = redislock_client_new(url);
-    assert_int_equal(redislock_client_ping(cl, err, sizeof err), REDISLOCK_OK);
-    redislock_client_free(cl);
+    opens_and_pings(url);
 }
 
 static void test_connect_errors(void **state)
