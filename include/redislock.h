@@ -535,16 +535,22 @@ REDISLOCK_API int redislock_inspect(redislock *lock, redislock_kind *kind,
  * connection's read timeout is raised for each BLPOP and restored
  * afterwards.  Redis >= 6.0 is needed (sub-second BLPOP timeouts).
  *
- * @param timeout_ms  0 tries once (as redislock_acquire()); must be >= 0.
+ * @param timeout_ms  0 tries once (as redislock_acquire());
+ *                    REDISLOCK_WAIT_FOREVER waits without a deadline
+ *                    (until acquired, an error, or
+ *                    redislock_cancel_wait()); otherwise must be >= 0.
  * @param acquired    true when the lock is ours; false at the deadline or
  *                    on error.
  * @return as redislock_acquire(), REDISLOCK_ERR_INVALID for a negative
- *         TIMEOUT_MS, REDISLOCK_ERR_CANCELED (see redislock_cancel_wait()),
+ *         TIMEOUT_MS other than REDISLOCK_WAIT_FOREVER, REDISLOCK_ERR_CANCELED (see redislock_cancel_wait()),
  *         or REDISLOCK_ERR_FORKED.
  * @since 0.2.0
  */
 REDISLOCK_API REDISLOCK_NODISCARD int
 redislock_acquire_wait(redislock *lock, long long timeout_ms, bool *acquired);
+
+/** redislock_acquire_wait()'s timeout for "no deadline".  @since 0.3.0 */
+#define REDISLOCK_WAIT_FOREVER (-1LL)
 
 /**
  * Ask redislock_acquire_wait() on LOCK to stop waiting: the call running
@@ -715,8 +721,40 @@ redislock_new_from_client_len(redislock_client *client, const void *key,
  * required but do not come.
  */
 
-/** Called on the watchdog thread when LOCK is lost.  @since 0.2.0 */
+/**
+ * Called on the watchdog thread when LOCK is lost; redislock_lost_reason()
+ * (safe to call from the callback) tells why.
+ *
+ *     static void on_lost(redislock *lock, void *arg)
+ *     {
+ *         fprintf(stderr, "lock lost: %s\n",
+ *                 redislock_lost_reason_text(redislock_lost_reason(lock)));
+ *         atomic_store((atomic_bool *)arg, true);   // tell the worker
+ *     }
+ * @since 0.2.0
+ */
 typedef void (*redislock_lost_fn)(redislock *lock, void *arg);
+
+/** Why an auto-renewed lock was lost (redislock_lost_reason()).
+ *  @since 0.3.0 */
+typedef enum {
+    /** Not lost (or not since the last fresh acquire). */
+    REDISLOCK_LOST_NONE = 0,
+    /** A renewal found the key no longer ours: deleted, expired or taken
+     *  by another owner. */
+    REDISLOCK_LOST_TAKEN = 1,
+    /** Renewals could not reach Redis before the lease ran out. */
+    REDISLOCK_LOST_UNREACHABLE = 2,
+    /** Renewal stopped at the maximum hold time (redislock_set_max_hold_ms())
+     *  and the lease ran out. */
+    REDISLOCK_LOST_MAX_HOLD = 3,
+    /** Renewal stopped for want of heartbeats (redislock_set_heartbeat_ms())
+     *  and the lease ran out. */
+    REDISLOCK_LOST_NO_HEARTBEAT = 4,
+    /** Auto-renewal could not be started (the watchdog thread could not be
+     *  created): declared at once, not at the lease's end. */
+    REDISLOCK_LOST_NOT_STARTED = 5
+} redislock_lost_why;
 
 /**
  * Turn auto-renewal on or off for the following acquires (off by default;
@@ -736,11 +774,27 @@ REDISLOCK_API int redislock_set_lost_callback(redislock *lock,
  * A file descriptor that becomes readable when the lock is lost, for
  * poll/epoll/libevent/libuv/hiredis-async loops.  Owned by the handle
  * (closed by redislock_free(); do not close it); the next successful
- * acquire makes it unreadable again.  -1 for NULL or when no descriptor
- * can be made.
+ * acquire makes it unreadable again.  -1 for NULL, for a handle on a
+ * borrowed context (never auto-renewed, so never lost; @since 0.3.0), or
+ * when no descriptor can be made.
  * @since 0.2.0
  */
 REDISLOCK_API int redislock_lost_fd(redislock *lock);
+
+/**
+ * Why the current or last holding of LOCK was lost: a REDISLOCK_LOST_*
+ * value, REDISLOCK_LOST_NONE (0) while it is not lost.  Set before the
+ * lost callback runs and the lost descriptor becomes readable; kept after
+ * release and extend reported REDISLOCK_ERR_LOST, until the next acquire
+ * that starts a new holding.  Thread-safe (callable from the lost
+ * callback); sends nothing.  REDISLOCK_LOST_NONE for NULL.
+ * @since 0.3.0
+ */
+REDISLOCK_API int redislock_lost_reason(const redislock *lock);
+
+/** A static description of a REDISLOCK_LOST_* REASON, never NULL ("unknown
+ *  loss reason" for other values).  @since 0.3.0 */
+REDISLOCK_API const char *redislock_lost_reason_text(int reason);
 
 /** Stop renewing MS milliseconds after the holding began (0: never stop,
  *  the default); the lock then expires.  REDISLOCK_ERR_INVALID for NULL or

@@ -3,10 +3,10 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <stdlib.h>
 
 #include "alloc.h"
-#include "redislock_int.h"
 
 #ifdef REDISLOCK_FAULT_INJECTION
 static unsigned long fi_fail_at;
@@ -33,8 +33,17 @@ static int fi_should_fail(void)
     return fi_persist ? fi_calls >= fi_fail_at : fi_calls == fi_fail_at;
 }
 #define SHOULD_FAIL() fi_should_fail()
+
+static int fi_threads;
+
+void redislockp_fi_fail_threads(int on)
+{
+    __atomic_store_n(&fi_threads, on, __ATOMIC_SEQ_CST);
+}
+#define THREAD_SHOULD_FAIL() __atomic_load_n(&fi_threads, __ATOMIC_SEQ_CST)
 #else
 #define SHOULD_FAIL() 0
+#define THREAD_SHOULD_FAIL() 0
 #endif
 
 void *redislockp_malloc(size_t size)
@@ -54,4 +63,11 @@ void *redislockp_calloc(size_t n, size_t size)
 void redislockp_free(void *p)
 {
     free(p);
+}
+
+int redislockp_thread_create(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+    if (THREAD_SHOULD_FAIL())
+        return EAGAIN;
+    return pthread_create(t, NULL, fn, arg);
 }

@@ -1,5 +1,6 @@
 /*
- * alloc.h - allocation fault injection, for the test build only.
+ * alloc.h - the library's allocator, and allocation fault injection for
+ * the test build only.
  *
  * The library proper is built without REDISLOCK_FAULT_INJECTION and has no
  * such hook.  The test suite links a second, static copy of the sources
@@ -7,6 +8,18 @@
  */
 #ifndef REDISLOCK_ALLOC_H
 #define REDISLOCK_ALLOC_H
+
+#include <stddef.h>
+
+/* alloc.c: every allocation of the library goes through these. */
+void *redislockp_malloc(size_t size);
+void *redislockp_calloc(size_t n, size_t size);
+void redislockp_free(void *p);
+
+/* pthread_create() with default attributes, through which the library
+ * starts its threads (the test build can make it fail). */
+#include <pthread.h>
+int redislockp_thread_create(pthread_t *t, void *(*fn)(void *), void *arg);
 
 #ifdef REDISLOCK_FAULT_INJECTION
 /*
@@ -17,6 +30,8 @@
 void redislockp_fi_fail_at(unsigned long n, int persist);
 /* Allocations counted since the last redislockp_fi_fail_at(). */
 unsigned long redislockp_fi_count(void);
+/* While ON, redislockp_thread_create() fails with EAGAIN. */
+void redislockp_fi_fail_threads(int on);
 #endif
 
 #endif /* REDISLOCK_ALLOC_H */

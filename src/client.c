@@ -80,6 +80,7 @@ int redislock_client_open(const char *url, redislock_client **client,
         return REDISLOCK_ERR_NOMEM;           /* LCOV_EXCL_LINE */
     }
     cl->pid = getpid();
+    cl->fork_gen = redislockp_fork_watch();
     *client = cl;
     return REDISLOCK_OK;
 }
@@ -105,7 +106,7 @@ void redislock_client_free(redislock_client *cl)
      * and the condition variable are copies of the parent's, possibly
      * held or waited on at fork time: destroying them could block for
      * ever.  The child only frees the memory. */
-    if (getpid() == cl->pid) {
+    if (!redislockp_client_forked(cl)) {
         redislockp_watchdog_shutdown(cl);
         pthread_cond_destroy(&cl->wd_cond);
         pthread_mutex_destroy(&cl->wd_mu);
@@ -129,125 +130,17 @@ int redislock_client_set_timeouts(redislock_client *cl, long long connect_ms,
     return REDISLOCK_OK;
 }
 
-/* Send a setup command; 0, or -1 with MSG set (the server's message). */
-static int setup_command(redisContext *c, int argc, const char **argv,
-                         char *msg, size_t msgsize, int *status)
+redisContext *redislockp_pool_get(redislock_client *cl, char *errmsg,
+                                  int *status)
 {
-    size_t lens[3];
-    redisReply *r;
-    int i, rc = 0;
-
-    for (i = 0; i < argc; i++)
-        lens[i] = strlen(argv[i]);
-    r = redisCommandArgv(c, argc, argv, lens);
-    if (r == NULL) {
-        snprintf(msg, msgsize, "%s: %s", argv[0], c->errstr);
-        *status = REDISLOCK_ERR_IO;
-        return -1;
-    }
-    if (r->type == REDIS_REPLY_ERROR) {
-        /* Redis's AUTH errors name no password. */
-        snprintf(msg, msgsize, "%s failed: %.300s", argv[0], r->str);
-        *status = REDISLOCK_ERR_SERVER;
-        rc = -1;
-    }
-    freeReplyObject(r);
-    return rc;
-}
-
-/* A new connection, set up; NULL with MSG and *STATUS. */
-static redisContext *connect_new(const redislockp_url *u, char *msg,
-                                 size_t msgsize, int *status)
-{
-    struct timeval connect_tv = redislockp_timeval_ms(u->connect_ms);
-    redisContext *c;
-    char db[24];
-
-    c = u->unix_socket
-        ? redisConnectUnixWithTimeout(u->host, connect_tv)
-        : redisConnectWithTimeout(u->host, u->port, connect_tv);
-    if (c == NULL) {
-        snprintf(msg, msgsize, "connect: out of memory");
-        *status = REDISLOCK_ERR_NOMEM;
-        return NULL;
-    }
-    if (c->err) {
-        if (u->unix_socket)
-            snprintf(msg, msgsize, "connect to socket %.200s: %s", u->host,
-                     c->errstr);
-        else
-            snprintf(msg, msgsize, "connect to %.200s port %d: %s", u->host,
-                     u->port, c->errstr);
-        *status = REDISLOCK_ERR_IO;
-        redisFree(c);
-        return NULL;
-    }
-    /* Not inherited by programs a child process executes. */
-    (void)fcntl(c->fd, F_SETFD, FD_CLOEXEC);
-    if (redisSetTimeout(c, redislockp_timeval_ms(u->command_ms)) != REDIS_OK) {
-        snprintf(msg, msgsize, "setting the timeout: %s", c->errstr);
-        *status = REDISLOCK_ERR_IO;
-        redisFree(c);
-        return NULL;
-    }
-    if (u->password != NULL || u->user != NULL) {
-        const char *argv[3] = { "AUTH", NULL, NULL };
-        int argc;
-
-        if (u->user != NULL) {
-            argv[1] = u->user;
-            argv[2] = u->password ? u->password : "";
-            argc = 3;
-        } else {
-            argv[1] = u->password;
-            argc = 2;
-        }
-        if (setup_command(c, argc, argv, msg, msgsize, status) < 0) {
-            redisFree(c);
-            return NULL;
-        }
-    }
-    if (u->db != 0) {
-        const char *argv[2] = { "SELECT", db };
-
-        snprintf(db, sizeof db, "%lld", u->db);
-        if (setup_command(c, 2, argv, msg, msgsize, status) < 0) {
-            redisFree(c);
-            return NULL;
-        }
-    }
-    return c;
-}
-
-redisContext *redislockp_client_connect(redislock_client *cl,
-                                        long long limit_ms)
-{
-    char msg[REDISLOCKP_ERRMSG_SIZE];
-    redislockp_url u;
-    int st;
-
-    pthread_mutex_lock(&cl->mu);
-    u = cl->url;
-    pthread_mutex_unlock(&cl->mu);
-    if (u.connect_ms > limit_ms)
-        u.connect_ms = limit_ms;
-    if (u.command_ms > limit_ms)
-        u.command_ms = limit_ms;
-    return connect_new(&u, msg, sizeof msg, &st);
-}
-
-redisContext *redislockp_client_get(redislock *lock, int *status)
-{
-    redislock_client *cl = lock->client;
     redisContext *c = NULL;
     redislockp_url u;
-    char msg[REDISLOCKP_ERRMSG_SIZE];
     long long now, wait;
 
-    if (getpid() != cl->pid) {
-        *status = redislockp_fail(lock, REDISLOCK_ERR_FORKED,
-                                  "client created in another process: "
-                                  "create a new one after fork()");
+    if (redislockp_client_forked(cl)) {
+        *status = redislockp_tx_fail(errmsg, REDISLOCK_ERR_FORKED,
+                                     "client created in another process: "
+                                     "create a new one after fork()");
         return NULL;
     }
     pthread_mutex_lock(&cl->mu);
@@ -261,18 +154,18 @@ redisContext *redislockp_client_get(redislock *lock, int *status)
         /* After failures, one thread at a time tries the server again;
          * the others do not each wait out a connect timeout. */
         pthread_mutex_unlock(&cl->mu);
-        *status = redislockp_fail(lock, REDISLOCK_ERR_IO,
-                                  "not connected: another thread is "
-                                  "reconnecting");
+        *status = redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO,
+                                     "not connected: another thread is "
+                                     "reconnecting");
         return NULL;
     }
     if (cl->failures > 0 && now < cl->retry_at) {
         wait = cl->retry_at - now;
         pthread_mutex_unlock(&cl->mu);
-        *status = redislockp_fail(lock, REDISLOCK_ERR_IO,
-                                  "not connected: the last connect (or AUTH/"
-                                  "SELECT) failed; next attempt in %lld ms",
-                                  wait);
+        *status = redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO,
+                                     "not connected: the last connect (or "
+                                     "AUTH/SELECT) failed; next attempt in "
+                                     "%lld ms", wait);
         return NULL;
     }
     u = cl->url;                /* the strings stay owned by the client */
@@ -280,7 +173,7 @@ redisContext *redislockp_client_get(redislock *lock, int *status)
         cl->probing = 1;
     pthread_mutex_unlock(&cl->mu);
 
-    c = connect_new(&u, msg, sizeof msg, status);
+    c = redislockp_connect(&u, errmsg, status);
 
     pthread_mutex_lock(&cl->mu);
     cl->probing = 0;
@@ -294,12 +187,10 @@ redisContext *redislockp_client_get(redislock *lock, int *status)
         cl->failures = 0;
     }
     pthread_mutex_unlock(&cl->mu);
-    if (c == NULL)
-        redislockp_fail(lock, *status, "%s", msg);
     return c;
 }
 
-void redislockp_client_put(redislock_client *cl, redisContext *c, int broken)
+void redislockp_pool_put(redislock_client *cl, redisContext *c, int broken)
 {
     redisContext *stale[REDISLOCKP_POOL_IDLE];
     size_t i, n = 0;
@@ -307,7 +198,7 @@ void redislockp_client_put(redislock_client *cl, redisContext *c, int broken)
     if (c == NULL)
         return;
     pthread_mutex_lock(&cl->mu);
-    if (!broken && !c->err && !redislockp_pending_output(c) &&
+    if (!broken && !c->err && !redislockp_tx_pending_output(c) &&
         cl->nidle < REDISLOCKP_POOL_IDLE) {
         cl->idle[cl->nidle++] = c;
         c = NULL;
@@ -326,21 +217,65 @@ void redislockp_client_put(redislock_client *cl, redisContext *c, int broken)
         redisFree(c);
 }
 
+/* A call's status says its connection can no longer be trusted: dead, or
+ * out of step (a reply we did not expect may still be coming). */
+static int broken_by(int status)
+{
+    return status == REDISLOCK_ERR_IO || status == REDISLOCK_ERR_NOMEM ||
+           status == REDISLOCK_ERR_PROTOCOL;
+}
+
+int redislockp_conn_take(redislock *lock)
+{
+    int st = REDISLOCK_OK;
+
+    if (lock->client != NULL) {
+        lock->ctx = redislockp_pool_get(lock->client, lock->errmsg, &st);
+        if (lock->ctx == NULL)
+            return st;
+    }
+    return REDISLOCK_OK;
+}
+
+void redislockp_conn_give(redislock *lock, int status)
+{
+    if (lock->client != NULL) {
+        redislockp_pool_put(lock->client, lock->ctx, broken_by(status));
+        lock->ctx = NULL;
+    }
+}
+
 int redislock_client_ping(redislock_client *cl, char *errbuf, size_t errsize)
 {
-    redislock *probe;
-    int st;
+    static const char *const argv[1] = { "PING" };
+    static const size_t argvlen[1] = { 4 };
+    char msg[REDISLOCKP_ERRMSG_SIZE] = "";
+    redislockp_cmd cmd;
+    redisContext *c;
+    redisReply *r = NULL;
+    int st, sent = 0;
 
     if (errbuf != NULL && errsize > 0)
         errbuf[0] = '\0';
     if (cl == NULL)
         return REDISLOCK_ERR_INVALID;
-    probe = redislock_new_from_client(cl, "redislock:ping");
-    if (probe == NULL)
-        return REDISLOCK_ERR_NOMEM;
-    st = redislockp_ping(probe);
+    c = redislockp_pool_get(cl, msg, &st);
+    if (c != NULL) {
+        redislockp_cmd_init(&cmd);
+        (void)redislockp_cmd_append(&cmd, 1, argv, argvlen);
+        st = redislockp_tx_call(c, &cmd, &r, msg, &sent);
+        if (st != REDISLOCK_OK)
+            ;
+        else if (r->type == REDIS_REPLY_ERROR)
+            st = redislockp_tx_server_error(r, "", msg);
+        else if (r->type != REDIS_REPLY_STATUS || strcmp(r->str, "PONG") != 0)
+            st = redislockp_tx_fail(msg, REDISLOCK_ERR_PROTOCOL,
+                                    "PING: unexpected reply");
+        freeReplyObject(r);
+        redislockp_cmd_clear(&cmd);
+        redislockp_pool_put(cl, c, broken_by(st));
+    }
     if (st != REDISLOCK_OK && errbuf != NULL && errsize > 0)
-        snprintf(errbuf, errsize, "%s", redislock_last_error(probe));
-    redislock_free(probe);
+        snprintf(errbuf, errsize, "%s", msg);
     return st;
 }

@@ -3,7 +3,6 @@
  */
 #include "config.h"
 
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -57,39 +56,4 @@ int redislockp_fail(redislock *lock, int status, const char *fmt, ...)
         va_end(ap);
     }
     return status;
-}
-
-/* The connection failed: map hiredis's c->err to a status. */
-int redislockp_context_error(redislock *lock, int err_no)
-{
-    const redisContext *c = lock->ctx;
-    const char *what = c->errstr[0] ? c->errstr : "unknown error";
-
-    switch (c->err) {
-    case REDIS_ERR_OOM:
-        return redislockp_fail(lock, REDISLOCK_ERR_NOMEM,
-                               "hiredis: out of memory; the connection is "
-                               "unusable and the outcome unknown");
-#ifdef REDIS_ERR_TIMEOUT
-    case REDIS_ERR_TIMEOUT:
-        return redislockp_fail(lock, REDISLOCK_ERR_IO, "timeout: %s", what);
-#endif
-    case REDIS_ERR_IO:
-        /* hiredis 0.14 reports a read/write timeout as an I/O error whose
-         * errno is EAGAIN (SO_RCVTIMEO/SO_SNDTIMEO): name it. */
-        if (err_no == EAGAIN || err_no == EWOULDBLOCK)
-            return redislockp_fail(lock, REDISLOCK_ERR_IO,
-                                   "timeout: %s", what);
-        return redislockp_fail(lock, REDISLOCK_ERR_IO, "I/O error: %s", what);
-    case REDIS_ERR_EOF:
-        return redislockp_fail(lock, REDISLOCK_ERR_IO,
-                               "connection closed: %s", what);
-    case REDIS_ERR_PROTOCOL:
-        return redislockp_fail(lock, REDISLOCK_ERR_IO,
-                               "protocol error, connection unusable: %s",
-                               what);
-    default:
-        return redislockp_fail(lock, REDISLOCK_ERR_IO,
-                               "connection error: %s", what);
-    }
 }

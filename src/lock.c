@@ -14,21 +14,72 @@
 
 #include "redislock_int.h"
 
-static const redislockp_script *script_for(const redislock *lock, int op)
-{
-    static const redislockp_script *const table[2][4] = {
-        { &redislockp_script_acquire, &redislockp_script_release,
-          &redislockp_script_extend, &redislockp_script_status },
-        { &redislockp_script_acquire_counted,
-          &redislockp_script_release_counted,
-          &redislockp_script_extend_counted,
-          &redislockp_script_status_counted },
-    };
+/* An integer-array reply of MIN..MAX elements, read into V. */
+typedef struct int_reply {
+    const char *what;
+    size_t min, max, n;
+    long long v[4];
+} int_reply;
 
-    return table[lock->mode == REDISLOCKP_MODE_COUNTED][op];
+static int parse_ints(const redisReply *r, void *out, char *errmsg)
+{
+    int_reply *ir = out;
+    int st = redislockp_int_array(r, ir->what, ir->v, ir->min, ir->max,
+                                  errmsg);
+
+    ir->n = st == REDISLOCK_OK ? r->elements : 0;
+    return st;
 }
 
-enum { OP_ACQUIRE, OP_RELEASE, OP_EXTEND, OP_STATUS };
+static int_reply ints(const char *what, size_t min, size_t max)
+{
+    int_reply ir;
+
+    ir.what = what;
+    ir.min = min;
+    ir.max = max;
+    ir.n = 0;
+    ir.v[0] = ir.v[1] = ir.v[2] = ir.v[3] = 0;
+    return ir;
+}
+
+int redislockp_op_run(redislock *lock, const redislockp_call *call,
+                      int mutating, redislockp_parse_fn parse, void *out)
+{
+    redisReply *reply = NULL;
+    int st, sent = 0;
+
+    st = redislockp_conn_take(lock);
+    if (st != REDISLOCK_OK)
+        return st;
+    st = redislockp_run(lock->ctx, call, &reply, lock->errmsg, &sent);
+    if (st == REDISLOCK_OK)
+        st = parse(reply, out, lock->errmsg);
+    freeReplyObject(reply);
+    redislockp_conn_give(lock, st);
+    /* Sent, and no reply of ours read: the command may still be on its
+     * way (delayed in the network, queued in a proxy) and may yet run.
+     * A later holding with the same ID could be hurt by it (a late
+     * release deleting it): refresh_id() replaces the ID before the next
+     * acquire. */
+    if (mutating && sent && (st == REDISLOCK_ERR_IO ||
+                             st == REDISLOCK_ERR_NOMEM ||
+                             st == REDISLOCK_ERR_PROTOCOL))
+        lock->id_stale = 1;
+    if (st == REDISLOCK_ERR_SERVER &&
+        strncmp(lock->errmsg, "WRONGTYPE", 9) == 0) {
+        /* The one confusion worth naming: a lock of the other mode. */
+        size_t len = strlen(lock->errmsg);
+
+        snprintf(lock->errmsg + len, sizeof lock->errmsg - len, "%s",
+                 lock->mode == REDISLOCKP_MODE_COUNTED
+                     ? " [the key is not a counted-mode lock (a hash): a "
+                       "go-zero-format lock, or not a lock]"
+                     : " [the key is not a go-zero-format lock (a string): "
+                       "a counted-mode lock, or not a lock]");
+    }
+    return st;
+}
 
 /* After a reply: a key that is not ours means we hold nothing. */
 static void saw(redislock *lock, long long who)
@@ -42,15 +93,28 @@ static void saw(redislock *lock, long long who)
     }
 }
 
-/* Auto-renewal had found the lock lost (WHY, a REDISLOCKP_LOST_*): the
- * holding is over; report it once, from the call named by WHEN. */
-static int report_lost(redislock *lock, int why, const char *when)
+/* Auto-renewal had found the lock lost (WHY, a REDISLOCK_LOST_*): the
+ * holding is over; report it once, from the call named by WHEN, and
+ * whatever that call's own round trip did (ST and its message: a release
+ * that could not reach Redis still reports the loss, which is what the
+ * caller must act on). */
+static int report_lost(redislock *lock, int why, const char *when, int st)
 {
+    char detail[REDISLOCKP_ERRMSG_SIZE];
+
     lock->held = 0;
+    lock->token = 0;
     lock->state = REDISLOCK_STATE_UNKNOWN;
+    if (st != REDISLOCK_OK) {
+        memcpy(detail, lock->errmsg, sizeof detail);
+        return redislockp_fail(lock, REDISLOCK_ERR_LOST,
+                               "the lock was lost %s: %s (and the release "
+                               "itself failed: %s)", when,
+                               redislock_lost_reason_text(why), detail);
+    }
     return redislockp_fail(lock, REDISLOCK_ERR_LOST,
                            "the lock was lost %s: %s", when,
-                           redislockp_lost_reason(why));
+                           redislock_lost_reason_text(why));
 }
 
 static void held_until(redislock *lock, long long sent)
@@ -62,76 +126,42 @@ static void held_until(redislock *lock, long long sent)
 int redislockp_acquire_once(redislock *lock, redislockp_try how,
                             bool *acquired, long long *holder_pttl)
 {
-    char ms[24], regttl[24];
-    const char *args[9];
-    size_t lens[9];
-    redisReply *reply = NULL;
-    long long v[3], sent;
-    int st, nkeys;
+    redislockp_call call;
+    int_reply r = ints("acquire", 2, 3);
+    long long sent;
+    int st;
 
     *acquired = false;
     *holder_pttl = -2;
-    /* Keys by position; a plain try declares only what it uses, so that it
-     * needs no rights (ACL) or slot (Cluster) beyond the lock key unless
-     * fencing is on. */
-    args[0] = lock->key;
-    lens[0] = lock->keylen;
-    args[1] = lock->fence_key;
-    lens[1] = lock->fence_keylen;
-    args[2] = lock->waiters_key;
-    lens[2] = lock->waiters_keylen;
-    args[3] = lock->turn_key;
-    lens[3] = lock->turn_keylen;
-    nkeys = how != REDISLOCKP_TRY_PLAIN ? 4 : lock->fencing ? 2 : 1;
-    args[nkeys] = lock->id;
-    lens[nkeys] = lock->idlen;
-    lens[nkeys + 1] = (size_t)snprintf(ms, sizeof ms, "%lld", lock->expire_ms);
-    args[nkeys + 1] = ms;
-    args[nkeys + 2] = lock->fencing ? "1" : "0";
-    lens[nkeys + 2] = 1;
-    args[nkeys + 3] = how == REDISLOCKP_TRY_WOKEN ? "2"
-                    : how == REDISLOCKP_TRY_WAITER ? "1" : "0";
-    lens[nkeys + 3] = 1;
-    /* A registration lapses unless the waiter tries again in time: it
-     * does at least every poll interval. */
-    lens[nkeys + 4] = (size_t)snprintf(regttl, sizeof regttl, "%lld",
-                                       lock->poll_ms +
-                                       REDISLOCKP_REGISTRATION_SLACK_MS);
-    args[nkeys + 4] = regttl;
-
+    redislockp_refresh_id(lock);
+    redislockp_call_acquire(&call, lock, how);
     sent = redislockp_now_ms();
-    st = redislockp_eval(lock, script_for(lock, OP_ACQUIRE), nkeys, 5, args,
-                         lens, &reply);
+    st = redislockp_op_run(lock, &call, 1, parse_ints, &r);
     if (st != REDISLOCK_OK)
         goto fail;
-    st = redislockp_int_array(lock, "acquire", reply, v, 2, 3);
-    if (st != REDISLOCK_OK)
-        goto fail;
-    if (v[0] == 1 && reply->elements == 3 && v[1] >= 0 && v[2] >= 1) {
+    if (r.v[0] == 1 && r.n == 3 && r.v[1] >= 0 && r.v[2] >= 1) {
         int fresh = !lock->held;
 
         saw(lock, 1);
         held_until(lock, sent);
-        lock->token = (uint64_t)v[1];
+        lock->token = (uint64_t)r.v[1];
         *acquired = true;
         redislockp_renew_start(lock, fresh);
-    } else if (v[0] == 0 && v[1] == -3) {
+    } else if (r.v[0] == 0 && r.v[1] == -3) {
         saw(lock, 0);                   /* free, but waiters come first */
         *holder_pttl = -3;
-    } else if (v[0] == 0) {
+    } else if (r.v[0] == 0) {
         saw(lock, -1);
-        *holder_pttl = v[1];
+        *holder_pttl = r.v[1];
     } else {
         st = redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL,
                              "acquire: unexpected reply {%lld, %lld}",
-                             v[0], v[1]);
+                             r.v[0], r.v[1]);
         goto fail;
     }
-    freeReplyObject(reply);
     return REDISLOCK_OK;
 fail:
     lock->state = REDISLOCK_STATE_UNKNOWN;
-    freeReplyObject(reply);
     return st;
 }
 
@@ -151,12 +181,10 @@ int redislock_acquire(redislock *lock, bool *acquired)
 
 int redislock_release(redislock *lock, bool *released)
 {
-    char ms[24];
-    const char *args[7];
-    size_t lens[7];
-    redisReply *reply = NULL;
-    long long v[2], sent;
-    int st, nkeys, was_lost;
+    redislockp_call call;
+    int_reply r = ints("release", 2, 2);
+    long long sent;
+    int st, was_lost;
 
     if (released)
         *released = false;
@@ -168,50 +196,30 @@ int redislock_release(redislock *lock, bool *released)
     redislockp_renew_stop(lock);
     was_lost = redislockp_renew_lost(lock);
 
-    /* The releaser hands the lock to a waiter, if any (see wait.c);
-     * without wake-ups it declares and touches only the lock key. */
-    args[0] = lock->key;
-    lens[0] = lock->keylen;
-    args[1] = lock->waiters_key;
-    lens[1] = lock->waiters_keylen;
-    args[2] = lock->wake_key;
-    lens[2] = lock->wake_keylen;
-    args[3] = lock->turn_key;
-    lens[3] = lock->turn_keylen;
-    nkeys = lock->wakeups ? 4 : 1;
-    args[nkeys] = lock->id;
-    lens[nkeys] = lock->idlen;
-    args[nkeys + 1] = lock->wakeups ? "1" : "0";
-    lens[nkeys + 1] = 1;
-    lens[nkeys + 2] = (size_t)snprintf(ms, sizeof ms, "%lld", lock->expire_ms);
-    args[nkeys + 2] = ms;
+    redislockp_call_release(&call, lock);
     /* Whatever the outcome, we no longer count on holding the lock. */
     lock->held = 0;
     sent = redislockp_now_ms();
-    st = redislockp_eval(lock, script_for(lock, OP_RELEASE), nkeys,
-                         lock->mode == REDISLOCKP_MODE_COUNTED ? 3 : 2,
-                         args, lens, &reply);
-    if (st != REDISLOCK_OK)
-        goto fail;
-    st = redislockp_int_array(lock, "release", reply, v, 2, 2);
-    if (st != REDISLOCK_OK)
-        goto fail;
-    if (v[0] < -1 || v[0] > 1 || v[1] < 0 || (v[0] != 1 && v[1] != 0)) {
+    st = redislockp_op_run(lock, &call, 1, parse_ints, &r);
+    if (st == REDISLOCK_OK &&
+        (r.v[0] < -1 || r.v[0] > 1 || r.v[1] < 0 ||
+         (r.v[0] != 1 && r.v[1] != 0)))
         st = redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL,
                              "release: unexpected reply {%lld, %lld}",
-                             v[0], v[1]);
-        goto fail;
-    }
+                             r.v[0], r.v[1]);
     if (was_lost) {
         /* The owner-checked release went out all the same (the key may
          * still have been ours, if only the watchdog lost contact); the
-         * holding is over either way. */
-        freeReplyObject(reply);
-        return report_lost(lock, was_lost, "before this release");
+         * holding is over either way, and the loss is the news. */
+        return report_lost(lock, was_lost, "before this release", st);
     }
-    if (v[0] == 1) {
+    if (st != REDISLOCK_OK) {
+        lock->state = REDISLOCK_STATE_UNKNOWN;
+        return st;
+    }
+    if (r.v[0] == 1) {
         *released = true;
-        if (v[1] > 0) {                 /* counted: holds remain */
+        if (r.v[1] > 0) {               /* counted: holds remain */
             lock->state = REDISLOCK_STATE_OURS;
             held_until(lock, sent);
             redislockp_renew_start(lock, -1);
@@ -221,23 +229,16 @@ int redislock_release(redislock *lock, bool *released)
             lock->token = 0;
         }
     } else {
-        saw(lock, v[0]);
+        saw(lock, r.v[0]);
     }
-    freeReplyObject(reply);
     return REDISLOCK_OK;
-fail:
-    lock->state = REDISLOCK_STATE_UNKNOWN;
-    freeReplyObject(reply);
-    return st;
 }
 
 int redislock_extend(redislock *lock, bool *extended)
 {
-    char ms[24];
-    const char *args[3];
-    size_t lens[3];
-    redisReply *reply = NULL;
-    long long v[1], sent;
+    redislockp_call call;
+    int_reply r = ints("extend", 1, 1);
+    long long sent;
     int st, why;
 
     if (extended)
@@ -248,30 +249,21 @@ int redislock_extend(redislock *lock, bool *extended)
     why = redislockp_renew_lost(lock);
     if (why) {
         redislockp_renew_stop(lock);
-        return report_lost(lock, why, "while auto-renewed");
+        return report_lost(lock, why, "while auto-renewed", REDISLOCK_OK);
     }
 
-    args[0] = lock->key;
-    lens[0] = lock->keylen;
-    args[1] = lock->id;
-    lens[1] = lock->idlen;
-    lens[2] = (size_t)snprintf(ms, sizeof ms, "%lld", lock->expire_ms);
-    args[2] = ms;
+    redislockp_call_extend(&call, lock, lock->expire_ms);
     sent = redislockp_now_ms();
-    st = redislockp_eval(lock, script_for(lock, OP_EXTEND), 1, 2, args, lens,
-                         &reply);
-    if (st != REDISLOCK_OK)
-        goto fail;
-    st = redislockp_int_array(lock, "extend", reply, v, 1, 1);
-    if (st != REDISLOCK_OK)
-        goto fail;
-    if (v[0] < -1 || v[0] > 1) {
+    st = redislockp_op_run(lock, &call, 1, parse_ints, &r);
+    if (st == REDISLOCK_OK && (r.v[0] < -1 || r.v[0] > 1))
         st = redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL,
-                             "extend: unexpected reply {%lld}", v[0]);
-        goto fail;
+                             "extend: unexpected reply {%lld}", r.v[0]);
+    if (st != REDISLOCK_OK) {
+        lock->state = REDISLOCK_STATE_UNKNOWN;
+        return st;
     }
-    saw(lock, v[0]);
-    if (v[0] == 1) {
+    saw(lock, r.v[0]);
+    if (r.v[0] == 1) {
         /* Extending a lock we own but had not acquired through this handle
          * (a shared owner ID) makes it ours here too; its token we do not
          * know without a round trip, so keep what we have. */
@@ -280,12 +272,7 @@ int redislock_extend(redislock *lock, bool *extended)
         if (lock->renewing)
             redislockp_renew_start(lock, -1);   /* renew to the new lease */
     }
-    freeReplyObject(reply);
     return REDISLOCK_OK;
-fail:
-    lock->state = REDISLOCK_STATE_UNKNOWN;
-    freeReplyObject(reply);
-    return st;
 }
 
 /* The status queries: check the call (OUT, named NAME, is its result
@@ -293,44 +280,28 @@ fail:
 static int status(redislock *lock, const void *out, const char *name,
                   long long v[4])
 {
-    const char *args[4];
-    size_t lens[4];
-    redisReply *reply = NULL;
-    int st, nkeys;
+    redislockp_call call;
+    int_reply r = ints("status", 4, 4);
+    int st;
 
     st = redislockp_begin_call(lock, out, name);
     if (st != REDISLOCK_OK)
         return st;
-
-    args[0] = lock->key;
-    lens[0] = lock->keylen;
-    args[1] = lock->fence_key;
-    lens[1] = lock->fence_keylen;
-    nkeys = lock->fencing && lock->mode == REDISLOCKP_MODE_GOZERO ? 2 : 1;
-    args[nkeys] = lock->id;
-    lens[nkeys] = lock->idlen;
-    args[nkeys + 1] = lock->fencing ? "1" : "0";
-    lens[nkeys + 1] = 1;
-    st = redislockp_eval(lock, script_for(lock, OP_STATUS), nkeys, 2, args,
-                         lens, &reply);
-    if (st != REDISLOCK_OK)
-        goto fail;
-    st = redislockp_int_array(lock, "status", reply, v, 4, 4);
-    if (st != REDISLOCK_OK)
-        goto fail;
-    if (v[0] < -1 || v[0] > 1 || (v[0] == 1 && v[2] < 1) || v[3] < 0) {
+    redislockp_call_status(&call, lock);
+    st = redislockp_op_run(lock, &call, 0, parse_ints, &r);
+    if (st == REDISLOCK_OK &&
+        (r.v[0] < -1 || r.v[0] > 1 || (r.v[0] == 1 && r.v[2] < 1) ||
+         r.v[3] < 0))
         st = redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL,
-                             "status: unexpected reply {%lld, %lld, %lld, %lld}",
-                             v[0], v[1], v[2], v[3]);
-        goto fail;
+                             "status: unexpected reply {%lld, %lld, %lld, "
+                             "%lld}", r.v[0], r.v[1], r.v[2], r.v[3]);
+    if (st != REDISLOCK_OK) {
+        lock->state = REDISLOCK_STATE_UNKNOWN;
+        return st;
     }
+    memcpy(v, r.v, sizeof r.v);
     saw(lock, v[0]);
-    freeReplyObject(reply);
     return REDISLOCK_OK;
-fail:
-    lock->state = REDISLOCK_STATE_UNKNOWN;
-    freeReplyObject(reply);
-    return st;
 }
 
 int redislock_held(redislock *lock, bool *held)
@@ -372,40 +343,59 @@ int redislock_hold_count(redislock *lock, int *count)
     return st;
 }
 
-/* The reply of inspect.lua: {kind, pttl, owner, holds}. */
-static int inspect_reply(redislock *lock, const redisReply *r,
-                         long long *kind, long long *pttl,
-                         const redisReply **owner, long long *holds)
+/* What inspect.lua answered: {kind, pttl, owner, holds}; the owner is
+ * copied (cut to OWNER_SIZE - 1) into OWNER, its full length kept. */
+typedef struct inspect_reply {
+    long long kind, pttl, holds;
+    char *owner;
+    size_t owner_size, owner_len;
+    int ours;                           /* the owner is ID (set by caller) */
+    const char *id;
+    size_t idlen;
+} inspect_reply;
+
+static int parse_inspect(const redisReply *r, void *out, char *errmsg)
 {
+    inspect_reply *ir = out;
+    const redisReply *who;
+    size_t len;
+
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 4 ||
         r->element[0]->type != REDIS_REPLY_INTEGER ||
         r->element[1]->type != REDIS_REPLY_INTEGER ||
         r->element[2]->type != REDIS_REPLY_STRING ||
         r->element[3]->type != REDIS_REPLY_INTEGER)
-        return redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL,
-                               "inspect: unexpected reply (type %d, %zu elements)",
-                               r->type,
-                               r->type == REDIS_REPLY_ARRAY ? r->elements
-                                                            : (size_t)0);
-    *kind = r->element[0]->integer;
-    *pttl = r->element[1]->integer;
-    *owner = r->element[2];
-    *holds = r->element[3]->integer;
-    if (*kind < REDISLOCK_KIND_NONE || *kind > REDISLOCK_KIND_OTHER ||
-        *holds < 0 || *pttl < -2)
-        return redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL,
-                               "inspect: unexpected reply {%lld, %lld, ..., %lld}",
-                               *kind, *pttl, *holds);
+        return redislockp_tx_fail(errmsg, REDISLOCK_ERR_PROTOCOL,
+                                  "inspect: unexpected reply (type %d, %zu "
+                                  "elements)", r->type,
+                                  r->type == REDIS_REPLY_ARRAY ? r->elements
+                                                               : (size_t)0);
+    ir->kind = r->element[0]->integer;
+    ir->pttl = r->element[1]->integer;
+    ir->holds = r->element[3]->integer;
+    if (ir->kind < REDISLOCK_KIND_NONE || ir->kind > REDISLOCK_KIND_OTHER ||
+        ir->holds < 0 || ir->pttl < -2)
+        return redislockp_tx_fail(errmsg, REDISLOCK_ERR_PROTOCOL,
+                                  "inspect: unexpected reply {%lld, %lld, "
+                                  "..., %lld}", ir->kind, ir->pttl,
+                                  ir->holds);
+    who = r->element[2];
+    ir->owner_len = who->len;
+    ir->ours = who->len == ir->idlen &&
+               memcmp(who->str, ir->id, ir->idlen) == 0;
+    if (ir->owner) {
+        len = who->len < ir->owner_size - 1 ? who->len : ir->owner_size - 1;
+        memcpy(ir->owner, who->str, len);
+        ir->owner[len] = '\0';
+    }
     return REDISLOCK_OK;
 }
 
 int redislock_inspect(redislock *lock, redislock_kind *kind, char *owner,
                       size_t owner_size, long long *ttl_ms, int *holds)
 {
-    const redisReply *who = NULL;
-    redisReply *reply = NULL;
-    long long k = 0, pttl = -2, n = 0;
-    size_t len;
+    redislockp_call call;
+    inspect_reply ir;
     int st;
 
     if (kind)
@@ -423,36 +413,31 @@ int redislock_inspect(redislock *lock, redislock_kind *kind, char *owner,
         return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
                                "owner_size is 0 with an owner buffer");
 
-    st = redislockp_eval(lock, &redislockp_script_inspect, 1, 0, &lock->key,
-                         &lock->keylen, &reply);
-    if (st != REDISLOCK_OK)
-        goto fail;
-    st = inspect_reply(lock, reply, &k, &pttl, &who, &n);
-    if (st != REDISLOCK_OK)
-        goto fail;
-
-    *kind = (redislock_kind)k;
-    if (owner) {
-        len = who->len < owner_size - 1 ? who->len : owner_size - 1;
-        memcpy(owner, who->str, len);
-        owner[len] = '\0';
+    memset(&ir, 0, sizeof ir);
+    ir.owner = owner;
+    ir.owner_size = owner_size;
+    ir.id = lock->id;
+    ir.idlen = lock->idlen;
+    redislockp_call_inspect(&call, lock);
+    st = redislockp_op_run(lock, &call, 0, parse_inspect, &ir);
+    if (st != REDISLOCK_OK) {
+        if (owner && owner_size > 0)
+            owner[0] = '\0';
+        lock->state = REDISLOCK_STATE_UNKNOWN;
+        return st;
     }
+    *kind = (redislock_kind)ir.kind;
     if (ttl_ms)
-        *ttl_ms = pttl;
+        *ttl_ms = ir.pttl;
     if (holds)
-        *holds = n > 2147483647LL ? 2147483647 : (int)n;
+        *holds = ir.holds > 2147483647LL ? 2147483647 : (int)ir.holds;
     /* Ours only in this handle's own format (the other one it cannot
      * release); anything else tells that we hold nothing. */
-    if (k == (lock->mode == REDISLOCKP_MODE_COUNTED ? REDISLOCK_KIND_COUNTED
-                                                    : REDISLOCK_KIND_GOZERO) &&
-        who->len == lock->idlen && memcmp(who->str, lock->id, lock->idlen) == 0)
+    if (ir.kind == (lock->mode == REDISLOCKP_MODE_COUNTED
+                        ? REDISLOCK_KIND_COUNTED : REDISLOCK_KIND_GOZERO) &&
+        ir.ours)
         lock->state = REDISLOCK_STATE_OURS;
     else
-        saw(lock, k == REDISLOCK_KIND_NONE ? 0 : -1);
-    freeReplyObject(reply);
+        saw(lock, ir.kind == REDISLOCK_KIND_NONE ? 0 : -1);
     return REDISLOCK_OK;
-fail:
-    lock->state = REDISLOCK_STATE_UNKNOWN;
-    freeReplyObject(reply);
-    return st;
 }

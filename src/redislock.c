@@ -102,6 +102,7 @@ static redislock *create(struct redisContext *c, redislock_client *client,
     lock->client = client;
     lock->mode = mode;
     lock->pid = getpid();
+    lock->fork_gen = redislockp_fork_watch();
     lock->expire_ms = REDISLOCKP_TOLERANCE_MS;
     lock->poll_ms = REDISLOCKP_WAIT_POLL_MS;
     lock->wakeups = 1;
@@ -212,10 +213,27 @@ int redislock_set_id(redislock *lock, const char *id)
     sodium_memzero(lock->id, sizeof lock->id);
     memcpy(lock->id, id, len);
     lock->idlen = len;
+    lock->id_chosen = 1;
+    lock->id_stale = 0;
     lock->held = 0;
     lock->token = 0;
     lock->state = REDISLOCK_STATE_UNKNOWN;
     return REDISLOCK_OK;
+}
+
+void redislockp_refresh_id(redislock *lock)
+{
+    /* An ID the caller chose (set_id) is theirs to keep: a shared owner
+     * depends on it.  The header says what that leaves to them. */
+    if (!lock->id_stale || lock->id_chosen)
+        return;
+    redislockp_renew_stop(lock);
+    sodium_memzero(lock->id, sizeof lock->id);
+    redislockp_token_new(lock->id);
+    lock->idlen = REDISLOCKP_ID_LEN;
+    lock->id_stale = 0;
+    lock->held = 0;
+    lock->token = 0;
 }
 
 int redislock_set_expire(redislock *lock, int seconds)
@@ -306,7 +324,7 @@ int redislock_token(const redislock *lock, uint64_t *token)
     if (lock == NULL || token == NULL)
         return REDISLOCK_ERR_INVALID;
     /* An inherited handle holds nothing in this process. */
-    if (lock->held && lock->pid == getpid())
+    if (lock->held && !redislockp_forked(lock->fork_gen, lock->pid))
         *token = lock->token;
     return REDISLOCK_OK;
 }
@@ -316,7 +334,7 @@ long long redislock_valid_for_ms(const redislock *lock)
     long long left, until;
     int renewing;
 
-    if (lock == NULL || !lock->held || lock->pid != getpid())
+    if (lock == NULL || !lock->held || redislockp_forked(lock->fork_gen, lock->pid))
         return 0;
     until = redislockp_renew_until(lock, &renewing);
     left = (renewing ? until : lock->valid_until) - redislockp_now_ms();
@@ -330,14 +348,13 @@ redislock_state redislock_last_state(const redislock *lock)
 
 int redislockp_begin(redislock *lock)
 {
-    pid_t now = getpid();
-
     redislockp_clear_error(lock);
-    if (now != lock->pid)
+    /* No system call here: the fork generation is a load. */
+    if (redislockp_forked(lock->fork_gen, lock->pid))
         return redislockp_fail(lock, REDISLOCK_ERR_FORKED,
                                "handle created by process %ld used in "
                                "process %ld after fork(): create a new one",
-                               (long)lock->pid, (long)now);
+                               (long)lock->pid, (long)getpid());
     return REDISLOCK_OK;
 }
 

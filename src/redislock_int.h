@@ -14,6 +14,9 @@
 #include <hiredis/hiredis.h>
 
 #include "redislock.h"
+#include "alloc.h"
+#include "scripts.h"
+#include "transport.h"
 
 /* Random bytes in a generated owner ID, and its length once hex-encoded. */
 #define REDISLOCKP_ID_BYTES 16
@@ -28,9 +31,6 @@
 
 /* A waiter's registration outlives its poll interval by this much. */
 #define REDISLOCKP_REGISTRATION_SLACK_MS 2000
-
-/* Room for the last error message, NUL included; longer ones are cut. */
-#define REDISLOCKP_ERRMSG_SIZE 512
 
 #if defined(__GNUC__)
 #define REDISLOCKP_PRINTF(f, a) __attribute__((format(printf, f, a)))
@@ -56,6 +56,7 @@ struct redislock {
     size_t keylen, fence_keylen, wake_keylen, waiters_keylen, turn_keylen;
     redislockp_mode mode;
     pid_t pid;                         /* process that created the handle */
+    unsigned long fork_gen;            /* redislockp_fork_gen() then */
     long long expire_ms;               /* lease sent by acquire/extend */
     long long poll_ms;                 /* see REDISLOCKP_WAIT_POLL_MS */
     int fencing;                       /* issue fencing tokens */
@@ -68,6 +69,11 @@ struct redislock {
     long long valid_until;             /* monotonic ms; meaningful if held */
     uint64_t token;                    /* fencing token of our holding */
     redislock_state state;             /* holder seen by the last reply */
+    int id_chosen;                     /* the ID came from set_id */
+    int id_stale;                      /* a command with this ID may still
+                                        * be on its way (its outcome is
+                                        * unknown): a generated ID is
+                                        * replaced before the next acquire */
 
     /* Auto-renewal (client handles; see watchdog.c).  The fields below
      * the line are shared with the watchdog thread: guarded by the
@@ -80,7 +86,11 @@ struct redislock {
     /* ---- */
     int renewing;                      /* in the client's registry */
     int renew_busy;                    /* the watchdog is working on it */
-    int lost;                          /* 0, or why it was lost (below) */
+    int lost;                          /* 0, or why it was lost
+                                        * (REDISLOCK_LOST_*), until the next
+                                        * release or extend reports it */
+    int lost_reason;                   /* why the last holding was lost;
+                                        * 0 from the next fresh acquire */
     long long renew_due;               /* next renewal (monotonic ms) */
     long long renew_ms;                /* the lease renewals set */
     long long renew_until;             /* lease end as renewals keep it */
@@ -94,11 +104,6 @@ struct redislock {
     char errmsg[REDISLOCKP_ERRMSG_SIZE];
 };
 
-/* alloc.c: every allocation of the library goes through these. */
-void *redislockp_malloc(size_t size);
-void *redislockp_calloc(size_t n, size_t size);
-void redislockp_free(void *p);
-
 /* token.c: fill OUT with a fresh REDISLOCKP_ID_LEN-char hex owner ID. */
 void redislockp_token_new(char out[REDISLOCKP_ID_LEN + 1]);
 
@@ -111,9 +116,6 @@ struct timeval redislockp_timeval_ms(long long ms);
 void redislockp_clear_error(redislock *lock);
 int redislockp_fail(redislock *lock, int status, const char *fmt, ...)
     REDISLOCKP_PRINTF(3, 4);
-/* The connection failed: map c->err (and ERR_NO, the errno the failing
- * call left, 0 if unknown) to a status and message. */
-int redislockp_context_error(redislock *lock, int err_no);
 
 /* Common checks at the start of every call that talks to Redis: clears
  * the last error; REDISLOCK_ERR_FORKED in a child process. */
@@ -122,62 +124,33 @@ int redislockp_begin(redislock *lock);
  * REDISLOCK_ERR_INVALID for a NULL handle or a NULL OUT. */
 int redislockp_begin_call(redislock *lock, const void *out, const char *name);
 
-/* scripts.c: a Lua script embedded at build time. */
-typedef struct redislockp_script {
-    const char *name;
-    const char *body;
-    const char *sha1;                  /* 40 hex chars */
-} redislockp_script;
+/* fork.c: fork detection without a system call per operation.  The
+ * generation is bumped in the child of every fork() (pthread_atfork);
+ * redislockp_fork_watch() installs that handler once and returns the
+ * generation, redislockp_forked() tells whether GEN (taken in process
+ * PID) is from before a fork of this process. */
+unsigned long redislockp_fork_watch(void);
+int redislockp_forked(unsigned long gen, pid_t pid);
 
-extern const redislockp_script redislockp_script_acquire;
-extern const redislockp_script redislockp_script_release;
-extern const redislockp_script redislockp_script_extend;
-extern const redislockp_script redislockp_script_status;
-extern const redislockp_script redislockp_script_acquire_counted;
-extern const redislockp_script redislockp_script_release_counted;
-extern const redislockp_script redislockp_script_extend_counted;
-extern const redislockp_script redislockp_script_status_counted;
-extern const redislockp_script redislockp_script_leave;
-extern const redislockp_script redislockp_script_inspect;
+/* lock.c: run CALL for LOCK on its connection (borrowed, or one of its
+ * client's for this call) and read the reply with PARSE into OUT (a
+ * PARSE that finds the reply out of step returns REDISLOCK_ERR_PROTOCOL:
+ * a client's connection is then closed).  When the outcome of a MUTATING
+ * call is unknown (sent, no reply of ours read) the owner ID turns stale
+ * (see id_stale). */
+typedef int (*redislockp_parse_fn)(const redisReply *r, void *out,
+                                   char *errmsg);
+int redislockp_op_run(redislock *lock, const redislockp_call *call,
+                      int mutating, redislockp_parse_fn parse, void *out);
 
-/* At most this many keys plus arguments per script call. */
-#define REDISLOCKP_MAX_SCRIPT_ARGS 12
-
-/*
- * Run SCRIPT with NKEYS keys and NARGS arguments, given together in
- * ARGS/ARGSLEN (keys first).  EVALSHA first; on NOSCRIPT, EVAL with the
- * body in the same call.  On REDISLOCK_OK *REPLY is a non-error reply that
- * the caller frees with freeReplyObject(); on any error *REPLY is NULL,
- * the reply (if any) has been freed and the handle's message is set.
- */
-int redislockp_eval(redislock *lock, const redislockp_script *script,
-                    int nkeys, int nargs, const char *const *args,
-                    const size_t *argslen, redisReply **reply);
-
-/*
- * Send one plain command (argv form) with the SIGPIPE guard; the reply or
- * NULL as redisCommandArgv().  *ERR_NO gets errno as the call left it.
- */
-redisReply *redislockp_command(redisContext *c, int argc, const char **argv,
-                               const size_t *argvlen, int *err_no);
-
-/* Does the context hold commands not yet written (redisAppendCommand)? */
-int redislockp_pending_output(const redisContext *c);
-
-/* PING on the handle's connection: REDISLOCK_OK if it answers PONG. */
-int redislockp_ping(redislock *lock);
-
-/* For a client's handle, take a connection into lock->ctx for one call;
- * for a borrowed context, nothing.  Then give it back (BROKEN: the call
- * failed on it). */
+/* client.c: for a client's handle, take a connection into lock->ctx for
+ * one call; for a borrowed context, nothing.  Then give it back (STATUS:
+ * the call's; one that failed on its connection closes it). */
 int redislockp_conn_take(redislock *lock);
 void redislockp_conn_give(redislock *lock, int status);
 
-/* Read a reply that must be an array of MIN..MAX integers into V. */
-int redislockp_int_array(redislock *lock, const char *what,
-                         const redisReply *r, long long *v, size_t min,
-                         size_t max);
-
+/* calls.c: each script's call for a handle, its KEYS/ARGV by the layout
+ * that the script declares (src/lua/embed.sh). */
 /* How an acquire attempt relates to waiting (see src/lua/acquire.lua). */
 typedef enum redislockp_try {
     REDISLOCKP_TRY_PLAIN = 0,          /* redislock_acquire() */
@@ -185,21 +158,25 @@ typedef enum redislockp_try {
     REDISLOCKP_TRY_WOKEN = 2           /* a waiter woken for a free lock */
 } redislockp_try;
 
-/* Why auto-renewal declared a lock lost (redislock.lost). */
-enum {
-    REDISLOCKP_LOST_TAKEN = 1,         /* a renewal found the key not ours */
-    REDISLOCKP_LOST_UNREACHED = 2,     /* no renewal got through in time */
-    REDISLOCKP_LOST_HOLD_CAP = 3,      /* withheld: maximum hold time */
-    REDISLOCKP_LOST_HEARTBEAT = 4      /* withheld: no heartbeat */
-};
+void redislockp_call_acquire(redislockp_call *call, const redislock *lock,
+                             redislockp_try how);
+void redislockp_call_release(redislockp_call *call, const redislock *lock);
+void redislockp_call_extend(redislockp_call *call, const redislock *lock,
+                            long long ms);
+void redislockp_call_status(redislockp_call *call, const redislock *lock);
+void redislockp_call_leave(redislockp_call *call, const redislock *lock,
+                           int woken);
+void redislockp_call_inspect(redislockp_call *call, const redislock *lock);
+
+/* redislock.c: before an acquire, replace a stale generated owner ID (see
+ * id_stale) with a fresh one; the holding it may have is abandoned. */
+void redislockp_refresh_id(redislock *lock);
 
 /* watchdog.c: auto-renewal of a client handle's lease. */
 void redislockp_renew_start(redislock *lock, int fresh);   /* after acquire */
 void redislockp_renew_stop(redislock *lock);   /* before release / free */
-/* 0, or why the lock was lost (REDISLOCKP_LOST_*); clears it. */
+/* 0, or why the lock was lost (REDISLOCK_LOST_*); clears it. */
 int redislockp_renew_lost(redislock *lock);
-/* The words for a REDISLOCKP_LOST_* reason. */
-const char *redislockp_lost_reason(int why);
 long long redislockp_renew_until(const redislock *lock, int *renewing);
 
 /* lock.c: one acquire attempt.  When refused, *HOLDER_PTTL gets the

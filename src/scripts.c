@@ -1,26 +1,24 @@
 /*
- * scripts.c - running the embedded Lua scripts.
+ * scripts.c - the embedded Lua scripts and the script runner.
  *
  * EVALSHA costs one round trip.  When the server does not know the script
  * (SCRIPT FLUSH, restart, failover to a replica that never saw it), it
- * answers NOSCRIPT and the same call sends EVAL with the body, which also
- * caches the script for the next EVALSHA.
+ * answers NOSCRIPT and the runner sends the same call as EVAL with the
+ * text, which also caches the script for the next EVALSHA.  This is the
+ * only place that does so, for single calls and pipelines alike.
  */
 #include "config.h"
 
-#include <errno.h>
-#include <pthread.h>
-#include <signal.h>
 #include <string.h>
-#include <time.h>
 
-#include "client.h"
-#include "redislock_int.h"
+#include "scripts.h"
 #include "scripts_lua.h"
 
 #define SCRIPT(name, NAME) \
     const redislockp_script redislockp_script_##name = { \
-        #name, REDISLOCKP_LUA_##NAME, REDISLOCKP_LUA_##NAME##_SHA1 \
+        #name, REDISLOCKP_LUA_##NAME, REDISLOCKP_LUA_##NAME##_SHA1, \
+        REDISLOCKP_##NAME##_MIN_KEYS, REDISLOCKP_##NAME##_MAX_KEYS, \
+        REDISLOCKP_##NAME##_NARGS \
     }
 
 SCRIPT(acquire, ACQUIRE);
@@ -34,254 +32,196 @@ SCRIPT(status_counted, STATUS_COUNTED);
 SCRIPT(leave, LEAVE);
 SCRIPT(inspect, INSPECT);
 
+/* Every script's layout fits a call. */
+typedef char keys_fit[REDISLOCKP_ACQUIRE_MAX_KEYS <= REDISLOCKP_MAX_KEYS &&
+                      REDISLOCKP_LEAVE_MAX_KEYS <= REDISLOCKP_MAX_KEYS &&
+                      REDISLOCKP_RELEASE_COUNTED_MAX_KEYS <= REDISLOCKP_MAX_KEYS
+                      ? 1 : -1];
+typedef char args_fit[REDISLOCKP_ACQUIRE_NARGS <= REDISLOCKP_MAX_ARGS &&
+                      REDISLOCKP_RELEASE_COUNTED_NARGS <= REDISLOCKP_MAX_ARGS
+                      ? 1 : -1];
+
 /* EVALSHA sha numkeys: the fixed part before the keys and arguments. */
 #define FIXED_ARGS 3
 
-/*
- * Writing to a connection the server has closed raises SIGPIPE, whose
- * default action kills the process.  hiredis writes with write(), so,
- * like libpq, we block SIGPIPE in the calling thread around each command
- * and discard a SIGPIPE that the command itself raised; one the thread had
- * pending before is left alone.  pthread_sigmask is per thread, so this
- * is safe with threads; an application that ignores SIGPIPE loses nothing.
- */
-typedef struct sigpipe_guard {
-    sigset_t old;
-    int was_pending;
-    int active;
-} sigpipe_guard;
-
-static void sigpipe_block(sigpipe_guard *g)
+void redislockp_call_init(redislockp_call *call,
+                          const redislockp_script *script, int nkeys)
 {
-    sigset_t pipe_set, pending;
-
-    sigemptyset(&pipe_set);
-    sigaddset(&pipe_set, SIGPIPE);
-    g->active = pthread_sigmask(SIG_BLOCK, &pipe_set, &g->old) == 0;
-    g->was_pending = sigpending(&pending) == 0 &&
-                     sigismember(&pending, SIGPIPE) == 1;
+    memset(call->key, 0, sizeof call->key);
+    memset(call->arg, 0, sizeof call->arg);
+    call->script = script;
+    call->nkeys = nkeys;
 }
 
-static void sigpipe_restore(sigpipe_guard *g, int failed)
+void redislockp_call_key(redislockp_call *call, int i, const char *key,
+                         size_t len)
 {
-    if (!g->active)
-        return;
-    if (failed && !g->was_pending) {
-        sigset_t pipe_set, pending;
-
-        sigemptyset(&pipe_set);
-        sigaddset(&pipe_set, SIGPIPE);
-#ifdef HAVE_SIGTIMEDWAIT
-        if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1) {
-            struct timespec zero = { 0, 0 };
-            int saved = errno;
-
-            while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR)
-                ;
-            errno = saved;
-        }
-#else
-        /* Without sigtimedwait() the SIGPIPE stays pending (blocked) and
-         * is delivered when the mask is restored: such platforms should
-         * ignore SIGPIPE.  LCOV_EXCL_LINE */
-        (void)pipe_set;
-        (void)pending;
-#endif
+    if (i >= 0 && i < REDISLOCKP_MAX_KEYS) {
+        call->key[i] = key;
+        call->keylen[i] = len;
     }
-    pthread_sigmask(SIG_SETMASK, &g->old, NULL);
 }
 
-redisReply *redislockp_command(redisContext *c, int argc, const char **argv,
-                               const size_t *argvlen, int *err_no)
+void redislockp_call_arg(redislockp_call *call, int i, const char *arg,
+                         size_t len)
 {
-    sigpipe_guard g;
-    redisReply *r;
-
-    errno = 0;
-    sigpipe_block(&g);
-    r = redisCommandArgv(c, argc, argv, argvlen);
-    /* hiredis leaves the failed read's or write's errno in place: keep it
-     * before anything else can change it (it tells a timeout apart). */
-    *err_no = errno;
-    sigpipe_restore(&g, r == NULL);
-    return r;
+    if (i >= 0 && i < REDISLOCKP_MAX_ARGS) {
+        call->arg[i] = arg;
+        call->arglen[i] = len;
+    }
 }
 
-static int is_noscript(const redisReply *r)
+void redislockp_call_num(redislockp_call *call, int i, int slot, long long v)
+{
+    char *p = call->num[slot], digits[24];
+    unsigned long long u = v < 0 ? 0 - (unsigned long long)v
+                                 : (unsigned long long)v;
+    size_t n = 0, k = 0;
+
+    do {
+        digits[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u > 0);
+    if (v < 0)
+        p[k++] = '-';
+    while (n > 0)
+        p[k++] = digits[--n];
+    p[k] = '\0';
+    redislockp_call_arg(call, i, p, k);
+}
+
+int redislockp_call_format(redislockp_cmd *cmd, const redislockp_call *call,
+                           int body, char *errmsg)
+{
+    const redislockp_script *s = call->script;
+    const char *argv[FIXED_ARGS + REDISLOCKP_MAX_KEYS + REDISLOCKP_MAX_ARGS];
+    size_t argvlen[FIXED_ARGS + REDISLOCKP_MAX_KEYS + REDISLOCKP_MAX_ARGS];
+    char numkeys[2];
+    int i, n = FIXED_ARGS;
+
+    /* A call that does not fill its script's layout is a bug here; the
+     * script would refuse it too, but say so before sending anything. */
+    if (call->nkeys < s->min_keys || call->nkeys > s->max_keys)
+        return redislockp_tx_fail(errmsg, REDISLOCK_ERR_INVALID, /* LCOV_EXCL_LINE */
+                                  "internal: %s.lua called with %d keys",
+                                  s->name, call->nkeys);
+    for (i = 0; i < call->nkeys; i++) {
+        if (call->key[i] == NULL)
+            return redislockp_tx_fail(errmsg, REDISLOCK_ERR_INVALID, /* LCOV_EXCL_LINE */
+                                      "internal: %s.lua key %d not set",
+                                      s->name, i + 1);
+        argv[n] = call->key[i];
+        argvlen[n++] = call->keylen[i];
+    }
+    for (i = 0; i < s->nargs; i++) {
+        if (call->arg[i] == NULL)
+            return redislockp_tx_fail(errmsg, REDISLOCK_ERR_INVALID, /* LCOV_EXCL_LINE */
+                                      "internal: %s.lua argument %d not set",
+                                      s->name, i + 1);
+        argv[n] = call->arg[i];
+        argvlen[n++] = call->arglen[i];
+    }
+    argv[0] = body ? "EVAL" : "EVALSHA";
+    argvlen[0] = body ? 4 : 7;
+    argv[1] = body ? s->body : s->sha1;
+    argvlen[1] = body ? strlen(s->body) : 40;
+    numkeys[0] = (char)('0' + call->nkeys);
+    numkeys[1] = '\0';
+    argv[2] = numkeys;
+    argvlen[2] = 1;
+    if (redislockp_cmd_append(cmd, n, argv, argvlen) != 0)
+        return redislockp_tx_fail(errmsg, REDISLOCK_ERR_NOMEM,
+                                  "out of memory building a command");
+    return REDISLOCK_OK;
+}
+
+int redislockp_reply_noscript(const redisReply *r)
 {
     return r->type == REDIS_REPLY_ERROR && r->len >= 8 &&
            memcmp(r->str, "NOSCRIPT", 8) == 0;
 }
 
-int redislockp_conn_take(redislock *lock)
+/* The most calls in one pipeline (the watchdog's batch). */
+#define MAX_CALLS 64
+
+int redislockp_run_calls(redisContext *c, const redislockp_call *const *calls,
+                         int n, redisReply **replies, char *errmsg,
+                         int *sent)
 {
-    int st = REDISLOCK_OK;
+    redislockp_cmd cmd;
+    redisReply *again[MAX_CALLS];
+    int i, j, st = REDISLOCK_OK;
 
-    if (lock->client != NULL) {
-        lock->ctx = redislockp_client_get(lock, &st);
-        if (lock->ctx == NULL)
-            return st;
-    }
-    return REDISLOCK_OK;
-}
-
-void redislockp_conn_give(redislock *lock, int status)
-{
-    if (lock->client != NULL) {
-        /* A connection an error left dead, or out of step (a reply we
-         * did not expect), is not reused. */
-        redislockp_client_put(lock->client, lock->ctx,
-                              status == REDISLOCK_ERR_IO ||
-                              status == REDISLOCK_ERR_NOMEM ||
-                              status == REDISLOCK_ERR_PROTOCOL);
-        lock->ctx = NULL;
-    }
-}
-
-static int eval_on(redislock *lock, const redislockp_script *script,
-                   int nkeys, int nargs, const char *const *args,
-                   const size_t *argslen, redisReply **reply);
-
-int redislockp_eval(redislock *lock, const redislockp_script *script,
-                    int nkeys, int nargs, const char *const *args,
-                    const size_t *argslen, redisReply **reply)
-{
-    int st;
-
-    *reply = NULL;
-    st = redislockp_conn_take(lock);
+    for (i = 0; i < n; i++)
+        replies[i] = NULL;
+    if (n < 1 || n > MAX_CALLS)
+        return redislockp_tx_fail(errmsg, REDISLOCK_ERR_INVALID, /* LCOV_EXCL_LINE */
+                                  "internal: %d calls in a pipeline", n);
+    redislockp_cmd_init(&cmd);
+    for (i = 0; st == REDISLOCK_OK && i < n; i++)
+        st = redislockp_call_format(&cmd, calls[i], 0, errmsg);
+    if (st == REDISLOCK_OK)
+        st = redislockp_tx_call(c, &cmd, replies, errmsg, sent);
     if (st != REDISLOCK_OK)
-        return st;
-    st = eval_on(lock, script, nkeys, nargs, args, argslen, reply);
-    redislockp_conn_give(lock, st);
+        goto out;
+
+    /* Scripts the server did not know: send them with their text. */
+    redislockp_cmd_reset(&cmd);
+    for (i = 0; st == REDISLOCK_OK && i < n; i++)
+        if (redislockp_reply_noscript(replies[i]))
+            st = redislockp_call_format(&cmd, calls[i], 1, errmsg);
+    if (st == REDISLOCK_OK && cmd.count > 0) {
+        st = redislockp_tx_call(c, &cmd, again, errmsg, sent);
+        for (i = 0, j = 0; st == REDISLOCK_OK && i < n; i++) {
+            if (redislockp_reply_noscript(replies[i])) {
+                freeReplyObject(replies[i]);
+                replies[i] = again[j++];
+            }
+        }
+    }
+    if (st != REDISLOCK_OK) {
+        for (i = 0; i < n; i++) {
+            freeReplyObject(replies[i]);
+            replies[i] = NULL;
+        }
+    }
+out:
+    redislockp_cmd_clear(&cmd);
     return st;
 }
 
-int redislockp_ping(redislock *lock)
+int redislockp_run(redisContext *c, const redislockp_call *call,
+                   redisReply **reply, char *errmsg, int *sent)
 {
-    const char *argv[1] = { "PING" };
-    size_t argvlen[1] = { 4 };
-    redisReply *r;
-    int st, err_no;
+    int st = redislockp_run_calls(c, &call, 1, reply, errmsg, sent);
 
-    redislockp_clear_error(lock);
-    st = redislockp_conn_take(lock);
-    if (st != REDISLOCK_OK)
-        return st;
-    r = redislockp_command(lock->ctx, 1, argv, argvlen, &err_no);
-    if (r == NULL)
-        st = redislockp_context_error(lock, err_no);
-    else if (r->type == REDIS_REPLY_ERROR)
-        st = redislockp_fail(lock, REDISLOCK_ERR_SERVER, "%.400s", r->str);
-    else if (r->type != REDIS_REPLY_STATUS || strcmp(r->str, "PONG") != 0)
-        st = redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL,
-                             "PING: unexpected reply");
-    freeReplyObject(r);
-    redislockp_conn_give(lock, st);
+    if (st == REDISLOCK_OK && (*reply)->type == REDIS_REPLY_ERROR) {
+        st = redislockp_tx_server_error(*reply, "", errmsg);
+        freeReplyObject(*reply);
+        *reply = NULL;
+    }
     return st;
 }
 
-static int eval_on(redislock *lock, const redislockp_script *script,
-                   int nkeys, int nargs, const char *const *args,
-                   const size_t *argslen, redisReply **reply)
-{
-    const char *argv[FIXED_ARGS + REDISLOCKP_MAX_SCRIPT_ARGS];
-    size_t argvlen[FIXED_ARGS + REDISLOCKP_MAX_SCRIPT_ARGS];
-    char numkeys[4];
-    redisContext *c = lock->ctx;
-    redisReply *r;
-    int i, n = nkeys + nargs, err_no;
-
-    *reply = NULL;
-    if (nkeys < 1 || nargs < 0 || n > REDISLOCKP_MAX_SCRIPT_ARGS)
-        return redislockp_fail(lock, REDISLOCK_ERR_INVALID, /* LCOV_EXCL_LINE */
-                               "internal: %d keys, %d arguments", nkeys, nargs);
-    if (!(c->flags & REDIS_BLOCK))
-        return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
-                               "the hiredis context is non-blocking; "
-                               "redislock needs a blocking one");
-    if (c->err)
-        return redislockp_context_error(lock, 0);
-    if (redislockp_pending_output(c))
-        return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
-                               "the hiredis context has unsent commands; "
-                               "their replies would be read as ours");
-
-    argv[0] = "EVALSHA";
-    argvlen[0] = 7;
-    argv[1] = script->sha1;
-    argvlen[1] = 40;
-    numkeys[0] = (char)('0' + nkeys);
-    numkeys[1] = '\0';
-    argv[2] = numkeys;
-    argvlen[2] = 1;
-    for (i = 0; i < n; i++) {
-        argv[FIXED_ARGS + i] = args[i];
-        argvlen[FIXED_ARGS + i] = argslen[i];
-    }
-
-    r = redislockp_command(c, FIXED_ARGS + n, argv, argvlen, &err_no);
-    if (r == NULL)
-        return redislockp_context_error(lock, err_no);
-    if (is_noscript(r)) {
-        freeReplyObject(r);
-        argv[0] = "EVAL";
-        argvlen[0] = 4;
-        argv[1] = script->body;
-        argvlen[1] = strlen(script->body);
-        r = redislockp_command(c, FIXED_ARGS + n, argv, argvlen, &err_no);
-        if (r == NULL)
-            return redislockp_context_error(lock, err_no);
-    }
-    if (r->type == REDIS_REPLY_ERROR) {
-        int len = r->len > 400 ? 400 : (int)r->len;
-        const char *hint = "";
-
-        /* The one confusion worth naming: a lock of the other mode. */
-        if (r->len >= 9 && memcmp(r->str, "WRONGTYPE", 9) == 0)
-            hint = lock->mode == REDISLOCKP_MODE_COUNTED
-                ? " [the key is not a counted-mode lock (a hash): a "
-                  "go-zero-format lock, or not a lock]"
-                : " [the key is not a go-zero-format lock (a string): a "
-                  "counted-mode lock, or not a lock]";
-        redislockp_fail(lock, REDISLOCK_ERR_SERVER, "%.*s%s", len,
-                        r->str ? r->str : "", hint);
-        freeReplyObject(r);
-        return REDISLOCK_ERR_SERVER;
-    }
-    *reply = r;
-    return REDISLOCK_OK;
-}
-
-int redislockp_int_array(redislock *lock, const char *what,
-                         const redisReply *r, long long *v, size_t min,
-                         size_t max)
+int redislockp_int_array(const redisReply *r, const char *what, long long *v,
+                         size_t min, size_t max, char *errmsg)
 {
     size_t i;
 
     if (r->type != REDIS_REPLY_ARRAY || r->elements < min ||
         r->elements > max)
-        return redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL,
-                               "%s: unexpected reply (type %d, %zu elements)",
-                               what, r->type,
-                               r->type == REDIS_REPLY_ARRAY ? r->elements
-                                                            : (size_t)0);
+        return redislockp_tx_fail(errmsg, REDISLOCK_ERR_PROTOCOL,
+                                  "%s: unexpected reply (type %d, %zu "
+                                  "elements)", what, r->type,
+                                  r->type == REDIS_REPLY_ARRAY ? r->elements
+                                                               : (size_t)0);
     for (i = 0; i < r->elements; i++) {
         if (r->element[i]->type != REDIS_REPLY_INTEGER)
-            return redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL,
-                                   "%s: element %zu has type %d, not integer",
-                                   what, i, r->element[i]->type);
+            return redislockp_tx_fail(errmsg, REDISLOCK_ERR_PROTOCOL,
+                                      "%s: element %zu has type %d, not "
+                                      "integer", what, i,
+                                      r->element[i]->type);
         v[i] = r->element[i]->integer;
     }
     return REDISLOCK_OK;
-}
-
-/* hiredis keeps unsent commands in c->obuf, an sds string: its length is
- * in the header just before the characters (sds.h's sdslen(), which we do
- * not include so as not to depend on hiredis's internal headers).  Both
- * 0.14 and 1.x keep obuf an sds and write it empty after each flush; an
- * empty buffer starts with '\0', which is all this checks. */
-int redislockp_pending_output(const redisContext *c)
-{
-    return c->obuf != NULL && c->obuf[0] != '\0';
 }

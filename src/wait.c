@@ -82,12 +82,14 @@ static int block_on(redislock *lock, long long wait_ms, bool *woken)
     const char *argv[3];
     size_t argvlen[3];
     struct timeval old;
-    redisReply *r;
-    int raised, err_no, st = REDISLOCK_OK;
+    redislockp_cmd cmd;
+    redisReply *r = NULL;
+    int raised, st, sent = 0;
 
     *woken = false;
-    if (c->err)
-        return redislockp_context_error(lock, 0);
+    st = redislockp_tx_ready(c, lock->errmsg);
+    if (st != REDISLOCK_OK)
+        return st;
     argv[0] = "BLPOP";
     argvlen[0] = 5;
     argv[1] = lock->wake_key;
@@ -97,13 +99,16 @@ static int block_on(redislock *lock, long long wait_ms, bool *woken)
     argvlen[2] = (size_t)snprintf(secs, sizeof secs, "%lld.%03lld5",
                                   wait_ms / 1000, wait_ms % 1000);
     argv[2] = secs;
+    redislockp_cmd_init(&cmd);
+    (void)redislockp_cmd_append(&cmd, 3, argv, argvlen);
 
     raised = raise_timeout(c, wait_ms, &old);
-    r = redislockp_command(c, 3, argv, argvlen, &err_no);
+    st = redislockp_tx_call(c, &cmd, &r, lock->errmsg, &sent);
     if (raised && !c->err)
         setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &old, sizeof old);
-    if (r == NULL)
-        return redislockp_context_error(lock, err_no);
+    redislockp_cmd_clear(&cmd);
+    if (st != REDISLOCK_OK)
+        return st;
     switch (r->type) {
     case REDIS_REPLY_NIL:               /* timed out */
         break;
@@ -111,7 +116,7 @@ static int block_on(redislock *lock, long long wait_ms, bool *woken)
         *woken = true;
         break;
     case REDIS_REPLY_ERROR:
-        st = redislockp_fail(lock, REDISLOCK_ERR_SERVER, "%.400s", r->str);
+        st = redislockp_tx_server_error(r, "", lock->errmsg);
         break;
     default:
         st = redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL,
@@ -122,29 +127,25 @@ static int block_on(redislock *lock, long long wait_ms, bool *woken)
     return st;
 }
 
+static int parse_leave(const redisReply *r, void *out, char *errmsg)
+{
+    (void)out;
+    if (r->type != REDIS_REPLY_INTEGER)
+        return redislockp_tx_fail(errmsg, REDISLOCK_ERR_PROTOCOL,
+                                  "leave: unexpected reply of type %d",
+                                  r->type);
+    return REDISLOCK_OK;
+}
+
 /* A waiter leaves without the lock: deregister, and pass on a turn it
  * was woken for but will not use. */
 static int leave(redislock *lock, bool woken)
 {
-    const char *args[6];
-    size_t lens[6];
-    redisReply *r = NULL;
+    redislockp_call call;
     int st;
 
-    args[0] = lock->key;
-    lens[0] = lock->keylen;
-    args[1] = lock->waiters_key;
-    lens[1] = lock->waiters_keylen;
-    args[2] = lock->wake_key;
-    lens[2] = lock->wake_keylen;
-    args[3] = lock->turn_key;
-    lens[3] = lock->turn_keylen;
-    args[4] = lock->id;
-    lens[4] = lock->idlen;
-    args[5] = woken ? "1" : "0";
-    lens[5] = 1;
-    st = redislockp_eval(lock, &redislockp_script_leave, 4, 2, args, lens, &r);
-    freeReplyObject(r);
+    redislockp_call_leave(&call, lock, woken);
+    st = redislockp_op_run(lock, &call, 0, parse_leave, NULL);
     if (st != REDISLOCK_OK)
         lock->state = REDISLOCK_STATE_UNKNOWN;
     return st;
@@ -220,9 +221,10 @@ int redislock_acquire_wait(redislock *lock, long long timeout_ms,
     st = redislockp_begin_call(lock, acquired, "acquired");
     if (st != REDISLOCK_OK)
         return st;
-    if (timeout_ms < 0)
+    if (timeout_ms < 0 && timeout_ms != REDISLOCK_WAIT_FOREVER)
         return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
-                               "timeout of %lld ms is negative", timeout_ms);
+                               "timeout of %lld ms is negative (and not "
+                               "REDISLOCK_WAIT_FOREVER)", timeout_ms);
     if (cancel_asked(lock))             /* asked before the call */
         return canceled(lock, false, 0);
     if (timeout_ms == 0) {              /* one plain try */
@@ -237,8 +239,8 @@ int redislock_acquire_wait(redislock *lock, long long timeout_ms,
 
     start = redislockp_now_ms();
     /* Saturate rather than overflow for "wait forever" timeouts. */
-    deadline = timeout_ms > (1LL << 60) ? (1LL << 60) + start
-                                        : start + timeout_ms;
+    deadline = timeout_ms == REDISLOCK_WAIT_FOREVER || timeout_ms > (1LL << 60)
+                   ? (1LL << 60) + start : start + timeout_ms;
     for (;;) {
         st = redislockp_acquire_once(lock,
                                      woken ? REDISLOCKP_TRY_WOKEN

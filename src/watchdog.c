@@ -52,22 +52,26 @@ static void drain(redislock *lock)
             ;
 }
 
-/* Send the owner-checked extend of each handle in BATCH as one pipeline;
- * RESULT[i] = 1 renewed, 0 not ours (lost), -1 no answer. */
+/* Renew the handles in BATCH as one pipeline of their owner-checked
+ * extend calls (NOSCRIPT recovery is the runner's); RESULT[i] = 1
+ * renewed, 0 not ours (lost), -1 no answer.  *CONN is the watchdog's
+ * connection, made anew (with the client's backoff) when it failed. */
 static void renew_batch(redisContext **conn, redislock_client *cl,
-                        redislock **batch, const char *const *ms, int n,
-                        long long limit_ms, int *result)
+                        redislock **batch, int n, long long limit_ms,
+                        int *result)
 {
+    redislockp_call calls[BATCH];
+    const redislockp_call *ptrs[BATCH];
+    redisReply *replies[BATCH];
+    char msg[REDISLOCKP_ERRMSG_SIZE];
     redisContext *c = *conn;
-    int resent[BATCH];
-    int i;
+    int i, st, sent = 0;
 
-    for (i = 0; i < n; i++) {
+    for (i = 0; i < n; i++)
         result[i] = -1;
-        resent[i] = 0;
-    }
     if (c == NULL || c->err) {
         long long now = redislockp_now_ms();
+        redislockp_url u;
 
         if (c != NULL)
             redisFree(c);
@@ -76,7 +80,13 @@ static void renew_batch(redisContext **conn, redislock_client *cl,
          * only this thread touches these two fields. */
         if (cl->wd_failures > 0 && now < cl->wd_retry_at)
             return;
-        c = *conn = redislockp_client_connect(cl, limit_ms);
+        /* No connect may outlast the earliest lease in the batch. */
+        u = redislockp_client_url(cl);
+        if (u.connect_ms > limit_ms)
+            u.connect_ms = limit_ms;
+        if (u.command_ms > limit_ms)
+            u.command_ms = limit_ms;
+        c = *conn = redislockp_connect(&u, msg, &st);
         if (c == NULL) {
             cl->wd_retry_at = redislockp_now_ms() +
                               redislockp_backoff_ms(cl->wd_failures);
@@ -88,60 +98,20 @@ static void renew_batch(redisContext **conn, redislock_client *cl,
     /* No wait on Redis may outlast the earliest lease in the batch: past
      * it the loss must be declared, not waited on. */
     if (redisSetTimeout(c, redislockp_timeval_ms(limit_ms)) != REDIS_OK)
+        return; /* LCOV_EXCL_LINE */
+    for (i = 0; i < n; i++) {
+        redislockp_call_extend(&calls[i], batch[i], batch[i]->renew_ms);
+        ptrs[i] = &calls[i];
+    }
+    if (redislockp_run_calls(c, ptrs, n, replies, msg, &sent) != REDISLOCK_OK)
         return;
     for (i = 0; i < n; i++) {
-        const redislockp_script *s =
-            batch[i]->mode == REDISLOCKP_MODE_COUNTED
-                ? &redislockp_script_extend_counted : &redislockp_script_extend;
-        const char *argv[6] = { "EVALSHA", s->sha1, "1", batch[i]->key,
-                                batch[i]->id, ms[i] };
-        size_t lens[6] = { 7, 40, 1, batch[i]->keylen, batch[i]->idlen,
-                           strlen(ms[i]) };
+        const redisReply *r = replies[i];
 
-        if (redisAppendCommandArgv(c, 6, argv, lens) != REDIS_OK)
-            return;
-    }
-    for (i = 0; i < n; i++) {
-        redisReply *r = NULL;
-
-        if (redisGetReply(c, (void **)&r) != REDIS_OK || r == NULL)
-            return;
-        if (r->type == REDIS_REPLY_ERROR && r->len >= 8 &&
-            memcmp(r->str, "NOSCRIPT", 8) == 0) {
-            const redislockp_script *s =
-                batch[i]->mode == REDISLOCKP_MODE_COUNTED
-                    ? &redislockp_script_extend_counted
-                    : &redislockp_script_extend;
-            const char *argv[6] = { "EVAL", s->body, "1", batch[i]->key,
-                                    batch[i]->id, ms[i] };
-            size_t lens[6] = { 4, strlen(s->body), 1, batch[i]->keylen,
-                               batch[i]->idlen, strlen(ms[i]) };
-
-            /* Replies to later commands are queued: read them first. */
-            freeReplyObject(r);
-            r = NULL;
-            if (redisAppendCommandArgv(c, 6, argv, lens) != REDIS_OK)
-                return;
-            resent[i] = 1;
-            continue;       /* its reply comes after the others */
-        }
         if (r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
             r->element[0]->type == REDIS_REPLY_INTEGER)
             result[i] = r->element[0]->integer == 1 ? 1 : 0;
-        freeReplyObject(r);
-    }
-    /* Replies to EVAL resends, in order. */
-    for (i = 0; i < n; i++) {
-        redisReply *r = NULL;
-
-        if (!resent[i])
-            continue;
-        if (redisGetReply(c, (void **)&r) != REDIS_OK || r == NULL)
-            return;
-        if (r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
-            r->element[0]->type == REDIS_REPLY_INTEGER)
-            result[i] = r->element[0]->integer == 1 ? 1 : 0;
-        freeReplyObject(r);
+        freeReplyObject(replies[i]);
     }
 }
 
@@ -149,27 +119,34 @@ static void renew_batch(redisContext **conn, redislock_client *cl,
 static int withheld(const redislock *l, long long now)
 {
     if (l->max_hold_ms > 0 && now - l->renew_started >= l->max_hold_ms)
-        return REDISLOCKP_LOST_HOLD_CAP;
+        return REDISLOCK_LOST_MAX_HOLD;
     if (l->heartbeat_ms > 0 && now - l->last_heartbeat > l->heartbeat_ms)
-        return REDISLOCKP_LOST_HEARTBEAT;
+        return REDISLOCK_LOST_NO_HEARTBEAT;
     return 0;
 }
 
-const char *redislockp_lost_reason(int why)
+const char *redislock_lost_reason_text(int reason)
 {
-    switch (why) {
-    case REDISLOCKP_LOST_TAKEN:
+    /* A switch over the enum, so that -Wswitch flags a missing case. */
+    switch ((redislock_lost_why)reason) {
+    case REDISLOCK_LOST_NONE:
+        return "not lost";
+    case REDISLOCK_LOST_TAKEN:
         return "a renewal found the key no longer ours (deleted, expired "
                "or taken by another owner)";
-    case REDISLOCKP_LOST_HOLD_CAP:
+    case REDISLOCK_LOST_UNREACHABLE:
+        return "no renewal reached Redis before the lease ran out";
+    case REDISLOCK_LOST_MAX_HOLD:
         return "the maximum hold time was reached, so renewal stopped and "
                "the lease ran out";
-    case REDISLOCKP_LOST_HEARTBEAT:
+    case REDISLOCK_LOST_NO_HEARTBEAT:
         return "no heartbeat came within the heartbeat window, so renewal "
                "stopped and the lease ran out";
-    default:
-        return "no renewal reached Redis before the lease ran out";
+    case REDISLOCK_LOST_NOT_STARTED:
+        return "auto-renewal could not be started (no watchdog thread), so "
+               "nothing will renew the lease";
     }
+    return "unknown loss reason";
 }
 
 static void *watchdog(void *arg)
@@ -189,8 +166,6 @@ static void *watchdog(void *arg)
         redislock_lost_fn fns[2 * BATCH];
         void *args[2 * BATCH];
         int fds[2 * BATCH];
-        char msbuf[BATCH][24];
-        const char *ms[BATCH];
         int result[BATCH], n = 0, nlost = 0, i;
         long long now = redislockp_now_ms(), next = now + IDLE_MS, sent;
         long long limits = 0;
@@ -206,7 +181,8 @@ static void *watchdog(void *arg)
                 if (nlost < BATCH) {
                     l->lost = withheld(l, now);
                     if (l->lost == 0)
-                        l->lost = REDISLOCKP_LOST_UNREACHED;
+                        l->lost = REDISLOCK_LOST_UNREACHABLE;
+                    l->lost_reason = l->lost;
                     l->renew_busy = 1;
                     lost[nlost++] = l;
                 }
@@ -227,8 +203,6 @@ static void *watchdog(void *arg)
                 if (n == 0 || l->renew_until < limits)
                     limits = l->renew_until;
                 l->renew_busy = 1;
-                snprintf(msbuf[n], sizeof msbuf[n], "%lld", l->renew_ms);
-                ms[n] = msbuf[n];
                 batch[n++] = l;
             }
         }
@@ -253,12 +227,13 @@ static void *watchdog(void *arg)
         sent = redislockp_now_ms();
         if (n > 0) {
             long long limit = limits - sent;
+            long long command_ms = redislockp_client_url(cl).command_ms;
 
-            if (limit > cl->url.command_ms)
-                limit = cl->url.command_ms;
+            if (limit > command_ms)
+                limit = command_ms;
             if (limit < 10)
                 limit = 10;
-            renew_batch(&conn, cl, batch, ms, n, limit, result);
+            renew_batch(&conn, cl, batch, n, limit, result);
         }
 
         pthread_mutex_lock(&cl->wd_mu);
@@ -272,8 +247,9 @@ static void *watchdog(void *arg)
                         redislockp_now_ms() >= l->renew_until) &&
                        nlost < 2 * BATCH) {
                 /* It stays busy for the callback. */
-                l->lost = result[i] == 0 ? REDISLOCKP_LOST_TAKEN
-                                         : REDISLOCKP_LOST_UNREACHED;
+                l->lost = result[i] == 0 ? REDISLOCK_LOST_TAKEN
+                                         : REDISLOCK_LOST_UNREACHABLE;
+                l->lost_reason = l->lost;
                 lost[nlost++] = l;
             } else {
                 /* No answer (or no room): try again soon; the deadline
@@ -338,18 +314,20 @@ void redislockp_renew_start(redislock *lock, int fresh)
     if (fresh > 0) {
         lock->renew_started = now;
         lock->last_heartbeat = now;
+        lock->lost_reason = REDISLOCK_LOST_NONE;
     }
     lock->lost = 0;
     lock->renew_ms = lock->expire_ms;
     lock->renew_until = lock->valid_until;
     lock->renew_due = now + lock->renew_ms / 3;
     if (!cl->wd_running && !cl->wd_stop) {
-        if (pthread_create(&cl->wd_thread, NULL, watchdog, cl) == 0) {
+        if (redislockp_thread_create(&cl->wd_thread, watchdog, cl) == 0) {
             cl->wd_running = 1;
         } else {
             /* No watchdog, no renewal: the holding is as good as lost.
              * Say so now (descriptor, next call) rather than at expiry. */
-            lock->lost = 1;
+            lock->lost = REDISLOCK_LOST_NOT_STARTED;
+            lock->lost_reason = lock->lost;
             signal_lost(lock);
         }
     }
@@ -362,7 +340,7 @@ void redislockp_renew_stop(redislock *lock)
     redislock_client *cl = lock->client;
     redislock **pp;
 
-    if (cl == NULL || !lock->renewing || getpid() != cl->pid)
+    if (cl == NULL || !lock->renewing || redislockp_client_forked(cl))
         return;
     pthread_mutex_lock(&cl->wd_mu);
     while (lock->renew_busy)
@@ -428,7 +406,7 @@ void redislockp_watchdog_shutdown(redislock_client *cl)
  * fork child it may have been held by a thread that does not exist there. */
 static redislock_client *lockable(const redislock *lock)
 {
-    return lock->client != NULL && lock->client->pid == getpid()
+    return lock->client != NULL && !redislockp_client_forked(lock->client)
                ? lock->client : NULL;
 }
 
@@ -465,9 +443,26 @@ int redislock_set_lost_callback(redislock *lock, redislock_lost_fn fn,
     return REDISLOCK_OK;
 }
 
+int redislock_lost_reason(const redislock *lock)
+{
+    redislock_client *cl;
+    int why;
+
+    if (lock == NULL)
+        return REDISLOCK_LOST_NONE;
+    cl = lockable(lock);
+    if (cl != NULL)
+        pthread_mutex_lock(&cl->wd_mu);
+    why = lock->lost_reason;
+    if (cl != NULL)
+        pthread_mutex_unlock(&cl->wd_mu);
+    return why;
+}
+
 int redislock_lost_fd(redislock *lock)
 {
-    if (lock == NULL)
+    /* A borrowed context's handle is never auto-renewed, so never lost. */
+    if (lock == NULL || lock->client == NULL)
         return -1;
     if (lock->lost_pipe[0] < 0) {
         int fds[2];

@@ -85,6 +85,7 @@ static void test_timeout_on_paused_server(void **state)
     redislock *lock;
     bool flag = true;
     long long t0, elapsed;
+    char id[REDISLOCK_MAX_ID_LEN + 1], held[64];
 
     (void)state;
     lock = redislock_new(c, "faults:timeout");
@@ -102,9 +103,22 @@ static void test_timeout_on_paused_server(void **state)
     /* It gave up at the timeout, not when the pause ended. */
     assert_true(elapsed < 900);
 
+    strcpy(id, redislock_id(lock));
     tu_sleep_ms(1100 - elapsed);         /* the pause is over */
     assert_int_equal(redisReconnect(c), REDIS_OK);
-    assert_true(tu_acquire(lock));
+    /* The timed-out acquire ran when the pause ended: the key holds the
+     * handle's old owner ID.  The outcome was unknown, so the handle took
+     * a fresh ID and does not re-enter that holding (a late command of
+     * the old ID could otherwise cut its lease short); it gets the lock
+     * once the old lease (500 ms) is over. */
+    assert_int_equal(tu_get(c, "faults:timeout", 14, held, sizeof held), 32);
+    assert_string_equal(held, id);
+    flag = true;
+    assert_int_equal(redislock_acquire(lock, &flag), REDISLOCK_OK);
+    assert_false(flag);
+    assert_string_not_equal(redislock_id(lock), id);
+    assert_int_equal(redislock_acquire_wait(lock, 2000, &flag), REDISLOCK_OK);
+    assert_true(flag);
     assert_true(tu_release(lock));
     redislock_free(lock);
     redisFree(c);

@@ -167,7 +167,10 @@ static void test_bad_arguments(void **state)
     redislock *lock = tu_new_lock(state, c, "wait:args");
     bool ok = true;
 
-    assert_int_equal(redislock_acquire_wait(lock, -1, &ok), REDISLOCK_ERR_INVALID);
+    assert_int_equal(redislock_acquire_wait(lock, -2, &ok), REDISLOCK_ERR_INVALID);
+    assert_false(ok);
+    ok = true;
+    assert_int_equal(redislock_acquire_wait(lock, -1000, &ok), REDISLOCK_ERR_INVALID);
     assert_false(ok);
     assert_int_equal(redislock_acquire_wait(lock, 10, NULL), REDISLOCK_ERR_INVALID);
     ok = true;

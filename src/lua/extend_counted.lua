@@ -1,11 +1,12 @@
 -- extend_counted.lua: counted mode.  Reset the expiry of a lock we hold.
+--! KEYS key
+--! ARGV owner:id px:ms
 -- KEYS/ARGV and replies as extend.lua.
-local key = KEYS[1]
-if redis.call('EXISTS', key) == 0 then
+if redis.call('EXISTS', KEY) == 0 then
   return {0}
 end
-if redis.call('HGET', key, 'owner') ~= ARGV[1] then
+if redis.call('HGET', KEY, 'owner') ~= OWNER then
   return {-1}
 end
-redis.call('PEXPIRE', key, ARGV[2])
+redis.call('PEXPIRE', KEY, PX)
 return {1}

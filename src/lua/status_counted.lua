@@ -1,12 +1,13 @@
 -- status_counted.lua: counted mode.  Who holds the lock, read only.
+--! KEYS key fence?
+--! ARGV owner:id fencing:flag
 -- KEYS/ARGV and replies as status.lua; the third field is our hold count.
-local key = KEYS[1]
-if redis.call('EXISTS', key) == 0 then
+if redis.call('EXISTS', KEY) == 0 then
   return {0, -2, 0, 0}
 end
-local pttl = redis.call('PTTL', key)
-if redis.call('HGET', key, 'owner') ~= ARGV[1] then
+local pttl = redis.call('PTTL', KEY)
+if redis.call('HGET', KEY, 'owner') ~= OWNER then
   return {-1, pttl, 0, 0}
 end
-return {1, pttl, tonumber(redis.call('HGET', key, 'count') or '0'),
-        tonumber(redis.call('HGET', key, 'token') or '0')}
+return {1, pttl, tonumber(redis.call('HGET', KEY, 'count') or '0'),
+        tonumber(redis.call('HGET', KEY, 'token') or '0')}

@@ -1,0 +1,136 @@
+/*
+ * connect.c - a client's connection settings, and a new, set-up
+ * connection for them.
+ *
+ * hiredis makes the socket and connects; everything sent on it (AUTH,
+ * SELECT) goes through the transport like every other command, so it
+ * never raises SIGPIPE either.
+ */
+#include "config.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "client.h"
+
+int redislockp_client_forked(const redislock_client *cl)
+{
+    return redislockp_forked(cl->fork_gen, cl->pid);
+}
+
+redislockp_url redislockp_client_url(redislock_client *cl)
+{
+    redislockp_url u;
+
+    pthread_mutex_lock(&cl->mu);
+    u = cl->url;
+    pthread_mutex_unlock(&cl->mu);
+    return u;
+}
+
+/* Send the setup commands in CMD (one write) and check each reply: any
+ * error reply fails the connection with the first one's text. */
+static int setup(redisContext *c, redislockp_cmd *cmd, const char **names,
+                 char *errmsg)
+{
+    redisReply *replies[2] = { NULL, NULL };
+    int i, st, sent = 0;
+
+    st = redislockp_tx_call(c, cmd, replies, errmsg, &sent);
+    if (st != REDISLOCK_OK) {
+        char why[REDISLOCKP_ERRMSG_SIZE];
+
+        memcpy(why, errmsg, sizeof why);
+        return redislockp_tx_fail(errmsg, st, "%s: %.400s", names[0], why);
+    }
+    for (i = 0; i < cmd->count; i++) {
+        if (st == REDISLOCK_OK && replies[i]->type == REDIS_REPLY_ERROR) {
+            /* Redis's AUTH errors name no password. */
+            char prefix[32];
+
+            snprintf(prefix, sizeof prefix, "%s failed: ", names[i]);
+            st = redislockp_tx_server_error(replies[i], prefix, errmsg);
+        }
+        freeReplyObject(replies[i]);
+    }
+    return st;
+}
+
+redisContext *redislockp_connect(const redislockp_url *u, char *errmsg,
+                                 int *status)
+{
+    struct timeval connect_tv = redislockp_timeval_ms(u->connect_ms);
+    redislockp_cmd cmd;
+    const char *names[2];
+    redisContext *c;
+    char db[24];
+
+    c = u->unix_socket
+        ? redisConnectUnixWithTimeout(u->host, connect_tv)
+        : redisConnectWithTimeout(u->host, u->port, connect_tv);
+    if (c == NULL) {
+        *status = redislockp_tx_fail(errmsg, REDISLOCK_ERR_NOMEM,
+                                     "connect: out of memory");
+        return NULL;
+    }
+    if (c->err) {
+        if (u->unix_socket)
+            *status = redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO,
+                                         "connect to socket %.200s: %s",
+                                         u->host, c->errstr);
+        else
+            *status = redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO,
+                                         "connect to %.200s port %d: %s",
+                                         u->host, u->port, c->errstr);
+        redisFree(c);
+        return NULL;
+    }
+    /* Not inherited by programs a child process executes. */
+    (void)fcntl(c->fd, F_SETFD, FD_CLOEXEC);
+    if (redisSetTimeout(c, redislockp_timeval_ms(u->command_ms)) != REDIS_OK) {
+        *status = redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO, /* LCOV_EXCL_LINE */
+                                     "setting the timeout: %s", c->errstr);
+        redisFree(c);                                          /* LCOV_EXCL_LINE */
+        return NULL;                                           /* LCOV_EXCL_LINE */
+    }
+
+    redislockp_cmd_init(&cmd);
+    if (u->password != NULL || u->user != NULL) {
+        const char *argv[3] = { "AUTH", NULL, NULL };
+        size_t lens[3] = { 4, 0, 0 };
+        int argc;
+
+        if (u->user != NULL) {
+            argv[1] = u->user;
+            argv[2] = u->password ? u->password : "";
+            argc = 3;
+        } else {
+            argv[1] = u->password;
+            argc = 2;
+        }
+        lens[1] = strlen(argv[1]);
+        lens[2] = argv[2] ? strlen(argv[2]) : 0;
+        names[cmd.count] = "AUTH";
+        (void)redislockp_cmd_append(&cmd, argc, argv, lens);
+    }
+    if (u->db != 0) {
+        const char *argv[2] = { "SELECT", db };
+        size_t lens[2] = { 6, 0 };
+
+        lens[1] = (size_t)snprintf(db, sizeof db, "%lld", u->db);
+        names[cmd.count] = "SELECT";
+        (void)redislockp_cmd_append(&cmd, 2, argv, lens);
+    }
+    *status = REDISLOCK_OK;
+    if (cmd.count > 0 || cmd.oom)
+        *status = setup(c, &cmd, names, errmsg);
+    /* The password went into the buffer: wipe it. */
+    memset(cmd.buf, 0, cmd.len);
+    redislockp_cmd_clear(&cmd);
+    if (*status != REDISLOCK_OK) {
+        redisFree(c);
+        return NULL;
+    }
+    return c;
+}

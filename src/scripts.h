@@ -1,0 +1,91 @@
+/*
+ * scripts.h - private: the embedded Lua scripts, a call of one (its keys
+ * and arguments), and the script runner, which sends calls through the
+ * transport: EVALSHA, and on NOSCRIPT the same call again as EVAL with
+ * the script's text (which also caches it for the next EVALSHA).
+ *
+ * The runner knows connections, not handles or pools.  Building a call
+ * (src/calls.c) and formatting it need no connection.
+ */
+#ifndef REDISLOCK_SCRIPTS_H
+#define REDISLOCK_SCRIPTS_H
+
+#include <stddef.h>
+
+#include "transport.h"
+
+typedef struct redislockp_script {
+    const char *name;                  /* "acquire" */
+    const char *body;                  /* the text sent with EVAL */
+    const char *sha1;                  /* 40 hex chars */
+    int min_keys, max_keys, nargs;     /* its layout (--! lines) */
+} redislockp_script;
+
+extern const redislockp_script redislockp_script_acquire;
+extern const redislockp_script redislockp_script_release;
+extern const redislockp_script redislockp_script_extend;
+extern const redislockp_script redislockp_script_status;
+extern const redislockp_script redislockp_script_acquire_counted;
+extern const redislockp_script redislockp_script_release_counted;
+extern const redislockp_script redislockp_script_extend_counted;
+extern const redislockp_script redislockp_script_status_counted;
+extern const redislockp_script redislockp_script_leave;
+extern const redislockp_script redislockp_script_inspect;
+
+/* The most keys and arguments of any script. */
+#define REDISLOCKP_MAX_KEYS 4
+#define REDISLOCKP_MAX_ARGS 6
+
+/* One call of a script: fill with redislockp_call_init() and then every
+ * key up to NKEYS and every argument, by the layout's indices
+ * (REDISLOCKP_<SCRIPT>_K_* / _A_*).  Numbers live in NUM. */
+typedef struct redislockp_call {
+    const redislockp_script *script;
+    int nkeys;
+    const char *key[REDISLOCKP_MAX_KEYS];
+    size_t keylen[REDISLOCKP_MAX_KEYS];
+    const char *arg[REDISLOCKP_MAX_ARGS];
+    size_t arglen[REDISLOCKP_MAX_ARGS];
+    char num[2][24];
+} redislockp_call;
+
+void redislockp_call_init(redislockp_call *call,
+                          const redislockp_script *script, int nkeys);
+void redislockp_call_key(redislockp_call *call, int i, const char *key,
+                         size_t len);
+void redislockp_call_arg(redislockp_call *call, int i, const char *arg,
+                         size_t len);
+/* Argument I is the decimal V, kept in call->num[SLOT]. */
+void redislockp_call_num(redislockp_call *call, int i, int slot,
+                         long long v);
+
+/* Append CALL to CMD as EVALSHA, or with BODY as EVAL.  0, or -1 (out of
+ * memory, or a call that does not match its script's layout, which is a
+ * bug: the message says which) with ERRMSG set. */
+int redislockp_call_format(redislockp_cmd *cmd, const redislockp_call *call,
+                           int body, char *errmsg);
+
+/* Is R Redis's NOSCRIPT error? */
+int redislockp_reply_noscript(const redisReply *r);
+
+/*
+ * Run N calls on C as one pipeline: one write, then the N replies; calls
+ * answered NOSCRIPT go out again as EVAL, together, in one more write.
+ * REPLIES[i] gets each reply, Redis error replies included.  On a failure
+ * of the connection all are NULL.  *SENT as redislockp_tx_send().
+ */
+int redislockp_run_calls(redisContext *c, const redislockp_call *const *calls,
+                         int n, redisReply **replies, char *errmsg,
+                         int *sent);
+
+/* One call: as redislockp_run_calls(), and a Redis error reply becomes
+ * REDISLOCK_ERR_SERVER with its text in ERRMSG (*REPLY NULL). */
+int redislockp_run(redisContext *c, const redislockp_call *call,
+                   redisReply **reply, char *errmsg, int *sent);
+
+/* Read a reply that must be an array of MIN..MAX integers into V;
+ * REDISLOCK_ERR_PROTOCOL naming WHAT otherwise. */
+int redislockp_int_array(const redisReply *r, const char *what, long long *v,
+                         size_t min, size_t max, char *errmsg);
+
+#endif /* REDISLOCK_SCRIPTS_H */

@@ -1,0 +1,352 @@
+/*
+ * transport.c - the only code that writes commands to Redis and reads
+ * replies (see transport.h for the layers and the write paths).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "alloc.h"
+#include "redislock.h"
+#include "transport.h"
+
+int redislockp_tx_fail(char *errmsg, int status, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    /* vsnprintf truncates safely; a cut message is still useful. */
+    (void)vsnprintf(errmsg, REDISLOCKP_ERRMSG_SIZE, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+/* ------------------------------------------------------------------------
+ * Building commands: RESP arrays of bulk strings, no connection needed.
+ */
+
+void redislockp_cmd_init(redislockp_cmd *cmd)
+{
+    cmd->buf = cmd->inline_buf;
+    cmd->len = 0;
+    cmd->cap = sizeof cmd->inline_buf;
+    cmd->count = 0;
+    cmd->oom = 0;
+}
+
+void redislockp_cmd_clear(redislockp_cmd *cmd)
+{
+    if (cmd->buf != cmd->inline_buf)
+        redislockp_free(cmd->buf);
+    redislockp_cmd_init(cmd);
+}
+
+void redislockp_cmd_reset(redislockp_cmd *cmd)
+{
+    cmd->len = 0;
+    cmd->count = 0;
+    cmd->oom = 0;
+}
+
+/* Room for NEED more bytes. */
+static int reserve(redislockp_cmd *cmd, size_t need)
+{
+    size_t cap;
+    char *p;
+
+    if (cmd->oom)
+        return -1;
+    if (need <= cmd->cap - cmd->len)
+        return 0;
+    if (need > ((size_t)-1) / 2 - cmd->len)
+        goto oom;
+    cap = cmd->cap * 2;
+    if (cap < cmd->len + need)
+        cap = cmd->len + need;
+    p = redislockp_malloc(cap);
+    if (p == NULL)
+        goto oom;
+    memcpy(p, cmd->buf, cmd->len);
+    if (cmd->buf != cmd->inline_buf)
+        redislockp_free(cmd->buf);
+    cmd->buf = p;
+    cmd->cap = cap;
+    return 0;
+oom:
+    cmd->oom = 1;
+    return -1;
+}
+
+/* Write MARK, the decimal N and CRLF at P; returns the bytes written. */
+static size_t put_header(char *p, char mark, size_t n)
+{
+    char digits[24];
+    size_t i = 0, k = 0;
+
+    do {
+        digits[i++] = (char)('0' + n % 10);
+        n /= 10;
+    } while (n > 0);
+    p[k++] = mark;
+    while (i > 0)
+        p[k++] = digits[--i];
+    p[k++] = '\r';
+    p[k++] = '\n';
+    return k;
+}
+
+int redislockp_cmd_append(redislockp_cmd *cmd, int argc,
+                          const char *const *argv, const size_t *argvlen)
+{
+    size_t need = 24;
+    int i;
+
+    if (argc < 1)
+        return -1;
+    for (i = 0; i < argc; i++) {
+        if (argvlen[i] > ((size_t)-1) / 4)
+            goto oom;
+        need += 24 + argvlen[i] + 2;
+    }
+    if (reserve(cmd, need) != 0)
+        return -1;
+    cmd->len += put_header(cmd->buf + cmd->len, '*', (size_t)argc);
+    for (i = 0; i < argc; i++) {
+        cmd->len += put_header(cmd->buf + cmd->len, '$', argvlen[i]);
+        if (argvlen[i] > 0)
+            memcpy(cmd->buf + cmd->len, argv[i], argvlen[i]);
+        cmd->len += argvlen[i];
+        cmd->buf[cmd->len++] = '\r';
+        cmd->buf[cmd->len++] = '\n';
+    }
+    cmd->count++;
+    return 0;
+oom:
+    cmd->oom = 1;
+    return -1;
+}
+
+/* ------------------------------------------------------------------------
+ * Errors
+ */
+
+int redislockp_tx_error(const redisContext *c, int err_no, char *errmsg)
+{
+    const char *what = c->errstr[0] ? c->errstr : "unknown error";
+
+    switch (c->err) {
+    case REDIS_ERR_OOM:
+        return redislockp_tx_fail(errmsg, REDISLOCK_ERR_NOMEM,
+                                  "hiredis: out of memory; the connection "
+                                  "is unusable and the outcome unknown");
+#ifdef REDIS_ERR_TIMEOUT
+    case REDIS_ERR_TIMEOUT:
+        return redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO, "timeout: %s",
+                                  what);
+#endif
+    case REDIS_ERR_IO:
+        /* hiredis 0.14 reports a read/write timeout as an I/O error whose
+         * errno is EAGAIN (SO_RCVTIMEO/SO_SNDTIMEO): name it. */
+        if (err_no == EAGAIN || err_no == EWOULDBLOCK)
+            return redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO,
+                                      "timeout: %s", what);
+        return redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO, "I/O error: %s",
+                                  what);
+    case REDIS_ERR_EOF:
+        return redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO,
+                                  "connection closed: %s", what);
+    case REDIS_ERR_PROTOCOL:
+        return redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO,
+                                  "protocol error, connection unusable: %s",
+                                  what);
+    default:
+        return redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO,
+                                  "connection error: %s", what);
+    }
+}
+
+int redislockp_tx_server_error(const redisReply *r, const char *prefix,
+                               char *errmsg)
+{
+    int len = r->len > 400 ? 400 : (int)r->len;
+
+    return redislockp_tx_fail(errmsg, REDISLOCK_ERR_SERVER, "%s%.*s", prefix,
+                              len, r->str ? r->str : "");
+}
+
+/* Mark C dead as hiredis does after a failed write (c->err and errstr are
+ * public fields of the context in every hiredis version). */
+static void set_context_error(redisContext *c, int type, const char *what)
+{
+    c->err = type;
+    snprintf(c->errstr, sizeof c->errstr, "%s", what);
+}
+
+/* ------------------------------------------------------------------------
+ * Sending and receiving
+ */
+
+/* hiredis keeps unsent commands in c->obuf, an sds string: its length is
+ * in the header just before the characters (sds.h's sdslen(), which we do
+ * not include so as not to depend on hiredis's internal headers).  Both
+ * 0.14 and 1.x keep obuf an sds and write it empty after each flush; an
+ * empty buffer starts with '\0', which is all this checks. */
+int redislockp_tx_pending_output(const redisContext *c)
+{
+    return c->obuf != NULL && c->obuf[0] != '\0';
+}
+
+int redislockp_tx_ready(const redisContext *c, char *errmsg)
+{
+    if (!(c->flags & REDIS_BLOCK))
+        return redislockp_tx_fail(errmsg, REDISLOCK_ERR_INVALID,
+                                  "the hiredis context is non-blocking; "
+                                  "redislock needs a blocking one");
+    if (c->err)
+        return redislockp_tx_error(c, 0, errmsg);
+    if (redislockp_tx_pending_output(c))
+        return redislockp_tx_fail(errmsg, REDISLOCK_ERR_INVALID,
+                                  "the hiredis context has unsent commands; "
+                                  "their replies would be read as ours");
+    return REDISLOCK_OK;
+}
+
+/* May we write to the socket ourselves?  Plain TCP and unix sockets yes;
+ * a connection hiredis wraps (TLS in hiredis >= 1.0) no. */
+static int plain_socket(const redisContext *c)
+{
+#if defined(HIREDIS_MAJOR) && HIREDIS_MAJOR >= 1
+    if (c->privctx != NULL)
+        return 0;
+#endif
+    return c->connection_type == REDIS_CONN_TCP ||
+           c->connection_type == REDIS_CONN_UNIX;
+}
+
+static int send_plain(redisContext *c, const redislockp_cmd *cmd,
+                      char *errmsg)
+{
+    size_t off = 0;
+
+    while (off < cmd->len) {
+        ssize_t n = send(c->fd, cmd->buf + off, cmd->len - off,
+                         MSG_NOSIGNAL);
+
+        if (n < 0) {
+            int e = errno;
+
+            if (e == EINTR)
+                continue;
+            set_context_error(c, REDIS_ERR_IO, strerror(e));
+            return redislockp_tx_error(c, e, errmsg);
+        }
+        off += (size_t)n;
+    }
+    return REDISLOCK_OK;
+}
+
+/*
+ * The write path through hiredis (TLS): it may raise SIGPIPE, so, like
+ * libpq, block SIGPIPE in the calling thread around the write and discard
+ * a SIGPIPE the write itself raised; one the thread had pending before is
+ * left alone.  pthread_sigmask is per thread, so this is safe with threads.
+ */
+static int send_wrapped(redisContext *c, const redislockp_cmd *cmd,
+                        char *errmsg)
+{
+    sigset_t pipe_set, old, pending;
+    int was_pending, active, done = 0, rc = REDIS_OK, err_no = 0;
+
+    if (redisAppendFormattedCommand(c, cmd->buf, cmd->len) != REDIS_OK)
+        return redislockp_tx_error(c, 0, errmsg); /* LCOV_EXCL_LINE */
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    active = pthread_sigmask(SIG_BLOCK, &pipe_set, &old) == 0;
+    was_pending = sigpending(&pending) == 0 &&
+                  sigismember(&pending, SIGPIPE) == 1;
+    while (!done && rc == REDIS_OK) {
+        errno = 0;
+        rc = redisBufferWrite(c, &done);
+        err_no = errno;
+    }
+    if (active) {
+#ifdef HAVE_SIGTIMEDWAIT
+        if (rc != REDIS_OK && !was_pending && sigpending(&pending) == 0 &&
+            sigismember(&pending, SIGPIPE) == 1) {
+            struct timespec zero = { 0, 0 };
+
+            while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR)
+                ;
+        }
+#else
+        (void)was_pending; /* such platforms should ignore SIGPIPE */
+#endif
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+    }
+    if (rc != REDIS_OK)
+        return redislockp_tx_error(c, err_no, errmsg);
+    return REDISLOCK_OK;
+}
+
+int redislockp_tx_send(redisContext *c, const redislockp_cmd *cmd,
+                       char *errmsg, int *sent)
+{
+    int st;
+
+    if (cmd->oom)
+        return redislockp_tx_fail(errmsg, REDISLOCK_ERR_NOMEM,
+                                  "out of memory building a command");
+    st = redislockp_tx_ready(c, errmsg);
+    if (st != REDISLOCK_OK)
+        return st;
+    *sent = 1;
+    return plain_socket(c) ? send_plain(c, cmd, errmsg)
+                           : send_wrapped(c, cmd, errmsg);
+}
+
+int redislockp_tx_recv(redisContext *c, redisReply **reply, char *errmsg)
+{
+    void *r = NULL;
+    int err_no;
+
+    *reply = NULL;
+    /* With nothing to write, redisGetReply() only reads (no signal). */
+    errno = 0;
+    if (redisGetReply(c, &r) != REDIS_OK || r == NULL) {
+        /* hiredis leaves the failed read's errno in place: keep it before
+         * anything else can change it (it tells a timeout apart). */
+        err_no = errno;
+        freeReplyObject(r);
+        if (!c->err)
+            set_context_error(c, REDIS_ERR_OTHER, "no reply"); /* LCOV_EXCL_LINE */
+        return redislockp_tx_error(c, err_no, errmsg);
+    }
+    *reply = r;
+    return REDISLOCK_OK;
+}
+
+int redislockp_tx_call(redisContext *c, const redislockp_cmd *cmd,
+                       redisReply **replies, char *errmsg, int *sent)
+{
+    int i, st;
+
+    for (i = 0; i < cmd->count; i++)
+        replies[i] = NULL;
+    st = redislockp_tx_send(c, cmd, errmsg, sent);
+    for (i = 0; st == REDISLOCK_OK && i < cmd->count; i++)
+        st = redislockp_tx_recv(c, &replies[i], errmsg);
+    if (st != REDISLOCK_OK) {
+        for (i = 0; i < cmd->count; i++) {
+            freeReplyObject(replies[i]);
+            replies[i] = NULL;
+        }
+    }
+    return st;
+}

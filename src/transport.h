@@ -1,0 +1,104 @@
+/*
+ * transport.h - private: the one place where the library sends a command
+ * to Redis and reads its reply.
+ *
+ * Layers (each .c file calls only the layers below it; tests/check-layers.sh
+ * checks it on the object files):
+ *
+ *     public API      redislock.c, lock.c, wait.c, client.c
+ *     lock operations lock.c, wait.c             calls.c (KEYS/ARGV layouts)
+ *     client beside   client.c (pool), watchdog.c, connect.c
+ *     script runner   scripts.c
+ *     transport       transport.c  (this header)
+ *     hiredis
+ *
+ * Building a command (redislockp_cmd_*) and reading what a reply means
+ * need no connection: an event-loop front end can reuse both and replace
+ * only redislockp_tx_send()/redislockp_tx_recv().
+ *
+ * Plain TCP and unix-socket contexts are written with send(MSG_NOSIGNAL):
+ * one write system call per command (or pipeline), no signal mask
+ * changes, and SIGPIPE is never raised.  A context whose connection
+ * hiredis runs itself (TLS, hiredis >= 1.0) is written through hiredis
+ * with SIGPIPE blocked around the write instead.  Replies are read by
+ * hiredis's reader: one read system call for a small reply.
+ */
+#ifndef REDISLOCK_TRANSPORT_H
+#define REDISLOCK_TRANSPORT_H
+
+#include <stddef.h>
+
+#include <hiredis/hiredis.h>
+
+#include "redislock.h"
+
+/* Room for the last error message, NUL included; longer ones are cut. */
+#define REDISLOCKP_ERRMSG_SIZE 512
+
+/* A command buffer kept on the stack; bigger commands (EVAL with a
+ * script's body, long keys) move to the heap. */
+#define REDISLOCKP_CMD_INLINE 768
+
+typedef struct redislockp_cmd {
+    char *buf;                  /* inline, or heap once grown */
+    size_t len, cap;
+    int count;                  /* commands in the buffer */
+    int oom;                    /* an append ran out of memory */
+    char inline_buf[REDISLOCKP_CMD_INLINE];
+} redislockp_cmd;
+
+void redislockp_cmd_init(redislockp_cmd *cmd);
+/* Free what the buffer allocated; it may be reused after init again. */
+void redislockp_cmd_clear(redislockp_cmd *cmd);
+/* Forget the commands, keep the memory. */
+void redislockp_cmd_reset(redislockp_cmd *cmd);
+/* Append one command in RESP (binary-safe ARGV/ARGVLEN); 0, or -1 when
+ * memory ran out (then cmd->oom is set and sending it is refused). */
+int redislockp_cmd_append(redislockp_cmd *cmd, int argc,
+                          const char *const *argv, const size_t *argvlen);
+
+/*
+ * Is C usable for a request: blocking, not errored, nothing queued?
+ * REDISLOCK_OK, or REDISLOCK_ERR_INVALID / REDISLOCK_ERR_IO with ERRMSG.
+ */
+int redislockp_tx_ready(const redisContext *c, char *errmsg);
+
+/*
+ * Write every command of CMD to C (one send() in steady state).
+ * On failure the context is marked dead (c->err), as hiredis would.
+ * *SENT becomes 1 once a byte may have left, so the outcome of the
+ * command is unknown from then on until its reply is read.
+ */
+int redislockp_tx_send(redisContext *c, const redislockp_cmd *cmd,
+                       char *errmsg, int *sent);
+
+/* Read one reply (freeReplyObject() by the caller); a Redis error reply
+ * is a reply here (REDISLOCK_OK).  REDISLOCK_ERR_IO / _NOMEM with ERRMSG
+ * when the connection failed; C is then dead. */
+int redislockp_tx_recv(redisContext *c, redisReply **reply, char *errmsg);
+
+/* Send CMD and read its cmd->count replies into REPLIES (NULL where none
+ * came: all are freed on error). */
+int redislockp_tx_call(redisContext *c, const redislockp_cmd *cmd,
+                       redisReply **replies, char *errmsg, int *sent);
+
+/* A failed connection: map c->err (and ERR_NO, the errno the failing
+ * call left, 0 if unknown) to a status and message. */
+int redislockp_tx_error(const redisContext *c, int err_no, char *errmsg);
+
+/* A Redis error reply as REDISLOCK_ERR_SERVER, its text (cut) in ERRMSG
+ * after PREFIX (may be ""). */
+int redislockp_tx_server_error(const redisReply *r, const char *prefix,
+                               char *errmsg);
+
+/* Does the context hold commands not yet written (redisAppendCommand)? */
+int redislockp_tx_pending_output(const redisContext *c);
+
+/* snprintf into an ERRMSG buffer; returns STATUS. */
+int redislockp_tx_fail(char *errmsg, int status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+#endif /* REDISLOCK_TRANSPORT_H */
