@@ -225,6 +225,11 @@ void redislockp_refresh_id(redislock *lock)
 {
     /* An ID the caller chose (set_id) is theirs to keep: a shared owner
      * depends on it.  The header says what that leaves to them. */
+    /* A renewal that went unanswered set the lease the holding already
+     * had: harmless while that holding lasts, so it makes the ID stale
+     * for the next holding only. */
+    if (!lock->held && redislockp_renew_unknown(lock))
+        lock->id_stale = 1;
     if (!lock->id_stale || lock->id_chosen)
         return;
     redislockp_renew_stop(lock);

@@ -96,6 +96,7 @@ struct redislock {
     long long renew_until;             /* lease end as renewals keep it */
     long long renew_started;           /* when the holding began */
     long long last_heartbeat;
+    int renew_unknown;                 /* a renewal went unanswered */
     int lost_pipe[2];                  /* readable once lost; -1 unused */
     struct redislock *renew_next;
 
@@ -178,6 +179,8 @@ void redislockp_renew_stop(redislock *lock);   /* before release / free */
 /* 0, or why the lock was lost (REDISLOCK_LOST_*); clears it. */
 int redislockp_renew_lost(redislock *lock);
 long long redislockp_renew_until(const redislock *lock, int *renewing);
+/* Did a renewal go out without an answer since the last call?  Clears. */
+int redislockp_renew_unknown(redislock *lock);
 
 /* lock.c: one acquire attempt.  When refused, *HOLDER_PTTL gets the
  * holder's remaining lease (-1: no expiry; -3: free, but being handed to

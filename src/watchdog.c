@@ -58,14 +58,14 @@ static void drain(redislock *lock)
  * connection, made anew (with the client's backoff) when it failed. */
 static void renew_batch(redisContext **conn, redislock_client *cl,
                         redislock **batch, int n, long long limit_ms,
-                        int *result)
+                        int *result, int *sent)
 {
     redislockp_call calls[BATCH];
     const redislockp_call *ptrs[BATCH];
     redisReply *replies[BATCH];
     char msg[REDISLOCKP_ERRMSG_SIZE];
     redisContext *c = *conn;
-    int i, st, sent = 0;
+    int i, st;
 
     for (i = 0; i < n; i++)
         result[i] = -1;
@@ -103,7 +103,7 @@ static void renew_batch(redisContext **conn, redislock_client *cl,
         redislockp_call_extend(&calls[i], batch[i], batch[i]->renew_ms);
         ptrs[i] = &calls[i];
     }
-    if (redislockp_run_calls(c, ptrs, n, replies, msg, &sent) != REDISLOCK_OK)
+    if (redislockp_run_calls(c, ptrs, n, replies, msg, sent) != REDISLOCK_OK)
         return;
     for (i = 0; i < n; i++) {
         const redisReply *r = replies[i];
@@ -166,7 +166,7 @@ static void *watchdog(void *arg)
         redislock_lost_fn fns[2 * BATCH];
         void *args[2 * BATCH];
         int fds[2 * BATCH];
-        int result[BATCH], n = 0, nlost = 0, i;
+        int result[BATCH], n = 0, nlost = 0, i, sent_any = 0;
         long long now = redislockp_now_ms(), next = now + IDLE_MS, sent;
         long long limits = 0;
         struct timespec until;
@@ -233,12 +233,17 @@ static void *watchdog(void *arg)
                 limit = command_ms;
             if (limit < 10)
                 limit = 10;
-            renew_batch(&conn, cl, batch, n, limit, result);
+            renew_batch(&conn, cl, batch, n, limit, result, &sent_any);
         }
 
         pthread_mutex_lock(&cl->wd_mu);
         for (i = 0; i < n; i++) {
             l = batch[i];
+            /* A renewal sent without an answer may still arrive: the
+             * owner ID must not be used for another holding (see
+             * redislockp_refresh_id). */
+            if (result[i] == -1 && sent_any)
+                l->renew_unknown = 1;
             if (result[i] == 1) {
                 l->renew_until = sent + l->renew_ms;
                 l->renew_due = sent + l->renew_ms / 3;
@@ -368,6 +373,20 @@ int redislockp_renew_lost(redislock *lock)
     lock->lost = 0;
     pthread_mutex_unlock(&cl->wd_mu);
     return lost;
+}
+
+int redislockp_renew_unknown(redislock *lock)
+{
+    redislock_client *cl = lock->client;
+    int unknown;
+
+    if (cl == NULL || !lock->autorenew || redislockp_client_forked(cl))
+        return 0;
+    pthread_mutex_lock(&cl->wd_mu);
+    unknown = lock->renew_unknown;
+    lock->renew_unknown = 0;
+    pthread_mutex_unlock(&cl->wd_mu);
+    return unknown;
 }
 
 long long redislockp_renew_until(const redislock *lock, int *renewing)
