@@ -2,12 +2,17 @@
  * redislock-bench - throughput and latency of redislock against a given
  * redis-server.  Prints exactly one JSON line per run:
  *   {"peer":P,"workload":W,"ops":N,"seconds":S,"ops_per_s":R,
- *    "p50_us":A,"p99_us":B, ...extra fields...}
+ *    "p50_us":A,"p99_us":B, ...extra fields...,"cpu_dma_latency":D}
  *
  * Workloads:
  *   U  uncontended: acquire (expiry 10 s) + release on one key, one
- *      connection; ops = cycles.  --raw sends the same two EVALSHA with
- *      bare hiredis instead (peer "hiredis-raw"), as the reference.
+ *      connection; ops = cycles.  --raw sends, with bare hiredis
+ *      (redisCommandArgv on the same blocking context, scripts loaded once
+ *      with SCRIPT LOAD beforehand), exactly the commands the library
+ *      sends for one cycle in the mode benchmarked (peer "hiredis-raw"):
+ *      the reference.  Every U run, either peer, first checks that claim
+ *      through MONITOR (see self_check()) and exits 1 with a diff if the
+ *      two differ.
  *   R  re-entry: acquire, acquire again, release (twice in counted mode).
  *   C  contended: K processes, own connections, meet at a barrier, then M
  *      critical sections each on one key: a racy GET then SET+1 of a
@@ -17,18 +22,22 @@
  *   H  hand-off: one process holds, another waits in acquire_wait; time
  *      from the release to the waiter holding the lock.
  *
- * Usage: redislock-bench --workload U|R|C|H --port P [--host H] [--n N]
- *        [--k K] [--m M] [--wait] [--raw] [--mode gozero|counted]
+ * While it measures, it holds /dev/cpu_dma_latency open with 0 written to
+ * it (when it can), so that idle CPUs do not sleep deeply between round
+ * trips; "cpu_dma_latency" says whether it did.
  */
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -38,9 +47,51 @@
 #include "redislock.h"
 #include "scripts_lua.h"
 
+/* What the library sends, as of src/lock.c and src/redislock.c; the
+ * self-check holds the raw loop to it. */
+#define EXPIRE_S 10                     /* redislock_set_expire(lock, 10) */
+#define TOLERANCE_MS 500                /* added by redislock_set_expire() */
+#define POLL_MS 100                     /* default wait poll interval */
+#define REGISTRATION_SLACK_MS 2000      /* registration ttl = poll + this */
+
+#define MAX_ARGS 16
+
 static const char *host = "127.0.0.1";
 static int port = 0;
 static int counted = 0;
+static int verbose = 0;
+static char dma_note[160] = "unavailable: not requested";
+
+static const char usage_text[] =
+    "usage: redislock-bench --workload U|R|C|H --port P [options]\n"
+    "\n"
+    "Workloads (one JSON line each on stdout):\n"
+    "  U  uncontended acquire+release cycles; --raw: the same commands\n"
+    "     with bare hiredis (the reference).  Both first check through\n"
+    "     MONITOR that the raw cycle sends what the library sends.\n"
+    "  R  re-entry: acquire, acquire, release (and release, counted)\n"
+    "  C  K processes x M critical sections on one key around a racy\n"
+    "     counter (checked); refused tries sleep 1 ms, or --wait\n"
+    "  H  hand-off: release -> the blocked waiter holds the lock\n"
+    "\n"
+    "Options:\n"
+    "  --host H        server address (127.0.0.1)\n"
+    "  --port P        server port (required)\n"
+    "  --mode M        gozero (default) or counted\n"
+    "  --n N           cycles (U: 20000, R: 5000) or hand-offs (H: 1000)\n"
+    "  --k K           C: processes (8, at most 1024)\n"
+    "  --m M           C: critical sections per process (500)\n"
+    "  --wait          C: redislock_acquire_wait() instead of try + 1 ms\n"
+    "  --raw           U: bare hiredis instead of the library\n"
+    "  --no-cpu-dma-latency\n"
+    "                  do not hold /dev/cpu_dma_latency at 0\n"
+    "  --verbose       U: print the self-check's command lines on stderr\n"
+    "  --version       print the redislock and hiredis versions\n"
+    "  --help          print this text\n"
+    "\n"
+    "U needs MONITOR (its self-check).  Exit status: 0; 1 if a run failed\n"
+    "(self-check difference, lost update, server error); 2 on a usage\n"
+    "error.  System calls per operation: bench/syscalls.sh (strace).\n";
 
 static long long now_us(void)
 {
@@ -65,6 +116,35 @@ static void die(const char *what, const char *detail)
     exit(1);
 }
 
+static void usage_error(const char *what)
+{
+    fprintf(stderr, "redislock-bench: %s (see --help)\n", what);
+    exit(2);
+}
+
+/* Ask the kernel to keep CPUs out of deep idle states (PM QoS) for as
+ * long as the file stays open: the process's life.  Without it, each
+ * round trip may pay an idle CPU's wake-up latency. */
+static void hold_cpu_dma_latency(void)
+{
+    int32_t zero = 0;
+    int fd = open("/dev/cpu_dma_latency", O_WRONLY | O_CLOEXEC);
+
+    if (fd < 0) {
+        snprintf(dma_note, sizeof dma_note, "unavailable: %s",
+                 strerror(errno));
+        return;
+    }
+    if (write(fd, &zero, sizeof zero) != (ssize_t)sizeof zero) {
+        snprintf(dma_note, sizeof dma_note, "unavailable: write: %s",
+                 strerror(errno));
+        close(fd);
+        return;
+    }
+    /* Deliberately never closed: the request lasts until exit. */
+    snprintf(dma_note, sizeof dma_note, "0 held");
+}
+
 static redisContext *connect_or_die(void)
 {
     redisContext *c = redisConnect(host, port);
@@ -79,7 +159,7 @@ static redislock *new_lock(redisContext *c, const char *key)
     redislock *lock = counted ? redislock_new_counted(c, key)
                               : redislock_new(c, key);
 
-    if (lock == NULL || redislock_set_expire(lock, 10) != REDISLOCK_OK)
+    if (lock == NULL || redislock_set_expire(lock, EXPIRE_S) != REDISLOCK_OK)
         die("redislock_new", NULL);
     return lock;
 }
@@ -112,6 +192,40 @@ static long long pct(long long *v, size_t n, double p)
     return v[i];
 }
 
+static void write_all(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+
+    while (len > 0) {
+        ssize_t w = write(fd, p, len);
+
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            die("pipe write", strerror(errno));
+        p += w;
+        len -= (size_t)w;
+    }
+}
+
+/* 1 if all LEN bytes came, 0 at EOF first. */
+static int read_all(int fd, void *buf, size_t len)
+{
+    char *p = buf;
+
+    while (len > 0) {
+        ssize_t r = read(fd, p, len);
+
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return 0;
+        p += r;
+        len -= (size_t)r;
+    }
+    return 1;
+}
+
 /* Calls of one command so far (INFO commandstats). */
 static long long cmd_calls(redisContext *admin, const char *cmd)
 {
@@ -133,21 +247,7 @@ static long long cmd_calls(redisContext *admin, const char *cmd)
 /* Sum of calls of the script commands (INFO commandstats). */
 static long long script_calls(redisContext *admin)
 {
-    redisReply *r = redisCommand(admin, "INFO commandstats");
-    const char *names[] = { "cmdstat_evalsha:calls=", "cmdstat_eval:calls=" };
-    long long total = 0;
-    size_t i;
-
-    if (r == NULL || r->type != REDIS_REPLY_STRING)
-        die("INFO commandstats", NULL);
-    for (i = 0; i < 2; i++) {
-        const char *p = strstr(r->str, names[i]);
-
-        if (p)
-            total += atoll(p + strlen(names[i]));
-    }
-    freeReplyObject(r);
-    return total;
+    return cmd_calls(admin, "evalsha") + cmd_calls(admin, "eval");
 }
 
 static void report(const char *peer, const char *workload, long long ops,
@@ -159,9 +259,10 @@ static void report(const char *peer, const char *workload, long long ops,
     qsort(lat, nlat, sizeof *lat, cmp_ll);
     printf("{\"peer\":\"%s\",\"workload\":\"%s\",\"ops\":%lld,"
            "\"seconds\":%.3f,\"ops_per_s\":%.0f,\"p50_us\":%lld,"
-           "\"p99_us\":%lld%s}\n",
+           "\"p99_us\":%lld%s,\"cpu_dma_latency\":\"%s\"}\n",
            peer, workload, ops, secs, secs > 0 ? (double)ops / secs : 0.0,
-           pct(lat, nlat, 0.50), pct(lat, nlat, 0.99), extra ? extra : "");
+           pct(lat, nlat, 0.50), pct(lat, nlat, 0.99), extra ? extra : "",
+           dma_note);
     fflush(stdout);
 }
 
@@ -189,57 +290,370 @@ static void acquire_release(redislock *lock, int reentry)
     }
 }
 
-/* The same two scripts, with the same keys and arguments, that the library
- * sends for acquire and release (see src/lock.c), with bare hiredis and
- * the same argv form of command. */
-static void raw_cycle(redisContext *c, const char *id)
-{
-    const char *acq[] = { "EVALSHA", REDISLOCKP_LUA_ACQUIRE_SHA1, "4", "bench:U",
-                          "{bench:U}:fence", "{bench:U}:wake",
-                          "{bench:U}:waiters", id, "10500", "0", "0", "0",
-                          "2100" };
-    const char *rel[] = { "EVALSHA", REDISLOCKP_LUA_RELEASE_SHA1, "3", "bench:U",
-                          "{bench:U}:wake", "{bench:U}:waiters", id };
-    size_t acqlen[13], rellen[7], i;
-    redisReply *r;
+/* One command of the raw cycle, built once. */
+struct raw_cmd {
+    int argc;
+    const char *argv[MAX_ARGS];
+    size_t len[MAX_ARGS];
+};
 
-    for (i = 0; i < 13; i++)
-        acqlen[i] = strlen(acq[i]);
-    for (i = 0; i < 7; i++)
-        rellen[i] = strlen(rel[i]);
-    r = redisCommandArgv(c, 13, acq, acqlen);
-    if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
-        r->element[0]->integer != 1)
-        die("raw acquire failed", r && r->type == REDIS_REPLY_ERROR ? r->str : NULL);
-    freeReplyObject(r);
-    r = redisCommandArgv(c, 7, rel, rellen);
-    if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->element[0]->integer != 1)
-        die("raw release failed", NULL);
+/* The raw cycle: the library's acquire and release, as bare commands.
+ * The strings the commands point at live here (and in the lock's ID). */
+struct raw_cycle {
+    struct raw_cmd acquire, release;
+    char key[64], waiters[80], wake[80], turn[80];
+    char lease_ms[24], registration_ms[24];
+};
+
+static void add_arg(struct raw_cmd *cmd, const char *s)
+{
+    if (cmd->argc == MAX_ARGS)
+        die("internal: too many arguments", NULL);
+    cmd->argv[cmd->argc] = s;
+    cmd->len[cmd->argc] = strlen(s);
+    cmd->argc++;
+}
+
+/* KEY's companion key with SUFFIX, as src/redislock.c's companion_key():
+ * KEY SUFFIX when KEY has a hash tag ('{' with a later '}', something
+ * between them), else "{" KEY "}" SUFFIX. */
+static void companion(char *out, size_t size, const char *key,
+                      const char *suffix)
+{
+    const char *open = strchr(key, '{');
+    const char *close = open ? strchr(open + 1, '}') : NULL;
+
+    if (close != NULL && close > open + 1)
+        snprintf(out, size, "%s%s", key, suffix);
+    else
+        snprintf(out, size, "{%s}%s", key, suffix);
+}
+
+/* What src/lock.c sends for one plain redislock_acquire() and one
+ * redislock_release() (fencing off, wake-ups on: the defaults):
+ *   acquire: EVALSHA <acquire[_counted]> 1 KEY
+ *            ID LEASE_MS '0'(fencing) '0'(plain try) REGISTRATION_TTL_MS
+ *   release: EVALSHA <release[_counted]> 4 KEY WAITERS WAKE TURN
+ *            ID '1'(wake a waiter) [LEASE_MS, counted mode only] */
+static void raw_build(struct raw_cycle *rc, const char *key, const char *id)
+{
+    memset(rc, 0, sizeof *rc);
+    snprintf(rc->key, sizeof rc->key, "%s", key);
+    companion(rc->waiters, sizeof rc->waiters, key, ":waiters");
+    companion(rc->wake, sizeof rc->wake, key, ":wake");
+    companion(rc->turn, sizeof rc->turn, key, ":turn");
+    snprintf(rc->lease_ms, sizeof rc->lease_ms, "%d",
+             EXPIRE_S * 1000 + TOLERANCE_MS);
+    snprintf(rc->registration_ms, sizeof rc->registration_ms, "%d",
+             POLL_MS + REGISTRATION_SLACK_MS);
+
+    add_arg(&rc->acquire, "EVALSHA");
+    add_arg(&rc->acquire, counted ? REDISLOCKP_LUA_ACQUIRE_COUNTED_SHA1
+                                  : REDISLOCKP_LUA_ACQUIRE_SHA1);
+    add_arg(&rc->acquire, "1");
+    add_arg(&rc->acquire, rc->key);
+    add_arg(&rc->acquire, id);
+    add_arg(&rc->acquire, rc->lease_ms);
+    add_arg(&rc->acquire, "0");
+    add_arg(&rc->acquire, "0");
+    add_arg(&rc->acquire, rc->registration_ms);
+
+    add_arg(&rc->release, "EVALSHA");
+    add_arg(&rc->release, counted ? REDISLOCKP_LUA_RELEASE_COUNTED_SHA1
+                                  : REDISLOCKP_LUA_RELEASE_SHA1);
+    add_arg(&rc->release, "4");
+    add_arg(&rc->release, rc->key);
+    add_arg(&rc->release, rc->waiters);
+    add_arg(&rc->release, rc->wake);
+    add_arg(&rc->release, rc->turn);
+    add_arg(&rc->release, id);
+    add_arg(&rc->release, "1");
+    if (counted)
+        add_arg(&rc->release, rc->lease_ms);
+}
+
+/* SCRIPT LOAD one script; the server's SHA1 must be the header's. */
+static void script_load(redisContext *c, const char *body, const char *sha1)
+{
+    const char *argv[3] = { "SCRIPT", "LOAD", body };
+    size_t len[3] = { 6, 4, strlen(body) };
+    redisReply *r = redisCommandArgv(c, 3, argv, len);
+
+    if (r == NULL)
+        die("SCRIPT LOAD", c->errstr);
+    if (r->type != REDIS_REPLY_STRING || strcmp(r->str, sha1) != 0)
+        die("SCRIPT LOAD returned another SHA1 than scripts_lua.h's",
+            r->type == REDIS_REPLY_ERROR ? r->str : NULL);
     freeReplyObject(r);
 }
 
-static void run_cycles(const char *workload, long long n, int raw, int reentry)
+static void load_scripts(redisContext *c)
+{
+    if (counted) {
+        script_load(c, REDISLOCKP_LUA_ACQUIRE_COUNTED,
+                    REDISLOCKP_LUA_ACQUIRE_COUNTED_SHA1);
+        script_load(c, REDISLOCKP_LUA_RELEASE_COUNTED,
+                    REDISLOCKP_LUA_RELEASE_COUNTED_SHA1);
+    } else {
+        script_load(c, REDISLOCKP_LUA_ACQUIRE, REDISLOCKP_LUA_ACQUIRE_SHA1);
+        script_load(c, REDISLOCKP_LUA_RELEASE, REDISLOCKP_LUA_RELEASE_SHA1);
+    }
+}
+
+/* The checks the library makes of a script's reply (an array of MIN..MAX
+ * integers), and that the first says "ours". */
+static void raw_check(redisContext *c, redisReply *r, const char *what,
+                      size_t min, size_t max)
+{
+    size_t i;
+
+    if (r == NULL)
+        die(what, c->errstr);
+    if (r->type == REDIS_REPLY_ERROR)
+        die(what, r->str);              /* NOSCRIPT included: see setup */
+    if (r->type != REDIS_REPLY_ARRAY || r->elements < min ||
+        r->elements > max)
+        die(what, "unexpected reply");
+    for (i = 0; i < r->elements; i++)
+        if (r->element[i]->type != REDIS_REPLY_INTEGER)
+            die(what, "unexpected reply element");
+    if (r->element[0]->integer != 1)
+        die(what, "refused");
+}
+
+static void raw_cycle_run(redisContext *c, struct raw_cycle *rc)
+{
+    redisReply *r;
+
+    r = redisCommandArgv(c, rc->acquire.argc, rc->acquire.argv,
+                         rc->acquire.len);
+    raw_check(c, r, "raw acquire", 2, 3);
+    freeReplyObject(r);
+    r = redisCommandArgv(c, rc->release.argc, rc->release.argv,
+                         rc->release.len);
+    raw_check(c, r, "raw release", 2, 2);
+    freeReplyObject(r);
+}
+
+/* ------------------------------------------------------------ self-check */
+
+struct lines {
+    char **v;
+    size_t n, cap;
+};
+
+static void lines_add(struct lines *l, const char *s)
+{
+    size_t len = strlen(s) + 1;
+
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 16;
+        char **v = realloc(l->v, cap * sizeof *v);
+
+        if (v == NULL)
+            die("out of memory", NULL);
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n] = malloc(len);
+    if (l->v[l->n] == NULL)
+        die("out of memory", NULL);
+    memcpy(l->v[l->n], s, len);
+    l->n++;
+}
+
+static void lines_free(struct lines *l)
+{
+    size_t i;
+
+    for (i = 0; i < l->n; i++)
+        free(l->v[i]);
+    free(l->v);
+}
+
+static void echo(redisContext *c, const char *mark)
+{
+    redisReply *r = redisCommand(c, "ECHO %s", mark);
+
+    if (r == NULL)
+        die("ECHO", c->errstr);
+    freeReplyObject(r);
+}
+
+/* Split a MONITOR line, "<time> [<db> <client address>] <command>", into
+ * ADDR (the client's address, "lua" for a script's calls) and the
+ * command.  Returns the command, or NULL if the line has another shape. */
+static const char *monitor_split(const char *line, char *addr, size_t size)
+{
+    const char *open = strchr(line, '[');
+    const char *sp = open ? strchr(open, ' ') : NULL;
+    const char *end = strstr(line, "] \"");   /* IPv6 "[::1]:p" has "]:" */
+    size_t n;
+
+    if (open == NULL || sp == NULL || end == NULL || sp > end)
+        return NULL;
+    n = (size_t)(end - sp - 1);
+    if (n >= size)
+        n = size - 1;
+    memcpy(addr, sp + 1, n);
+    addr[n] = '\0';
+    return end + 2;
+}
+
+/*
+ * Make sure that the raw loop measures what the library does: on the same
+ * connection, key and owner ID, run one library cycle and one raw cycle
+ * between ECHO marks while a second connection is in MONITOR, and compare
+ * what the server saw of each, timestamps and client addresses stripped:
+ * the commands from our connection, byte for byte, and the number of
+ * calls the scripts made (their arguments follow from the commands, but
+ * some carry the server's clock).  Any difference ends the run (exit 1)
+ * with a diff; RESULT gets a summary.  The library has made one cycle
+ * before (unmonitored), so this is its steady state.
+ */
+static void self_check(redisContext *c, redislock *lock,
+                       struct raw_cycle *rc, char *result, size_t size)
+{
+    redisContext *mon = connect_or_die();
+    struct timeval tv = { 10, 0 };
+    struct lines cmds[2], calls[2];
+    char text[3][64], mark[3][96], addr[128], ours[128] = "";
+    size_t i, n;
+    int phase = -1, same;
+    redisReply *r;
+
+    memset(cmds, 0, sizeof cmds);
+    memset(calls, 0, sizeof calls);
+    if (redisSetTimeout(mon, tv) != REDIS_OK)
+        die("self-check: timeout", mon->errstr);
+    r = redisCommand(mon, "MONITOR");
+    if (r == NULL || r->type != REDIS_REPLY_STATUS)
+        die("self-check: MONITOR refused",
+            r && r->type == REDIS_REPLY_ERROR ? r->str : mon->errstr);
+    freeReplyObject(r);
+    for (i = 0; i < 3; i++) {
+        snprintf(text[i], sizeof text[i], "redislock-bench self-check %ld %zu",
+                 (long)getpid(), i);
+        snprintf(mark[i], sizeof mark[i], "\"ECHO\" \"%s\"", text[i]);
+    }
+    echo(c, text[0]);
+    acquire_release(lock, 0);
+    echo(c, text[1]);
+    raw_cycle_run(c, rc);
+    echo(c, text[2]);
+
+    while (phase < 2) {
+        const char *cmd;
+        void *reply;
+
+        if (redisGetReply(mon, &reply) != REDIS_OK)
+            die("self-check: MONITOR", mon->errstr);
+        r = reply;
+        if (r->type != REDIS_REPLY_STATUS)
+            die("self-check: MONITOR sent something else than a line", NULL);
+        cmd = monitor_split(r->str, addr, sizeof addr);
+        if (cmd == NULL) {
+            /* Not a command line: ignored. */
+        } else if (phase == -1) {
+            if (strcmp(cmd, mark[0]) == 0) {
+                phase = 0;
+                snprintf(ours, sizeof ours, "%s", addr);
+            }
+        } else if (strcmp(addr, ours) == 0) {
+            if (strcmp(cmd, mark[phase + 1]) == 0)
+                phase++;
+            else
+                lines_add(&cmds[phase], cmd);
+        } else if (strcmp(addr, "lua") == 0) {
+            lines_add(&calls[phase], cmd);
+        }
+        freeReplyObject(r);
+    }
+    redisFree(mon);
+
+    same = cmds[0].n == cmds[1].n && calls[0].n == calls[1].n &&
+           cmds[0].n > 0;
+    n = cmds[0].n > cmds[1].n ? cmds[0].n : cmds[1].n;
+    for (i = 0; i < cmds[0].n && i < cmds[1].n; i++)
+        if (strcmp(cmds[0].v[i], cmds[1].v[i]) != 0)
+            same = 0;
+    if (verbose || !same) {
+        fprintf(stderr, "redislock-bench: self-check (MONITOR, one cycle "
+                        "each, same key and owner ID, mode %s):\n"
+                        "--- library\n+++ raw\n",
+                counted ? "counted" : "gozero");
+        for (i = 0; i < n; i++) {
+            if (i < cmds[0].n && i < cmds[1].n &&
+                strcmp(cmds[0].v[i], cmds[1].v[i]) == 0) {
+                fprintf(stderr, "  %s\n", cmds[0].v[i]);
+                continue;
+            }
+            if (i < cmds[0].n)
+                fprintf(stderr, "- %s\n", cmds[0].v[i]);
+            if (i < cmds[1].n)
+                fprintf(stderr, "+ %s\n", cmds[1].v[i]);
+        }
+        fprintf(stderr, "  (calls made by the scripts: %zu library, %zu raw)\n",
+                calls[0].n, calls[1].n);
+        if (verbose)
+            for (i = 0; i < calls[0].n; i++)
+                fprintf(stderr, "      %s\n", calls[0].v[i]);
+    }
+    snprintf(result, size, "identical: %zu commands, %zu script calls",
+             cmds[0].n, calls[0].n);
+    for (i = 0; i < 2; i++) {
+        lines_free(&cmds[i]);
+        lines_free(&calls[i]);
+    }
+    if (!same)
+        die("self-check FAILED", n == 0
+            ? "MONITOR showed no command of either cycle"
+            : "the raw cycle does not send what the library sends (diff "
+              "above): fix raw_build() in bench/redislock-bench.c");
+}
+
+static void run_cycles(const char *workload, long long n, int raw,
+                       int reentry)
 {
     redisContext *c = connect_or_die(), *admin = connect_or_die();
-    redislock *lock = new_lock(c, raw ? "bench:U" : reentry ? "bench:R" : "bench:U");
+    const char *key = reentry ? "bench:R" : "bench:U";
+    redislock *lock = new_lock(c, key);
     long long *lat = malloc((size_t)n * sizeof *lat);
     long long i, t0, start, calls0, calls, ops_per_cycle;
-    char extra[160];
+    struct raw_cycle rc;
+    char extra[320], check[96] = "not run";
 
     if (lat == NULL)
         die("out of memory", NULL);
-    /* Warm-up: loads the scripts (EVAL fallback), fills caches. */
-    for (i = 0; i < 1000 && i < n; i++)
-        acquire_release(lock, reentry);
-    calls0 = script_calls(admin);
-    start = now_us();
-    for (i = 0; i < n; i++) {
-        t0 = now_us();
+    /* The raw loop knows no NOSCRIPT: the scripts are loaded here (for
+     * both peers, so that the self-check compares EVALSHA with EVALSHA). */
+    load_scripts(admin);
+    if (!reentry) {
+        raw_build(&rc, key, redislock_id(lock));
+        acquire_release(lock, 0);       /* the library's first call */
+        self_check(c, lock, &rc, check, sizeof check);
+    }
+    /* Warm-up: fills caches, grows buffers. */
+    for (i = 0; i < 1000 && i < n; i++) {
         if (raw)
-            raw_cycle(c, redislock_id(lock));
+            raw_cycle_run(c, &rc);
         else
             acquire_release(lock, reentry);
-        lat[i] = now_us() - t0;
+    }
+    calls0 = script_calls(admin);
+    start = now_us();
+    if (raw) {
+        for (i = 0; i < n; i++) {
+            t0 = now_us();
+            raw_cycle_run(c, &rc);
+            lat[i] = now_us() - t0;
+        }
+    } else {
+        for (i = 0; i < n; i++) {
+            t0 = now_us();
+            acquire_release(lock, reentry);
+            lat[i] = now_us() - t0;
+        }
     }
     t0 = now_us() - start;
     /* Lock operations per cycle: acquire + release, plus the re-entry
@@ -247,9 +661,11 @@ static void run_cycles(const char *workload, long long n, int raw, int reentry)
     ops_per_cycle = reentry ? (counted ? 4 : 3) : 2;
     calls = script_calls(admin) - calls0;
     snprintf(extra, sizeof extra,
-             ",\"mode\":\"%s\",\"lock_ops\":%lld,\"evalsha_per_op\":%.3f",
+             ",\"mode\":\"%s\",\"lock_ops\":%lld,\"evalsha_per_op\":%.3f%s%s%s",
              counted ? "counted" : "gozero", n * ops_per_cycle,
-             (double)calls / (double)(n * ops_per_cycle));
+             (double)calls / (double)(n * ops_per_cycle),
+             reentry ? "" : ",\"self_check\":\"", reentry ? "" : check,
+             reentry ? "" : "\"");
     report(raw ? "hiredis-raw" : "redislock", workload, n, t0, lat, (size_t)n,
            extra);
     free(lat);
@@ -260,29 +676,36 @@ static void run_cycles(const char *workload, long long n, int raw, int reentry)
 
 /* -------------------------------------------------------------------- C */
 
-struct shared {
-    volatile int ready;
-    volatile int go;
-    volatile long long released_at;     /* H: monotonic us of the release */
-    volatile int round;                 /* H: rounds completed */
-    volatile int waiting;               /* H: the waiter is about to wait */
+/* What a worker sends back at the end, followed by its M latencies. */
+struct worker_result {
+    long long refused;                  /* tries refused */
+    long long finished_us;              /* monotonic, after the last release */
 };
 
-static int contended_worker(struct shared *sh, int m, int use_wait,
+/* A worker: connect, say ready, block until the go (EOF on GO_FD), then M
+ * critical sections; write the result to OUT_FD. */
+static int contended_worker(int m, int use_wait, int ready_fd, int go_fd,
                             int out_fd)
 {
     redisContext *c = connect_or_die();
     redislock *lock = new_lock(c, "bench:C:lock");
-    long long refused = 0, t0;
+    long long *lat = malloc((size_t)m * sizeof *lat);
+    struct worker_result res = { 0, 0 };
+    char byte = 'r';
+    long long t0;
     int i;
 
-    __atomic_add_fetch(&sh->ready, 1, __ATOMIC_SEQ_CST);
-    while (!__atomic_load_n(&sh->go, __ATOMIC_SEQ_CST))
-        sleep_us(100);
+    if (lat == NULL)
+        die("out of memory", NULL);
+    write_all(ready_fd, &byte, 1);
+    close(ready_fd);
+    if (read(go_fd, &byte, 1) != 0)     /* EOF is the go */
+        die("barrier", NULL);
+    close(go_fd);
     for (i = 0; i < m; i++) {
         bool ok = false;
         redisReply *r;
-        long long v, lat;
+        long long v;
 
         t0 = now_us();
         while (!ok) {
@@ -291,12 +714,12 @@ static int contended_worker(struct shared *sh, int m, int use_wait,
             } else {
                 must(lock, redislock_acquire(lock, &ok), "acquire");
                 if (!ok) {
-                    refused++;
+                    res.refused++;
                     sleep_us(1000);
                 }
             }
         }
-        lat = now_us() - t0;
+        lat[i] = now_us() - t0;
         r = redisCommand(c, "GET bench:C:counter");
         if (r == NULL)
             die("GET", c->errstr);
@@ -309,11 +732,12 @@ static int contended_worker(struct shared *sh, int m, int use_wait,
         must(lock, redislock_release(lock, &ok), "release");
         if (!ok)
             die("a critical section outlived its lease", NULL);
-        if (write(out_fd, &lat, sizeof lat) != sizeof lat)
-            die("pipe", NULL);
     }
-    if (write(out_fd, &refused, sizeof refused) != sizeof refused)
-        die("pipe", NULL);
+    res.finished_us = now_us();
+    write_all(out_fd, &res, sizeof res);
+    write_all(out_fd, lat, (size_t)m * sizeof *lat);
+    close(out_fd);
+    free(lat);
     redislock_free(lock);
     redisFree(c);
     return 0;
@@ -321,52 +745,68 @@ static int contended_worker(struct shared *sh, int m, int use_wait,
 
 static int run_contended(int k, int m, int use_wait)
 {
-    struct shared *sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE,
-                             MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     redisContext *c = connect_or_die();
     long long *lat = malloc((size_t)k * (size_t)m * sizeof *lat);
-    long long refused = 0, start, elapsed, counter, v, scripts0, blpop0;
+    long long refused = 0, start, finished = 0, counter, scripts0, blpop0;
     size_t nlat = 0;
     pid_t *pids = calloc((size_t)k, sizeof *pids);
     int *rfd = calloc((size_t)k, sizeof *rfd);
-    int i, j, failed = 0;
-    char extra[320];
+    int ready[2], go[2], i, failed = 0, nready = 0;
+    char extra[400], byte;
     redisReply *r;
 
-    if (sh == MAP_FAILED || lat == NULL || pids == NULL || rfd == NULL)
+    if (lat == NULL || pids == NULL || rfd == NULL)
         die("out of memory", NULL);
-    memset(sh, 0, sizeof *sh);
+    if (pipe(ready) != 0 || pipe(go) != 0)
+        die("pipe", strerror(errno));
     freeReplyObject(redisCommand(c, "DEL bench:C:counter bench:C:lock"));
+    fflush(stdout);
     for (i = 0; i < k; i++) {
         int fds[2];
 
         if (pipe(fds) != 0)
-            die("pipe", NULL);
+            die("pipe", strerror(errno));
         pids[i] = fork();
         if (pids[i] < 0)
-            die("fork", NULL);
+            die("fork", strerror(errno));
         if (pids[i] == 0) {
             close(fds[0]);
-            _exit(contended_worker(sh, m, use_wait, fds[1]));
+            close(ready[0]);
+            close(go[1]);
+            _exit(contended_worker(m, use_wait, ready[1], go[0], fds[1]));
         }
         close(fds[1]);
         rfd[i] = fds[0];
     }
-    /* The barrier: everybody connected, then go. */
-    while (__atomic_load_n(&sh->ready, __ATOMIC_SEQ_CST) < k)
-        sleep_us(200);
+    close(ready[1]);
+    close(go[0]);
+    /* The barrier: everybody connected (a worker that died closes its end
+     * early: EOF), then go, all at once. */
+    while (nready < k && read(ready[0], &byte, 1) == 1)
+        nready++;
+    close(ready[0]);
+    if (nready < k) {
+        /* Those waiting at the barrier would start at our exit. */
+        for (i = 0; i < k; i++)
+            kill(pids[i], SIGKILL);
+        die("a worker failed to start", NULL);
+    }
     scripts0 = script_calls(c);
     blpop0 = cmd_calls(c, "blpop");
     start = now_us();
-    __atomic_store_n(&sh->go, 1, __ATOMIC_SEQ_CST);
+    close(go[1]);
     for (i = 0; i < k; i++) {
-        for (j = 0; j < m; j++) {
-            if (read(rfd[i], &v, sizeof v) != sizeof v)
-                break;
-            lat[nlat++] = v;
+        struct worker_result res;
+
+        if (read_all(rfd[i], &res, sizeof res) &&
+            read_all(rfd[i], lat + nlat, (size_t)m * sizeof *lat)) {
+            nlat += (size_t)m;
+            refused += res.refused;
+            if (res.finished_us > finished)
+                finished = res.finished_us;
+        } else {
+            failed = 1;
         }
-        if (read(rfd[i], &v, sizeof v) == sizeof v)
-            refused += v;
         close(rfd[i]);
     }
     for (i = 0; i < k; i++) {
@@ -376,7 +816,8 @@ static int run_contended(int k, int m, int use_wait)
             WEXITSTATUS(status) != 0)
             failed = 1;
     }
-    elapsed = now_us() - start;
+    if (finished == 0)
+        finished = now_us();
     r = redisCommand(c, "GET bench:C:counter");
     counter = r && r->type == REDIS_REPLY_STRING ? atoll(r->str) : -1;
     freeReplyObject(r);
@@ -384,23 +825,34 @@ static int run_contended(int k, int m, int use_wait)
      * (tries, releases, deregistrations) and BLPOPs. */
     snprintf(extra, sizeof extra,
              ",\"mode\":\"%s\",\"wait\":%s,\"k\":%d,\"m\":%d,"
-             "\"failed_acquires\":%lld,\"scripts_per_cs\":%.2f,"
+             "\"refused_tries\":%lld,\"scripts_per_cs\":%.2f,"
              "\"blpop_per_cs\":%.2f,\"counter\":%lld,\"counter_ok\":%s",
              counted ? "counted" : "gozero", use_wait ? "true" : "false", k, m,
              refused,
              (double)(script_calls(c) - scripts0) / ((double)k * m),
              (double)(cmd_calls(c, "blpop") - blpop0) / ((double)k * m),
              counter, counter == (long long)k * m ? "true" : "false");
-    report("redislock", "C", (long long)k * m, elapsed, lat, nlat, extra);
+    report("redislock", "C", (long long)k * m, finished - start, lat, nlat,
+           extra);
     free(lat);
     free(pids);
     free(rfd);
     redisFree(c);
-    munmap(sh, sizeof *sh);
+    if (failed)
+        fprintf(stderr, "redislock-bench: a worker failed\n");
+    if (counter != (long long)k * m)
+        fprintf(stderr, "redislock-bench: LOST UPDATE: counter %lld, "
+                        "expected %lld\n", counter, (long long)k * m);
     return failed || counter != (long long)k * m;
 }
 
 /* -------------------------------------------------------------------- H */
+
+struct shared {
+    volatile long long released_at;     /* monotonic us of the release */
+    volatile int round;                 /* rounds completed */
+    volatile int waiting;               /* the waiter is about to wait */
+};
 
 static long long blocked_clients(redisContext *admin)
 {
@@ -430,6 +882,7 @@ static int run_handoff(long long n)
     if (sh == MAP_FAILED || lat == NULL || pipe(fds) != 0)
         die("out of memory", NULL);
     memset(sh, 0, sizeof *sh);
+    fflush(stdout);
     pid = fork();
     if (pid < 0)
         die("fork", NULL);
@@ -501,15 +954,6 @@ static int run_handoff(long long n)
     return 0;
 }
 
-static void usage(void)
-{
-    fprintf(stderr,
-            "usage: redislock-bench --workload U|R|C|H --port P [--host H]\n"
-            "         [--n N] [--k K] [--m M] [--wait] [--raw]\n"
-            "         [--mode gozero|counted]\n");
-    exit(2);
-}
-
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -522,11 +966,15 @@ int main(int argc, char **argv)
         { "wait", no_argument, NULL, 'W' },
         { "raw", no_argument, NULL, 'r' },
         { "mode", required_argument, NULL, 'M' },
+        { "no-cpu-dma-latency", no_argument, NULL, 'D' },
+        { "verbose", no_argument, NULL, 'v' },
+        { "version", no_argument, NULL, 'V' },
+        { "help", no_argument, NULL, 'H' },
         { NULL, 0, NULL, 0 },
     };
     const char *workload = NULL;
     long long n = -1;
-    int k = 8, m = 500, use_wait = 0, raw = 0, opt;
+    int k = 8, m = 500, use_wait = 0, raw = 0, dma = 1, opt;
 
     while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (opt) {
@@ -538,31 +986,53 @@ int main(int argc, char **argv)
         case 'm': m = atoi(optarg); break;
         case 'W': use_wait = 1; break;
         case 'r': raw = 1; break;
+        case 'D': dma = 0; break;
+        case 'v': verbose = 1; break;
         case 'M':
             if (strcmp(optarg, "counted") == 0)
                 counted = 1;
             else if (strcmp(optarg, "gozero") != 0)
-                usage();
+                usage_error("--mode is gozero or counted");
             break;
-        default: usage();
+        case 'V':
+            printf("redislock-bench: redislock %s, hiredis %d.%d.%d\n",
+                   redislock_version(), HIREDIS_MAJOR, HIREDIS_MINOR,
+                   HIREDIS_PATCH);
+            return 0;
+        case 'H':
+            fputs(usage_text, stdout);
+            return 0;
+        default:
+            usage_error("unknown option");
         }
     }
-    if (workload == NULL || port <= 0 || k < 1 || k > 1024 || m < 1)
-        usage();
+    if (optind < argc)
+        usage_error("unexpected argument");
+    if (workload == NULL || strlen(workload) != 1 ||
+        strchr("URCH", workload[0]) == NULL)
+        usage_error("--workload is U, R, C or H");
+    if (port <= 0)
+        usage_error("--port is required");
+    if (k < 1 || k > 1024 || m < 1)
+        usage_error("--k is 1..1024 and --m at least 1");
+    if (raw && workload[0] != 'U')
+        usage_error("--raw is for workload U");
     signal(SIGPIPE, SIG_IGN);
+    if (dma)
+        hold_cpu_dma_latency();
+    else
+        snprintf(dma_note, sizeof dma_note,
+                 "unavailable: --no-cpu-dma-latency");
     switch (workload[0]) {
     case 'U':
         run_cycles("U", n > 0 ? n : 20000, raw, 0);
         return 0;
     case 'R':
-        run_cycles("R", n > 0 ? n : 20000, 0, 1);
+        run_cycles("R", n > 0 ? n : 5000, 0, 1);
         return 0;
     case 'C':
         return run_contended(k, m, use_wait);
-    case 'H':
-        return run_handoff(n > 0 ? n : 1000);
     default:
-        usage();
+        return run_handoff(n > 0 ? n : 1000);
     }
-    return 2;
 }
