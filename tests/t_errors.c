@@ -125,6 +125,63 @@ static void test_oom_over_maxmemory(void **state)
     redislock_free(lock);
 }
 
+/*
+ * Over maxmemory (noeviction), a release that frees the key still works
+ * in both modes, waking a waiter too: the scripts delete before they
+ * write anything else (DEL is allowed when Redis is out of memory, and a
+ * script that has written may go on).  A counted release that would
+ * leave holds must write the count, and is refused with OOM, the lock
+ * left as it was.
+ */
+static void test_release_works_over_maxmemory(void **state)
+{
+    char key[64], wake[80], turn[80], waiters[80];
+    redislock *lock;
+    bool ok;
+    int counted;
+
+    (void)state;
+    for (counted = 0; counted < 2; counted++) {
+        tu_key(key, sizeof key, "err:oomrel");
+        snprintf(waiters, sizeof waiters, "{%s}:waiters", key);
+        snprintf(wake, sizeof wake, "{%s}:wake", key);
+        snprintf(turn, sizeof turn, "{%s}:turn", key);
+        lock = counted ? redislock_new_counted(c, key) : redislock_new(c, key);
+        assert_non_null(lock);
+        assert_int_equal(redislock_set_expire(lock, 10), REDISLOCK_OK);
+        assert_true(tu_acquire(lock));
+        if (counted)
+            assert_true(tu_acquire(lock));      /* two holds */
+        /* A registered waiter, so that the release hands the lock on. */
+        tu_cmd_ok(c, "ZADD %s 99999999999999 someone", waiters);
+        tu_cmd_ok(c, "CONFIG SET maxmemory-policy noeviction");
+        tu_cmd_ok(c, "CONFIG SET maxmemory 1");
+        if (counted) {
+            ok = true;
+            assert_int_equal(redislock_release(lock, &ok),
+                             REDISLOCK_ERR_SERVER);
+            assert_false(ok);
+            assert_non_null(strstr(redislock_last_error(lock), "OOM"));
+            assert_true(tu_pttl(c, key, strlen(key)) > 0);
+            /* With memory back, one hold goes; then the last, over
+             * maxmemory again. */
+            tu_cmd_ok(c, "CONFIG SET maxmemory 0");
+            assert_true(tu_release(lock));
+            tu_cmd_ok(c, "CONFIG SET maxmemory 1");
+        }
+        ok = false;
+        if (redislock_release(lock, &ok) != REDISLOCK_OK)
+            fail_msg("release over maxmemory: %s", redislock_last_error(lock));
+        assert_true(ok);
+        tu_cmd_ok(c, "CONFIG SET maxmemory 0");
+        assert_int_equal(tu_pttl(c, key, strlen(key)), -2);
+        assert_true(tu_pttl(c, wake, strlen(wake)) > 0);
+        assert_true(tu_pttl(c, turn, strlen(turn)) > 0);
+        tu_cmd_ok(c, "DEL %s %s %s", waiters, wake, turn);
+        redislock_free(lock);
+    }
+}
+
 static void test_readonly_replica(void **state)
 {
     tu_server s;
@@ -557,6 +614,8 @@ int main(void)
         cmocka_unit_test_teardown(test_noperm_acl_user_without_rights_on_key,
                                   restore_server),
         cmocka_unit_test_teardown(test_oom_over_maxmemory, restore_server),
+        cmocka_unit_test_teardown(test_release_works_over_maxmemory,
+                                  restore_server),
         cmocka_unit_test(test_readonly_replica),
         cmocka_unit_test(test_dead_context_gives_io_error),
         cmocka_unit_test(test_nonblocking_context_is_refused),

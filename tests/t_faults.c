@@ -205,11 +205,53 @@ static void test_sigpipe_of_the_caller_is_kept(void **state)
     redisFree(bc);
 }
 
+/*
+ * A TCP connection the server has closed and reset: the library's own
+ * write gets EPIPE, which would raise SIGPIPE (default action: kill this
+ * process) but for MSG_NOSIGNAL.  The test sends two bytes first so that
+ * the server's reset is surely in, making the library's write the one
+ * that meets a dead socket; the mask is not touched on this path.
+ */
+static void test_write_to_closed_tcp_connection(void **state)
+{
+    redisContext *tc = tu_connect(), *admin = tu_connect();
+    redislock *lock = redislock_new(tc, "faults:epipe");
+    struct sigaction sa;
+    redisReply *r;
+    bool flag = true;
+
+    (void)state;
+    assert_int_equal(sigaction(SIGPIPE, NULL, &sa), 0);
+    assert_true(sa.sa_handler == SIG_DFL);
+    r = tu_cmd(tc, "CLIENT ID");
+    tu_cmd_ok(admin, "CLIENT KILL ID %lld", r->integer);
+    freeReplyObject(r);
+    tu_sleep_ms(50);
+    (void)send(tc->fd, "x", 1, MSG_NOSIGNAL);   /* answered by a reset */
+    tu_sleep_ms(50);
+    (void)send(tc->fd, "x", 1, MSG_NOSIGNAL);   /* takes ECONNRESET */
+    tu_sleep_ms(10);
+
+    assert_int_equal(redislock_acquire(lock, &flag), REDISLOCK_ERR_IO);
+    assert_false(flag);
+    assert_non_null(strstr(redislock_last_error(lock), "Broken pipe"));
+    assert_false(sigpipe_pending());
+    assert_false(sigpipe_blocked());
+    /* The context is marked dead, as hiredis marks one after a failed
+     * write: the next call says so without writing. */
+    assert_true(tc->err != 0);
+    assert_int_equal(redislock_release(lock, &flag), REDISLOCK_ERR_IO);
+    redislock_free(lock);
+    redisFree(tc);
+    redisFree(admin);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sigpipe_does_not_kill),
         cmocka_unit_test(test_sigpipe_of_the_caller_is_kept),
+        cmocka_unit_test(test_write_to_closed_tcp_connection),
         cmocka_unit_test(test_server_killed_mid_use),
         cmocka_unit_test(test_connection_killed_by_server),
         cmocka_unit_test(test_timeout_on_paused_server),

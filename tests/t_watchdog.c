@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,9 +28,13 @@ static int unpause(void **state)
     return 0;
 }
 
+/* The reason the last callback saw, read from inside it. */
+static int seen_reason;
+
 static void on_lost(redislock *lock, void *arg)
 {
-    (void)lock;
+    __atomic_store_n(&seen_reason, redislock_lost_reason(lock),
+                     __ATOMIC_SEQ_CST);
     __atomic_add_fetch((int *)arg, 1, __ATOMIC_SEQ_CST);
 }
 
@@ -64,6 +69,13 @@ static void test_needs_a_client(void **state)
     assert_int_equal(redislock_set_heartbeat_ms(NULL, 1), REDISLOCK_ERR_INVALID);
     assert_int_equal(redislock_heartbeat(NULL), REDISLOCK_ERR_INVALID);
     assert_int_equal(redislock_lost_fd(NULL), -1);
+    /* Never auto-renewed, so never lost: no descriptor to watch. */
+    assert_int_equal(redislock_lost_fd(lock), -1);
+    assert_int_equal(redislock_lost_reason(lock), REDISLOCK_LOST_NONE);
+    assert_int_equal(redislock_lost_reason(NULL), REDISLOCK_LOST_NONE);
+    assert_string_equal(redislock_lost_reason_text(REDISLOCK_LOST_NONE),
+                        "not lost");
+    assert_string_equal(redislock_lost_reason_text(99), "unknown loss reason");
     assert_string_equal(redislock_strerror(REDISLOCK_ERR_LOST),
                         "the lock was lost while auto-renewed");
     redislock_free(lock);
@@ -158,12 +170,18 @@ static void test_loss_when_the_key_is_deleted(void **state)
     assert_true(readable(fd, 2000));
     assert_int_equal(__atomic_load_n(&calls, __ATOMIC_SEQ_CST), 1);
     assert_int_equal(redislock_valid_for_ms(lock), 0);
+    assert_int_equal(__atomic_load_n(&seen_reason, __ATOMIC_SEQ_CST),
+                     REDISLOCK_LOST_TAKEN);
+    assert_int_equal(redislock_lost_reason(lock), REDISLOCK_LOST_TAKEN);
     assert_int_equal(redislock_release(lock, &ok), REDISLOCK_ERR_LOST);
     assert_false(ok);
     assert_non_null(strstr(redislock_last_error(lock), "no longer ours"));
+    /* The reason outlives the report, until a new holding starts. */
+    assert_int_equal(redislock_lost_reason(lock), REDISLOCK_LOST_TAKEN);
     /* Reported once; a new acquire starts afresh. */
     assert_false(tu_release(lock));
     assert_true(tu_acquire(lock));
+    assert_int_equal(redislock_lost_reason(lock), REDISLOCK_LOST_NONE);
     assert_false(readable(fd, 0));
     assert_true(tu_release(lock));
     redislock_free(lock);
@@ -187,10 +205,13 @@ static void test_loss_when_redis_stops_answering(void **state)
     assert_true(readable(redislock_lost_fd(lock), 3000));
     assert_int_equal(__atomic_load_n(&calls, __ATOMIC_SEQ_CST), 1);
     tu_cmd_ok(c, "CLIENT UNPAUSE");
+    assert_int_equal(__atomic_load_n(&seen_reason, __ATOMIC_SEQ_CST),
+                     REDISLOCK_LOST_UNREACHABLE);
     assert_int_equal(redislock_extend(lock, &ok), REDISLOCK_ERR_LOST);
     assert_false(ok);
     assert_non_null(strstr(redislock_last_error(lock),
                            "no renewal reached Redis"));
+    assert_int_equal(redislock_lost_reason(lock), REDISLOCK_LOST_UNREACHABLE);
     redislock_free(lock);
     redislock_client_free(cl);
 }
@@ -304,6 +325,7 @@ static void test_hold_cap_stops_renewal(void **state)
     assert_true(tu_now_ms() - t0 >= 500);
     tu_sleep_ms(100);
     assert_int_equal(tu_pttl(c, key, strlen(key)), -2);
+    assert_int_equal(redislock_lost_reason(lock), REDISLOCK_LOST_MAX_HOLD);
     assert_int_equal(redislock_extend(lock, &ok), REDISLOCK_ERR_LOST);
     assert_non_null(strstr(redislock_last_error(lock), "maximum hold time"));
     redislock_free(lock);
@@ -331,6 +353,7 @@ static void test_heartbeats_gate_renewal(void **state)
     assert_true(readable(redislock_lost_fd(lock), 3000));
     tu_sleep_ms(100);
     assert_int_equal(tu_pttl(c, key, strlen(key)), -2);
+    assert_int_equal(redislock_lost_reason(lock), REDISLOCK_LOST_NO_HEARTBEAT);
     assert_int_equal(redislock_release(lock, &ok), REDISLOCK_ERR_LOST);
     assert_non_null(strstr(redislock_last_error(lock), "no heartbeat"));
     redislock_free(lock);
@@ -403,6 +426,117 @@ static void test_short_stall_is_not_a_loss(void **state)
     redislock_client_free(cl);
 }
 
+/*
+ * A loss is the news a release must give, whatever its own round trip
+ * does: with Redis gone after the loss was declared, release still says
+ * REDISLOCK_ERR_LOST (not REDISLOCK_ERR_IO), with the reason and the
+ * failed round trip in the message.  Two orders: Redis goes away and the
+ * lease runs out (unreachable), or the key is taken and then Redis goes
+ * away (taken).
+ */
+static void loss_then_redis_gone(void **state, int taken_first)
+{
+    char key[64], sock_url[400];
+    tu_server s;
+    redisContext *sc;
+    redislock_client *cl;
+    redislock *lock;
+    bool ok = true;
+
+    tu_server_start(&s, NULL);
+    snprintf(sock_url, sizeof sock_url, "unix://%s?timeout=150", s.socket);
+    cl = redislock_client_new(sock_url);
+    assert_non_null(cl);
+    tu_key(key, sizeof key, "wd:gone");
+    lock = renewed(state, cl, key, 400);
+    assert_true(tu_acquire(lock));
+    if (taken_first) {
+        sc = tu_connect_unix(s.socket);
+        assert_non_null(sc);
+        tu_cmd_ok(sc, "DEL %s", key);
+        redisFree(sc);
+        assert_true(readable(redislock_lost_fd(lock), 3000));
+        tu_server_kill(&s);
+    } else {
+        tu_server_kill(&s);
+        assert_true(readable(redislock_lost_fd(lock), 3000));
+    }
+    assert_int_equal(redislock_lost_reason(lock),
+                     taken_first ? REDISLOCK_LOST_TAKEN
+                                 : REDISLOCK_LOST_UNREACHABLE);
+    assert_int_equal(redislock_release(lock, &ok), REDISLOCK_ERR_LOST);
+    assert_false(ok);
+    assert_non_null(strstr(redislock_last_error(lock),
+                           taken_first ? "no longer ours"
+                                       : "no renewal reached Redis"));
+    assert_non_null(strstr(redislock_last_error(lock),
+                           "the release itself failed"));
+    redislock_free(lock);
+    redislock_client_free(cl);
+    tu_server_stop(&s);
+}
+
+static void test_release_after_unreachable_loss_says_lost(void **state)
+{
+    loss_then_redis_gone(state, 0);
+}
+
+static void test_release_after_taken_loss_says_lost(void **state)
+{
+    loss_then_redis_gone(state, 1);
+}
+
+/* The command timeout changes while the watchdog renews (it reads it for
+ * every round): no data race (ThreadSanitizer runs this test), no loss. */
+struct timeouts_arg {
+    redislock_client *cl;
+    int stop;
+};
+
+static void *change_timeouts(void *p)
+{
+    struct timeouts_arg *a = p;
+    long long i = 0;
+
+    while (!__atomic_load_n(&a->stop, __ATOMIC_SEQ_CST)) {
+        assert_int_equal(redislock_client_set_timeouts(a->cl, 1000,
+                                                       150 + i++ % 100),
+                         REDISLOCK_OK);
+        tu_sleep_ms(1);
+    }
+    return NULL;
+}
+
+static void test_timeouts_change_while_renewing(void **state)
+{
+    struct timeouts_arg a;
+    redislock *locks[4];
+    pthread_t t;
+    char key[64];
+    int i, calls = 0;
+
+    a.cl = redislock_client_new(url);
+    a.stop = 0;
+    assert_non_null(a.cl);
+    for (i = 0; i < 4; i++) {
+        tu_key(key, sizeof key, "wd:timeouts");
+        locks[i] = renewed(state, a.cl, key, 150);
+        assert_int_equal(redislock_set_lost_callback(locks[i], on_lost,
+                                                     &calls), REDISLOCK_OK);
+        assert_true(tu_acquire(locks[i]));
+    }
+    assert_int_equal(pthread_create(&t, NULL, change_timeouts, &a), 0);
+    tu_sleep_ms(800);                   /* several leases */
+    __atomic_store_n(&a.stop, 1, __ATOMIC_SEQ_CST);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_int_equal(__atomic_load_n(&calls, __ATOMIC_SEQ_CST), 0);
+    for (i = 0; i < 4; i++) {
+        assert_true(tu_release(locks[i]));
+        redislock_free(locks[i]);
+    }
+    redislock_client_free(a.cl);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -422,6 +556,9 @@ int main(void)
         TU_BOTH_MODES(test_more_locks_than_one_batch),
         { "test_short_stall_is_not_a_loss", test_short_stall_is_not_a_loss,
           NULL, unpause, &tu_mode_gozero },
+        TU_BOTH_MODES(test_release_after_unreachable_loss_says_lost),
+        TU_BOTH_MODES(test_release_after_taken_loss_says_lost),
+        TU_BOTH_MODES(test_timeouts_change_while_renewing),
     };
     snprintf(url, sizeof url, "redis://127.0.0.1:%s?timeout=200",
              getenv("REDISLOCK_TEST_PORT"));
