@@ -23,15 +23,6 @@
 
 #include "client.h"
 
-long long redislockp_backoff_ms(unsigned failures)
-{
-    unsigned shift = failures < 6 ? failures : 6;
-    long long backoff = (long long)REDISLOCKP_BACKOFF_MIN_MS << shift;
-
-    return backoff < REDISLOCKP_BACKOFF_MAX_MS ? backoff
-                                               : REDISLOCKP_BACKOFF_MAX_MS;
-}
-
 /* The watchdog's timed waits run on the monotonic clock. */
 static int monotonic_cond_init(pthread_cond_t *cond)
 {

@@ -80,7 +80,8 @@ void redislockp_pool_put(redislock_client *cl, redisContext *c, int broken);
  * owned by the client). */
 redislockp_url redislockp_client_url(redislock_client *cl);
 
-/* How long to wait before the next connect after FAILURES failed ones. */
+/* connect.c: how long to wait before the next connect after FAILURES
+ * failed ones. */
 long long redislockp_backoff_ms(unsigned failures);
 
 /* watchdog.c: stop and join the watchdog (client_free). */

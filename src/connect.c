@@ -14,6 +14,17 @@
 
 #include "client.h"
 
+/* The pause after FAILURES failed connects: 50 ms, doubling to 2 s (the
+ * client's pool and the watchdog's own connection alike). */
+long long redislockp_backoff_ms(unsigned failures)
+{
+    unsigned shift = failures < 6 ? failures : 6;
+    long long backoff = (long long)REDISLOCKP_BACKOFF_MIN_MS << shift;
+
+    return backoff < REDISLOCKP_BACKOFF_MAX_MS ? backoff
+                                               : REDISLOCKP_BACKOFF_MAX_MS;
+}
+
 int redislockp_client_forked(const redislock_client *cl)
 {
     return redislockp_forked(cl->fork_gen, cl->pid);

@@ -2,14 +2,16 @@
  * transport.h - private: the one place where the library sends a command
  * to Redis and reads its reply.
  *
- * Layers (each .c file calls only the layers below it; tests/check-layers.sh
- * checks it on the object files):
+ * Layers (each file calls only files below it, never back up;
+ * tests/check-layers.sh checks it on the object files):
  *
- *     public API      redislock.c, lock.c, wait.c, client.c
- *     lock operations lock.c, wait.c             calls.c (KEYS/ARGV layouts)
- *     client beside   client.c (pool), watchdog.c, connect.c
- *     script runner   scripts.c
- *     transport       transport.c  (this header)
+ *     public API       redislock.c (handles)  lock.c  wait.c   client.c
+ *     lock operations  lock.c, wait.c: calls.c for every script call, the
+ *                      client's pool for a connection, the watchdog
+ *     beside them      client.c (pool) -> watchdog.c -> connect.c
+ *     KEYS/ARGV        calls.c
+ *     script runner    scripts.c (EVALSHA, NOSCRIPT -> EVAL, pipelines)
+ *     transport        transport.c  (this header)
  *     hiredis
  *
  * Building a command (redislockp_cmd_*) and reading what a reply means

@@ -1,6 +1,8 @@
 #!/bin/sh
 # check-exports.sh - the shared library exports exactly the symbols listed
-# in src/redislock.sym, all of them redislock_*.  TAP output.
+# in src/redislock.sym, all of them redislock_*; the header declares
+# exactly those functions and tests/header_c.c references each of them.
+# TAP output.
 set -u
 srcdir=${REDISLOCK_TEST_SRCDIR:-.}
 builddir=${REDISLOCK_TEST_BUILDDIR:-.}
@@ -20,7 +22,16 @@ trap 'rm -rf "$tmp"' EXIT
 $nm -D --defined-only "$so" | awk 'NF >= 3 { print $3 }' | sort > "$tmp/actual"
 grep -v '^#' "$srcdir/src/redislock.sym" | sed '/^$/d' | sort > "$tmp/expected"
 
-echo "1..3"
+# Every function the header declares (REDISLOCK_API ... name( ), and
+# every function tests/header_c.c takes the address of.
+awk '/REDISLOCK_API/ { api = 1 }
+     api && match($0, /redislock_[a-z0-9_]+[ ]*\(/) {
+         s = substr($0, RSTART, RLENGTH); sub(/[ ]*\($/, "", s); print s; api = 0 }' \
+    "$srcdir/include/redislock.h" | sort -u > "$tmp/declared"
+grep -o '(void (\*)(void))redislock_[a-z0-9_]*' "$srcdir/tests/header_c.c" |
+    sed 's/.*)//' | sort -u > "$tmp/referenced"
+
+echo "1..5"
 if [ -s "$tmp/actual" ]; then
     echo "ok 1 - nm lists the exported symbols"
 else
@@ -36,5 +47,17 @@ if diff -u "$tmp/expected" "$tmp/actual" > "$tmp/diff"; then
     echo "ok 3 - exports match src/redislock.sym"
 else
     echo "not ok 3 - exports match src/redislock.sym"
+    sed 's/^/# /' "$tmp/diff"
+fi
+if [ -s "$tmp/declared" ] && diff -u "$tmp/expected" "$tmp/declared" > "$tmp/diff"; then
+    echo "ok 4 - the header declares exactly the functions in src/redislock.sym"
+else
+    echo "not ok 4 - the header declares exactly the functions in src/redislock.sym"
+    sed 's/^/# /' "$tmp/diff"
+fi
+if [ -s "$tmp/referenced" ] && diff -u "$tmp/expected" "$tmp/referenced" > "$tmp/diff"; then
+    echo "ok 5 - tests/header_c.c references every exported function"
+else
+    echo "not ok 5 - tests/header_c.c references every exported function"
     sed 's/^/# /' "$tmp/diff"
 fi

@@ -1,6 +1,9 @@
 /*
  * header_c.c - the public header compiles on its own as strict C99
- * (-std=c99 -pedantic) and every prototype is there.
+ * (-std=c99 -pedantic) and every prototype is there.  Every exported
+ * function must be listed below (tests/check-exports.sh checks the list
+ * against src/redislock.sym and the header), so that a function missing
+ * from the header or the library fails the build or the check.
  */
 #include <redislock.h>
 
@@ -48,6 +51,10 @@ int main(void)
         (void (*)(void))redislock_set_max_hold_ms,
         (void (*)(void))redislock_set_heartbeat_ms,
         (void (*)(void))redislock_heartbeat,
+        (void (*)(void))redislock_cancel_wait,
+        (void (*)(void))redislock_inspect,
+        (void (*)(void))redislock_lost_reason,
+        (void (*)(void))redislock_lost_reason_text,
     };
     size_t i, n = sizeof fns / sizeof fns[0];
     int ok = 1;

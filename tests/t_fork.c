@@ -52,6 +52,26 @@ static int child(redislock *inherited, const char *key, const char *parent_id,
     else if (redislock_acquire(mine, &b) != REDISLOCK_OK || b ||
              redislock_last_state(mine) != REDISLOCK_STATE_OTHER)
         rc |= 64;
+    /* A fork of the child: the child's handle is inherited there, and
+     * refused (the fork generation counts every fork, not just one). */
+    if (mine != NULL) {
+        int fds[2];
+        unsigned char g = 1;
+        pid_t pid;
+
+        if (pipe(fds) != 0 || (pid = fork()) < 0)
+            return rc | 128;
+        if (pid == 0) {
+            g = redislock_acquire(mine, &b) == REDISLOCK_ERR_FORKED &&
+                redislock_held(inherited, &b) == REDISLOCK_ERR_FORKED ? 0 : 1;
+            _exit(write(fds[1], &g, 1) == 1 ? 0 : 1);
+        }
+        close(fds[1]);
+        if (read(fds[0], &g, 1) != 1 || g != 0)
+            rc |= 128;
+        close(fds[0]);
+        waitpid(pid, NULL, 0);
+    }
     redislock_free(mine);
     redisFree(cc);
     redislock_free(inherited);          /* freeing is allowed */
@@ -92,7 +112,7 @@ static void test_inherited_handle_is_refused(void **state)
     assert_int_equal(waitpid(pid, &status, 0), pid);
     assert_true(WIFEXITED(status));
     /* Bits name the failed checks (see child()); the child's own lock
-     * attempt is its only script. */
+     * attempt is its only script (the grandchild's is refused). */
     assert_int_equal(rc, 0);
     assert_int_equal(tu_cmdstat_calls(c, "evalsha"), evalsha_before + 1);
 

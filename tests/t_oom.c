@@ -11,7 +11,9 @@
 #include "config.h"
 
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "alloc.h"
 #include "testutil.h"
@@ -97,6 +99,74 @@ static void test_lock_operations_do_not_allocate(void **state)
     assert_int_equal(redislockp_fi_count(), 0);
     redislockp_fi_fail_at(0, 0);
     redislock_free(lock);
+}
+
+/* A command too big for the stack buffer (a long key) needs memory; when
+ * there is none, REDISLOCK_ERR_NOMEM, nothing sent, and the handle works
+ * once memory is back. */
+static void test_big_command_without_memory(void **state)
+{
+    char key[1500];
+    redislock *lock;
+    bool flag = true;
+
+    (void)state;
+    memset(key, 'k', sizeof key - 1);
+    key[sizeof key - 1] = '\0';
+    tu_cmd_ok(c, "DEL %s", key);
+    lock = redislock_new(c, key);
+    assert_non_null(lock);
+    redislockp_fi_fail_at(1, 1);
+    assert_int_equal(redislock_acquire(lock, &flag), REDISLOCK_ERR_NOMEM);
+    assert_false(flag);
+    assert_non_null(strstr(redislock_last_error(lock), "out of memory"));
+    redislockp_fi_fail_at(0, 0);
+    assert_int_equal(tu_pttl(c, key, strlen(key)), -2);
+    assert_true(tu_acquire(lock));
+    assert_true(tu_release(lock));
+    redislock_free(lock);
+}
+
+/* The watchdog thread cannot be created: the holding is reported lost at
+ * once, and why (not "the key is no longer ours"). */
+static void test_watchdog_that_cannot_start(void **state)
+{
+    char url[128], key[64];
+    redislock_client *cl;
+    redislock *lock;
+    bool flag = false;
+    int fd;
+
+    (void)state;
+    snprintf(url, sizeof url, "redis://127.0.0.1:%s",
+             getenv("REDISLOCK_TEST_PORT"));
+    cl = redislock_client_new(url);
+    assert_non_null(cl);
+    tu_key(key, sizeof key, "oom:thread");
+    lock = redislock_new_from_client(cl, key);
+    assert_non_null(lock);
+    assert_int_equal(redislock_set_expire(lock, 5), REDISLOCK_OK);
+    assert_int_equal(redislock_set_autorenew(lock, true), REDISLOCK_OK);
+    fd = redislock_lost_fd(lock);
+    assert_true(fd >= 0);
+    redislockp_fi_fail_threads(1);
+    assert_int_equal(redislock_acquire(lock, &flag), REDISLOCK_OK);
+    redislockp_fi_fail_threads(0);
+    assert_true(flag);
+    assert_int_equal(redislock_lost_reason(lock), REDISLOCK_LOST_NOT_STARTED);
+    {
+        char b;
+
+        assert_int_equal(read(fd, &b, 1), 1);   /* readable already */
+    }
+    assert_int_equal(redislock_release(lock, &flag), REDISLOCK_ERR_LOST);
+    assert_false(flag);
+    assert_non_null(strstr(redislock_last_error(lock), "could not be started"));
+    assert_null(strstr(redislock_last_error(lock), "no longer ours"));
+    /* The owner-checked release went out all the same. */
+    assert_int_equal(tu_pttl(c, key, strlen(key)), -2);
+    redislock_free(lock);
+    redislock_client_free(cl);
 }
 
 /* Every allocation of redislock_client_open(), failed in turn: NOMEM,
@@ -233,6 +303,8 @@ int main(void)
         cmocka_unit_test(test_new_with_persistent_allocation_failure),
         cmocka_unit_test(test_lock_operations_do_not_allocate),
         cmocka_unit_test(test_client_open_with_allocation_failure),
+        cmocka_unit_test(test_big_command_without_memory),
+        cmocka_unit_test(test_watchdog_that_cannot_start),
 #if HIREDIS_MAJOR >= 1
         cmocka_unit_test(test_acquire_with_hiredis_allocation_failure),
         cmocka_unit_test(test_release_with_hiredis_allocation_failure),

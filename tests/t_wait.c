@@ -252,6 +252,27 @@ static void test_crashed_holder_lease_runs_out(void **state)
         fail_msg("waited %lld ms for a 400 ms lease", w.elapsed);
 }
 
+/* REDISLOCK_WAIT_FOREVER: no deadline, the lock once its holder's lease
+ * runs out. */
+static void test_wait_forever_gets_the_lock(void **state)
+{
+    char key[64];
+    redisContext *tc = tu_connect();
+    redislock *h, *w;
+    bool ok = false;
+
+    tu_key(key, sizeof key, "wait:forever");
+    h = holder(state, key, 300);
+    redislock_free(h);                      /* "crashes" holding the lock */
+    w = tu_new_lock(state, tc, key);
+    assert_int_equal(redislock_acquire_wait(w, REDISLOCK_WAIT_FOREVER, &ok),
+                     REDISLOCK_OK);
+    assert_true(ok);
+    assert_true(tu_release(w));
+    redislock_free(w);
+    redisFree(tc);
+}
+
 static void test_deadline_is_honoured(void **state)
 {
     char key[64];
@@ -580,8 +601,18 @@ static void *wait_long(void *arg)
     return NULL;
 }
 
-/* Another thread cancels a long wait: it ends within a poll interval,
- * holding nothing, and leaves the waiters. */
+static void *wait_forever(void *arg)
+{
+    struct canceled_wait *w = arg;
+
+    w->status = redislock_acquire_wait(w->lock, REDISLOCK_WAIT_FOREVER,
+                                       &w->acquired);
+    __atomic_store_n(&w->done_at, tu_now_ms(), __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+/* Another thread cancels a wait without a deadline: it ends within a
+ * poll interval, holding nothing, and leaves the waiters. */
 static void test_cancel_ends_a_wait(void **state)
 {
     char key[64];
@@ -597,7 +628,7 @@ static void test_cancel_ends_a_wait(void **state)
     w.lock = tu_new_lock(state, tc, key);
     w.acquired = true;
     assert_int_equal(redislock_set_wait_poll_ms(w.lock, 100), REDISLOCK_OK);
-    assert_int_equal(pthread_create(&w.tid, NULL, wait_long, &w), 0);
+    assert_int_equal(pthread_create(&w.tid, NULL, wait_forever, &w), 0);
     wait_registered(key, 1);
     t0 = tu_now_ms();
     assert_int_equal(redislock_cancel_wait(w.lock), REDISLOCK_OK);
@@ -605,7 +636,7 @@ static void test_cancel_ends_a_wait(void **state)
     assert_int_equal(w.status, REDISLOCK_ERR_CANCELED);
     assert_false(w.acquired);
     /* Within a poll interval (100 ms), a Redis tick and a round trip; the
-     * wait itself would last 20 s. */
+     * wait itself has no end. */
     if (w.done_at - t0 > 2000)
         fail_msg("cancel took %lld ms (poll 100 ms)", w.done_at - t0);
     assert_non_null(strstr(redislock_last_error(w.lock), "cancel"));
@@ -695,6 +726,7 @@ int main(void)
         TU_BOTH_MODES(test_silent_release_found_by_poll),
         TU_BOTH_MODES(test_crashed_holder_lease_runs_out),
         TU_BOTH_MODES(test_deadline_is_honoured),
+        TU_BOTH_MODES(test_wait_forever_gets_the_lock),
         TU_BOTH_MODES(test_one_release_wakes_one_waiter),
         TU_BOTH_MODES(test_read_timeout_is_raised_and_restored),
         TU_BOTH_MODES(test_releaser_waits_its_turn),

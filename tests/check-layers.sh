@@ -1,0 +1,66 @@
+#!/bin/sh
+# check-layers.sh - the library's files call each other in layers, read
+# off the object files with nm (TAP output):
+#   1. only src/transport.c sends commands or reads replies: no other
+#      object uses hiredis's command and reply functions or send();
+#   2. the calls between files have no cycle;
+#   3. the transport and the script runner call nothing above them
+#      (no handles, pools, watchdog or lock operations), and the KEYS/ARGV
+#      layouts (calls.c) nothing but the runner's helpers.
+set -u
+builddir=${REDISLOCK_TEST_BUILDDIR:-.}
+nm=${NM:-nm}
+
+if ! command -v ${nm%% *} >/dev/null 2>&1; then
+    echo "1..0 # SKIP nm not found"; exit 0
+fi
+objs=$(ls "$builddir"/src/.libs/libredislock_la-*.o 2>/dev/null ||
+       ls "$builddir"/src/libredislock_la-*.o 2>/dev/null)
+if [ -z "$objs" ]; then
+    echo "1..0 # SKIP no object files of the library"; exit 0
+fi
+
+tmp=$(mktemp -d) || exit 99
+trap 'rm -rf "$tmp"' EXIT
+
+# name (e.g. "transport") defined-symbol / undefined-symbol lines
+for o in $objs; do
+    name=$(basename "$o" .o | sed 's/^libredislock_la-//')
+    $nm "$o" | awk -v n="$name" '
+        $1 == "U" { print n, $2 >> "'"$tmp/undef"'" }
+        NF == 3 && $2 ~ /^[TDBR]$/ { print $3, n >> "'"$tmp/def"'" }'
+done
+# The edges between files: FILE uses a function DEFINED in another.
+awk 'NR == FNR { where[$1] = $2; next }
+     ($2 in where) && where[$2] != $1 { print $1, where[$2] }' \
+    "$tmp/def" "$tmp/undef" | sort -u > "$tmp/edges"
+
+echo "1..3"
+
+io='^(send|sendto|sendmsg|redisCommand|redisvCommand|redisCommandArgv|redisAppendCommand|redisvAppendCommand|redisAppendCommandArgv|redisAppendFormattedCommand|redisGetReply|redisGetReplyFromReader|redisBufferWrite|redisBufferRead)$'
+awk -v io="$io" '$1 != "transport" && $2 ~ io' "$tmp/undef" > "$tmp/stray"
+if [ -s "$tmp/edges" ] && [ ! -s "$tmp/stray" ]; then
+    echo "ok 1 - only transport.c sends commands and reads replies"
+else
+    echo "not ok 1 - only transport.c sends commands and reads replies"
+    sed 's/^/# /' "$tmp/stray"
+fi
+
+if tsort "$tmp/edges" > /dev/null 2> "$tmp/loop"; then
+    echo "ok 2 - no cycle among the files' calls"
+else
+    echo "not ok 2 - no cycle among the files' calls"
+    sed 's/^/# /' "$tmp/loop"
+fi
+
+awk '($1 == "transport" || $1 == "scripts") &&
+     $2 !~ /^(transport|alloc|clock|error)$/ { print }
+     $1 == "calls" && $2 !~ /^(scripts|transport|alloc)$/ { print }' \
+    "$tmp/edges" > "$tmp/upward"
+if [ ! -s "$tmp/upward" ]; then
+    echo "ok 3 - transport, runner and layouts call nothing above them"
+else
+    echo "not ok 3 - transport, runner and layouts call nothing above them"
+    sed 's/^/# uses: /' "$tmp/upward"
+fi
+echo "# edges: $(tr '\n' ';' < "$tmp/edges")"
