@@ -880,7 +880,8 @@ static void watch(redislock *lock, pid_t pid, bool same_group,
                 say("cannot renew the lock %s (lease ends in %lld ms)%s",
                     o->key, valid, o->lost_signal ? "; stopping COMMAND" : "");
             else
-                say("lost the lock %s%s", o->key,
+                say("lost the lock %s: %s%s", o->key,
+                    redislock_lost_reason_text(redislock_lost_reason(lock)),
                     o->lost_signal ? "; stopping COMMAND" : "");
             ending = false;
         }

@@ -288,9 +288,10 @@ t_lost_when_deleted() {
     st=$?
     expect_status 76 $st "lost" || return 1
     [ "$(cat "$work/k8.sig" 2>/dev/null)" = TERM ] || { diag "COMMAND got no TERM"; return 1; }
-    grep -q 'lost the lock' "$work/k8.err"
+    grep -q 'lost the lock k8: a renewal found the key no longer ours' "$work/k8.err" ||
+        { diag "no reason in: $(cat "$work/k8.err")"; return 1; }
 }
-check "a deleted key: COMMAND gets TERM, the tool exits 76 (lost)" t_lost_when_deleted
+check "a deleted key: COMMAND gets TERM, the tool says why and exits 76 (lost)" t_lost_when_deleted
 
 t_lost_kill_after_grace() {
     $R -e 1 -k 0.5 k9 sh -c "trap '' TERM; touch '$work/k9.held';
