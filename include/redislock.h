@@ -92,15 +92,45 @@
  *   neither release nor extend the parent's lock; redislock_free() is
  *   allowed.  Create new handles, on new connections, in the child: their
  *   owner IDs are fresh (libsodium reads the kernel's RNG each time).
+ *   The check costs no system call: a pthread_atfork() child handler,
+ *   installed with the first handle or client, counts forks (@since
+ *   0.3.0).  A child made without fork()'s handlers (vfork(), a raw
+ *   clone()) must only exec, as POSIX asks.
+ *
+ * UNKNOWN OUTCOMES (@since 0.3.0)
+ *   When acquire, release or extend sent its command but no reply came
+ *   (REDISLOCK_ERR_IO: a timeout, a closed connection; or _NOMEM or
+ *   _PROTOCOL after sending), the command may still reach Redis later
+ *   (delayed in the network, queued in a proxy) and run then.  A late
+ *   release could delete a later holding of the same owner ID, and a late
+ *   acquire or extend could cut its lease short, letting a second owner
+ *   in.  So the next acquire on such a handle first takes a fresh owner
+ *   ID: redislock_id() changes, any holding the old ID may still have is
+ *   abandoned (it expires; it is not re-entered), and auto-renewal of it
+ *   stops.  A renewal the watchdog sent without an answer does the same
+ *   for the next holding.  Release and extend keep the old ID (they are
+ *   how the caller cleans up).  An ID the caller chose (redislock_set_id(),
+ *   redislock_new_with_id()) is kept: the caller who shares it must then
+ *   wait a lease before acquiring again after an unknown outcome, or rely
+ *   on fencing tokens.
  *
  * SIGNALS
- *   Writing to a connection the server has closed raises SIGPIPE.  Around
- *   each command the library blocks SIGPIPE in the calling thread
- *   (pthread_sigmask), and afterwards discards a SIGPIPE that its own
- *   write raised (sigtimedwait) before restoring the thread's mask; a
- *   SIGPIPE that was already pending is left pending.  So a dead
- *   connection gives REDISLOCK_ERR_IO, not a killed process, whether or
- *   not the application ignores SIGPIPE.
+ *   Writing to a connection the server has closed raises SIGPIPE, whose
+ *   default action kills the process.  The library writes to plain TCP
+ *   and unix-socket connections with send(MSG_NOSIGNAL), so no SIGPIPE
+ *   is ever raised (every command, AUTH and SELECT included): a dead
+ *   connection gives REDISLOCK_ERR_IO, whether or not the application
+ *   ignores SIGPIPE, and the signal mask is never touched.  Only on a
+ *   connection whose I/O hiredis performs itself (TLS with hiredis >= 1.0)
+ *   does it block SIGPIPE in the calling thread around the write
+ *   (pthread_sigmask) and discard a SIGPIPE its own write raised; one
+ *   that was already pending is left pending.
+ *
+ * SYSTEM CALLS
+ *   In steady state each acquire, release, extend, held, ttl, hold_count
+ *   and inspect is one EVALSHA: one send() and one read() system call, on
+ *   a borrowed context and on a client's handle alike (the client's pool
+ *   is a mutex, taken without a system call when uncontended).
  *
  * LINKING
  *   pkg-config --cflags --libs redislock.  Include <hiredis/hiredis.h> as
@@ -274,7 +304,11 @@ REDISLOCK_API int redislock_set_expire(redislock *lock, int seconds);
  *         REDISLOCK_ERR_SERVER; REDISLOCK_ERR_PROTOCOL; REDISLOCK_ERR_FORKED
  *         (a handle inherited across fork()).  After
  *         REDISLOCK_ERR_IO the lock may or may not have been taken: it
- *         expires on its own, or a retried acquire tells (re-entry).
+ *         expires on its own.  Since 0.3.0 a retried acquire does not
+ *         re-enter it: the handle first takes a fresh owner ID (see
+ *         UNKNOWN OUTCOMES), so a retry meets the old holding as another
+ *         owner's until its lease ends; release it (with the old ID) first
+ *         to free it at once.
  * @since 0.1.0
  */
 REDISLOCK_API REDISLOCK_NODISCARD int
@@ -295,9 +329,23 @@ redislock_acquire(redislock *lock, bool *acquired);
  *                  expired or belongs to another owner (which is left
  *                  untouched, TTL included; redislock_last_state() tells
  *                  which).  Set to false on any error.
+ * In counted mode the release that gives up the last hold deletes the
+ * key before it writes anything else, so it works even when Redis is out
+ * of memory (maxmemory with noeviction refuses writes that need memory,
+ * not deletes); a release that would leave holds is then refused with
+ * REDISLOCK_ERR_SERVER ("OOM ...") and changes nothing.
+ *
+ * @param released  set to true if the key held our ID and we gave up a
+ *                  hold (go-zero mode: deleted it); false if it had
+ *                  expired or belongs to another owner (which is left
+ *                  untouched, TTL included; redislock_last_state() tells
+ *                  which).  Set to false on any error.
  * @return as redislock_acquire(), or REDISLOCK_ERR_LOST if auto-renewal
  *         had found the lock lost (the owner-checked delete is sent all
- *         the same).
+ *         the same); the loss is reported whatever that delete's own
+ *         round trip did (since 0.3.0; the last error then also names the
+ *         round trip's failure), since the loss is what the caller must
+ *         act on.  redislock_lost_reason() tells why it was lost.
  * @since 0.1.0
  */
 REDISLOCK_API REDISLOCK_NODISCARD int
@@ -712,7 +760,8 @@ redislock_new_from_client_len(redislock_client *client, const void *key,
  * earliest lease end, so a loss is declared on time); then, in this order:
  * the lost callback runs, redislock_lost_fd() becomes readable, and the
  * next release or extend on the handle returns REDISLOCK_ERR_LOST (a
- * release still sends its owner-checked delete).  The callback runs on the
+ * release still sends its owner-checked delete), whatever its own round
+ * trip does; redislock_lost_reason() says why.  The callback runs on the
  * watchdog thread while the handle counts as busy: keep it short, and do
  * not call redislock functions on a client's handles from it, nor wait in
  * it for a lock that a thread calling release, extend or free may hold
@@ -826,8 +875,10 @@ REDISLOCK_API int redislock_set_context(redislock *lock, struct redisContext *c)
 /**
  * The owner ID stored in the key while this handle holds the lock,
  * NUL-terminated: 32 lower-case hexadecimal characters (128 random bits)
- * unless redislock_set_id() gave another.  Valid until redislock_free()
- * or redislock_set_id().  Returns "" for NULL.
+ * unless redislock_set_id() gave another.  Valid until redislock_free(),
+ * redislock_set_id(), or the next acquire after an operation whose
+ * outcome was unknown, which replaces a generated ID (see UNKNOWN
+ * OUTCOMES).  Returns "" for NULL.
  * @since 0.1.0
  */
 REDISLOCK_API const char *redislock_id(const redislock *lock);
