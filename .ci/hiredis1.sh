@@ -11,7 +11,24 @@
 set -eu
 mkdir -p "$1"
 dir=$(cd "$1" && pwd)
-mirror=${DEBIAN_MIRROR:-https://deb.debian.org/debian}
+# The Debian archive this machine's apt already uses (its sources), not a
+# host name written here; DEBIAN_MIRROR overrides it.
+apt_mirror() {
+    {
+        [ -f /etc/apt/sources.list ] && awk '$1 == "deb" {
+            for (i = 2; i <= NF; i++) if ($i ~ /^https?:\/\//) { print $i; break } }' \
+            /etc/apt/sources.list
+        for f in /etc/apt/sources.list.d/*.sources; do
+            [ -f "$f" ] && awk '/^URIs:/ { for (i = 2; i <= NF; i++) print $i }' "$f"
+        done
+        for f in /etc/apt/sources.list.d/*.list; do
+            [ -f "$f" ] && awk '$1 == "deb" {
+                for (i = 2; i <= NF; i++) if ($i ~ /^https?:\/\//) { print $i; break } }' "$f"
+        done
+    } | grep -v -e 'security' -e 'updates' | sed 's|/*$||' | head -1
+}
+mirror=${DEBIAN_MIRROR:-$(apt_mirror)}
+[ -n "$mirror" ] || { echo "hiredis1.sh: no Debian archive in the apt sources" >&2; exit 1; }
 keyring=/usr/share/keyrings/debian-archive-keyring.gpg
 mkdir -p "$dir/debs" "$dir/root" "$dir/pkgconfig"
 cd "$dir"
