@@ -1,0 +1,855 @@
+// t_cxx.cc - the C++ wrapper (include/redislock.hpp) against a real server:
+// the standard lock types, deadlines, exceptions, moves, counted re-entry,
+// fencing and auto-renewal.  TAP on stdout; run through tests/with-redis.sh,
+// which exports REDISLOCK_TEST_HOST and REDISLOCK_TEST_PORT.
+#include "redislock.hpp"
+
+#include <hiredis/hiredis.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <functional>
+#include <future>
+#include <mutex>
+#include <string>
+#include <system_error>
+#include <thread>
+
+using namespace std::chrono;
+using redislockpp::errc;
+
+namespace {
+
+int tests_run = 0;
+int tests_failed = 0;
+std::string url;
+redisContext *raw = nullptr;   // a connection of our own, for DEL/GET/HSET
+
+bool ok(bool cond, const std::string &name)
+{
+    ++tests_run;
+    if (!cond)
+        ++tests_failed;
+    std::printf("%s %d - %s\n", cond ? "ok" : "not ok", tests_run,
+                name.c_str());
+    std::fflush(stdout);
+    return cond;
+}
+
+#if __cplusplus < 201703L
+void skip(const std::string &why)
+{
+    ++tests_run;
+    std::printf("ok %d # SKIP %s\n", tests_run, why.c_str());
+    std::fflush(stdout);
+}
+#endif
+
+void diag(const std::string &s)
+{
+    std::printf("# %s\n", s.c_str());
+    std::fflush(stdout);
+}
+
+// One command on the raw connection; the reply as a string ("" for nil),
+// or the integer in decimal.
+std::string cmd(const char *c1, const std::string &key,
+                const char *a1 = nullptr, const char *a2 = nullptr)
+{
+    const char *argv[4] = {c1, key.c_str(), a1, a2};
+    size_t lens[4] = {std::strlen(c1), key.size(), a1 ? std::strlen(a1) : 0,
+                      a2 ? std::strlen(a2) : 0};
+    int argc = a2 ? 4 : a1 ? 3 : 2;
+    redisReply *r = static_cast<redisReply *>(
+        redisCommandArgv(raw, argc, argv, lens));
+    std::string out;
+
+    if (r == nullptr) {
+        std::printf("Bail out! raw connection: %s\n", raw->errstr);
+        std::exit(99);
+    }
+    if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS)
+        out.assign(r->str, r->len);
+    else if (r->type == REDIS_REPLY_INTEGER)
+        out = std::to_string(r->integer);
+    freeReplyObject(r);
+    return out;
+}
+
+std::string get(const std::string &key) { return cmd("GET", key); }
+bool exists(const std::string &key) { return cmd("EXISTS", key) == "1"; }
+void del(const std::string &key) { (void)cmd("DEL", key); }
+
+std::string key(const char *name) { return std::string("t_cxx:") + name; }
+
+long long ms_since(steady_clock::time_point t0)
+{
+    return duration_cast<milliseconds>(steady_clock::now() - t0).count();
+}
+
+// The deadline checks: not before TIMEOUT, not much after (valgrind).
+bool within(long long elapsed, long long timeout)
+{
+    return elapsed >= timeout - 2 && elapsed <= timeout + 1000;
+}
+
+bool is_redislock(const std::system_error &e, errc want)
+{
+    return std::strcmp(e.code().category().name(), "redislock") == 0 &&
+           e.code() == want;
+}
+
+// Run F; an unexpected exception is a failure of its own.
+void run(const char *name, const std::function<void()> &f)
+{
+    try {
+        f();
+    } catch (const std::exception &e) {
+        ok(false, std::string(name) + " threw: " + e.what());
+    }
+}
+
+// A port nothing listens on (bound, then closed).
+int closed_port()
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a;
+    socklen_t len = sizeof a;
+    int port = 1;
+
+    std::memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd >= 0 && bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0 &&
+        getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len) == 0)
+        port = ntohs(a.sin_port);
+    if (fd >= 0)
+        close(fd);
+    return port;
+}
+
+redislockpp::options lease(milliseconds ms)
+{
+    redislockpp::options o;
+
+    o.expiry = ms;
+    return o;
+}
+
+// ---------------------------------------------------------------------------
+
+void test_error_codes()
+{
+    std::error_code io = redislockpp::make_error_code(REDISLOCK_ERR_IO);
+    std::error_code nh = errc::not_held;    // through is_error_code_enum
+
+    ok(std::strcmp(io.category().name(), "redislock") == 0 &&
+           &io.category() == &redislockpp::category(),
+       "make_error_code: category redislock");
+    ok(io.message() == redislock_strerror(REDISLOCK_ERR_IO),
+       "message() is redislock_strerror()");
+    ok(io == errc::io && io != errc::server &&
+           io.value() == REDISLOCK_ERR_IO,
+       "errc::io compares equal to REDISLOCK_ERR_IO");
+    ok(redislockpp::make_error_code(REDISLOCK_ERR_LOST) == errc::lost &&
+           redislockpp::make_error_code(REDISLOCK_ERR_CANCELED) ==
+               errc::canceled,
+       "errc mirrors REDISLOCK_ERR_LOST and _CANCELED");
+    ok(nh.value() > 0 && !nh.message().empty() &&
+           nh.message() != redislock_strerror(nh.value()),
+       "errc::not_held: the wrapper's own code and message");
+    ok(io == std::errc::io_error &&
+           redislockpp::make_error_code(REDISLOCK_ERR_INVALID) ==
+               std::errc::invalid_argument,
+       "generic conditions: io_error, invalid_argument");
+}
+
+void test_bad_url()
+{
+    const char *bad = "http://localhost:6379";
+    char err[256] = "";
+    redislock_client *c = nullptr;
+    int st = redislock_client_open(bad, &c, err, sizeof err);
+
+    redislock_client_free(c);
+    try {
+        redislockpp::client cl(bad);
+        ok(false, "bad URL throws");
+    } catch (const std::system_error &e) {
+        ok(is_redislock(e, errc::invalid) && st == REDISLOCK_ERR_INVALID,
+           "bad URL: system_error, category redislock, errc::invalid");
+        ok(err[0] != '\0' && std::strstr(e.what(), err) != nullptr,
+           std::string("bad URL: what() has the errbuf message: ") +
+               e.what());
+    }
+}
+
+void test_unreachable()
+{
+    std::string u = "redis://127.0.0.1:" + std::to_string(closed_port());
+    redislockpp::client cl(u);
+    cl.set_timeouts(milliseconds(500), milliseconds(500));
+
+    try {
+        cl.ping();
+        ok(false, "ping of a closed port throws");
+    } catch (const std::system_error &e) {
+        ok(e.code() == redislockpp::make_error_code(REDISLOCK_ERR_IO) &&
+               std::strcmp(e.code().category().name(), "redislock") == 0,
+           std::string("unreachable: ping throws REDISLOCK_ERR_IO: ") +
+               e.what());
+    }
+    redislockpp::mutex m(cl, key("unreachable"));
+    try {
+        (void)m.try_lock();
+        ok(false, "try_lock on an unreachable server throws");
+    } catch (const std::system_error &e) {
+        ok(e.code() == errc::io, "unreachable: try_lock throws errc::io");
+    }
+    try {
+        m.lock();
+        ok(false, "lock on an unreachable server throws");
+    } catch (const std::system_error &e) {
+        ok(e.code() == errc::io && !m.owns_lock(),
+           "unreachable: lock throws errc::io, holds nothing");
+    }
+    bool bad_timeouts = false;
+    try {
+        cl.set_timeouts(milliseconds(0), milliseconds(500));
+    } catch (const std::system_error &e) {
+        bad_timeouts = e.code() == errc::invalid;
+    }
+    ok(bad_timeouts, "set_timeouts(0 ms) throws errc::invalid");
+}
+
+void test_lock_guard(redislockpp::client &cl)
+{
+    std::string k = key("guard");
+    redislockpp::mutex a(cl, k, redislockpp::mode::gozero, seconds(10));
+    redislockpp::mutex b(cl, k, redislockpp::mode::gozero, seconds(10));
+
+    del(k);
+    {
+        std::lock_guard<redislockpp::mutex> g(a);
+        ok(a.owns_lock() && get(k) == a.id() && a.id().size() == 32,
+           "lock_guard: the key holds the owner ID");
+        ok(!b.try_lock() && !b.owns_lock(),
+           "lock_guard: another handle cannot take it");
+    }
+    ok(!exists(k) && !a.owns_lock(), "lock_guard: released at scope exit");
+    ok(b.try_lock(), "lock_guard: free for another handle afterwards");
+    b.unlock();
+}
+
+void test_unique_lock(redislockpp::client &cl)
+{
+    std::string k = key("unique");
+    redislockpp::mutex a(cl, k, redislockpp::mode::gozero, seconds(10));
+    redislockpp::mutex b(cl, k, redislockpp::mode::gozero, seconds(10));
+
+    del(k);
+    a.lock();
+    {
+        std::unique_lock<redislockpp::mutex> ul(b, std::try_to_lock);
+        ok(!ul.owns_lock() && get(k) == a.id(),
+           "unique_lock try_to_lock: busy -> not owned");
+    }
+    ok(get(k) == a.id(), "unique_lock not owned: nothing released");
+    a.unlock();
+    {
+        std::unique_lock<redislockpp::mutex> ul(b, std::try_to_lock);
+        ok(ul.owns_lock() && get(k) == b.id(),
+           "unique_lock try_to_lock: free -> owned");
+    }
+    ok(!exists(k), "unique_lock: released at scope exit");
+}
+
+void test_deadlines(redislockpp::client &cl)
+{
+    std::string k = key("deadline");
+    redislockpp::mutex a(cl, k, redislockpp::mode::gozero, seconds(10));
+    redislockpp::mutex b(cl, k, redislockpp::mode::gozero, seconds(10));
+    steady_clock::time_point t0;
+    long long el;
+
+    del(k);
+    a.lock();
+    {
+        std::unique_lock<redislockpp::mutex> ul(b, std::defer_lock);
+        t0 = steady_clock::now();
+        bool got = ul.try_lock_for(milliseconds(300));
+        el = ms_since(t0);
+        ok(!got && !ul.owns_lock() && within(el, 300),
+           "try_lock_for(300 ms) while held: false after " +
+               std::to_string(el) + " ms");
+
+        t0 = steady_clock::now();
+        got = ul.try_lock_until(steady_clock::now() + milliseconds(250));
+        el = ms_since(t0);
+        ok(!got && within(el, 250),
+           "try_lock_until(steady + 250 ms): false after " +
+               std::to_string(el) + " ms");
+
+        t0 = steady_clock::now();
+        got = ul.try_lock_until(system_clock::now() + milliseconds(200));
+        el = ms_since(t0);
+        ok(!got && within(el, 200),
+           "try_lock_until(system_clock + 200 ms): false after " +
+               std::to_string(el) + " ms");
+
+        t0 = steady_clock::now();
+        got = ul.try_lock_for(microseconds(-5)) ||
+              ul.try_lock_until(steady_clock::now() - seconds(1));
+        el = ms_since(t0);
+        ok(!got && el < 200, "past deadlines: one try, false at once (" +
+                                 std::to_string(el) + " ms)");
+    }
+    {
+        t0 = steady_clock::now();
+        std::unique_lock<redislockpp::mutex> ul(b, milliseconds(150));
+        el = ms_since(t0);
+        ok(!ul.owns_lock() && within(el, 150),
+           "unique_lock(m, 150 ms): not owned after " + std::to_string(el) +
+               " ms");
+    }
+    ok(get(k) == a.id(), "timed-out waits left the holder alone");
+    a.unlock();
+}
+
+// Another thread (with its own mutex: one owner per thread) holds K for
+// HOLD_MS, then unlocks; HELD is set once it holds.
+std::thread holder(redislockpp::client &cl, const std::string &k,
+                   int hold_ms, std::promise<void> &held, std::string &error)
+{
+    return std::thread([&cl, k, hold_ms, &held, &error]() {
+        bool told = false;
+        try {
+            redislockpp::mutex m(cl, k, redislockpp::mode::gozero,
+                                 seconds(10));
+            m.lock();
+            held.set_value();
+            told = true;
+            std::this_thread::sleep_for(milliseconds(hold_ms));
+            m.unlock();
+        } catch (const std::exception &e) {
+            error = e.what();
+            if (!told)
+                held.set_value();
+        }
+    });
+}
+
+void test_released_meanwhile(redislockpp::client &cl)
+{
+    std::string k = key("meanwhile");
+    redislockpp::mutex b(cl, k, redislockpp::mode::gozero, seconds(10));
+    std::string error;
+
+    del(k);
+    {
+        std::promise<void> held;
+        std::thread t = holder(cl, k, 300, held, error);
+        held.get_future().wait();
+        steady_clock::time_point t0 = steady_clock::now();
+        std::unique_lock<redislockpp::mutex> ul(b, std::defer_lock);
+        bool got = ul.try_lock_for(seconds(5));
+        long long el = ms_since(t0);
+        t.join();
+        ok(got && error.empty() && el >= 200 && el < 3000,
+           "try_lock_for(5 s): got it when another thread released, after " +
+               std::to_string(el) + " ms " + error);
+        ok(get(k) == b.id(), "try_lock_for: the key is ours");
+    }
+    ok(!exists(k), "released at scope exit");
+    {
+        std::promise<void> held;
+        std::thread t = holder(cl, k, 300, held, error);
+        held.get_future().wait();
+        steady_clock::time_point t0 = steady_clock::now();
+        bool got = b.try_lock_until(system_clock::now() + seconds(5));
+        long long el = ms_since(t0);
+        t.join();
+        ok(got && error.empty() && el >= 200 && el < 3000,
+           "try_lock_until(system_clock + 5 s): got it after " +
+               std::to_string(el) + " ms " + error);
+        b.unlock();
+    }
+    {
+        std::promise<void> held;
+        std::thread t = holder(cl, k, 300, held, error);
+        held.get_future().wait();
+        steady_clock::time_point t0 = steady_clock::now();
+        {
+            std::lock_guard<redislockpp::mutex> g(b);
+            long long el = ms_since(t0);
+            ok(el >= 200 && get(k) == b.id(),
+               "lock() waits for the holder, then holds (" +
+                   std::to_string(el) + " ms)");
+        }
+        t.join();
+        ok(error.empty(), "holder thread: no error " + error);
+    }
+}
+
+void test_two_keys(redislockpp::client &cl)
+{
+    std::string k1 = key("two:1"), k2 = key("two:2");
+    redislockpp::mutex a1(cl, k1, redislockpp::mode::gozero, seconds(10));
+    redislockpp::mutex a2(cl, k2, redislockpp::mode::gozero, seconds(10));
+    redislockpp::mutex o1(cl, k1, redislockpp::mode::gozero, seconds(10));
+    redislockpp::mutex o2(cl, k2, redislockpp::mode::gozero, seconds(10));
+
+    del(k1);
+    del(k2);
+#if __cplusplus >= 201703L
+    {
+        std::scoped_lock g(a1, a2);
+        ok(get(k1) == a1.id() && get(k2) == a2.id(),
+           "scoped_lock: both keys held");
+        ok(!o1.try_lock() && !o2.try_lock(),
+           "scoped_lock: other handles refused on both");
+    }
+    ok(!exists(k1) && !exists(k2), "scoped_lock: both released");
+#else
+    for (int i = 0; i < 3; i++)
+        skip("std::scoped_lock needs C++17");
+#endif
+    // std::lock while the second key is busy for a while: its
+    // lock/try_lock/unlock dance ends with both.
+    std::string error;
+    std::promise<void> held;
+    std::thread t = holder(cl, k2, 300, held, error);
+    held.get_future().wait();
+    std::lock(a1, a2);
+    {
+        std::lock_guard<redislockpp::mutex> g1(a1, std::adopt_lock);
+        std::lock_guard<redislockpp::mutex> g2(a2, std::adopt_lock);
+        ok(get(k1) == a1.id() && get(k2) == a2.id(),
+           "std::lock over two keys, one busy at first: both held");
+    }
+    t.join();
+    ok(error.empty() && !exists(k1) && !exists(k2),
+       "std::lock: both released by the guards " + error);
+}
+
+void test_loss_without_renewal(redislockpp::client &cl)
+{
+    std::string k = key("lost");
+    redislockpp::mutex a(cl, k, redislockpp::mode::gozero, seconds(10));
+    redislockpp::mutex b(cl, k, redislockpp::mode::gozero, seconds(10));
+
+    del(k);
+    a.lock();
+    del(k);   // from another connection: the lock is gone
+    try {
+        a.unlock();
+        ok(false, "unlock of a deleted lock throws");
+    } catch (const std::system_error &e) {
+        ok(is_redislock(e, errc::not_held) &&
+               std::strstr(e.what(), k.c_str()) != nullptr,
+           std::string("unlock of a deleted lock: errc::not_held: ") +
+               e.what());
+    }
+    ok(!a.owns_lock(), "after the throw the mutex holds nothing");
+    bool threw = false;
+    try {
+        a.unlock();   // holds nothing: nothing to do
+    } catch (const std::system_error &) {
+        threw = true;
+    }
+    ok(!threw, "a second unlock() does nothing");
+
+    a.lock();
+    del(k);
+    b.lock();   // another owner takes the key
+    try {
+        a.unlock();
+        ok(false, "unlock of a lock taken by another owner throws");
+    } catch (const std::system_error &e) {
+        ok(e.code() == errc::not_held &&
+               std::strstr(e.what(), "another owner") != nullptr &&
+               get(k) == b.id(),
+           std::string("taken by another owner: not_held, key untouched: ") +
+               e.what());
+    }
+    b.unlock();
+
+    // std::unique_lock: handle the throw yourself; its destructor then
+    // calls unlock() again, which must neither throw nor terminate.
+    {
+        std::unique_lock<redislockpp::mutex> ul(a);
+        del(k);
+        bool caught = false;
+        try {
+            ul.unlock();
+        } catch (const std::system_error &e) {
+            caught = e.code() == errc::not_held;
+        }
+        ok(caught, "unique_lock::unlock() rethrows not_held");
+    }
+    ok(b.try_lock(), "after the unique_lock's scope the key is free");
+    b.unlock();
+
+    // The destructor swallows: going out of scope after the loss is fine.
+    {
+        redislockpp::mutex d(cl, k, redislockpp::mode::gozero, seconds(10));
+        d.lock();
+        del(k);
+        b.lock();
+    }
+    ok(get(k) == b.id(), "destructor of a lost lock: no throw, key untouched");
+    b.unlock();
+
+    // extend() of a lock that is gone.
+    a.lock();
+    del(k);
+    try {
+        a.extend();
+        ok(false, "extend of a deleted lock throws");
+    } catch (const std::system_error &e) {
+        ok(e.code() == errc::not_held && !a.owns_lock(),
+           "extend of a deleted lock: errc::not_held");
+    }
+}
+
+void test_loss_with_renewal(redislockpp::client &cl)
+{
+    std::string k = key("lost-renewed");
+    std::atomic<int> calls(0), reason(-1);
+    std::atomic<bool> other_thread(false);
+    std::thread::id me = std::this_thread::get_id();
+    redislockpp::options o = lease(milliseconds(600));
+
+    o.auto_renew = true;
+    o.on_lost = [&](int why) {
+        reason = why;
+        other_thread = std::this_thread::get_id() != me;
+        ++calls;
+    };
+    redislockpp::mutex a(cl, k, o);
+
+    del(k);
+    a.lock();
+    int fd = a.lost_fd();
+    pollfd p = {fd, POLLIN, 0};
+    ok(fd >= 0 && poll(&p, 1, 0) == 0, "lost_fd: not readable while held");
+    del(k);
+    for (int i = 0; i < 300 && calls == 0; i++)
+        std::this_thread::sleep_for(milliseconds(10));
+    ok(calls == 1 && other_thread,
+       "loss callback ran once, on the watchdog thread");
+    ok(reason == REDISLOCK_LOST_TAKEN,
+       "loss callback reason: " + std::to_string(reason) + " (taken)");
+    ok(fd >= 0 && poll(&p, 1, 1000) == 1 && (p.revents & POLLIN),
+       "lost_fd readable after the loss");
+    try {
+        a.unlock();
+        ok(false, "unlock of a lost auto-renewed lock throws");
+    } catch (const std::system_error &e) {
+        ok(is_redislock(e, errc::lost) &&
+               std::strstr(e.what(), "lost") != nullptr,
+           std::string("unlock after a loss: errc::lost: ") + e.what());
+    }
+    ok(!a.owns_lock() && !exists(k), "after the loss nothing is held");
+
+    // Replacing and clearing the callback.
+    std::atomic<int> calls2(0);
+    a.on_lost([&](int) { ++calls2; });
+    a.lock();
+    del(k);
+    for (int i = 0; i < 300 && calls2 == 0; i++)
+        std::this_thread::sleep_for(milliseconds(10));
+    ok(calls2 == 1 && calls == 1, "on_lost() replaced the callback");
+    bool lost = false;
+    try {
+        a.unlock();
+    } catch (const std::system_error &e) {
+        lost = e.code() == errc::lost;
+    }
+    ok(lost, "second loss reported by unlock too");
+}
+
+void test_moves(redislockpp::client &cl)
+{
+    std::string k = key("move"), kx = key("move:x"), ky = key("move:y");
+
+    {
+        redislockpp::client c1(url);
+        redislockpp::client c2(std::move(c1));
+        ok(!c1 && c1.get() == nullptr && c2, "client move: source empty");
+        bool threw = false;
+        try {
+            redislockpp::mutex m(c1, k);
+        } catch (const std::system_error &e) {
+            threw = e.code() == errc::invalid;
+        }
+        ok(threw, "mutex from an empty client: errc::invalid");
+        c1 = std::move(c2);
+        c1.ping();
+        ok(c1 && !c2, "client move assignment");
+    }
+
+    del(k);
+    redislockpp::mutex a(cl, k, redislockpp::mode::gozero, seconds(10));
+    a.lock();
+    std::string id = a.id();
+    redislockpp::mutex m2(std::move(a));
+    ok(a.native_handle() == nullptr && !a.owns_lock() && a.id().empty() &&
+           a.fencing_token() == 0 && a.valid_for() == milliseconds(0),
+       "mutex move: the source is empty");
+    ok(m2.owns_lock() && m2.id() == id && get(k) == id,
+       "mutex move: the target holds the lock");
+    bool threw = false;
+    try {
+        a.unlock();   // empty: nothing to do
+        (void)a.try_lock();
+    } catch (const std::system_error &e) {
+        threw = e.code() == errc::invalid;
+    }
+    ok(threw, "moved-from: unlock() is a no-op, try_lock() errc::invalid");
+    m2.unlock();
+    ok(!exists(k), "the moved-to mutex releases");
+
+    del(kx);
+    del(ky);
+    redislockpp::mutex x(cl, kx, redislockpp::mode::gozero, seconds(10));
+    redislockpp::mutex y(cl, ky, redislockpp::mode::gozero, seconds(10));
+    x.lock();
+    y.lock();
+    std::string yid = y.id();
+    x = std::move(y);
+    ok(!exists(kx), "move assignment released the old lock");
+    ok(get(ky) == yid && x.id() == yid && x.owns_lock() &&
+           x.key() == ky && y.native_handle() == nullptr,
+       "move assignment: the target holds the moved lock");
+    {
+        redislockpp::mutex e;
+        e = std::move(x);
+        ok(e.owns_lock() && !x.owns_lock(), "move into an empty mutex");
+    }
+    ok(!exists(ky), "destructor released the moved lock");
+}
+
+void test_counted(redislockpp::client &cl)
+{
+    std::string k = key("counted");
+    redislockpp::mutex c(cl, k, redislockpp::mode::counted, seconds(10));
+    redislockpp::mutex o(cl, k, redislockpp::mode::counted, seconds(10));
+
+    del(k);
+    c.lock();
+    c.lock();
+    ok(c.try_lock() && c.hold_count() == 3, "counted: three holds");
+    c.unlock();
+    c.unlock();
+    ok(c.owns_lock() && c.held() && c.hold_count() == 1 && !o.try_lock(),
+       "counted: held while a hold remains");
+    c.unlock();
+    ok(!c.owns_lock() && !exists(k), "counted: the last unlock frees");
+    {
+        std::lock_guard<redislockpp::mutex> g1(c);
+        std::lock_guard<redislockpp::mutex> g2(c);
+        ok(c.hold_count() == 2, "counted: nested lock_guards");
+    }
+    ok(!exists(k), "counted: nested guards released");
+    {
+        redislockpp::mutex d(cl, k, redislockpp::mode::counted, seconds(10));
+        d.lock();
+        d.lock();
+    }
+    ok(!exists(k), "counted: destructor gives up every hold");
+
+    redislockpp::mutex g(cl, k, redislockpp::mode::gozero, seconds(10));
+    g.lock();
+    g.lock();
+    g.unlock();
+    ok(!g.owns_lock() && !exists(k), "go-zero mode: one unlock frees");
+
+    // A go-zero handle meeting a counted key: a server error.
+    c.lock();
+    try {
+        (void)g.try_lock();
+        ok(false, "go-zero try_lock on a counted key throws");
+    } catch (const std::system_error &e) {
+        ok(e.code() == errc::server && std::strstr(e.what(), "WRONGTYPE"),
+           std::string("try_lock throws errc::server: ") + e.what());
+    }
+    c.unlock();
+}
+
+void test_fencing(redislockpp::client &cl)
+{
+    std::string k = key("fence");
+    redislockpp::options o = lease(seconds(10));
+
+    o.fencing = true;
+    redislockpp::mutex f(cl, k, o), g(cl, k, o);
+    del(k);
+    del("{" + k + "}:fence");
+    f.lock();
+    std::uint64_t t1 = f.fencing_token();
+    f.unlock();
+    ok(t1 > 0 && f.fencing_token() == 0, "fencing: token while held only");
+    f.lock();
+    std::uint64_t t2 = f.fencing_token();
+    f.unlock();
+    g.lock();
+    std::uint64_t t3 = g.fencing_token();
+    g.unlock();
+    ok(t1 < t2 && t2 < t3, "fencing: tokens increase " + std::to_string(t1) +
+                               " < " + std::to_string(t2) + " < " +
+                               std::to_string(t3));
+}
+
+void test_lease(redislockpp::client &cl)
+{
+    std::string k = key("lease");
+    redislockpp::options o;
+
+    del(k);
+    o.expire_seconds = 1;   // go-zero: 1500 ms
+    redislockpp::mutex s(cl, k, o);
+    s.lock();
+    milliseconds t = s.ttl();
+    ok(t > milliseconds(1000) && t <= milliseconds(1500) &&
+           s.valid_for() > milliseconds(1000),
+       "expire_seconds = 1: ttl " + std::to_string(t.count()) + " ms");
+    s.set_expiry(seconds(5));
+    s.extend();
+    t = s.ttl();
+    ok(t > milliseconds(4000) && t <= milliseconds(5000),
+       "set_expiry(5 s) + extend: ttl " + std::to_string(t.count()) + " ms");
+    s.unlock();
+    ok(s.ttl() == milliseconds(-1) && !s.held(), "not held: ttl -1");
+
+    bool threw = false;
+    try {
+        s.set_expiry(milliseconds(0));
+    } catch (const std::system_error &e) {
+        threw = e.code() == errc::invalid && std::strlen(e.what()) > 20;
+    }
+    ok(threw, "set_expiry(0) throws errc::invalid");
+    threw = false;
+    o.expiry = seconds(2);
+    try {
+        redislockpp::mutex both(cl, k, o);
+    } catch (const std::system_error &e) {
+        threw = e.code() == errc::invalid;
+    }
+    ok(threw, "options with expiry and expire_seconds: errc::invalid");
+    threw = false;
+    try {
+        redislockpp::mutex empty(cl, "");
+    } catch (const std::system_error &e) {
+        threw = e.code() == errc::invalid;
+    }
+    ok(threw, "empty key: errc::invalid");
+}
+
+void test_auto_renew(redislockpp::client &cl)
+{
+    std::string k = key("renew");
+    redislockpp::options o = lease(milliseconds(300));
+
+    del(k);
+    {
+        redislockpp::mutex n(cl, k, o);   // control: no renewal
+        n.lock();
+        std::this_thread::sleep_for(milliseconds(700));
+        ok(!n.held() && !exists(k), "without renewal a 300 ms lease lapses");
+    }
+    o.auto_renew = true;
+    redislockpp::mutex r(cl, k, o);
+    redislockpp::mutex other(cl, k, lease(milliseconds(300)));
+    r.lock();
+    std::this_thread::sleep_for(milliseconds(1000));
+    ok(r.held() && !other.try_lock() && r.valid_for() > milliseconds(0),
+       "auto-renewal keeps a 300 ms lease past 1 s");
+    bool threw = false;
+    try {
+        r.unlock();
+    } catch (const std::system_error &) {
+        threw = true;
+    }
+    ok(!threw && !exists(k), "auto-renewed lock unlocks cleanly");
+}
+
+void test_cancel(redislockpp::client &cl)
+{
+    std::string k = key("cancel");
+    redislockpp::mutex a(cl, k, redislockpp::mode::gozero, seconds(10));
+    redislockpp::mutex b(cl, k, redislockpp::mode::gozero, seconds(10));
+    std::error_code got;
+
+    del(k);
+    a.lock();
+    std::thread t([&]() {
+        try {
+            b.lock();
+        } catch (const std::system_error &e) {
+            got = e.code();
+        }
+    });
+    std::this_thread::sleep_for(milliseconds(200));
+    b.cancel_wait();
+    t.join();
+    ok(got == errc::canceled && !b.owns_lock(),
+       "cancel_wait() stops lock(): errc::canceled");
+    a.unlock();
+}
+
+} // namespace
+
+int main()
+{
+    const char *host = std::getenv("REDISLOCK_TEST_HOST");
+    const char *port = std::getenv("REDISLOCK_TEST_PORT");
+
+    if (host == nullptr || port == nullptr) {
+        std::printf("Bail out! REDISLOCK_TEST_HOST/PORT not set: run "
+                    "through tests/with-redis.sh\n");
+        return 99;
+    }
+    url = std::string("redis://") + host + ":" + port;
+    raw = redisConnect(host, std::atoi(port));
+    if (raw == nullptr || raw->err) {
+        std::printf("Bail out! cannot connect to %s\n", url.c_str());
+        return 99;
+    }
+    diag(std::string("C++ ") + std::to_string(__cplusplus) + ", " +
+         url);
+
+    run("error codes", test_error_codes);
+    run("bad URL", test_bad_url);
+    run("unreachable", test_unreachable);
+
+    redislockpp::client cl(url);
+    cl.ping();
+    run("lock_guard", [&]() { test_lock_guard(cl); });
+    run("unique_lock", [&]() { test_unique_lock(cl); });
+    run("deadlines", [&]() { test_deadlines(cl); });
+    run("released meanwhile", [&]() { test_released_meanwhile(cl); });
+    run("two keys", [&]() { test_two_keys(cl); });
+    run("loss", [&]() { test_loss_without_renewal(cl); });
+    run("loss with renewal", [&]() { test_loss_with_renewal(cl); });
+    run("moves", [&]() { test_moves(cl); });
+    run("counted", [&]() { test_counted(cl); });
+    run("fencing", [&]() { test_fencing(cl); });
+    run("lease", [&]() { test_lease(cl); });
+    run("auto-renew", [&]() { test_auto_renew(cl); });
+    run("cancel", [&]() { test_cancel(cl); });
+
+    redisFree(raw);
+    std::printf("1..%d\n", tests_run);
+    return tests_failed == 0 ? 0 : 1;
+}
