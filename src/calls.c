@@ -69,16 +69,19 @@ typedef char release_layouts_agree[
 void redislockp_call_release(redislockp_call *call, const redislock *lock)
 {
     /* The releaser hands the lock to a waiter, if any (see wait.c);
-     * without wake-ups it declares and touches only the lock key. */
-    int nkeys = lock->wakeups ? REDISLOCKP_RELEASE_K_TURN + 1
-                              : REDISLOCKP_RELEASE_K_KEY + 1;
+     * without wake-ups it declares and touches only the lock key.  On a
+     * Cluster, a key whose companions cannot share its slot has no
+     * waiters (waiting is refused): release it alone. */
+    int wake = lock->wakeups && (lock->companions_ok || !lock->cluster);
+    int nkeys = wake ? REDISLOCKP_RELEASE_K_TURN + 1
+                     : REDISLOCKP_RELEASE_K_KEY + 1;
 
     redislockp_call_init(call, counted(lock) ? &redislockp_script_release_counted
                                              : &redislockp_script_release,
                          nkeys);
     redislockp_call_key(call, REDISLOCKP_RELEASE_K_KEY, lock->key,
                         lock->keylen);
-    if (lock->wakeups) {
+    if (wake) {
         redislockp_call_key(call, REDISLOCKP_RELEASE_K_WAITERS,
                             lock->waiters_key, lock->waiters_keylen);
         redislockp_call_key(call, REDISLOCKP_RELEASE_K_WAKE, lock->wake_key,
@@ -88,8 +91,8 @@ void redislockp_call_release(redislockp_call *call, const redislock *lock)
     }
     redislockp_call_arg(call, REDISLOCKP_RELEASE_A_OWNER, lock->id,
                         lock->idlen);
-    redislockp_call_arg(call, REDISLOCKP_RELEASE_A_WAKEUPS,
-                        lock->wakeups ? "1" : "0", 1);
+    redislockp_call_arg(call, REDISLOCKP_RELEASE_A_WAKEUPS, wake ? "1" : "0",
+                        1);
     if (counted(lock))
         redislockp_call_num(call, REDISLOCKP_RELEASE_COUNTED_A_PX, 0,
                             lock->expire_ms);

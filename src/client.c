@@ -70,6 +70,26 @@ int redislock_client_open(const char *url, redislock_client **client,
         redislockp_free(cl);                  /* LCOV_EXCL_LINE */
         return REDISLOCK_ERR_NOMEM;           /* LCOV_EXCL_LINE */
     }
+    cl->cluster = cl->url.cluster;
+    /* Node 0 is the URL's server; a cluster's masters come with its slot
+     * map, read at the first operation. */
+    cl->nodes = redislockp_calloc(1, sizeof cl->nodes[0]);
+    cl->slots = cl->cluster ? redislockp_calloc(REDISLOCKP_SLOTS,
+                                                sizeof cl->slots[0])
+                            : NULL;
+    if (cl->nodes == NULL || (cl->cluster && cl->slots == NULL)) {
+        redislockp_free(cl->nodes);
+        redislockp_free(cl->slots);
+        pthread_cond_destroy(&cl->wd_cond);
+        pthread_mutex_destroy(&cl->wd_mu);
+        pthread_mutex_destroy(&cl->mu);
+        redislockp_url_clear(&cl->url);
+        redislockp_free(cl);
+        if (errbuf != NULL && errsize > 0)
+            snprintf(errbuf, errsize, "out of memory");
+        return REDISLOCK_ERR_NOMEM;
+    }
+    cl->nnodes = cl->capnodes = 1;
     cl->pid = getpid();
     cl->fork_gen = redislockp_fork_watch();
     *client = cl;
@@ -87,12 +107,8 @@ redislock_client *redislock_client_new(const char *url)
 
 void redislock_client_free(redislock_client *cl)
 {
-    size_t i;
-
     if (cl == NULL)
         return;
-    for (i = 0; i < cl->nidle; i++)
-        redisFree(cl->idle[i]);
     /* In a fork child the watchdog thread does not exist, but the mutexes
      * and the condition variable are copies of the parent's, possibly
      * held or waited on at fork time: destroying them could block for
@@ -103,6 +119,7 @@ void redislock_client_free(redislock_client *cl)
         pthread_mutex_destroy(&cl->wd_mu);
         pthread_mutex_destroy(&cl->mu);
     }
+    redislockp_nodes_free(cl);
     redislockp_url_clear(&cl->url);
     sodium_memzero(cl, sizeof *cl);
     redislockp_free(cl);
@@ -121,10 +138,11 @@ int redislock_client_set_timeouts(redislock_client *cl, long long connect_ms,
     return REDISLOCK_OK;
 }
 
-redisContext *redislockp_pool_get(redislock_client *cl, char *errmsg,
-                                  int *status)
+redisContext *redislockp_pool_get(redislock_client *cl, size_t node,
+                                  char *errmsg, int *status)
 {
     redisContext *c = NULL;
+    redislockp_node *n;
     redislockp_url u;
     long long now, wait;
 
@@ -135,13 +153,14 @@ redisContext *redislockp_pool_get(redislock_client *cl, char *errmsg,
         return NULL;
     }
     pthread_mutex_lock(&cl->mu);
-    if (cl->nidle > 0) {
-        c = cl->idle[--cl->nidle];
+    n = &cl->nodes[node];
+    if (n->nidle > 0) {
+        c = n->idle[--n->nidle];
         pthread_mutex_unlock(&cl->mu);
         return c;
     }
     now = redislockp_now_ms();
-    if (cl->failures > 0 && cl->probing) {
+    if (n->failures > 0 && n->probing) {
         /* After failures, one thread at a time tries the server again;
          * the others do not each wait out a connect timeout. */
         pthread_mutex_unlock(&cl->mu);
@@ -150,8 +169,8 @@ redisContext *redislockp_pool_get(redislock_client *cl, char *errmsg,
                                      "reconnecting");
         return NULL;
     }
-    if (cl->failures > 0 && now < cl->retry_at) {
-        wait = cl->retry_at - now;
+    if (n->failures > 0 && now < n->retry_at) {
+        wait = n->retry_at - now;
         pthread_mutex_unlock(&cl->mu);
         *status = redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO,
                                      "not connected: the last connect (or "
@@ -159,50 +178,55 @@ redisContext *redislockp_pool_get(redislock_client *cl, char *errmsg,
                                      "%lld ms", wait);
         return NULL;
     }
-    u = cl->url;                /* the strings stay owned by the client */
-    if (cl->failures > 0)
-        cl->probing = 1;
+    if (n->failures > 0)
+        n->probing = 1;
     pthread_mutex_unlock(&cl->mu);
 
+    u = redislockp_node_url(cl, node);
     c = redislockp_connect(&u, errmsg, status);
 
     pthread_mutex_lock(&cl->mu);
-    cl->probing = 0;
+    n = &cl->nodes[node];       /* the array may have grown meanwhile */
+    n->probing = 0;
     /* Back off after a failed connect, and after a refused AUTH or SELECT
      * too (retrying a wrong password at once helps nobody). */
     if (c == NULL && (*status == REDISLOCK_ERR_IO ||
                       *status == REDISLOCK_ERR_SERVER)) {
-        cl->retry_at = redislockp_now_ms() + redislockp_backoff_ms(cl->failures);
-        cl->failures++;
+        n->retry_at = redislockp_now_ms() + redislockp_backoff_ms(n->failures);
+        n->failures++;
     } else if (c != NULL) {
-        cl->failures = 0;
+        n->failures = 0;
     }
     pthread_mutex_unlock(&cl->mu);
     return c;
 }
 
-void redislockp_pool_put(redislock_client *cl, redisContext *c, int broken)
+void redislockp_pool_put(redislock_client *cl, size_t node, redisContext *c,
+                         int broken)
 {
     redisContext *stale[REDISLOCKP_POOL_IDLE];
-    size_t i, n = 0;
+    redislockp_node *n;
+    size_t i, k = 0;
 
     if (c == NULL)
         return;
     pthread_mutex_lock(&cl->mu);
-    if (!broken && !c->err && !redislockp_tx_pending_output(c) &&
-        cl->nidle < REDISLOCKP_POOL_IDLE) {
-        cl->idle[cl->nidle++] = c;
+    n = &cl->nodes[node];
+    if (!broken && !c->err && !redislockp_tx_pending_output(c) && !n->gone &&
+        n->nidle < REDISLOCKP_POOL_IDLE) {
+        n->idle[n->nidle++] = c;
         c = NULL;
     } else if (broken) {
         /* What broke this connection (a restart, a kill, a network cut)
-         * most likely broke the idle ones too: drop them all, so that the
-         * next operation connects anew instead of failing on each. */
-        n = cl->nidle;
-        memcpy(stale, cl->idle, n * sizeof stale[0]);
-        cl->nidle = 0;
+         * most likely broke the node's idle ones too: drop them all, so
+         * that the next operation connects anew instead of failing on
+         * each. */
+        k = n->nidle;
+        memcpy(stale, n->idle, k * sizeof stale[0]);
+        n->nidle = 0;
     }
     pthread_mutex_unlock(&cl->mu);
-    for (i = 0; i < n; i++)
+    for (i = 0; i < k; i++)
         redisFree(stale[i]);
     if (c != NULL)
         redisFree(c);
@@ -216,12 +240,19 @@ static int broken_by(int status)
            status == REDISLOCK_ERR_PROTOCOL;
 }
 
-int redislockp_conn_take(redislock *lock)
+int redislockp_conn_take(redislock *lock, long node)
 {
+    size_t n = 0;
     int st = REDISLOCK_OK;
 
     if (lock->client != NULL) {
-        lock->ctx = redislockp_pool_get(lock->client, lock->errmsg, &st);
+        if (node >= 0)
+            n = (size_t)node;
+        else if ((st = redislockp_node_for_slot(lock->client, lock->slot, &n,
+                                                lock->errmsg)) != REDISLOCK_OK)
+            return st;
+        lock->node = (int)n;
+        lock->ctx = redislockp_pool_get(lock->client, n, lock->errmsg, &st);
         if (lock->ctx == NULL)
             return st;
     }
@@ -231,7 +262,12 @@ int redislockp_conn_take(redislock *lock)
 void redislockp_conn_give(redislock *lock, int status)
 {
     if (lock->client != NULL) {
-        redislockp_pool_put(lock->client, lock->ctx, broken_by(status));
+        redislockp_pool_put(lock->client, (size_t)lock->node, lock->ctx,
+                            broken_by(status));
+        /* On a cluster a node that fails may have failed over: read the
+         * map again before the next operation. */
+        if (lock->client->cluster && status == REDISLOCK_ERR_IO)
+            redislockp_cluster_stale(lock->client);
         lock->ctx = NULL;
     }
 }
@@ -250,7 +286,15 @@ int redislock_client_ping(redislock_client *cl, char *errbuf, size_t errsize)
         errbuf[0] = '\0';
     if (cl == NULL)
         return REDISLOCK_ERR_INVALID;
-    c = redislockp_pool_get(cl, msg, &st);
+    if (cl->cluster) {
+        /* Reading the slot map tells whether the seeds, the password and
+         * the cluster are right. */
+        st = redislockp_cluster_refresh(cl, 1, msg);
+        if (st != REDISLOCK_OK && errbuf != NULL && errsize > 0)
+            snprintf(errbuf, errsize, "%s", msg);
+        return st;
+    }
+    c = redislockp_pool_get(cl, 0, msg, &st);
     if (c != NULL) {
         redislockp_cmd_init(&cmd);
         (void)redislockp_cmd_append(&cmd, 1, argv, argvlen);
@@ -264,7 +308,7 @@ int redislock_client_ping(redislock_client *cl, char *errbuf, size_t errsize)
                                     "PING: unexpected reply");
         freeReplyObject(r);
         redislockp_cmd_clear(&cmd);
-        redislockp_pool_put(cl, c, broken_by(st));
+        redislockp_pool_put(cl, 0, c, broken_by(st));
     }
     if (st != REDISLOCK_OK && errbuf != NULL && errsize > 0)
         snprintf(errbuf, errsize, "%s", msg);

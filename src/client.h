@@ -8,11 +8,23 @@
 #include <pthread.h>
 
 #include "redislock_int.h"
+#include "slot.h"
+
+/* Seed nodes of a cluster URL, at most this many. */
+#define REDISLOCKP_MAX_SEEDS 64
+
+typedef struct redislockp_seed {
+    char *host;
+    int port;
+} redislockp_seed;
 
 typedef struct redislockp_url {
     int unix_socket;            /* host is a socket path */
-    char *host;
+    char *host;                 /* the first seed's for redis:// */
     int port;
+    redislockp_seed *seeds;     /* redis://: every host given */
+    size_t nseeds;
+    int cluster;                /* ?cluster=1 */
     char *user;                 /* NULL: no user */
     char *password;             /* NULL: no AUTH; wiped when cleared */
     long long db;
@@ -33,35 +45,60 @@ void redislockp_url_clear(redislockp_url *u);
 #define REDISLOCKP_BACKOFF_MIN_MS 50
 #define REDISLOCKP_BACKOFF_MAX_MS 2000
 
+/* A server the client talks to: the URL's one server, or a Cluster
+ * master.  Its idle connections and reconnect backoff are its own. */
+typedef struct redislockp_node {
+    char *host;                 /* cluster nodes; NULL: the URL's server */
+    int port;
+    int gone;                   /* not in the last slot map */
+    redisContext *idle[REDISLOCKP_POOL_IDLE];
+    size_t nidle;
+    unsigned failures;          /* connects failed in a row */
+    int probing;                /* a thread retries after failures */
+    long long retry_at;         /* no connect before this (monotonic ms) */
+} redislockp_node;
+
+/* The slot map is refreshed at most this often (ms), whoever asks. */
+#define REDISLOCKP_MAP_REFRESH_MS 100
+/* More redirections than this in one operation is an error. */
+#define REDISLOCKP_MAX_REDIRECTS 5
+
 /*
  * Which lock guards what:
- * - pid, fork_gen: set once by client_open, read-only after.
+ * - pid, fork_gen, cluster: set once by client_open, read-only after.
  * - mu guards url (the timeouts change through set_timeouts; the strings
- *   never change after client_open), the idle pool, failures, probing and
- *   retry_at.  Whoever needs the URL's settings copies them under mu.
+ *   never change after client_open), the nodes (their pools and
+ *   backoff), the slot map and its refresh state.  Whoever needs the
+ *   URL's settings copies them under mu.
  * - wd_mu guards the watchdog's registry (renewals and the handles' fields
  *   below the line in struct redislock), wd_running and wd_stop, and
  *   wd_cond waits on it.
- * - wd_thread, wd_failures and wd_retry_at belong to the watchdog thread
- *   (wd_thread is joined by client_free after wd_stop).
+ * - wd_thread, wd_conns, wd_nconns, wd_failures and wd_retry_at belong to
+ *   the watchdog thread (wd_thread is joined by client_free after
+ *   wd_stop).
  * mu and wd_mu are never held together.
  */
 struct redislock_client {
     redislockp_url url;
     pid_t pid;
     unsigned long fork_gen;
+    int cluster;                /* url.cluster */
     pthread_mutex_t mu;
-    redisContext *idle[REDISLOCKP_POOL_IDLE];
-    size_t nidle;
-    unsigned failures;          /* connects failed in a row */
-    int probing;                /* a thread retries after failures */
-    long long retry_at;         /* no connect before this (monotonic ms) */
+    redislockp_node *nodes;     /* [0]: the URL's server (standalone) */
+    size_t nnodes, capnodes;
+    uint16_t *slots;            /* cluster: node index + 1 per slot; 0:
+                                 * unknown */
+    long long map_at;           /* last refresh began (monotonic ms) */
+    int map_busy;               /* a thread is refreshing */
+    int map_stale;              /* refresh at the next operation */
     /* The watchdog (watchdog.c). */
     pthread_mutex_t wd_mu;
     pthread_cond_t wd_cond;     /* registry changed / work finished */
     pthread_t wd_thread;
     int wd_running, wd_stop;
     redislock *renewals;        /* registered handles */
+    redisContext **wd_conns;    /* its own connection per node */
+    size_t wd_nconns;
     unsigned wd_failures;       /* the watchdog's own connect backoff */
     long long wd_retry_at;
 };
@@ -69,12 +106,33 @@ struct redislock_client {
 /* connect.c: is this a fork child of the process that made CL? */
 int redislockp_client_forked(const redislock_client *cl);
 
-/* A connection for one operation: from the idle pool or newly connected
- * (redislockp_connect).  NULL with ERRMSG and *STATUS. */
-redisContext *redislockp_pool_get(redislock_client *cl, char *errmsg,
-                                  int *status);
+/* A connection to node NODE for one operation: from its idle pool or
+ * newly connected (redislockp_connect).  NULL with ERRMSG and *STATUS. */
+redisContext *redislockp_pool_get(redislock_client *cl, size_t node,
+                                  char *errmsg, int *status);
 /* Give it back; a broken one (BROKEN, or c->err) is closed instead. */
-void redislockp_pool_put(redislock_client *cl, redisContext *c, int broken);
+void redislockp_pool_put(redislock_client *cl, size_t node, redisContext *c,
+                         int broken);
+
+/* cluster.c: the node that owns SLOT, reading the slot map first if it
+ * does not know (0 with *STATUS and ERRMSG on failure; standalone: node
+ * 0).  Under no lock. */
+int redislockp_node_for_slot(redislock_client *cl, unsigned slot,
+                             size_t *node, char *errmsg);
+/* The node HOST:PORT, added if new (under no lock); -1 out of memory. */
+long redislockp_node_named(redislock_client *cl, const char *host, int port);
+/* A MOVED reply: SLOT lives on HOST:PORT now; note it and refresh the map
+ * (at most every REDISLOCKP_MAP_REFRESH_MS). */
+void redislockp_cluster_moved(redislock_client *cl, unsigned slot,
+                              const char *host, int port);
+/* Something failed on a node (a connection error, a failover): re-read
+ * the map before the next operation. */
+void redislockp_cluster_stale(redislock_client *cl);
+/* Read the slot map now (rate-limited unless FORCE); REDISLOCK_OK or the
+ * error of the last seed tried. */
+int redislockp_cluster_refresh(redislock_client *cl, int force, char *errmsg);
+/* Free what the nodes and the map hold (client_free). */
+void redislockp_nodes_free(redislock_client *cl);
 
 /* connect.c: the client's URL settings, copied under its mutex (the strings stay
  * owned by the client). */
@@ -86,6 +144,9 @@ long long redislockp_backoff_ms(unsigned failures);
 
 /* watchdog.c: stop and join the watchdog (client_free). */
 void redislockp_watchdog_shutdown(redislock_client *cl);
+
+/* connect.c: the URL's settings for NODE (its host and port). */
+redislockp_url redislockp_node_url(redislock_client *cl, size_t node);
 
 /* connect.c: a new connection for U: connect (connect timeout), close-on-
  * exec, command timeout, then AUTH and SELECT as U says, pipelined in one

@@ -40,6 +40,21 @@ redislockp_url redislockp_client_url(redislock_client *cl)
     return u;
 }
 
+redislockp_url redislockp_node_url(redislock_client *cl, size_t node)
+{
+    redislockp_url u;
+
+    pthread_mutex_lock(&cl->mu);
+    u = cl->url;
+    if (cl->nodes[node].host != NULL) {
+        u.host = cl->nodes[node].host;  /* owned by the client */
+        u.port = cl->nodes[node].port;
+        u.unix_socket = 0;
+    }
+    pthread_mutex_unlock(&cl->mu);
+    return u;
+}
+
 /* Send the setup commands in CMD (one write) and check each reply: any
  * error reply fails the connection with the first one's text. */
 static int setup(redisContext *c, redislockp_cmd *cmd, const char **names,

@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "client.h"
 #include "redislock_int.h"
+#include "slot.h"
 
 /* An integer-array reply of MIN..MAX elements, read into V. */
 typedef struct int_reply {
@@ -43,28 +45,133 @@ static int_reply ints(const char *what, size_t min, size_t max)
     return ir;
 }
 
+/* A Cluster redirection in error reply R: follow it (note a MOVED slot,
+ * name the ASK node, or wait a little for TRYAGAIN and the like).  0 to
+ * retry, with *NODE and *ASKING set for the next try; -1 when R is no
+ * redirection, or the operation is out of redirections or time (the
+ * error is then reported as it stands). */
+static int follow(redislock *lock, const redisReply *r, int *redirects,
+                  long long deadline, long *node, int *asking)
+{
+    redislock_client *cl = lock->client;
+    char host[256];
+    unsigned slot;
+    int port;
+    redislockp_redirect kind;
+
+    if (cl == NULL || !cl->cluster || r->str == NULL)
+        return -1;
+    kind = redislockp_redirect_parse(r->str, r->len, &slot, host, sizeof host,
+                                     &port);
+    if (kind == REDISLOCKP_REDIR_NONE || ++*redirects > REDISLOCKP_MAX_REDIRECTS)
+        return -1;
+    if (host[0] == '\0' && kind != REDISLOCKP_REDIR_RETRY) {
+        /* "MOVED 3999 :6380": the node we asked did not know its own
+         * address; it is the host we reached it at. */
+        redislockp_url u = redislockp_node_url(cl, (size_t)lock->node);
+
+        snprintf(host, sizeof host, "%s", u.host);
+    }
+    switch (kind) {
+    case REDISLOCKP_REDIR_MOVED:
+        redislockp_cluster_moved(cl, slot, host, port);
+        *node = -1;
+        *asking = 0;
+        return 0;
+    case REDISLOCKP_REDIR_ASK:
+        *node = redislockp_node_named(cl, host, port);
+        *asking = 1;
+        return *node < 0 ? -1 : 0;
+    default: {
+        /* TRYAGAIN (keys mid-migration), CLUSTERDOWN, LOADING: back off,
+         * 10 ms doubling, within the operation's deadline. */
+        long long pause = 10LL << (*redirects - 1);
+
+        if (redislockp_now_ms() + pause > deadline)
+            return -1;
+        redislockp_sleep_ms(pause);
+        redislockp_cluster_stale(cl);
+        *node = -1;
+        *asking = 0;
+        return 0;
+    }
+    }
+}
+
+/* Refuse a call that needs companion keys which cannot share the lock
+ * key's Cluster slot (the key holds '}' without a hash tag). */
+static int companions_usable(redislock *lock, const redislockp_call *call)
+{
+    if (call->nkeys < 2 || lock->companions_ok || lock->client == NULL ||
+        !lock->client->cluster)
+        return REDISLOCK_OK;
+    return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
+                           "on Redis Cluster this needs companion keys in "
+                           "the lock key's slot, and the key holds a '}' "
+                           "without a hash tag, so none can be named: use "
+                           "a key without '}' or with a hash tag such as "
+                           "{name}; or turn off fencing (and wait only with "
+                           "plain tries)");
+}
+
 int redislockp_op_run(redislock *lock, const redislockp_call *call,
                       int mutating, redislockp_parse_fn parse, void *out)
 {
-    redisReply *reply = NULL;
-    int st, sent = 0;
+    redisReply *reply;
+    long long deadline = 0;
+    long node = -1;
+    int st, sent = 0, any_sent = 0, asking = 0, redirects = 0;
 
-    st = redislockp_conn_take(lock);
+    st = companions_usable(lock, call);
     if (st != REDISLOCK_OK)
         return st;
-    st = redislockp_run(lock->ctx, call, &reply, lock->errmsg, &sent);
-    if (st == REDISLOCK_OK)
-        st = parse(reply, out, lock->errmsg);
-    freeReplyObject(reply);
-    redislockp_conn_give(lock, st);
+    if (lock->client != NULL && lock->client->cluster)
+        deadline = redislockp_now_ms() +
+                   redislockp_client_url(lock->client).command_ms;
+    for (;;) {
+        reply = NULL;
+        sent = 0;
+        st = redislockp_conn_take(lock, node);
+        if (st != REDISLOCK_OK)
+            break;
+        st = redislockp_run_calls_ex(lock->ctx, &call, 1, asking, &reply,
+                                     lock->errmsg, &sent);
+        any_sent |= sent;
+        if (st == REDISLOCK_OK && reply->type == REDIS_REPLY_ERROR) {
+            /* A refused command did not run: following a redirection
+             * cannot run it twice. */
+            redislockp_tx_server_error(reply, "", lock->errmsg);
+            if (follow(lock, reply, &redirects, deadline, &node,
+                       &asking) == 0) {
+                freeReplyObject(reply);
+                redislockp_conn_give(lock, REDISLOCK_OK);
+                any_sent = 0;
+                continue;
+            }
+            st = REDISLOCK_ERR_SERVER;
+            if (redirects > REDISLOCKP_MAX_REDIRECTS) {
+                char last[REDISLOCKP_ERRMSG_SIZE];
+
+                memcpy(last, lock->errmsg, sizeof last);
+                redislockp_fail(lock, st, "more than %d Cluster "
+                                "redirections; the last: %.400s",
+                                REDISLOCKP_MAX_REDIRECTS, last);
+            }
+        } else if (st == REDISLOCK_OK) {
+            st = parse(reply, out, lock->errmsg);
+        }
+        freeReplyObject(reply);
+        redislockp_conn_give(lock, st);
+        break;
+    }
     /* Sent, and no reply of ours read: the command may still be on its
      * way (delayed in the network, queued in a proxy) and may yet run.
      * A later holding with the same ID could be hurt by it (a late
      * release deleting it): refresh_id() replaces the ID before the next
      * acquire. */
-    if (mutating && sent && (st == REDISLOCK_ERR_IO ||
-                             st == REDISLOCK_ERR_NOMEM ||
-                             st == REDISLOCK_ERR_PROTOCOL))
+    if (mutating && any_sent && (st == REDISLOCK_ERR_IO ||
+                                 st == REDISLOCK_ERR_NOMEM ||
+                                 st == REDISLOCK_ERR_PROTOCOL))
         lock->id_stale = 1;
     if (st == REDISLOCK_ERR_SERVER &&
         strncmp(lock->errmsg, "WRONGTYPE", 9) == 0) {

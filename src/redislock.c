@@ -9,7 +9,9 @@
 
 #include <sodium.h>
 
+#include "client.h"
 #include "redislock_int.h"
+#include "slot.h"
 
 #define FENCE_SUFFIX ":fence"
 #define WAKE_SUFFIX ":wake"
@@ -17,17 +19,12 @@
 #define TURN_SUFFIX ":turn"
 #define MAX_EXPIRE_MS 1000000000000LL
 
-/* Does KEY carry a Redis Cluster hash tag: a '{' followed later by a '}'
- * with at least one byte between the first such pair? */
+/* Does KEY carry a Redis Cluster hash tag (slot.c, Redis's own rule)? */
 static int has_hash_tag(const char *key, size_t len)
 {
-    const char *open = memchr(key, '{', len);
-    const char *close;
+    size_t start, taglen;
 
-    if (open == NULL)
-        return 0;
-    close = memchr(open + 1, '}', len - (size_t)(open + 1 - key));
-    return close != NULL && close > open + 1;
+    return redislockp_hash_tag(key, len, &start, &taglen);
 }
 
 /* Write KEY's companion key with SUFFIX at OUT (room for len + 2 +
@@ -97,9 +94,14 @@ static redislock *create(struct redisContext *c, redislock_client *client,
     p += lock->waiters_keylen + 1;
     lock->turn_keylen = companion_key(p, key, len, TURN_SUFFIX);
     lock->turn_key = p;
+    lock->slot = redislockp_key_slot(key, len);
+    /* "{KEY}" + suffix shares KEY's slot unless KEY holds a '}' (which
+     * would end the tag early); with a tag of its own, KEY + suffix does. */
+    lock->companions_ok = has_hash_tag(key, len) || memchr(key, '}', len) == NULL;
 
     lock->ctx = c;
     lock->client = client;
+    lock->cluster = client != NULL && client->cluster;
     lock->mode = mode;
     lock->pid = getpid();
     lock->fork_gen = redislockp_fork_watch();

@@ -54,6 +54,10 @@ struct redislock {
     char *keys;
     const char *key, *fence_key, *wake_key, *waiters_key, *turn_key;
     size_t keylen, fence_keylen, wake_keylen, waiters_keylen, turn_keylen;
+    unsigned slot;                     /* the key's Cluster hash slot */
+    int companions_ok;                 /* the companions share that slot */
+    int cluster;                       /* made from a Cluster client */
+    int node;                          /* client's node of lock->ctx */
     redislockp_mode mode;
     pid_t pid;                         /* process that created the handle */
     unsigned long fork_gen;            /* redislockp_fork_gen() then */
@@ -145,9 +149,10 @@ int redislockp_op_run(redislock *lock, const redislockp_call *call,
                       int mutating, redislockp_parse_fn parse, void *out);
 
 /* client.c: for a client's handle, take a connection into lock->ctx for
- * one call; for a borrowed context, nothing.  Then give it back (STATUS:
- * the call's; one that failed on its connection closes it). */
-int redislockp_conn_take(redislock *lock);
+ * one call, to NODE (>= 0) or else the node owning the key's slot; for a
+ * borrowed context, nothing.  Then give it back (STATUS: the call's; one
+ * that failed on its connection closes it). */
+int redislockp_conn_take(redislock *lock, long node);
 void redislockp_conn_give(redislock *lock, int status);
 
 /* calls.c: each script's call for a handle, its KEYS/ARGV by the layout

@@ -144,9 +144,38 @@ int redislockp_reply_noscript(const redisReply *r)
 /* The most calls in one pipeline (the watchdog's batch). */
 #define MAX_CALLS 64
 
+static const char *const asking_argv[1] = { "ASKING" };
+static const size_t asking_len[1] = { 6 };
+
+/* Send CMD (whose first command is ASKING when ASKING is set, its reply
+ * dropped) and read the other replies into REPLIES. */
+static int call_cmd(redisContext *c, const redislockp_cmd *cmd, int asking,
+                    redisReply **replies, char *errmsg, int *sent)
+{
+    redisReply *all[MAX_CALLS + 1];
+    int i, st;
+
+    st = redislockp_tx_call(c, cmd, all, errmsg, sent);
+    if (st != REDISLOCK_OK)
+        return st;
+    if (asking)
+        freeReplyObject(all[0]);
+    for (i = asking; i < cmd->count; i++)
+        replies[i - asking] = all[i];
+    return REDISLOCK_OK;
+}
+
 int redislockp_run_calls(redisContext *c, const redislockp_call *const *calls,
                          int n, redisReply **replies, char *errmsg,
                          int *sent)
+{
+    return redislockp_run_calls_ex(c, calls, n, 0, replies, errmsg, sent);
+}
+
+int redislockp_run_calls_ex(redisContext *c,
+                            const redislockp_call *const *calls, int n,
+                            int asking, redisReply **replies, char *errmsg,
+                            int *sent)
 {
     redislockp_cmd cmd;
     redisReply *again[MAX_CALLS];
@@ -158,20 +187,24 @@ int redislockp_run_calls(redisContext *c, const redislockp_call *const *calls,
         return redislockp_tx_fail(errmsg, REDISLOCK_ERR_INVALID, /* LCOV_EXCL_LINE */
                                   "internal: %d calls in a pipeline", n);
     redislockp_cmd_init(&cmd);
+    if (asking)
+        (void)redislockp_cmd_append(&cmd, 1, asking_argv, asking_len);
     for (i = 0; st == REDISLOCK_OK && i < n; i++)
         st = redislockp_call_format(&cmd, calls[i], 0, errmsg);
     if (st == REDISLOCK_OK)
-        st = redislockp_tx_call(c, &cmd, replies, errmsg, sent);
+        st = call_cmd(c, &cmd, asking, replies, errmsg, sent);
     if (st != REDISLOCK_OK)
         goto out;
 
     /* Scripts the server did not know: send them with their text. */
     redislockp_cmd_reset(&cmd);
+    if (asking)
+        (void)redislockp_cmd_append(&cmd, 1, asking_argv, asking_len);
     for (i = 0; st == REDISLOCK_OK && i < n; i++)
         if (redislockp_reply_noscript(replies[i]))
             st = redislockp_call_format(&cmd, calls[i], 1, errmsg);
-    if (st == REDISLOCK_OK && cmd.count > 0) {
-        st = redislockp_tx_call(c, &cmd, again, errmsg, sent);
+    if (st == REDISLOCK_OK && cmd.count > asking) {
+        st = call_cmd(c, &cmd, asking, again, errmsg, sent);
         for (i = 0, j = 0; st == REDISLOCK_OK && i < n; i++) {
             if (redislockp_reply_noscript(replies[i])) {
                 freeReplyObject(replies[i]);

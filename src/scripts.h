@@ -78,6 +78,13 @@ int redislockp_run_calls(redisContext *c, const redislockp_call *const *calls,
                          int n, redisReply **replies, char *errmsg,
                          int *sent);
 
+/* As redislockp_run_calls(), with ASKING set each write starts with
+ * ASKING (a Cluster ASK redirection: this once, the importing node). */
+int redislockp_run_calls_ex(redisContext *c,
+                            const redislockp_call *const *calls, int n,
+                            int asking, redisReply **replies, char *errmsg,
+                            int *sent);
+
 /* One call: as redislockp_run_calls(), and a Redis error reply becomes
  * REDISLOCK_ERR_SERVER with its text in ERRMSG (*REPLY NULL). */
 int redislockp_run(redisContext *c, const redislockp_call *call,

@@ -1,12 +1,13 @@
 /*
  * url.c - parsing the client's connection URL.
  *
- *   redis://[user[:password]@]host[:port][/db][?param=value&...]
+ *   redis://[user[:password]@]host[:port][,host[:port]...][/db][?param=value&...]
  *   unix://[user[:password]@]/path/to/socket[?db=N&param=value...]
  *
  * host may be an IPv6 address in brackets.  user and password may hold
  * %XX escapes.  Parameters: db (unix only; for redis:// the path is the
- * db), connect_timeout and timeout (milliseconds).  Error messages name
+ * db), connect_timeout and timeout (milliseconds), cluster (0 or 1: the
+ * hosts are seeds of a Redis Cluster; several hosts need it).  Error messages name
  * the part that is wrong and never repeat the user's password.
  */
 #include "config.h"
@@ -118,7 +119,16 @@ static int userinfo(redislockp_url *u, const char *s, size_t len, int *bad)
 
 void redislockp_url_clear(redislockp_url *u)
 {
-    redislockp_free(u->host);
+    size_t i;
+
+    if (u->seeds != NULL) {
+        /* u->host is the first seed's. */
+        for (i = 0; i < u->nseeds; i++)
+            redislockp_free(u->seeds[i].host);
+        redislockp_free(u->seeds);
+    } else {
+        redislockp_free(u->host);
+    }
     redislockp_free(u->user);
     if (u->password != NULL) {
         sodium_memzero(u->password, strlen(u->password));
@@ -166,13 +176,83 @@ static int params(redislockp_url *u, const char *q, size_t len, char *err,
                 u->connect_ms = v;
             else
                 u->command_ms = v;
+        } else if (strcmp(name, "cluster") == 0) {
+            v = number(eq + 1, (size_t)(stop - eq - 1), 0, 1);
+            if (v < 0)
+                return fail(err, errsize, "URL: %s",
+                            "cluster is 0 or 1");
+            u->cluster = (int)v;
         } else {
             return fail(err, errsize,
                         "URL: unknown parameter '%s' (known: db, "
-                        "connect_timeout, timeout)", name);
+                        "connect_timeout, timeout, cluster)", name);
         }
         q = amp ? amp + 1 : end;
     }
+    return 0;
+}
+
+/* One "host[:port]" or "[v6]:port" at P..E into *HOST (allocated) and
+ * *PORT (left alone without a port); 0, -1 (bad) or -2 (memory). */
+static int host_port(const char *p, const char *e, char **host, int *port,
+                     char *err, size_t errsize)
+{
+    if (p < e && *p == '[') {                   /* [IPv6] */
+        const char *close = memchr(p, ']', (size_t)(e - p));
+
+        if (close == NULL || close == p + 1)
+            return fail(err, errsize, "URL: %s",
+                        "bad IPv6 host (want [address])");
+        if (close + 1 < e && close[1] != ':')
+            return fail(err, errsize, "URL: %s", "junk after the IPv6 host");
+        *host = copy(p + 1, (size_t)(close - p - 1));
+        p = close + 1;
+    } else {
+        const char *colon = memchr(p, ':', (size_t)(e - p));
+        const char *hend = colon ? colon : e;
+
+        if (hend == p)
+            return fail(err, errsize, "URL: %s", "no host");
+        *host = copy(p, (size_t)(hend - p));
+        p = hend;
+    }
+    if (*host == NULL) {
+        fail(err, errsize, "URL: %s", "out of memory");
+        return -2;
+    }
+    if (p < e && *p == ':') {
+        long long v = number(p + 1, (size_t)(e - p - 1), 1, 65535);
+
+        if (v < 0) {
+            redislockp_free(*host);
+            *host = NULL;
+            return fail(err, errsize, "URL: %s",
+                        "port is not a number in 1..65535");
+        }
+        *port = (int)v;
+    }
+    return 0;
+}
+
+/* Append a seed (taking HOST); the first is also u->host/u->port. */
+static int add_seed(redislockp_url *u, char *host, int port)
+{
+    redislockp_seed *seeds;
+
+    if (u->nseeds >= REDISLOCKP_MAX_SEEDS)
+        return -1;
+    seeds = redislockp_malloc((u->nseeds + 1) * sizeof *seeds);
+    if (seeds == NULL)
+        return -1;
+    if (u->nseeds > 0)
+        memcpy(seeds, u->seeds, u->nseeds * sizeof *seeds);
+    seeds[u->nseeds].host = host;
+    seeds[u->nseeds].port = port;
+    redislockp_free(u->seeds);
+    u->seeds = seeds;
+    u->nseeds++;
+    u->host = u->seeds[0].host;
+    u->port = u->seeds[0].port;
     return 0;
 }
 
@@ -240,35 +320,24 @@ static int parse(const char *url, redislockp_url *u, char *err,
                 goto userinfo;
             p = at + 1;
         }
-        if (p < hostend && *p == '[') {          /* [IPv6] */
-            const char *close = memchr(p, ']', (size_t)(hostend - p));
+        /* Seeds: host[:port][,host[:port]...] */
+        for (;;) {
+            const char *comma = memchr(p, ',', (size_t)(hostend - p));
+            const char *itemend = comma ? comma : hostend;
+            char *host = NULL;
+            int port = 6379, rc;
 
-            if (close == NULL || close == p + 1)
-                return fail(err, errsize, "URL: %s",
-                            "bad IPv6 host (want [address])");
-            u->host = copy(p + 1, (size_t)(close - p - 1));
-            p = close + 1;
-            if (p < hostend && *p != ':')
-                return fail(err, errsize, "URL: %s",
-                            "junk after the IPv6 host");
-        } else {
-            const char *colon = memchr(p, ':', (size_t)(hostend - p));
-            const char *hend = colon ? colon : hostend;
-
-            if (hend == p)
-                return fail(err, errsize, "URL: %s", "no host");
-            u->host = copy(p, (size_t)(hend - p));
-            p = hend;
-        }
-        if (u->host == NULL)
-            goto oom;
-        if (p < hostend && *p == ':') {
-            long long port = number(p + 1, (size_t)(hostend - p - 1), 1, 65535);
-
-            if (port < 0)
-                return fail(err, errsize, "URL: %s",
-                            "port is not a number in 1..65535");
-            u->port = (int)port;
+            rc = host_port(p, itemend, &host, &port, err, errsize);
+            if (rc < 0)
+                return rc;
+            rc = add_seed(u, host, port);
+            if (rc < 0) {
+                redislockp_free(host);
+                goto oom;
+            }
+            if (comma == NULL)
+                break;
+            p = comma + 1;
         }
         if (slash != NULL && slash + 1 < end) {
             long long db = number(slash + 1, (size_t)(end - slash - 1), 0,
@@ -294,6 +363,18 @@ static int parse(const char *url, redislockp_url *u, char *err,
         if (params(u, end + 1, strlen(end + 1), err, errsize) < 0)
             return -1;
     }
+    if (u->nseeds > 1 && !u->cluster)
+        return fail(err, errsize, "URL: %s",
+                    "several hosts are the seeds of a Redis Cluster: add "
+                    "?cluster=1 (or give one host for a single server)");
+    if (u->cluster && u->unix_socket)
+        return fail(err, errsize, "URL: %s",
+                    "cluster=1 needs redis://host:port seeds, not a unix "
+                    "socket");
+    if (u->cluster && u->db != 0)
+        return fail(err, errsize, "URL: %s",
+                    "a Redis Cluster has only database 0 (drop /db with "
+                    "cluster=1)");
     return 0;
 userinfo:
     if (bad)

@@ -32,7 +32,9 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 
+#include "client.h"
 #include "redislock_int.h"
+#include "slot.h"
 
 /* Extra read timeout beyond the BLPOP timeout, for the reply to arrive. */
 #define READ_SLACK_MS 1000
@@ -67,7 +69,11 @@ static int block(redislock *lock, long long wait_ms, bool *woken)
     int st;
 
     *woken = false;
-    st = redislockp_conn_take(lock);
+    if (!lock->companions_ok && lock->client != NULL && lock->client->cluster)
+        return redislockp_fail(lock, REDISLOCK_ERR_INVALID, /* LCOV_EXCL_LINE: the tries fail first */
+                               "the wake-up list cannot share the key's "
+                               "Cluster slot");
+    st = redislockp_conn_take(lock, -1);
     if (st != REDISLOCK_OK)
         return st;
     st = block_on(lock, wait_ms, woken);
@@ -115,9 +121,28 @@ static int block_on(redislock *lock, long long wait_ms, bool *woken)
     case REDIS_REPLY_ARRAY:             /* {key, element} */
         *woken = true;
         break;
-    case REDIS_REPLY_ERROR:
-        st = redislockp_tx_server_error(r, "", lock->errmsg);
+    case REDIS_REPLY_ERROR: {
+        char host[256];
+        unsigned slot;
+        int port;
+        redislockp_redirect kind = REDISLOCKP_REDIR_NONE;
+
+        if (lock->client != NULL && lock->client->cluster)
+            kind = redislockp_redirect_parse(r->str, r->len, &slot, host,
+                                             sizeof host, &port);
+        if (kind == REDISLOCKP_REDIR_MOVED && host[0] != '\0') {
+            /* The wake-up list moved with the lock's slot: the next try
+             * and block go to its new node. */
+            redislockp_cluster_moved(lock->client, slot, host, port);
+        } else if (kind != REDISLOCKP_REDIR_NONE) {
+            /* Mid-migration or a cluster hiccup: not woken; the next
+             * try (which follows redirections) tells. */
+            redislockp_cluster_stale(lock->client);
+        } else {
+            st = redislockp_tx_server_error(r, "", lock->errmsg);
+        }
         break;
+    }
     default:
         st = redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL,
                              "BLPOP: unexpected reply of type %d", r->type);

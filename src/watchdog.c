@@ -57,8 +57,8 @@ static void drain(redislock *lock)
  * renewed, 0 not ours (lost), -1 no answer.  *CONN is the watchdog's
  * connection, made anew (with the client's backoff) when it failed. */
 static void renew_batch(redisContext **conn, redislock_client *cl,
-                        redislock **batch, int n, long long limit_ms,
-                        int *result, int *sent)
+                        size_t node, redislock **batch, int n,
+                        long long limit_ms, int *result, int *sent)
 {
     redislockp_call calls[BATCH];
     const redislockp_call *ptrs[BATCH];
@@ -81,7 +81,7 @@ static void renew_batch(redisContext **conn, redislock_client *cl,
         if (cl->wd_failures > 0 && now < cl->wd_retry_at)
             return;
         /* No connect may outlast the earliest lease in the batch. */
-        u = redislockp_client_url(cl);
+        u = redislockp_node_url(cl, node);
         if (u.connect_ms > limit_ms)
             u.connect_ms = limit_ms;
         if (u.command_ms > limit_ms)
@@ -109,9 +109,83 @@ static void renew_batch(redisContext **conn, redislock_client *cl,
         const redisReply *r = replies[i];
 
         if (r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
-            r->element[0]->type == REDIS_REPLY_INTEGER)
+            r->element[0]->type == REDIS_REPLY_INTEGER) {
             result[i] = r->element[0]->integer == 1 ? 1 : 0;
+        } else if (r->type == REDIS_REPLY_ERROR && cl->cluster) {
+            char host[256];
+            unsigned slot;
+            int port;
+
+            /* The slot moved (or is moving): note it; the renewal is
+             * retried soon, on the right node. */
+            if (redislockp_redirect_parse(r->str, r->len, &slot, host,
+                                          sizeof host, &port) ==
+                    REDISLOCKP_REDIR_MOVED && host[0] != '\0')
+                redislockp_cluster_moved(cl, slot, host, port);
+            else
+                redislockp_cluster_stale(cl);
+        }
         freeReplyObject(replies[i]);
+    }
+}
+
+/* The watchdog's own connection slot for NODE (grown as nodes appear);
+ * NULL out of memory. */
+static redisContext **wd_conn(redislock_client *cl, size_t node)
+{
+    if (node >= cl->wd_nconns) {
+        size_t n = node + 8;
+        redisContext **conns = redislockp_calloc(n, sizeof *conns);
+
+        if (conns == NULL)
+            return NULL;
+        if (cl->wd_nconns > 0)
+            memcpy(conns, cl->wd_conns, cl->wd_nconns * sizeof *conns);
+        redislockp_free(cl->wd_conns);
+        cl->wd_conns = conns;
+        cl->wd_nconns = n;
+    }
+    return &cl->wd_conns[node];
+}
+
+/* Renew BATCH: on one server one pipeline; on a Cluster one pipeline per
+ * master, each to the node owning the handles' slots. */
+static void renew_nodes(redislock_client *cl, redislock **batch, int n,
+                        long long limit, int *result, int *sent)
+{
+    redislock *group[BATCH];
+    size_t nodes[BATCH];
+    int res[BATCH], idx[BATCH], done[BATCH];
+    char msg[REDISLOCKP_ERRMSG_SIZE];
+    int i, j, m;
+
+    for (i = 0; i < n; i++) {
+        result[i] = -1;
+        done[i] = 0;
+        nodes[i] = 0;
+        if (cl->cluster &&
+            redislockp_node_for_slot(cl, batch[i]->slot, &nodes[i], msg) !=
+                REDISLOCK_OK)
+            done[i] = 1;                /* no node known: not now */
+    }
+    for (i = 0; i < n; i++) {
+        redisContext **conn;
+
+        if (done[i])
+            continue;
+        for (j = i, m = 0; j < n; j++) {
+            if (!done[j] && nodes[j] == nodes[i]) {
+                group[m] = batch[j];
+                idx[m++] = j;
+                done[j] = 1;
+            }
+        }
+        conn = wd_conn(cl, nodes[i]);
+        if (conn == NULL)
+            continue;
+        renew_batch(conn, cl, nodes[i], group, m, limit, res, sent);
+        for (j = 0; j < m; j++)
+            result[idx[j]] = res[j];
     }
 }
 
@@ -152,8 +226,8 @@ const char *redislock_lost_reason_text(int reason)
 static void *watchdog(void *arg)
 {
     redislock_client *cl = arg;
-    redisContext *conn = NULL;
     sigset_t all;
+    size_t k;
 
     /* This thread writes to sockets: keep SIGPIPE off it for good. */
     sigemptyset(&all);
@@ -233,7 +307,7 @@ static void *watchdog(void *arg)
                 limit = command_ms;
             if (limit < 10)
                 limit = 10;
-            renew_batch(&conn, cl, batch, n, limit, result, &sent_any);
+            renew_nodes(cl, batch, n, limit, result, &sent_any);
         }
 
         pthread_mutex_lock(&cl->wd_mu);
@@ -287,8 +361,12 @@ static void *watchdog(void *arg)
         pthread_cond_broadcast(&cl->wd_cond);
     }
     pthread_mutex_unlock(&cl->wd_mu);
-    if (conn != NULL)
-        redisFree(conn);
+    for (k = 0; k < cl->wd_nconns; k++)
+        if (cl->wd_conns[k] != NULL)
+            redisFree(cl->wd_conns[k]);
+    redislockp_free(cl->wd_conns);
+    cl->wd_conns = NULL;
+    cl->wd_nconns = 0;
     return NULL;
 }
 

@@ -76,6 +76,22 @@ static void test_bad_urls_are_named(void **state)
     bad_url("unix://", "absolute", NULL);
     bad_url("unix://user:hunter2@relative", "absolute", "hunter2");
     bad_url("unix://user:hunter2%zz@/s", "escape", "hunter2");
+    /* Cluster seeds. */
+    bad_url("redis://h1:7000,h2:7001", "add ?cluster=1", NULL);
+    bad_url("redis://:hunter2@h1,h2", "add ?cluster=1", "hunter2");
+    bad_url("redis://h1:7000,h2:7001/2?cluster=1", "only database 0", NULL);
+    bad_url("redis://h1:7000,?cluster=1", "no host", NULL);
+    bad_url("redis://h1:7000,h2:x?cluster=1", "port", NULL);
+    bad_url("redis://h?cluster=2", "cluster is 0 or 1", NULL);
+    bad_url("unix:///s?cluster=1", "not a unix socket", NULL);
+    {
+        redislock_client *ok = NULL;
+
+        assert_int_equal(redislock_client_open(
+                             "redis://u:p@h1:7000,[::1]:7001,h3?cluster=1",
+                             &ok, NULL, 0), REDISLOCK_OK);
+        redislock_client_free(ok);
+    }
     assert_int_equal(redislock_client_open("redis://h", NULL, NULL, 0),
                      REDISLOCK_ERR_INVALID);
 }

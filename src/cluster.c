@@ -1,0 +1,324 @@
+/*
+ * cluster.c - a client's Redis Cluster slot map.
+ *
+ * The client keeps one node per master (its own pool and backoff, see
+ * client.c) and, for each of the 16384 slots, which node owns it.  The
+ * map is read with CLUSTER SLOTS from a known node or a seed, at the
+ * first operation and again after a MOVED reply or a failed connection
+ * (at most once per REDISLOCKP_MAP_REFRESH_MS, however many threads
+ * ask); a MOVED reply also fixes its one slot at once, so the retry goes
+ * to the right node even between refreshes.  Nodes are never freed while
+ * the client lives (indices stay valid): one missing from a new map is
+ * marked gone and its idle connections closed.
+ *
+ * Node host strings are never freed before client_free either, so that
+ * a URL copied from a node (connect.c) stays valid outside the mutex.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "client.h"
+#include "slot.h"
+
+/* The node HOST:PORT under cl->mu, added if new; -1 out of memory. */
+static long node_locked(redislock_client *cl, const char *host, int port)
+{
+    redislockp_node *nodes;
+    size_t i, len;
+    char *copy;
+
+    for (i = 1; i < cl->nnodes; i++)
+        if (cl->nodes[i].port == port && strcmp(cl->nodes[i].host, host) == 0)
+            return (long)i;
+    if (cl->nnodes == cl->capnodes) {
+        size_t cap = cl->capnodes * 2 + 4;
+
+        nodes = redislockp_calloc(cap, sizeof *nodes);
+        if (nodes == NULL)
+            return -1;
+        memcpy(nodes, cl->nodes, cl->nnodes * sizeof *nodes);
+        redislockp_free(cl->nodes);
+        cl->nodes = nodes;
+        cl->capnodes = cap;
+    }
+    len = strlen(host);
+    copy = redislockp_malloc(len + 1);
+    if (copy == NULL)
+        return -1;
+    memcpy(copy, host, len + 1);
+    memset(&cl->nodes[cl->nnodes], 0, sizeof cl->nodes[0]);
+    cl->nodes[cl->nnodes].host = copy;
+    cl->nodes[cl->nnodes].port = port;
+    return (long)cl->nnodes++;
+}
+
+long redislockp_node_named(redislock_client *cl, const char *host, int port)
+{
+    long n;
+
+    pthread_mutex_lock(&cl->mu);
+    n = node_locked(cl, host, port);
+    if (n > 0)
+        cl->nodes[n].gone = 0;
+    pthread_mutex_unlock(&cl->mu);
+    return n;
+}
+
+void redislockp_cluster_stale(redislock_client *cl)
+{
+    pthread_mutex_lock(&cl->mu);
+    cl->map_stale = 1;
+    pthread_mutex_unlock(&cl->mu);
+}
+
+void redislockp_cluster_moved(redislock_client *cl, unsigned slot,
+                              const char *host, int port)
+{
+    long n;
+
+    pthread_mutex_lock(&cl->mu);
+    n = node_locked(cl, host, port);
+    if (n > 0 && slot < REDISLOCKP_SLOTS) {
+        cl->slots[slot] = (uint16_t)(n + 1);
+        cl->nodes[n].gone = 0;
+    }
+    cl->map_stale = 1;
+    pthread_mutex_unlock(&cl->mu);
+}
+
+/* CLUSTER SLOTS on a new connection to U; *REPLY an array. */
+static int ask_slots(const redislockp_url *u, redisReply **reply,
+                     char *errmsg)
+{
+    static const char *const argv[2] = { "CLUSTER", "SLOTS" };
+    static const size_t argvlen[2] = { 7, 5 };
+    redislockp_cmd cmd;
+    redisContext *c;
+    int st, sent = 0;
+
+    *reply = NULL;
+    c = redislockp_connect(u, errmsg, &st);
+    if (c == NULL)
+        return st;
+    redislockp_cmd_init(&cmd);
+    (void)redislockp_cmd_append(&cmd, 2, argv, argvlen);
+    st = redislockp_tx_call(c, &cmd, reply, errmsg, &sent);
+    redislockp_cmd_clear(&cmd);
+    redisFree(c);
+    if (st != REDISLOCK_OK)
+        return st;
+    if ((*reply)->type == REDIS_REPLY_ERROR) {
+        st = redislockp_tx_server_error(*reply, "CLUSTER SLOTS: ", errmsg);
+    } else if ((*reply)->type != REDIS_REPLY_ARRAY) {
+        st = redislockp_tx_fail(errmsg, REDISLOCK_ERR_PROTOCOL,
+                                "CLUSTER SLOTS: unexpected reply of type %d",
+                                (*reply)->type);
+    } else {
+        return REDISLOCK_OK;
+    }
+    freeReplyObject(*reply);
+    *reply = NULL;
+    return st;
+}
+
+/* Apply a CLUSTER SLOTS reply (from a node at ASKED_HOST) under mu:
+ * {start, end, {host, port, ...}, replicas...} per range. */
+static int apply_slots(redislock_client *cl, const redisReply *r,
+                       const char *asked_host, char *errmsg)
+{
+    uint16_t *slots = redislockp_calloc(REDISLOCKP_SLOTS, sizeof *slots);
+    int *seen;
+    size_t i, k;
+
+    if (slots == NULL)
+        return redislockp_tx_fail(errmsg, REDISLOCK_ERR_NOMEM,
+                                  "out of memory reading the slot map");
+    seen = redislockp_calloc(cl->nnodes + r->elements + 1, sizeof *seen);
+    if (seen == NULL) {
+        redislockp_free(slots);
+        return redislockp_tx_fail(errmsg, REDISLOCK_ERR_NOMEM,
+                                  "out of memory reading the slot map");
+    }
+    for (i = 0; i < r->elements; i++) {
+        const redisReply *range = r->element[i], *master;
+        const char *host;
+        long long start, end;
+        long n;
+
+        if (range->type != REDIS_REPLY_ARRAY || range->elements < 3 ||
+            range->element[0]->type != REDIS_REPLY_INTEGER ||
+            range->element[1]->type != REDIS_REPLY_INTEGER ||
+            range->element[2]->type != REDIS_REPLY_ARRAY ||
+            range->element[2]->elements < 2 ||
+            range->element[2]->element[0]->type != REDIS_REPLY_STRING ||
+            range->element[2]->element[1]->type != REDIS_REPLY_INTEGER)
+            goto bad;
+        start = range->element[0]->integer;
+        end = range->element[1]->integer;
+        master = range->element[2];
+        if (start < 0 || end >= REDISLOCKP_SLOTS || start > end ||
+            master->element[1]->integer < 1 ||
+            master->element[1]->integer > 65535)
+            goto bad;
+        /* An empty host ("" or "?") means the node we asked. */
+        host = master->element[0]->len > 0 &&
+               strcmp(master->element[0]->str, "?") != 0
+                   ? master->element[0]->str : asked_host;
+        n = node_locked(cl, host, (int)master->element[1]->integer);
+        if (n < 0) {
+            redislockp_free(seen);
+            redislockp_free(slots);
+            return redislockp_tx_fail(errmsg, REDISLOCK_ERR_NOMEM,
+                                      "out of memory reading the slot map");
+        }
+        seen[n] = 1;
+        for (k = (size_t)start; k <= (size_t)end; k++)
+            slots[k] = (uint16_t)(n + 1);
+    }
+    memcpy(cl->slots, slots, REDISLOCKP_SLOTS * sizeof *slots);
+    /* Nodes no longer in the map: gone (their idle connections close as
+     * they come back; the ones idle now are closed by the caller). */
+    for (k = 1; k < cl->nnodes; k++)
+        cl->nodes[k].gone = !seen[k];
+    redislockp_free(seen);
+    redislockp_free(slots);
+    return REDISLOCK_OK;
+bad:
+    redislockp_free(seen);
+    redislockp_free(slots);
+    return redislockp_tx_fail(errmsg, REDISLOCK_ERR_PROTOCOL,
+                              "CLUSTER SLOTS: unexpected reply");
+}
+
+int redislockp_cluster_refresh(redislock_client *cl, int force, char *errmsg)
+{
+    redisContext *drop[64];
+    size_t ndrop = 0, i, ncand = 0, ntried = 0;
+    redislockp_url *cand = NULL;
+    redisReply *r = NULL;
+    long long now = redislockp_now_ms();
+    int st = REDISLOCK_ERR_IO;
+
+    pthread_mutex_lock(&cl->mu);
+    if (cl->map_busy || (!force && now - cl->map_at < REDISLOCKP_MAP_REFRESH_MS)) {
+        pthread_mutex_unlock(&cl->mu);
+        return REDISLOCK_OK;            /* another thread does it, or did */
+    }
+    cl->map_busy = 1;
+    cl->map_at = now;
+    cl->map_stale = 0;
+    /* Whom to ask: the known masters, then the seeds. */
+    cand = redislockp_calloc(cl->nnodes + cl->url.nseeds + 1, sizeof *cand);
+    if (cand != NULL) {
+        for (i = 1; i < cl->nnodes; i++) {
+            if (cl->nodes[i].gone)
+                continue;
+            cand[ncand] = cl->url;
+            cand[ncand].host = cl->nodes[i].host;
+            cand[ncand++].port = cl->nodes[i].port;
+        }
+        for (i = 0; i < cl->url.nseeds; i++) {
+            cand[ncand] = cl->url;
+            cand[ncand].host = cl->url.seeds[i].host;
+            cand[ncand++].port = cl->url.seeds[i].port;
+        }
+    }
+    pthread_mutex_unlock(&cl->mu);
+    if (cand == NULL)
+        st = redislockp_tx_fail(errmsg, REDISLOCK_ERR_NOMEM,
+                                "out of memory reading the slot map");
+
+    for (i = 0; cand != NULL && i < ncand; i++) {
+        ntried++;
+        st = ask_slots(&cand[i], &r, errmsg);
+        if (st == REDISLOCK_OK)
+            break;
+        if (st == REDISLOCK_ERR_NOMEM)
+            break;
+    }
+
+    pthread_mutex_lock(&cl->mu);
+    if (st == REDISLOCK_OK) {
+        st = apply_slots(cl, r, cand[i].host, errmsg);
+        for (i = 1; i < cl->nnodes && st == REDISLOCK_OK; i++) {
+            redislockp_node *n = &cl->nodes[i];
+
+            while (n->gone && n->nidle > 0 &&
+                   ndrop < sizeof drop / sizeof drop[0])
+                drop[ndrop++] = n->idle[--n->nidle];
+        }
+    } else {
+        cl->map_stale = 1;              /* try again next time */
+    }
+    cl->map_busy = 0;
+    pthread_mutex_unlock(&cl->mu);
+    for (i = 0; i < ndrop; i++)
+        redisFree(drop[i]);
+    freeReplyObject(r);
+    redislockp_free(cand);
+    (void)ntried;
+    return st;
+}
+
+int redislockp_node_for_slot(redislock_client *cl, unsigned slot,
+                             size_t *node, char *errmsg)
+{
+    long long deadline = 0;
+    int st, stale, known, busy, tries = 0;
+
+    *node = 0;
+    if (!cl->cluster)
+        return REDISLOCK_OK;
+    for (;;) {
+        pthread_mutex_lock(&cl->mu);
+        known = cl->slots[slot];
+        stale = cl->map_stale;
+        busy = cl->map_busy;
+        if (deadline == 0)
+            deadline = redislockp_now_ms() + 2 * cl->url.connect_ms;
+        pthread_mutex_unlock(&cl->mu);
+        if (known && (!stale || tries > 0)) {
+            *node = (size_t)known - 1;
+            return REDISLOCK_OK;
+        }
+        if (!known && busy) {
+            /* Another thread is reading the map: wait for it rather than
+             * fail (the first operations of many threads at once). */
+            if (redislockp_now_ms() > deadline)
+                break;
+            redislockp_sleep_ms(1);
+            continue;
+        }
+        st = redislockp_cluster_refresh(cl, !known, errmsg);
+        tries++;
+        if (st != REDISLOCK_OK) {
+            if (!known)
+                return st;
+            *node = (size_t)known - 1;  /* the old owner, as good a guess */
+            return REDISLOCK_OK;
+        }
+        if (!known && tries >= 2)
+            break;
+    }
+    return redislockp_tx_fail(errmsg, REDISLOCK_ERR_SERVER,
+                              "no Cluster node serves slot %u (the cluster "
+                              "is down or the slot unassigned)", slot);
+}
+
+void redislockp_nodes_free(redislock_client *cl)
+{
+    size_t i, k;
+
+    for (i = 0; i < cl->nnodes; i++) {
+        for (k = 0; k < cl->nodes[i].nidle; k++)
+            redisFree(cl->nodes[i].idle[k]);
+        redislockp_free(cl->nodes[i].host);
+    }
+    redislockp_free(cl->nodes);
+    redislockp_free(cl->slots);
+    cl->nodes = NULL;
+    cl->slots = NULL;
+    cl->nnodes = cl->capnodes = 0;
+}

@@ -1,0 +1,446 @@
+/*
+ * t_cluster.c - a client on a real local Redis Cluster (3 masters, 3
+ * replicas, started by tests/with-cluster.sh): hash slots agree with the
+ * servers', locks on keys of every master from 8 threads never overlap,
+ * MOVED and ASK are followed, companion keys share the lock key's slot or
+ * the operation that needs them is refused, waiting and auto-renewal work
+ * across masters.
+ *
+ * Linked with the fault-injection build of the library, for slot.h.
+ */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "slot.h"
+#include "testutil.h"
+
+static int ports[6];
+static char url[256];
+
+static redisContext *node(int i)
+{
+    redisContext *c = redisConnect("127.0.0.1", ports[i]);
+
+    assert_non_null(c);
+    assert_int_equal(c->err, 0);
+    return c;
+}
+
+/* The port of the master serving SLOT (asking node 0). */
+static int master_of(unsigned slot)
+{
+    redisContext *c = node(0);
+    redisReply *r = tu_cmd(c, "CLUSTER SLOTS");
+    int port = 0;
+    size_t i;
+
+    for (i = 0; i < r->elements; i++) {
+        redisReply *range = r->element[i];
+
+        if ((unsigned)range->element[0]->integer <= slot &&
+            slot <= (unsigned)range->element[1]->integer)
+            port = (int)range->element[2]->element[1]->integer;
+    }
+    freeReplyObject(r);
+    redisFree(c);
+    return port;
+}
+
+static redisContext *connect_port(int port)
+{
+    redisContext *c = redisConnect("127.0.0.1", port);
+
+    assert_non_null(c);
+    assert_int_equal(c->err, 0);
+    return c;
+}
+
+static void node_id(int port, char *id, size_t size)
+{
+    redisContext *c = connect_port(port);
+    redisReply *r = tu_cmd(c, "CLUSTER MYID");
+
+    snprintf(id, size, "%s", r->str);
+    freeReplyObject(r);
+    redisFree(c);
+}
+
+static void test_slots_match_the_servers(void **state)
+{
+    static const char *const keys[] = {
+        "foo", "bar", "somekey", "foo{hash_tag}", "foo{}{bar}",
+        "foo{{bar}}zap", "foo{bar}{zap}", "x{y}z", "{a}", "a{}b", "a}b",
+        "{user1000}.following", "{user1000}.followers", "", "{", "}", "{}",
+    };
+    redisContext *c = node(0);
+    size_t i;
+    char key[32];
+
+    (void)state;
+    /* The CRC16 check value of the XMODEM variant. */
+    assert_int_equal(redislockp_crc16("123456789", 9), 0x31C3);
+    for (i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        redisReply *r = tu_cmd(c, "CLUSTER KEYSLOT %s", keys[i]);
+
+        if ((unsigned)r->integer !=
+            redislockp_key_slot(keys[i], strlen(keys[i])))
+            fail_msg("key \"%s\": server slot %lld, ours %u", keys[i],
+                     r->integer, redislockp_key_slot(keys[i], strlen(keys[i])));
+        freeReplyObject(r);
+    }
+    for (i = 0; i < 500; i++) {
+        redisReply *r;
+
+        snprintf(key, sizeof key, "k%zu{%zu}x%zu", i * 7919, i % 13, i);
+        r = tu_cmd(c, "CLUSTER KEYSLOT %s", key);
+        assert_int_equal(r->integer, redislockp_key_slot(key, strlen(key)));
+        freeReplyObject(r);
+    }
+    redisFree(c);
+}
+
+/* 8 threads, 10,000 keys over all masters; pairs of threads contend for
+ * each key; an in-memory flag per key catches any overlap. */
+#define KEYS 10000
+#define THREADS 8
+
+static redislock_client *shared;
+static int holder[KEYS];
+static int overlaps, taken, errors;
+
+static void *contend(void *arg)
+{
+    long t = (long)arg;
+    char key[32];
+    int k;
+
+    for (k = (int)(t % 4); k < KEYS; k += 4) {
+        redislock *lock;
+        bool ok = false;
+
+        snprintf(key, sizeof key, "c:%d", k);
+        lock = redislock_new_from_client(shared, key);
+        if (lock == NULL || redislock_set_expire(lock, 10) != REDISLOCK_OK ||
+            redislock_acquire(lock, &ok) != REDISLOCK_OK) {
+            __atomic_add_fetch(&errors, 1, __ATOMIC_SEQ_CST);
+            redislock_free(lock);
+            continue;
+        }
+        if (ok) {
+            if (__atomic_exchange_n(&holder[k], 1, __ATOMIC_SEQ_CST) != 0)
+                __atomic_add_fetch(&overlaps, 1, __ATOMIC_SEQ_CST);
+            __atomic_add_fetch(&taken, 1, __ATOMIC_SEQ_CST);
+            __atomic_store_n(&holder[k], 0, __ATOMIC_SEQ_CST);
+            if (redislock_release(lock, &ok) != REDISLOCK_OK || !ok)
+                __atomic_add_fetch(&errors, 1, __ATOMIC_SEQ_CST);
+        }
+        redislock_free(lock);
+    }
+    return NULL;
+}
+
+static long long evalsha_calls(int port)
+{
+    redisContext *c = connect_port(port);
+    long long n = tu_cmdstat_calls(c, "evalsha");
+
+    redisFree(c);
+    return n;
+}
+
+static void test_many_locks_over_all_masters(void **state)
+{
+    pthread_t t[THREADS];
+    long long before[3];
+    long i;
+
+    (void)state;
+    shared = redislock_client_new(url);
+    assert_non_null(shared);
+    for (i = 0; i < 3; i++)
+        before[i] = evalsha_calls(ports[i]);
+    for (i = 0; i < THREADS; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, contend, (void *)i), 0);
+    for (i = 0; i < THREADS; i++)
+        assert_int_equal(pthread_join(t[i], NULL), 0);
+    assert_int_equal(errors, 0);
+    assert_int_equal(overlaps, 0);
+    /* Every key was taken at least once (by one of its two threads). */
+    assert_true(taken >= KEYS);
+    /* All three masters served locks. */
+    for (i = 0; i < 3; i++)
+        if (evalsha_calls(ports[i]) - before[i] < KEYS / 10)
+            fail_msg("master on port %d served %lld scripts", ports[i],
+                     evalsha_calls(ports[i]) - before[i]);
+    redislock_client_free(shared);
+}
+
+/* Move KEY's (empty) slot to another master: the client's next operation
+ * meets MOVED and follows it. */
+static void test_moved_is_followed(void **state)
+{
+    const char *key = "moved:key";
+    unsigned slot = redislockp_key_slot(key, strlen(key));
+    int from = master_of(slot), to, i;
+    char to_id[64];
+    redislock_client *cl = redislock_client_new(url);
+    redislock *lock;
+
+    (void)state;
+    assert_non_null(cl);
+    lock = redislock_new_from_client(cl, key);
+    assert_non_null(lock);
+    assert_true(tu_acquire(lock));          /* the map is read, warm */
+    assert_true(tu_release(lock));
+    to = from == ports[0] ? ports[1] : ports[0];
+    node_id(to, to_id, sizeof to_id);
+    for (i = 0; i < 3; i++) {
+        redisContext *c = connect_port(ports[i]);
+
+        tu_cmd_ok(c, "CLUSTER SETSLOT %u NODE %s", slot, to_id);
+        redisFree(c);
+    }
+    for (i = 0; i < 100 && master_of(slot) != to; i++)
+        tu_sleep_ms(20);
+    assert_int_equal(master_of(slot), to);
+    assert_true(tu_acquire(lock));          /* MOVED, then the new owner */
+    {
+        redisContext *c = connect_port(to);
+
+        assert_true(tu_pttl(c, key, strlen(key)) > 0);
+        redisFree(c);
+    }
+    assert_true(tu_release(lock));
+    redislock_free(lock);
+    redislock_client_free(cl);
+}
+
+/* A slot being migrated: the key is not on the source, which answers ASK;
+ * the client asks the importing node with ASKING, once. */
+static void test_ask_is_followed(void **state)
+{
+    const char *key = "ask:key";
+    unsigned slot = redislockp_key_slot(key, strlen(key));
+    int from = master_of(slot), to = from == ports[2] ? ports[1] : ports[2];
+    char from_id[64], to_id[64];
+    redislock_client *cl = redislock_client_new(url);
+    redislock *lock;
+    redisContext *src, *dst;
+    int i;
+
+    (void)state;
+    assert_non_null(cl);
+    node_id(from, from_id, sizeof from_id);
+    node_id(to, to_id, sizeof to_id);
+    lock = redislock_new_from_client(cl, key);
+    assert_non_null(lock);
+    assert_true(tu_acquire(lock));          /* warm map */
+    assert_true(tu_release(lock));
+    src = connect_port(from);
+    dst = connect_port(to);
+    tu_cmd_ok(dst, "CLUSTER SETSLOT %u IMPORTING %s", slot, from_id);
+    tu_cmd_ok(src, "CLUSTER SETSLOT %u MIGRATING %s", slot, to_id);
+    assert_true(tu_acquire(lock));          /* ASK -> ASKING + script */
+    /* The lock was made on the importing node (which answers for the
+     * slot only after ASKING), and not on the source (which still sends
+     * askers on, as the key is not there). */
+    tu_cmd_ok(dst, "ASKING");
+    assert_true(tu_pttl(dst, key, strlen(key)) > 0);
+    {
+        redisReply *r = tu_cmd(src, "PTTL %s", key);
+
+        assert_int_equal(r->type, REDIS_REPLY_ERROR);
+        assert_non_null(strstr(r->str, "ASK"));
+        freeReplyObject(r);
+    }
+    /* Finish the migration; the lock then lives on the new owner. */
+    for (i = 0; i < 3; i++) {
+        redisContext *c = connect_port(ports[i]);
+
+        tu_cmd_ok(c, "CLUSTER SETSLOT %u NODE %s", slot, to_id);
+        redisFree(c);
+    }
+    assert_true(tu_release(lock));
+    assert_int_equal(tu_pttl(dst, key, strlen(key)), -2);
+    redisFree(src);
+    redisFree(dst);
+    redislock_free(lock);
+    redislock_client_free(cl);
+}
+
+/* Companion keys share the lock key's slot; a key for which none can
+ * refuses what needs them and still locks and releases plainly. */
+static void test_companion_keys(void **state)
+{
+    static const char *const good[] = { "x{y}z", "{a}", "plain:key" };
+    static const char *const bad[] = { "a}b", "a{}b" };
+    redislock_client *cl = redislock_client_new(url);
+    redisContext *c = node(0);
+    size_t i;
+
+    (void)state;
+    assert_non_null(cl);
+    for (i = 0; i < sizeof good / sizeof good[0]; i++) {
+        redislock *lock = redislock_new_from_client(cl, good[i]);
+        char fence[64];
+        uint64_t token = 0;
+        redisReply *a, *b;
+
+        assert_non_null(lock);
+        assert_int_equal(redislock_set_fencing(lock, true), REDISLOCK_OK);
+        assert_true(tu_acquire(lock));
+        assert_int_equal(redislock_token(lock, &token), REDISLOCK_OK);
+        assert_true(token > 0);
+        if (strchr(good[i], '{'))
+            snprintf(fence, sizeof fence, "%s:fence", good[i]);
+        else
+            snprintf(fence, sizeof fence, "{%s}:fence", good[i]);
+        a = tu_cmd(c, "CLUSTER KEYSLOT %s", good[i]);
+        b = tu_cmd(c, "CLUSTER KEYSLOT %s", fence);
+        assert_int_equal(a->integer, b->integer);
+        freeReplyObject(a);
+        freeReplyObject(b);
+        assert_true(tu_release(lock));
+        redislock_free(lock);
+    }
+    for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        redislock *lock = redislock_new_from_client(cl, bad[i]);
+        bool ok = true;
+
+        assert_non_null(lock);
+        assert_true(tu_acquire(lock));      /* the key alone: fine */
+        assert_true(tu_release(lock));      /* without wake-ups */
+        assert_int_equal(redislock_set_fencing(lock, true), REDISLOCK_OK);
+        assert_int_equal(redislock_acquire(lock, &ok), REDISLOCK_ERR_INVALID);
+        assert_false(ok);
+        assert_non_null(strstr(redislock_last_error(lock), "hash tag"));
+        assert_int_equal(redislock_set_fencing(lock, false), REDISLOCK_OK);
+        ok = true;
+        assert_int_equal(redislock_acquire_wait(lock, 100, &ok),
+                         REDISLOCK_ERR_INVALID);
+        assert_false(ok);
+        redislock_free(lock);
+    }
+    redisFree(c);
+    redislock_client_free(cl);
+}
+
+/* Waiting and auto-renewal on keys of different masters. */
+struct waiter {
+    redislock *lock;
+    int status;
+    bool acquired;
+};
+
+static void *wait_for(void *arg)
+{
+    struct waiter *w = arg;
+
+    w->status = redislock_acquire_wait(w->lock, 5000, &w->acquired);
+    return NULL;
+}
+
+static void test_wait_and_renew(void **state)
+{
+    redislock_client *cl = redislock_client_new(url);
+    redislock *h[3], *other;
+    struct waiter w;
+    pthread_t t;
+    char key[32];
+    int i;
+
+    (void)state;
+    assert_non_null(cl);
+    for (i = 0; i < 3; i++) {
+        snprintf(key, sizeof key, "renew:%d", i * 1000 + 7);
+        h[i] = redislock_new_from_client(cl, key);
+        assert_non_null(h[i]);
+        assert_int_equal(redislock_set_expire_ms(h[i], 300), REDISLOCK_OK);
+        assert_int_equal(redislock_set_autorenew(h[i], true), REDISLOCK_OK);
+        assert_true(tu_acquire(h[i]));
+    }
+    tu_sleep_ms(1000);                      /* three leases */
+    for (i = 0; i < 3; i++)
+        assert_true(redislock_valid_for_ms(h[i]) > 0);
+    /* A waiter on h[1]'s key is woken by its release. */
+    snprintf(key, sizeof key, "renew:%d", 1007);
+    other = redislock_new_from_client(cl, key);
+    w.lock = other;
+    w.acquired = false;
+    assert_int_equal(pthread_create(&t, NULL, wait_for, &w), 0);
+    tu_sleep_ms(200);
+    for (i = 0; i < 3; i++)
+        assert_true(tu_release(h[i]));      /* none was lost */
+    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_int_equal(w.status, REDISLOCK_OK);
+    assert_true(w.acquired);
+    assert_true(tu_release(other));
+    redislock_free(other);
+    for (i = 0; i < 3; i++)
+        redislock_free(h[i]);
+    redislock_client_free(cl);
+}
+
+static void test_ping_reads_the_map(void **state)
+{
+    char errbuf[256];
+    redislock_client *cl = redislock_client_new(url);
+    redislock_client *bad;
+
+    (void)state;
+    assert_non_null(cl);
+    assert_int_equal(redislock_client_ping(cl, errbuf, sizeof errbuf),
+                     REDISLOCK_OK);
+    redislock_client_free(cl);
+    /* Seeds that are all down. */
+    bad = redislock_client_new("redis://127.0.0.1:1,127.0.0.1:2?cluster=1"
+                               "&connect_timeout=200");
+    assert_non_null(bad);
+    assert_int_equal(redislock_client_ping(bad, errbuf, sizeof errbuf),
+                     REDISLOCK_ERR_IO);
+    redislock_client_free(bad);
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_slots_match_the_servers),
+        cmocka_unit_test(test_ping_reads_the_map),
+        cmocka_unit_test(test_many_locks_over_all_masters),
+        cmocka_unit_test(test_moved_is_followed),
+        cmocka_unit_test(test_ask_is_followed),
+        cmocka_unit_test(test_companion_keys),
+        cmocka_unit_test(test_wait_and_renew),
+    };
+    const char *p = getenv("REDISLOCK_TEST_CLUSTER_PORTS");
+    int i;
+
+    if (p == NULL) {
+        /* Run again beside a cluster of our own. */
+        const char *srcdir = getenv("REDISLOCK_TEST_SRCDIR");
+        char script[512];
+
+        (void)argc;
+        snprintf(script, sizeof script, "%s/tests/with-cluster.sh",
+                 srcdir ? srcdir : ".");
+        execlp("sh", "sh", script, argv[0], (char *)NULL);
+        printf("Bail out! cannot run %s\n", script);
+        return 99;
+    }
+    for (i = 0; i < 6; i++) {
+        char *end;
+
+        ports[i] = (int)strtol(p, &end, 10);
+        p = end;
+    }
+    /* Two seeds, one of them a replica: seeds only lead to the map. */
+    snprintf(url, sizeof url,
+             "redis://127.0.0.1:%d,127.0.0.1:%d?cluster=1&timeout=2000",
+             ports[3], ports[0]);
+    return TU_RUN(tests, NULL, NULL);
+}

@@ -1,0 +1,103 @@
+#!/bin/sh
+# with-cluster.sh - run a command beside a private Redis Cluster: 6
+# redis-server processes (3 masters, 3 replicas) with cluster-enabled,
+# on free loopback ports in a temporary directory, joined with
+# `redis-cli --cluster create`; stopped by PID afterwards, whatever
+# happened.
+#
+# Usage: with-cluster.sh COMMAND [ARG...]
+# COMMAND gets REDISLOCK_TEST_CLUSTER_PORTS ("p1 p2 ... p6", masters
+# first as created) and REDISLOCK_TEST_CLUSTER_PIDS in its environment.
+# It checks that each port is answered by the process it started (INFO's
+# process_id).  Exit status: COMMAND's; 77 (skip) when redis-server or
+# redis-cli is missing outside CI.
+set -u
+
+server=${REDIS_SERVER:-$(command -v redis-server || true)}
+cli=${REDIS_CLI:-$(command -v redis-cli || true)}
+if [ -z "$server" ] || [ -z "$cli" ]; then
+    [ "${CI:-}" = true ] && { echo "Bail out! redis-server/redis-cli not found"; exit 99; }
+    echo "1..0 # SKIP redis-server/redis-cli not found"
+    exit 0
+fi
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/redislock-cluster.XXXXXX") || exit 99
+pids=
+cleanup() {
+    for p in $pids; do
+        kill "$p" 2>/dev/null
+    done
+    for p in $pids; do
+        i=0
+        while [ $i -lt 50 ] && kill -0 "$p" 2>/dev/null; do
+            case $(sed -n 's/^State:[[:space:]]*\([A-Z]\).*/\1/p' "/proc/$p/status" 2>/dev/null) in
+                Z|"") break ;;
+            esac
+            sleep 0.1; i=$((i + 1))
+        done
+        kill -9 "$p" 2>/dev/null
+    done
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 99' INT TERM HUP
+
+# A base port whose six ports and six bus ports (+10000) are free; the
+# servers refuse to start on a taken one, which the check below catches.
+start_all() {
+    base=$(( ( $(od -An -N2 -tu2 /dev/urandom) % 20000 ) + 20000 ))
+    ports=
+    pids=
+    for i in 0 1 2 3 4 5; do
+        port=$((base + i))
+        mkdir -p "$tmp/$port"
+        ( cd "$tmp/$port" && exec "$server" --port "$port" --bind 127.0.0.1 \
+            --cluster-enabled yes --cluster-config-file nodes.conf \
+            --cluster-node-timeout 2000 --appendonly no --save '' \
+            --daemonize no --logfile "$tmp/$port/log" ) &
+        pids="$pids $!"
+        ports="$ports $port"
+    done
+    set -- $pids
+    for port in $ports; do
+        pid=$1; shift
+        i=0
+        while :; do
+            got=$("$cli" -h 127.0.0.1 -p "$port" INFO server 2>/dev/null |
+                  sed -n 's/^process_id:\([0-9]*\).*/\1/p')
+            [ "$got" = "$pid" ] && break
+            kill -0 "$pid" 2>/dev/null || return 1
+            i=$((i + 1))
+            [ $i -lt 100 ] || return 1
+            sleep 0.05
+        done
+    done
+    return 0
+}
+
+ok=0
+for attempt in 1 2 3 4 5; do
+    if start_all; then ok=1; break; fi
+    cleanup; tmp=$(mktemp -d "${TMPDIR:-/tmp}/redislock-cluster.XXXXXX") || exit 99
+done
+[ $ok = 1 ] || { echo "with-cluster.sh: could not start 6 servers" >&2; exit 99; }
+
+addrs=
+for port in $ports; do addrs="$addrs 127.0.0.1:$port"; done
+# shellcheck disable=SC2086
+"$cli" --cluster create $addrs --cluster-replicas 1 --cluster-yes \
+    > "$tmp/create.log" 2>&1 || { cat "$tmp/create.log" >&2; exit 99; }
+# Every node agrees the cluster is up.
+for port in $ports; do
+    i=0
+    until "$cli" -p "$port" CLUSTER INFO 2>/dev/null | grep -q 'cluster_state:ok'; do
+        i=$((i + 1))
+        [ $i -lt 200 ] || { echo "with-cluster.sh: cluster not ok on $port" >&2; exit 99; }
+        sleep 0.05
+    done
+done
+
+REDISLOCK_TEST_CLUSTER_PORTS=$(echo $ports)
+REDISLOCK_TEST_CLUSTER_PIDS=$(echo $pids)
+export REDISLOCK_TEST_CLUSTER_PORTS REDISLOCK_TEST_CLUSTER_PIDS
+"$@"
