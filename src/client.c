@@ -131,6 +131,8 @@ int redislock_client_set_timeouts(redislock_client *cl, long long connect_ms,
     if (cl == NULL || connect_ms < 1 || connect_ms > 3600000 ||
         command_ms < 1 || command_ms > 3600000)
         return REDISLOCK_ERR_INVALID;
+    if (redislockp_client_forked(cl))
+        return REDISLOCK_ERR_FORKED;    /* its mutex may be held for ever */
     pthread_mutex_lock(&cl->mu);
     cl->url.connect_ms = connect_ms;
     cl->url.command_ms = command_ms;

@@ -153,6 +153,7 @@ redisContext *redislockp_connect(const redislockp_url *u, char *errmsg,
         *status = setup(c, &cmd, names, errmsg);
     /* The password went into the buffer: wipe it. */
     memset(cmd.buf, 0, cmd.len);
+    memset(cmd.inline_buf, 0, sizeof cmd.inline_buf);
     redislockp_cmd_clear(&cmd);
     if (*status != REDISLOCK_OK) {
         redisFree(c);

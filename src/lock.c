@@ -173,8 +173,7 @@ int redislockp_op_run(redislock *lock, const redislockp_call *call,
                                  st == REDISLOCK_ERR_NOMEM ||
                                  st == REDISLOCK_ERR_PROTOCOL))
         lock->id_stale = 1;
-    if (st == REDISLOCK_ERR_SERVER &&
-        strncmp(lock->errmsg, "WRONGTYPE", 9) == 0) {
+    if (st == REDISLOCK_ERR_SERVER && strstr(lock->errmsg, "WRONGTYPE") != NULL) {
         /* The one confusion worth naming: a lock of the other mode. */
         size_t len = strlen(lock->errmsg);
 
@@ -282,8 +281,23 @@ int redislock_acquire(redislock *lock, bool *acquired)
     st = redislockp_begin_call(lock, acquired, "acquired");
     if (st != REDISLOCK_OK)
         return st;
+    st = redislockp_report_pending_loss(lock);
+    if (st != REDISLOCK_OK)
+        return st;
     return redislockp_acquire_once(lock, REDISLOCKP_TRY_PLAIN, acquired,
                                    &pttl);
+}
+
+int redislockp_report_pending_loss(redislock *lock)
+{
+    int why = redislockp_renew_lost(lock);
+
+    if (why == 0)
+        return REDISLOCK_OK;
+    /* A re-entry would hide the loss (and start the count afresh): the
+     * caller hears of it first, as from release and extend. */
+    redislockp_renew_stop(lock);
+    return report_lost(lock, why, "while auto-renewed", REDISLOCK_OK);
 }
 
 int redislock_release(redislock *lock, bool *released)
@@ -291,7 +305,7 @@ int redislock_release(redislock *lock, bool *released)
     redislockp_call call;
     int_reply r = ints("release", 2, 2);
     long long sent;
-    int st, was_lost;
+    int st, was_lost, was_renewing, was_held;
 
     if (released)
         *released = false;
@@ -300,6 +314,8 @@ int redislock_release(redislock *lock, bool *released)
         return st;
     /* From here on, no renewal of this lock is sent (until holds that
      * remain, in counted mode, are handed back to the watchdog). */
+    was_renewing = lock->renewing;
+    was_held = lock->held;
     redislockp_renew_stop(lock);
     was_lost = redislockp_renew_lost(lock);
 
@@ -319,6 +335,14 @@ int redislock_release(redislock *lock, bool *released)
          * still have been ours, if only the watchdog lost contact); the
          * holding is over either way, and the loss is the news. */
         return report_lost(lock, was_lost, "before this release", st);
+    }
+    if (st == REDISLOCK_ERR_SERVER && was_held) {
+        /* Redis refused the release (OOM, READONLY, BUSY...): it ran
+         * nothing, so the holding goes on; keep renewing it, else it
+         * would lapse without a word. */
+        lock->held = 1;
+        if (was_renewing)
+            redislockp_renew_start(lock, -1);
     }
     if (st != REDISLOCK_OK) {
         lock->state = REDISLOCK_STATE_UNKNOWN;

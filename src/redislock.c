@@ -232,7 +232,10 @@ void redislockp_refresh_id(redislock *lock)
      * for the next holding only. */
     if (!lock->held && redislockp_renew_unknown(lock))
         lock->id_stale = 1;
-    if (!lock->id_stale || lock->id_chosen)
+    /* Nor while the handle holds the lock: a late acquire or extend of
+     * this ID renews that same holding, and abandoning it would lose it
+     * without a word; the fresh ID comes with the next new holding. */
+    if (!lock->id_stale || lock->id_chosen || lock->held)
         return;
     redislockp_renew_stop(lock);
     sodium_memzero(lock->id, sizeof lock->id);

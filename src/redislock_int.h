@@ -187,6 +187,10 @@ long long redislockp_renew_until(const redislock *lock, int *renewing);
 /* Did a renewal go out without an answer since the last call?  Clears. */
 int redislockp_renew_unknown(redislock *lock);
 
+/* lock.c: a loss auto-renewal declared and nobody was told yet: report it
+ * (REDISLOCK_ERR_LOST) and stop renewing; REDISLOCK_OK if none. */
+int redislockp_report_pending_loss(redislock *lock);
+
 /* lock.c: one acquire attempt.  When refused, *HOLDER_PTTL gets the
  * holder's remaining lease (-1: no expiry; -3: free, but being handed to
  * a woken waiter).  A refused waiter's try registers it as a waiter; a

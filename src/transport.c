@@ -74,6 +74,8 @@ static int reserve(redislockp_cmd *cmd, size_t need)
     if (p == NULL)
         goto oom;
     memcpy(p, cmd->buf, cmd->len);
+    /* What is left behind may hold a password (AUTH): wipe it. */
+    memset(cmd->buf, 0, cmd->len);
     if (cmd->buf != cmd->inline_buf)
         redislockp_free(cmd->buf);
     cmd->buf = p;

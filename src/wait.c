@@ -250,6 +250,9 @@ int redislock_acquire_wait(redislock *lock, long long timeout_ms,
         return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
                                "timeout of %lld ms is negative (and not "
                                "REDISLOCK_WAIT_FOREVER)", timeout_ms);
+    st = redislockp_report_pending_loss(lock);
+    if (st != REDISLOCK_OK)
+        return st;
     if (cancel_asked(lock))             /* asked before the call */
         return canceled(lock, false, 0);
     if (timeout_ms == 0) {              /* one plain try */

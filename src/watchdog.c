@@ -444,7 +444,8 @@ int redislockp_renew_lost(redislock *lock)
     redislock_client *cl = lock->client;
     int lost;
 
-    if (cl == NULL)
+    /* In a fork child the mutex may have been held at fork time. */
+    if (cl == NULL || redislockp_client_forked(cl))
         return 0;
     pthread_mutex_lock(&cl->wd_mu);
     lost = lock->lost;
@@ -458,7 +459,7 @@ int redislockp_renew_unknown(redislock *lock)
     redislock_client *cl = lock->client;
     int unknown;
 
-    if (cl == NULL || !lock->autorenew || redislockp_client_forked(cl))
+    if (cl == NULL || redislockp_client_forked(cl))
         return 0;
     pthread_mutex_lock(&cl->wd_mu);
     unknown = lock->renew_unknown;

@@ -52,6 +52,9 @@ if HOW == '1' and redis.call('EXISTS', TURN) == 1 then
   register()
   return {0, -3}
 end
+-- The token first: if the fencing counter cannot be written, the script
+-- fails before the lock is taken.
+local t = token(true)
 redis.call('SET', KEY, OWNER, 'PX', PX)
 took()
-return {1, token(true), 1}
+return {1, t, 1}
