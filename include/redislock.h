@@ -107,7 +107,9 @@
  *   in.  So the next acquire on such a handle first takes a fresh owner
  *   ID: redislock_id() changes, any holding the old ID may still have is
  *   abandoned (it expires; it is not re-entered), and auto-renewal of it
- *   stops.  A renewal the watchdog sent without an answer does the same
+ *   stops.  While the handle still holds the lock (an extend or a
+ *   re-entry failed that way) the ID is kept until that holding ends, so
+ *   a live holding is never dropped in silence.  A renewal the watchdog sent without an answer does the same
  *   for the next holding.  Release and extend keep the old ID (they are
  *   how the caller cleans up).  An ID the caller chose (redislock_set_id(),
  *   redislock_new_with_id()) is kept: the caller who shares it must then
@@ -128,9 +130,12 @@
  *
  * SYSTEM CALLS
  *   In steady state each acquire, release, extend, held, ttl, hold_count
- *   and inspect is one EVALSHA: one send() and one read() system call, on
- *   a borrowed context and on a client's handle alike (the client's pool
- *   is a mutex, taken without a system call when uncontended).
+ *   and inspect is one EVALSHA: one send() and one read() (recv() with
+ *   hiredis 1.x) system call, on a borrowed context and on a client's
+ *   handle alike (the client's pool is a mutex, taken without a system
+ *   call when uncontended).  An auto-renewed handle adds the watchdog's
+ *   hand-over at acquire and release (futex calls when the watchdog
+ *   thread is woken).
  *
  * LINKING
  *   pkg-config --cflags --libs redislock.  Include <hiredis/hiredis.h> as
@@ -324,16 +329,12 @@ redislock_acquire(redislock *lock, bool *acquired);
  * otherwise its lease is refreshed.  A deletion wakes one waiter of
  * redislock_acquire_wait().
  *
- * @param released  set to true if the key held our ID and we gave up a
- *                  hold (go-zero mode: deleted it); false if it had
- *                  expired or belongs to another owner (which is left
- *                  untouched, TTL included; redislock_last_state() tells
- *                  which).  Set to false on any error.
  * In counted mode the release that gives up the last hold deletes the
  * key before it writes anything else, so it works even when Redis is out
  * of memory (maxmemory with noeviction refuses writes that need memory,
  * not deletes); a release that would leave holds is then refused with
- * REDISLOCK_ERR_SERVER ("OOM ...") and changes nothing.
+ * REDISLOCK_ERR_SERVER ("OOM ...") and changes nothing: a release Redis
+ * refuses leaves the holding as it was, auto-renewal included.
  *
  * @param released  set to true if the key held our ID and we gave up a
  *                  hold (go-zero mode: deleted it); false if it had
@@ -759,9 +760,10 @@ redislock_new_from_client_len(redislock_client *client, const void *key,
  * the local monotonic clock (each renewal round trip is cut short at the
  * earliest lease end, so a loss is declared on time); then, in this order:
  * the lost callback runs, redislock_lost_fd() becomes readable, and the
- * next release or extend on the handle returns REDISLOCK_ERR_LOST (a
- * release still sends its owner-checked delete), whatever its own round
- * trip does; redislock_lost_reason() says why.  The callback runs on the
+ * next acquire, release or extend on the handle returns
+ * REDISLOCK_ERR_LOST (a release still sends its owner-checked delete,
+ * whatever its own round trip does; an acquire sends nothing, so a
+ * re-entry cannot hide the loss); redislock_lost_reason() says why.  The callback runs on the
  * watchdog thread while the handle counts as busy: keep it short, and do
  * not call redislock functions on a client's handles from it, nor wait in
  * it for a lock that a thread calling release, extend or free may hold
