@@ -290,13 +290,15 @@ int redislock_acquire(redislock *lock, bool *acquired)
 
 int redislockp_report_pending_loss(redislock *lock)
 {
-    int why = redislockp_renew_lost(lock);
+    int why;
 
-    if (why == 0)
+    if (redislockp_renew_lost_pending(lock) == 0)
         return REDISLOCK_OK;
     /* A re-entry would hide the loss (and start the count afresh): the
-     * caller hears of it first, as from release and extend. */
+     * caller hears of it first, as from release and extend.  Renewal
+     * stops before the loss is taken, so it is not declared twice. */
     redislockp_renew_stop(lock);
+    why = redislockp_renew_lost(lock);
     return report_lost(lock, why, "while auto-renewed", REDISLOCK_OK);
 }
 
@@ -377,9 +379,9 @@ int redislock_extend(redislock *lock, bool *extended)
     st = redislockp_begin_call(lock, extended, "extended");
     if (st != REDISLOCK_OK)
         return st;
-    why = redislockp_renew_lost(lock);
-    if (why) {
+    if (redislockp_renew_lost_pending(lock)) {
         redislockp_renew_stop(lock);
+        why = redislockp_renew_lost(lock);
         return report_lost(lock, why, "while auto-renewed", REDISLOCK_OK);
     }
 

@@ -181,8 +181,12 @@ void redislockp_refresh_id(redislock *lock);
 /* watchdog.c: auto-renewal of a client handle's lease. */
 void redislockp_renew_start(redislock *lock, int fresh);   /* after acquire */
 void redislockp_renew_stop(redislock *lock);   /* before release / free */
-/* 0, or why the lock was lost (REDISLOCK_LOST_*); clears it. */
+/* 0, or why the lock was lost (REDISLOCK_LOST_*); clears it.  Call it
+ * after redislockp_renew_stop(), or the watchdog may declare it again. */
 int redislockp_renew_lost(redislock *lock);
+/* The same without clearing (0 at once for a handle without
+ * auto-renewal: no mutex on its path). */
+int redislockp_renew_lost_pending(redislock *lock);
 long long redislockp_renew_until(const redislock *lock, int *renewing);
 /* Did a renewal go out without an answer since the last call?  Clears. */
 int redislockp_renew_unknown(redislock *lock);

@@ -454,6 +454,19 @@ int redislockp_renew_lost(redislock *lock)
     return lost;
 }
 
+int redislockp_renew_lost_pending(redislock *lock)
+{
+    redislock_client *cl = lock->client;
+    int lost;
+
+    if (cl == NULL || !lock->autorenew || redislockp_client_forked(cl))
+        return 0;
+    pthread_mutex_lock(&cl->wd_mu);
+    lost = lock->lost;
+    pthread_mutex_unlock(&cl->wd_mu);
+    return lost;
+}
+
 int redislockp_renew_unknown(redislock *lock)
 {
     redislock_client *cl = lock->client;

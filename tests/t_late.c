@@ -174,6 +174,39 @@ static void test_lost_acquire_reply(void **state)
     fp_stop(p);
 }
 
+/* An extend whose reply is lost while the handle holds the lock: the ID
+ * is kept while that holding lasts (a re-entry still works, nothing is
+ * dropped in silence), and replaced for the next holding. */
+static void test_lost_extend_reply_keeps_the_holding(void **state)
+{
+    char key[64], id[REDISLOCK_MAX_ID_LEN + 1];
+    fp_proxy *p = proxy();
+    redislock_client *cl = client_via(p);
+    redislock *lock;
+    bool ok = true;
+
+    tu_key(key, sizeof key, "late:extend");
+    lock = handle(state, cl, key);
+    assert_int_equal(redislock_set_expire_ms(lock, 10000), REDISLOCK_OK);
+    assert_true(tu_acquire(lock));
+    strcpy(id, redislock_id(lock));
+    fp_drop_replies(p, 1);
+    assert_int_equal(redislock_extend(lock, &ok), REDISLOCK_ERR_IO);
+    fp_drop_replies(p, 0);
+    assert_true(tu_acquire(lock));          /* re-entry: same holding */
+    assert_string_equal(redislock_id(lock), id);
+    assert_true(tu_release(lock));
+    if (tu_is_counted(state))
+        assert_true(tu_release(lock));
+    assert_int_equal(tu_pttl(c, key, strlen(key)), -2);
+    assert_true(tu_acquire(lock));          /* a new holding, a new ID */
+    assert_string_not_equal(redislock_id(lock), id);
+    assert_true(tu_release(lock));
+    redislock_free(lock);
+    redislock_client_free(cl);
+    fp_stop(p);
+}
+
 /* A reply that is late but comes: no unknown outcome, the ID stays. */
 static void test_slow_reply_keeps_the_id(void **state)
 {
@@ -203,6 +236,7 @@ int main(void)
         TU_BOTH_MODES(test_late_release_with_a_chosen_id),
         TU_BOTH_MODES(test_lost_acquire_reply),
         TU_BOTH_MODES(test_slow_reply_keeps_the_id),
+        TU_BOTH_MODES(test_lost_extend_reply_keeps_the_holding),
     };
     return TU_RUN_CONNECTED(tests, &c);
 }

@@ -486,6 +486,76 @@ static void test_release_after_taken_loss_says_lost(void **state)
     loss_then_redis_gone(state, 1);
 }
 
+/* A loss nobody has heard of yet is reported by the next acquire, which
+ * sends nothing: a re-entry (the handle still believes it holds the
+ * lock) must not hide it. */
+static void test_acquire_reports_a_pending_loss(void **state)
+{
+    char key[64];
+    redislock_client *cl = redislock_client_new(url);
+    redislock *lock;
+    bool ok = true;
+
+    tu_key(key, sizeof key, "wd:pending");
+    lock = renewed(state, cl, key, 300);
+    assert_true(tu_acquire(lock));
+    tu_cmd_ok(c, "DEL %s", key);
+    assert_true(readable(redislock_lost_fd(lock), 3000));
+    assert_int_equal(redislock_acquire(lock, &ok), REDISLOCK_ERR_LOST);
+    assert_false(ok);
+    assert_int_equal(tu_pttl(c, key, strlen(key)), -2);     /* nothing sent */
+    assert_non_null(strstr(redislock_last_error(lock), "no longer ours"));
+    /* Reported once: the next acquire starts a new holding. */
+    assert_true(tu_acquire(lock));
+    assert_int_equal(redislock_lost_reason(lock), REDISLOCK_LOST_NONE);
+    assert_true(tu_release(lock));
+    redislock_free(lock);
+    redislock_client_free(cl);
+}
+
+/* A release Redis refuses (here: over maxmemory, a counted lock with two
+ * holds) ran nothing: the holding goes on, still renewed, not lapsing in
+ * silence. */
+static void test_refused_release_keeps_renewing(void **state)
+{
+    char key[64];
+    redislock_client *cl = redislock_client_new(url);
+    redislock *lock;
+    int calls = 0;
+    bool ok = true;
+
+    (void)state;
+    tu_key(key, sizeof key, "wd:refused");
+    lock = redislock_new_counted_from_client(cl, key);
+    assert_non_null(lock);
+    assert_int_equal(redislock_set_expire_ms(lock, 300), REDISLOCK_OK);
+    assert_int_equal(redislock_set_autorenew(lock, true), REDISLOCK_OK);
+    assert_int_equal(redislock_set_lost_callback(lock, on_lost, &calls),
+                     REDISLOCK_OK);
+    assert_true(tu_acquire(lock));
+    assert_true(tu_acquire(lock));          /* two holds */
+    tu_cmd_ok(c, "CONFIG SET maxmemory-policy noeviction");
+    tu_cmd_ok(c, "CONFIG SET maxmemory 1");
+    assert_int_equal(redislock_release(lock, &ok), REDISLOCK_ERR_SERVER);
+    tu_cmd_ok(c, "CONFIG SET maxmemory 0");
+    tu_sleep_ms(1000);                      /* three leases */
+    assert_true(tu_pttl(c, key, strlen(key)) > 0);
+    assert_int_equal(__atomic_load_n(&calls, __ATOMIC_SEQ_CST), 0);
+    assert_true(redislock_valid_for_ms(lock) > 0);
+    assert_true(tu_release(lock));
+    assert_true(tu_release(lock));
+    assert_int_equal(tu_pttl(c, key, strlen(key)), -2);
+    redislock_free(lock);
+    redislock_client_free(cl);
+}
+
+static int no_maxmemory(void **state)
+{
+    (void)state;
+    freeReplyObject(redisCommand(c, "CONFIG SET maxmemory 0"));
+    return 0;
+}
+
 /* The command timeout changes while the watchdog renews (it reads it for
  * every round): no data race (ThreadSanitizer runs this test), no loss. */
 struct timeouts_arg {
@@ -559,6 +629,9 @@ int main(void)
         TU_BOTH_MODES(test_release_after_unreachable_loss_says_lost),
         TU_BOTH_MODES(test_release_after_taken_loss_says_lost),
         TU_BOTH_MODES(test_timeouts_change_while_renewing),
+        TU_BOTH_MODES(test_acquire_reports_a_pending_loss),
+        { "test_refused_release_keeps_renewing",
+          test_refused_release_keeps_renewing, NULL, no_maxmemory, NULL },
     };
     snprintf(url, sizeof url, "redis://127.0.0.1:%s?timeout=200",
              getenv("REDISLOCK_TEST_PORT"));
