@@ -15,22 +15,26 @@ static int fi_persist;
 
 void redislockp_fi_fail_at(unsigned long n, int persist)
 {
-    fi_fail_at = n;
-    fi_persist = persist;
-    fi_calls = 0;
+    __atomic_store_n(&fi_fail_at, n, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&fi_persist, persist, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&fi_calls, 0, __ATOMIC_SEQ_CST);
 }
 
 unsigned long redislockp_fi_count(void)
 {
-    return fi_calls;
+    return __atomic_load_n(&fi_calls, __ATOMIC_SEQ_CST);
 }
 
+/* Atomic: tests with threads (t_cluster) allocate from several at once. */
 static int fi_should_fail(void)
 {
-    fi_calls++;
-    if (fi_fail_at == 0)
+    unsigned long calls = __atomic_add_fetch(&fi_calls, 1, __ATOMIC_SEQ_CST);
+    unsigned long at = __atomic_load_n(&fi_fail_at, __ATOMIC_SEQ_CST);
+
+    if (at == 0)
         return 0;
-    return fi_persist ? fi_calls >= fi_fail_at : fi_calls == fi_fail_at;
+    return __atomic_load_n(&fi_persist, __ATOMIC_SEQ_CST) ? calls >= at
+                                                          : calls == at;
 }
 #define SHOULD_FAIL() fi_should_fail()
 

@@ -352,7 +352,12 @@ int redislock_release(redislock *lock, bool *released)
     }
     if (r.v[0] == 1) {
         *released = true;
-        if (r.v[1] > 0) {               /* counted: holds remain */
+        if (r.v[1] > 0 && lock->id_stale) {
+            /* Holds remain, but a release of this ID whose outcome is
+             * unknown may still arrive and take the last of them: do not
+             * count on holding the lock (nor renew it). */
+            lock->state = REDISLOCK_STATE_OURS;
+        } else if (r.v[1] > 0) {        /* counted: holds remain */
             lock->state = REDISLOCK_STATE_OURS;
             held_until(lock, sent);
             redislockp_renew_start(lock, -1);

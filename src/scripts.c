@@ -14,7 +14,12 @@
 #include "scripts.h"
 #include "scripts_lua.h"
 
+/* Each script's layout must fit a call (and numkeys one digit). */
 #define SCRIPT(name, NAME) \
+    typedef char name##_layout_fits[ \
+        REDISLOCKP_##NAME##_MAX_KEYS <= REDISLOCKP_MAX_KEYS && \
+        REDISLOCKP_##NAME##_MAX_KEYS <= 9 && \
+        REDISLOCKP_##NAME##_NARGS <= REDISLOCKP_MAX_ARGS ? 1 : -1]; \
     const redislockp_script redislockp_script_##name = { \
         #name, REDISLOCKP_LUA_##NAME, REDISLOCKP_LUA_##NAME##_SHA1, \
         REDISLOCKP_##NAME##_MIN_KEYS, REDISLOCKP_##NAME##_MAX_KEYS, \
@@ -31,15 +36,6 @@ SCRIPT(extend_counted, EXTEND_COUNTED);
 SCRIPT(status_counted, STATUS_COUNTED);
 SCRIPT(leave, LEAVE);
 SCRIPT(inspect, INSPECT);
-
-/* Every script's layout fits a call. */
-typedef char keys_fit[REDISLOCKP_ACQUIRE_MAX_KEYS <= REDISLOCKP_MAX_KEYS &&
-                      REDISLOCKP_LEAVE_MAX_KEYS <= REDISLOCKP_MAX_KEYS &&
-                      REDISLOCKP_RELEASE_COUNTED_MAX_KEYS <= REDISLOCKP_MAX_KEYS
-                      ? 1 : -1];
-typedef char args_fit[REDISLOCKP_ACQUIRE_NARGS <= REDISLOCKP_MAX_ARGS &&
-                      REDISLOCKP_RELEASE_COUNTED_NARGS <= REDISLOCKP_MAX_ARGS
-                      ? 1 : -1];
 
 /* EVALSHA sha numkeys: the fixed part before the keys and arguments. */
 #define FIXED_ARGS 3

@@ -54,7 +54,7 @@ static void drain(redislock *lock)
 
 /* Renew the handles in BATCH as one pipeline of their owner-checked
  * extend calls (NOSCRIPT recovery is the runner's); RESULT[i] = 1
- * renewed, 0 not ours (lost), -1 no answer.  *CONN is the watchdog's
+ * renewed, 0 not ours (lost), -1 no answer, -2 answered with an error.  *CONN is the watchdog's
  * connection, made anew (with the client's backoff) when it failed. */
 static void renew_batch(redisContext **conn, redislock_client *cl,
                         size_t node, redislock **batch, int n,
@@ -111,18 +111,25 @@ static void renew_batch(redisContext **conn, redislock_client *cl,
         if (r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
             r->element[0]->type == REDIS_REPLY_INTEGER) {
             result[i] = r->element[0]->integer == 1 ? 1 : 0;
-        } else if (r->type == REDIS_REPLY_ERROR && cl->cluster) {
+        } else if (r->type == REDIS_REPLY_ERROR && r->str != NULL &&
+                   strstr(r->str, "WRONGTYPE") != NULL) {
+            result[i] = 0;      /* the key holds something else: not ours */
+        } else if (r->type == REDIS_REPLY_ERROR) {
             char host[256];
             unsigned slot;
             int port;
 
+            /* Answered, but not renewed (OOM, BUSY, a redirection): tried
+             * again soon; the reply was read, so nothing is in flight. */
+            result[i] = -2;
             /* The slot moved (or is moving): note it; the renewal is
              * retried soon, on the right node. */
-            if (redislockp_redirect_parse(r->str, r->len, &slot, host,
+            if (cl->cluster &&
+                redislockp_redirect_parse(r->str, r->len, &slot, host,
                                           sizeof host, &port) ==
                     REDISLOCKP_REDIR_MOVED && host[0] != '\0')
                 redislockp_cluster_moved(cl, slot, host, port);
-            else
+            else if (cl->cluster)
                 redislockp_cluster_stale(cl);
         }
         freeReplyObject(replies[i]);
@@ -318,6 +325,8 @@ static void *watchdog(void *arg)
              * redislockp_refresh_id). */
             if (result[i] == -1 && sent_any)
                 l->renew_unknown = 1;
+            if (result[i] == -2)
+                result[i] = -1;         /* retry, like no answer */
             if (result[i] == 1) {
                 l->renew_until = sent + l->renew_ms;
                 l->renew_due = sent + l->renew_ms / 3;

@@ -104,6 +104,70 @@ static void test_slots_match_the_servers(void **state)
     redisFree(c);
 }
 
+/* The redirection errors a node answers, and what is not one. */
+static void test_redirections_are_parsed(void **state)
+{
+    static const struct {
+        const char *msg;
+        redislockp_redirect kind;
+        unsigned slot;
+        const char *host;
+        int port;
+    } v[] = {
+        { "MOVED 3999 127.0.0.1:6381", REDISLOCKP_REDIR_MOVED, 3999,
+          "127.0.0.1", 6381 },
+        { "ASK 3999 127.0.0.1:6381", REDISLOCKP_REDIR_ASK, 3999,
+          "127.0.0.1", 6381 },
+        { "MOVED 0 ::1:7000", REDISLOCKP_REDIR_MOVED, 0, "::1", 7000 },
+        { "MOVED 16383 :7001", REDISLOCKP_REDIR_MOVED, 16383, "", 7001 },
+        { "MOVED 16384 h:1", REDISLOCKP_REDIR_NONE, 0, NULL, 0 },
+        { "MOVED x h:1", REDISLOCKP_REDIR_NONE, 0, NULL, 0 },
+        { "MOVED 12 h", REDISLOCKP_REDIR_NONE, 0, NULL, 0 },
+        { "MOVED 12 h:0", REDISLOCKP_REDIR_NONE, 0, NULL, 0 },
+        { "MOVED 12 h:70000", REDISLOCKP_REDIR_NONE, 0, NULL, 0 },
+        { "MOVED 12", REDISLOCKP_REDIR_NONE, 0, NULL, 0 },
+        { "TRYAGAIN Multiple keys request during rehashing of slot",
+          REDISLOCKP_REDIR_RETRY, 0, NULL, 0 },
+        { "CLUSTERDOWN The cluster is down", REDISLOCKP_REDIR_RETRY, 0,
+          NULL, 0 },
+        { "LOADING Redis is loading the dataset in memory",
+          REDISLOCKP_REDIR_RETRY, 0, NULL, 0 },
+        { "MASTERDOWN Link with MASTER is down", REDISLOCKP_REDIR_RETRY, 0,
+          NULL, 0 },
+        { "ERR wrong number of arguments", REDISLOCKP_REDIR_NONE, 0, NULL,
+          0 },
+        { "WRONGTYPE Operation against a key", REDISLOCKP_REDIR_NONE, 0,
+          NULL, 0 },
+        { "", REDISLOCKP_REDIR_NONE, 0, NULL, 0 },
+    };
+    char host[64], small[4];
+    unsigned slot;
+    int port;
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof v / sizeof v[0]; i++) {
+        redislockp_redirect kind;
+
+        slot = 99999;
+        port = -1;
+        host[0] = '\0';
+        kind = redislockp_redirect_parse(v[i].msg, strlen(v[i].msg), &slot,
+                                         host, sizeof host, &port);
+        if (kind != v[i].kind)
+            fail_msg("\"%s\": kind %d, want %d", v[i].msg, kind, v[i].kind);
+        if (v[i].host != NULL) {
+            assert_int_equal(slot, v[i].slot);
+            assert_string_equal(host, v[i].host);
+            assert_int_equal(port, v[i].port);
+        }
+    }
+    /* A host longer than the room for it is no redirection we follow. */
+    assert_int_equal(redislockp_redirect_parse("MOVED 1 longhost:1", 18, &slot,
+                                               small, sizeof small, &port),
+                     REDISLOCKP_REDIR_NONE);
+}
+
 /* 8 threads, 10,000 keys over all masters; pairs of threads contend for
  * each key; an in-memory flag per key catches any overlap. */
 #define KEYS 10000
@@ -406,16 +470,73 @@ static void test_ping_reads_the_map(void **state)
     redislock_client_free(bad);
 }
 
+/* A slot nobody serves (CLUSTERDOWN): the operation retries with a
+ * backoff and gives up at the command timeout with the server's words;
+ * once the slot is served again, it works.  Runs last: it takes the
+ * cluster down for a moment. */
+static void test_unserved_slot_gives_up_in_time(void **state)
+{
+    const char *key = "down:key";
+    unsigned slot = redislockp_key_slot(key, strlen(key));
+    int owner = master_of(slot), i;
+    char short_url[300];
+    redislock_client *cl;
+    redislock *lock;
+    redisContext *c;
+    long long t0, elapsed;
+    bool ok = true;
+
+    (void)state;
+    snprintf(short_url, sizeof short_url,
+             "redis://127.0.0.1:%d?cluster=1&timeout=400", ports[0]);
+    cl = redislock_client_new(short_url);
+    assert_non_null(cl);
+    lock = redislock_new_from_client(cl, key);
+    assert_non_null(lock);
+    assert_true(tu_acquire(lock));          /* warm map */
+    assert_true(tu_release(lock));
+    c = connect_port(owner);
+    tu_cmd_ok(c, "CLUSTER DELSLOTS %u", slot);
+    t0 = tu_now_ms();
+    assert_int_equal(redislock_acquire(lock, &ok), REDISLOCK_ERR_SERVER);
+    elapsed = tu_now_ms() - t0;
+    assert_false(ok);
+    if (strstr(redislock_last_error(lock), "CLUSTERDOWN") == NULL &&
+        strstr(redislock_last_error(lock), "MOVED") == NULL &&
+        strstr(redislock_last_error(lock), "no Cluster node") == NULL)
+        fail_msg("last error: %s", redislock_last_error(lock));
+    if (elapsed > 2000)
+        fail_msg("gave up after %lld ms (timeout 400 ms)", elapsed);
+    tu_cmd_ok(c, "CLUSTER ADDSLOTS %u", slot);
+    for (i = 0; i < 200; i++) {
+        redisReply *r = tu_cmd(c, "CLUSTER INFO");
+        int up = strstr(r->str, "cluster_state:ok") != NULL;
+
+        freeReplyObject(r);
+        if (up)
+            break;
+        tu_sleep_ms(50);
+    }
+    assert_int_equal(redislock_acquire_wait(lock, 5000, &ok), REDISLOCK_OK);
+    assert_true(ok);
+    assert_true(tu_release(lock));
+    redisFree(c);
+    redislock_free(lock);
+    redislock_client_free(cl);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_slots_match_the_servers),
+        cmocka_unit_test(test_redirections_are_parsed),
         cmocka_unit_test(test_ping_reads_the_map),
         cmocka_unit_test(test_many_locks_over_all_masters),
         cmocka_unit_test(test_moved_is_followed),
         cmocka_unit_test(test_ask_is_followed),
         cmocka_unit_test(test_companion_keys),
         cmocka_unit_test(test_wait_and_renew),
+        cmocka_unit_test(test_unserved_slot_gives_up_in_time),
     };
     const char *p = getenv("REDISLOCK_TEST_CLUSTER_PORTS");
     int i;

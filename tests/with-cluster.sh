@@ -42,10 +42,17 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 99' INT TERM HUP
 
-# A base port whose six ports and six bus ports (+10000) are free; the
-# servers refuse to start on a taken one, which the check below catches.
+# The six ports and their bus ports (+10000) lie below the kernel's
+# ephemeral range, which the clients' own connections (and the nodes'
+# bus links) draw from: a port there may be taken at any moment.  A
+# server that finds its port taken anyway exits, which the check below
+# catches, and all six start again elsewhere.
+low=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null)
+[ -n "$low" ] || low=32768
+span=$((low - 10006 - 11000))
+[ $span -gt 100 ] || span=100
 start_all() {
-    base=$(( ( $(od -An -N2 -tu2 /dev/urandom) % 20000 ) + 20000 ))
+    base=$(( ( $(od -An -N2 -tu2 /dev/urandom) % span ) + 11000 ))
     ports=
     pids=
     for i in 0 1 2 3 4 5; do
@@ -76,11 +83,15 @@ start_all() {
 }
 
 ok=0
-for attempt in 1 2 3 4 5; do
+for attempt in 1 2 3 4 5 6 7 8; do
     if start_all; then ok=1; break; fi
     cleanup; tmp=$(mktemp -d "${TMPDIR:-/tmp}/redislock-cluster.XXXXXX") || exit 99
 done
-[ $ok = 1 ] || { echo "with-cluster.sh: could not start 6 servers" >&2; exit 99; }
+[ $ok = 1 ] || {
+    echo "with-cluster.sh: could not start 6 servers; their logs:" >&2
+    for f in "$tmp"/*/log; do echo "== $f" >&2; tail -n 3 "$f" >&2; done
+    exit 99
+}
 
 addrs=
 for port in $ports; do addrs="$addrs 127.0.0.1:$port"; done

@@ -115,10 +115,15 @@ for f in "$@"; do
                   (atype[i] == "id" ? "an owner ID" : atype[i] == "ms" ? "a positive integer" : \
                    atype[i] == "flag" ? "0 or 1" : "0, 1 or 2") "\")\nend\n"
         }
+        # Sections in the order of the library (a section may use those
+        # before it), whatever the order on the USES line.
         for (i = 1; i <= nu; i++) {
             if (!(u[i] in text)) fail("no section " u[i] " in the library")
-            out = out text[u[i]]
+            used[u[i]] = 1
         }
+        for (i = 1; i <= nsec; i++)
+            if (order[i] in used)
+                out = out text[order[i]]
         printf "%s", out > body
         for (i = 1; i <= n; i++) print lines[i] > body
         close(body)
