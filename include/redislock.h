@@ -52,7 +52,9 @@
  *     their way, which would be taken for its own.
  *   - Keys are copied before the constructor returns.
  *   - Returned `const char *` strings belong to the library: never free
- *     them.  redislock_id() stays valid for the life of the handle;
+ *     them.  The string redislock_id() returns stays valid for the life
+ *     of the handle (its contents change with redislock_set_id(), and
+ *     after an unknown outcome, see UNKNOWN OUTCOMES);
  *     redislock_last_error() until the next call on the same handle.
  *
  * ERRORS
@@ -877,10 +879,11 @@ REDISLOCK_API int redislock_set_context(redislock *lock, struct redisContext *c)
 /**
  * The owner ID stored in the key while this handle holds the lock,
  * NUL-terminated: 32 lower-case hexadecimal characters (128 random bits)
- * unless redislock_set_id() gave another.  Valid until redislock_free(),
- * redislock_set_id(), or the next acquire after an operation whose
- * outcome was unknown, which replaces a generated ID (see UNKNOWN
- * OUTCOMES).  Returns "" for NULL.
+ * unless redislock_set_id() gave another.  The pointer stays valid until
+ * redislock_free(); the ID it shows changes with redislock_set_id(), and
+ * at the first acquire of a new holding after an operation whose outcome
+ * was unknown, which replaces a generated ID (see UNKNOWN OUTCOMES).
+ * Returns "" for NULL.
  * @since 0.1.0
  */
 REDISLOCK_API const char *redislock_id(const redislock *lock);

@@ -170,12 +170,15 @@ static void test_start_arguments(void **state)
     fp_stop(NULL);
 }
 
-/* PING and a value far larger than the proxy's buffers, both ways. */
+/* PING, and a value far larger than the proxy's and the kernel's
+ * buffers, both ways, while the server stops reading for a while (the
+ * proxy's queues fill and its writes come back short). */
 static void test_forwards(void **state)
 {
     fp_proxy *p = *state;
-    redisContext *c, *admin = tu_connect();
-    size_t big = 3 * FP_QUEUE_MAX + 12345, i;
+    redisContext *c, *admin = tu_connect(), *sleeper = tu_connect();
+    size_t big = 16 * FP_QUEUE_MAX + 12345, i;
+    int done = 0;
     char *value = malloc(big), key[64];
     const char *argv[3];
     size_t lens[3];
@@ -195,9 +198,16 @@ static void test_forwards(void **state)
     argv[0] = "SET", lens[0] = 3;
     argv[1] = key, lens[1] = strlen(key);
     argv[2] = value, lens[2] = big;
+    assert_int_equal(redisAppendCommand(sleeper, "DEBUG SLEEP 0.5"), REDIS_OK);
+    while (!done)
+        assert_int_equal(redisBufferWrite(sleeper, &done), REDIS_OK);
     r = tu_cmd_argv(c, 3, argv, lens);
     assert_int_equal(r->type, REDIS_REPLY_STATUS);
     freeReplyObject(r);
+    assert_int_equal(redisGetReply(sleeper, (void **)&r), REDIS_OK);
+    assert_int_equal(r->type, REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+    redisFree(sleeper);
     r = tu_cmd(c, "GET %s", key);
     assert_int_equal(r->type, REDIS_REPLY_STRING);
     assert_int_equal(r->len, big);
@@ -223,7 +233,8 @@ static void test_hold_release(void **state)
     char key[64];
 
     tu_key(key, sizeof key, "proxy:hold");
-    ping_ok(c);
+    /* Straight after connect(): the proxy may not have accept()ed C yet,
+     * but C is open, so it is held. */
     fp_hold(p);
     assert_int_equal(fp_held_bytes(p), 0);
     no_reply(c, 1, "SET %s %s", key, "v");

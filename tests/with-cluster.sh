@@ -37,6 +37,9 @@ cleanup() {
         done
         kill -9 "$p" 2>/dev/null
     done
+    for port in ${ports:-}; do
+        rm -rf "${REDISLOCK_TEST_TMPDIR:-$tmp}/cluster-$port"
+    done
     rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -57,11 +60,15 @@ start_all() {
     pids=
     for i in 0 1 2 3 4 5; do
         port=$((base + i))
-        mkdir -p "$tmp/$port"
-        ( cd "$tmp/$port" && exec "$server" --port "$port" --bind 127.0.0.1 \
+        # Under tests/with-redis.sh, in its directory with a pidfile, so
+        # that its clean-up stops a node even if we are killed outright.
+        dir=${REDISLOCK_TEST_TMPDIR:-$tmp}/cluster-$port
+        mkdir -p "$dir"
+        ( cd "$dir" && exec "$server" --port "$port" --bind 127.0.0.1 \
             --cluster-enabled yes --cluster-config-file nodes.conf \
             --cluster-node-timeout 2000 --appendonly no --save '' \
-            --daemonize no --logfile "$tmp/$port/log" ) &
+            --pidfile "$dir/redis.pid" \
+            --daemonize no --logfile "$dir/log" ) &
         pids="$pids $!"
         ports="$ports $port"
     done
@@ -89,7 +96,9 @@ for attempt in 1 2 3 4 5 6 7 8; do
 done
 [ $ok = 1 ] || {
     echo "with-cluster.sh: could not start 6 servers; their logs:" >&2
-    for f in "$tmp"/*/log; do echo "== $f" >&2; tail -n 3 "$f" >&2; done
+    for f in "${REDISLOCK_TEST_TMPDIR:-$tmp}"/cluster-*/log; do
+        echo "== $f" >&2; tail -n 3 "$f" >&2
+    done
     exit 99
 }
 
