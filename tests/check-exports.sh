@@ -31,7 +31,7 @@ awk '/REDISLOCK_API/ { api = 1 }
 grep -o '(void (\*)(void))redislock_[a-z0-9_]*' "$srcdir/tests/header_c.c" |
     sed 's/.*)//' | sort -u > "$tmp/referenced"
 
-echo "1..5"
+echo "1..6"
 if [ -s "$tmp/actual" ]; then
     echo "ok 1 - nm lists the exported symbols"
 else
@@ -60,4 +60,14 @@ if [ -s "$tmp/referenced" ] && diff -u "$tmp/expected" "$tmp/referenced" > "$tmp
 else
     echo "not ok 5 - tests/header_c.c references every exported function"
     sed 's/^/# /' "$tmp/diff"
+fi
+missing=
+for f in $(cat "$tmp/expected"); do
+    [ -f "$srcdir/man/$f.3" ] || missing="$missing $f"
+done
+if [ -z "$missing" ]; then
+    echo "ok 6 - every exported function has a man page (man/NAME.3)"
+else
+    echo "not ok 6 - every exported function has a man page (man/NAME.3)"
+    echo "# missing:$missing"
 fi
