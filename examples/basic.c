@@ -12,6 +12,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <hiredis/hiredis.h>
 #include <redislock.h>
@@ -25,6 +26,15 @@ int main(int argc, char **argv)
     bool acquired, released;
     int st, rc = 1;
 
+    if (argc > 1 && (strcmp(argv[1], "--help") == 0 ||
+                     strcmp(argv[1], "-h") == 0)) {
+        printf("usage: %s [HOST [PORT]]\n"
+               "Takes the lock example:report-job on the Redis server at "
+               "HOST:PORT\n(default: $REDISLOCK_TEST_HOST:$REDISLOCK_TEST_PORT, "
+               "else 127.0.0.1:6379),\ndoes the work and releases it, "
+               "with full error handling.\n", argv[0]);
+        return 0;
+    }
     if (argc > 1)
         host = argv[1];
     if (argc > 2)

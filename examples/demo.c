@@ -157,6 +157,17 @@ int main(int argc, char **argv)
     const long long want = WORKERS * ROUNDS;
     long long without, with;
 
+    if (argc > 1 && (strcmp(argv[1], "--help") == 0 ||
+                     strcmp(argv[1], "-h") == 0)) {
+        printf("usage: %s [HOST [PORT]]\n"
+               "Forks worker processes that increment one counter the racy "
+               "way (GET,\npause, SET), first without a lock, then with "
+               "redislock, and prints the\ncounts (default server: "
+               "$REDISLOCK_TEST_HOST:$REDISLOCK_TEST_PORT, else\n"
+               "127.0.0.1:6379).  `make demo` runs it beside a throwaway "
+               "server.\n", argv[0]);
+        return 0;
+    }
     if (getenv("REDISLOCK_TEST_HOST"))
         host = getenv("REDISLOCK_TEST_HOST");
     if (getenv("REDISLOCK_TEST_PORT"))

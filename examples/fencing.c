@@ -12,6 +12,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <hiredis/hiredis.h>
@@ -38,6 +39,15 @@ int main(int argc, char **argv)
     uint64_t ta, tb;
     bool ok, accepted;
 
+    if (argc > 1 && (strcmp(argv[1], "--help") == 0 ||
+                     strcmp(argv[1], "-h") == 0)) {
+        printf("usage: %s [HOST [PORT]]\n"
+               "Shows fencing tokens: a holder whose lease ran out writes "
+               "with a stale\ntoken and the store refuses it (default "
+               "server: $REDISLOCK_TEST_HOST:\n$REDISLOCK_TEST_PORT, else "
+               "127.0.0.1:6379).\n", argv[0]);
+        return 0;
+    }
     if (argc > 1)
         host = argv[1];
     if (argc > 2)
