@@ -1,7 +1,8 @@
 #!/bin/sh
 # hiredis1.sh DIR - unpack Debian trixie's hiredis 1.x (libhiredis-dev and
 # its runtime library) into DIR, without installing it, and write
-# DIR/pkgconfig/hiredis.pc pointing there; print the library directory.
+# DIR/pkgconfig/hiredis.pc and hiredis_ssl.pc (TLS) pointing there; print
+# the library directory.
 # CI builds and tests redislock against it, since Debian 12 itself ships
 # hiredis 0.14.1.
 #
@@ -68,6 +69,19 @@ Name: hiredis
 Description: hiredis $version unpacked for CI
 Version: $version
 Libs: -L\${libdir} -lhiredis
+Cflags: -I\${includedir}
+PC
+cat > pkgconfig/hiredis_ssl.pc <<PC
+prefix=$dir/root/usr
+libdir=$lib
+includedir=$dir/root/usr/include
+
+Name: hiredis_ssl
+Description: hiredis_ssl $version unpacked for CI
+Version: $version
+Requires: hiredis
+Libs: -L\${libdir} -lhiredis_ssl
+Libs.private: -lssl -lcrypto
 Cflags: -I\${includedir}
 PC
 echo "$lib"

@@ -71,6 +71,21 @@ int redislock_client_open(const char *url, redislock_client **client,
         return REDISLOCK_ERR_NOMEM;           /* LCOV_EXCL_LINE */
     }
     cl->cluster = cl->url.cluster;
+    if (cl->url.tls) {
+        char msg[REDISLOCKP_ERRMSG_SIZE];
+        int st = redislockp_tls_ctx_new(&cl->url, &cl->url.tls_ctx, msg);
+
+        if (st != REDISLOCK_OK) {
+            if (errbuf != NULL && errsize > 0)
+                snprintf(errbuf, errsize, "%s", msg);
+            pthread_cond_destroy(&cl->wd_cond);
+            pthread_mutex_destroy(&cl->wd_mu);
+            pthread_mutex_destroy(&cl->mu);
+            redislockp_url_clear(&cl->url);
+            redislockp_free(cl);
+            return st;
+        }
+    }
     /* Node 0 is the URL's server; a cluster's masters come with its slot
      * map, read at the first operation. */
     cl->nodes = redislockp_calloc(1, sizeof cl->nodes[0]);

@@ -25,6 +25,11 @@ typedef struct redislockp_url {
     redislockp_seed *seeds;     /* redis://: every host given */
     size_t nseeds;
     int cluster;                /* ?cluster=1 */
+    int tls;                    /* rediss:// */
+    char *cacert, *cacertdir;   /* TLS parameters; NULL: not given */
+    char *cert, *key, *sni;
+    int insecure;               /* insecure=1: no verification */
+    void *tls_ctx;              /* the client's SSL_CTX (tls.c) */
     char *user;                 /* NULL: no user */
     char *password;             /* NULL: no AUTH; wiped when cleared */
     long long db;
@@ -144,6 +149,16 @@ long long redislockp_backoff_ms(unsigned failures);
 
 /* watchdog.c: stop and join the watchdog (client_free). */
 void redislockp_watchdog_shutdown(redislock_client *cl);
+
+/* tls.c: the client's TLS context from U's parameters (REDISLOCK_ERR_
+ * INVALID naming a bad file; without TLS built, "built without TLS
+ * support"); free it; and the handshake on a connected context C, which
+ * checks the server's certificate and name (REDISLOCK_ERR_IO naming the
+ * cause). */
+int redislockp_tls_ctx_new(const redislockp_url *u, void **ctx, char *errmsg);
+void redislockp_tls_ctx_free(void *ctx);
+int redislockp_tls_connect(redisContext *c, void *ctx,
+                           const redislockp_url *u, char *errmsg);
 
 /* connect.c: the URL's settings for NODE (its host and port). */
 redislockp_url redislockp_node_url(redislock_client *cl, size_t node);

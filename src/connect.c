@@ -114,6 +114,20 @@ redisContext *redislockp_connect(const redislockp_url *u, char *errmsg,
     }
     /* Not inherited by programs a child process executes. */
     (void)fcntl(c->fd, F_SETFD, FD_CLOEXEC);
+    *status = REDISLOCK_OK;
+    if (u->tls) {
+        /* The handshake within the connect timeout: a server that does
+         * not speak TLS must not hang us. */
+        if (redisSetTimeout(c, connect_tv) != REDIS_OK ||
+            (*status = redislockp_tls_connect(c, u->tls_ctx, u, errmsg)) !=
+                REDISLOCK_OK) {
+            if (c->err && *status == REDISLOCK_OK)
+                *status = redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO, /* LCOV_EXCL_LINE */
+                                             "TLS: %s", c->errstr);
+            redisFree(c);
+            return NULL;
+        }
+    }
     if (redisSetTimeout(c, redislockp_timeval_ms(u->command_ms)) != REDIS_OK) {
         *status = redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO, /* LCOV_EXCL_LINE */
                                      "setting the timeout: %s", c->errstr);

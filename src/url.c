@@ -1,7 +1,7 @@
 /*
  * url.c - parsing the client's connection URL.
  *
- *   redis://[user[:password]@]host[:port][,host[:port]...][/db][?param=value&...]
+ *   redis[s]://[user[:password]@]host[:port][,host[:port]...][/db][?param=value&...]
  *   unix://[user[:password]@]/path/to/socket[?db=N&param=value...]
  *
  * host may be an IPv6 address in brackets.  user and password may hold
@@ -129,6 +129,13 @@ void redislockp_url_clear(redislockp_url *u)
     } else {
         redislockp_free(u->host);
     }
+    redislockp_free(u->cacert);
+    redislockp_free(u->cacertdir);
+    redislockp_free(u->cert);
+    redislockp_free(u->key);
+    redislockp_free(u->sni);
+    if (u->tls_ctx != NULL)
+        redislockp_tls_ctx_free(u->tls_ctx);
     redislockp_free(u->user);
     if (u->password != NULL) {
         sodium_memzero(u->password, strlen(u->password));
@@ -176,6 +183,29 @@ static int params(redislockp_url *u, const char *q, size_t len, char *err,
                 u->connect_ms = v;
             else
                 u->command_ms = v;
+        } else if (strcmp(name, "cacert") == 0 ||
+                   strcmp(name, "cacertdir") == 0 ||
+                   strcmp(name, "cert") == 0 || strcmp(name, "key") == 0 ||
+                   strcmp(name, "sni") == 0) {
+            char **field = name[0] == 'c' && name[1] == 'a'
+                               ? (name[6] == 'd' ? &u->cacertdir : &u->cacert)
+                           : name[0] == 'c' ? &u->cert
+                           : name[0] == 'k' ? &u->key : &u->sni;
+            int bad;
+
+            if (stop == eq + 1)
+                return fail(err, errsize, "URL: %s= is empty", name);
+            redislockp_free(*field);
+            *field = decode(eq + 1, (size_t)(stop - eq - 1), &bad);
+            if (*field == NULL)
+                return bad ? fail(err, errsize, "URL: bad %%-escape in %s=",
+                                  name)
+                           : -2;
+        } else if (strcmp(name, "insecure") == 0) {
+            v = number(eq + 1, (size_t)(stop - eq - 1), 0, 1);
+            if (v < 0)
+                return fail(err, errsize, "URL: %s", "insecure is 0 or 1");
+            u->insecure = (int)v;
         } else if (strcmp(name, "cluster") == 0) {
             v = number(eq + 1, (size_t)(stop - eq - 1), 0, 1);
             if (v < 0)
@@ -185,7 +215,9 @@ static int params(redislockp_url *u, const char *q, size_t len, char *err,
         } else {
             return fail(err, errsize,
                         "URL: unknown parameter '%s' (known: db, "
-                        "connect_timeout, timeout, cluster)", name);
+                        "connect_timeout, timeout, cluster, and for "
+                        "rediss://: cacert, cacertdir, cert, key, sni, "
+                        "insecure)", name);
         }
         q = amp ? amp + 1 : end;
     }
@@ -306,8 +338,16 @@ static int parse(const char *url, redislockp_url *u, char *err,
         u->host = copy(p, (size_t)(end - p));
         if (u->host == NULL)
             goto oom;
-    } else if (strncmp(url, "redis://", 8) == 0) {
-        p = url + 8;
+    } else if (strncmp(url, "redis://", 8) == 0 ||
+               strncmp(url, "rediss://", 9) == 0) {
+        u->tls = url[5] == 's';
+#ifndef REDISLOCK_HAVE_TLS
+        if (u->tls)
+            return fail(err, errsize, "URL: %s",
+                        "rediss:// (TLS): this redislock was built without "
+                        "TLS support (it needs hiredis >= 1.0 with SSL)");
+#endif
+        p = url + (u->tls ? 9 : 8);
         slash = memchr(rest > p ? rest : p, '/', (size_t)(end - (rest > p ? rest : p)));
         hostend = slash ? slash : end;
         /* The last '@' before the path ends the userinfo. */
@@ -348,9 +388,6 @@ static int parse(const char *url, redislockp_url *u, char *err,
                             "the path is not a database number (/0, /1, ...)");
             u->db = db;
         }
-    } else if (strncmp(url, "rediss://", 9) == 0) {
-        return fail(err, errsize, "URL: %s",
-                    "rediss:// (TLS) is not supported");
     } else {
         return fail(err, errsize, "URL: %s",
                     "unknown scheme (use redis://host[:port][/db] or "
@@ -363,6 +400,14 @@ static int parse(const char *url, redislockp_url *u, char *err,
         if (params(u, end + 1, strlen(end + 1), err, errsize) < 0)
             return -1;
     }
+    if (!u->tls && (u->cacert || u->cacertdir || u->cert || u->key ||
+                    u->sni || u->insecure))
+        return fail(err, errsize, "URL: %s",
+                    "cacert, cacertdir, cert, key, sni and insecure are for "
+                    "rediss:// (TLS) URLs");
+    if ((u->cert == NULL) != (u->key == NULL))
+        return fail(err, errsize, "URL: %s",
+                    "a client certificate needs both cert= and key=");
     if (u->nseeds > 1 && !u->cluster)
         return fail(err, errsize, "URL: %s",
                     "several hosts are the seeds of a Redis Cluster: add "

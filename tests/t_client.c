@@ -49,7 +49,11 @@ static void test_bad_urls_are_named(void **state)
     bad_url(NULL, "none given", NULL);
     bad_url("", "unknown scheme", NULL);
     bad_url("http://127.0.0.1", "unknown scheme", NULL);
-    bad_url("rediss://127.0.0.1", "TLS", NULL);
+#ifndef REDISLOCK_HAVE_TLS
+    /* Debian 12's hiredis 0.14 has no TLS: said plainly. */
+    bad_url("rediss://127.0.0.1", "built without TLS support", NULL);
+#endif
+    bad_url("redis://h?cacert=/x", "rediss://", NULL);
     bad_url("redis://", "no host", NULL);
     bad_url("redis://:hunter2@", "no host", "hunter2");
     bad_url("redis://h:0", "port", NULL);

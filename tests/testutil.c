@@ -323,8 +323,8 @@ static void server_spawn(tu_server *s, const char *extra)
 {
     const char *server = getenv("REDISLOCK_TEST_REDIS_SERVER");
     char logfile[300], pidfile[300];
-    char extra_copy[256];
-    char *argv[40];
+    char extra_copy[2048];
+    char *argv[64];
     int argc = 0;
     long long deadline;
     pid_t pid;
@@ -356,7 +356,7 @@ static void server_spawn(tu_server *s, const char *extra)
         char *tok;
 
         snprintf(extra_copy, sizeof extra_copy, "%s", extra);
-        for (tok = strtok(extra_copy, " "); tok != NULL && argc < 38;
+        for (tok = strtok(extra_copy, " "); tok != NULL && argc < 62;
              tok = strtok(NULL, " "))
             argv[argc++] = tok;
     }

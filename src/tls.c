@@ -1,0 +1,167 @@
+/*
+ * tls.c - TLS for a client's connections (rediss:// URLs).
+ *
+ * The client makes one OpenSSL context from the URL (CA file or
+ * directory, else the system's store; a client certificate and key;
+ * verification on unless insecure=1).  Each connection gets an SSL object
+ * that checks the server's certificate against the host name (or sni=),
+ * or its IP address for a numeric host, which hiredis's own SSL helper
+ * does not do; hiredis then runs the connection over it (redisInitiate-
+ * SSL), and the transport writes through hiredis with its SIGPIPE guard.
+ * The handshake is bounded by the connect timeout.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "client.h"
+
+#ifdef REDISLOCK_HAVE_TLS
+
+#include <arpa/inet.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include <hiredis/hiredis_ssl.h>
+
+/* The last OpenSSL error as text ("" if none). */
+static const char *ssl_error(void)
+{
+    unsigned long e = ERR_peek_last_error();
+    const char *r = e ? ERR_reason_error_string(e) : NULL;
+
+    return r ? r : "unknown error";
+}
+
+int redislockp_tls_ctx_new(const redislockp_url *u, void **out, char *errmsg)
+{
+    SSL_CTX *ctx;
+
+    *out = NULL;
+    ERR_clear_error();
+    ctx = SSL_CTX_new(TLS_client_method());
+    if (ctx == NULL)
+        return redislockp_tx_fail(errmsg, REDISLOCK_ERR_NOMEM,
+                                  "TLS: %s", ssl_error());
+    (void)SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    if (u->insecure) {
+        SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
+    } else {
+        SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+        if (u->cacert != NULL || u->cacertdir != NULL) {
+            if (SSL_CTX_load_verify_locations(ctx, u->cacert,
+                                              u->cacertdir) != 1)
+                goto fail_ca;
+        } else if (SSL_CTX_set_default_verify_paths(ctx) != 1) {
+            goto fail_ca;
+        }
+    }
+    if (u->cert != NULL &&
+        SSL_CTX_use_certificate_chain_file(ctx, u->cert) != 1) {
+        redislockp_tx_fail(errmsg, REDISLOCK_ERR_INVALID,
+                           "TLS: cannot use the client certificate %.200s: "
+                           "%s", u->cert, ssl_error());
+        goto fail;
+    }
+    if (u->key != NULL &&
+        (SSL_CTX_use_PrivateKey_file(ctx, u->key, SSL_FILETYPE_PEM) != 1 ||
+         SSL_CTX_check_private_key(ctx) != 1)) {
+        redislockp_tx_fail(errmsg, REDISLOCK_ERR_INVALID,
+                           "TLS: cannot use the client key %.200s: %s",
+                           u->key, ssl_error());
+        goto fail;
+    }
+    *out = ctx;
+    return REDISLOCK_OK;
+fail_ca:
+    redislockp_tx_fail(errmsg, REDISLOCK_ERR_INVALID,
+                       "TLS: cannot load the CA certificates (%.150s%s%.150s):"
+                       " %s", u->cacert ? u->cacert : "",
+                       u->cacert && u->cacertdir ? ", " : "",
+                       u->cacertdir ? u->cacertdir
+                       : u->cacert ? "" : "the system's store", ssl_error());
+fail:
+    SSL_CTX_free(ctx);
+    return REDISLOCK_ERR_INVALID;
+}
+
+void redislockp_tls_ctx_free(void *ctx)
+{
+    SSL_CTX_free(ctx);
+}
+
+int redislockp_tls_connect(redisContext *c, void *ctx,
+                           const redislockp_url *u, char *errmsg)
+{
+    const char *name = u->sni != NULL ? u->sni : u->host;
+    unsigned char addr[16];
+    SSL *ssl;
+    long verify;
+
+    ERR_clear_error();
+    ssl = SSL_new(ctx);
+    if (ssl == NULL)
+        return redislockp_tx_fail(errmsg, REDISLOCK_ERR_NOMEM,
+                                  "TLS: %s", ssl_error());
+    if (!u->insecure) {
+        /* The certificate must name the host: an IP SAN for a numeric
+         * address, a DNS name otherwise. */
+        int ip = inet_pton(AF_INET, name, addr) == 1 ||
+                 inet_pton(AF_INET6, name, addr) == 1;
+        int ok = ip ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl),
+                                                    name)
+                    : SSL_set1_host(ssl, name);
+
+        if (ok != 1) {
+            SSL_free(ssl);
+            return redislockp_tx_fail(errmsg, REDISLOCK_ERR_INVALID,
+                                      "TLS: bad host name %.200s", name);
+        }
+    }
+    /* Server Name Indication: names only, never addresses. */
+    if (inet_pton(AF_INET, name, addr) != 1 &&
+        inet_pton(AF_INET6, name, addr) != 1)
+        (void)SSL_set_tlsext_host_name(ssl, name);
+    if (redisInitiateSSL(c, ssl) != REDIS_OK) {
+        verify = SSL_get_verify_result(ssl);
+        if (verify != X509_V_OK)
+            redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO,
+                               "TLS: the server's certificate was refused: "
+                               "%s", X509_verify_cert_error_string(verify));
+        else
+            redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO, "TLS handshake: %s",
+                               c->errstr);
+        SSL_free(ssl);                 /* not taken on failure */
+        return REDISLOCK_ERR_IO;
+    }
+    return REDISLOCK_OK;
+}
+
+#else /* !REDISLOCK_HAVE_TLS */
+
+int redislockp_tls_ctx_new(const redislockp_url *u, void **out, char *errmsg)
+{
+    (void)u;
+    *out = NULL;
+    return redislockp_tx_fail(errmsg, REDISLOCK_ERR_INVALID,
+                              "built without TLS support");
+}
+
+void redislockp_tls_ctx_free(void *ctx)
+{
+    (void)ctx;
+}
+
+int redislockp_tls_connect(redisContext *c, void *ctx,
+                           const redislockp_url *u, char *errmsg)
+{
+    (void)c;
+    (void)ctx;
+    (void)u;
+    return redislockp_tx_fail(errmsg, REDISLOCK_ERR_INVALID,
+                              "built without TLS support");
+}
+
+#endif
