@@ -17,6 +17,7 @@
  */
 #include "config.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -72,6 +73,7 @@ struct options {
     bool fencing;
     bool verbose;
     bool status;
+    bool json;                        /* --json, with --status */
 };
 
 static const char *progname = "redislock";
@@ -88,15 +90,19 @@ static void vsay(const char *fmt, va_list ap)
     vfprintf(stderr, fmt, ap);
 }
 
+/* A whole line, never mixed with one from another thread (the -v
+ * reports of a wait come from a thread of their own). */
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...)
 {
     va_list ap;
 
+    flockfile(stderr);
     va_start(ap, fmt);
     vsay(fmt, ap);
     va_end(ap);
     fputc('\n', stderr);
+    funlockfile(stderr);
 }
 
 static void usage(FILE *f)
@@ -124,7 +130,9 @@ static void usage(FILE *f)
 "      --id ID            owner ID to use (share a holding on purpose)\n"
 "      --no-fencing       do not issue a fencing token\n"
 "      --status           show who holds KEY; exit 0 if held, 1 if free\n"
-"  -v, --verbose          say what happens, on standard error\n"
+"      --json             with --status: one JSON object instead\n"
+"  -v, --verbose          say what happens (who holds KEY while waiting),\n"
+"                         on standard error\n"
 "  -h, --help             show this help\n"
 "  -V, --version          show the version\n"
 "\n"
@@ -210,7 +218,7 @@ static bool parse_signal(const char *s, int *sig)
     return false;
 }
 
-enum { OPT_ID = 256, OPT_NO_FENCING, OPT_STATUS };
+enum { OPT_ID = 256, OPT_NO_FENCING, OPT_STATUS, OPT_JSON };
 
 /* Fill O from ARGV; 0 to go on, -1 when done (help, version), or an exit
  * status. */
@@ -230,6 +238,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         { "id", required_argument, NULL, OPT_ID },
         { "no-fencing", no_argument, NULL, OPT_NO_FENCING },
         { "status", no_argument, NULL, OPT_STATUS },
+        { "json", no_argument, NULL, OPT_JSON },
         { "verbose", no_argument, NULL, 'v' },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
@@ -298,6 +307,9 @@ static int parse_args(int argc, char **argv, struct options *o)
         case OPT_STATUS:
             o->status = true;
             break;
+        case OPT_JSON:
+            o->json = true;
+            break;
         case 'v':
             o->verbose = true;
             break;
@@ -332,6 +344,8 @@ static int parse_args(int argc, char **argv, struct options *o)
     }
     if (optind < argc && strcmp(argv[optind], "--") == 0)
         optind++;
+    if (o->json && !o->status)
+        return usage_error("%s", "--json goes with --status");
     if (o->status) {
         if (optind < argc || o->shell_command)
             return usage_error("%s", "--status takes KEY and no COMMAND");
@@ -557,18 +571,440 @@ static long long now_ms(void)
 }
 
 /* ------------------------------------------------------------------------
- * --status */
+ * What a key holds.  redislock_inspect() tells the key's Redis type: a
+ * string is what a go-zero-format lock is, and a hash with an owner and a
+ * count what a counted one is, but any program may store a string or a
+ * hash under that name.  The tool calls a value foreign when it cannot be
+ * a lock (no expiry: every lock has one; an "owner" that no owner ID can
+ * be), and never calls a string a go-zero lock without saying that a
+ * foreign string would look the same. */
 
-/* Map a failed library call to an exit status, with a message. */
-static int lock_error(redislock *lock, int st, const char *what)
+/* What a key is, as the tool shows it. */
+enum shape { SHAPE_FREE, SHAPE_GOZERO, SHAPE_COUNTED, SHAPE_FOREIGN };
+
+/* Owner IDs are at most REDISLOCK_MAX_ID_LEN bytes; a foreign string's
+ * value is shown up to the size of this buffer less one. */
+#define VIEW_SIZE 201
+
+struct holder {
+    enum shape shape;
+    redislock_kind kind;
+    char owner[VIEW_SIZE];            /* an owner ID, or a string's value */
+    long long ttl_ms;                 /* -1: no expiry; -2: no key */
+    int holds;
+    const char *why;                  /* SHAPE_FOREIGN: what it is */
+};
+
+/* Could S be an owner ID (what redislock_set_id() accepts, and every ID
+ * redislock and go-zero make)? */
+static bool owner_id_like(const char *s)
 {
-    say("%s: %s%s%s", what, redislock_strerror(st),
-        *redislock_last_error(lock) ? ": " : "", redislock_last_error(lock));
+    size_t n = 0;
+
+    for (; s[n]; n++)
+        if ((unsigned char)s[n] < 0x21 || (unsigned char)s[n] > 0x7e)
+            return false;
+    return n > 0 && n <= REDISLOCK_MAX_ID_LEN;
+}
+
+/* Look at KEY through LOCK (one round trip): 0 with *H, or a status. */
+static int look(redislock *lock, struct holder *h)
+{
+    int st;
+
+    st = redislock_inspect(lock, &h->kind, h->owner, sizeof h->owner,
+                           &h->ttl_ms, &h->holds);
+    h->why = NULL;
+    if (st != REDISLOCK_OK)
+        return st;
+    switch (h->kind) {
+    case REDISLOCK_KIND_NONE:
+        h->shape = SHAPE_FREE;
+        break;
+    case REDISLOCK_KIND_GOZERO:
+        h->shape = SHAPE_GOZERO;
+        if (h->ttl_ms < 0)
+            h->why = "a string without expiry (every lock has one)";
+        else if (!owner_id_like(h->owner))
+            h->why = "a string that no owner ID can be";
+        break;
+    case REDISLOCK_KIND_COUNTED:
+        h->shape = SHAPE_COUNTED;
+        if (h->ttl_ms < 0)
+            h->why = "a hash without expiry (every lock has one)";
+        else if (!owner_id_like(h->owner))
+            h->why = "a hash whose owner no owner ID can be";
+        break;
+    case REDISLOCK_KIND_OTHER:
+    default:
+        h->why = "a value of another type, or a hash that is not a "
+                 "counted lock";
+        break;
+    }
+    if (h->why != NULL) {
+        h->shape = SHAPE_FOREIGN;
+        h->holds = 0;
+        if (h->kind != REDISLOCK_KIND_GOZERO)
+            h->owner[0] = '\0';       /* only a string's value is shown */
+    }
+    return REDISLOCK_OK;
+}
+
+/* MS as seconds with one decimal. */
+static double secs(long long ms)
+{
+    return (double)ms / 1000.0;
+}
+
+/* Who holds the key, for -v messages: "held by OWNER (go-zero format);
+ * its lease ends in 12.3 s unless renewed", "free at this moment", ...
+ * (A lock always has an expiry: look() calls one without foreign.) */
+static void holder_text(const struct holder *h, char *buf, size_t size)
+{
+    switch (h->shape) {
+    case SHAPE_FREE:
+        snprintf(buf, size, "free at this moment");
+        break;
+    case SHAPE_GOZERO:
+        snprintf(buf, size, "held by %s (go-zero format); its lease ends in "
+                 "%.1f s unless renewed", h->owner, secs(h->ttl_ms));
+        break;
+    case SHAPE_COUNTED:
+        snprintf(buf, size, "held by %s (counted, %d hold%s); its lease ends "
+                 "in %.1f s unless renewed", h->owner, h->holds,
+                 h->holds == 1 ? "" : "s", secs(h->ttl_ms));
+        break;
+    case SHAPE_FOREIGN:
+        if (h->ttl_ms < 0)
+            snprintf(buf, size, "taken by a foreign value (%s), which stays "
+                     "until deleted", h->why);
+        else
+            snprintf(buf, size, "taken by a foreign value (%s), which "
+                     "expires in %.1f s", h->why, secs(h->ttl_ms));
+        break;
+    }
+}
+
+/* ------------------------------------------------------------------------
+ * Error messages.  redislock_last_error() holds the server's words, with
+ * what Lua adds around an error raised in a script, or hiredis's; the
+ * tool says what went wrong in the user's terms: which key, what to do. */
+
+static bool starts(const char *s, const char *prefix)
+{
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/* Does KEY have a Cluster hash tag?  (The rule of redislock.h, COMPANION
+ * KEYS: a '{' with a '}' after it and something in between.) */
+static bool has_hash_tag(const char *key)
+{
+    const char *open = strchr(key, '{'), *close;
+
+    if (open == NULL)
+        return false;
+    close = strchr(open + 1, '}');
+    return close != NULL && close > open + 1;
+}
+
+/* The keys the tool uses beside KEY (and KEY first, if WITH_KEY), for
+ * messages about rights and types. */
+static void key_list(const struct options *o, bool with_key, char *buf,
+                     size_t size)
+{
+    const char *l = has_hash_tag(o->key) ? "" : "{";
+    const char *r = *l ? "}" : "";
+    int n = 0;
+
+    if (with_key)
+        n = snprintf(buf, size, "%s, ", o->key);
+    if (n < 0 || (size_t)n >= size)
+        return;
+    if (o->fencing)
+        snprintf(buf + n, size - (size_t)n, "%s%s%s:fence, %s%s%s:waiters, "
+                 "%s%s%s:wake and %s%s%s:turn", l, o->key, r, l, o->key, r,
+                 l, o->key, r, l, o->key, r);
+    else
+        snprintf(buf + n, size - (size_t)n, "%s%s%s:waiters, %s%s%s:wake "
+                 "and %s%s%s:turn", l, o->key, r, l, o->key, r, l, o->key, r);
+}
+
+/* Skip "@user_script:N: " or "user_script:N: " at *P. */
+static bool skip_script_position(const char **p)
+{
+    const char *s = *p;
+
+    if (*s == '@')
+        s++;
+    if (!starts(s, "user_script:") || !isdigit((unsigned char)s[12]))
+        return false;
+    for (s += 12; isdigit((unsigned char)*s); s++)
+        ;
+    if (!starts(s, ": "))
+        return false;
+    *p = s + 2;
+    return true;
+}
+
+/* How an error reply came out of a script. */
+enum origin {
+    FROM_COMMAND,                     /* no script around it */
+    FROM_SCRIPT_COMMAND,              /* a Redis command the script ran */
+    FROM_SCRIPT_ITSELF                /* Lua failed, or the script's own check */
+};
+
+/* The server's own words in MSG, into OUT, without what Lua or the
+ * library add around them: Redis 7's " script: SHA, on @user_script:N.",
+ * older servers' "ERR Error running script (call to f_SHA):
+ * @user_script:N: ", a Lua error's position ("user_script:N: "), the
+ * library's scripts' "ERR redislock NAME.lua: " and the library's "[...]"
+ * hint.  *FROM: where the error came from. */
+static void server_words(const char *msg, char *out, size_t size,
+                         enum origin *from)
+{
+    const char *p = msg, *q;
+    size_t len;
+
+    *from = FROM_COMMAND;
+    for (;;) {
+        if (starts(p, "ERR Error running script") &&
+            (q = strstr(p, "): ")) != NULL) {
+            p = q + 3;
+            if (*from == FROM_COMMAND)
+                *from = FROM_SCRIPT_COMMAND;
+        } else if (*p == '@' && skip_script_position(&p)) {
+            if (*from == FROM_COMMAND)
+                *from = FROM_SCRIPT_COMMAND;
+        } else if (skip_script_position(&p)) {
+            *from = FROM_SCRIPT_ITSELF;   /* a Lua error's position */
+        } else if (starts(p, "ERR ") && (p[4] == '@' ||
+                                         starts(p + 4, "user_script:") ||
+                                         starts(p + 4, "redislock "))) {
+            p += 4;
+        } else if (starts(p, "redislock ") &&
+                   (q = strstr(p, ".lua: ")) != NULL &&
+                   memchr(p + 10, ' ', (size_t)(q - p - 10)) == NULL) {
+            p = q + 6;
+            *from = FROM_SCRIPT_ITSELF;
+        } else {
+            break;
+        }
+    }
+    len = strlen(p);
+    if (len > 0 && p[len - 1] == ']') {
+        for (q = p + len - 1; q > p && !(q[0] == '[' && q[-1] == ' '); q--)
+            ;
+        if (q > p)
+            len = (size_t)(q - 1 - p);
+    }
+    q = strstr(p, " script: ");
+    if (q != NULL && (size_t)(q - p) < len) {
+        len = (size_t)(q - p);
+        if (*from == FROM_COMMAND)
+            *from = FROM_SCRIPT_COMMAND;
+    }
+    while (len > 0 && (p[len - 1] == '.' || p[len - 1] == ' '))
+        len--;
+    snprintf(out, size, "%.*s", (int)len, p);
+}
+
+/* The error code that starts S ("WRONGTYPE", "OOM", ...) into CODE, and
+ * the words after it; NULL if S starts with none. */
+static const char *error_code(const char *s, char *code, size_t size)
+{
+    size_t n = 0;
+
+    while (s[n] >= 'A' && s[n] <= 'Z')
+        n++;
+    if (n < 2 || n >= size || (s[n] != ' ' && s[n] != '\0'))
+        return NULL;
+    memcpy(code, s, n);
+    code[n] = '\0';
+    return s[n] ? s + n + 1 : s + n;
+}
+
+/* A WRONGTYPE error: the lock key in the other mode's format or not a
+ * lock, or a key beside it holding something else; LOCK tells which (one
+ * more round trip). */
+static void wrong_type(redislock *lock, const struct options *o, char *buf,
+                       size_t size)
+{
+    struct holder h;
+    char keys[1024];
+
+    if (look(lock, &h) != REDISLOCK_OK) {
+        key_list(o, true, keys, sizeof keys);
+        snprintf(buf, size, "one of the keys %s holds a value of another "
+                 "type than the lock needs", keys);
+    } else if (h.kind == REDISLOCK_KIND_COUNTED && !o->counted) {
+        snprintf(buf, size, "%s holds a counted lock (or another hash); use "
+                 "-m counted", o->key);
+    } else if (h.kind == REDISLOCK_KIND_GOZERO && o->counted) {
+        snprintf(buf, size, "%s holds a go-zero-format lock (or another "
+                 "string); leave out -m counted", o->key);
+    } else if (h.kind == REDISLOCK_KIND_OTHER) {
+        snprintf(buf, size, "%s holds a value of another type, not a lock; "
+                 "delete it or use another KEY", o->key);
+    } else {
+        /* The lock key is right: a key beside it is not. */
+        key_list(o, false, keys, sizeof keys);
+        snprintf(buf, size, "a key beside the lock holds a value of another "
+                 "type than redislock keeps there: of %s, delete the one "
+                 "redislock did not write", keys);
+    }
+}
+
+/* What Redis refused, from its words W (code CODE, then REST), which
+ * came FROM a command or a script. */
+static void refused(const struct options *o, const char *w, const char *code,
+                    const char *rest, enum origin from, char *buf,
+                    size_t size)
+{
+    char keys[1024];
+
+    if (strcmp(code, "NOPERM") == 0) {
+        key_list(o, true, keys, sizeof keys);
+        snprintf(buf, size, "the Redis user lacks a permission (%s); the "
+                 "lock needs the keys %s and the commands EVALSHA, EVAL and "
+                 "BLPOP (see redislock(1), NOTES)", rest, keys);
+    } else if (strcmp(code, "NOAUTH") == 0) {
+        snprintf(buf, size, "Redis wants a password: give it in the URL "
+                 "(redis://[user]:password@host, best through REDISLOCK_URL)");
+    } else if (strcmp(code, "WRONGPASS") == 0) {
+        snprintf(buf, size, "Redis refused the user name or password in the "
+                 "URL");
+    } else if (strcmp(code, "OOM") == 0) {
+        snprintf(buf, size, "Redis is out of memory (maxmemory reached) and "
+                 "refuses writes");
+    } else if (strcmp(code, "READONLY") == 0) {
+        snprintf(buf, size, "the server is a read-only replica: use the "
+                 "primary's URL");
+    } else if (strcmp(code, "NOREPLICAS") == 0) {
+        snprintf(buf, size, "Redis refuses writes: too few replicas are "
+                 "connected (min-replicas-to-write)");
+    } else if (strcmp(code, "MISCONF") == 0) {
+        snprintf(buf, size, "Redis refuses writes: it cannot save to disk");
+    } else if (strcmp(code, "MASTERDOWN") == 0) {
+        snprintf(buf, size, "the replica has lost its primary");
+    } else if (strcmp(code, "LOADING") == 0) {
+        snprintf(buf, size, "Redis is still loading its data; try again "
+                 "shortly");
+    } else if (strcmp(code, "BUSY") == 0) {
+        snprintf(buf, size, "Redis is busy running a script or a function");
+    } else if (strcmp(code, "CLUSTERDOWN") == 0) {
+        snprintf(buf, size, "the Redis Cluster is down");
+    } else if (from == FROM_SCRIPT_ITSELF) {
+        /* Lua failed, or the library's script refused its own call: a
+         * bug (or a server that is not Redis), nothing the user did. */
+        snprintf(buf, size, "Redis could not run redislock's lock script "
+                 "(a redislock bug, or a server that is not Redis 6 or "
+                 "later; -v shows the details)");
+    } else if (from == FROM_SCRIPT_COMMAND && strcmp(code, "ERR") == 0) {
+        /* A command of the script refused a value it met. */
+        key_list(o, true, keys, sizeof keys);
+        snprintf(buf, size, "Redis refused: %s (does one of the keys %s "
+                 "hold a value redislock did not write?)", rest, keys);
+    } else {
+        snprintf(buf, size, "Redis refused: %s", strcmp(code, "ERR") == 0
+                                                      ? rest : w);
+    }
+}
+
+/* Say in BUF what went wrong with LOCK's last call, status ST; RAW is
+ * its redislock_last_error() (a copy: a WRONGTYPE costs one more round
+ * trip on LOCK, which changes it). */
+static void describe(redislock *lock, int st, const struct options *o,
+                     const char *raw, char *buf, size_t size)
+{
+    char words[512], code[32];
+    const char *rest, *r = raw;
+    enum origin from;
+
+    switch (st) {
+    case REDISLOCK_ERR_IO:
+        /* The connection's setup says which step failed: "AUTH: ...". */
+        if (starts(r, "AUTH: ") || starts(r, "SELECT: ") ||
+            starts(r, "HELLO: "))
+            r = strchr(r, ' ') + 1;
+        if (starts(r, "timeout:"))
+            snprintf(buf, size, "Redis did not answer in time (the URL's "
+                     "?timeout=MS sets how long to wait; 5000 by default)");
+        else if (starts(r, "connection closed"))
+            snprintf(buf, size, "Redis closed the connection");
+        else if (starts(r, "I/O error: "))
+            snprintf(buf, size, "the connection to Redis failed: %s", r + 11);
+        else if (starts(r, "protocol error"))
+            snprintf(buf, size, "the server does not speak Redis's "
+                     "protocol: is the URL right?");
+        else
+            snprintf(buf, size, "%s", *r ? r : redislock_strerror(st));
+        return;
+    case REDISLOCK_ERR_SERVER:
+        /* The connection's setup: "AUTH failed: WRONGPASS ...". */
+        if (starts(r, "AUTH failed: ") || starts(r, "HELLO failed: ")) {
+            server_words(strchr(r, ':') + 2, words, sizeof words, &from);
+            rest = error_code(words, code, sizeof code);
+            if (rest != NULL && strcmp(code, "ERR") != 0)
+                refused(o, words, code, rest, from, buf, size);
+            else
+                snprintf(buf, size, "Redis refused the login: %s",
+                         rest ? rest : words);
+            return;
+        }
+        if (starts(r, "SELECT failed: ")) {
+            server_words(r + 15, words, sizeof words, &from);
+            rest = error_code(words, code, sizeof code);
+            snprintf(buf, size, "Redis refused the database number in the "
+                     "URL: %s", rest ? rest : words);
+            return;
+        }
+        server_words(r, words, sizeof words, &from);
+        rest = error_code(words, code, sizeof code);
+        if (rest != NULL && strcmp(code, "WRONGTYPE") == 0)
+            wrong_type(lock, o, buf, size);
+        else if (rest != NULL)
+            refused(o, words, code, rest, from, buf, size);
+        else
+            refused(o, words, "ERR", words, from, buf, size);
+        return;
+    case REDISLOCK_ERR_PROTOCOL:
+        snprintf(buf, size, "the server sent a reply no lock operation "
+                 "returns: is the URL's server Redis 6 or later, with "
+                 "nothing in between that changes replies?");
+        return;
+    case REDISLOCK_ERR_NOMEM:
+        snprintf(buf, size, "out of memory");
+        return;
+    case REDISLOCK_ERR_LOST:
+        snprintf(buf, size, "the lock was lost: %s",
+                 redislock_lost_reason_text(redislock_lost_reason(lock)));
+        return;
+    default:
+        snprintf(buf, size, "%s", *r ? r : redislock_strerror(st));
+        return;
+    }
+}
+
+/* Say that DOING (e.g. "acquire the lock") failed with status ST, in the
+ * user's terms (and the library's, with -v); the exit status for it. */
+static int lock_error(redislock *lock, int st, const struct options *o,
+                      const char *doing)
+{
+    char raw[512], text[2048];
+
+    snprintf(raw, sizeof raw, "%s", redislock_last_error(lock));
+    describe(lock, st, o, raw, text, sizeof text);
+    say("cannot %s %s: %s", doing, o->key, text);
+    if (o->verbose && *raw)
+        say("(the library said: %s: %s)", redislock_strerror(st), raw);
     return st == REDISLOCK_ERR_NOMEM ? EXIT_SYSTEM : EXIT_REDIS;
 }
 
-/* S on a line of its own, with bytes outside printable ASCII (and the
- * backslash) as \xNN, so that a value cannot forge lines. */
+/* ------------------------------------------------------------------------
+ * --status */
+
+/* S with bytes outside printable ASCII (and the backslash) as \xNN, so
+ * that a value cannot forge lines; then a newline. */
 static void print_escaped(const char *s)
 {
     for (; *s; s++) {
@@ -582,56 +1018,273 @@ static void print_escaped(const char *s)
     putchar('\n');
 }
 
-static int show_status(redislock *lock, const char *key)
+/* The length of the valid UTF-8 sequence at P (RFC 3629: no overlong
+ * forms, no surrogates, nothing above U+10FFFF), or 0. */
+static size_t utf8_len(const unsigned char *p)
 {
-    static const char *const kinds[] = { "free", "go-zero", "counted",
-                                         "not a lock" };
-    char owner[REDISLOCK_MAX_ID_LEN + 1];
-    redislock_kind kind;
-    long long ttl;
-    int holds, st;
+    unsigned long cp, min;
+    size_t need, i;
 
-    st = redislock_inspect(lock, &kind, owner, sizeof owner, &ttl, &holds);
-    if (st != REDISLOCK_OK)
-        return lock_error(lock, st, "status");
+    if (p[0] < 0x80)
+        return 1;
+    if (p[0] >= 0xc2 && p[0] <= 0xdf) {
+        need = 1, cp = p[0] & 0x1f, min = 0x80;
+    } else if (p[0] >= 0xe0 && p[0] <= 0xef) {
+        need = 2, cp = p[0] & 0x0f, min = 0x800;
+    } else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+        need = 3, cp = p[0] & 0x07, min = 0x10000;
+    } else {
+        return 0;
+    }
+    for (i = 1; i <= need; i++) {
+        if ((p[i] & 0xc0) != 0x80)    /* the terminating NUL stops here */
+            return 0;
+        cp = cp << 6 | (p[i] & 0x3f);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    return need + 1;
+}
+
+/* S as a JSON string: escaped, and valid UTF-8 (a byte that is not part
+ * of a valid sequence becomes U+FFFD). */
+static void print_json_string(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t n;
+
+    putchar('"');
+    while (*p) {
+        n = utf8_len(p);
+        if (*p == '"' || *p == '\\') {
+            printf("\\%c", *p);
+        } else if (*p < 0x20 || *p == 0x7f) {
+            printf("\\u%04x", *p);
+        } else if (n > 1) {
+            fwrite(p, 1, n, stdout);
+            p += n;
+            continue;
+        } else if (n == 0) {
+            printf("\\ufffd");
+        } else {
+            putchar(*p);
+        }
+        p++;
+    }
+    putchar('"');
+}
+
+static void print_status_json(const char *key, const struct holder *h)
+{
+    static const char *const modes[] = { "null", "\"gozero\"",
+                                         "\"counted\"", "\"foreign\"" };
+    bool lock = h->shape == SHAPE_GOZERO || h->shape == SHAPE_COUNTED;
+
+    printf("{\"key\":");
+    print_json_string(key);
+    printf(",\"held\":%s,\"mode\":%s,\"owner\":",
+           h->shape == SHAPE_FREE ? "false" : "true", modes[h->shape]);
+    if (lock)
+        print_json_string(h->owner);
+    else
+        printf("null");
+    if (h->shape == SHAPE_FREE)
+        printf(",\"ttl_ms\":null");
+    else
+        printf(",\"ttl_ms\":%lld", h->ttl_ms);
+    printf(",\"holds\":%d}\n", h->holds);
+}
+
+static void print_status_text(const char *key, const struct holder *h)
+{
     printf("key: ");
     print_escaped(key);
-    printf("state: %s\n", kind == REDISLOCK_KIND_NONE ? "free" : "held");
-    if (kind != REDISLOCK_KIND_NONE) {
-        printf("mode: %s\n", kinds[kind]);
-        if (kind != REDISLOCK_KIND_OTHER) {
-            printf("owner: ");
-            print_escaped(owner);
-            printf("holds: %d\n", holds);
-        }
-        if (ttl >= 0)
-            printf("ttl_ms: %lld\n", ttl);
-        else
-            printf("ttl_ms: none\n");
+    printf("state: %s\n", h->shape == SHAPE_FREE ? "free" : "held");
+    if (h->shape == SHAPE_FREE)
+        return;
+    printf("mode: %s\n", h->shape == SHAPE_GOZERO ? "go-zero"
+                         : h->shape == SHAPE_COUNTED ? "counted"
+                         : "not a lock");
+    if (h->shape != SHAPE_FOREIGN) {
+        printf("owner: ");
+        print_escaped(h->owner);
+        printf("holds: %d\n", h->holds);
+    } else if (h->kind == REDISLOCK_KIND_GOZERO) {
+        printf("value: ");
+        print_escaped(h->owner);      /* at most VIEW_SIZE - 1 bytes */
     }
+    if (h->ttl_ms >= 0)
+        printf("ttl_ms: %lld\n", h->ttl_ms);
+    else
+        printf("ttl_ms: none\n");
+    if (h->shape == SHAPE_GOZERO)
+        printf("note: a plain string with an expiry, as go-zero stores a "
+               "lock; a foreign string value would look the same\n");
+    else if (h->shape == SHAPE_FOREIGN)
+        printf("note: %s; it keeps the lock from being taken%s\n", h->why,
+               h->ttl_ms < 0 ? " until deleted" : " until it expires");
+}
+
+static int show_status(redislock *lock, const struct options *o)
+{
+    struct holder h;
+    int st;
+
+    st = look(lock, &h);
+    if (st != REDISLOCK_OK)
+        return lock_error(lock, st, o, "read the state of");
+    if (o->json)
+        print_status_json(o->key, &h);
+    else
+        print_status_text(o->key, &h);
     if (fflush(stdout) != 0)
         return EXIT_SYSTEM;
-    return kind == REDISLOCK_KIND_NONE ? 1 : 0;
+    return h.shape == SHAPE_FREE ? 1 : 0;
+}
+
+/* ------------------------------------------------------------------------
+ * Reporting a wait (-v).  redislock_acquire_wait() blocks until it has
+ * the lock, gives up or is canceled.  Waiting in slices of a few seconds,
+ * with a look at the key between them, would leave the queue of waiters
+ * at the end of each slice and join it again (and pass on a turn it was
+ * woken for just then); so the wait stays one call, exactly as without
+ * -v, and a thread of ours looks at the key every REPORT_EVERY_MS through
+ * a second handle of the same client (a pooled connection of its own:
+ * one read-only round trip each time).  It sleeps in poll() on a pipe
+ * whose writing end the main thread closes when the wait is over, and
+ * inherits the blocked signals, which stay the signal thread's. */
+
+#define REPORT_EVERY_MS 5000
+
+struct reporter {
+    redislock *peek;                  /* used by the reporting thread only */
+    const char *key;
+    long long start;
+    int stop[2];
+    pthread_t thread;
+};
+
+static void *report_thread(void *arg)
+{
+    struct reporter *r = arg;
+    struct holder h;
+    struct pollfd p;
+    char what[512];
+    int n;
+
+    for (;;) {
+        p.fd = r->stop[0];
+        p.events = POLLIN;
+        p.revents = 0;
+        n = poll(&p, 1, REPORT_EVERY_MS);
+        if (n > 0 || (n < 0 && errno != EINTR))
+            break;                    /* the wait is over */
+        if (n == 0 && look(r->peek, &h) == REDISLOCK_OK) {
+            holder_text(&h, what, sizeof what);
+            say("still waiting for %s after %.1f s: %s", r->key,
+                secs(now_ms() - r->start), what);
+        }
+    }
+    return NULL;
+}
+
+/* Start reporting on KEY's wait that began at START; false if it cannot
+ * (the wait then goes on without reports). */
+static bool reporter_start(struct reporter *r, redislock_client *client,
+                           const char *key, long long start)
+{
+    r->key = key;
+    r->start = start;
+    r->peek = redislock_new_from_client(client, key);
+    if (r->peek == NULL)
+        return false;
+    if (pipe(r->stop) == 0) {
+        (void)fcntl(r->stop[0], F_SETFD, FD_CLOEXEC);
+        (void)fcntl(r->stop[1], F_SETFD, FD_CLOEXEC);
+        if (pthread_create(&r->thread, NULL, report_thread, r) == 0)
+            return true;
+        close(r->stop[0]);
+        close(r->stop[1]);
+    }
+    redislock_free(r->peek);
+    return false;
+}
+
+static void reporter_stop(struct reporter *r)
+{
+    close(r->stop[1]);                /* POLLHUP for the thread */
+    (void)pthread_join(r->thread, NULL);
+    close(r->stop[0]);
+    redislock_free(r->peek);
 }
 
 /* ------------------------------------------------------------------------
  * Taking the lock */
 
 /* Try, or wait up to O->wait_ms (for ever if -1); a stop signal cancels
- * the wait.  0 with *ACQUIRED set, or an exit status. */
-static int take(redislock *lock, const struct options *o, bool *acquired)
+ * the wait.  With -v, say who holds the lock at the start of a wait and
+ * every REPORT_EVERY_MS of it, and how long it took.  0 with *ACQUIRED
+ * set, or an exit status. */
+static int take(redislock *lock, redislock_client *client,
+                const struct options *o, bool *acquired)
 {
+    struct reporter rep;
+    struct holder h;
+    bool reporting = false;
+    long long start = now_ms();
+    char what[512], limit[64];
+    uint64_t token = 0;
     int st;
 
-    st = redislock_acquire_wait(lock, o->wait_ms < 0 ? LLONG_MAX : o->wait_ms,
+    if (o->verbose && o->wait_ms != 0) {
+        /* One look first: a failure here is the one the acquire would
+         * meet (and a failed connect makes the client wait a little
+         * before the next, which would hide what went wrong). */
+        st = look(lock, &h);
+        if (st != REDISLOCK_OK)
+            return lock_error(lock, st, o, "acquire the lock");
+        if (h.shape != SHAPE_FREE && strcmp(h.owner, redislock_id(lock)) != 0) {
+            holder_text(&h, what, sizeof what);
+            if (o->wait_ms > 0)
+                snprintf(limit, sizeof limit, "up to %.1f s",
+                         secs(o->wait_ms));
+            else
+                snprintf(limit, sizeof limit, "as long as it takes");
+            say("waiting for %s (%s): %s", o->key, limit, what);
+        }
+        if (o->wait_ms < 0 || o->wait_ms > REPORT_EVERY_MS)
+            reporting = reporter_start(&rep, client, o->key, start);
+    }
+    st = redislock_acquire_wait(lock, o->wait_ms < 0 ? REDISLOCK_WAIT_FOREVER
+                                                     : o->wait_ms,
                                 acquired);
-    if (st == REDISLOCK_ERR_CANCELED) {
+    if (reporting)
+        reporter_stop(&rep);
+    if (st == REDISLOCK_ERR_CANCELED || (st != REDISLOCK_OK && stopped())) {
         *acquired = false;
         return 0;                     /* run() ends by the signal */
     }
-    if (st != REDISLOCK_OK && !stopped())
-        return lock_error(lock, st, "acquire");
-    return 0;                         /* a stop signal: run() ends by it */
+    if (st != REDISLOCK_OK)
+        return lock_error(lock, st, o, "acquire the lock");
+    if (!o->verbose)
+        return 0;
+    if (*acquired) {
+        (void)redislock_token(lock, &token);
+        say("got the lock %s after %.1f s (owner %s, token %llu)", o->key,
+            secs(now_ms() - start), redislock_id(lock),
+            (unsigned long long)token);
+    } else if (!stopped()) {
+        if (look(lock, &h) == REDISLOCK_OK)
+            holder_text(&h, what, sizeof what);
+        else
+            snprintf(what, sizeof what, "held by another owner");
+        if (o->wait_ms == 0)
+            say("%s is busy: %s", o->key, what);
+        else
+            say("gave up waiting for %s after %.1f s: %s", o->key,
+                secs(now_ms() - start), what);
+    }
+    return 0;
 }
 
 /* ------------------------------------------------------------------------
@@ -903,15 +1556,23 @@ static bool release(redislock *lock, const struct options *o,
     int st = redislock_release(lock, &released);
 
     if (st == REDISLOCK_ERR_LOST) {
-        say("%s", redislock_last_error(lock));
+        /* watch() has said so already if it knew. */
+        if (!known_lost)
+            say("lost the lock %s before COMMAND ended: %s", o->key,
+                redislock_lost_reason_text(redislock_lost_reason(lock)));
         return true;
     }
     if (known_lost)
         return true;
     if (st != REDISLOCK_OK) {
-        say("release: %s%s%s (the lease runs out on its own)",
-            redislock_strerror(st), *redislock_last_error(lock) ? ": " : "",
-            redislock_last_error(lock));
+        char raw[512], text[2048];
+
+        snprintf(raw, sizeof raw, "%s", redislock_last_error(lock));
+        describe(lock, st, o, raw, text, sizeof text);
+        say("cannot release the lock %s: %s; it expires on its own within "
+            "%.1f s", o->key, text, secs(o->expire_ms));
+        if (o->verbose && *raw)
+            say("(the library said: %s: %s)", redislock_strerror(st), raw);
         return false;
     }
     if (!released) {
@@ -923,11 +1584,11 @@ static bool release(redislock *lock, const struct options *o,
     return false;
 }
 
-static int run(redislock *lock, const struct options *o)
+static int run(redislock *lock, redislock_client *client,
+               const struct options *o)
 {
     struct outcome out;
     char **env, *strings = NULL;
-    uint64_t token = 0;
     bool acquired, same_group;
     pid_t pid;
     int rc;
@@ -937,20 +1598,14 @@ static int run(redislock *lock, const struct options *o)
         return EXIT_SYSTEM;
     }
     same_group = terminal_foreground();
-    rc = take(lock, o, &acquired);
+    rc = take(lock, client, o, &acquired);
     if (rc != 0)
         return rc;
     if (!acquired) {
         if (stopped())
             return end_by(stopped());
-        if (o->verbose)
-            say("%s is busy", o->key);
         return o->busy_code;
     }
-    (void)redislock_token(lock, &token);
-    if (o->verbose)
-        say("acquired %s (owner %s, token %llu)", o->key, redislock_id(lock),
-            (unsigned long long)token);
 
     env = command_env(lock, o->key, &strings);
     if (env == NULL) {
@@ -1003,14 +1658,14 @@ int main(int argc, char **argv)
         rc = usage_error("bad owner ID '%s' (1 to 128 printable characters, "
                          "no spaces)", o.id);
     } else if (o.status) {
-        rc = show_status(lock, o.key);
+        rc = show_status(lock, &o);
     } else if (redislock_set_expire_ms(lock, o.expire_ms) != REDISLOCK_OK ||
                redislock_set_fencing(lock, o.fencing) != REDISLOCK_OK ||
                redislock_set_autorenew(lock, true) != REDISLOCK_OK) {
         say("cannot configure the lock: %s", redislock_last_error(lock));
         rc = EXIT_SYSTEM;
     } else {
-        rc = run(lock, &o);
+        rc = run(lock, client, &o);
     }
     signals_stop();
     redislock_free(lock);

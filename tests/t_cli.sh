@@ -567,12 +567,13 @@ t_status() {
     grep -qx 'holds: 1' "$work/s2" || { diag "$(tr '\n' '|' < "$work/s2")"; return 1; }
     ttl=$(sed -n 's/^ttl_ms: //p' "$work/s2")
     [ "$ttl" -gt 5000 ] && [ "$ttl" -le 10000 ] || { diag "ttl_ms $ttl"; return 1; }
-    # A value cannot forge lines of the output.
+    # A value cannot forge lines of the output (a string without expiry
+    # is not a lock: its value is shown as such).
     cli SET k17b "$(printf 'x\nstate: free')" > /dev/null
     $R --status k17b > "$work/s4"
     expect_status 0 $? "--status of a string with a newline" || return 1
     ! grep -qx 'state: free' "$work/s4" || { diag "$(tr '\n' '|' < "$work/s4")"; return 1; }
-    grep -qx 'owner: x\\x0astate: free' "$work/s4" || { diag "$(tr '\n' '|' < "$work/s4")"; return 1; }
+    grep -qx 'value: x\\x0astate: free' "$work/s4" || { diag "$(tr '\n' '|' < "$work/s4")"; return 1; }
     cli RPUSH k17 x > /dev/null
     $R --status k17 > "$work/s3"
     expect_status 0 $? "--status of a list" || return 1
@@ -606,6 +607,8 @@ t_gozero_interop() {
 }
 check "go-zero and the tool exclude each other on one key" t_gozero_interop
 
+# No raw server or script text (WRONGTYPE, "script: SHA", user_script):
+# the message says what the key holds and which option fits it.
 t_mode_mismatch() {
     $R -m counted k20 sh -c "touch '$work/k20.held'; sleep 30" &
     holder=$!
@@ -614,9 +617,230 @@ t_mode_mismatch() {
     st=$?
     kill -TERM $holder; wait $holder
     expect_status 69 $st "go-zero mode meeting a counted key" || return 1
-    grep -q WRONGTYPE "$work/err"
+    grep -qx 'redislock: cannot acquire the lock k20: k20 holds a counted lock (or another hash); use -m counted' "$work/err" ||
+        { diag "$(cat "$work/err")"; return 1; }
+    cli SET k20s some-owner PX 30000 > /dev/null
+    $R -m counted -n k20s true 2> "$work/err2"
+    expect_status 69 $? "counted mode meeting a string" || return 1
+    grep -qx 'redislock: cannot acquire the lock k20s: k20s holds a go-zero-format lock (or another string); leave out -m counted' "$work/err2" ||
+        { diag "$(cat "$work/err2")"; return 1; }
+    ! grep -Eq 'WRONGTYPE|script|@|\[' "$work/err" "$work/err2"
 }
-check "a go-zero instance meeting a counted key exits 69 with WRONGTYPE" t_mode_mismatch
+check "a lock of the other mode: exit 69, the message names the mode to use" t_mode_mismatch
+
+# ---------------------------------------------------------------------------
+# -v while waiting: who holds the lock at the start of the wait and every
+# 5 s (one line each time, not a flood), and how long the wait took.
+t_verbose_wait() {
+    $R -e 30 k30 sh -c "touch '$work/k30.held'; sleep 60" &
+    holder=$!
+    wait_file "$work/k30.held" || return 1
+    owner=$(cli GET k30)
+    $R -v -w 30 k30 true 2> "$work/k30.err" &
+    waiter=$!
+    # The first report comes 5 s into the wait; then let the holder go.
+    i=0
+    until grep -q 'still waiting' "$work/k30.err" 2> /dev/null; do
+        i=$((i + 1))
+        [ $i -lt 200 ] || { kill -TERM $holder $waiter; wait; diag "no report: $(cat "$work/k30.err")"; return 1; }
+        sleep 0.05
+    done
+    kill -TERM $holder; wait $holder
+    wait $waiter
+    st=$?
+    expect_status 0 $st "the waiter" || return 1
+    # At the start: who holds it and for how long.
+    grep -Eq "^redislock: waiting for k30 \(up to 30\.0 s\): held by $owner \(go-zero format\); its lease ends in [0-9]+\.[0-9] s unless renewed$" "$work/k30.err" ||
+        { diag "start: $(tr '\n' '|' < "$work/k30.err")"; return 1; }
+    grep -Eq "^redislock: still waiting for k30 after 5\.[0-9] s: held by $owner " "$work/k30.err" ||
+        { diag "report: $(tr '\n' '|' < "$work/k30.err")"; return 1; }
+    [ "$(grep -c 'still waiting' "$work/k30.err")" -eq 1 ] ||
+        { diag "reports: $(tr '\n' '|' < "$work/k30.err")"; return 1; }
+    grep -Eq '^redislock: got the lock k30 after [5-9]\.[0-9] s \(owner [0-9a-f]{32}, token [0-9]+\)$' "$work/k30.err" ||
+        { diag "got: $(tr '\n' '|' < "$work/k30.err")"; return 1; }
+    # -n says who holds it too.
+    cli SET k30 someone PX 20000 > /dev/null
+    $R -v -n k30 true 2> "$work/k30.busy"
+    expect_status 75 $? "-v -n on a held key" || return 1
+    grep -Eq '^redislock: k30 is busy: held by someone \(go-zero format\); its lease ends in' "$work/k30.busy" ||
+        { diag "busy: $(cat "$work/k30.busy")"; return 1; }
+}
+check "-v while waiting: who holds the lock at the start and every 5 s, then how long it took" t_verbose_wait
+
+# -v's reports leave the waiting itself alone: a signal still ends the
+# wait at once, leaving the queue of waiters.
+t_verbose_wait_signal() {
+    $R k31 sh -c "touch '$work/k31.held'; sleep 30" &
+    holder=$!
+    wait_file "$work/k31.held" || return 1
+    $R -v k31 touch "$work/k31.ran" 2> "$work/k31.err" &
+    waiter=$!
+    wait_waiting k31 || return 1
+    t0=$(now_ms)
+    kill -TERM $waiter
+    wait $waiter
+    st=$?
+    t=$(( $(now_ms) - t0 ))
+    left=$(cli ZCARD "{k31}:waiters")
+    kill -TERM $holder; wait $holder
+    expect_status 143 $st "SIGTERM while waiting with -v" || return 1
+    [ "$left" = 0 ] || { diag "waiter registration left behind"; return 1; }
+    [ $t -lt 1500 ] || { diag "took $t ms"; return 1; }
+    [ ! -e "$work/k31.ran" ]
+}
+check "-v while waiting: SIGTERM still ends the wait at once" t_verbose_wait_signal
+
+# json_valid FILE: FILE is one valid JSON value (jq or python3, if any).
+json_valid() {
+    if command -v jq > /dev/null 2>&1; then
+        jq -e . "$1" > /dev/null 2>&1
+    elif command -v python3 > /dev/null 2>&1; then
+        python3 -c 'import json, sys; json.load(open(sys.argv[1], encoding="utf-8"))' "$1" 2>/dev/null
+    else
+        diag "no jq or python3: JSON syntax not checked"
+        return 0
+    fi
+}
+
+# expect_json FILE TEXT: FILE is that one line, and valid JSON.
+expect_json() {
+    [ "$(cat "$1")" = "$2" ] || { diag "got  $(cat "$1")"; diag "want $2"; return 1; }
+    json_valid "$1" || { diag "not valid JSON: $(cat "$1")"; return 1; }
+}
+
+t_status_json() {
+    $R --status --json k32 > "$work/j1"
+    expect_status 1 $? "--status --json of a free key" || return 1
+    expect_json "$work/j1" '{"key":"k32","held":false,"mode":null,"owner":null,"ttl_ms":null,"holds":0}' || return 1
+    $R -e 10 k32 sh -c "touch '$work/k32.held'; sleep 30" &
+    holder=$!
+    wait_file "$work/k32.held" || return 1
+    $R --json --status k32 > "$work/j2"
+    st=$?
+    owner=$(cli GET k32)
+    kill -TERM $holder; wait $holder
+    expect_status 0 $st "--status --json of a held key" || return 1
+    ttl=$(sed -n 's/.*"ttl_ms":\([0-9]*\),.*/\1/p' "$work/j2")
+    [ -n "$ttl" ] && [ "$ttl" -gt 5000 ] && [ "$ttl" -le 10000 ] || { diag "ttl_ms in $(cat "$work/j2")"; return 1; }
+    expect_json "$work/j2" "{\"key\":\"k32\",\"held\":true,\"mode\":\"gozero\",\"owner\":\"$owner\",\"ttl_ms\":$ttl,\"holds\":1}" || return 1
+    # Counted, two holds.
+    $R -m counted k33 sh -c '"$0" -m counted --id "$REDISLOCK_OWNER" -n k33 "$0" --status --json k33' \
+        "$tool" > "$work/j3" || return 1
+    grep -Eq '^\{"key":"k33","held":true,"mode":"counted","owner":"[0-9a-f]{32}","ttl_ms":[0-9]+,"holds":2\}$' "$work/j3" ||
+        { diag "$(cat "$work/j3")"; return 1; }
+    json_valid "$work/j3" || return 1
+    # Foreign values: a string without expiry, a list.
+    cli SET k34 "hello world" > /dev/null
+    $R --status --json k34 > "$work/j4"
+    expect_status 0 $? "a foreign string" || return 1
+    expect_json "$work/j4" '{"key":"k34","held":true,"mode":"foreign","owner":null,"ttl_ms":-1,"holds":0}' || return 1
+    cli RPUSH k35 x > /dev/null
+    cli PEXPIRE k35 50000 > /dev/null
+    $R --status --json k35 > "$work/j5"
+    grep -Eq '^\{"key":"k35","held":true,"mode":"foreign","owner":null,"ttl_ms":[0-9]+,"holds":0\}$' "$work/j5" ||
+        { diag "$(cat "$work/j5")"; return 1; }
+    # A key with a quote, a backslash, control characters, UTF-8 and a
+    # stray byte: escaped, and still valid UTF-8.  (No newline: libtool's
+    # execute mode, under make check-valgrind, would cut the argument.)
+    k=$(printf 'a"b\\c\td\001\303\251\377')
+    $R --status --json "$k" > "$work/j6"
+    expect_status 1 $? "an awkward free key" || return 1
+    expect_json "$work/j6" "$(printf '{"key":"a\\"b\\\\c\\u0009d\\u0001\303\251\\ufffd","held":false,"mode":null,"owner":null,"ttl_ms":null,"holds":0}')" || return 1
+    # --json only with --status.
+    $R --json k32 true 2> /dev/null
+    expect_status 64 $? "--json without --status"
+}
+check "--status --json: held, mode, owner, ttl_ms, holds as one JSON object" t_status_json
+
+# A plain string is what a go-zero lock is, and what any other program's
+# value is: --status says so, and calls one that cannot be a lock a foreign
+# value.
+t_status_foreign() {
+    cli SET k36 "$(printf '%032x' 7)" PX 20000 > /dev/null
+    $R --status k36 > "$work/f1"
+    expect_status 0 $? "--status of a string with an expiry" || return 1
+    grep -qx 'mode: go-zero' "$work/f1" &&
+    grep -q '^note: .*foreign string value would look the same' "$work/f1" ||
+        { diag "$(tr '\n' '|' < "$work/f1")"; return 1; }
+    cli SET k37 "not an id" PX 20000 > /dev/null
+    $R --status k37 > "$work/f2"
+    grep -qx 'mode: not a lock' "$work/f2" &&
+    grep -qx 'value: not an id' "$work/f2" &&
+    grep -q '^note: a string that no owner ID can be' "$work/f2" &&
+    ! grep -q '^owner:' "$work/f2" || { diag "$(tr '\n' '|' < "$work/f2")"; return 1; }
+}
+check "--status: a plain string may be foreign, and one that cannot be a lock is called so" t_status_foreign
+
+# Error messages in the user's terms: no doubled "timeout:", no Lua or
+# script text, the step that failed and what to do.
+t_error_messages() {
+    bad='WRONGTYPE|script|user_script|@|\[|timeout: timeout|connection error or timeout: |Redis replied with an error'
+    # A key beside the lock of the wrong type: named among the lock's keys.
+    cli SET k38 x PX 30000 > /dev/null
+    cli SET "{k38}:waiters" y > /dev/null
+    $R -w 1 k38 true 2> "$work/e1"
+    expect_status 69 $? "waiters key of the wrong type" || return 1
+    grep -q '^redislock: cannot acquire the lock k38: a key beside the lock holds a value of another type than redislock keeps there: of {k38}:fence, {k38}:waiters, {k38}:wake and {k38}:turn, delete' "$work/e1" ||
+        { diag "$(cat "$work/e1")"; return 1; }
+    # A command of the script refusing a value: the server's words only.
+    cli HSET "{k39}:fence" n abc > /dev/null
+    $R k39 true 2> "$work/e2"
+    expect_status 69 $? "fencing counter not a number" || return 1
+    grep -q '^redislock: cannot acquire the lock k39: Redis refused: hash value is not an integer (does one of the keys k39, {k39}:fence' "$work/e2" ||
+        { diag "$(cat "$work/e2")"; return 1; }
+    # A value of another type in the lock key.
+    cli RPUSH k40 x > /dev/null
+    $R -n k40 true 2> "$work/e3"
+    grep -qx 'redislock: cannot acquire the lock k40: k40 holds a value of another type, not a lock; delete it or use another KEY' "$work/e3" ||
+        { diag "$(cat "$work/e3")"; return 1; }
+    # A server too slow to answer: said once, with what to change.
+    cli DEBUG SLEEP 1.5 > /dev/null &
+    sleeper=$!
+    sleep 0.2
+    $R -u "$REDISLOCK_URL?timeout=300" k41 true 2> "$work/e4"
+    st=$?
+    wait $sleeper
+    expect_status 69 $st "a timeout" || return 1
+    grep -qx "redislock: cannot acquire the lock k41: Redis did not answer in time (the URL's ?timeout=MS sets how long to wait; 5000 by default)" "$work/e4" ||
+        { diag "$(cat "$work/e4")"; return 1; }
+    # Out of memory.
+    cli CONFIG SET maxmemory 1 > /dev/null
+    $R k42 true 2> "$work/e5"
+    st=$?
+    cli CONFIG SET maxmemory 0 > /dev/null
+    expect_status 69 $st "out of memory" || return 1
+    grep -qx 'redislock: cannot acquire the lock k42: Redis is out of memory (maxmemory reached) and refuses writes' "$work/e5" ||
+        { diag "$(cat "$work/e5")"; return 1; }
+    # ACL: which keys and commands the lock needs.  A wrong password.
+    cli ACL SETUSER clitest on '>pw' '~other:*' '+@all' > /dev/null
+    $R -u "redis://clitest:pw@127.0.0.1:$REDISLOCK_TEST_PORT" k43 true 2> "$work/e6"
+    expect_status 69 $? "NOPERM" || return 1
+    grep -q '^redislock: cannot acquire the lock k43: the Redis user lacks a permission (this user has no permissions to access one of the keys used as arguments); the lock needs the keys k43, {k43}:fence, {k43}:waiters, {k43}:wake and {k43}:turn and the commands EVALSHA, EVAL and BLPOP' "$work/e6" ||
+        { diag "$(cat "$work/e6")"; return 1; }
+    $R -u "redis://clitest:wrongpw@127.0.0.1:$REDISLOCK_TEST_PORT" k43 true 2> "$work/e7"
+    expect_status 69 $? "wrong password" || return 1
+    grep -qx 'redislock: cannot acquire the lock k43: Redis refused the user name or password in the URL' "$work/e7" ||
+        { diag "$(cat "$work/e7")"; return 1; }
+    cli ACL DELUSER clitest > /dev/null
+    ! grep -Eq "$bad" "$work"/e[1-7] || { diag "raw text: $(grep -Eh "$bad" "$work"/e[1-7])"; return 1; }
+    # -v adds the library's own words, for bug reports.
+    $R -v k39 true 2> "$work/e8"
+    grep -q '^redislock: (the library said: .*hash value is not an integer' "$work/e8" ||
+        { diag "$(cat "$work/e8")"; return 1; }
+}
+check "error messages: in the user's terms, without script text or a doubled timeout" t_error_messages
+
+# A lost lock is reported once (by the watch, not again by the release).
+t_lost_said_once() {
+    $R -e 1 k44 sh -c "touch '$work/k44.held'; sleep 30 & wait" 2> "$work/k44.err" &
+    holder=$!
+    wait_file "$work/k44.held" || return 1
+    cli DEL k44 > /dev/null
+    wait $holder
+    expect_status 76 $? "lost" || return 1
+    [ "$(grep -c 'lost' "$work/k44.err")" -eq 1 ] || { diag "$(tr '\n' '|' < "$work/k44.err")"; return 1; }
+}
+check "a lost lock is reported once" t_lost_said_once
 
 if [ -n "$vglogs" ]; then
     t_valgrind_clean() {
