@@ -1074,7 +1074,28 @@ static void print_json_string(const char *s)
     putchar('"');
 }
 
-static void print_status_json(const char *key, const struct holder *h)
+/* The companions (waiters, fencing counter): -1 when they could not be
+ * read (an ACL user allowed only the lock key, say). */
+struct companions {
+    long long waiters;
+    long long fence;
+};
+
+static struct companions read_companions(redislock *lock)
+{
+    struct companions c = { -1, -1 };
+    long long waiters;
+    uint64_t fence;
+
+    if (redislock_inspect_companions(lock, &waiters, &fence) == REDISLOCK_OK) {
+        c.waiters = waiters;
+        c.fence = fence > (uint64_t)INT64_MAX ? INT64_MAX : (long long)fence;
+    }
+    return c;
+}
+
+static void print_status_json(const char *key, const struct holder *h,
+                              const struct companions *c)
 {
     static const char *const modes[] = { "null", "\"gozero\"",
                                          "\"counted\"", "\"foreign\"" };
@@ -1092,14 +1113,21 @@ static void print_status_json(const char *key, const struct holder *h)
         printf(",\"ttl_ms\":null");
     else
         printf(",\"ttl_ms\":%lld", h->ttl_ms);
-    printf(",\"holds\":%d}\n", h->holds);
+    printf(",\"holds\":%d", h->holds);
+    if (c->waiters >= 0)
+        printf(",\"waiters\":%lld,\"fence\":%lld}\n", c->waiters, c->fence);
+    else
+        printf(",\"waiters\":null,\"fence\":null}\n");
 }
 
-static void print_status_text(const char *key, const struct holder *h)
+static void print_status_text(const char *key, const struct holder *h,
+                              const struct companions *c)
 {
     printf("key: ");
     print_escaped(key);
     printf("state: %s\n", h->shape == SHAPE_FREE ? "free" : "held");
+    if (c->waiters >= 0)
+        printf("waiters: %lld\nfence: %lld\n", c->waiters, c->fence);
     if (h->shape == SHAPE_FREE)
         return;
     printf("mode: %s\n", h->shape == SHAPE_GOZERO ? "go-zero"
@@ -1127,16 +1155,18 @@ static void print_status_text(const char *key, const struct holder *h)
 
 static int show_status(redislock *lock, const struct options *o)
 {
+    struct companions c;
     struct holder h;
     int st;
 
     st = look(lock, &h);
     if (st != REDISLOCK_OK)
         return lock_error(lock, st, o, "read the state of");
+    c = read_companions(lock);
     if (o->json)
-        print_status_json(o->key, &h);
+        print_status_json(o->key, &h, &c);
     else
-        print_status_text(o->key, &h);
+        print_status_text(o->key, &h, &c);
     if (fflush(stdout) != 0)
         return EXIT_SYSTEM;
     return h.shape == SHAPE_FREE ? 1 : 0;

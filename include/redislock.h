@@ -559,6 +559,23 @@ REDISLOCK_API int redislock_inspect(redislock *lock, redislock_kind *kind,
                                     long long *ttl_ms, int *holds);
 
 /**
+ * What LOCK's companion keys say (see OVERVIEW), whoever holds the lock:
+ * how many waiters of redislock_acquire_wait() are registered and live,
+ * and the fencing counter (the last token issued for the key; 0 if none).
+ * Read only, one round trip (a script that reads the waiters and the
+ * fencing counter, not the lock key, so redislock_inspect() stays usable
+ * by an ACL user allowed only the lock key; this one needs read rights on
+ * the companions).  On a Cluster client, REDISLOCK_ERR_INVALID for a key
+ * whose companions cannot share its slot.
+ * @return REDISLOCK_OK; REDISLOCK_ERR_INVALID (NULL arguments); the
+ *         errors of a round trip; REDISLOCK_ERR_FORKED.
+ * @since 0.3.0
+ */
+REDISLOCK_API int redislock_inspect_companions(redislock *lock,
+                                               long long *waiters,
+                                               uint64_t *fence);
+
+/**
  * Acquire, waiting up to TIMEOUT_MS milliseconds for the lock to come free.
  *
  * Does not poll busily: a refused try registers the handle as a waiter,

@@ -163,3 +163,15 @@ void redislockp_call_inspect(redislockp_call *call, const redislock *lock)
     redislockp_call_key(call, REDISLOCKP_INSPECT_K_KEY, lock->key,
                         lock->keylen);
 }
+
+void redislockp_call_companions(redislockp_call *call, const redislock *lock)
+{
+    redislockp_call_init(call, &redislockp_script_companions,
+                         REDISLOCKP_COMPANIONS_MAX_KEYS);
+    redislockp_call_key(call, REDISLOCKP_COMPANIONS_K_KEY, lock->key,
+                        lock->keylen);
+    redislockp_call_key(call, REDISLOCKP_COMPANIONS_K_WAITERS,
+                        lock->waiters_key, lock->waiters_keylen);
+    redislockp_call_key(call, REDISLOCKP_COMPANIONS_K_FENCE, lock->fence_key,
+                        lock->fence_keylen);
+}

@@ -579,3 +579,32 @@ int redislock_inspect(redislock *lock, redislock_kind *kind, char *owner,
         saw(lock, ir.kind == REDISLOCK_KIND_NONE ? 0 : -1);
     return REDISLOCK_OK;
 }
+
+int redislock_inspect_companions(redislock *lock, long long *waiters,
+                                 uint64_t *fence)
+{
+    redislockp_call call;
+    int_reply r = ints("companions", 2, 2);
+    int st;
+
+    if (waiters)
+        *waiters = 0;
+    if (fence)
+        *fence = 0;
+    st = redislockp_begin_call(lock, waiters, "waiters");
+    if (st != REDISLOCK_OK)
+        return st;
+    if (fence == NULL)
+        return redislockp_fail(lock, REDISLOCK_ERR_INVALID, "fence is NULL");
+    redislockp_call_companions(&call, lock);
+    st = redislockp_op_run(lock, &call, 0, parse_ints, &r);
+    if (st == REDISLOCK_OK && (r.v[0] < 0 || r.v[1] < 0))
+        st = redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL,
+                             "companions: unexpected reply {%lld, %lld}",
+                             r.v[0], r.v[1]);
+    if (st != REDISLOCK_OK)
+        return st;
+    *waiters = r.v[0];
+    *fence = (uint64_t)r.v[1];
+    return REDISLOCK_OK;
+}

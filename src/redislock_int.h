@@ -173,6 +173,7 @@ void redislockp_call_status(redislockp_call *call, const redislock *lock);
 void redislockp_call_leave(redislockp_call *call, const redislock *lock,
                            int woken);
 void redislockp_call_inspect(redislockp_call *call, const redislock *lock);
+void redislockp_call_companions(redislockp_call *call, const redislock *lock);
 
 /* redislock.c: before an acquire, replace a stale generated owner ID (see
  * id_stale) with a fresh one; the holding it may have is abandoned. */

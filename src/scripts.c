@@ -36,6 +36,7 @@ SCRIPT(extend_counted, EXTEND_COUNTED);
 SCRIPT(status_counted, STATUS_COUNTED);
 SCRIPT(leave, LEAVE);
 SCRIPT(inspect, INSPECT);
+SCRIPT(companions, COMPANIONS);
 
 /* EVALSHA sha numkeys: the fixed part before the keys and arguments. */
 #define FIXED_ARGS 3

@@ -31,6 +31,7 @@ extern const redislockp_script redislockp_script_extend_counted;
 extern const redislockp_script redislockp_script_status_counted;
 extern const redislockp_script redislockp_script_leave;
 extern const redislockp_script redislockp_script_inspect;
+extern const redislockp_script redislockp_script_companions;
 
 /* The most keys and arguments of any script. */
 #define REDISLOCKP_MAX_KEYS 4

@@ -53,6 +53,7 @@ int main(void)
         (void (*)(void))redislock_heartbeat,
         (void (*)(void))redislock_cancel_wait,
         (void (*)(void))redislock_inspect,
+        (void (*)(void))redislock_inspect_companions,
         (void (*)(void))redislock_lost_reason,
         (void (*)(void))redislock_lost_reason_text,
     };

@@ -711,33 +711,41 @@ expect_json() {
 t_status_json() {
     $R --status --json k32 > "$work/j1"
     expect_status 1 $? "--status --json of a free key" || return 1
-    expect_json "$work/j1" '{"key":"k32","held":false,"mode":null,"owner":null,"ttl_ms":null,"holds":0}' || return 1
+    expect_json "$work/j1" '{"key":"k32","held":false,"mode":null,"owner":null,"ttl_ms":null,"holds":0,"waiters":0,"fence":0}' || return 1
     $R -e 10 k32 sh -c "touch '$work/k32.held'; sleep 30" &
     holder=$!
     wait_file "$work/k32.held" || return 1
+    # One waiter, registered before the look.
+    $R -w 20 k32 true &
+    waiter=$!
+    i=0
+    until [ "$(cli ZCARD '{k32}:waiters')" = 1 ]; do
+        i=$((i + 1)); [ $i -lt 100 ] || { diag "no waiter registered"; return 1; }
+        sleep 0.05
+    done
     $R --json --status k32 > "$work/j2"
     st=$?
     owner=$(cli GET k32)
-    kill -TERM $holder; wait $holder
+    kill -TERM $holder; wait $holder; wait $waiter
     expect_status 0 $st "--status --json of a held key" || return 1
     ttl=$(sed -n 's/.*"ttl_ms":\([0-9]*\),.*/\1/p' "$work/j2")
     [ -n "$ttl" ] && [ "$ttl" -gt 5000 ] && [ "$ttl" -le 10000 ] || { diag "ttl_ms in $(cat "$work/j2")"; return 1; }
-    expect_json "$work/j2" "{\"key\":\"k32\",\"held\":true,\"mode\":\"gozero\",\"owner\":\"$owner\",\"ttl_ms\":$ttl,\"holds\":1}" || return 1
+    expect_json "$work/j2" "{\"key\":\"k32\",\"held\":true,\"mode\":\"gozero\",\"owner\":\"$owner\",\"ttl_ms\":$ttl,\"holds\":1,\"waiters\":1,\"fence\":1}" || return 1
     # Counted, two holds.
     $R -m counted k33 sh -c '"$0" -m counted --id "$REDISLOCK_OWNER" -n k33 "$0" --status --json k33' \
         "$tool" > "$work/j3" || return 1
-    grep -Eq '^\{"key":"k33","held":true,"mode":"counted","owner":"[0-9a-f]{32}","ttl_ms":[0-9]+,"holds":2\}$' "$work/j3" ||
+    grep -Eq '^\{"key":"k33","held":true,"mode":"counted","owner":"[0-9a-f]{32}","ttl_ms":[0-9]+,"holds":2,"waiters":0,"fence":1\}$' "$work/j3" ||
         { diag "$(cat "$work/j3")"; return 1; }
     json_valid "$work/j3" || return 1
     # Foreign values: a string without expiry, a list.
     cli SET k34 "hello world" > /dev/null
     $R --status --json k34 > "$work/j4"
     expect_status 0 $? "a foreign string" || return 1
-    expect_json "$work/j4" '{"key":"k34","held":true,"mode":"foreign","owner":null,"ttl_ms":-1,"holds":0}' || return 1
+    expect_json "$work/j4" '{"key":"k34","held":true,"mode":"foreign","owner":null,"ttl_ms":-1,"holds":0,"waiters":0,"fence":0}' || return 1
     cli RPUSH k35 x > /dev/null
     cli PEXPIRE k35 50000 > /dev/null
     $R --status --json k35 > "$work/j5"
-    grep -Eq '^\{"key":"k35","held":true,"mode":"foreign","owner":null,"ttl_ms":[0-9]+,"holds":0\}$' "$work/j5" ||
+    grep -Eq '^\{"key":"k35","held":true,"mode":"foreign","owner":null,"ttl_ms":[0-9]+,"holds":0,"waiters":0,"fence":0\}$' "$work/j5" ||
         { diag "$(cat "$work/j5")"; return 1; }
     # A key with a quote, a backslash, control characters, UTF-8 and a
     # stray byte: escaped, and still valid UTF-8.  (No newline: libtool's
@@ -745,12 +753,12 @@ t_status_json() {
     k=$(printf 'a"b\\c\td\001\303\251\377')
     $R --status --json "$k" > "$work/j6"
     expect_status 1 $? "an awkward free key" || return 1
-    expect_json "$work/j6" "$(printf '{"key":"a\\"b\\\\c\\u0009d\\u0001\303\251\\ufffd","held":false,"mode":null,"owner":null,"ttl_ms":null,"holds":0}')" || return 1
+    expect_json "$work/j6" "$(printf '{"key":"a\\"b\\\\c\\u0009d\\u0001\303\251\\ufffd","held":false,"mode":null,"owner":null,"ttl_ms":null,"holds":0,"waiters":0,"fence":0}')" || return 1
     # --json only with --status.
     $R --json k32 true 2> /dev/null
     expect_status 64 $? "--json without --status"
 }
-check "--status --json: held, mode, owner, ttl_ms, holds as one JSON object" t_status_json
+check "--status --json: held, mode, owner, ttl_ms, holds, waiters, fence as one JSON object" t_status_json
 
 # A plain string is what a go-zero lock is, and what any other program's
 # value is: --status says so, and calls one that cannot be a lock a foreign

@@ -79,6 +79,20 @@ static void test_tokens_strictly_increase(void **state)
     assert_true(tu_acquire(b));                /* another owner */
     t3 = token(b);
     assert_true(t3 > t2);
+    {
+        /* The counter, read by anyone: the last token issued. */
+        long long waiters = -1;
+        uint64_t fence = 0;
+
+        assert_int_equal(redislock_inspect_companions(a, &waiters, &fence),
+                         REDISLOCK_OK);
+        assert_int_equal(fence, t3);
+        assert_int_equal(waiters, 0);
+        assert_int_equal(redislock_inspect_companions(a, NULL, &fence),
+                         REDISLOCK_ERR_INVALID);
+        assert_int_equal(redislock_inspect_companions(a, &waiters, NULL),
+                         REDISLOCK_ERR_INVALID);
+    }
     assert_false(tu_acquire(a));               /* refused: no token */
     assert_int_equal(token(a), 0);
     assert_true(tu_release(b));

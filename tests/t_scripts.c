@@ -33,6 +33,8 @@ static const struct {
       REDISLOCKP_LUA_STATUS_COUNTED_SHA1 },
     { "leave.lua", REDISLOCKP_LUA_LEAVE, REDISLOCKP_LUA_LEAVE_SHA1 },
     { "inspect.lua", REDISLOCKP_LUA_INSPECT, REDISLOCKP_LUA_INSPECT_SHA1 },
+    { "companions.lua", REDISLOCKP_LUA_COMPANIONS,
+      REDISLOCKP_LUA_COMPANIONS_SHA1 },
 };
 
 /* The text of src/lua/NAME, NUL-terminated, into BODY. */

@@ -630,6 +630,15 @@ static void test_cancel_ends_a_wait(void **state)
     assert_int_equal(redislock_set_wait_poll_ms(w.lock, 100), REDISLOCK_OK);
     assert_int_equal(pthread_create(&w.tid, NULL, wait_forever, &w), 0);
     wait_registered(key, 1);
+    {
+        long long waiters = 0;
+        uint64_t fence = 1;
+
+        assert_int_equal(redislock_inspect_companions(h, &waiters, &fence),
+                         REDISLOCK_OK);
+        assert_int_equal(waiters, 1);           /* the one blocked */
+        assert_int_equal(fence, 0);             /* no token ever issued */
+    }
     t0 = tu_now_ms();
     assert_int_equal(redislock_cancel_wait(w.lock), REDISLOCK_OK);
     assert_int_equal(pthread_join(w.tid, NULL), 0);
