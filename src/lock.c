@@ -179,10 +179,14 @@ int redislockp_op_run(redislock *lock, const redislockp_call *call,
 
         snprintf(lock->errmsg + len, sizeof lock->errmsg - len, "%s",
                  lock->mode == REDISLOCKP_MODE_COUNTED
-                     ? " [the key is not a counted-mode lock (a hash): a "
-                       "go-zero-format lock, or not a lock]"
-                     : " [the key is not a go-zero-format lock (a string): "
-                       "a counted-mode lock, or not a lock]");
+                     ? " [the lock key is not a counted-mode lock (a "
+                       "hash): a go-zero-format lock, or not a lock; or a "
+                       "companion key (fence, waiters, wake, turn) holds "
+                       "another type]"
+                     : " [the lock key is not a go-zero-format lock (a "
+                       "string): a counted-mode lock, or not a lock; or a "
+                       "companion key (fence, waiters, wake, turn) holds "
+                       "another type]");
     }
     return st;
 }
