@@ -695,6 +695,22 @@ typedef struct redislock_client redislock_client;
  * at the last "@/"; @since 0.2.0 as well), either followed by ?param=value&...
  * with db (unix only), connect_timeout and timeout (milliseconds,
  * 1..3600000; default 5000 each; timeout applies to each command's reply).
+ *
+ * Redis Cluster (@since 0.3.0): redis://[userinfo@]h1[:p1],h2[:p2]...?cluster=1
+ * - the hosts are seeds; the client reads the slot map (CLUSTER SLOTS)
+ * and sends each operation to the master owning the key's slot, following
+ * MOVED, ASK and TRYAGAIN (see README.md).  Several hosts without
+ * cluster=1, a db with it, or a unix socket with it are errors.
+ *
+ * TLS (@since 0.3.0, when built with it: otherwise REDISLOCK_ERR_INVALID
+ * "built without TLS support"): rediss://... with cacert=FILE and
+ * cacertdir=DIR (the CA; default the system's store), cert=FILE and
+ * key=FILE (a client certificate, both or neither), sni=NAME (the name to
+ * send and to check instead of the host), insecure=1 (no verification at
+ * all: for tests only).  The server's certificate is checked against the
+ * CA and against the host name (or its IP address, or sni); a failure is
+ * REDISLOCK_ERR_IO naming the cause.  The handshake is bounded by
+ * connect_timeout.  Works with cluster=1 too.
  * With a user or a password the client sends AUTH [user] password (an
  * empty password for a user alone) on each new connection; with a db,
  * SELECT db.  Its sockets are close-on-exec.
