@@ -471,6 +471,137 @@ static void test_ping_reads_the_map(void **state)
     redislock_client_free(bad);
 }
 
+/* Live resharding: 8 threads contend on locks of one slot (one hash tag)
+ * while the test migrates that slot, keys and all, to another master
+ * (SETSLOT IMPORTING/MIGRATING, MIGRATE, SETSLOT NODE).  No two holders
+ * ever overlap, and every operation completes or returns a documented
+ * status (ASK, TRYAGAIN and MOVED are followed inside the call). */
+#define RS_KEYS 8
+#define RS_THREADS 8
+
+static int rs_stop, rs_overlaps, rs_ok, rs_refused, rs_failed, rs_errors;
+static int rs_holder[RS_KEYS];
+static redislock_client *rs_client;
+
+static void *reshard_worker(void *arg)
+{
+    long t = (long)arg;
+    char key[32];
+    redislock *locks[RS_KEYS];
+    int i, n = 0;
+
+    for (i = 0; i < RS_KEYS; i++) {
+        snprintf(key, sizeof key, "{rs}:k%d", i);
+        locks[i] = redislock_new_from_client(rs_client, key);
+        if (locks[i] == NULL ||
+            redislock_set_expire(locks[i], 10) != REDISLOCK_OK)
+            __atomic_add_fetch(&rs_errors, 1, __ATOMIC_SEQ_CST);
+    }
+    while (!__atomic_load_n(&rs_stop, __ATOMIC_SEQ_CST)) {
+        int k = (int)((t + n++) % RS_KEYS), st;
+        bool ok = false;
+
+        st = redislock_acquire(locks[k], &ok);
+        if (st != REDISLOCK_OK) {
+            /* Documented: a redirection storm past the command timeout. */
+            if (st != REDISLOCK_ERR_SERVER && st != REDISLOCK_ERR_IO)
+                __atomic_add_fetch(&rs_errors, 1, __ATOMIC_SEQ_CST);
+            else
+                __atomic_add_fetch(&rs_failed, 1, __ATOMIC_SEQ_CST);
+            continue;
+        }
+        if (!ok) {
+            __atomic_add_fetch(&rs_refused, 1, __ATOMIC_SEQ_CST);
+            continue;
+        }
+        if (__atomic_exchange_n(&rs_holder[k], 1, __ATOMIC_SEQ_CST) != 0)
+            __atomic_add_fetch(&rs_overlaps, 1, __ATOMIC_SEQ_CST);
+        tu_sleep_ms(1);
+        __atomic_store_n(&rs_holder[k], 0, __ATOMIC_SEQ_CST);
+        st = redislock_release(locks[k], &ok);
+        if (st == REDISLOCK_OK && ok)
+            __atomic_add_fetch(&rs_ok, 1, __ATOMIC_SEQ_CST);
+        else if (st != REDISLOCK_OK && st != REDISLOCK_ERR_SERVER &&
+                 st != REDISLOCK_ERR_IO)
+            __atomic_add_fetch(&rs_errors, 1, __ATOMIC_SEQ_CST);
+        else if (st != REDISLOCK_OK)
+            __atomic_add_fetch(&rs_failed, 1, __ATOMIC_SEQ_CST);
+    }
+    for (i = 0; i < RS_KEYS; i++)
+        redislock_free(locks[i]);
+    return NULL;
+}
+
+static void test_live_resharding(void **state)
+{
+    const char *tag = "rs";
+    unsigned slot = redislockp_key_slot(tag, strlen(tag));
+    int from = master_of(slot), to = from == ports[0] ? ports[1] : ports[0];
+    char from_id[64], to_id[64];
+    pthread_t t[RS_THREADS];
+    redisContext *src, *dst;
+    int i, moved = 0, ok_before;
+    long j;
+
+    (void)state;
+    rs_client = redislock_client_new(url);
+    assert_non_null(rs_client);
+    node_id(from, from_id, sizeof from_id);
+    node_id(to, to_id, sizeof to_id);
+    for (j = 0; j < RS_THREADS; j++)
+        assert_int_equal(pthread_create(&t[j], NULL, reshard_worker,
+                                        (void *)j), 0);
+    tu_sleep_ms(300);
+    ok_before = __atomic_load_n(&rs_ok, __ATOMIC_SEQ_CST);
+    src = connect_port(from);
+    dst = connect_port(to);
+    tu_cmd_ok(dst, "CLUSTER SETSLOT %u IMPORTING %s", slot, from_id);
+    tu_cmd_ok(src, "CLUSTER SETSLOT %u MIGRATING %s", slot, to_id);
+    /* Move the keys a few at a time, as redis-cli --cluster reshard does,
+     * while the workers go on. */
+    for (i = 0; i < 200; i++) {
+        redisReply *r = tu_cmd(src, "CLUSTER GETKEYSINSLOT %u 2", slot);
+        size_t k;
+
+        if (r->elements == 0) {
+            freeReplyObject(r);
+            break;
+        }
+        for (k = 0; k < r->elements; k++) {
+            redisReply *m = redisCommand(src, "MIGRATE 127.0.0.1 %d %s 0 5000",
+                                         to, r->element[k]->str);
+
+            if (m != NULL && m->type == REDIS_REPLY_STATUS)
+                moved++;
+            freeReplyObject(m);
+        }
+        freeReplyObject(r);
+        tu_sleep_ms(20);
+    }
+    for (i = 0; i < 3; i++) {
+        redisContext *c = connect_port(ports[i]);
+
+        tu_cmd_ok(c, "CLUSTER SETSLOT %u NODE %s", slot, to_id);
+        redisFree(c);
+    }
+    tu_sleep_ms(500);                       /* the workers go on, moved */
+    __atomic_store_n(&rs_stop, 1, __ATOMIC_SEQ_CST);
+    for (j = 0; j < RS_THREADS; j++)
+        assert_int_equal(pthread_join(t[j], NULL), 0);
+    redisFree(src);
+    redisFree(dst);
+    assert_int_equal(rs_overlaps, 0);
+    assert_int_equal(rs_errors, 0);
+    /* Locks were taken before, during and after the move. */
+    assert_true(ok_before > 0);
+    assert_true(rs_ok > ok_before + 10);
+    assert_int_equal(master_of(slot), to);
+    printf("# resharding: %d keys moved, %d sections, %d busy, %d calls "
+           "failed with a documented status\n", moved, rs_ok, rs_refused,
+           rs_failed);
+    redislock_client_free(rs_client);
+}
+
 /* The redislock tool takes a cluster URL: it runs a command under a lock
  * on the key's master, and --status finds the lock there. */
 static void test_the_tool_on_a_cluster(void **state)
@@ -564,6 +695,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_companion_keys),
         cmocka_unit_test(test_wait_and_renew),
         cmocka_unit_test(test_the_tool_on_a_cluster),
+        cmocka_unit_test(test_live_resharding),
         cmocka_unit_test(test_unserved_slot_gives_up_in_time),
     };
     const char *p = getenv("REDISLOCK_TEST_CLUSTER_PORTS");
