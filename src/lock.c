@@ -51,7 +51,7 @@ static int_reply ints(const char *what, size_t min, size_t max)
  * redirection, or the operation is out of redirections or time (the
  * error is then reported as it stands). */
 static int follow(redislock *lock, const redisReply *r, int *redirects,
-                  long long deadline, long *node, int *asking)
+                  int *retries, long long deadline, long *node, int *asking)
 {
     redislock_client *cl = lock->client;
     char host[256];
@@ -63,7 +63,12 @@ static int follow(redislock *lock, const redisReply *r, int *redirects,
         return -1;
     kind = redislockp_redirect_parse(r->str, r->len, &slot, host, sizeof host,
                                      &port);
-    if (kind == REDISLOCKP_REDIR_NONE || ++*redirects > REDISLOCKP_MAX_REDIRECTS)
+    if (kind == REDISLOCKP_REDIR_NONE)
+        return -1;
+    /* MOVED and ASK count against the limit; TRYAGAIN and the like wait
+     * for the deadline instead (a migration may take a while). */
+    if (kind != REDISLOCKP_REDIR_RETRY &&
+        ++*redirects > REDISLOCKP_MAX_REDIRECTS)
         return -1;
     if (host[0] == '\0' && kind != REDISLOCKP_REDIR_RETRY) {
         /* "MOVED 3999 :6380": the node we asked did not know its own
@@ -84,8 +89,14 @@ static int follow(redislock *lock, const redisReply *r, int *redirects,
         return *node < 0 ? -1 : 0;
     default: {
         /* TRYAGAIN (keys mid-migration), CLUSTERDOWN, LOADING: back off,
-         * 10 ms doubling, within the operation's deadline. */
-        long long pause = 10LL << (*redirects - 1);
+         * 10 ms doubling to 200 ms, within the operation's deadline. */
+        long long pause = *retries < 5 ? 10LL << *retries : 200;
+
+        ++*retries;
+        /* An ASK answered by TRYAGAIN is a migration under way, not a
+         * loop: the redirections start counting afresh (the deadline
+         * bounds it). */
+        *redirects = 0;
 
         if (redislockp_now_ms() + pause > deadline)
             return -1;
@@ -120,7 +131,7 @@ int redislockp_op_run(redislock *lock, const redislockp_call *call,
     redisReply *reply;
     long long deadline = 0;
     long node = -1;
-    int st, sent = 0, any_sent = 0, asking = 0, redirects = 0;
+    int st, sent = 0, any_sent = 0, asking = 0, redirects = 0, retries = 0;
 
     st = companions_usable(lock, call);
     if (st != REDISLOCK_OK)
@@ -141,7 +152,7 @@ int redislockp_op_run(redislock *lock, const redislockp_call *call,
             /* A refused command did not run: following a redirection
              * cannot run it twice. */
             redislockp_tx_server_error(reply, "", lock->errmsg);
-            if (follow(lock, reply, &redirects, deadline, &node,
+            if (follow(lock, reply, &redirects, &retries, deadline, &node,
                        &asking) == 0) {
                 freeReplyObject(reply);
                 redislockp_conn_give(lock, REDISLOCK_OK);
