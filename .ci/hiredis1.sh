@@ -60,28 +60,19 @@ done
 
 lib=$(dirname "$(find "$dir/root" -name 'libhiredis.so.1*' | head -1)")
 version=$(sed -n 's/^Version: *//p' "$lib/pkgconfig/hiredis.pc")
-cat > pkgconfig/hiredis.pc <<PC
-prefix=$dir/root/usr
-libdir=$lib
-includedir=$dir/root/usr/include
-
-Name: hiredis
-Description: hiredis $version unpacked for CI
-Version: $version
-Libs: -L\${libdir} -lhiredis
-Cflags: -I\${includedir}
-PC
-cat > pkgconfig/hiredis_ssl.pc <<PC
-prefix=$dir/root/usr
-libdir=$lib
-includedir=$dir/root/usr/include
-
-Name: hiredis_ssl
-Description: hiredis_ssl $version unpacked for CI
-Version: $version
-Requires: hiredis
-Libs: -L\${libdir} -lhiredis_ssl
-Libs.private: -lssl -lcrypto
-Cflags: -I\${includedir}
-PC
+# pc NAME LIBS [REQUIRES [PRIVATE]]: a .pc file for a library unpacked here.
+pc() {
+    {
+        printf 'prefix=%s\nlibdir=%s\nincludedir=%s\n\n' "$dir/root/usr" "$lib" \
+            "$dir/root/usr/include"
+        printf 'Name: %s\nDescription: %s %s unpacked for CI\nVersion: %s\n' \
+            "$1" "$1" "$version" "$version"
+        [ -z "${3:-}" ] || printf 'Requires: %s\n' "$3"
+        printf 'Libs: -L${libdir} %s\n' "$2"
+        [ -z "${4:-}" ] || printf 'Libs.private: %s\n' "$4"
+        printf 'Cflags: -I${includedir}\n'
+    } > "pkgconfig/$1.pc"
+}
+pc hiredis -lhiredis
+pc hiredis_ssl -lhiredis_ssl hiredis '-lssl -lcrypto'
 echo "$lib"

@@ -448,46 +448,38 @@ void redislockp_renew_stop(redislock *lock)
     pthread_mutex_unlock(&cl->wd_mu);
 }
 
-int redislockp_renew_lost(redislock *lock)
+/* Read a watchdog-shared int FIELD of LOCK under wd_mu, clearing it with
+ * TAKE.  0 without a client, and in a fork child (whose copy of the mutex
+ * may have been held at fork time). */
+static int shared_flag(redislock *lock, int *field, int take)
 {
     redislock_client *cl = lock->client;
-    int lost;
+    int v;
 
-    /* In a fork child the mutex may have been held at fork time. */
     if (cl == NULL || redislockp_client_forked(cl))
         return 0;
     pthread_mutex_lock(&cl->wd_mu);
-    lost = lock->lost;
-    lock->lost = 0;
+    v = *field;
+    if (take)
+        *field = 0;
     pthread_mutex_unlock(&cl->wd_mu);
-    return lost;
+    return v;
+}
+
+int redislockp_renew_lost(redislock *lock)
+{
+    return shared_flag(lock, &lock->lost, 1);
 }
 
 int redislockp_renew_lost_pending(redislock *lock)
 {
-    redislock_client *cl = lock->client;
-    int lost;
-
-    if (cl == NULL || !lock->autorenew || redislockp_client_forked(cl))
-        return 0;
-    pthread_mutex_lock(&cl->wd_mu);
-    lost = lock->lost;
-    pthread_mutex_unlock(&cl->wd_mu);
-    return lost;
+    /* No mutex on the path of a handle that is never auto-renewed. */
+    return lock->autorenew ? shared_flag(lock, &lock->lost, 0) : 0;
 }
 
 int redislockp_renew_unknown(redislock *lock)
 {
-    redislock_client *cl = lock->client;
-    int unknown;
-
-    if (cl == NULL || redislockp_client_forked(cl))
-        return 0;
-    pthread_mutex_lock(&cl->wd_mu);
-    unknown = lock->renew_unknown;
-    lock->renew_unknown = 0;
-    pthread_mutex_unlock(&cl->wd_mu);
-    return unknown;
+    return shared_flag(lock, &lock->renew_unknown, 1);
 }
 
 long long redislockp_renew_until(const redislock *lock, int *renewing)
