@@ -52,6 +52,26 @@ static int master_of(unsigned slot)
     return port;
 }
 
+/* A master other than NOT (by CLUSTER SLOTS: roles change on failover). */
+static int other_master(int not_port)
+{
+    redisContext *c = node(0);
+    redisReply *r = tu_cmd(c, "CLUSTER SLOTS");
+    int port = 0;
+    size_t i;
+
+    for (i = 0; i < r->elements && port == 0; i++) {
+        int p = (int)r->element[i]->element[2]->element[1]->integer;
+
+        if (p != not_port)
+            port = p;
+    }
+    freeReplyObject(r);
+    redisFree(c);
+    assert_true(port > 0);
+    return port;
+}
+
 static redisContext *connect_port(int port)
 {
     redisContext *c = redisConnect("127.0.0.1", port);
@@ -665,6 +685,89 @@ static void test_manual_failover(void **state)
     redislock_client_free(rs_client);
 }
 
+/* A waiter whose slot moves to another master while it waits: its BLPOP
+ * is answered MOVED, it follows the slot, and the holder's release (on the
+ * new master) still wakes it, well within a poll interval's worth of
+ * retries. */
+static void *wait_long_for(void *arg)
+{
+    struct waiter *w = arg;
+
+    w->status = redislock_acquire_wait(w->lock, 10000, &w->acquired);
+    return NULL;
+}
+
+static void test_waiter_follows_its_slot(void **state)
+{
+    const char *key = "{wt}:lock";
+    unsigned slot = redislockp_key_slot(key, strlen(key));
+    int from = master_of(slot), to, i;
+    char from_id[64], to_id[64];
+    redislock_client *cl = redislock_client_new(url);
+    redislock *owner, *waiter;
+    redisContext *src, *dst;
+    struct waiter w;
+    pthread_t t;
+    long long t0;
+
+    (void)state;
+    assert_non_null(cl);
+    to = other_master(from);
+    node_id(from, from_id, sizeof from_id);
+    node_id(to, to_id, sizeof to_id);
+    owner = redislock_new_from_client(cl, key);
+    waiter = redislock_new_from_client(cl, key);
+    assert_non_null(owner);
+    assert_non_null(waiter);
+    assert_int_equal(redislock_set_expire(owner, 20), REDISLOCK_OK);
+    /* Long polls: only a wake-up (or the slot's move) gets it going. */
+    assert_int_equal(redislock_set_wait_poll_ms(waiter, 5000), REDISLOCK_OK);
+    assert_true(tu_acquire(owner));
+    w.lock = waiter;
+    w.acquired = false;
+    w.status = -99;
+    assert_int_equal(pthread_create(&t, NULL, wait_long_for, &w), 0);
+    tu_sleep_ms(300);                       /* it is blocked on FROM */
+
+    /* Move the slot with its keys (the lock, the waiters). */
+    src = connect_port(from);
+    dst = connect_port(to);
+    tu_cmd_ok(dst, "CLUSTER SETSLOT %u IMPORTING %s", slot, from_id);
+    tu_cmd_ok(src, "CLUSTER SETSLOT %u MIGRATING %s", slot, to_id);
+    for (i = 0; i < 10; i++) {
+        redisReply *r = tu_cmd(src, "CLUSTER GETKEYSINSLOT %u 10", slot);
+        size_t k;
+
+        for (k = 0; k < r->elements; k++)
+            freeReplyObject(redisCommand(src, "MIGRATE 127.0.0.1 %d %s 0 5000",
+                                         to, r->element[k]->str));
+        freeReplyObject(r);
+    }
+    /* On every node (a replica refuses: it learns from its master). */
+    for (i = 0; i < 6; i++) {
+        redisContext *c = connect_port(ports[i]);
+
+        freeReplyObject(redisCommand(c, "CLUSTER SETSLOT %u NODE %s", slot,
+                                     to_id));
+        redisFree(c);
+    }
+    tu_sleep_ms(500);                       /* it re-registers on TO */
+    t0 = tu_now_ms();
+    assert_true(tu_release(owner));        /* MOVED, released on TO */
+    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_int_equal(w.status, REDISLOCK_OK);
+    assert_true(w.acquired);
+    /* Woken, not found by its 5 s poll. */
+    if (tu_now_ms() - t0 > 2000)
+        fail_msg("the waiter took %lld ms after the release", tu_now_ms() - t0);
+    assert_true(tu_release(waiter));
+    redisFree(src);
+    redisFree(dst);
+    redislock_free(owner);
+    redislock_free(waiter);
+    redislock_client_free(cl);
+}
+
 /* The redislock tool takes a cluster URL: it runs a command under a lock
  * on the key's master, and --status finds the lock there. */
 static void test_the_tool_on_a_cluster(void **state)
@@ -760,6 +863,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_the_tool_on_a_cluster),
         cmocka_unit_test(test_live_resharding),
         cmocka_unit_test(test_manual_failover),
+        cmocka_unit_test(test_waiter_follows_its_slot),
         cmocka_unit_test(test_unserved_slot_gives_up_in_time),
     };
     const char *p = getenv("REDISLOCK_TEST_CLUSTER_PORTS");
