@@ -83,6 +83,9 @@ static const char usage_text[] =
     "  --m M           C: critical sections per process (500)\n"
     "  --wait          C: redislock_acquire_wait() instead of try + 1 ms\n"
     "  --raw           U: bare hiredis instead of the library\n"
+    "  --url URL       U: the library through a client made from URL (a\n"
+    "                  cluster's seeds, rediss://...), no self-check\n"
+    "  --label L       with --url: the \"client\" field of the line\n"
     "  --no-cpu-dma-latency\n"
     "                  do not hold /dev/cpu_dma_latency at 0\n"
     "  --verbose       U: print the self-check's command lines on stderr\n"
@@ -674,6 +677,44 @@ static void run_cycles(const char *workload, long long n, int raw,
     redisFree(admin);
 }
 
+/* A client made from URL (standalone, cluster, TLS): the library's U
+ * cycles on a client handle, labelled LABEL.  No raw peer: compare these
+ * lines with each other (bench/run.sh: cluster and TLS against the same
+ * client on one plain node, in one run). */
+static void run_url_cycles(const char *url, const char *label, long long n)
+{
+    char err[512], key[64], extra[200];
+    redislock_client *cl = NULL;
+    redislock *lock;
+    long long *lat = malloc((size_t)n * sizeof *lat);
+    long long i, t0, start;
+
+    if (lat == NULL)
+        die("out of memory", NULL);
+    if (redislock_client_open(url, &cl, err, sizeof err) != REDISLOCK_OK)
+        die("--url", err);
+    snprintf(key, sizeof key, "bench:U:%s", label);
+    lock = counted ? redislock_new_counted_from_client(cl, key)
+                   : redislock_new_from_client(cl, key);
+    if (lock == NULL || redislock_set_expire(lock, 10) != REDISLOCK_OK)
+        die("redislock_new_from_client", NULL);
+    for (i = 0; i < 1000 && i < n; i++)
+        acquire_release(lock, 0);
+    start = now_us();
+    for (i = 0; i < n; i++) {
+        t0 = now_us();
+        acquire_release(lock, 0);
+        lat[i] = now_us() - t0;
+    }
+    t0 = now_us() - start;
+    snprintf(extra, sizeof extra, ",\"mode\":\"%s\",\"client\":\"%s\"",
+             counted ? "counted" : "gozero", label);
+    report("redislock-client", "U", n, t0, lat, (size_t)n, extra);
+    free(lat);
+    redislock_free(lock);
+    redislock_client_free(cl);
+}
+
 /* -------------------------------------------------------------------- C */
 
 /* What a worker sends back at the end, followed by its M latencies. */
@@ -970,9 +1011,11 @@ int main(int argc, char **argv)
         { "verbose", no_argument, NULL, 'v' },
         { "version", no_argument, NULL, 'V' },
         { "help", no_argument, NULL, 'H' },
+        { "url", required_argument, NULL, 'u' },
+        { "label", required_argument, NULL, 'l' },
         { NULL, 0, NULL, 0 },
     };
-    const char *workload = NULL;
+    const char *workload = NULL, *url = NULL, *label = "url";
     long long n = -1;
     int k = 8, m = 500, use_wait = 0, raw = 0, dma = 1, opt;
 
@@ -988,6 +1031,8 @@ int main(int argc, char **argv)
         case 'r': raw = 1; break;
         case 'D': dma = 0; break;
         case 'v': verbose = 1; break;
+        case 'u': url = optarg; break;
+        case 'l': label = optarg; break;
         case 'M':
             if (strcmp(optarg, "counted") == 0)
                 counted = 1;
@@ -1011,8 +1056,10 @@ int main(int argc, char **argv)
     if (workload == NULL || strlen(workload) != 1 ||
         strchr("URCH", workload[0]) == NULL)
         usage_error("--workload is U, R, C or H");
-    if (port <= 0)
-        usage_error("--port is required");
+    if (url != NULL && (workload[0] != 'U' || raw))
+        usage_error("--url is for workload U (without --raw)");
+    if (port <= 0 && url == NULL)
+        usage_error("--port (or, for U, --url) is required");
     if (k < 1 || k > 1024 || m < 1)
         usage_error("--k is 1..1024 and --m at least 1");
     if (raw && workload[0] != 'U')
@@ -1025,7 +1072,10 @@ int main(int argc, char **argv)
                  "unavailable: --no-cpu-dma-latency");
     switch (workload[0]) {
     case 'U':
-        run_cycles("U", n > 0 ? n : 20000, raw, 0);
+        if (url != NULL)
+            run_url_cycles(url, label, n > 0 ? n : 20000);
+        else
+            run_cycles("U", n > 0 ? n : 20000, raw, 0);
         return 0;
     case 'R':
         run_cycles("R", n > 0 ? n : 5000, 0, 1);

@@ -104,6 +104,55 @@ for mode in gozero counted; do
     }
 done
 
+# Cluster: the library's client on a local Redis Cluster (3 masters, 3
+# replicas, tests/with-cluster.sh) against the same client on the plain
+# node, interleaved, 3 pairs; skipped when the cluster cannot start.
+here=$(dirname "$0")
+clines=$(sh "$here/../tests/with-cluster.sh" sh -c '
+    plain=$1
+    set -- $REDISLOCK_TEST_CLUSTER_PORTS "$plain"
+    for _ in 1 2 3; do
+        "$0" --workload U --url "redis://127.0.0.1:$plain" --label standalone
+        "$0" --workload U --url "redis://127.0.0.1:$1?cluster=1" --label cluster
+    done' "$bench" "$p" 2>/dev/null | grep '^{') || clines=
+if [ -n "$clines" ]; then
+    printf '%s\n' "$clines" >> "$tmp/json"
+    printf '%s\n' "$clines"
+    s_ops=$(printf '%s\n' "$clines" | grep '"client":"standalone"' |
+            sed 's/.*"ops_per_s":\([0-9]*\).*/\1/' | tr '\n' ' ')
+    c_ops=$(printf '%s\n' "$clines" | grep '"client":"cluster"' |
+            sed 's/.*"ops_per_s":\([0-9]*\).*/\1/' | tr '\n' ' ')
+    # pick CLIENT FIELD: the FIELD of the CLIENT's lines, space-separated.
+    pick() {
+        printf '%s\n' "$clines" | grep "\"client\":\"$1\"" |
+            sed "s/.*\"$2\":\([0-9]*\).*/\1/" | tr '\n' ' '
+    }
+    s50=$(pick standalone p50_us) s99=$(pick standalone p99_us)
+    c50=$(pick cluster p50_us) c99=$(pick cluster p99_us)
+    # shellcheck disable=SC2086
+    printf '%s\n' $c_ops > "$tmp/c_ops"
+    # shellcheck disable=SC2086
+    printf '%s\n' $s_ops > "$tmp/s_ops"
+    cratios=$(paste -d' ' "$tmp/c_ops" "$tmp/s_ops" |
+              awk '{ printf "%.3f ", ($2 > 0 ? $1 / $2 : 0) }')
+    # shellcheck disable=SC2086
+    cmedian=$(printf '%s\n' $cratios | sort -n | sed -n 2p)
+    line="{\"peer\":\"cluster/standalone\",\"workload\":\"U\",\"ratios\":[$(join , $cratios)],\"median_ratio\":$cmedian}"
+    printf '%s\n' "$line"
+    printf '%s\n' "$line" >> "$tmp/json"
+    # shellcheck disable=SC2086
+    {
+        row "U (client)" "one standalone node" \
+            "$(join ' / ' $s_ops)" "$(join ' / ' $s50)" "$(join ' / ' $s99)" \
+            "the library's client, acquire+release cycles"
+        row "U (client)" "Redis Cluster, 3 masters (\`?cluster=1\`)" \
+            "$(join ' / ' $c_ops)" "$(join ' / ' $c50)" "$(join ' / ' $c99)" \
+            "each right after a standalone run; cluster/standalone $(join ' / ' $cratios), **median $cmedian**"
+    }
+else
+    row "U (client)" "Redis Cluster" "-" "-" "-" "skipped: the local cluster did not start"
+fi
+
 # System calls per operation (strace: slow, so not timed here).
 status=0
 sc=$(sh "$here/syscalls.sh" --port "$p" "$bench") || status=$?
