@@ -309,7 +309,9 @@ REDISLOCK_API int redislock_set_expire(redislock *lock, int seconds);
  * @return REDISLOCK_OK (see *ACQUIRED); REDISLOCK_ERR_INVALID (LOCK or
  *         ACQUIRED is NULL); REDISLOCK_ERR_IO; REDISLOCK_ERR_NOMEM;
  *         REDISLOCK_ERR_SERVER; REDISLOCK_ERR_PROTOCOL; REDISLOCK_ERR_FORKED
- *         (a handle inherited across fork()).  After
+ *         (a handle inherited across fork()); REDISLOCK_ERR_LOST when
+ *         auto-renewal had found the previous holding lost and nobody was
+ *         told yet (nothing is sent; since 0.3.0).  After
  *         REDISLOCK_ERR_IO the lock may or may not have been taken: it
  *         expires on its own.  Since 0.3.0 a retried acquire does not
  *         re-enter it: the handle first takes a fresh owner ID (see
@@ -749,7 +751,9 @@ REDISLOCK_API int redislock_client_set_timeouts(redislock_client *client,
 
 /**
  * Connect if needed and PING: tells early whether the URL, the password
- * and the server are right.  Thread-safe.
+ * and the server are right.  On a Cluster client it reads the slot map
+ * instead (CLUSTER SLOTS from the known masters, then the seeds).
+ * Thread-safe.
  * @param errbuf  if not NULL, the detail of a failure (never the password).
  * @return REDISLOCK_OK; REDISLOCK_ERR_IO (cannot connect, or backing off);
  *         REDISLOCK_ERR_SERVER (e.g. AUTH or SELECT refused);

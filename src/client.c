@@ -294,7 +294,6 @@ int redislock_client_ping(redislock_client *cl, char *errbuf, size_t errsize)
     static const char *const argv[1] = { "PING" };
     static const size_t argvlen[1] = { 4 };
     char msg[REDISLOCKP_ERRMSG_SIZE] = "";
-    redislockp_cmd cmd;
     redisContext *c;
     redisReply *r = NULL;
     int st, sent = 0;
@@ -313,9 +312,7 @@ int redislock_client_ping(redislock_client *cl, char *errbuf, size_t errsize)
     }
     c = redislockp_pool_get(cl, 0, msg, &st);
     if (c != NULL) {
-        redislockp_cmd_init(&cmd);
-        (void)redislockp_cmd_append(&cmd, 1, argv, argvlen);
-        st = redislockp_tx_call(c, &cmd, &r, msg, &sent);
+        st = redislockp_tx_command(c, 1, argv, argvlen, &r, msg, &sent);
         if (st != REDISLOCK_OK)
             ;
         else if (r->type == REDIS_REPLY_ERROR)
@@ -324,7 +321,6 @@ int redislock_client_ping(redislock_client *cl, char *errbuf, size_t errsize)
             st = redislockp_tx_fail(msg, REDISLOCK_ERR_PROTOCOL,
                                     "PING: unexpected reply");
         freeReplyObject(r);
-        redislockp_cmd_clear(&cmd);
         redislockp_pool_put(cl, 0, c, broken_by(st));
     }
     if (st != REDISLOCK_OK && errbuf != NULL && errsize > 0)

@@ -94,7 +94,6 @@ static int ask_slots(const redislockp_url *u, redisReply **reply,
 {
     static const char *const argv[2] = { "CLUSTER", "SLOTS" };
     static const size_t argvlen[2] = { 7, 5 };
-    redislockp_cmd cmd;
     redisContext *c;
     int st, sent = 0;
 
@@ -102,10 +101,7 @@ static int ask_slots(const redislockp_url *u, redisReply **reply,
     c = redislockp_connect(u, errmsg, &st);
     if (c == NULL)
         return st;
-    redislockp_cmd_init(&cmd);
-    (void)redislockp_cmd_append(&cmd, 2, argv, argvlen);
-    st = redislockp_tx_call(c, &cmd, reply, errmsg, &sent);
-    redislockp_cmd_clear(&cmd);
+    st = redislockp_tx_command(c, 2, argv, argvlen, reply, errmsg, &sent);
     redisFree(c);
     if (st != REDISLOCK_OK)
         return st;

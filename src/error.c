@@ -51,8 +51,7 @@ int redislockp_fail(redislock *lock, int status, const char *fmt, ...)
 
     if (lock) {
         va_start(ap, fmt);
-        /* vsnprintf truncates safely; a cut message is still useful. */
-        (void)vsnprintf(lock->errmsg, sizeof lock->errmsg, fmt, ap);
+        status = redislockp_tx_vfail(lock->errmsg, status, fmt, ap);
         va_end(ap);
     }
     return status;

@@ -51,7 +51,7 @@ static int_reply ints(const char *what, size_t min, size_t max)
  * redirection, or the operation is out of redirections or time (the
  * error is then reported as it stands). */
 static int follow(redislock *lock, const redisReply *r, int *redirects,
-                  int *retries, long long deadline, long *node, int *asking)
+                  int *retries, long long start, long *node, int *asking)
 {
     redislock_client *cl = lock->client;
     char host[256];
@@ -59,7 +59,7 @@ static int follow(redislock *lock, const redisReply *r, int *redirects,
     int port;
     redislockp_redirect kind;
 
-    if (cl == NULL || !cl->cluster || r->str == NULL)
+    if (!lock->cluster || r->str == NULL)
         return -1;
     kind = redislockp_redirect_parse(r->str, r->len, &slot, host, sizeof host,
                                      &port);
@@ -98,7 +98,10 @@ static int follow(redislock *lock, const redisReply *r, int *redirects,
          * bounds it). */
         *redirects = 0;
 
-        if (redislockp_now_ms() + pause > deadline)
+        /* The operation's deadline: the command timeout from its start
+         * (read only here, off the steady-state path). */
+        if (redislockp_now_ms() + pause >
+            start + redislockp_client_url(cl).command_ms)
             return -1;
         redislockp_sleep_ms(pause);
         redislockp_cluster_stale(cl);
@@ -113,8 +116,7 @@ static int follow(redislock *lock, const redisReply *r, int *redirects,
  * key's Cluster slot (the key holds '}' without a hash tag). */
 static int companions_usable(redislock *lock, const redislockp_call *call)
 {
-    if (call->nkeys < 2 || lock->companions_ok || lock->client == NULL ||
-        !lock->client->cluster)
+    if (call->nkeys < 2 || lock->companions_ok || !lock->cluster)
         return REDISLOCK_OK;
     return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
                            "on Redis Cluster this needs companion keys in "
@@ -129,16 +131,13 @@ int redislockp_op_run(redislock *lock, const redislockp_call *call,
                       int mutating, redislockp_parse_fn parse, void *out)
 {
     redisReply *reply;
-    long long deadline = 0;
+    long long start = lock->cluster ? redislockp_now_ms() : 0;
     long node = -1;
     int st, sent = 0, any_sent = 0, asking = 0, redirects = 0, retries = 0;
 
     st = companions_usable(lock, call);
     if (st != REDISLOCK_OK)
         return st;
-    if (lock->client != NULL && lock->client->cluster)
-        deadline = redislockp_now_ms() +
-                   redislockp_client_url(lock->client).command_ms;
     for (;;) {
         reply = NULL;
         sent = 0;
@@ -152,7 +151,7 @@ int redislockp_op_run(redislock *lock, const redislockp_call *call,
             /* A refused command did not run: following a redirection
              * cannot run it twice. */
             redislockp_tx_server_error(reply, "", lock->errmsg);
-            if (follow(lock, reply, &redirects, &retries, deadline, &node,
+            if (follow(lock, reply, &redirects, &retries, start, &node,
                        &asking) == 0) {
                 freeReplyObject(reply);
                 redislockp_conn_give(lock, REDISLOCK_OK);

@@ -56,7 +56,8 @@ struct redislock {
     size_t keylen, fence_keylen, wake_keylen, waiters_keylen, turn_keylen;
     unsigned slot;                     /* the key's Cluster hash slot */
     int companions_ok;                 /* the companions share that slot */
-    int cluster;                       /* made from a Cluster client */
+    int cluster;                       /* made from a Cluster client
+                                        * (client->cluster, kept here) */
     int node;                          /* client's node of lock->ctx */
     redislockp_mode mode;
     pid_t pid;                         /* process that created the handle */

@@ -70,19 +70,13 @@ void redislockp_call_arg(redislockp_call *call, int i, const char *arg,
 
 void redislockp_call_num(redislockp_call *call, int i, int slot, long long v)
 {
-    char *p = call->num[slot], digits[24];
-    unsigned long long u = v < 0 ? 0 - (unsigned long long)v
-                                 : (unsigned long long)v;
-    size_t n = 0, k = 0;
+    char *p = call->num[slot];
+    size_t k = 0;
 
-    do {
-        digits[n++] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u > 0);
     if (v < 0)
         p[k++] = '-';
-    while (n > 0)
-        p[k++] = digits[--n];
+    k += redislockp_tx_decimal(p + k, v < 0 ? 0 - (unsigned long long)v
+                                            : (unsigned long long)v);
     p[k] = '\0';
     redislockp_call_arg(call, i, p, k);
 }

@@ -17,13 +17,20 @@
 #include "redislock.h"
 #include "transport.h"
 
+int redislockp_tx_vfail(char *errmsg, int status, const char *fmt,
+                        va_list ap)
+{
+    /* vsnprintf truncates safely; a cut message is still useful. */
+    (void)vsnprintf(errmsg, REDISLOCKP_ERRMSG_SIZE, fmt, ap);
+    return status;
+}
+
 int redislockp_tx_fail(char *errmsg, int status, const char *fmt, ...)
 {
     va_list ap;
 
     va_start(ap, fmt);
-    /* vsnprintf truncates safely; a cut message is still useful. */
-    (void)vsnprintf(errmsg, REDISLOCKP_ERRMSG_SIZE, fmt, ap);
+    status = redislockp_tx_vfail(errmsg, status, fmt, ap);
     va_end(ap);
     return status;
 }
@@ -86,8 +93,7 @@ oom:
     return -1;
 }
 
-/* Write MARK, the decimal N and CRLF at P; returns the bytes written. */
-static size_t put_header(char *p, char mark, size_t n)
+size_t redislockp_tx_decimal(char *out, unsigned long long n)
 {
     char digits[24];
     size_t i = 0, k = 0;
@@ -96,9 +102,18 @@ static size_t put_header(char *p, char mark, size_t n)
         digits[i++] = (char)('0' + n % 10);
         n /= 10;
     } while (n > 0);
-    p[k++] = mark;
     while (i > 0)
-        p[k++] = digits[--i];
+        out[k++] = digits[--i];
+    return k;
+}
+
+/* Write MARK, the decimal N and CRLF at P; returns the bytes written. */
+static size_t put_header(char *p, char mark, size_t n)
+{
+    size_t k = 1;
+
+    p[0] = mark;
+    k += redislockp_tx_decimal(p + 1, n);
     p[k++] = '\r';
     p[k++] = '\n';
     return k;
@@ -350,5 +365,19 @@ int redislockp_tx_call(redisContext *c, const redislockp_cmd *cmd,
             replies[i] = NULL;
         }
     }
+    return st;
+}
+
+int redislockp_tx_command(redisContext *c, int argc, const char *const *argv,
+                          const size_t *argvlen, redisReply **reply,
+                          char *errmsg, int *sent)
+{
+    redislockp_cmd cmd;
+    int st;
+
+    redislockp_cmd_init(&cmd);
+    (void)redislockp_cmd_append(&cmd, argc, argv, argvlen); /* oom: send refuses */
+    st = redislockp_tx_call(c, &cmd, reply, errmsg, sent);
+    redislockp_cmd_clear(&cmd);
     return st;
 }

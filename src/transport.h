@@ -28,6 +28,7 @@
 #ifndef REDISLOCK_TRANSPORT_H
 #define REDISLOCK_TRANSPORT_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 #include <hiredis/hiredis.h>
@@ -54,6 +55,8 @@ void redislockp_cmd_init(redislockp_cmd *cmd);
 void redislockp_cmd_clear(redislockp_cmd *cmd);
 /* Forget the commands, keep the memory. */
 void redislockp_cmd_reset(redislockp_cmd *cmd);
+/* Write N in decimal at OUT (room for 20 bytes, no NUL); its length. */
+size_t redislockp_tx_decimal(char *out, unsigned long long n);
 /* Append one command in RESP (binary-safe ARGV/ARGVLEN); 0, or -1 when
  * memory ran out (then cmd->oom is set and sending it is refused). */
 int redislockp_cmd_append(redislockp_cmd *cmd, int argc,
@@ -84,6 +87,13 @@ int redislockp_tx_recv(redisContext *c, redisReply **reply, char *errmsg);
 int redislockp_tx_call(redisContext *c, const redislockp_cmd *cmd,
                        redisReply **replies, char *errmsg, int *sent);
 
+/* One command (ARGC words, binary-safe), sent and its reply read into
+ * *REPLY, Redis error replies included: redislockp_tx_call() for the
+ * simple case. */
+int redislockp_tx_command(redisContext *c, int argc, const char *const *argv,
+                          const size_t *argvlen, redisReply **reply,
+                          char *errmsg, int *sent);
+
 /* A failed connection: map c->err (and ERR_NO, the errno the failing
  * call left, 0 if unknown) to a status and message. */
 int redislockp_tx_error(const redisContext *c, int err_no, char *errmsg);
@@ -95,6 +105,11 @@ int redislockp_tx_server_error(const redisReply *r, const char *prefix,
 
 /* Does the context hold commands not yet written (redisAppendCommand)? */
 int redislockp_tx_pending_output(const redisContext *c);
+
+/* vsnprintf into an ERRMSG buffer (REDISLOCKP_ERRMSG_SIZE); returns
+ * STATUS.  Every message of the library is written by this. */
+int redislockp_tx_vfail(char *errmsg, int status, const char *fmt,
+                        va_list ap);
 
 /* snprintf into an ERRMSG buffer; returns STATUS. */
 int redislockp_tx_fail(char *errmsg, int status, const char *fmt, ...)

@@ -69,7 +69,7 @@ static int block(redislock *lock, long long wait_ms, bool *woken)
     int st;
 
     *woken = false;
-    if (!lock->companions_ok && lock->client != NULL && lock->client->cluster)
+    if (!lock->companions_ok && lock->cluster)
         return redislockp_fail(lock, REDISLOCK_ERR_INVALID, /* LCOV_EXCL_LINE: the tries fail first */
                                "the wake-up list cannot share the key's "
                                "Cluster slot");
@@ -88,7 +88,6 @@ static int block_on(redislock *lock, long long wait_ms, bool *woken)
     const char *argv[3];
     size_t argvlen[3];
     struct timeval old;
-    redislockp_cmd cmd;
     redisReply *r = NULL;
     int raised, st, sent = 0;
 
@@ -105,14 +104,11 @@ static int block_on(redislock *lock, long long wait_ms, bool *woken)
     argvlen[2] = (size_t)snprintf(secs, sizeof secs, "%lld.%03lld5",
                                   wait_ms / 1000, wait_ms % 1000);
     argv[2] = secs;
-    redislockp_cmd_init(&cmd);
-    (void)redislockp_cmd_append(&cmd, 3, argv, argvlen);
 
     raised = raise_timeout(c, wait_ms, &old);
-    st = redislockp_tx_call(c, &cmd, &r, lock->errmsg, &sent);
+    st = redislockp_tx_command(c, 3, argv, argvlen, &r, lock->errmsg, &sent);
     if (raised && !c->err)
         setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &old, sizeof old);
-    redislockp_cmd_clear(&cmd);
     if (st != REDISLOCK_OK)
         return st;
     switch (r->type) {
@@ -127,7 +123,7 @@ static int block_on(redislock *lock, long long wait_ms, bool *woken)
         int port;
         redislockp_redirect kind = REDISLOCKP_REDIR_NONE;
 
-        if (lock->client != NULL && lock->client->cluster)
+        if (lock->cluster)
             kind = redislockp_redirect_parse(r->str, r->len, &slot, host,
                                              sizeof host, &port);
         if (kind == REDISLOCKP_REDIR_MOVED && host[0] != '\0') {
