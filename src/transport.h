@@ -109,7 +109,11 @@ int redislockp_tx_pending_output(const redisContext *c);
 /* vsnprintf into an ERRMSG buffer (REDISLOCKP_ERRMSG_SIZE); returns
  * STATUS.  Every message of the library is written by this. */
 int redislockp_tx_vfail(char *errmsg, int status, const char *fmt,
-                        va_list ap);
+                        va_list ap)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 0)))
+#endif
+    ;
 
 /* snprintf into an ERRMSG buffer; returns STATUS. */
 int redislockp_tx_fail(char *errmsg, int status, const char *fmt, ...)
