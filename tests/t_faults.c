@@ -92,7 +92,7 @@ static void test_timeout_on_paused_server(void **state)
     assert_non_null(lock);
     /* A lease that outlives the pause by far, so that the late acquire's
      * holding is still there when looked at, however loaded the machine. */
-    assert_int_equal(redislock_set_expire_ms(lock, 2500), REDISLOCK_OK);
+    assert_int_equal(redislock_set_expire_ms(lock, 6000), REDISLOCK_OK);
     assert_int_equal(redisSetTimeout(c, tv), REDIS_OK);
     tu_cmd_ok(admin, "CLIENT PAUSE 1000 ALL");
 
@@ -113,14 +113,14 @@ static void test_timeout_on_paused_server(void **state)
      * handle's old owner ID.  The outcome was unknown, so the handle took
      * a fresh ID and does not re-enter that holding (a late command of
      * the old ID could otherwise cut its lease short); it gets the lock
-     * once the old lease (2.5 s) is over. */
+     * once the old lease (6 s) is over. */
     assert_int_equal(tu_get(c, "faults:timeout", 14, held, sizeof held), 32);
     assert_string_equal(held, id);
     flag = true;
     assert_int_equal(redislock_acquire(lock, &flag), REDISLOCK_OK);
     assert_false(flag);
     assert_string_not_equal(redislock_id(lock), id);
-    assert_int_equal(redislock_acquire_wait(lock, 5000, &flag), REDISLOCK_OK);
+    assert_int_equal(redislock_acquire_wait(lock, 9000, &flag), REDISLOCK_OK);
     assert_true(flag);
     assert_true(tu_release(lock));
     redislock_free(lock);
