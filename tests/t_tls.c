@@ -5,7 +5,9 @@
  * name, an unknown CA and an expired certificate are refused with their
  * causes, insecure=1 skips verification, a server that requires client
  * certificates gets one, a plain-text port fails within the connect
- * timeout, and bad certificate files are named at client_open.
+ * timeout, bad certificate files are named at client_open, and a Redis
+ * Cluster whose nodes speak only TLS (tls-cluster yes, no plain port)
+ * serves locks on all its masters through a rediss://...?cluster=1 URL.
  * Built only with TLS support.
  */
 #include "config.h"
@@ -185,6 +187,156 @@ static void test_bad_files_are_named(void **state)
     assert_non_null(strstr(err, "rediss://"));
 }
 
+/* A 3-master Redis Cluster that speaks only TLS: its nodes listen on no
+ * plain TCP port (the unix socket, which the test uses to build it, is
+ * plain), and with tls-cluster the bus and CLUSTER SLOTS use the TLS
+ * ports. */
+static void tls_cluster_start(tu_server *n, int *tport, int base)
+{
+    char extra[1500];
+    int i, k, ok;
+    long long deadline;
+
+    for (i = 0; i < 3; i++) {
+        tport[i] = base + i;
+        snprintf(extra, sizeof extra,
+                 "--tls-port %d --tls-cert-file %s/server.crt --tls-key-file "
+                 "%s/server.key --tls-ca-cert-file %s/ca.crt "
+                 "--tls-auth-clients no --tls-cluster yes "
+                 "--tls-replication yes --cluster-enabled yes "
+                 "--cluster-config-file nodes.conf "
+                 "--cluster-node-timeout 2000", tport[i], certs, certs, certs);
+        tu_server_start(&n[i], extra);
+    }
+    for (i = 0; i < 3; i++) {
+        redisContext *c = tu_connect_unix(n[i].socket);
+
+        assert_non_null(c);
+        tu_cmd_ok(c, "CLUSTER ADDSLOTSRANGE %d %d", i * 5462,
+                  i == 2 ? 16383 : i * 5462 + 5461);
+        if (i > 0)
+            tu_cmd_ok(c, "CLUSTER MEET 127.0.0.1 %d", tport[0]);
+        redisFree(c);
+    }
+    deadline = tu_now_ms() + 20000;
+    for (ok = 0; !ok && tu_now_ms() < deadline;) {
+        ok = 1;
+        for (k = 0; k < 3 && ok; k++) {
+            redisContext *c = tu_connect_unix(n[k].socket);
+            redisReply *r = tu_cmd(c, "CLUSTER INFO");
+
+            ok = r->type == REDIS_REPLY_STRING &&
+                 strstr(r->str, "cluster_state:ok") != NULL &&
+                 strstr(r->str, "cluster_known_nodes:3") != NULL;
+            freeReplyObject(r);
+            redisFree(c);
+        }
+        if (!ok)
+            tu_sleep_ms(50);
+    }
+    if (!ok)
+        fail_msg("the TLS cluster did not come up");
+}
+
+static long long dbsize(const tu_server *s)
+{
+    redisContext *c = tu_connect_unix(s->socket);
+    redisReply *r = tu_cmd(c, "DBSIZE");
+    long long n = r->integer;
+
+    freeReplyObject(r);
+    redisFree(c);
+    return n;
+}
+
+#define TLS_CLUSTER_KEYS 300
+
+static void test_cluster_over_tls(void **state)
+{
+    tu_server n[3];
+    int tport[3], i;
+    char url[900], err[512], key[64];
+    redislock_client *cl = NULL;
+    redislock *locks[TLS_CLUSTER_KEYS];
+    long long total = 0;
+
+    (void)state;
+    tls_cluster_start(n, tport, port[2] + 1);
+    /* One seed; the other masters come from the slot map, by the TLS
+     * ports it names, and each is checked against the CA and the name. */
+    snprintf(url, sizeof url, "rediss://127.0.0.1:%d?cluster=1&cacert=%s/"
+             "ca.crt&connect_timeout=2000", tport[1], certs);
+    if (redislock_client_open(url, &cl, err, sizeof err) != REDISLOCK_OK ||
+        redislock_client_ping(cl, err, sizeof err) != REDISLOCK_OK)
+        fail_msg("%s: %s", url, err);
+    for (i = 0; i < TLS_CLUSTER_KEYS; i++) {
+        tu_key(key, sizeof key, "tls:cluster");
+        locks[i] = redislock_new_from_client(cl, key);
+        assert_non_null(locks[i]);
+        /* Fencing puts a companion key in the same slot: a multi-key
+         * script, over TLS, on whichever master owns the slot. */
+        assert_int_equal(redislock_set_fencing(locks[i], true), REDISLOCK_OK);
+        assert_true(tu_acquire(locks[i]));
+    }
+    /* Every master holds some of the locks (and their fencing counters):
+     * the operations went to all three over TLS. */
+    for (i = 0; i < 3; i++) {
+        long long k = dbsize(&n[i]);
+
+        if (k == 0)
+            fail_msg("master %d (TLS port %d) holds no lock", i, tport[i]);
+        total += k;
+    }
+    assert_int_equal(total, 2 * TLS_CLUSTER_KEYS);
+    {
+        /* A slot moves to another master behind the client's back: the
+         * MOVED reply names the new owner's TLS port, and the client
+         * follows it there (a new TLS connection, checked like the
+         * others). */
+        redisContext *c = tu_connect_unix(n[0].socket);
+        redisReply *r = tu_cmd(c, "CLUSTER KEYSLOT tls:moved");
+        long long slot = r->integer;
+        int from = (int)(slot / 5462), to = (from + 1) % 3;
+        char id[64];
+        redislock *moved;
+
+        freeReplyObject(r);
+        redisFree(c);
+        c = tu_connect_unix(n[to].socket);
+        r = tu_cmd(c, "CLUSTER MYID");
+        snprintf(id, sizeof id, "%s", r->str);
+        freeReplyObject(r);
+        redisFree(c);
+        for (i = 0; i < 3; i++) {
+            c = tu_connect_unix(n[i].socket);
+            tu_cmd_ok(c, "CLUSTER SETSLOT %lld NODE %s", slot, id);
+            redisFree(c);
+        }
+        moved = redislock_new_from_client(cl, "tls:moved");
+        assert_non_null(moved);
+        assert_true(tu_acquire(moved));
+        c = tu_connect_unix(n[to].socket);
+        r = tu_cmd(c, "EXISTS tls:moved");
+        assert_int_equal(r->integer, 1);
+        freeReplyObject(r);
+        redisFree(c);
+        assert_true(tu_release(moved));
+        redislock_free(moved);
+    }
+    for (i = 0; i < TLS_CLUSTER_KEYS; i++) {
+        assert_true(tu_release(locks[i]));
+        redislock_free(locks[i]);
+    }
+    /* The lock keys are gone; each fencing counter stays (by design: the
+     * next holder's token must be higher). */
+    for (i = 0, total = 0; i < 3; i++)
+        total += dbsize(&n[i]);
+    assert_int_equal(total, TLS_CLUSTER_KEYS);
+    redislock_client_free(cl);
+    for (i = 0; i < 3; i++)
+        tu_server_stop(&n[i]);
+}
+
 static int setup(void **state)
 {
     const char *tmp = getenv("REDISLOCK_TEST_TMPDIR");
@@ -230,6 +382,7 @@ int main(void)
         cmocka_unit_test(test_client_certificate),
         cmocka_unit_test(test_plain_port_fails_in_time),
         cmocka_unit_test(test_bad_files_are_named),
+        cmocka_unit_test(test_cluster_over_tls),
     };
     return TU_RUN(tests, setup, teardown);
 }
