@@ -713,6 +713,22 @@ typedef struct redislock_client redislock_client;
  * CA and against the host name (or its IP address, or sni); a failure is
  * REDISLOCK_ERR_IO naming the cause.  The handshake is bounded by
  * connect_timeout.  Works with cluster=1 too.
+ *
+ * Sentinel (@since 0.3.0):
+ * redis-sentinel://[user[:password]@]s1[:p1][,s2[:p2]...]/MASTER[?...]
+ * (rediss-sentinel:// for TLS to the sentinels and the master alike) -
+ * the hosts are sentinels (default port 26379), MASTER the name they
+ * monitor.  The userinfo and db= are for the master; sentinel_user= and
+ * sentinel_password= authenticate to the sentinels.  The client asks the
+ * sentinels in turn (SENTINEL GET-MASTER-ADDR-BY-NAME, starting with the
+ * one that answered last), connects, and checks that ROLE says master
+ * (a sentinel's answer can be out of date) on every new connection.  It
+ * asks again after a failed connection, a READONLY or LOADING reply or a
+ * ROLE that is not master; an operation that has sent nothing yet waits
+ * and retries (10 ms doubling to 200 ms) until its command timeout, so a
+ * failover shows as a pause, not an error.  A command whose reply was
+ * lost is never resent (see UNKNOWN OUTCOMES).  cluster=1 is an error.
+ *
  * With a user or a password the client sends AUTH [user] password (an
  * empty password for a user alone) on each new connection; with a db,
  * SELECT db.  Its sockets are close-on-exec.
@@ -752,7 +768,9 @@ REDISLOCK_API int redislock_client_set_timeouts(redislock_client *client,
 /**
  * Connect if needed and PING: tells early whether the URL, the password
  * and the server are right.  On a Cluster client it reads the slot map
- * instead (CLUSTER SLOTS from the known masters, then the seeds).
+ * instead (CLUSTER SLOTS from the known masters, then the seeds); on a
+ * Sentinel client it finds the master (asking the sentinels if it is not
+ * known or in doubt) and PINGs it.
  * Thread-safe.
  * @param errbuf  if not NULL, the detail of a failure (never the password).
  * @return REDISLOCK_OK; REDISLOCK_ERR_IO (cannot connect, or backing off);

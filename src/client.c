@@ -71,6 +71,7 @@ int redislock_client_open(const char *url, redislock_client **client,
         return REDISLOCK_ERR_NOMEM;           /* LCOV_EXCL_LINE */
     }
     cl->cluster = cl->url.cluster;
+    cl->sentinel = cl->url.sentinel;
     if (cl->url.tls) {
         char msg[REDISLOCKP_ERRMSG_SIZE];
         int st = redislockp_tls_ctx_new(&cl->url, &cl->url.tls_ctx, msg);
@@ -265,8 +266,8 @@ int redislockp_conn_take(redislock *lock, long node)
     if (lock->client != NULL) {
         if (node >= 0)
             n = (size_t)node;
-        else if ((st = redislockp_node_for_slot(lock->client, lock->slot, &n,
-                                                lock->errmsg)) != REDISLOCK_OK)
+        else if ((st = redislockp_route(lock->client, lock->slot, &n,
+                                        lock->errmsg)) != REDISLOCK_OK)
             return st;
         lock->node = (int)n;
         lock->ctx = redislockp_pool_get(lock->client, n, lock->errmsg, &st);
@@ -281,10 +282,10 @@ void redislockp_conn_give(redislock *lock, int status)
     if (lock->client != NULL) {
         redislockp_pool_put(lock->client, (size_t)lock->node, lock->ctx,
                             broken_by(status));
-        /* On a cluster a node that fails may have failed over: read the
-         * map again before the next operation. */
-        if (lock->client->cluster && status == REDISLOCK_ERR_IO)
-            redislockp_cluster_stale(lock->client);
+        /* A node that fails may have failed over: read the Cluster map,
+         * or ask the sentinels, again before the next operation. */
+        if (status == REDISLOCK_ERR_IO)
+            redislockp_route_stale(lock->client);
         lock->ctx = NULL;
     }
 }
@@ -296,6 +297,7 @@ int redislock_client_ping(redislock_client *cl, char *errbuf, size_t errsize)
     char msg[REDISLOCKP_ERRMSG_SIZE] = "";
     redisContext *c;
     redisReply *r = NULL;
+    size_t node;
     int st, sent = 0;
 
     if (errbuf != NULL && errsize > 0)
@@ -310,7 +312,18 @@ int redislock_client_ping(redislock_client *cl, char *errbuf, size_t errsize)
             snprintf(errbuf, errsize, "%s", msg);
         return st;
     }
-    c = redislockp_pool_get(cl, 0, msg, &st);
+    node = 0;
+    if (cl->sentinel) {
+        /* The sentinels' master, and PING on it (its ROLE is checked on
+         * connecting). */
+        st = redislockp_route(cl, 0, &node, msg);
+        if (st != REDISLOCK_OK) {
+            if (errbuf != NULL && errsize > 0)
+                snprintf(errbuf, errsize, "%s", msg);
+            return st;
+        }
+    }
+    c = redislockp_pool_get(cl, node, msg, &st);
     if (c != NULL) {
         st = redislockp_tx_command(c, 1, argv, argvlen, &r, msg, &sent);
         if (st != REDISLOCK_OK)
@@ -321,8 +334,10 @@ int redislock_client_ping(redislock_client *cl, char *errbuf, size_t errsize)
             st = redislockp_tx_fail(msg, REDISLOCK_ERR_PROTOCOL,
                                     "PING: unexpected reply");
         freeReplyObject(r);
-        redislockp_pool_put(cl, 0, c, broken_by(st));
+        redislockp_pool_put(cl, node, c, broken_by(st));
     }
+    if (st == REDISLOCK_ERR_IO)
+        redislockp_route_stale(cl);
     if (st != REDISLOCK_OK && errbuf != NULL && errsize > 0)
         snprintf(errbuf, errsize, "%s", msg);
     return st;

@@ -25,6 +25,13 @@ typedef struct redislockp_url {
     redislockp_seed *seeds;     /* redis://: every host given */
     size_t nseeds;
     int cluster;                /* ?cluster=1 */
+    int sentinel;               /* redis[s]-sentinel://: the seeds are
+                                 * sentinels */
+    char *master_name;          /* sentinel: the monitored master's name */
+    char *sentinel_user;        /* sentinel: AUTH to the sentinels */
+    char *sentinel_password;    /* wiped when cleared */
+    int role_check;             /* connect: check ROLE says master (set
+                                 * per connection, not by the URL) */
     int tls;                    /* rediss:// */
     char *cacert, *cacertdir;   /* TLS parameters; NULL: not given */
     char *cert, *key, *sni;
@@ -88,6 +95,7 @@ struct redislock_client {
     pid_t pid;
     unsigned long fork_gen;
     int cluster;                /* url.cluster */
+    int sentinel;               /* url.sentinel */
     pthread_mutex_t mu;
     redislockp_node *nodes;     /* [0]: the URL's server (standalone) */
     size_t nnodes, capnodes;
@@ -95,7 +103,11 @@ struct redislock_client {
                                  * unknown */
     long long map_at;           /* last refresh began (monotonic ms) */
     int map_busy;               /* a thread is refreshing */
-    int map_stale;              /* refresh at the next operation */
+    int map_stale;              /* refresh at the next operation (or,
+                                 * with sentinels, ask them again) */
+    long master;                /* sentinel: the master's node; 0 not
+                                 * known yet */
+    size_t sentinel_first;      /* sentinel: the seed to ask first */
     /* The watchdog (watchdog.c). */
     pthread_mutex_t wd_mu;
     pthread_cond_t wd_cond;     /* registry changed / work finished */
@@ -138,6 +150,23 @@ void redislockp_cluster_stale(redislock_client *cl);
 int redislockp_cluster_refresh(redislock_client *cl, int force, char *errmsg);
 /* Free what the nodes and the map hold (client_free). */
 void redislockp_nodes_free(redislock_client *cl);
+
+/* sentinel.c: ask the sentinels for the master now (rate-limited unless
+ * FORCE); REDISLOCK_OK, or the error of the last sentinel asked. */
+int redislockp_sentinel_discover(redislock_client *cl, int force,
+                                 char *errmsg);
+/* The master's node, asking the sentinels first if it is unknown or in
+ * doubt.  Under no lock. */
+int redislockp_sentinel_master(redislock_client *cl, size_t *node,
+                               char *errmsg);
+
+/* route.c: the node for an operation on a key of SLOT: node 0 for one
+ * server, the slot's master on a Cluster, the sentinels' master. */
+int redislockp_route(redislock_client *cl, unsigned slot, size_t *node,
+                     char *errmsg);
+/* A failure put the route in doubt: ask again before the next
+ * operation (Cluster map, sentinels; nothing for one server). */
+void redislockp_route_stale(redislock_client *cl);
 
 /* connect.c: the client's URL settings, copied under its mutex (the strings stay
  * owned by the client). */

@@ -50,17 +50,42 @@ redislockp_url redislockp_node_url(redislock_client *cl, size_t node)
         u.host = cl->nodes[node].host;  /* owned by the client */
         u.port = cl->nodes[node].port;
         u.unix_socket = 0;
+        /* A master the sentinels named: make sure it still is one. */
+        u.role_check = cl->sentinel;
     }
     pthread_mutex_unlock(&cl->mu);
     return u;
 }
 
+/* ROLE's reply R from HOST:PORT: REDISLOCK_OK for a master; else
+ * REDISLOCK_ERR_IO (no master there: the caller asks the sentinels
+ * again). */
+static int role_is_master(const redisReply *r, const redislockp_url *u,
+                          char *errmsg)
+{
+    if (r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
+        (r->element[0]->type == REDIS_REPLY_STRING ||
+         r->element[0]->type == REDIS_REPLY_STATUS) &&
+        strcmp(r->element[0]->str, "master") == 0)
+        return REDISLOCK_OK;
+    if (r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
+        (r->element[0]->type == REDIS_REPLY_STRING ||
+         r->element[0]->type == REDIS_REPLY_STATUS))
+        return redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO,
+                                  "%.200s:%d is a %.20s, not the master "
+                                  "(the sentinels' answer was out of date)",
+                                  u->host, u->port, r->element[0]->str);
+    return redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO,
+                              "%.200s:%d: unexpected reply to ROLE", u->host,
+                              u->port);
+}
+
 /* Send the setup commands in CMD (one write) and check each reply: any
  * error reply fails the connection with the first one's text. */
 static int setup(redisContext *c, redislockp_cmd *cmd, const char **names,
-                 char *errmsg)
+                 const redislockp_url *u, char *errmsg)
 {
-    redisReply *replies[2] = { NULL, NULL };
+    redisReply *replies[3] = { NULL, NULL, NULL };
     int i, st, sent = 0;
 
     st = redislockp_tx_call(c, cmd, replies, errmsg, &sent);
@@ -77,6 +102,8 @@ static int setup(redisContext *c, redislockp_cmd *cmd, const char **names,
 
             snprintf(prefix, sizeof prefix, "%s failed: ", names[i]);
             st = redislockp_tx_server_error(replies[i], prefix, errmsg);
+        } else if (st == REDISLOCK_OK && strcmp(names[i], "ROLE") == 0) {
+            st = role_is_master(replies[i], u, errmsg);
         }
         freeReplyObject(replies[i]);
     }
@@ -88,7 +115,7 @@ redisContext *redislockp_connect(const redislockp_url *u, char *errmsg,
 {
     struct timeval connect_tv = redislockp_timeval_ms(u->connect_ms);
     redislockp_cmd cmd;
-    const char *names[2];
+    const char *names[3];
     redisContext *c;
     char db[24];
 
@@ -162,9 +189,16 @@ redisContext *redislockp_connect(const redislockp_url *u, char *errmsg,
         names[cmd.count] = "SELECT";
         (void)redislockp_cmd_append(&cmd, 2, argv, lens);
     }
+    if (u->role_check) {
+        static const char *const argv[1] = { "ROLE" };
+        static const size_t lens[1] = { 4 };
+
+        names[cmd.count] = "ROLE";
+        (void)redislockp_cmd_append(&cmd, 1, argv, lens);
+    }
     *status = REDISLOCK_OK;
     if (cmd.count > 0 || cmd.oom)
-        *status = setup(c, &cmd, names, errmsg);
+        *status = setup(c, &cmd, names, u, errmsg);
     /* The password went into the buffer: wipe it. */
     memset(cmd.buf, 0, cmd.len);
     memset(cmd.inline_buf, 0, sizeof cmd.inline_buf);

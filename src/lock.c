@@ -112,6 +112,33 @@ static int follow(redislock *lock, const redisReply *r, int *redirects,
     }
 }
 
+/* A Sentinel client found no master where it looked (a failed connect, a
+ * connection whose ROLE is not master, a READONLY or LOADING reply: the
+ * command did not run): ask the sentinels again and retry after a pause,
+ * 10 ms doubling to 200 ms, within the operation's deadline (the command
+ * timeout from its start).  0 to retry, -1 when out of time. */
+static int sentinel_retry(redislock *lock, int *retries, long long start)
+{
+    long long pause = *retries < 5 ? 10LL << *retries : 200;
+
+    ++*retries;
+    if (redislockp_now_ms() + pause >
+        start + redislockp_client_url(lock->client).command_ms)
+        return -1;
+    redislockp_sleep_ms(pause);
+    redislockp_route_stale(lock->client);
+    return 0;
+}
+
+/* Is R an error reply that says this node is not (or not yet) a usable
+ * master, so that the command did not run? */
+static int not_master(const redisReply *r)
+{
+    return r->str != NULL && (strncmp(r->str, "READONLY", 8) == 0 ||
+                              strncmp(r->str, "LOADING", 7) == 0 ||
+                              strncmp(r->str, "MASTERDOWN", 10) == 0);
+}
+
 /* Refuse a call that needs companion keys which cannot share the lock
  * key's Cluster slot (the key holds '}' without a hash tag). */
 static int companions_usable(redislock *lock, const redislockp_call *call)
@@ -131,7 +158,8 @@ int redislockp_op_run(redislock *lock, const redislockp_call *call,
                       int mutating, redislockp_parse_fn parse, void *out)
 {
     redisReply *reply;
-    long long start = lock->cluster ? redislockp_now_ms() : 0;
+    int sentinel = lock->client != NULL && lock->client->sentinel;
+    long long start = lock->cluster || sentinel ? redislockp_now_ms() : 0;
     long node = -1;
     int st, sent = 0, any_sent = 0, asking = 0, redirects = 0, retries = 0;
 
@@ -142,8 +170,14 @@ int redislockp_op_run(redislock *lock, const redislockp_call *call,
         reply = NULL;
         sent = 0;
         st = redislockp_conn_take(lock, node);
-        if (st != REDISLOCK_OK)
+        if (st != REDISLOCK_OK) {
+            /* Nothing was sent: with sentinels, look for the master
+             * again (a failover under way). */
+            if (sentinel && st == REDISLOCK_ERR_IO &&
+                sentinel_retry(lock, &retries, start) == 0)
+                continue;
             break;
+        }
         st = redislockp_run_calls_ex(lock->ctx, &call, 1, asking, &reply,
                                      lock->errmsg, &sent);
         any_sent |= sent;
@@ -151,6 +185,18 @@ int redislockp_op_run(redislock *lock, const redislockp_call *call,
             /* A refused command did not run: following a redirection
              * cannot run it twice. */
             redislockp_tx_server_error(reply, "", lock->errmsg);
+            if (sentinel && not_master(reply)) {
+                /* A demoted (or restarting) master: drop its
+                 * connections; with time left, find the master again. */
+                freeReplyObject(reply);
+                redislockp_conn_give(lock, REDISLOCK_ERR_IO);
+                if (sentinel_retry(lock, &retries, start) == 0) {
+                    any_sent = 0;
+                    continue;
+                }
+                st = REDISLOCK_ERR_SERVER;
+                break;
+            }
             if (follow(lock, reply, &redirects, &retries, start, &node,
                        &asking) == 0) {
                 freeReplyObject(reply);

@@ -3,7 +3,12 @@
  *
  *   redis[s]://[user[:password]@]host[:port][,host[:port]...][/db][?param=value&...]
  *   unix://[user[:password]@]/path/to/socket[?db=N&param=value...]
+ *   redis[s]-sentinel://[user[:password]@]host[:port][,host[:port]...]/MASTER[?...]
  *
+ * Sentinel URLs name sentinels (default port 26379) and the monitored
+ * master; the userinfo is for the master and its replicas, the parameters
+ * sentinel_user and sentinel_password for the sentinels, db= the
+ * database.
  * host may be an IPv6 address in brackets.  user and password may hold
  * %XX escapes.  Parameters: db (unix only; for redis:// the path is the
  * db), connect_timeout and timeout (milliseconds), cluster (0 or 1: the
@@ -117,6 +122,14 @@ static int userinfo(redislockp_url *u, const char *s, size_t len, int *bad)
     return u->password == NULL ? -1 : 0;
 }
 
+static void wipe_free(char *secret)
+{
+    if (secret != NULL) {
+        sodium_memzero(secret, strlen(secret));
+        redislockp_free(secret);
+    }
+}
+
 void redislockp_url_clear(redislockp_url *u)
 {
     size_t i;
@@ -137,10 +150,10 @@ void redislockp_url_clear(redislockp_url *u)
     if (u->tls_ctx != NULL)
         redislockp_tls_ctx_free(u->tls_ctx);
     redislockp_free(u->user);
-    if (u->password != NULL) {
-        sodium_memzero(u->password, strlen(u->password));
-        redislockp_free(u->password);
-    }
+    redislockp_free(u->master_name);
+    redislockp_free(u->sentinel_user);
+    wipe_free(u->password);
+    wipe_free(u->sentinel_password);
     memset(u, 0, sizeof *u);
 }
 
@@ -186,16 +199,25 @@ static int params(redislockp_url *u, const char *q, size_t len, char *err,
         } else if (strcmp(name, "cacert") == 0 ||
                    strcmp(name, "cacertdir") == 0 ||
                    strcmp(name, "cert") == 0 || strcmp(name, "key") == 0 ||
-                   strcmp(name, "sni") == 0) {
-            char **field = name[0] == 'c' && name[1] == 'a'
+                   strcmp(name, "sni") == 0 ||
+                   strcmp(name, "sentinel_user") == 0 ||
+                   strcmp(name, "sentinel_password") == 0) {
+            char **field = strcmp(name, "sentinel_user") == 0
+                               ? &u->sentinel_user
+                           : strcmp(name, "sentinel_password") == 0
+                               ? &u->sentinel_password
+                           : name[0] == 'c' && name[1] == 'a'
                                ? (name[6] == 'd' ? &u->cacertdir : &u->cacert)
                            : name[0] == 'c' ? &u->cert
                            : name[0] == 'k' ? &u->key : &u->sni;
             int bad;
 
+            if (!u->sentinel && strncmp(name, "sentinel_", 9) == 0)
+                return fail(err, errsize, "URL: %s is for redis-sentinel:// "
+                            "URLs", name);
             if (stop == eq + 1)
                 return fail(err, errsize, "URL: %s= is empty", name);
-            redislockp_free(*field);
+            wipe_free(*field);
             *field = decode(eq + 1, (size_t)(stop - eq - 1), &bad);
             if (*field == NULL)
                 return bad ? fail(err, errsize, "URL: bad %%-escape in %s=",
@@ -215,9 +237,10 @@ static int params(redislockp_url *u, const char *q, size_t len, char *err,
         } else {
             return fail(err, errsize,
                         "URL: unknown parameter '%s' (known: db, "
-                        "connect_timeout, timeout, cluster, and for "
+                        "connect_timeout, timeout, cluster, for "
                         "rediss://: cacert, cacertdir, cert, key, sni, "
-                        "insecure)", name);
+                        "insecure, and for redis-sentinel://: "
+                        "sentinel_user, sentinel_password)", name);
         }
         q = amp ? amp + 1 : end;
     }
@@ -292,7 +315,7 @@ static int parse(const char *url, redislockp_url *u, char *err,
                  size_t errsize)
 {
     const char *p, *q, *end, *at, *slash, *hostend, *rest;
-    int bad;
+    int bad, default_port = 6379;
 
     memset(u, 0, sizeof *u);
     u->port = 6379;
@@ -339,15 +362,19 @@ static int parse(const char *url, redislockp_url *u, char *err,
         if (u->host == NULL)
             goto oom;
     } else if (strncmp(url, "redis://", 8) == 0 ||
-               strncmp(url, "rediss://", 9) == 0) {
+               strncmp(url, "rediss://", 9) == 0 ||
+               strncmp(url, "redis-sentinel://", 17) == 0 ||
+               strncmp(url, "rediss-sentinel://", 18) == 0) {
         u->tls = url[5] == 's';
+        u->sentinel = url[5 + u->tls] == '-';
+        default_port = u->sentinel ? 26379 : 6379;
 #ifndef REDISLOCK_HAVE_TLS
         if (u->tls)
             return fail(err, errsize, "URL: %s",
                         "rediss:// (TLS): this redislock was built without "
                         "TLS support (it needs hiredis >= 1.0 with SSL)");
 #endif
-        p = url + (u->tls ? 9 : 8);
+        p = strstr(url, "://") + 3;
         slash = memchr(rest > p ? rest : p, '/', (size_t)(end - (rest > p ? rest : p)));
         hostend = slash ? slash : end;
         /* The last '@' before the path ends the userinfo. */
@@ -365,7 +392,7 @@ static int parse(const char *url, redislockp_url *u, char *err,
             const char *comma = memchr(p, ',', (size_t)(hostend - p));
             const char *itemend = comma ? comma : hostend;
             char *host = NULL;
-            int port = 6379, rc;
+            int port = default_port, rc;
 
             rc = host_port(p, itemend, &host, &port, err, errsize);
             if (rc < 0)
@@ -379,7 +406,21 @@ static int parse(const char *url, redislockp_url *u, char *err,
                 break;
             p = comma + 1;
         }
-        if (slash != NULL && slash + 1 < end) {
+        if (u->sentinel) {
+            /* The path is the master's name, which Sentinel needs. */
+            if (slash == NULL || slash + 1 >= end)
+                return fail(err, errsize, "URL: %s",
+                            "a sentinel URL names the master: "
+                            "redis-sentinel://host[:port][,...]/MASTER");
+            u->master_name = decode(slash + 1, (size_t)(end - slash - 1),
+                                    &bad);
+            if (u->master_name == NULL) {
+                if (bad)
+                    return fail(err, errsize, "URL: %s",
+                                "bad %-escape in the master name");
+                goto oom;
+            }
+        } else if (slash != NULL && slash + 1 < end) {
             long long db = number(slash + 1, (size_t)(end - slash - 1), 0,
                                   1000000);
 
@@ -390,11 +431,12 @@ static int parse(const char *url, redislockp_url *u, char *err,
         }
     } else {
         return fail(err, errsize, "URL: %s",
-                    "unknown scheme (use redis://host[:port][/db] or "
+                    "unknown scheme (use redis://host[:port][/db], "
+                    "rediss://, redis-sentinel://host[:port]/MASTER or "
                     "unix:///path)");
     }
     if (end[0] == '?') {
-        if (!u->unix_socket && strstr(end, "db=") != NULL)
+        if (!u->unix_socket && !u->sentinel && strstr(end, "db=") != NULL)
             return fail(err, errsize, "URL: %s",
                         "db= is for unix:// URLs; redis:// takes /db");
         if (params(u, end + 1, strlen(end + 1), err, errsize) < 0)
@@ -408,7 +450,11 @@ static int parse(const char *url, redislockp_url *u, char *err,
     if ((u->cert == NULL) != (u->key == NULL))
         return fail(err, errsize, "URL: %s",
                     "a client certificate needs both cert= and key=");
-    if (u->nseeds > 1 && !u->cluster)
+    if (u->sentinel && u->cluster)
+        return fail(err, errsize, "URL: %s",
+                    "cluster=1 is not for sentinel URLs (Sentinel watches "
+                    "one master; a Redis Cluster fails over by itself)");
+    if (u->nseeds > 1 && !u->cluster && !u->sentinel)
         return fail(err, errsize, "URL: %s",
                     "several hosts are the seeds of a Redis Cluster: add "
                     "?cluster=1 (or give one host for a single server)");

@@ -91,6 +91,7 @@ static void renew_batch(redisContext **conn, redislock_client *cl,
             cl->wd_retry_at = redislockp_now_ms() +
                               redislockp_backoff_ms(cl->wd_failures);
             cl->wd_failures++;
+            redislockp_route_stale(cl);     /* failed over, maybe */
             return;
         }
         cl->wd_failures = 0;
@@ -103,8 +104,10 @@ static void renew_batch(redisContext **conn, redislock_client *cl,
         redislockp_call_extend(&calls[i], batch[i], batch[i]->renew_ms);
         ptrs[i] = &calls[i];
     }
-    if (redislockp_run_calls(c, ptrs, n, replies, msg, sent) != REDISLOCK_OK)
+    if (redislockp_run_calls(c, ptrs, n, replies, msg, sent) != REDISLOCK_OK) {
+        redislockp_route_stale(cl);
         return;
+    }
     for (i = 0; i < n; i++) {
         const redisReply *r = replies[i];
 
@@ -129,8 +132,9 @@ static void renew_batch(redisContext **conn, redislock_client *cl,
                                           sizeof host, &port) ==
                     REDISLOCKP_REDIR_MOVED && host[0] != '\0')
                 redislockp_cluster_moved(cl, slot, host, port);
-            else if (cl->cluster)
-                redislockp_cluster_stale(cl);
+            else if (cl->cluster ||
+                     (cl->sentinel && strncmp(r->str, "READONLY", 8) == 0))
+                redislockp_route_stale(cl);     /* a failover, maybe */
         }
         freeReplyObject(replies[i]);
     }
@@ -170,8 +174,7 @@ static void renew_nodes(redislock_client *cl, redislock **batch, int n,
         result[i] = -1;
         done[i] = 0;
         nodes[i] = 0;
-        if (cl->cluster &&
-            redislockp_node_for_slot(cl, batch[i]->slot, &nodes[i], msg) !=
+        if (redislockp_route(cl, batch[i]->slot, &nodes[i], msg) !=
                 REDISLOCK_OK)
             done[i] = 1;                /* no node known: not now */
     }

@@ -1,0 +1,242 @@
+/*
+ * sentinel.c - finding a Sentinel-monitored master.
+ *
+ * A redis-sentinel:// client knows sentinels, not the master.  At the
+ * first operation, and again whenever the master is in doubt (a failed
+ * connection, a READONLY reply, a connection whose ROLE is not master),
+ * it asks the sentinels in turn, starting with the last one that
+ * answered, for SENTINEL GET-MASTER-ADDR-BY-NAME; at most once per
+ * REDISLOCKP_MAP_REFRESH_MS however many threads ask.  The master is a
+ * node of the client's node table (cluster.c), with its own pool and
+ * backoff; a master that is replaced is marked gone and its idle
+ * connections closed.  A sentinel's answer can be stale, so every new
+ * connection to the master checks ROLE first (connect.c).
+ */
+#include "config.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client.h"
+
+/* Ask the sentinel at U where NAME's master is: HOST (HOSTSIZE bytes) and
+ * *PORT.  REDISLOCK_OK, or a status with ERRMSG naming the sentinel. */
+static int ask(const redislockp_url *u, const char *name, char *host,
+               size_t hostsize, int *port, char *errmsg)
+{
+    const char *argv[3] = { "SENTINEL", "GET-MASTER-ADDR-BY-NAME", name };
+    size_t argvlen[3] = { 8, 23, 0 };
+    char why[REDISLOCKP_ERRMSG_SIZE];
+    redisContext *c;
+    redisReply *r = NULL;
+    int st, sent = 0;
+    long p;
+    char *end;
+
+    argvlen[2] = strlen(name);
+    c = redislockp_connect(u, why, &st);
+    if (c == NULL)
+        return redislockp_tx_fail(errmsg, st, "sentinel %.200s:%d: %s",
+                                  u->host, u->port, why);
+    st = redislockp_tx_command(c, 3, argv, argvlen, &r, why, &sent);
+    redisFree(c);
+    if (st != REDISLOCK_OK)
+        return redislockp_tx_fail(errmsg, st, "sentinel %.200s:%d: %s",
+                                  u->host, u->port, why);
+    if (r->type == REDIS_REPLY_ERROR) {
+        st = redislockp_tx_fail(errmsg, REDISLOCK_ERR_SERVER,
+                                "sentinel %.200s:%d: %.300s", u->host,
+                                u->port, r->str);
+    } else if (r->type == REDIS_REPLY_NIL ||
+               (r->type == REDIS_REPLY_ARRAY && r->elements == 0)) {
+        st = redislockp_tx_fail(errmsg, REDISLOCK_ERR_SERVER,
+                                "sentinel %.200s:%d does not know a master "
+                                "named '%.100s'", u->host, u->port, name);
+    } else if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+               r->element[0]->type != REDIS_REPLY_STRING ||
+               r->element[1]->type != REDIS_REPLY_STRING ||
+               r->element[0]->len == 0 || r->element[0]->len >= hostsize ||
+               (p = strtol(r->element[1]->str, &end, 10)) < 1 ||
+               p > 65535 || *end != '\0') {
+        st = redislockp_tx_fail(errmsg, REDISLOCK_ERR_PROTOCOL,
+                                "sentinel %.200s:%d: unexpected reply to "
+                                "SENTINEL GET-MASTER-ADDR-BY-NAME", u->host,
+                                u->port);
+    } else {
+        memcpy(host, r->element[0]->str, r->element[0]->len + 1);
+        *port = (int)p;
+        st = REDISLOCK_OK;
+    }
+    freeReplyObject(r);
+    return st;
+}
+
+/* Is HOST:PORT, which sentinel U named, the master?  Connect with the
+ * master's settings (M), ROLE checked with AUTH and SELECT: the
+ * connection, or NULL with ERRMSG. */
+static redisContext *verify(const redislockp_url *m, const char *host,
+                            int port, char *errmsg, int *st)
+{
+    redislockp_url u = *m;
+
+    u.host = (char *)(uintptr_t)host;   /* only read */
+    u.port = port;
+    u.unix_socket = 0;
+    u.role_check = 1;
+    return redislockp_connect(&u, errmsg, st);
+}
+
+int redislockp_sentinel_discover(redislock_client *cl, int force,
+                                 char *errmsg)
+{
+    redisContext *drop[REDISLOCKP_POOL_IDLE], *conn = NULL;
+    redislockp_url *cand, master;
+    char host[256];
+    size_t i, n, first, ndrop = 0, answered = 0;
+    long long now = redislockp_now_ms();
+    long node = -1;
+    int st = REDISLOCK_ERR_IO, port = 0;
+
+    pthread_mutex_lock(&cl->mu);
+    if (cl->map_busy ||
+        (!force && now - cl->map_at < REDISLOCKP_MAP_REFRESH_MS)) {
+        pthread_mutex_unlock(&cl->mu);
+        return REDISLOCK_OK;            /* another thread does it, or did */
+    }
+    cl->map_busy = 1;
+    cl->map_at = now;
+    cl->map_stale = 0;
+    n = cl->url.nseeds;
+    first = cl->sentinel_first;
+    /* The sentinels, each with the sentinels' credentials, starting with
+     * the one that answered last. */
+    cand = redislockp_calloc(n, sizeof *cand);
+    for (i = 0; cand != NULL && i < n; i++) {
+        redislockp_url *u = &cand[i];
+        const redislockp_seed *s = &cl->url.seeds[(first + i) % n];
+
+        *u = cl->url;
+        u->host = s->host;
+        u->port = s->port;
+        u->user = cl->url.sentinel_user;
+        u->password = cl->url.sentinel_password;
+        u->db = 0;
+        u->role_check = 0;
+    }
+    master = cl->url;
+    pthread_mutex_unlock(&cl->mu);
+
+    if (cand == NULL)
+        st = redislockp_tx_fail(errmsg, REDISLOCK_ERR_NOMEM,
+                                "out of memory asking the sentinels");
+    /* A sentinel's answer can be out of date (it has not seen the
+     * failover yet, or is cut off): the master it names must say so
+     * itself (ROLE) before we use it, else the next sentinel is asked.
+     * The connection that checked goes to the pool. */
+    for (i = 0; cand != NULL && i < n; i++) {
+        st = ask(&cand[i], cl->url.master_name, host, sizeof host, &port,
+                 errmsg);
+        if (st == REDISLOCK_OK) {
+            char why[REDISLOCKP_ERRMSG_SIZE];
+
+            conn = verify(&master, host, port, why, &st);
+            if (conn == NULL && st != REDISLOCK_ERR_NOMEM)
+                redislockp_tx_fail(errmsg, st, "sentinel %.200s:%d named "
+                                   "%.200s:%d: %.300s", cand[i].host,
+                                   cand[i].port, host, port, why);
+            else if (conn == NULL)
+                memcpy(errmsg, why, sizeof why);
+        }
+        if (st == REDISLOCK_OK || st == REDISLOCK_ERR_NOMEM)
+            break;
+    }
+    answered = i;
+    if (st == REDISLOCK_OK) {
+        node = redislockp_node_named(cl, host, port);
+        if (node < 0)
+            st = redislockp_tx_fail(errmsg, REDISLOCK_ERR_NOMEM,
+                                    "out of memory asking the sentinels");
+    } else if (n > 1 && st != REDISLOCK_ERR_NOMEM) {
+        char last[REDISLOCKP_ERRMSG_SIZE];
+
+        memcpy(last, errmsg, sizeof last);
+        redislockp_tx_fail(errmsg, st, "no sentinel of %zu told the master "
+                           "'%.100s'; the last: %.300s", n,
+                           cl->url.master_name, last);
+    }
+
+    pthread_mutex_lock(&cl->mu);
+    if (st == REDISLOCK_OK) {
+        if (cl->master > 0 && cl->master != node) {
+            /* A failover: the old master's idle connections go. */
+            redislockp_node *old = &cl->nodes[cl->master];
+
+            old->gone = 1;
+            while (old->nidle > 0)
+                drop[ndrop++] = old->idle[--old->nidle];
+        }
+        cl->master = node;
+        cl->nodes[node].gone = 0;
+        cl->nodes[node].failures = 0;
+        cl->sentinel_first = (first + answered) % n;
+        if (cl->nodes[node].nidle < REDISLOCKP_POOL_IDLE) {
+            cl->nodes[node].idle[cl->nodes[node].nidle++] = conn;
+            conn = NULL;
+        }
+    } else {
+        cl->map_stale = 1;              /* ask again next time */
+    }
+    cl->map_busy = 0;
+    pthread_mutex_unlock(&cl->mu);
+    for (i = 0; i < ndrop; i++)
+        redisFree(drop[i]);
+    if (conn != NULL)
+        redisFree(conn);
+    redislockp_free(cand);
+    return st;
+}
+
+int redislockp_sentinel_master(redislock_client *cl, size_t *node,
+                               char *errmsg)
+{
+    long long deadline = 0;
+    long known;
+    int st, stale, busy, tries = 0;
+
+    for (;;) {
+        pthread_mutex_lock(&cl->mu);
+        known = cl->master;
+        stale = cl->map_stale;
+        busy = cl->map_busy;
+        if (deadline == 0)
+            deadline = redislockp_now_ms() + 2 * cl->url.connect_ms;
+        pthread_mutex_unlock(&cl->mu);
+        if (known > 0 && (!stale || tries > 0)) {
+            *node = (size_t)known;
+            return REDISLOCK_OK;
+        }
+        if (known == 0 && busy) {
+            /* Another thread is asking: wait for its answer. */
+            if (redislockp_now_ms() > deadline)
+                break;
+            redislockp_sleep_ms(1);
+            continue;
+        }
+        st = redislockp_sentinel_discover(cl, known == 0, errmsg);
+        tries++;
+        if (st != REDISLOCK_OK) {
+            if (known == 0)
+                return st;
+            *node = (size_t)known;      /* the old master, as good a guess */
+            return REDISLOCK_OK;
+        }
+        if (known == 0 && tries >= 2)
+            break;
+    }
+    return redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO,
+                              "no master for '%.100s' known yet (the "
+                              "sentinels are being asked)",
+                              cl->url.master_name);
+}
