@@ -215,7 +215,14 @@ typedef enum {
     REDISLOCK_ERR_LOST = -7,
     /** redislock_acquire_wait() stopped early because
      *  redislock_cancel_wait() asked it to; nothing is held.  @since 0.2.0 */
-    REDISLOCK_ERR_CANCELED = -8
+    REDISLOCK_ERR_CANCELED = -8,
+    /** Fewer replicas than redislock_set_min_replicas() asks acknowledged
+     *  an acquire or extend within its timeout.  An acquire then released
+     *  what it had just taken (*acquired is false); an extend changed
+     *  nothing locally (*extended is false: the lease on the master was
+     *  extended, but do not count on it).  redislock_last_error() says how
+     *  many acknowledged.  @since 0.3.0 */
+    REDISLOCK_ERR_NOT_REPLICATED = -9
 } redislock_status;
 
 /**
@@ -436,6 +443,53 @@ REDISLOCK_API int redislock_set_expire_ms(redislock *lock, long long ms);
  * @since 0.2.0
  */
 REDISLOCK_API int redislock_set_fencing(redislock *lock, bool on);
+
+/**
+ * Replica acknowledgement: after a successful acquire or extend, wait
+ * until at least N replicas of the master have the write (Redis's WAIT,
+ * sent in the same write as the lock script, so still one round trip),
+ * for at most TIMEOUT_MS.  Fewer in time: an acquire releases what it has
+ * just taken (owner-checked; in counted mode one hold; a go-zero-mode
+ * re-entry keeps the earlier holding) and returns
+ * REDISLOCK_ERR_NOT_REPLICATED with *acquired false; an extend returns it
+ * with *extended false.  A WAIT that Redis refuses (an ACL without +wait,
+ * say) is REDISLOCK_ERR_SERVER, with the same undoing.  The socket's read
+ * timeout is raised to cover TIMEOUT_MS for those calls.  Works on one
+ * server with replicas, Sentinel and Cluster (each master's own
+ * replicas).  Renewals by the watchdog do not wait.
+ *
+ * This narrows the window in which a failover right after an acquire
+ * hands the lock to a second owner; it does not make Redis a consensus
+ * system (a replica that acknowledged may still not be the one promoted,
+ * unless N is all of them, and writes acknowledged are not fsynced).
+ * Fencing tokens are the real guard.  Off (N = 0) by default.
+ *
+ * @param n           replicas to wait for, 0..1000; 0 turns it off.
+ * @param timeout_ms  how long to wait for them, 1..3600000 (ignored for
+ *                    N = 0).
+ * @return REDISLOCK_OK, or REDISLOCK_ERR_INVALID (NULL LOCK, N or
+ *         TIMEOUT_MS out of range).
+ * @since 0.3.0
+ */
+REDISLOCK_API int redislock_set_min_replicas(redislock *lock, int n,
+                                             long long timeout_ms);
+
+/**
+ * As redislock_set_min_replicas(), with Redis 7.2's WAITAOF instead of
+ * WAIT: after a successful acquire or extend, wait until the master's own
+ * append-only file (LOCAL 1) and at least REPLICAS replicas' have fsynced
+ * the write.  A server without WAITAOF (before 7.2), or without
+ * appendonly where LOCAL is 1, refuses it: REDISLOCK_ERR_SERVER, and the
+ * acquire is undone as for too few acknowledgements.  LOCAL 0 and
+ * REPLICAS 0 turns acknowledgement off.
+ *
+ * @return REDISLOCK_OK, or REDISLOCK_ERR_INVALID (NULL LOCK, LOCAL not 0
+ *         or 1, REPLICAS or TIMEOUT_MS out of range).
+ * @since 0.3.0
+ */
+REDISLOCK_API int redislock_set_min_replicas_aof(redislock *lock, int local,
+                                                 int replicas,
+                                                 long long timeout_ms);
 
 /**
  * The fencing token of the acquisition this handle holds (local, no round

@@ -111,6 +111,7 @@ enum class errc {
     forked = REDISLOCK_ERR_FORKED,
     lost = REDISLOCK_ERR_LOST,
     canceled = REDISLOCK_ERR_CANCELED,
+    not_replicated = REDISLOCK_ERR_NOT_REPLICATED,
     /** unlock() or extend() found the key no longer ours: the lease had
      *  run out or another owner holds it (wrapper only). */
     not_held = 1
@@ -403,6 +404,11 @@ struct options {
     bool wakeups = true;
     /** Longest wait between tries when no wake-up comes (0: 100 ms). */
     std::chrono::milliseconds wait_poll{0};
+    /** Replicas that must acknowledge each acquire and extend
+     *  (redislock_set_min_replicas(); 0: none), within min_replicas_timeout;
+     *  too few throws errc::not_replicated (an acquire is undone). */
+    int min_replicas = 0;
+    std::chrono::milliseconds min_replicas_timeout{1000};
 };
 
 /**
@@ -473,6 +479,10 @@ public:
         if (opt.heartbeat.count() != 0)
             check(redislock_set_heartbeat_ms(h_.get(), opt.heartbeat.count()),
                   "set heartbeat");
+        if (opt.min_replicas != 0)
+            check(redislock_set_min_replicas(h_.get(), opt.min_replicas,
+                                             opt.min_replicas_timeout.count()),
+                  "set min replicas");
         if (opt.on_lost)
             on_lost(opt.on_lost);
         if (opt.auto_renew)
@@ -694,6 +704,15 @@ public:
     {
         need_handle("set_fencing");
         check(redislock_set_fencing(h_.get(), on), "set_fencing");
+    }
+
+    /** Replica acknowledgement (redislock_set_min_replicas(); N 0: off).
+     *  @throws errc::invalid. */
+    void set_min_replicas(int n, std::chrono::milliseconds timeout)
+    {
+        need_handle("set_min_replicas");
+        check(redislock_set_min_replicas(h_.get(), n, timeout.count()),
+              "set_min_replicas");
     }
 
     /** Auto-renewal on or off (off stops renewing at once). */

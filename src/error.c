@@ -31,6 +31,8 @@ const char *redislock_strerror(int status)
         return "the lock was lost while auto-renewed";
     case REDISLOCK_ERR_CANCELED:
         return "waiting was canceled";
+    case REDISLOCK_ERR_NOT_REPLICATED:
+        return "too few replicas acknowledged the write in time";
     }
     return "unknown redislock status";
 }

@@ -154,20 +154,75 @@ static int companions_usable(redislock *lock, const redislockp_call *call)
                            "plain tries)");
 }
 
+/* Extra read time, beyond the acknowledgement timeout, for its reply. */
+#define ACK_SLACK_MS 1000
+
+/* LOCK's acknowledgement command (WAIT or WAITAOF) into *TR, its numbers
+ * in NUM; 0 when the handle asks for none. */
+static int ack_trailer(const redislock *lock, redislockp_trailer *tr,
+                       char num[3][24])
+{
+    int i = 0;
+
+    if (lock->ack_replicas == 0 && lock->ack_local == 0)
+        return 0;
+    tr->argv[i] = lock->ack_aof ? "WAITAOF" : "WAIT";
+    tr->argvlen[i] = strlen(tr->argv[i]);
+    i++;
+    if (lock->ack_aof) {
+        tr->argvlen[i] = redislockp_tx_decimal(num[0],
+                                               (unsigned long long)lock->ack_local);
+        tr->argv[i++] = num[0];
+    }
+    tr->argvlen[i] = redislockp_tx_decimal(num[1],
+                                           (unsigned long long)lock->ack_replicas);
+    tr->argv[i++] = num[1];
+    tr->argvlen[i] = redislockp_tx_decimal(num[2],
+                                           (unsigned long long)lock->ack_timeout_ms);
+    tr->argv[i++] = num[2];
+    tr->argc = i;
+    return 1;
+}
+
+/* redislockp_op_run(), and with ACK not NULL the handle's acknowledgement
+ * command (if it asks for one) after the script, in the same write: *ACK
+ * gets its reply (freed by the caller) when the script's was read. */
+static int op_run_ack(redislock *lock, const redislockp_call *call,
+                      int mutating, redislockp_parse_fn parse, void *out,
+                      redisReply **ack);
+
 int redislockp_op_run(redislock *lock, const redislockp_call *call,
                       int mutating, redislockp_parse_fn parse, void *out)
 {
-    redisReply *reply;
+    return op_run_ack(lock, call, mutating, parse, out, NULL);
+}
+
+static int op_run_ack(redislock *lock, const redislockp_call *call,
+                      int mutating, redislockp_parse_fn parse, void *out,
+                      redisReply **ack)
+{
+    redisReply *reply, *replies[2];
+    redislockp_trailer tr, *trp = NULL;
+    char num[3][24];
+    struct timeval old;
     int sentinel = lock->client != NULL && lock->client->sentinel;
     long long start = lock->cluster || sentinel ? redislockp_now_ms() : 0;
     long node = -1;
     int st, sent = 0, any_sent = 0, asking = 0, redirects = 0, retries = 0;
 
+    if (ack != NULL) {
+        *ack = NULL;
+        if (ack_trailer(lock, &tr, num))
+            trp = &tr;
+    }
     st = companions_usable(lock, call);
     if (st != REDISLOCK_OK)
         return st;
     for (;;) {
+        int raised = 0;
+
         reply = NULL;
+        replies[1] = NULL;
         sent = 0;
         st = redislockp_conn_take(lock, node);
         if (st != REDISLOCK_OK) {
@@ -178,13 +233,23 @@ int redislockp_op_run(redislock *lock, const redislockp_call *call,
                 continue;
             break;
         }
-        st = redislockp_run_calls_ex(lock->ctx, &call, 1, asking, &reply,
-                                     lock->errmsg, &sent);
+        /* The acknowledgement may take its whole timeout to come. */
+        if (trp != NULL)
+            raised = redislockp_tx_raise_timeout(lock->ctx,
+                                                 lock->ack_timeout_ms +
+                                                     ACK_SLACK_MS, &old);
+        st = redislockp_run_calls_tr(lock->ctx, &call, 1, asking, trp,
+                                     replies, lock->errmsg, &sent);
+        if (raised)
+            redislockp_tx_restore_timeout(lock->ctx, &old);
+        reply = replies[0];
         any_sent |= sent;
         if (st == REDISLOCK_OK && reply->type == REDIS_REPLY_ERROR) {
             /* A refused command did not run: following a redirection
              * cannot run it twice. */
             redislockp_tx_server_error(reply, "", lock->errmsg);
+            freeReplyObject(replies[1]);
+            replies[1] = NULL;
             if (sentinel && not_master(reply)) {
                 /* A demoted (or restarting) master: drop its
                  * connections; with time left, find the master again. */
@@ -215,8 +280,13 @@ int redislockp_op_run(redislock *lock, const redislockp_call *call,
             }
         } else if (st == REDISLOCK_OK) {
             st = parse(reply, out, lock->errmsg);
+            if (st == REDISLOCK_OK && ack != NULL) {
+                *ack = replies[1];
+                replies[1] = NULL;
+            }
         }
         freeReplyObject(reply);
+        freeReplyObject(replies[1]);
         redislockp_conn_give(lock, st);
         break;
     }
@@ -289,9 +359,94 @@ static void held_until(redislock *lock, long long sent)
     lock->valid_until = sent + lock->expire_ms;
 }
 
+/* The acknowledgement reply R (WAIT: the replicas that have the write;
+ * WAITAOF: {local, replicas}): REDISLOCK_OK when enough, else
+ * REDISLOCK_ERR_NOT_REPLICATED (too few) or _SERVER (refused), with the
+ * message saying WHAT (acquire, extend) was not acknowledged. */
+static int check_ack(redislock *lock, const redisReply *r, const char *what)
+{
+    const char *cmd = lock->ack_aof ? "WAITAOF" : "WAIT";
+
+    if (r == NULL)                      /* LCOV_EXCL_LINE: read with the script's */
+        return redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL, /* LCOV_EXCL_LINE */
+                               "%s: no reply", cmd);
+    if (r->type == REDIS_REPLY_ERROR)
+        return redislockp_fail(lock, REDISLOCK_ERR_SERVER, "%s after the %s: "
+                               "%.300s", cmd, what, r->str);
+    if (!lock->ack_aof && r->type == REDIS_REPLY_INTEGER) {
+        if (r->integer >= lock->ack_replicas)
+            return REDISLOCK_OK;
+        return redislockp_fail(lock, REDISLOCK_ERR_NOT_REPLICATED,
+                               "%lld of the %d replicas asked for "
+                               "acknowledged the %s within %lld ms", r->integer,
+                               lock->ack_replicas, what, lock->ack_timeout_ms);
+    }
+    if (lock->ack_aof && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+        r->element[0]->type == REDIS_REPLY_INTEGER &&
+        r->element[1]->type == REDIS_REPLY_INTEGER) {
+        if (r->element[0]->integer >= lock->ack_local &&
+            r->element[1]->integer >= lock->ack_replicas)
+            return REDISLOCK_OK;
+        return redislockp_fail(lock, REDISLOCK_ERR_NOT_REPLICATED,
+                               "WAITAOF: the %s was fsynced locally %lld/%d "
+                               "and by %lld of %d replicas within %lld ms",
+                               what, r->element[0]->integer, lock->ack_local,
+                               r->element[1]->integer, lock->ack_replicas,
+                               lock->ack_timeout_ms);
+    }
+    return redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL,
+                           "%s: unexpected reply of type %d", cmd, r->type);
+}
+
+/* An acquire that was not acknowledged (ST, its message in the handle):
+ * release what it took (one hold in counted mode; in go-zero mode the key,
+ * unless this was a re-entry, whose earlier holding stays), and say so. */
+static int undo_acquire(redislock *lock, int fresh, int st)
+{
+    redislockp_call call;
+    int_reply r = ints("release", 2, 2);
+    char why[REDISLOCKP_ERRMSG_SIZE];
+    int rst;
+
+    memcpy(why, lock->errmsg, sizeof why);
+    if (lock->mode == REDISLOCKP_MODE_GOZERO && !fresh)
+        return redislockp_fail(lock, st, "%s; the lock is still held from "
+                               "before (this was a re-entry)", why);
+    redislockp_call_release(&call, lock);
+    rst = redislockp_op_run(lock, &call, 1, parse_ints, &r);
+    if (rst == REDISLOCK_OK && r.v[0] == 1) {
+        if (r.v[1] == 0) {
+            lock->held = 0;
+            lock->token = 0;
+            lock->state = REDISLOCK_STATE_FREE;
+        }
+        return redislockp_fail(lock, st, "%s; what it took was released",
+                               why);
+    }
+    if (rst == REDISLOCK_OK) {
+        saw(lock, r.v[0]);
+        return redislockp_fail(lock, st, "%s; the lock was no longer ours to "
+                               "release", why);
+    }
+    /* The key may stay ours until its lease runs out: this handle does
+     * not count on it, and its next acquire uses a fresh ID. */
+    {
+        char detail[REDISLOCKP_ERRMSG_SIZE];
+
+        memcpy(detail, lock->errmsg, sizeof detail);
+        lock->held = 0;
+        lock->state = REDISLOCK_STATE_UNKNOWN;
+        if (!lock->id_chosen)
+            lock->id_stale = 1;
+        return redislockp_fail(lock, st, "%s; releasing it failed too (it "
+                               "lapses with its lease): %s", why, detail);
+    }
+}
+
 int redislockp_acquire_once(redislock *lock, redislockp_try how,
                             bool *acquired, long long *holder_pttl)
 {
+    redisReply *ack = NULL;
     redislockp_call call;
     int_reply r = ints("acquire", 2, 3);
     long long sent;
@@ -302,12 +457,21 @@ int redislockp_acquire_once(redislock *lock, redislockp_try how,
     redislockp_refresh_id(lock);
     redislockp_call_acquire(&call, lock, how);
     sent = redislockp_now_ms();
-    st = redislockp_op_run(lock, &call, 1, parse_ints, &r);
+    st = op_run_ack(lock, &call, 1, parse_ints, &r, &ack);
     if (st != REDISLOCK_OK)
         goto fail;
     if (r.v[0] == 1 && r.n == 3 && r.v[1] >= 0 && r.v[2] >= 1) {
         int fresh = !lock->held;
 
+        if (ack != NULL &&
+            (st = check_ack(lock, ack, "acquire")) != REDISLOCK_OK) {
+            freeReplyObject(ack);
+            if (fresh)
+                lock->held = 1;         /* until undo_acquire() says */
+            return undo_acquire(lock, fresh, st);
+        }
+        freeReplyObject(ack);
+        ack = NULL;
         saw(lock, 1);
         held_until(lock, sent);
         lock->token = (uint64_t)r.v[1];
@@ -325,8 +489,10 @@ int redislockp_acquire_once(redislock *lock, redislockp_try how,
                              r.v[0], r.v[1]);
         goto fail;
     }
+    freeReplyObject(ack);
     return REDISLOCK_OK;
 fail:
+    freeReplyObject(ack);
     lock->state = REDISLOCK_STATE_UNKNOWN;
     return st;
 }
@@ -434,6 +600,7 @@ int redislock_release(redislock *lock, bool *released)
 
 int redislock_extend(redislock *lock, bool *extended)
 {
+    redisReply *ack = NULL;
     redislockp_call call;
     int_reply r = ints("extend", 1, 1);
     long long sent;
@@ -452,10 +619,20 @@ int redislock_extend(redislock *lock, bool *extended)
 
     redislockp_call_extend(&call, lock, lock->expire_ms);
     sent = redislockp_now_ms();
-    st = redislockp_op_run(lock, &call, 1, parse_ints, &r);
+    st = op_run_ack(lock, &call, 1, parse_ints, &r, &ack);
     if (st == REDISLOCK_OK && (r.v[0] < -1 || r.v[0] > 1))
         st = redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL,
                              "extend: unexpected reply {%lld}", r.v[0]);
+    if (st == REDISLOCK_OK && r.v[0] == 1 && ack != NULL)
+        st = check_ack(lock, ack, "extend");
+    freeReplyObject(ack);
+    if (st == REDISLOCK_ERR_NOT_REPLICATED ||
+        (st == REDISLOCK_ERR_SERVER && r.v[0] == 1)) {
+        /* Extended on the master, not acknowledged: the holding goes on
+         * with the lease it had; the caller decides. */
+        lock->state = REDISLOCK_STATE_OURS;
+        return st;
+    }
     if (st != REDISLOCK_OK) {
         lock->state = REDISLOCK_STATE_UNKNOWN;
         return st;

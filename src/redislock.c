@@ -285,6 +285,38 @@ int redislock_set_fencing(redislock *lock, bool on)
     return REDISLOCK_OK;
 }
 
+static int set_ack(redislock *lock, int aof, int local, int replicas,
+                   long long timeout_ms)
+{
+    if (lock == NULL)
+        return REDISLOCK_ERR_INVALID;
+    redislockp_clear_error(lock);
+    if (local < 0 || local > 1 || replicas < 0 || replicas > 1000)
+        return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
+                               "replicas is 0..1000 (and local 0 or 1)");
+    if ((local > 0 || replicas > 0) &&
+        (timeout_ms < 1 || timeout_ms > 3600000))
+        return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
+                               "the acknowledgement timeout is 1..3600000 "
+                               "ms");
+    lock->ack_aof = aof && (local > 0 || replicas > 0);
+    lock->ack_local = local;
+    lock->ack_replicas = replicas;
+    lock->ack_timeout_ms = local > 0 || replicas > 0 ? timeout_ms : 0;
+    return REDISLOCK_OK;
+}
+
+int redislock_set_min_replicas(redislock *lock, int n, long long timeout_ms)
+{
+    return set_ack(lock, 0, 0, n, timeout_ms);
+}
+
+int redislock_set_min_replicas_aof(redislock *lock, int local, int replicas,
+                                   long long timeout_ms)
+{
+    return set_ack(lock, 1, local, replicas, timeout_ms);
+}
+
 int redislock_set_wakeups(redislock *lock, bool on)
 {
     if (lock == NULL)

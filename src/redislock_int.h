@@ -66,6 +66,11 @@ struct redislock {
     long long poll_ms;                 /* see REDISLOCKP_WAIT_POLL_MS */
     int fencing;                       /* issue fencing tokens */
     int wakeups;                       /* releases wake waiters */
+    int ack_replicas;                  /* replicas to acknowledge an
+                                        * acquire/extend; 0: none */
+    int ack_local;                     /* WAITAOF: the master's own fsync */
+    int ack_aof;                       /* WAITAOF instead of WAIT */
+    long long ack_timeout_ms;
     int wait_cancel;                   /* redislock_cancel_wait() asked;
                                         * atomic (__atomic builtins) */
 

@@ -143,7 +143,7 @@ static const size_t asking_len[1] = { 6 };
 static int call_cmd(redisContext *c, const redislockp_cmd *cmd, int asking,
                     redisReply **replies, char *errmsg, int *sent)
 {
-    redisReply *all[MAX_CALLS + 1];
+    redisReply *all[MAX_CALLS + 2];
     int i, st;
 
     st = redislockp_tx_call(c, cmd, all, errmsg, sent);
@@ -168,11 +168,32 @@ int redislockp_run_calls_ex(redisContext *c,
                             int asking, redisReply **replies, char *errmsg,
                             int *sent)
 {
-    redislockp_cmd cmd;
-    redisReply *again[MAX_CALLS];
-    int i, j, st = REDISLOCK_OK;
+    return redislockp_run_calls_tr(c, calls, n, asking, NULL, replies, errmsg,
+                                   sent);
+}
 
-    for (i = 0; i < n; i++)
+/* Append TRAILER (if any) to CMD. */
+static int add_trailer(redislockp_cmd *cmd, const redislockp_trailer *tr,
+                       char *errmsg)
+{
+    if (tr == NULL)
+        return REDISLOCK_OK;
+    if (redislockp_cmd_append(cmd, tr->argc, tr->argv, tr->argvlen) != 0)
+        return redislockp_tx_fail(errmsg, REDISLOCK_ERR_NOMEM,
+                                  "out of memory building a command");
+    return REDISLOCK_OK;
+}
+
+int redislockp_run_calls_tr(redisContext *c,
+                            const redislockp_call *const *calls, int n,
+                            int asking, const redislockp_trailer *trailer,
+                            redisReply **replies, char *errmsg, int *sent)
+{
+    redislockp_cmd cmd;
+    redisReply *again[MAX_CALLS + 1];
+    int i, j, st = REDISLOCK_OK, t = trailer != NULL;
+
+    for (i = 0; i < n + t; i++)
         replies[i] = NULL;
     if (n < 1 || n > MAX_CALLS)
         return redislockp_tx_fail(errmsg, REDISLOCK_ERR_INVALID, /* LCOV_EXCL_LINE */
@@ -183,11 +204,14 @@ int redislockp_run_calls_ex(redisContext *c,
     for (i = 0; st == REDISLOCK_OK && i < n; i++)
         st = redislockp_call_format(&cmd, calls[i], 0, errmsg);
     if (st == REDISLOCK_OK)
+        st = add_trailer(&cmd, trailer, errmsg);
+    if (st == REDISLOCK_OK)
         st = call_cmd(c, &cmd, asking, replies, errmsg, sent);
     if (st != REDISLOCK_OK)
         goto out;
 
-    /* Scripts the server did not know: send them with their text. */
+    /* Scripts the server did not know: send them with their text (and
+     * the trailer after them again). */
     redislockp_cmd_reset(&cmd);
     if (asking)
         (void)redislockp_cmd_append(&cmd, 1, asking_argv, asking_len);
@@ -195,16 +219,22 @@ int redislockp_run_calls_ex(redisContext *c,
         if (redislockp_reply_noscript(replies[i]))
             st = redislockp_call_format(&cmd, calls[i], 1, errmsg);
     if (st == REDISLOCK_OK && cmd.count > asking) {
-        st = call_cmd(c, &cmd, asking, again, errmsg, sent);
+        st = add_trailer(&cmd, trailer, errmsg);
+        if (st == REDISLOCK_OK)
+            st = call_cmd(c, &cmd, asking, again, errmsg, sent);
         for (i = 0, j = 0; st == REDISLOCK_OK && i < n; i++) {
             if (redislockp_reply_noscript(replies[i])) {
                 freeReplyObject(replies[i]);
                 replies[i] = again[j++];
             }
         }
+        if (st == REDISLOCK_OK && t) {
+            freeReplyObject(replies[n]);
+            replies[n] = again[j];
+        }
     }
     if (st != REDISLOCK_OK) {
-        for (i = 0; i < n; i++) {
+        for (i = 0; i < n + t; i++) {
             freeReplyObject(replies[i]);
             replies[i] = NULL;
         }

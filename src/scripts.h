@@ -86,6 +86,23 @@ int redislockp_run_calls_ex(redisContext *c,
                             int asking, redisReply **replies, char *errmsg,
                             int *sent);
 
+/* A plain command sent after a pipeline's calls, in the same write
+ * (WAIT or WAITAOF after a lock operation): its reply comes last. */
+typedef struct redislockp_trailer {
+    int argc;
+    const char *argv[4];
+    size_t argvlen[4];
+} redislockp_trailer;
+
+/* As redislockp_run_calls_ex(), with TRAILER (if not NULL) after the
+ * calls: REPLIES needs N + 1 places, the last for the trailer's reply.
+ * When calls go out again as EVAL, the trailer follows them again and its
+ * reply is the second one (so it always follows the calls that ran). */
+int redislockp_run_calls_tr(redisContext *c,
+                            const redislockp_call *const *calls, int n,
+                            int asking, const redislockp_trailer *trailer,
+                            redisReply **replies, char *errmsg, int *sent);
+
 /* One call: as redislockp_run_calls(), and a Redis error reply becomes
  * REDISLOCK_ERR_SERVER with its text in ERRMSG (*REPLY NULL). */
 int redislockp_run(redisContext *c, const redislockp_call *call,

@@ -215,6 +215,29 @@ static void set_context_error(redisContext *c, int type, const char *what)
  * not include so as not to depend on hiredis's internal headers).  Both
  * 0.14 and 1.x keep obuf an sds and write it empty after each flush; an
  * empty buffer starts with '\0', which is all this checks. */
+int redislockp_tx_raise_timeout(redisContext *c, long long need_ms,
+                                struct timeval *old)
+{
+    socklen_t len = sizeof *old;
+    struct timeval tv;
+
+    if (getsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, old, &len) != 0)
+        return 0;
+    if (old->tv_sec == 0 && old->tv_usec == 0)
+        return 0;                       /* no timeout: nothing to raise */
+    if ((long long)old->tv_sec * 1000 + old->tv_usec / 1000 >= need_ms)
+        return 0;
+    tv.tv_sec = (time_t)(need_ms / 1000);
+    tv.tv_usec = (suseconds_t)(need_ms % 1000) * 1000;
+    return setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) == 0;
+}
+
+void redislockp_tx_restore_timeout(redisContext *c, const struct timeval *old)
+{
+    if (!c->err)
+        (void)setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, old, sizeof *old);
+}
+
 int redislockp_tx_pending_output(const redisContext *c)
 {
     return c->obuf != NULL && c->obuf[0] != '\0';

@@ -30,6 +30,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <sys/time.h>
 
 #include <hiredis/hiredis.h>
 
@@ -102,6 +103,13 @@ int redislockp_tx_error(const redisContext *c, int err_no, char *errmsg);
  * after PREFIX (may be ""). */
 int redislockp_tx_server_error(const redisReply *r, const char *prefix,
                                char *errmsg);
+
+/* Raise C's receive timeout, if one is set and it is shorter, to NEED_MS
+ * (a reply that is slow on purpose: BLPOP, WAIT); *OLD keeps the old one.
+ * 1 if raised (then restore it with redislockp_tx_restore_timeout()). */
+int redislockp_tx_raise_timeout(redisContext *c, long long need_ms,
+                                struct timeval *old);
+void redislockp_tx_restore_timeout(redisContext *c, const struct timeval *old);
 
 /* Does the context hold commands not yet written (redisAppendCommand)? */
 int redislockp_tx_pending_output(const redisContext *c);

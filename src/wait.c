@@ -42,25 +42,6 @@
 /* How late Redis may time a BLPOP out: one tick at the default hz 10. */
 #define TICK_MS 110
 
-/* Raise the socket's receive timeout (if one is set) to cover WAIT_MS;
- * *OLD gets the previous value for restore_timeout(). */
-static int raise_timeout(redisContext *c, long long wait_ms,
-                         struct timeval *old)
-{
-    socklen_t len = sizeof *old;
-    long long need = wait_ms + READ_SLACK_MS;
-    struct timeval tv;
-
-    if (getsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, old, &len) != 0)
-        return 0;
-    if (old->tv_sec == 0 && old->tv_usec == 0)
-        return 0;                       /* no timeout: nothing to raise */
-    if ((long long)old->tv_sec * 1000 + old->tv_usec / 1000 >= need)
-        return 0;
-    tv = redislockp_timeval_ms(need);
-    return setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) == 0;
-}
-
 static int block_on(redislock *lock, long long wait_ms, bool *woken);
 
 /* Block up to WAIT_MS for a wake-up; *WOKEN tells whether one came. */
@@ -105,10 +86,10 @@ static int block_on(redislock *lock, long long wait_ms, bool *woken)
                                   wait_ms / 1000, wait_ms % 1000);
     argv[2] = secs;
 
-    raised = raise_timeout(c, wait_ms, &old);
+    raised = redislockp_tx_raise_timeout(c, wait_ms + READ_SLACK_MS, &old);
     st = redislockp_tx_command(c, 3, argv, argvlen, &r, lock->errmsg, &sent);
-    if (raised && !c->err)
-        setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &old, sizeof old);
+    if (raised)
+        redislockp_tx_restore_timeout(c, &old);
     if (st != REDISLOCK_OK)
         return st;
     switch (r->type) {

@@ -27,6 +27,8 @@ int main(void)
         (void (*)(void))redislock_set_id,
         (void (*)(void))redislock_set_expire_ms,
         (void (*)(void))redislock_set_fencing,
+        (void (*)(void))redislock_set_min_replicas,
+        (void (*)(void))redislock_set_min_replicas_aof,
         (void (*)(void))redislock_set_wait_poll_ms,
         (void (*)(void))redislock_token,
         (void (*)(void))redislock_extend,

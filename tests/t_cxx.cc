@@ -810,6 +810,35 @@ void test_cancel(redislockpp::client &cl)
 
 } // namespace
 
+// No replica is attached to the test server: an acquire asking for one
+// acknowledgement throws errc::not_replicated and holds nothing.
+void test_min_replicas(redislockpp::client &cl)
+{
+    redislockpp::options opt;
+
+    opt.min_replicas = 1;
+    opt.min_replicas_timeout = milliseconds(100);
+    redislockpp::mutex m(cl, key("acks"), opt);
+    try {
+        (void)m.try_lock();
+        ok(false, "try_lock without the replicas asked for throws");
+    } catch (const std::system_error &e) {
+        ok(e.code() == errc::not_replicated && !m.owns_lock(),
+           std::string("min_replicas: try_lock throws errc::not_replicated: ") +
+               e.what());
+    }
+    m.set_min_replicas(0, milliseconds(0));
+    ok(m.try_lock(), "set_min_replicas(0) turns it off");
+    m.unlock();
+    bool invalid = false;
+    try {
+        m.set_min_replicas(-1, milliseconds(100));
+    } catch (const std::system_error &e) {
+        invalid = e.code() == errc::invalid;
+    }
+    ok(invalid, "set_min_replicas(-1) throws errc::invalid");
+}
+
 int main()
 {
     const char *host = std::getenv("REDISLOCK_TEST_HOST");
@@ -848,6 +877,7 @@ int main()
     run("lease", [&]() { test_lease(cl); });
     run("auto-renew", [&]() { test_auto_renew(cl); });
     run("cancel", [&]() { test_cancel(cl); });
+    run("min replicas", [&]() { test_min_replicas(cl); });
 
     redisFree(raw);
     std::printf("1..%d\n", tests_run);

@@ -12,6 +12,7 @@ static const int statuses[] = {
     REDISLOCK_OK, REDISLOCK_ERR_INVALID, REDISLOCK_ERR_NOMEM,
     REDISLOCK_ERR_IO, REDISLOCK_ERR_SERVER, REDISLOCK_ERR_PROTOCOL,
     REDISLOCK_ERR_FORKED, REDISLOCK_ERR_LOST, REDISLOCK_ERR_CANCELED,
+    REDISLOCK_ERR_NOT_REPLICATED,
 };
 #define NSTATUS (sizeof statuses / sizeof statuses[0])
 
@@ -28,6 +29,7 @@ static void test_status_values_are_fixed(void **state)
     assert_int_equal(REDISLOCK_ERR_FORKED, -6);
     assert_int_equal(REDISLOCK_ERR_LOST, -7);
     assert_int_equal(REDISLOCK_ERR_CANCELED, -8);
+    assert_int_equal(REDISLOCK_ERR_NOT_REPLICATED, -9);
     assert_int_equal(REDISLOCK_STATE_UNKNOWN, 0);
     assert_int_equal(REDISLOCK_STATE_FREE, 1);
     assert_int_equal(REDISLOCK_STATE_OURS, 2);
@@ -55,7 +57,7 @@ static void test_unknown_status_text(void **state)
 {
     (void)state;
     assert_string_equal(redislock_strerror(1), "unknown redislock status");
-    assert_string_equal(redislock_strerror(-9), "unknown redislock status");
+    assert_string_equal(redislock_strerror(-10), "unknown redislock status");
     assert_string_equal(redislock_strerror(INT_MIN), "unknown redislock status");
     assert_string_equal(redislock_strerror(INT_MAX), "unknown redislock status");
 }

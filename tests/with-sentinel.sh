@@ -45,6 +45,14 @@ cleanup() {
         kill -9 "$p" 2>/dev/null
     done
     for port in $ports; do
+        # A server the test restarted itself, if it left one: only a
+        # redis-server, named by the pidfile in our directory.
+        f=$root/sentinel-$port/redis.pid
+        p=$(cat "$f" 2>/dev/null)
+        if [ -n "$p" ] && tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null |
+                grep -q redis-server; then
+            kill -9 "$p" 2>/dev/null
+        fi
         rm -rf "$root/sentinel-$port"
     done
     rm -rf "$tmp"
@@ -60,7 +68,8 @@ start() {
     dir=$root/sentinel-$port
     mkdir -p "$dir"
     ( cd "$dir" && exec "$server" "$@" --port "$port" --bind 127.0.0.1 \
-        --pidfile "$dir/redis.pid" --daemonize no --logfile "$dir/log" ) &
+        --pidfile "$dir/redis.pid" --daemonize no --logfile "$dir/log" \
+        </dev/null >/dev/null 2>&1 ) &
     pids="$pids $!"
     ports="$ports $port"
 }
@@ -89,9 +98,12 @@ start_all() {
     base=$(( ( $(od -An -N2 -tu2 /dev/urandom) % span ) + 11000 ))
     pids= ports=
     m=$base
-    start "$m" --save '' --appendonly no
-    start $((base + 1)) --save '' --appendonly no --replicaof 127.0.0.1 "$m"
-    start $((base + 2)) --save '' --appendonly no --replicaof 127.0.0.1 "$m"
+    # No delay before a diskless sync: a demoted master resyncs at once.
+    start "$m" --save '' --appendonly no --repl-diskless-sync-delay 0
+    start $((base + 1)) --save '' --appendonly no --repl-diskless-sync-delay 0 \
+        --replicaof 127.0.0.1 "$m"
+    start $((base + 2)) --save '' --appendonly no --repl-diskless-sync-delay 0 \
+        --replicaof 127.0.0.1 "$m"
     for i in 3 4 5; do
         dir=$root/sentinel-$((base + i))
         mkdir -p "$dir"

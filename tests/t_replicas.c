@@ -1,0 +1,392 @@
+/*
+ * t_replicas.c - replica acknowledgement (redislock_set_min_replicas):
+ * the harness's server is the master, with 0, 1 and 2 replicas of its
+ * own attached (started on unix sockets, replicating over TCP).  Enough
+ * acknowledgements: the lock is taken as usual, and a replica has it the
+ * moment acquire returns.  Too few (none attached, a replica paused with
+ * SIGSTOP): REDISLOCK_ERR_NOT_REPLICATED, *acquired false and nothing left
+ * on the master; an extend is reported, not undone; a re-entry keeps the
+ * earlier holding.  The wait is bounded by its own timeout even when the
+ * command timeout is shorter.  WAITAOF on a server without it is refused
+ * and undone.  Both a client's handles and a borrowed context.
+ */
+#include "config.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+static tu_server replica[2];
+static int nreplicas;
+static char url[256];
+
+/* How many replicas the master sees online. */
+static long long connected_replicas(void)
+{
+    redisContext *c = tu_connect();
+    redisReply *r = tu_cmd(c, "INFO replication");
+    const char *p = strstr(r->str, "connected_slaves:");
+    long long n = p ? atoll(p + 17) : -1;
+
+    freeReplyObject(r);
+    redisFree(c);
+    return n;
+}
+
+/* Attach one more replica and wait until it is in sync. */
+static void add_replica(void)
+{
+    char extra[128];
+    long long deadline = tu_now_ms() + 10000;
+
+    snprintf(extra, sizeof extra, "--replicaof 127.0.0.1 %s",
+             getenv("REDISLOCK_TEST_PORT"));
+    tu_server_start(&replica[nreplicas], extra);
+    nreplicas++;
+    while (connected_replicas() < nreplicas) {
+        if (tu_now_ms() > deadline)
+            fail_msg("replica %d did not come online", nreplicas);
+        tu_sleep_ms(20);
+    }
+    for (;;) {
+        redisContext *c = tu_connect_unix(replica[nreplicas - 1].socket);
+        redisReply *r = tu_cmd(c, "INFO replication");
+        int up = strstr(r->str, "master_link_status:up") != NULL;
+
+        freeReplyObject(r);
+        redisFree(c);
+        if (up)
+            break;
+        if (tu_now_ms() > deadline)
+            fail_msg("replica %d did not sync", nreplicas);
+        tu_sleep_ms(20);
+    }
+    /* Redis streams to a replica only after its first acknowledgement,
+     * which may take a second after the sync: wait for it. */
+    {
+        redisContext *c = tu_connect();
+        redisReply *r;
+
+        tu_cmd_ok(c, "SET acks:ready x");
+        r = tu_cmd(c, "WAIT %d 10000", nreplicas);
+        assert_int_equal(r->integer, nreplicas);
+        freeReplyObject(r);
+        redisFree(c);
+    }
+}
+
+static int exists_on(redisContext *c, const char *key)
+{
+    redisReply *r = tu_cmd(c, "EXISTS %s", key);
+    int n = (int)r->integer;
+
+    freeReplyObject(r);
+    return n;
+}
+
+static int on_master(const char *key)
+{
+    redisContext *c = tu_connect();
+    int n = exists_on(c, key);
+
+    redisFree(c);
+    return n;
+}
+
+static int on_replica(int i, const char *key)
+{
+    redisContext *c = tu_connect_unix(replica[i].socket);
+    int n = exists_on(c, key);
+
+    redisFree(c);
+    return n;
+}
+
+/* An acquire asking for N acknowledgements that cannot come: refused
+ * within about TIMEOUT_MS, nothing left on the master. */
+static void refused(redislock *lock, const char *key, int n,
+                    long long timeout_ms)
+{
+    bool ok = true;
+    long long t0 = tu_now_ms(), took;
+
+    assert_int_equal(redislock_set_min_replicas(lock, n, timeout_ms),
+                     REDISLOCK_OK);
+    assert_int_equal(redislock_acquire(lock, &ok),
+                     REDISLOCK_ERR_NOT_REPLICATED);
+    took = tu_now_ms() - t0;
+    assert_false(ok);
+    if (strstr(redislock_last_error(lock), "acknowledged the acquire") ==
+            NULL ||
+        strstr(redislock_last_error(lock), "released") == NULL)
+        fail_msg("last error: %s", redislock_last_error(lock));
+    if (took < timeout_ms - 50 || took > timeout_ms + 1500)
+        fail_msg("refused after %lld ms (timeout %lld)", took, timeout_ms);
+    assert_int_equal(on_master(key), 0);
+    assert_int_equal(redislock_valid_for_ms(lock), 0);
+}
+
+static void test_no_replica_attached(void **state)
+{
+    redislock_client *cl = redislock_client_new(url);
+    redisContext *c = tu_connect();
+    redislock *lock, *borrowed;
+    char key[64];
+
+    (void)state;
+    assert_int_equal(nreplicas, 0);
+    assert_non_null(cl);
+    tu_key(key, sizeof key, "acks:none");
+    lock = redislock_new_from_client(cl, key);
+    assert_non_null(lock);
+    refused(lock, key, 1, 200);
+    printf("# %s\n", redislock_last_error(lock));
+    /* n = 0 turns it off again. */
+    assert_int_equal(redislock_set_min_replicas(lock, 0, 0), REDISLOCK_OK);
+    assert_true(tu_acquire(lock));
+    assert_true(tu_release(lock));
+    /* A handle on a borrowed context does the same. */
+    borrowed = redislock_new(c, key);
+    assert_non_null(borrowed);
+    refused(borrowed, key, 1, 200);
+    redislock_free(borrowed);
+    redislock_free(lock);
+    redisFree(c);
+    redislock_client_free(cl);
+}
+
+static void test_bad_arguments(void **state)
+{
+    redislock_client *cl = redislock_client_new(url);
+    redislock *lock = redislock_new_from_client(cl, "acks:args");
+
+    (void)state;
+    assert_int_equal(redislock_set_min_replicas(NULL, 1, 100),
+                     REDISLOCK_ERR_INVALID);
+    assert_int_equal(redislock_set_min_replicas(lock, -1, 100),
+                     REDISLOCK_ERR_INVALID);
+    assert_int_equal(redislock_set_min_replicas(lock, 1001, 100),
+                     REDISLOCK_ERR_INVALID);
+    assert_int_equal(redislock_set_min_replicas(lock, 1, 0),
+                     REDISLOCK_ERR_INVALID);
+    assert_non_null(strstr(redislock_last_error(lock), "timeout"));
+    assert_int_equal(redislock_set_min_replicas(lock, 1, 3600001),
+                     REDISLOCK_ERR_INVALID);
+    assert_int_equal(redislock_set_min_replicas_aof(lock, 2, 0, 100),
+                     REDISLOCK_ERR_INVALID);
+    assert_int_equal(redislock_set_min_replicas_aof(NULL, 1, 0, 100),
+                     REDISLOCK_ERR_INVALID);
+    assert_int_equal(redislock_set_min_replicas_aof(lock, 0, 0, 0),
+                     REDISLOCK_OK);
+    assert_int_equal(redislock_set_min_replicas(lock, 0, -5), REDISLOCK_OK);
+    redislock_free(lock);
+    redislock_client_free(cl);
+}
+
+static void test_one_replica(void **state)
+{
+    redislock_client *cl = redislock_client_new(url);
+    redislock *lock;
+    char key[64];
+    bool ok = false;
+
+    (void)state;
+    add_replica();
+    tu_key(key, sizeof key, "acks:one");
+    lock = redislock_new_from_client(cl, key);
+    assert_non_null(lock);
+    assert_int_equal(redislock_set_min_replicas(lock, 1, 2000), REDISLOCK_OK);
+    assert_true(tu_acquire(lock));
+    /* Acknowledged: the replica has it already. */
+    assert_int_equal(on_replica(0, key), 1);
+    assert_int_equal(redislock_extend(lock, &ok), REDISLOCK_OK);
+    assert_true(ok);
+    assert_true(tu_release(lock));
+    /* Two asked for, one attached. */
+    refused(lock, key, 2, 300);
+    redislock_free(lock);
+    redislock_client_free(cl);
+}
+
+static void test_two_replicas_and_a_paused_one(void **state)
+{
+    redislock_client *cl = redislock_client_new(url);
+    redislock *lock;
+    char key[64];
+    bool ok = true;
+    long long t0;
+
+    (void)state;
+    add_replica();
+    tu_key(key, sizeof key, "acks:two");
+    lock = redislock_new_from_client(cl, key);
+    assert_non_null(lock);
+    assert_int_equal(redislock_set_min_replicas(lock, 2, 2000), REDISLOCK_OK);
+    assert_true(tu_acquire(lock));
+    assert_int_equal(on_replica(0, key), 1);
+    assert_int_equal(on_replica(1, key), 1);
+
+    /* One replica stops (SIGSTOP): the extend is not acknowledged, and
+     * says so without undoing anything: the key is still ours. */
+    kill(replica[1].pid, SIGSTOP);
+    assert_int_equal(redislock_set_min_replicas(lock, 2, 300), REDISLOCK_OK);
+    assert_int_equal(redislock_extend(lock, &ok), REDISLOCK_ERR_NOT_REPLICATED);
+    assert_false(ok);
+    assert_non_null(strstr(redislock_last_error(lock),
+                           "1 of the 2 replicas asked for acknowledged the "
+                           "extend"));
+    assert_int_equal(on_master(key), 1);
+    assert_int_equal(redislock_held(lock, &ok), REDISLOCK_OK);
+    assert_true(ok);
+    assert_true(tu_release(lock));
+    /* A fresh acquire is undone. */
+    refused(lock, key, 2, 300);
+    /* One of two is enough while the other sleeps. */
+    assert_int_equal(redislock_set_min_replicas(lock, 1, 2000), REDISLOCK_OK);
+    assert_true(tu_acquire(lock));
+    assert_true(tu_release(lock));
+    kill(replica[1].pid, SIGCONT);
+    redislock_free(lock);
+    redislock_client_free(cl);
+
+    /* The command timeout (100 ms) is shorter than the acknowledgement's
+     * (800 ms): the wait still gets its whole timeout, not an I/O error. */
+    {
+        char short_url[300];
+
+        snprintf(short_url, sizeof short_url, "%s?timeout=100", url);
+        cl = redislock_client_new(short_url);
+        assert_non_null(cl);
+        lock = redislock_new_from_client(cl, key);
+        assert_non_null(lock);
+        kill(replica[1].pid, SIGSTOP);
+        assert_int_equal(redislock_set_min_replicas(lock, 2, 800),
+                         REDISLOCK_OK);
+        t0 = tu_now_ms();
+        assert_int_equal(redislock_acquire(lock, &ok),
+                         REDISLOCK_ERR_NOT_REPLICATED);
+        if (tu_now_ms() - t0 < 750)
+            fail_msg("gave up after %lld ms", tu_now_ms() - t0);
+        kill(replica[1].pid, SIGCONT);
+        /* The connection is still in step: the next call works. */
+        assert_int_equal(redislock_set_min_replicas(lock, 2, 2000),
+                         REDISLOCK_OK);
+        assert_true(tu_acquire(lock));
+        assert_true(tu_release(lock));
+        redislock_free(lock);
+        redislock_client_free(cl);
+    }
+}
+
+/* A re-entry that is not acknowledged keeps the earlier holding: in
+ * counted mode one hold is given back, in go-zero mode nothing is. */
+static void test_reentry_keeps_the_earlier_holding(void **state)
+{
+    redislock_client *cl = redislock_client_new(url);
+    redislock *counted, *gozero;
+    char key[64], key2[64];
+    bool ok = true;
+    int holds = 0;
+
+    (void)state;
+    tu_key(key, sizeof key, "acks:reenter");
+    counted = redislock_new_counted_from_client(cl, key);
+    assert_non_null(counted);
+    assert_true(tu_acquire(counted));
+    assert_int_equal(redislock_set_min_replicas(counted, 3, 200),
+                     REDISLOCK_OK);
+    assert_int_equal(redislock_acquire(counted, &ok),
+                     REDISLOCK_ERR_NOT_REPLICATED);
+    assert_false(ok);
+    assert_int_equal(redislock_hold_count(counted, &holds), REDISLOCK_OK);
+    assert_int_equal(holds, 1);
+    assert_true(redislock_valid_for_ms(counted) > 0);
+    assert_int_equal(redislock_set_min_replicas(counted, 0, 0), REDISLOCK_OK);
+    assert_true(tu_release(counted));
+    assert_int_equal(on_master(key), 0);
+
+    tu_key(key2, sizeof key2, "acks:reenter");
+    gozero = redislock_new_from_client(cl, key2);
+    assert_non_null(gozero);
+    assert_true(tu_acquire(gozero));
+    assert_int_equal(redislock_set_min_replicas(gozero, 3, 200),
+                     REDISLOCK_OK);
+    assert_int_equal(redislock_acquire(gozero, &ok),
+                     REDISLOCK_ERR_NOT_REPLICATED);
+    assert_false(ok);
+    assert_non_null(strstr(redislock_last_error(gozero), "still held"));
+    assert_int_equal(on_master(key2), 1);
+    assert_int_equal(redislock_held(gozero, &ok), REDISLOCK_OK);
+    assert_true(ok);
+    assert_true(tu_release(gozero));
+    redislock_free(counted);
+    redislock_free(gozero);
+    redislock_client_free(cl);
+}
+
+/* WAITAOF where the server has none (before 7.2) or no AOF: refused, and
+ * the acquire undone. */
+static void test_waitaof_refused_is_undone(void **state)
+{
+    redislock_client *cl = redislock_client_new(url);
+    redisContext *c = tu_connect();
+    redisReply *r = tu_cmd(c, "COMMAND INFO WAITAOF");
+    int has_waitaof = r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
+                      r->element[0]->type == REDIS_REPLY_ARRAY;
+    redislock *lock;
+    char key[64];
+    bool ok = true;
+
+    (void)state;
+    freeReplyObject(r);
+    redisFree(c);
+    tu_key(key, sizeof key, "acks:aof");
+    lock = redislock_new_from_client(cl, key);
+    assert_non_null(lock);
+    /* Local fsync asked for, and the harness's server runs without AOF:
+     * refused by any server, with or without WAITAOF. */
+    assert_int_equal(redislock_set_min_replicas_aof(lock, 1, 0, 500),
+                     REDISLOCK_OK);
+    assert_int_equal(redislock_acquire(lock, &ok), REDISLOCK_ERR_SERVER);
+    assert_false(ok);
+    printf("# WAITAOF %s: %s\n", has_waitaof ? "known" : "unknown",
+           redislock_last_error(lock));
+    assert_non_null(strstr(redislock_last_error(lock), "WAITAOF after the "
+                           "acquire"));
+    assert_non_null(strstr(redislock_last_error(lock), "released"));
+    assert_int_equal(on_master(key), 0);
+    redislock_free(lock);
+    redislock_client_free(cl);
+}
+
+static int teardown(void **state)
+{
+    int i;
+
+    (void)state;
+    for (i = 0; i < nreplicas; i++) {
+        kill(replica[i].pid, SIGCONT);
+        tu_server_stop(&replica[i]);
+    }
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_no_replica_attached),
+        cmocka_unit_test(test_waitaof_refused_is_undone),
+        cmocka_unit_test(test_one_replica),
+        cmocka_unit_test(test_two_replicas_and_a_paused_one),
+        cmocka_unit_test(test_reentry_keeps_the_earlier_holding),
+    };
+    const char *port = getenv("REDISLOCK_TEST_PORT");
+
+    snprintf(url, sizeof url, "redis://127.0.0.1:%s", port ? port : "0");
+    return TU_RUN(tests, NULL, teardown);
+}
