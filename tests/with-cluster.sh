@@ -32,6 +32,7 @@ if [ -z "$server" ] || [ -z "$cli" ]; then
     exit 0
 fi
 
+here=$(dirname "$0")
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/redislock-cluster.XXXXXX") || exit 99
 pids=
 cleanup() {
@@ -87,17 +88,9 @@ start_all() {
     done
     set -- $pids
     for port in $ports; do
-        pid=$1; shift
-        i=0
-        while :; do
-            got=$("$cli" -h 127.0.0.1 -p "$port" INFO server 2>/dev/null |
-                  sed -n 's/^process_id:\([0-9]*\).*/\1/p')
-            [ "$got" = "$pid" ] && break
-            kill -0 "$pid" 2>/dev/null || return 1
-            i=$((i + 1))
-            [ $i -lt 100 ] || return 1
-            sleep 0.05
-        done
+        sh "$here/wait-server.sh" "$1" "$cli" -h 127.0.0.1 -p "$port" ||
+            return 1
+        shift
     done
     return 0
 }
