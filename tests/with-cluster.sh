@@ -11,6 +11,10 @@
 # REDISLOCK_TEST_CLUSTER_REPLICAS=N (default 1) gives each master N
 # replicas (`--cluster-replicas N`, 3 * (N + 1) servers): 0 makes a
 # cluster of 3 masters alone (bench/run.sh compares the two).
+# REDISLOCK_TEST_CLUSTER_SYNCED=1 also waits until every replica has made
+# its first sync and follows its master (without it COMMAND may start
+# before: the sync, a fork and a transfer, comes about 5 s after the
+# cluster is created, repl-diskless-sync-delay).
 # It checks that each port is answered by the process it started (INFO's
 # process_id).  Exit status: COMMAND's; 77 (skip) when redis-server or
 # redis-cli is missing outside CI.
@@ -122,6 +126,17 @@ for port in $ports; do
         sleep 0.05
     done
 done
+
+if [ "${REDISLOCK_TEST_CLUSTER_SYNCED:-0}" = 1 ]; then
+    i=0
+    until [ "$(for port in $ports; do
+                   "$cli" -h 127.0.0.1 -p "$port" INFO replication 2>/dev/null
+               done | grep -c '^master_link_status:up')" -eq $((3 * replicas)) ]; do
+        i=$((i + 1))
+        [ $i -lt 600 ] || { echo "with-cluster.sh: replicas not in sync" >&2; exit 99; }
+        sleep 0.05
+    done
+fi
 
 REDISLOCK_TEST_CLUSTER_PORTS=$(echo $ports)
 REDISLOCK_TEST_CLUSTER_PIDS=$(echo $pids)
