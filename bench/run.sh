@@ -163,7 +163,9 @@ compare() {
 # Cluster: the client on a local Redis Cluster (tests/with-cluster.sh)
 # against the same client on the plain node, twice: 3 masters with a
 # replica each, as the tests run it, then 3 masters alone (what the
-# replicas cost on this machine).  Skipped when the cluster cannot start.
+# replicas cost on this machine).  The pairs start once every replica has
+# made its first sync (a fork and a transfer, some 5 s after the cluster
+# is created), not during it.  Skipped when the cluster cannot start.
 for replicas in 1 0; do
     if [ $replicas = 1 ]; then
         label=cluster what="3 masters + 3 replicas"
@@ -171,7 +173,7 @@ for replicas in 1 0; do
         label=cluster-no-replicas what="3 masters, no replicas"
     fi
     clines=$(REDISLOCK_TEST_CLUSTER_REPLICAS=$replicas \
-        sh "$here/../tests/with-cluster.sh" sh -c '
+        REDISLOCK_TEST_CLUSTER_SYNCED=1 sh "$here/../tests/with-cluster.sh" sh -c '
             seed=${REDISLOCK_TEST_CLUSTER_PORTS%% *}
             sh -c "$1" "$0" "redis://127.0.0.1:$2" standalone \
                 "redis://127.0.0.1:$seed?cluster=1" "$3"' \
