@@ -120,6 +120,7 @@ done
 
 # The library's client (U --url) in 3 interleaved pairs: PAIRS runs them,
 # "$0" being the bench: "$1" labelled "$2", then "$3" labelled "$4".
+# shellcheck disable=SC2016
 pairs='set -e
 for _ in 1 2 3; do
     "$0" --workload U --url "$1" --label "$2"
@@ -147,7 +148,7 @@ compare() {
     line="{\"peer\":\"$2\",\"workload\":\"U\",\"ratios\":[$(join , $cratios)],\"median_ratio\":$cmedian}"
     printf '%s\n' "$line"
     printf '%s\n' "$line" >> "$tmp/json"
-    # shellcheck disable=SC2086
+    # shellcheck disable=SC2086,SC2046
     {
         row "U (client)" "$4" "$(join ' / ' $b_ops)" \
             "$(join ' / ' $(pick "$1" "$3" p50_us))" \
