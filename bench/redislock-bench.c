@@ -61,6 +61,12 @@ static int port = 0;
 static int counted = 0;
 static int verbose = 0;
 static char dma_note[160] = "unavailable: not requested";
+/* Bench and library come from one configure: rediss:// works iff this. */
+#ifdef REDISLOCK_HAVE_TLS
+static const char tls_built[] = "with TLS";
+#else
+static const char tls_built[] = "without TLS";
+#endif
 
 static const char usage_text[] =
     "usage: redislock-bench --workload U|R|C|H --port P [options]\n"
@@ -89,7 +95,8 @@ static const char usage_text[] =
     "  --no-cpu-dma-latency\n"
     "                  do not hold /dev/cpu_dma_latency at 0\n"
     "  --verbose       U: print the self-check's command lines on stderr\n"
-    "  --version       print the redislock and hiredis versions\n"
+    "  --version       print the redislock and hiredis versions and\n"
+    "                  whether rediss:// URLs work (\"with TLS\")\n"
     "  --help          print this text\n"
     "\n"
     "U needs MONITOR (its self-check).  Exit status: 0; 1 if a run failed\n"
@@ -1040,9 +1047,10 @@ int main(int argc, char **argv)
                 usage_error("--mode is gozero or counted");
             break;
         case 'V':
-            printf("redislock-bench: redislock %s, hiredis %d.%d.%d\n",
+            /* bench/run.sh reads "with TLS" to add the TLS rows. */
+            printf("redislock-bench: redislock %s, hiredis %d.%d.%d, %s\n",
                    redislock_version(), HIREDIS_MAJOR, HIREDIS_MINOR,
-                   HIREDIS_PATCH);
+                   HIREDIS_PATCH, tls_built);
             return 0;
         case 'H':
             fputs(usage_text, stdout);

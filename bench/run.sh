@@ -10,7 +10,11 @@
 #
 # U runs three times each way, interleaved with the bare-hiredis reference,
 # because a shared machine's load drifts between runs; the ratio
-# library/raw is the median of the three pairs.  System calls per
+# library/raw is the median of the three pairs.  The library's client
+# (U --url) runs likewise on a local Redis Cluster, with replicas and
+# without (tests/with-cluster.sh), against the plain node, and, when the
+# bench was built with TLS (its --version), over rediss:// against
+# redis:// to a second server of ours with both ports.  System calls per
 # operation come from bench/syscalls.sh (strace; skipped without it).  A
 # failed run (a self-check difference, a lost update) fails the whole.
 set -eu
@@ -31,9 +35,19 @@ if [ -z "$p" ]; then
          "tests/with-redis.sh (make bench)" >&2
     exit 2
 fi
+server=${REDISLOCK_TEST_REDIS_SERVER:-redis-server}
+cli=${REDIS_CLI:-redis-cli}
 started=$(date +%s)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/redislock-bench.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
+tls_pid=                # the TLS rows' server, while it runs
+tls_stop() {
+    [ -n "$tls_pid" ] || return 0
+    kill "$tls_pid" 2>/dev/null || :
+    wait "$tls_pid" 2>/dev/null || :
+    tls_pid=
+}
+trap 'tls_stop; rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM HUP
 rows=$tmp/rows          # the table's rows, in order
 : > "$rows"
 : > "$tmp/json"
@@ -104,54 +118,135 @@ for mode in gozero counted; do
     }
 done
 
-# Cluster: the library's client on a local Redis Cluster (3 masters, 3
-# replicas, tests/with-cluster.sh) against the same client on the plain
-# node, interleaved, 3 pairs; skipped when the cluster cannot start.
-here=$(dirname "$0")
-clines=$(sh "$here/../tests/with-cluster.sh" sh -c '
-    plain=$1
-    set -- $REDISLOCK_TEST_CLUSTER_PORTS "$plain"
-    for _ in 1 2 3; do
-        "$0" --workload U --url "redis://127.0.0.1:$plain" --label standalone
-        "$0" --workload U --url "redis://127.0.0.1:$1?cluster=1" --label cluster
-    done' "$bench" "$p" 2>/dev/null | grep '^{') || clines=
-if [ -n "$clines" ]; then
-    printf '%s\n' "$clines" >> "$tmp/json"
-    printf '%s\n' "$clines"
-    s_ops=$(printf '%s\n' "$clines" | grep '"client":"standalone"' |
-            sed 's/.*"ops_per_s":\([0-9]*\).*/\1/' | tr '\n' ' ')
-    c_ops=$(printf '%s\n' "$clines" | grep '"client":"cluster"' |
-            sed 's/.*"ops_per_s":\([0-9]*\).*/\1/' | tr '\n' ' ')
-    # pick CLIENT FIELD: the FIELD of the CLIENT's lines, space-separated.
+# The library's client (U --url) in 3 interleaved pairs: PAIRS runs them,
+# "$0" being the bench: "$1" labelled "$2", then "$3" labelled "$4".
+# shellcheck disable=SC2016
+pairs='set -e
+for _ in 1 2 3; do
+    "$0" --workload U --url "$1" --label "$2"
+    "$0" --workload U --url "$3" --label "$4"
+done'
+
+# compare LINES PEER BASE BASE_PEER OTHER OTHER_PEER: LINES are the lines
+# of PAIRS, labelled BASE and OTHER; print and keep them, then a line
+# PEER with the ratios OTHER/BASE and their median, and a row each side.
+compare() {
+    printf '%s\n' "$1"
+    printf '%s\n' "$1" >> "$tmp/json"
+    # pick LABEL FIELD: the FIELD of LABEL's lines, space-separated.
     pick() {
-        printf '%s\n' "$clines" | grep "\"client\":\"$1\"" |
-            sed "s/.*\"$2\":\([0-9]*\).*/\1/" | tr '\n' ' '
+        printf '%s\n' "$1" | grep "\"client\":\"$2\"" |
+            sed "s/.*\"$3\":\([0-9]*\).*/\1/" | tr '\n' ' '
     }
-    s50=$(pick standalone p50_us) s99=$(pick standalone p99_us)
-    c50=$(pick cluster p50_us) c99=$(pick cluster p99_us)
-    # shellcheck disable=SC2086
-    printf '%s\n' $c_ops > "$tmp/c_ops"
-    # shellcheck disable=SC2086
-    printf '%s\n' $s_ops > "$tmp/s_ops"
-    cratios=$(paste -d' ' "$tmp/c_ops" "$tmp/s_ops" |
-              awk '{ printf "%.3f ", ($2 > 0 ? $1 / $2 : 0) }')
+    b_ops=$(pick "$1" "$3" ops_per_s) o_ops=$(pick "$1" "$5" ops_per_s)
+    cratios=$(awk -v o="$o_ops" -v b="$b_ops" 'BEGIN {
+        n = split(o, x, " "); split(b, y, " ")
+        for (i = 1; i <= n; i++) printf "%.3f ", (y[i] > 0 ? x[i] / y[i] : 0) }')
     # shellcheck disable=SC2086
     cmedian=$(printf '%s\n' $cratios | sort -n | sed -n 2p)
-    line="{\"peer\":\"cluster/standalone\",\"workload\":\"U\",\"ratios\":[$(join , $cratios)],\"median_ratio\":$cmedian}"
+    # shellcheck disable=SC2086
+    line="{\"peer\":\"$2\",\"workload\":\"U\",\"ratios\":[$(join , $cratios)],\"median_ratio\":$cmedian}"
     printf '%s\n' "$line"
     printf '%s\n' "$line" >> "$tmp/json"
-    # shellcheck disable=SC2086
+    # shellcheck disable=SC2086,SC2046
     {
-        row "U (client)" "one standalone node" \
-            "$(join ' / ' $s_ops)" "$(join ' / ' $s50)" "$(join ' / ' $s99)" \
+        row "U (client)" "$4" "$(join ' / ' $b_ops)" \
+            "$(join ' / ' $(pick "$1" "$3" p50_us))" \
+            "$(join ' / ' $(pick "$1" "$3" p99_us))" \
             "the library's client, acquire+release cycles"
-        row "U (client)" "Redis Cluster, 3 masters (\`?cluster=1\`)" \
-            "$(join ' / ' $c_ops)" "$(join ' / ' $c50)" "$(join ' / ' $c99)" \
-            "each right after a standalone run; cluster/standalone $(join ' / ' $cratios), **median $cmedian**"
+        row "U (client)" "$6" "$(join ' / ' $o_ops)" \
+            "$(join ' / ' $(pick "$1" "$5" p50_us))" \
+            "$(join ' / ' $(pick "$1" "$5" p99_us))" \
+            "each right after a $3 run; $2 $(join ' / ' $cratios), **median $cmedian**"
     }
-else
-    row "U (client)" "Redis Cluster" "-" "-" "-" "skipped: the local cluster did not start"
-fi
+}
+
+# Cluster: the client on a local Redis Cluster (tests/with-cluster.sh)
+# against the same client on the plain node, twice: 3 masters with a
+# replica each, as the tests run it, then 3 masters alone (what the
+# replicas cost on this machine).  The pairs start once every replica has
+# made its first sync (a fork and a transfer, some 5 s after the cluster
+# is created), not during it.  Skipped when the cluster cannot start.
+for replicas in 1 0; do
+    if [ $replicas = 1 ]; then
+        label=cluster what="3 masters + 3 replicas"
+    else
+        label=cluster-no-replicas what="3 masters, no replicas"
+    fi
+    clines=$(REDISLOCK_TEST_CLUSTER_REPLICAS=$replicas \
+        REDISLOCK_TEST_CLUSTER_SYNCED=1 sh "$here/../tests/with-cluster.sh" sh -c '
+            seed=${REDISLOCK_TEST_CLUSTER_PORTS%% *}
+            sh -c "$1" "$0" "redis://127.0.0.1:$2" standalone \
+                "redis://127.0.0.1:$seed?cluster=1" "$3"' \
+        "$bench" "$pairs" "$p" "$label" 2>"$tmp/cluster.err" | grep '^{') ||
+        clines=
+    if [ "$(printf '%s\n' "$clines" | grep -c '^{')" = 6 ]; then
+        compare "$clines" "$label/standalone" standalone "one standalone node" \
+            "$label" "Redis Cluster, $what (\`?cluster=1\`)"
+    else
+        echo "run.sh: no cluster rows ($what):" >&2
+        tail -n 5 "$tmp/cluster.err" >&2
+        row "U (client)" "Redis Cluster, $what" "-" "-" "-" \
+            "skipped: the local cluster did not start, or a run failed"
+    fi
+done
+
+# TLS: a second redis-server with a plain and a TLS port (throwaway
+# certificates from tests/tls-certs.sh), the client over rediss:// against
+# the same client over redis:// to that server, 3 pairs: one server for
+# both, so that the ratio is TLS's cost alone.
+
+# tls_start: start it on two free loopback ports below the ephemeral range
+# (as tests/with-cluster.sh), in a directory with a pidfile under
+# tests/with-redis.sh's (whose clean-up stops it should we be killed);
+# 0 once both ports are answered by the process we started.
+tls_start() {
+    low=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null)
+    [ -n "$low" ] || low=32768
+    plain_port=$(( ( $(od -An -N2 -tu2 /dev/urandom) % (low - 2 - 11000) ) + 11000 ))
+    tls_port=$((plain_port + 1))
+    tls_dir=${REDISLOCK_TEST_TMPDIR:-$tmp}/tls-$tls_port
+    mkdir -p "$tls_dir"
+    "$server" --port "$plain_port" --tls-port "$tls_port" --bind 127.0.0.1 \
+        --tls-cert-file "$tmp/certs/server.crt" \
+        --tls-key-file "$tmp/certs/server.key" \
+        --tls-ca-cert-file "$tmp/certs/ca.crt" --tls-auth-clients no \
+        --save '' --appendonly no --dir "$tls_dir" \
+        --pidfile "$tls_dir/redis.pid" --logfile "$tls_dir/log" \
+        --daemonize no </dev/null >/dev/null 2>&1 &
+    tls_pid=$!
+    sh "$here/../tests/wait-server.sh" "$tls_pid" "$cli" -h 127.0.0.1 \
+        -p "$plain_port" &&
+    sh "$here/../tests/wait-server.sh" "$tls_pid" "$cli" -h 127.0.0.1 \
+        -p "$tls_port" --tls --cacert "$tmp/certs/ca.crt"
+}
+case $("$bench" --version) in
+*", with TLS"*)
+    sh "$here/../tests/tls-certs.sh" "$tmp/certs"
+    started_tls=
+    for _ in 1 2 3 4 5 6 7 8; do
+        if tls_start; then started_tls=1; break; fi
+        tls_stop
+    done
+    if [ -n "$started_tls" ]; then
+        # A failed run here fails the whole (set -e), as U's do.
+        tlines=$(sh -c "$pairs" "$bench" "redis://127.0.0.1:$plain_port" plain \
+            "rediss://127.0.0.1:$tls_port?cacert=$tmp/certs/ca.crt" tls)
+        tls_stop
+        compare "$tlines" tls/plain plain "one node, plain text (\`redis://\`)" \
+            tls "the same node over TLS (\`rediss://\`)"
+    else
+        echo "run.sh: the TLS server did not start; its log:" >&2
+        tail -n 5 "$tls_dir/log" >&2 || :
+        row "U (client)" "TLS (\`rediss://\`)" "-" "-" "-" \
+            "skipped: the TLS server did not start"
+    fi
+    ;;
+*)
+    row "U (client)" "TLS (\`rediss://\`)" "-" "-" "-" \
+        "skipped: built without TLS"
+    ;;
+esac
 
 # System calls per operation (strace: slow, so not timed here).
 status=0
@@ -213,7 +308,6 @@ for mode in gozero counted; do
 done
 
 # The table, headed by what it was measured on.
-server=${REDISLOCK_TEST_REDIS_SERVER:-redis-server}
 dma=$(sed -n 's/.*"cpu_dma_latency":"\([^"]*\)".*/\1/p' "$tmp/json" | sort -u)
 if [ "$dma" = "0 held" ]; then
     dma="held at 0 in every run"

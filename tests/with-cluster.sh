@@ -8,10 +8,25 @@
 # Usage: with-cluster.sh COMMAND [ARG...]
 # COMMAND gets REDISLOCK_TEST_CLUSTER_PORTS ("p1 p2 ... p6", masters
 # first as created) and REDISLOCK_TEST_CLUSTER_PIDS in its environment.
+# REDISLOCK_TEST_CLUSTER_REPLICAS=N (default 1) gives each master N
+# replicas (`--cluster-replicas N`, 3 * (N + 1) servers): 0 makes a
+# cluster of 3 masters alone (bench/run.sh compares the two).
+# REDISLOCK_TEST_CLUSTER_SYNCED=1 also waits until every replica has made
+# its first sync and follows its master (without it COMMAND may start
+# before: the sync, a fork and a transfer, comes about 5 s after the
+# cluster is created, repl-diskless-sync-delay).
 # It checks that each port is answered by the process it started (INFO's
 # process_id).  Exit status: COMMAND's; 77 (skip) when redis-server or
 # redis-cli is missing outside CI.
 set -u
+
+replicas=${REDISLOCK_TEST_CLUSTER_REPLICAS:-1}
+case $replicas in
+''|*[!0-9]*)
+    echo "with-cluster.sh: REDISLOCK_TEST_CLUSTER_REPLICAS is a number" >&2
+    exit 99 ;;
+esac
+nodes=$((3 * (replicas + 1)))
 
 server=${REDIS_SERVER:-$(command -v redis-server || true)}
 cli=${REDIS_CLI:-$(command -v redis-cli || true)}
@@ -21,6 +36,7 @@ if [ -z "$server" ] || [ -z "$cli" ]; then
     exit 0
 fi
 
+here=$(dirname "$0")
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/redislock-cluster.XXXXXX") || exit 99
 pids=
 cleanup() {
@@ -45,21 +61,23 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 99' INT TERM HUP
 
-# The six ports and their bus ports (+10000) lie below the kernel's
+# The ports and their bus ports (+10000) lie below the kernel's
 # ephemeral range, which the clients' own connections (and the nodes'
 # bus links) draw from: a port there may be taken at any moment.  A
 # server that finds its port taken anyway exits, which the check below
-# catches, and all six start again elsewhere.
+# catches, and all of them start again elsewhere.
 low=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null)
 [ -n "$low" ] || low=32768
-span=$((low - 10006 - 11000))
+span=$((low - 10000 - nodes - 11000))
 [ $span -gt 100 ] || span=100
 start_all() {
     base=$(( ( $(od -An -N2 -tu2 /dev/urandom) % span ) + 11000 ))
     ports=
     pids=
-    for i in 0 1 2 3 4 5; do
+    i=0
+    while [ $i -lt $nodes ]; do
         port=$((base + i))
+        i=$((i + 1))
         # Under tests/with-redis.sh, in its directory with a pidfile, so
         # that its clean-up stops a node even if we are killed outright.
         dir=${REDISLOCK_TEST_TMPDIR:-$tmp}/cluster-$port
@@ -74,17 +92,9 @@ start_all() {
     done
     set -- $pids
     for port in $ports; do
-        pid=$1; shift
-        i=0
-        while :; do
-            got=$("$cli" -h 127.0.0.1 -p "$port" INFO server 2>/dev/null |
-                  sed -n 's/^process_id:\([0-9]*\).*/\1/p')
-            [ "$got" = "$pid" ] && break
-            kill -0 "$pid" 2>/dev/null || return 1
-            i=$((i + 1))
-            [ $i -lt 100 ] || return 1
-            sleep 0.05
-        done
+        sh "$here/wait-server.sh" "$1" "$cli" -h 127.0.0.1 -p "$port" ||
+            return 1
+        shift
     done
     return 0
 }
@@ -95,7 +105,7 @@ for attempt in 1 2 3 4 5 6 7 8; do
     cleanup; tmp=$(mktemp -d "${TMPDIR:-/tmp}/redislock-cluster.XXXXXX") || exit 99
 done
 [ $ok = 1 ] || {
-    echo "with-cluster.sh: could not start 6 servers; their logs:" >&2
+    echo "with-cluster.sh: could not start $nodes servers; their logs:" >&2
     for f in "${REDISLOCK_TEST_TMPDIR:-$tmp}"/cluster-*/log; do
         echo "== $f" >&2; tail -n 3 "$f" >&2
     done
@@ -105,7 +115,7 @@ done
 addrs=
 for port in $ports; do addrs="$addrs 127.0.0.1:$port"; done
 # shellcheck disable=SC2086
-"$cli" --cluster create $addrs --cluster-replicas 1 --cluster-yes \
+"$cli" --cluster create $addrs --cluster-replicas "$replicas" --cluster-yes \
     > "$tmp/create.log" 2>&1 || { cat "$tmp/create.log" >&2; exit 99; }
 # Every node agrees the cluster is up.
 for port in $ports; do
@@ -116,6 +126,17 @@ for port in $ports; do
         sleep 0.05
     done
 done
+
+if [ "${REDISLOCK_TEST_CLUSTER_SYNCED:-0}" = 1 ]; then
+    i=0
+    until [ "$(for port in $ports; do
+                   "$cli" -h 127.0.0.1 -p "$port" INFO replication 2>/dev/null
+               done | grep -c '^master_link_status:up')" -eq $((3 * replicas)) ]; do
+        i=$((i + 1))
+        [ $i -lt 600 ] || { echo "with-cluster.sh: replicas not in sync" >&2; exit 99; }
+        sleep 0.05
+    done
+fi
 
 REDISLOCK_TEST_CLUSTER_PORTS=$(echo $ports)
 REDISLOCK_TEST_CLUSTER_PIDS=$(echo $pids)
