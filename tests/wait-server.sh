@@ -3,7 +3,7 @@
 # `CLI ARG... INFO server` reaches is process PID (its process_id), so
 # that a port somebody else held is never taken for ours.  Exit status 0
 # then; 1 when PID has exited first or after 5 s.
-# Used by tests/with-cluster.sh and bench/run.sh (ARG: -h, -p, --tls...).
+# Used by tests/with-cluster.sh, tests/with-sentinel.sh and bench/run.sh (ARG: -h, -p, --tls...).
 set -u
 pid=$1
 shift

@@ -25,6 +25,7 @@ if [ -z "$server" ] || [ -z "$cli" ]; then
     exit 0
 fi
 name=redislock-test
+here=$(dirname "$0")
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/redislock-sentinel.XXXXXX") || exit 99
 root=${REDISLOCK_TEST_TMPDIR:-$tmp}
@@ -74,20 +75,6 @@ start() {
     ports="$ports $port"
 }
 
-# ours PORT PID: is PORT answered by process PID (within 5 s)?
-ours() {
-    i=0
-    while :; do
-        got=$("$cli" -h 127.0.0.1 -p "$1" INFO server 2>/dev/null |
-              sed -n 's/^process_id:\([0-9]*\).*/\1/p')
-        [ "$got" = "$2" ] && return 0
-        kill -0 "$2" 2>/dev/null || return 1
-        i=$((i + 1))
-        [ $i -lt 100 ] || return 1
-        sleep 0.05
-    done
-}
-
 # Ports below the kernel's ephemeral range (see with-cluster.sh).
 low=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null)
 [ -n "$low" ] || low=32768
@@ -117,7 +104,8 @@ EOF
     done
     set -- $pids
     for port in $ports; do
-        ours "$port" "$1" || return 1
+        sh "$here/wait-server.sh" "$1" "$cli" -h 127.0.0.1 -p "$port" ||
+            return 1
         shift
     done
     return 0
