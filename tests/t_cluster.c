@@ -772,26 +772,8 @@ static void test_waiter_follows_its_slot(void **state)
  * on the key's master, and --status finds the lock there. */
 static void test_the_tool_on_a_cluster(void **state)
 {
-    const char *builddir = getenv("REDISLOCK_TEST_BUILDDIR");
-    char cmd[1200];
-    int rc;
-
     (void)state;
-    snprintf(cmd, sizeof cmd,
-             "'%s/cli/redislock' -u '%s' -e 10 cluster:tool -- sh -c "
-             "'\"$0\" -u \"$1\" --status cluster:tool > /dev/null' "
-             "'%s/cli/redislock' '%s'",
-             builddir ? builddir : ".", url, builddir ? builddir : ".", url);
-    rc = system(cmd);
-    assert_true(WIFEXITED(rc));
-    /* --status exits 0 for a held key; the tool passes that through. */
-    assert_int_equal(WEXITSTATUS(rc), 0);
-    snprintf(cmd, sizeof cmd,
-             "'%s/cli/redislock' -u '%s' --status cluster:tool > /dev/null",
-             builddir ? builddir : ".", url);
-    rc = system(cmd);
-    assert_true(WIFEXITED(rc));
-    assert_int_equal(WEXITSTATUS(rc), 1);       /* released: free */
+    tu_tool_holds_then_frees(url, "cluster:tool");
 }
 
 /* A slot nobody serves (CLUSTERDOWN): the operation retries with a

@@ -197,25 +197,8 @@ static void test_sentinels_asked_in_turn(void **state)
  * --status finds the lock on the master meanwhile. */
 static void test_the_tool_with_sentinels(void **state)
 {
-    const char *builddir = getenv("REDISLOCK_TEST_BUILDDIR");
-    char cmd[1600];
-    int rc;
-
     (void)state;
-    snprintf(cmd, sizeof cmd,
-             "'%s/cli/redislock' -u '%s' -e 10 sentinel:tool -- sh -c "
-             "'\"$0\" -u \"$1\" --status sentinel:tool > /dev/null' "
-             "'%s/cli/redislock' '%s'",
-             builddir ? builddir : ".", url, builddir ? builddir : ".", url);
-    rc = system(cmd);
-    assert_true(WIFEXITED(rc));
-    assert_int_equal(WEXITSTATUS(rc), 0);       /* held, passed through */
-    snprintf(cmd, sizeof cmd,
-             "'%s/cli/redislock' -u '%s' --status sentinel:tool > /dev/null",
-             builddir ? builddir : ".", url);
-    rc = system(cmd);
-    assert_true(WIFEXITED(rc));
-    assert_int_equal(WEXITSTATUS(rc), 1);       /* released: free */
+    tu_tool_holds_then_frees(url, "sentinel:tool");
 }
 
 /* ------------------------------------------------------------------------

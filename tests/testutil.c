@@ -459,3 +459,31 @@ void tu_server_stop(tu_server *s)
         s->pid = 0;
     }
 }
+
+/* ------------------------------------------------------------------------
+ * The tool
+ */
+
+void tu_tool_holds_then_frees(const char *url, const char *key)
+{
+    const char *builddir = getenv("REDISLOCK_TEST_BUILDDIR");
+    char cmd[2000];
+    int rc;
+
+    if (builddir == NULL)
+        builddir = ".";
+    snprintf(cmd, sizeof cmd,
+             "'%s/cli/redislock' -u '%s' -e 10 '%s' -- sh -c "
+             "'\"$0\" -u \"$1\" --status \"$2\" > /dev/null' "
+             "'%s/cli/redislock' '%s' '%s'",
+             builddir, url, key, builddir, url, key);
+    rc = system(cmd);
+    assert_true(WIFEXITED(rc));
+    assert_int_equal(WEXITSTATUS(rc), 0);
+    snprintf(cmd, sizeof cmd,
+             "'%s/cli/redislock' -u '%s' --status '%s' > /dev/null",
+             builddir, url, key);
+    rc = system(cmd);
+    assert_true(WIFEXITED(rc));
+    assert_int_equal(WEXITSTATUS(rc), 1);
+}

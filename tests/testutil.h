@@ -89,6 +89,11 @@ bool tu_gozero_release(redisContext *c, const char *key, const char *id);
 bool tu_acquire(redislock *lock);
 bool tu_release(redislock *lock);
 
+/* The redislock tool with URL: it runs a command under KEY that finds
+ * the lock held (--status exits 0, passed through), and afterwards the
+ * lock is free (--status exits 1).  Fails the test otherwise. */
+void tu_tool_holds_then_frees(const char *url, const char *key);
+
 /* A key name unique to this process and call: "PREFIX:<pid>:<n>". */
 void tu_key(char *buf, size_t size, const char *prefix);
 

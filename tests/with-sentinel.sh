@@ -32,19 +32,8 @@ root=${REDISLOCK_TEST_TMPDIR:-$tmp}
 pids=
 ports=
 cleanup() {
-    for p in $pids; do
-        kill "$p" 2>/dev/null
-    done
-    for p in $pids; do
-        i=0
-        while [ $i -lt 50 ] && kill -0 "$p" 2>/dev/null; do
-            case $(sed -n 's/^State:[[:space:]]*\([A-Z]\).*/\1/p' "/proc/$p/status" 2>/dev/null) in
-                Z|"") break ;;
-            esac
-            sleep 0.1; i=$((i + 1))
-        done
-        kill -9 "$p" 2>/dev/null
-    done
+    # shellcheck disable=SC2086
+    sh "$here/stop-servers.sh" $pids
     for port in $ports; do
         # A server the test restarted itself, if it left one: only a
         # redis-server, named by the pidfile in our directory.
