@@ -799,6 +799,45 @@ REDISLOCK_API REDISLOCK_NODISCARD int
 redislock_client_open(const char *url, redislock_client **client,
                       char *errbuf, size_t errsize);
 
+/**
+ * Create a client over N independent masters (a quorum, as Redlock): N
+ * odd, 3 to 9; each of URLS a redis://, rediss://, unix:// or Sentinel URL
+ * (not a Cluster: its masters share one keyspace).  No connection is made
+ * yet.  Every handle made from it (both modes) runs each operation on all
+ * masters at once: one write to each, then the replies, so one round trip
+ * to the slowest.
+ *
+ * - Acquire holds the lock when a majority granted it and time is left:
+ *   validity = expiry - elapsed - drift, drift = expiry / 100 + 2 ms;
+ *   redislock_valid_for_ms() reports it.  Otherwise it releases on every
+ *   master at once (owner-checked) and reports *acquired false; when
+ *   fewer than a majority answered at all, REDISLOCK_ERR_IO naming the
+ *   quorum.  A re-entry that fails keeps the earlier holding (a counted
+ *   one gives back the hold it added).
+ * - Release and extend go to all; each succeeds on a majority.  held, ttl
+ *   and hold_count report the majority's view (the lease the majority-th
+ *   longest-lived key gives); inspect the answer most masters give.
+ * - Fencing is refused (REDISLOCK_ERR_INVALID): independent masters have
+ *   no shared counter.  Replica acknowledgement likewise (not built for a
+ *   quorum).  acquire_wait retries with a jittered pause (a tenth of the
+ *   poll interval to the poll interval, sooner when the holder's lease
+ *   ends): no wake-ups across masters yet.  Auto-renewal renews on all
+ *   masters; the lock is lost when a majority is not renewed in time.
+ * - A master that restarts without persistence forgets the locks it
+ *   granted: see README.md ("Which setup do I need?").
+ *
+ * @param errbuf  if not NULL, what is wrong (naming the master's URL
+ *                position), or "" on success.
+ * @return REDISLOCK_OK; REDISLOCK_ERR_INVALID (N even or out of range, a
+ *         bad URL, a Cluster URL, NULL CLIENT or URLS);
+ *         REDISLOCK_ERR_NOMEM.
+ * @since 0.3.0
+ */
+REDISLOCK_API REDISLOCK_NODISCARD int
+redislock_client_open_quorum(const char *const *urls, size_t n,
+                             redislock_client **client, char *errbuf,
+                             size_t errsize);
+
 /** redislock_client_open() without the details: the client or NULL.
  *  @since 0.2.0 */
 REDISLOCK_API REDISLOCK_NODISCARD redislock_client *

@@ -137,6 +137,13 @@ void redislock_client_free(redislock_client *cl)
     }
     redislockp_nodes_free(cl);
     redislockp_url_clear(&cl->url);
+    if (cl->subs != NULL) {
+        size_t i;
+
+        for (i = 0; i < cl->nsubs; i++)
+            redislock_client_free(cl->subs[i]);
+        redislockp_free(cl->subs);
+    }
     sodium_memzero(cl, sizeof *cl);
     redislockp_free(cl);
 }
@@ -153,6 +160,13 @@ int redislock_client_set_timeouts(redislock_client *cl, long long connect_ms,
     cl->url.connect_ms = connect_ms;
     cl->url.command_ms = command_ms;
     pthread_mutex_unlock(&cl->mu);
+    if (cl->subs != NULL) {
+        size_t i;
+
+        for (i = 0; i < cl->nsubs; i++)
+            (void)redislock_client_set_timeouts(cl->subs[i], connect_ms,
+                                                command_ms);
+    }
     return REDISLOCK_OK;
 }
 
@@ -304,6 +318,27 @@ int redislock_client_ping(redislock_client *cl, char *errbuf, size_t errsize)
         errbuf[0] = '\0';
     if (cl == NULL)
         return REDISLOCK_ERR_INVALID;
+    if (cl->quorum) {
+        /* Every master; a majority must answer. */
+        size_t i, up = 0;
+
+        for (i = 0; i < cl->nsubs; i++) {
+            char one[REDISLOCKP_ERRMSG_SIZE];
+
+            if (redislock_client_ping(cl->subs[i], one, sizeof one) ==
+                REDISLOCK_OK)
+                up++;
+            else
+                snprintf(msg, sizeof msg, "master %zu: %.400s", i + 1, one);
+        }
+        if (up > cl->nsubs / 2)
+            return REDISLOCK_OK;
+        if (errbuf != NULL && errsize > 0)
+            snprintf(errbuf, errsize, "no quorum: %zu of %zu masters "
+                     "answered, %zu needed; the last failure: %s", up,
+                     cl->nsubs, cl->nsubs / 2 + 1, msg);
+        return REDISLOCK_ERR_IO;
+    }
     if (cl->cluster) {
         /* Reading the slot map tells whether the seeds, the password and
          * the cluster are right. */

@@ -96,6 +96,9 @@ struct redislock_client {
     unsigned long fork_gen;
     int cluster;                /* url.cluster */
     int sentinel;               /* url.sentinel */
+    int quorum;                 /* the masters are the clients in subs */
+    redislock_client **subs;    /* quorum: one client per master */
+    size_t nsubs;
     pthread_mutex_t mu;
     redislockp_node *nodes;     /* [0]: the URL's server (standalone) */
     size_t nnodes, capnodes;
@@ -119,6 +122,19 @@ struct redislock_client {
     unsigned wd_failures;       /* the watchdog's own connect backoff */
     long long wd_retry_at;
 };
+
+/* quorum.c: a client over N independent masters, at most this many. */
+#define REDISLOCKP_QUORUM_MAX 9
+
+/* Run CALL for LOCK (of a quorum client) on every master at once: one
+ * write to each, then the replies (only to the masters whose MASK[i] is
+ * set, unless MASK is NULL).  REPLIES[i] gets master i's reply (a
+ * Redis error reply included; NULL when it failed, with the last failure
+ * in ERRMSG); SENT[i] whether the command may have reached it.  Returns
+ * how many answered. */
+int redislockp_quorum_run(redislock *lock, const redislockp_call *call,
+                          const int *mask, redisReply **replies, int *sent,
+                          char *errmsg);
 
 /* connect.c: is this a fork child of the process that made CL? */
 int redislockp_client_forked(const redislock_client *cl);

@@ -154,6 +154,252 @@ static int companions_usable(redislock *lock, const redislockp_call *call)
                            "plain tries)");
 }
 
+/* ------------------------------------------------------------------------
+ * A quorum of independent masters (Redlock): every operation runs on all
+ * of them at once (quorum.c); the replies are folded here into the one
+ * reply a single server would have given, so that the operations below
+ * read it as they read any other.
+ */
+
+static size_t majority(const redislock *lock)
+{
+    return lock->client->nsubs / 2 + 1;
+}
+
+/* The value a majority reaches: the MAJ-th largest of the N in V (the
+ * lock is ours while a majority's keys live, so its lease is the one the
+ * MAJ-th longest-lived key gives).  0 when N < MAJ. */
+static long long majority_value(long long *v, size_t n, size_t maj)
+{
+    size_t i, j;
+
+    if (n < maj)
+        return 0;
+    for (i = 1; i < n; i++)             /* descending; n <= 9 */
+        for (j = i; j > 0 && v[j - 1] < v[j]; j--) {
+            long long t = v[j];
+
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    return v[maj - 1];
+}
+
+static int is_acquire(const redislockp_call *call)
+{
+    return call->script == &redislockp_script_acquire ||
+           call->script == &redislockp_script_acquire_counted;
+}
+
+/* Give back what a refused quorum acquire took: a fresh attempt releases
+ * on every master (owner-checked: where another holds it nothing
+ * happens; where the reply was lost, the key may be ours); a counted
+ * re-entry gives back the hold it added where it was granted; a go-zero
+ * re-entry only refreshed an earlier holding, which stays.  Best effort:
+ * what is left lapses with its lease. */
+static void quorum_undo(redislock *lock, const int *granted)
+{
+    redislockp_call call;
+    redisReply *r[REDISLOCKP_QUORUM_MAX];
+    int sent[REDISLOCKP_QUORUM_MAX], mask[REDISLOCKP_QUORUM_MAX];
+    char msg[REDISLOCKP_ERRMSG_SIZE];
+    size_t i, n = lock->client->nsubs, any = 0;
+
+    for (i = 0; i < n; i++) {
+        mask[i] = !lock->held ? 1
+                  : lock->mode == REDISLOCKP_MODE_COUNTED ? granted[i] : 0;
+        any += (size_t)mask[i];
+    }
+    if (any == 0)
+        return;
+    redislockp_call_release(&call, lock);
+    (void)redislockp_quorum_run(lock, &call, mask, r, sent, msg);
+    for (i = 0; i < n; i++) {
+        if (mask[i] && r[i] == NULL && sent[i] && !lock->id_chosen)
+            lock->id_stale = 1;
+        freeReplyObject(r[i]);
+    }
+}
+
+/* Fewer than a majority answered: REDISLOCK_ERR_IO, naming the quorum
+ * and the last master's failure (the handle's message so far). */
+static int no_quorum(redislock *lock, size_t answered)
+{
+    char last[REDISLOCKP_ERRMSG_SIZE];
+
+    memcpy(last, lock->errmsg, sizeof last);
+    return redislockp_fail(lock, REDISLOCK_ERR_IO, "no quorum: %zu of %zu "
+                           "masters answered, %zu needed; the last failure: "
+                           "%.300s", answered, lock->client->nsubs,
+                           majority(lock), last);
+}
+
+/* Fold the N int replies PARTS (OK[i]: parsed) of a quorum operation
+ * into OUT, as one server's reply would read. */
+static int quorum_fold(redislock *lock, const redislockp_call *call,
+                       int_reply *parts, const int *ok, long long start,
+                       int_reply *out)
+{
+    long long vals[REDISLOCKP_QUORUM_MAX], extra[REDISLOCKP_QUORUM_MAX];
+    size_t i, n = lock->client->nsubs, maj = majority(lock);
+    size_t ours = 0, others = 0, answered = 0;
+    long long hint = -2;
+    int granted[REDISLOCKP_QUORUM_MAX];
+
+    for (i = 0; i < n; i++) {
+        granted[i] = 0;
+        if (!ok[i])
+            continue;
+        answered++;
+        if (parts[i].v[0] == 1) {
+            granted[i] = 1;
+            vals[ours] = parts[i].n > 1 ? parts[i].v[1] : 0;
+            extra[ours++] = parts[i].n > 2 ? parts[i].v[2] : 0;
+        } else if (parts[i].v[0] == -1 ||
+                   (is_acquire(call) && parts[i].v[0] == 0)) {
+            others++;
+            /* A refused acquire: when may the lock be free again? */
+            if (parts[i].v[1] == -3 || hint == -3)
+                hint = -3;
+            else if (parts[i].v[1] >= 0 && (hint < 0 || parts[i].v[1] < hint))
+                hint = parts[i].v[1];
+        }
+    }
+    out->v[0] = out->v[1] = out->v[2] = out->v[3] = 0;
+    out->n = out->max;
+    if (is_acquire(call)) {
+        long long validity = lock->expire_ms - (redislockp_now_ms() - start) -
+                             REDISLOCKP_QUORUM_DRIFT(lock);
+
+        if (ours >= maj && validity > 0) {
+            out->v[0] = 1;
+            out->v[2] = majority_value(extra, ours, maj);
+            if (out->v[2] < 1)
+                out->v[2] = 1;
+            return REDISLOCK_OK;
+        }
+        quorum_undo(lock, granted);
+        if (answered < maj)
+            return no_quorum(lock, answered);
+        out->v[0] = 0;
+        out->v[1] = ours >= maj ? 0 : hint;     /* granted, too late: retry */
+        return REDISLOCK_OK;
+    }
+    if (answered < maj)
+        return no_quorum(lock, answered);
+    if (call->script == &redislockp_script_companions) {
+        for (i = 0; i < n; i++)
+            if (ok[i]) {
+                if (parts[i].v[0] > out->v[0])
+                    out->v[0] = parts[i].v[0];
+                if (parts[i].v[1] > out->v[1])
+                    out->v[1] = parts[i].v[1];
+            }
+        return REDISLOCK_OK;
+    }
+    out->v[0] = ours >= maj ? 1 : others >= maj ? -1 : 0;
+    if (ours >= maj) {
+        /* release: holds left; status: pttl, holds (and no token). */
+        out->v[1] = majority_value(vals, ours, maj);
+        out->v[2] = majority_value(extra, ours, maj);
+        if (out->max == 4 && out->v[2] < 1)
+            out->v[2] = 1;
+    }
+    return REDISLOCK_OK;
+}
+
+/* The most common (kind, owner) answer of a quorum's inspect replies. */
+static const redisReply *most_common(redisReply **r, size_t n)
+{
+    const redisReply *best = NULL;
+    size_t i, j, best_count = 0;
+
+    for (i = 0; i < n; i++) {
+        size_t count = 0;
+
+        if (r[i] == NULL || r[i]->type != REDIS_REPLY_ARRAY ||
+            r[i]->elements != 4 || r[i]->element[2]->type != REDIS_REPLY_STRING)
+            continue;
+        for (j = 0; j < n; j++)
+            if (r[j] != NULL && r[j]->type == REDIS_REPLY_ARRAY &&
+                r[j]->elements == 4 &&
+                r[j]->element[2]->type == REDIS_REPLY_STRING &&
+                r[j]->element[0]->integer == r[i]->element[0]->integer &&
+                r[j]->element[2]->len == r[i]->element[2]->len &&
+                memcmp(r[j]->element[2]->str, r[i]->element[2]->str,
+                       r[i]->element[2]->len) == 0)
+                count++;
+        if (count > best_count) {
+            best = r[i];
+            best_count = count;
+        }
+    }
+    return best;
+}
+
+static int quorum_op(redislock *lock, const redislockp_call *call,
+                     int mutating, redislockp_parse_fn parse, void *out)
+{
+    redisReply *r[REDISLOCKP_QUORUM_MAX];
+    int_reply parts[REDISLOCKP_QUORUM_MAX];
+    int sent[REDISLOCKP_QUORUM_MAX], ok[REDISLOCKP_QUORUM_MAX];
+    size_t i, n = lock->client->nsubs, answered = 0;
+    long long start = redislockp_now_ms();
+    int st = REDISLOCK_OK, errors = 0;
+
+    (void)redislockp_quorum_run(lock, call, NULL, r, sent, lock->errmsg);
+    for (i = 0; i < n; i++) {
+        char msg[REDISLOCKP_ERRMSG_SIZE];
+
+        ok[i] = 0;
+        if (r[i] == NULL) {
+            /* Sent, no reply: it may yet run (see UNKNOWN OUTCOMES). */
+            if (mutating && sent[i])
+                lock->id_stale = 1;
+            continue;
+        }
+        if (r[i]->type == REDIS_REPLY_ERROR) {
+            redislockp_tx_server_error(r[i], "", msg);
+            redislockp_fail(lock, REDISLOCK_ERR_SERVER, "master %zu: %.400s",
+                            i + 1, msg);
+            errors++;
+            continue;
+        }
+        if (parse == parse_ints) {
+            parts[i] = *(int_reply *)out;
+            if (parse_ints(r[i], &parts[i], msg) == REDISLOCK_OK)
+                ok[i] = 1;
+            else
+                redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL, "master %zu: "
+                                "%s", i + 1, msg);
+        } else {
+            ok[i] = 1;
+        }
+        answered += (size_t)ok[i];
+    }
+    if (parse == parse_ints) {
+        st = quorum_fold(lock, call, parts, ok, start, (int_reply *)out);
+    } else if (answered < majority(lock)) {
+        st = no_quorum(lock, answered);
+    } else if (out != NULL) {
+        /* inspect: the answer most masters give. */
+        const redisReply *best = most_common(r, n);
+
+        st = best != NULL ? parse(best, out, lock->errmsg)
+                          : redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL,
+                                            "inspect: no usable reply");
+    }
+    /* Most masters refused the command itself (WRONGTYPE, NOPERM...):
+     * that is what to report, not their silence. */
+    if (st == REDISLOCK_ERR_IO && (size_t)errors >= majority(lock))
+        st = REDISLOCK_ERR_SERVER;
+    for (i = 0; i < n; i++)
+        freeReplyObject(r[i]);
+    if (st == REDISLOCK_OK)
+        redislockp_clear_error(lock);
+    return st;
+}
+
 /* Extra read time, beyond the acknowledgement timeout, for its reply. */
 #define ACK_SLACK_MS 1000
 
@@ -190,6 +436,9 @@ static int ack_trailer(const redislock *lock, redislockp_trailer *tr,
 static int op_run_ack(redislock *lock, const redislockp_call *call,
                       int mutating, redislockp_parse_fn parse, void *out,
                       redisReply **ack);
+static int op_run_one(redislock *lock, const redislockp_call *call,
+                      int mutating, redislockp_parse_fn parse, void *out,
+                      redisReply **ack, redisReply **replies);
 
 int redislockp_op_run(redislock *lock, const redislockp_call *call,
                       int mutating, redislockp_parse_fn parse, void *out)
@@ -201,7 +450,22 @@ static int op_run_ack(redislock *lock, const redislockp_call *call,
                       int mutating, redislockp_parse_fn parse, void *out,
                       redisReply **ack)
 {
-    redisReply *reply, *replies[2];
+    redisReply *replies[2];
+
+    if (lock->quorum) {
+        if (ack != NULL)
+            *ack = NULL;
+        return quorum_op(lock, call, mutating, parse, out);
+    }
+    return op_run_one(lock, call, mutating, parse, out, ack, replies);
+}
+
+/* op_run_ack() on one server (or Sentinel's master, or a Cluster's). */
+static int op_run_one(redislock *lock, const redislockp_call *call,
+                      int mutating, redislockp_parse_fn parse, void *out,
+                      redisReply **ack, redisReply **replies)
+{
+    redisReply *reply;
     redislockp_trailer tr, *trp = NULL;
     char num[3][24];
     struct timeval old;
@@ -356,7 +620,8 @@ static int report_lost(redislock *lock, int why, const char *when, int st)
 static void held_until(redislock *lock, long long sent)
 {
     lock->held = 1;
-    lock->valid_until = sent + lock->expire_ms;
+    /* On a quorum the clocks of the masters may drift apart too. */
+    lock->valid_until = sent + lock->expire_ms - REDISLOCKP_QUORUM_DRIFT(lock);
 }
 
 /* The acknowledgement reply R (WAIT: the replicas that have the write;

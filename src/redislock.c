@@ -102,6 +102,7 @@ static redislock *create(struct redisContext *c, redislock_client *client,
     lock->ctx = c;
     lock->client = client;
     lock->cluster = client != NULL && client->cluster;
+    lock->quorum = client != NULL && client->quorum;
     lock->mode = mode;
     lock->pid = getpid();
     lock->fork_gen = redislockp_fork_watch();
@@ -281,6 +282,11 @@ int redislock_set_fencing(redislock *lock, bool on)
     if (lock == NULL)
         return REDISLOCK_ERR_INVALID;
     redislockp_clear_error(lock);
+    if (on && lock->quorum)
+        return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
+                               "fencing needs one counter that only grows, "
+                               "and independent masters have none in "
+                               "common: not on a quorum client");
     lock->fencing = on;
     return REDISLOCK_OK;
 }
@@ -294,6 +300,11 @@ static int set_ack(redislock *lock, int aof, int local, int replicas,
     if (local < 0 || local > 1 || replicas < 0 || replicas > 1000)
         return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
                                "replicas is 0..1000 (and local 0 or 1)");
+    if ((local > 0 || replicas > 0) && lock->quorum)
+        return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
+                               "replica acknowledgement is not built for a "
+                               "quorum client (the majority of masters is "
+                               "its guard)");
     if ((local > 0 || replicas > 0) &&
         (timeout_ms < 1 || timeout_ms > 3600000))
         return redislockp_fail(lock, REDISLOCK_ERR_INVALID,

@@ -58,6 +58,7 @@ struct redislock {
     int companions_ok;                 /* the companions share that slot */
     int cluster;                       /* made from a Cluster client
                                         * (client->cluster, kept here) */
+    int quorum;                        /* made from a quorum client */
     int node;                          /* client's node of lock->ctx */
     redislockp_mode mode;
     pid_t pid;                         /* process that created the handle */
@@ -201,6 +202,11 @@ int redislockp_renew_unknown(redislock *lock);
 /* lock.c: a loss auto-renewal declared and nobody was told yet: report it
  * (REDISLOCK_ERR_LOST) and stop renewing; REDISLOCK_OK if none. */
 int redislockp_report_pending_loss(redislock *lock);
+
+/* A quorum handle's allowance for clock drift between its masters, taken
+ * off every validity: expiry / 100 + 2 ms (0 for other handles). */
+#define REDISLOCKP_QUORUM_DRIFT(lock) \
+    ((lock)->quorum ? (lock)->expire_ms / 100 + 2 : 0)
 
 /* lock.c: one acquire attempt.  When refused, *HOLDER_PTTL gets the
  * holder's remaining lease (-1: no expiry; -3: free, but being handed to

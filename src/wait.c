@@ -32,6 +32,8 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 
+#include <sodium.h>
+
 #include "client.h"
 #include "redislock_int.h"
 #include "slot.h"
@@ -50,6 +52,15 @@ static int block(redislock *lock, long long wait_ms, bool *woken)
     int st;
 
     *woken = false;
+    if (lock->quorum) {
+        /* No wake-up across independent masters yet: a jittered pause,
+         * a tenth of WAIT_MS to all of it, so that waiters spread out. */
+        long long lo = wait_ms / 10 > 0 ? wait_ms / 10 : 1;
+
+        redislockp_sleep_ms(lo + (long long)randombytes_uniform(
+                                     (uint32_t)(wait_ms - lo + 1)));
+        return REDISLOCK_OK;
+    }
     if (!lock->companions_ok && lock->cluster)
         return redislockp_fail(lock, REDISLOCK_ERR_INVALID, /* LCOV_EXCL_LINE: the tries fail first */
                                "the wake-up list cannot share the key's "
@@ -247,9 +258,13 @@ int redislock_acquire_wait(redislock *lock, long long timeout_ms,
     deadline = timeout_ms == REDISLOCK_WAIT_FOREVER || timeout_ms > (1LL << 60)
                    ? (1LL << 60) + start : start + timeout_ms;
     for (;;) {
+        /* A quorum's waiters do not register (nobody would wake them,
+         * and a release would hold the lock for a turn that nobody
+         * takes): plain tries. */
         st = redislockp_acquire_once(lock,
-                                     woken ? REDISLOCKP_TRY_WOKEN
-                                           : REDISLOCKP_TRY_WAITER,
+                                     lock->quorum ? REDISLOCKP_TRY_PLAIN
+                                     : woken      ? REDISLOCKP_TRY_WOKEN
+                                                  : REDISLOCKP_TRY_WAITER,
                                      acquired, &holder_pttl);
         if (st != REDISLOCK_OK)
             return end_wait(lock, st, false, registered);
@@ -257,7 +272,7 @@ int redislock_acquire_wait(redislock *lock, long long timeout_ms,
             (void)cancel_asked(lock);   /* too late: the wait is over */
             return REDISLOCK_OK;        /* the script deregistered us */
         }
-        registered = 1;                 /* a refused waiter's try did */
+        registered = !lock->quorum;     /* a refused waiter's try did */
         woken = false;
         left = deadline - redislockp_now_ms();
         if (left <= 0 || cancel_asked(lock)) {

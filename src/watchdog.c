@@ -199,6 +199,31 @@ static void renew_nodes(redislock_client *cl, redislock **batch, int n,
     }
 }
 
+/* Renew BATCH on a quorum client: on every master (each with the
+ * watchdog's own connections, kept in that master's client), and fold the
+ * results: renewed where a majority renewed; lost (not ours) once a
+ * majority can no longer be reached; else no answer, tried again. */
+static void renew_quorum(redislock_client *cl, redislock **batch, int n,
+                         long long limit, int *result, int *sent)
+{
+    int res[REDISLOCKP_QUORUM_MAX][BATCH], yes[BATCH], no[BATCH];
+    size_t i, m = cl->nsubs, maj = cl->nsubs / 2 + 1;
+    int j;
+
+    for (j = 0; j < n; j++)
+        yes[j] = no[j] = 0;
+    for (i = 0; i < m; i++) {
+        renew_nodes(cl->subs[i], batch, n, limit, res[i], sent);
+        for (j = 0; j < n; j++) {
+            yes[j] += res[i][j] == 1;
+            no[j] += res[i][j] == 0;
+        }
+    }
+    for (j = 0; j < n; j++)
+        result[j] = (size_t)yes[j] >= maj ? 1
+                    : (size_t)no[j] > m - maj ? 0 : -1;
+}
+
 /* Is renewal of L withheld at NOW, and why (0: it is not)?  Under wd_mu. */
 static int withheld(const redislock *l, long long now)
 {
@@ -231,6 +256,19 @@ const char *redislock_lost_reason_text(int reason)
                "nothing will renew the lease";
     }
     return "unknown loss reason";
+}
+
+/* Close the watchdog's own connections kept in CL. */
+static void close_conns(redislock_client *cl)
+{
+    size_t k;
+
+    for (k = 0; k < cl->wd_nconns; k++)
+        if (cl->wd_conns[k] != NULL)
+            redisFree(cl->wd_conns[k]);
+    redislockp_free(cl->wd_conns);
+    cl->wd_conns = NULL;
+    cl->wd_nconns = 0;
 }
 
 static void *watchdog(void *arg)
@@ -317,7 +355,10 @@ static void *watchdog(void *arg)
                 limit = command_ms;
             if (limit < 10)
                 limit = 10;
-            renew_nodes(cl, batch, n, limit, result, &sent_any);
+            if (cl->quorum)
+                renew_quorum(cl, batch, n, limit, result, &sent_any);
+            else
+                renew_nodes(cl, batch, n, limit, result, &sent_any);
         }
 
         pthread_mutex_lock(&cl->wd_mu);
@@ -331,7 +372,8 @@ static void *watchdog(void *arg)
             if (result[i] == -2)
                 result[i] = -1;         /* retry, like no answer */
             if (result[i] == 1) {
-                l->renew_until = sent + l->renew_ms;
+                l->renew_until = sent + l->renew_ms -
+                                 REDISLOCKP_QUORUM_DRIFT(l);
                 l->renew_due = sent + l->renew_ms / 3;
                 l->renew_busy = 0;
             } else if ((result[i] == 0 ||
@@ -373,12 +415,9 @@ static void *watchdog(void *arg)
         pthread_cond_broadcast(&cl->wd_cond);
     }
     pthread_mutex_unlock(&cl->wd_mu);
-    for (k = 0; k < cl->wd_nconns; k++)
-        if (cl->wd_conns[k] != NULL)
-            redisFree(cl->wd_conns[k]);
-    redislockp_free(cl->wd_conns);
-    cl->wd_conns = NULL;
-    cl->wd_nconns = 0;
+    close_conns(cl);
+    for (k = 0; k < cl->nsubs; k++)     /* a quorum's, made by this thread */
+        close_conns(cl->subs[k]);
     return NULL;
 }
 

@@ -40,6 +40,7 @@ int main(void)
         (void (*)(void))redislock_acquire_wait,
         (void (*)(void))redislock_set_wakeups,
         (void (*)(void))redislock_client_open,
+        (void (*)(void))redislock_client_open_quorum,
         (void (*)(void))redislock_client_new,
         (void (*)(void))redislock_client_free,
         (void (*)(void))redislock_client_set_timeouts,
