@@ -58,8 +58,12 @@ enum {
 #define DEFAULT_GRACE_MS 5000
 #define MAX_SECONDS 1000000000.0      /* about 31 years */
 
+#define MAX_URLS 9                    /* -u given several times: a quorum */
+
 struct options {
-    const char *url;
+    const char *url;                  /* the first (or only) URL */
+    const char *urls[MAX_URLS];       /* every -u, in order */
+    int nurls;
     const char *key;
     const char *id;                   /* --id, or NULL for a random one */
     char *shell_command;              /* -c */
@@ -114,7 +118,9 @@ static void usage(FILE *f)
 "Run COMMAND while holding the Redis lock KEY (flock(1) across machines).\n"
 "\n"
 "  -u, --url URL          Redis to use (default $REDISLOCK_URL, else\n"
-"                         " DEFAULT_URL ")\n"
+"                         " DEFAULT_URL "); 3, 5, 7 or 9 of them:\n"
+"                         a quorum of independent masters (Redlock,\n"
+"                         no fencing token)\n"
 "  -e, --expire SECONDS   lease, renewed every third of it while COMMAND\n"
 "                         runs (default 30; decimals allowed)\n"
 "  -w, --wait SECONDS     give up waiting for the lock after SECONDS\n"
@@ -262,7 +268,11 @@ static int parse_args(int argc, char **argv, struct options *o)
                             NULL)) != -1) {
         switch (c) {
         case 'u':
-            o->url = optarg;
+            if (o->nurls == MAX_URLS)
+                return usage_error("at most %d -u (a quorum of 3, 5, 7 or "
+                                   "9 masters)", MAX_URLS);
+            o->urls[o->nurls++] = optarg;
+            o->url = o->urls[0];
             break;
         case 'e':
             if (!parse_seconds(optarg, 1, &o->expire_ms))
@@ -1674,7 +1684,14 @@ int main(int argc, char **argv)
     if (rc != 0)
         return rc < 0 ? 0 : rc;
 
-    st = redislock_client_open(o.url, &client, err, sizeof err);
+    if (o.nurls > 1) {
+        /* Several masters: a quorum, which has no fencing counter. */
+        st = redislock_client_open_quorum(o.urls, (size_t)o.nurls, &client,
+                                          err, sizeof err);
+        o.fencing = false;
+    } else {
+        st = redislock_client_open(o.url, &client, err, sizeof err);
+    }
     if (st != REDISLOCK_OK) {
         say("%s", *err ? err : redislock_strerror(st));
         return st == REDISLOCK_ERR_NOMEM ? EXIT_SYSTEM : EXIT_USAGE;

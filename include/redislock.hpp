@@ -92,6 +92,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 #include <system_error>
 #include <type_traits>
 #include <utility>
@@ -291,6 +292,32 @@ public:
             detail::throw_error(errc::invalid, "client", std::string(),
                           "the URL contains a NUL byte");
         int st = redislock_client_open(url.c_str(), &c_, err, sizeof err);
+        if (st != REDISLOCK_OK) {
+            c_ = nullptr;
+            detail::throw_error(st, "client", std::string(), err);
+        }
+    }
+
+    /**
+     * A quorum client over independent masters (Redlock; see
+     * redislock_client_open_quorum()): URLS.size() odd, 3 to 9.
+     * @throws std::system_error errc::invalid (a bad URL, naming which; an
+     *         even or out-of-range count), errc::nomem.
+     */
+    explicit client(const std::vector<std::string> &urls)
+    {
+        std::vector<const char *> ptrs;
+        char err[256];
+
+        err[0] = '\0';
+        for (const std::string &u : urls) {
+            if (u.find('\0') != std::string::npos)
+                detail::throw_error(errc::invalid, "client", std::string(),
+                                    "a URL contains a NUL byte");
+            ptrs.push_back(u.c_str());
+        }
+        int st = redislock_client_open_quorum(ptrs.data(), ptrs.size(), &c_,
+                                              err, sizeof err);
         if (st != REDISLOCK_OK) {
             c_ = nullptr;
             detail::throw_error(st, "client", std::string(), err);

@@ -839,6 +839,36 @@ void test_min_replicas(redislockpp::client &cl)
     ok(invalid, "set_min_replicas(-1) throws errc::invalid");
 }
 
+// A quorum client: three databases of the test server stand in for three
+// independent masters (their keyspaces are separate).
+void test_quorum()
+{
+    redislockpp::client q({url + "/1", url + "/2", url + "/3"});
+    redislockpp::mutex m(q, key("quorum"));
+
+    ok(m.try_lock(), "quorum: try_lock takes the lock on a majority");
+    ok(redislock_valid_for_ms(m.native_handle()) > 0,
+       "quorum: the validity is reported");
+    m.unlock();
+    bool even = false;
+    try {
+        redislockpp::client bad({url + "/1", url + "/2"});
+    } catch (const std::system_error &e) {
+        even = e.code() == errc::invalid &&
+               std::string(e.what()).find("odd number") != std::string::npos;
+    }
+    ok(even, "quorum: two masters throw errc::invalid");
+    redislockpp::options opt;
+    opt.fencing = true;
+    bool fencing = false;
+    try {
+        redislockpp::mutex f(q, key("quorum-fenced"), opt);
+    } catch (const std::system_error &e) {
+        fencing = e.code() == errc::invalid;
+    }
+    ok(fencing, "quorum: fencing throws errc::invalid");
+}
+
 int main()
 {
     const char *host = std::getenv("REDISLOCK_TEST_HOST");
@@ -878,6 +908,7 @@ int main()
     run("auto-renew", [&]() { test_auto_renew(cl); });
     run("cancel", [&]() { test_cancel(cl); });
     run("min replicas", [&]() { test_min_replicas(cl); });
+    run("quorum", test_quorum);
 
     redisFree(raw);
     std::printf("1..%d\n", tests_run);

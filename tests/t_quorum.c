@@ -489,6 +489,45 @@ static void test_restart_during_a_run(void **state)
     assert_int_equal(failed, 0);
 }
 
+/* The tool with five -u: a quorum.  COMMAND finds the lock held through
+ * the same quorum (--status exits 0, passed through); afterwards it is
+ * free (1); no fencing token is exported. */
+static void test_the_tool_on_a_quorum(void **state)
+{
+    const char *builddir = getenv("REDISLOCK_TEST_BUILDDIR");
+    char us[2200], cmd[6000];
+    int i, rc;
+    size_t n = 0;
+
+    (void)state;
+    if (builddir == NULL)
+        builddir = ".";
+    for (i = 0; i < MASTERS; i++)
+        n += (size_t)snprintf(us + n, sizeof us - n, " -u '%s'", urls[i]);
+    snprintf(cmd, sizeof cmd,
+             "'%s/cli/redislock'%s -e 5 q:tool -- sh -c "
+             "'test -z \"$REDISLOCK_TOKEN\" && \"$0\" \"$@\" --status q:tool "
+             "> /dev/null' '%s/cli/redislock'%s",
+             builddir, us, builddir, us);
+    rc = system(cmd);
+    assert_true(WIFEXITED(rc));
+    assert_int_equal(WEXITSTATUS(rc), 0);
+    snprintf(cmd, sizeof cmd, "'%s/cli/redislock'%s --status q:tool "
+             "> /dev/null", builddir, us);
+    rc = system(cmd);
+    assert_true(WIFEXITED(rc));
+    assert_int_equal(WEXITSTATUS(rc), 1);
+    /* Four masters: a usage error naming the rule. */
+    n = 0;
+    for (i = 0; i < 4; i++)
+        n += (size_t)snprintf(us + n, sizeof us - n, " -u '%s'", urls[i]);
+    snprintf(cmd, sizeof cmd, "'%s/cli/redislock'%s q:tool true 2>&1 | "
+             "grep -q 'odd number'", builddir, us);
+    rc = system(cmd);
+    assert_true(WIFEXITED(rc));
+    assert_int_equal(WEXITSTATUS(rc), 0);
+}
+
 static int setup(void **state)
 {
     int i;
@@ -524,6 +563,7 @@ int main(void)
         cmocka_unit_test(test_open_errors),
         cmocka_unit_test(test_lock_on_all_masters),
         cmocka_unit_test(test_counted_mode),
+        cmocka_unit_test(test_the_tool_on_a_quorum),
         cmocka_unit_test(test_processes_never_overlap),
         cmocka_unit_test(test_two_masters_down),
         cmocka_unit_test(test_three_masters_down),
