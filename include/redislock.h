@@ -217,11 +217,14 @@ typedef enum {
      *  redislock_cancel_wait() asked it to; nothing is held.  @since 0.2.0 */
     REDISLOCK_ERR_CANCELED = -8,
     /** Fewer replicas than redislock_set_min_replicas() asks acknowledged
-     *  an acquire or extend within its timeout.  An acquire then released
-     *  what it had just taken (*acquired is false); an extend changed
-     *  nothing locally (*extended is false: the lease on the master was
-     *  extended, but do not count on it).  redislock_last_error() says how
-     *  many acknowledged.  @since 0.3.0 */
+     *  an acquire or extend within its timeout.  *acquired is false: a
+     *  fresh acquire released what it had just taken (a counted re-entry
+     *  one hold; a go-zero re-entry, or a shared owner ID, nothing: the
+     *  earlier holding stays); if that release failed, the key lapses
+     *  with its lease.  An extend changed nothing locally (*extended is
+     *  false: the lease on the master was extended, but do not count on
+     *  it).  redislock_last_error() says how many acknowledged and what
+     *  was given back.  @since 0.3.0 */
     REDISLOCK_ERR_NOT_REPLICATED = -9
 } redislock_status;
 
@@ -316,7 +319,9 @@ REDISLOCK_API int redislock_set_expire(redislock *lock, int seconds);
  * @return REDISLOCK_OK (see *ACQUIRED); REDISLOCK_ERR_INVALID (LOCK or
  *         ACQUIRED is NULL); REDISLOCK_ERR_IO; REDISLOCK_ERR_NOMEM;
  *         REDISLOCK_ERR_SERVER; REDISLOCK_ERR_PROTOCOL; REDISLOCK_ERR_FORKED
- *         (a handle inherited across fork()); REDISLOCK_ERR_LOST when
+ *         (a handle inherited across fork()); REDISLOCK_ERR_NOT_REPLICATED
+ *         (with redislock_set_min_replicas(); since 0.3.0);
+ *         REDISLOCK_ERR_LOST when
  *         auto-renewal had found the previous holding lost and nobody was
  *         told yet (nothing is sent; since 0.3.0).  After
  *         REDISLOCK_ERR_IO the lock may or may not have been taken: it
@@ -445,18 +450,26 @@ REDISLOCK_API int redislock_set_expire_ms(redislock *lock, long long ms);
 REDISLOCK_API int redislock_set_fencing(redislock *lock, bool on);
 
 /**
- * Replica acknowledgement: after a successful acquire or extend, wait
- * until at least N replicas of the master have the write (Redis's WAIT,
- * sent in the same write as the lock script, so still one round trip),
- * for at most TIMEOUT_MS.  Fewer in time: an acquire releases what it has
- * just taken (owner-checked; in counted mode one hold; a go-zero-mode
- * re-entry keeps the earlier holding) and returns
+ * Replica acknowledgement: with every acquire and extend, wait until at
+ * least N replicas of the master have the write (Redis's WAIT, sent in
+ * the same write as the lock script, so still one round trip), for at
+ * most TIMEOUT_MS.  Fewer in time after a successful acquire: it gives
+ * back what it has just taken (owner-checked; in counted mode one hold;
+ * a go-zero-mode re-entry, or an ID shared through redislock_set_id(),
+ * nothing, as the key may be an earlier holding) and returns
  * REDISLOCK_ERR_NOT_REPLICATED with *acquired false; an extend returns it
- * with *extended false.  A WAIT that Redis refuses (an ACL without +wait,
- * say) is REDISLOCK_ERR_SERVER, with the same undoing.  The socket's read
- * timeout is raised to cover TIMEOUT_MS for those calls.  Works on one
- * server with replicas, Sentinel and Cluster (each master's own
- * replicas).  Renewals by the watchdog do not wait.
+ * with *extended false and is not undone.  A WAIT that Redis refuses (an
+ * ACL without +wait, say) is REDISLOCK_ERR_SERVER, and an acquire is
+ * given back the same way.  The WAIT goes out with refused tries and
+ * redirected calls too (the script's answer is not known when it is
+ * written): while fewer than N replicas are online, each such call takes
+ * TIMEOUT_MS, and after NOSCRIPT (a master whose script cache is empty,
+ * as after a failover) the wait can happen twice.  A read timeout on the
+ * WAIT reply is REDISLOCK_ERR_IO, an unknown outcome (the lock may have
+ * been taken and lapses with its lease).  The socket's read timeout is
+ * raised to cover TIMEOUT_MS for those calls.  Works on one server with
+ * replicas, Sentinel and Cluster (each master's own replicas); refused on
+ * a quorum client.  Renewals by the watchdog do not wait.
  *
  * This narrows the window in which a failover right after an acquire
  * hands the lock to a second owner; it does not make Redis a consensus
@@ -464,6 +477,7 @@ REDISLOCK_API int redislock_set_fencing(redislock *lock, bool on);
  * unless N is all of them, and writes acknowledged are not fsynced).
  * Fencing tokens are the real guard.  Off (N = 0) by default.
  *
+ * @param lock        the handle.
  * @param n           replicas to wait for, 0..1000; 0 turns it off.
  * @param timeout_ms  how long to wait for them, 1..3600000 (ignored for
  *                    N = 0).
@@ -483,8 +497,13 @@ REDISLOCK_API int redislock_set_min_replicas(redislock *lock, int n,
  * acquire is undone as for too few acknowledgements.  LOCAL 0 and
  * REPLICAS 0 turns acknowledgement off.
  *
+ * @param lock        the handle.
+ * @param local       1: the master's own AOF fsync too; 0: not.
+ * @param replicas    replicas whose AOF fsync to wait for, 0..1000.
+ * @param timeout_ms  how long to wait, 1..3600000 (ignored when LOCAL and
+ *                    REPLICAS are 0).
  * @return REDISLOCK_OK, or REDISLOCK_ERR_INVALID (NULL LOCK, LOCAL not 0
- *         or 1, REPLICAS or TIMEOUT_MS out of range).
+ *         or 1, REPLICAS or TIMEOUT_MS out of range, a quorum client).
  * @since 0.3.0
  */
 REDISLOCK_API int redislock_set_min_replicas_aof(redislock *lock, int local,
@@ -776,12 +795,22 @@ typedef struct redislock_client redislock_client;
  * sentinel_password= authenticate to the sentinels.  The client asks the
  * sentinels in turn (SENTINEL GET-MASTER-ADDR-BY-NAME, starting with the
  * one that answered last), connects, and checks that ROLE says master
- * (a sentinel's answer can be out of date) on every new connection.  It
- * asks again after a failed connection, a READONLY or LOADING reply or a
- * ROLE that is not master; an operation that has sent nothing yet waits
- * and retries (10 ms doubling to 200 ms) until its command timeout, so a
- * failover shows as a pause, not an error.  A command whose reply was
- * lost is never resent (see UNKNOWN OUTCOMES).  cluster=1 is an error.
+ * (a sentinel's answer can be out of date) on every new connection: the
+ * master's user needs +role besides the lock's rights.  It asks again
+ * after a failed connection, a READONLY, LOADING or MASTERDOWN reply or a
+ * ROLE that is not master, and never uses a replaced master again; an
+ * operation that has sent nothing yet waits and retries (10 ms doubling
+ * to 200 ms) until its command timeout (plus, at most, one round of
+ * asking the sentinels), so a failover shows as a pause, not an error; a
+ * waiter's BLPOP cut by a failover counts as not woken.  A command whose
+ * reply was lost is never resent (see UNKNOWN OUTCOMES).  Pooled
+ * connections are not checked again: an old master that is cut off but
+ * still believes it is the master keeps its clients until they fail
+ * (replica acknowledgement narrows that).  With rediss-sentinel:// the TLS
+ * parameters apply to the sentinels and the master alike, and the master
+ * is named by the sentinels, usually by IP address: its certificate needs
+ * that address.  Escape '/' and '@' in MASTER (%2F, %40).  cluster=1 is
+ * an error.
  *
  * With a user or a password the client sends AUTH [user] password (an
  * empty password for a user alone) on each new connection; with a db,

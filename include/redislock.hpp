@@ -433,7 +433,9 @@ struct options {
     std::chrono::milliseconds wait_poll{0};
     /** Replicas that must acknowledge each acquire and extend
      *  (redislock_set_min_replicas(); 0: none), within min_replicas_timeout;
-     *  too few throws errc::not_replicated (an acquire is undone). */
+     *  too few throws errc::not_replicated (a fresh acquire is given back;
+     *  see REDISLOCK_ERR_NOT_REPLICATED for re-entries).  WAITAOF is
+     *  reached through native_handle() and redislock_set_min_replicas_aof(). */
     int min_replicas = 0;
     std::chrono::milliseconds min_replicas_timeout{1000};
 };

@@ -186,6 +186,16 @@ redisContext *redislockp_pool_get(redislock_client *cl, size_t node,
     }
     pthread_mutex_lock(&cl->mu);
     n = &cl->nodes[node];
+    if (n->gone && cl->sentinel) {
+        /* A master the sentinels replaced (routed to just before the
+         * switch): never use it again; the caller asks for the master
+         * anew. */
+        pthread_mutex_unlock(&cl->mu);
+        *status = redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO,
+                                     "%.200s:%d is no longer the master",
+                                     n->host, n->port);
+        return NULL;
+    }
     if (n->nidle > 0) {
         c = n->idle[--n->nidle];
         pthread_mutex_unlock(&cl->mu);
@@ -318,6 +328,13 @@ int redislock_client_ping(redislock_client *cl, char *errbuf, size_t errsize)
         errbuf[0] = '\0';
     if (cl == NULL)
         return REDISLOCK_ERR_INVALID;
+    if (redislockp_client_forked(cl)) {
+        /* Before any of its mutexes: one may be held for ever here. */
+        if (errbuf != NULL && errsize > 0)
+            snprintf(errbuf, errsize, "client created in another process: "
+                     "create a new one after fork()");
+        return REDISLOCK_ERR_FORKED;
+    }
     if (cl->quorum) {
         /* Every master; a majority must answer. */
         size_t i, up = 0;

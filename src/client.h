@@ -62,7 +62,8 @@ void redislockp_url_clear(redislockp_url *u);
 typedef struct redislockp_node {
     char *host;                 /* cluster nodes; NULL: the URL's server */
     int port;
-    int gone;                   /* not in the last slot map */
+    int gone;                   /* not in the last slot map, or a master
+                                 * the sentinels replaced */
     redisContext *idle[REDISLOCKP_POOL_IDLE];
     size_t nidle;
     unsigned failures;          /* connects failed in a row */
@@ -80,7 +81,9 @@ typedef struct redislockp_node {
  * - pid, fork_gen, cluster: set once by client_open, read-only after.
  * - mu guards url (the timeouts change through set_timeouts; the strings
  *   never change after client_open), the nodes (their pools and
- *   backoff), the slot map and its refresh state.  Whoever needs the
+ *   backoff), the slot map and its refresh state, and with sentinels the
+ *   master and sentinel_first (map_busy/map_at/map_stale serve both).
+ * - subs and nsubs (a quorum's masters) are set once by open_quorum.  Whoever needs the
  *   URL's settings copies them under mu.
  * - wd_mu guards the watchdog's registry (renewals and the handles' fields
  *   below the line in struct redislock), wd_running and wd_stop, and

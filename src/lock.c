@@ -130,15 +130,6 @@ static int sentinel_retry(redislock *lock, int *retries, long long start)
     return 0;
 }
 
-/* Is R an error reply that says this node is not (or not yet) a usable
- * master, so that the command did not run? */
-static int not_master(const redisReply *r)
-{
-    return r->str != NULL && (strncmp(r->str, "READONLY", 8) == 0 ||
-                              strncmp(r->str, "LOADING", 7) == 0 ||
-                              strncmp(r->str, "MASTERDOWN", 10) == 0);
-}
-
 /* Refuse a call that needs companion keys which cannot share the lock
  * key's Cluster slot (the key holds '}' without a hash tag). */
 static int companions_usable(redislock *lock, const redislockp_call *call)
@@ -514,7 +505,7 @@ static int op_run_one(redislock *lock, const redislockp_call *call,
             redislockp_tx_server_error(reply, "", lock->errmsg);
             freeReplyObject(replies[1]);
             replies[1] = NULL;
-            if (sentinel && not_master(reply)) {
+            if (sentinel && redislockp_not_master(reply->str, reply->len)) {
                 /* A demoted (or restarting) master: drop its
                  * connections; with time left, find the master again. */
                 freeReplyObject(reply);
@@ -635,6 +626,10 @@ static int check_ack(redislock *lock, const redisReply *r, const char *what)
     if (r == NULL)                      /* LCOV_EXCL_LINE: read with the script's */
         return redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL, /* LCOV_EXCL_LINE */
                                "%s: no reply", cmd);
+    if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "UNBLOCKED", 9) == 0)
+        /* The master was demoted while it waited: nothing acknowledged. */
+        return redislockp_fail(lock, REDISLOCK_ERR_NOT_REPLICATED, "%s after "
+                               "the %s: %.300s", cmd, what, r->str);
     if (r->type == REDIS_REPLY_ERROR)
         return redislockp_fail(lock, REDISLOCK_ERR_SERVER, "%s after the %s: "
                                "%.300s", cmd, what, r->str);
@@ -677,6 +672,17 @@ static int undo_acquire(redislock *lock, int fresh, int st)
     if (lock->mode == REDISLOCKP_MODE_GOZERO && !fresh)
         return redislockp_fail(lock, st, "%s; the lock is still held from "
                                "before (this was a re-entry)", why);
+    if (lock->mode == REDISLOCKP_MODE_GOZERO && lock->id_chosen) {
+        /* A shared owner ID (set_id): the key may be another handle's
+         * holding that this acquire only refreshed, and deleting it would
+         * leave that handle believing it holds a lock that is free.  Left
+         * alone: it lapses with its lease unless its holder renews it. */
+        lock->held = 0;
+        lock->state = REDISLOCK_STATE_UNKNOWN;
+        return redislockp_fail(lock, st, "%s; not released, as the owner ID "
+                               "is shared (set_id) and another handle may "
+                               "hold the lock with it", why);
+    }
     redislockp_call_release(&call, lock);
     rst = redislockp_op_run(lock, &call, 1, parse_ints, &r);
     if (rst == REDISLOCK_OK && r.v[0] == 1) {
@@ -693,12 +699,20 @@ static int undo_acquire(redislock *lock, int fresh, int st)
         return redislockp_fail(lock, st, "%s; the lock was no longer ours to "
                                "release", why);
     }
-    /* The key may stay ours until its lease runs out: this handle does
-     * not count on it, and its next acquire uses a fresh ID. */
     {
         char detail[REDISLOCKP_ERRMSG_SIZE];
 
         memcpy(detail, lock->errmsg, sizeof detail);
+        if (!fresh) {
+            /* A counted re-entry: the earlier holds are there whatever
+             * the release did (and renewed, if they were). */
+            lock->state = REDISLOCK_STATE_OURS;
+            return redislockp_fail(lock, st, "%s; giving back the hold it "
+                                   "added failed (the earlier holds "
+                                   "remain): %s", why, detail);
+        }
+        /* The key may stay ours until its lease runs out: this handle does
+         * not count on it, and its next acquire uses a fresh ID. */
         lock->held = 0;
         lock->state = REDISLOCK_STATE_UNKNOWN;
         if (!lock->id_chosen)

@@ -21,6 +21,8 @@ int redislockp_route(redislock_client *cl, unsigned slot, size_t *node,
 
 void redislockp_route_stale(redislock_client *cl)
 {
+    /* The same flag serves both: re-read the slot map, or ask the
+     * sentinels again. */
     if (cl->cluster || cl->sentinel)
         redislockp_cluster_stale(cl);
 }

@@ -162,8 +162,8 @@ int redislockp_sentinel_discover(redislock_client *cl, int force,
         char last[REDISLOCKP_ERRMSG_SIZE];
 
         memcpy(last, errmsg, sizeof last);
-        redislockp_tx_fail(errmsg, st, "no sentinel of %zu told the master "
-                           "'%.100s'; the last: %.300s", n,
+        redislockp_tx_fail(errmsg, st, "no sentinel of %zu named a usable "
+                           "master for '%.100s'; the last: %.300s", n,
                            cl->url.master_name, last);
     }
 
@@ -185,9 +185,13 @@ int redislockp_sentinel_discover(redislock_client *cl, int force,
             cl->nodes[node].idle[cl->nodes[node].nidle++] = conn;
             conn = NULL;
         }
-    } else {
+    } else if (cl->master == 0) {
         cl->map_stale = 1;              /* ask again next time */
     }
+    /* (With a master known, a failed asking leaves it in use: the next
+     * failure on it asks again, no sooner than the rate limit, counted
+     * from now - asking sentinels that do not answer can take seconds.) */
+    cl->map_at = redislockp_now_ms();
     cl->map_busy = 0;
     pthread_mutex_unlock(&cl->mu);
     for (i = 0; i < ndrop; i++)
@@ -230,6 +234,7 @@ int redislockp_sentinel_master(redislock_client *cl, size_t *node,
             if (known == 0)
                 return st;
             *node = (size_t)known;      /* the old master, as good a guess */
+            errmsg[0] = '\0';
             return REDISLOCK_OK;
         }
         if (known == 0 && tries >= 2)

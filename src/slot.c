@@ -114,3 +114,20 @@ redislockp_redirect redislockp_redirect_parse(const char *msg, size_t len,
     *port = (int)v;
     return kind;
 }
+
+int redislockp_not_master(const char *msg, size_t len)
+{
+    static const char wrapped[] = "-READONLY You can't write";
+    size_t i, w = sizeof wrapped - 1;
+
+    if (msg == NULL)
+        return 0;
+    if ((len >= 8 && memcmp(msg, "READONLY", 8) == 0) ||
+        (len >= 7 && memcmp(msg, "LOADING", 7) == 0) ||
+        (len >= 10 && memcmp(msg, "MASTERDOWN", 10) == 0))
+        return 1;
+    for (i = 0; i + w <= len; i++)      /* Redis 6: inside a script error */
+        if (memcmp(msg + i, wrapped, w) == 0)
+            return 1;
+    return 0;
+}

@@ -34,4 +34,9 @@ redislockp_redirect redislockp_redirect_parse(const char *msg, size_t len,
                                               unsigned *slot, char *host,
                                               size_t hostsize, int *port);
 
+/* Does the error message MSG (LEN bytes) say that the node is not, or not
+ * yet, a usable master (READONLY, LOADING, MASTERDOWN, or Redis 6's
+ * READONLY wrapped in a script error), so that the command did not run? */
+int redislockp_not_master(const char *msg, size_t len);
+
 #endif /* REDISLOCK_SLOT_H */

@@ -210,11 +210,6 @@ static void set_context_error(redisContext *c, int type, const char *what)
  * Sending and receiving
  */
 
-/* hiredis keeps unsent commands in c->obuf, an sds string: its length is
- * in the header just before the characters (sds.h's sdslen(), which we do
- * not include so as not to depend on hiredis's internal headers).  Both
- * 0.14 and 1.x keep obuf an sds and write it empty after each flush; an
- * empty buffer starts with '\0', which is all this checks. */
 int redislockp_tx_raise_timeout(redisContext *c, long long need_ms,
                                 struct timeval *old)
 {
@@ -238,6 +233,11 @@ void redislockp_tx_restore_timeout(redisContext *c, const struct timeval *old)
         (void)setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, old, sizeof *old);
 }
 
+/* hiredis keeps unsent commands in c->obuf, an sds string: its length is
+ * in the header just before the characters (sds.h's sdslen(), which we do
+ * not include so as not to depend on hiredis's internal headers).  Both
+ * 0.14 and 1.x keep obuf an sds and write it empty after each flush; an
+ * empty buffer starts with '\0', which is all this checks. */
 int redislockp_tx_pending_output(const redisContext *c)
 {
     return c->obuf != NULL && c->obuf[0] != '\0';

@@ -10,8 +10,8 @@
  * sentinel_user and sentinel_password for the sentinels, db= the
  * database.
  * host may be an IPv6 address in brackets.  user and password may hold
- * %XX escapes.  Parameters: db (unix only; for redis:// the path is the
- * db), connect_timeout and timeout (milliseconds), cluster (0 or 1: the
+ * %XX escapes.  Parameters: db (unix and sentinel URLs; for redis:// the
+ * path is the db), connect_timeout and timeout (milliseconds), cluster (0 or 1: the
  * hosts are seeds of a Redis Cluster; several hosts need it).  Error messages name
  * the part that is wrong and never repeat the user's password.
  */
@@ -412,6 +412,10 @@ static int parse(const char *url, redislockp_url *u, char *err,
                 return fail(err, errsize, "URL: %s",
                             "a sentinel URL names the master: "
                             "redis-sentinel://host[:port][,...]/MASTER");
+            if (memchr(slash + 1, '/', (size_t)(end - slash - 1)) != NULL)
+                return fail(err, errsize, "URL: %s",
+                            "a '/' in the master's name (escape it as %2F; "
+                            "the database is ?db=N)");
             u->master_name = decode(slash + 1, (size_t)(end - slash - 1),
                                     &bad);
             if (u->master_name == NULL) {

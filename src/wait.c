@@ -66,10 +66,22 @@ static int block(redislock *lock, long long wait_ms, bool *woken)
                                "the wake-up list cannot share the key's "
                                "Cluster slot");
     st = redislockp_conn_take(lock, -1);
-    if (st != REDISLOCK_OK)
-        return st;
-    st = block_on(lock, wait_ms, woken);
-    redislockp_conn_give(lock, st);
+    if (st == REDISLOCK_OK) {
+        st = block_on(lock, wait_ms, woken);
+        redislockp_conn_give(lock, st);
+    }
+    if (st == REDISLOCK_ERR_IO && lock->client != NULL &&
+        lock->client->sentinel) {
+        /* A failover under way (the master gone, or demoted and dropping
+         * its clients): not woken; the next try, which waits a failover
+         * out within its timeout, tells.  A wake-up this BLPOP may have
+         * taken costs its waiter one poll interval. */
+        redislockp_route_stale(lock->client);
+        redislockp_clear_error(lock);
+        *woken = false;
+        redislockp_sleep_ms(wait_ms < 50 ? wait_ms : 50);
+        return REDISLOCK_OK;
+    }
     return st;
 }
 
@@ -118,7 +130,14 @@ static int block_on(redislock *lock, long long wait_ms, bool *woken)
         if (lock->cluster)
             kind = redislockp_redirect_parse(r->str, r->len, &slot, host,
                                              sizeof host, &port);
-        if (kind == REDISLOCKP_REDIR_MOVED && host[0] != '\0') {
+        if (lock->client != NULL && lock->client->sentinel &&
+            (redislockp_not_master(r->str, r->len) ||
+             strncmp(r->str, "UNBLOCKED", 9) == 0)) {
+            /* Demoted while we waited (Redis unblocks BLPOP with
+             * UNBLOCKED), or not a master yet: not woken; the next try
+             * finds the master. */
+            redislockp_route_stale(lock->client);
+        } else if (kind == REDISLOCKP_REDIR_MOVED && host[0] != '\0') {
             /* The wake-up list moved with the lock's slot: the next try
              * and block go to its new node. */
             redislockp_cluster_moved(lock->client, slot, host, port);

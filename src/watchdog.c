@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "client.h"
+#include "slot.h"
 
 #define RETRY_MS 50                     /* after a failed renewal round */
 #define IDLE_MS 1000                    /* longest sleep with no work */
@@ -133,7 +134,8 @@ static void renew_batch(redisContext **conn, redislock_client *cl,
                     REDISLOCKP_REDIR_MOVED && host[0] != '\0')
                 redislockp_cluster_moved(cl, slot, host, port);
             else if (cl->cluster ||
-                     (cl->sentinel && strncmp(r->str, "READONLY", 8) == 0))
+                     (cl->sentinel && (redislockp_not_master(r->str, r->len) ||
+                                       strncmp(r->str, "UNBLOCKED", 9) == 0)))
                 redislockp_route_stale(cl);     /* a failover, maybe */
         }
         freeReplyObject(replies[i]);
@@ -174,9 +176,16 @@ static void renew_nodes(redislock_client *cl, redislock **batch, int n,
         result[i] = -1;
         done[i] = 0;
         nodes[i] = 0;
-        if (redislockp_route(cl, batch[i]->slot, &nodes[i], msg) !=
-                REDISLOCK_OK)
+        /* Off a Cluster every handle goes to the same node: route once
+         * (with sentinels that may mean asking them, which must not be
+         * repeated per handle). */
+        if (i > 0 && !cl->cluster) {
+            nodes[i] = nodes[0];
+            done[i] = done[0];
+        } else if (redislockp_route(cl, batch[i]->slot, &nodes[i], msg) !=
+                   REDISLOCK_OK) {
             done[i] = 1;                /* no node known: not now */
+        }
     }
     for (i = 0; i < n; i++) {
         redisContext **conn;

@@ -187,6 +187,20 @@ static void test_redirections_are_parsed(void **state)
     assert_int_equal(redislockp_redirect_parse("MOVED 1 longhost:1", 18, &slot,
                                                small, sizeof small, &port),
                      REDISLOCKP_REDIR_NONE);
+    /* Not a master (yet): the command did not run. */
+    assert_true(redislockp_not_master("READONLY You can't write", 24));
+    assert_true(redislockp_not_master("LOADING Redis is loading", 24));
+    assert_true(redislockp_not_master("MASTERDOWN Link down", 20));
+    {
+        static const char v6[] = "ERR Error running script (call to f_1): "
+                                 "@user_script:1: -READONLY You can't "
+                                 "write against a read only replica.";
+
+        assert_true(redislockp_not_master(v6, sizeof v6 - 1));
+    }
+    assert_false(redislockp_not_master("ERR READONLY", 12));
+    assert_false(redislockp_not_master("READ", 4));
+    assert_false(redislockp_not_master(NULL, 0));
 }
 
 /* 8 threads, 10,000 keys over all masters; pairs of threads contend for

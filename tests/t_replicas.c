@@ -363,6 +363,58 @@ static void test_waitaof_refused_is_undone(void **state)
     redislock_client_free(cl);
 }
 
+/* The scripts flushed from the master (and so NOSCRIPT): the acquire goes
+ * again as EVAL, with WAIT after it again, and is acknowledged. */
+static void test_noscript_with_acks(void **state)
+{
+    redislock_client *cl = redislock_client_new(url);
+    redisContext *c = tu_connect();
+    redislock *lock;
+    char key[64];
+
+    (void)state;
+    assert_int_equal(nreplicas, 2);
+    tu_key(key, sizeof key, "acks:noscript");
+    lock = redislock_new_from_client(cl, key);
+    assert_non_null(lock);
+    assert_int_equal(redislock_set_min_replicas(lock, 2, 2000), REDISLOCK_OK);
+    tu_cmd_ok(c, "SCRIPT FLUSH");
+    assert_true(tu_acquire(lock));
+    assert_int_equal(on_replica(0, key), 1);
+    assert_int_equal(on_replica(1, key), 1);
+    assert_true(tu_release(lock));
+    redislock_free(lock);
+    redisFree(c);
+    redislock_client_free(cl);
+}
+
+/* A shared owner ID (set_id): an acquire not acknowledged leaves the key
+ * alone, since another handle may hold the lock with that ID. */
+static void test_shared_id_is_not_undone(void **state)
+{
+    redislock_client *cl = redislock_client_new(url);
+    redislock *a, *b;
+    char key[64];
+    bool ok = true;
+
+    (void)state;
+    tu_key(key, sizeof key, "acks:shared");
+    a = redislock_new_from_client(cl, key);
+    b = redislock_new_from_client(cl, key);
+    assert_int_equal(redislock_set_id(a, "shared-owner-1"), REDISLOCK_OK);
+    assert_int_equal(redislock_set_id(b, "shared-owner-1"), REDISLOCK_OK);
+    assert_true(tu_acquire(a));
+    assert_int_equal(redislock_set_min_replicas(b, 3, 200), REDISLOCK_OK);
+    assert_int_equal(redislock_acquire(b, &ok), REDISLOCK_ERR_NOT_REPLICATED);
+    assert_false(ok);
+    assert_non_null(strstr(redislock_last_error(b), "shared"));
+    assert_int_equal(on_master(key), 1);        /* A's holding stands */
+    assert_true(tu_release(a));
+    redislock_free(a);
+    redislock_free(b);
+    redislock_client_free(cl);
+}
+
 static int teardown(void **state)
 {
     int i;
@@ -384,6 +436,8 @@ int main(void)
         cmocka_unit_test(test_one_replica),
         cmocka_unit_test(test_two_replicas_and_a_paused_one),
         cmocka_unit_test(test_reentry_keeps_the_earlier_holding),
+        cmocka_unit_test(test_noscript_with_acks),
+        cmocka_unit_test(test_shared_id_is_not_undone),
     };
     const char *port = getenv("REDISLOCK_TEST_PORT");
 

@@ -13,8 +13,9 @@
 #   REDISLOCK_TEST_SENTINEL_MASTER  the master's name
 # It checks that each port is answered by the process it started (INFO's
 # process_id), that both replicas are in sync and that every sentinel
-# knows the other two and both replicas.  Exit status: COMMAND's; 77
-# (skip) when redis-server or redis-cli is missing outside CI.
+# knows the other two and both replicas.  Exit status: COMMAND's; when
+# redis-server or redis-cli is missing, a TAP skip (exit 0) outside CI and
+# a hard error (99) under CI.
 set -u
 
 server=${REDIS_SERVER:-$(command -v redis-server || true)}
