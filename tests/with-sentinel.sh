@@ -40,7 +40,7 @@ cleanup() {
         # redis-server, named by the pidfile in our directory.
         f=$root/sentinel-$port/redis.pid
         p=$(cat "$f" 2>/dev/null)
-        if [ -n "$p" ] && tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null |
+        if [ -n "$p" ] && { tr '\0' ' ' < "/proc/$p/cmdline"; } 2>/dev/null |
                 grep -q redis-server; then
             kill -9 "$p" 2>/dev/null
         fi
