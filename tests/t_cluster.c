@@ -790,6 +790,40 @@ static void test_the_tool_on_a_cluster(void **state)
     tu_tool_holds_then_frees(url, "cluster:tool");
 }
 
+/* Replica acknowledgement on a Cluster: each master has one replica, so
+ * one acknowledgement comes and two cannot (the WAIT goes to the master
+ * of the key's slot, in the same write as the script). */
+static void test_replica_acknowledgement(void **state)
+{
+    redislock_client *cl = redislock_client_new(url);
+    redislock *lock;
+    char key[32];
+    bool ok = true;
+    int i;
+
+    (void)state;
+    assert_non_null(cl);
+    for (i = 0; i < 3; i++) {
+        snprintf(key, sizeof key, "acks:%d", i * 7);
+        lock = redislock_new_from_client(cl, key);
+        assert_non_null(lock);
+        /* A replica's first acknowledgement after its sync can take a
+         * second: a lease that outlives it. */
+        assert_int_equal(redislock_set_expire(lock, 10), REDISLOCK_OK);
+        assert_int_equal(redislock_set_min_replicas(lock, 1, 3000),
+                         REDISLOCK_OK);
+        assert_true(tu_acquire(lock));
+        assert_true(tu_release(lock));
+        assert_int_equal(redislock_set_min_replicas(lock, 2, 200),
+                         REDISLOCK_OK);
+        assert_int_equal(redislock_acquire(lock, &ok),
+                         REDISLOCK_ERR_NOT_REPLICATED);
+        assert_false(ok);
+        redislock_free(lock);
+    }
+    redislock_client_free(cl);
+}
+
 /* A slot nobody serves (CLUSTERDOWN): the operation retries with a
  * backoff and gives up at the command timeout with the server's words;
  * once the slot is served again, it works.  Runs last: it takes the
@@ -857,6 +891,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_companion_keys),
         cmocka_unit_test(test_wait_and_renew),
         cmocka_unit_test(test_the_tool_on_a_cluster),
+        cmocka_unit_test(test_replica_acknowledgement),
         cmocka_unit_test(test_live_resharding),
         cmocka_unit_test(test_manual_failover),
         cmocka_unit_test(test_waiter_follows_its_slot),
