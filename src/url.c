@@ -219,10 +219,13 @@ static int params(redislockp_url *u, const char *q, size_t len, char *err,
                 return fail(err, errsize, "URL: %s= is empty", name);
             wipe_free(*field);
             *field = decode(eq + 1, (size_t)(stop - eq - 1), &bad);
-            if (*field == NULL)
-                return bad ? fail(err, errsize, "URL: bad %%-escape in %s=",
-                                  name)
-                           : -2;
+            if (*field == NULL) {
+                if (bad)
+                    return fail(err, errsize, "URL: bad %%-escape in %s=",
+                                name);
+                fail(err, errsize, "URL: %s", "out of memory");
+                return -2;
+            }
         } else if (strcmp(name, "insecure") == 0) {
             v = number(eq + 1, (size_t)(stop - eq - 1), 0, 1);
             if (v < 0)
@@ -440,11 +443,14 @@ static int parse(const char *url, redislockp_url *u, char *err,
                     "unix:///path)");
     }
     if (end[0] == '?') {
+        int rc;
+
         if (!u->unix_socket && !u->sentinel && strstr(end, "db=") != NULL)
             return fail(err, errsize, "URL: %s",
                         "db= is for unix:// URLs; redis:// takes /db");
-        if (params(u, end + 1, strlen(end + 1), err, errsize) < 0)
-            return -1;
+        rc = params(u, end + 1, strlen(end + 1), err, errsize);
+        if (rc < 0)
+            return rc;                  /* -1 bad, -2 out of memory */
     }
     if (!u->tls && (u->cacert || u->cacertdir || u->cert || u->key ||
                     u->sni || u->insecure))

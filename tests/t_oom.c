@@ -201,6 +201,41 @@ static void test_client_open_with_allocation_failure(void **state)
     assert_true(failures >= 4);     /* client, host, user, password */
 }
 
+/* The same for a quorum client over Sentinel URLs (the master's name, the
+ * sentinels' password): every failure NOMEM, nothing half-made left. */
+static void test_quorum_open_with_allocation_failure(void **state)
+{
+    static const char *const urls[3] = {
+        "redis-sentinel://:pw@127.0.0.1:1,127.0.0.1:2/m%31?sentinel_password=s",
+        "redis://127.0.0.1:3",
+        "unix:///tmp/none.sock?db=1",
+    };
+    unsigned long n;
+    int failures = 0;
+
+    (void)state;
+    for (n = 1; n < 200; n++) {
+        redislock_client *cl = NULL;
+        char err[256];
+        int st;
+
+        redislockp_fi_fail_at(n, 0);
+        st = redislock_client_open_quorum(urls, 3, &cl, err, sizeof err);
+        redislockp_fi_fail_at(0, 0);
+        if (st == REDISLOCK_OK) {
+            assert_non_null(cl);
+            redislock_client_free(cl);
+            break;
+        }
+        assert_int_equal(st, REDISLOCK_ERR_NOMEM);
+        assert_null(cl);
+        assert_non_null(strstr(err, "out of memory"));
+        failures++;
+    }
+    assert_true(n < 200);
+    assert_true(failures >= 8);
+}
+
 #if HIREDIS_MAJOR >= 1
 /*
  * hiredis 1.x lets a program replace its allocator (process-wide, so only
@@ -303,6 +338,7 @@ int main(void)
         cmocka_unit_test(test_new_with_persistent_allocation_failure),
         cmocka_unit_test(test_lock_operations_do_not_allocate),
         cmocka_unit_test(test_client_open_with_allocation_failure),
+        cmocka_unit_test(test_quorum_open_with_allocation_failure),
         cmocka_unit_test(test_big_command_without_memory),
         cmocka_unit_test(test_watchdog_that_cannot_start),
 #if HIREDIS_MAJOR >= 1
