@@ -182,12 +182,13 @@ static int is_acquire(const redislockp_call *call)
            call->script == &redislockp_script_acquire_counted;
 }
 
-/* Give back what a refused quorum acquire took: a fresh attempt releases
- * on every master (owner-checked: where another holds it nothing
- * happens; where the reply was lost, the key may be ours); a counted
- * re-entry gives back the hold it added where it was granted; a go-zero
- * re-entry only refreshed an earlier holding, which stays.  Best effort:
- * what is left lapses with its lease. */
+/* Give back what a refused quorum acquire took: a fresh attempt with the
+ * handle's own ID releases on every master (owner-checked: where another
+ * holds it nothing happens; where the reply was lost, the key may be
+ * ours); a counted one with a shared ID, or a counted re-entry, gives
+ * back the hold it added where it was granted; a go-zero re-entry or
+ * shared ID only refreshed a holding that stays.  Best effort: what is
+ * left lapses with its lease. */
 static void quorum_undo(redislock *lock, const int *granted)
 {
     redislockp_call call;
@@ -197,8 +198,13 @@ static void quorum_undo(redislock *lock, const int *granted)
     size_t i, n = lock->client->nsubs, any = 0;
 
     for (i = 0; i < n; i++) {
-        mask[i] = !lock->held ? 1
-                  : lock->mode == REDISLOCKP_MODE_COUNTED ? granted[i] : 0;
+        /* (A shared go-zero ID: the keys may be another handle's holding
+         * that this attempt refreshed: left alone, as on one server.) */
+        int fresh_own = !lock->held && !lock->id_chosen;
+
+        mask[i] = lock->mode == REDISLOCKP_MODE_COUNTED
+                      ? granted[i] || fresh_own
+                      : fresh_own;
         any += (size_t)mask[i];
     }
     if (any == 0)
