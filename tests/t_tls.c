@@ -7,14 +7,20 @@
  * certificates gets one, a plain-text port fails within the connect
  * timeout, bad certificate files are named at client_open, and a Redis
  * Cluster whose nodes speak only TLS (tls-cluster yes, no plain port)
- * serves locks on all its masters through a rediss://...?cluster=1 URL.
+ * serves locks on all its masters through a rediss://...?cluster=1 URL,
+ * and a sentinel and its master on TLS ports only serve a
+ * rediss-sentinel:// URL.
  * Built only with TLS support.
  */
 #include "config.h"
 
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -337,6 +343,102 @@ static void test_cluster_over_tls(void **state)
         tu_server_stop(&n[i]);
 }
 
+/* rediss-sentinel://: a sentinel and the master it watches, both on TLS
+ * ports only; the client asks the sentinel over TLS, then checks the
+ * master's certificate (for 127.0.0.1, the address the sentinel names)
+ * and takes a lock there. */
+static void test_sentinel_over_tls(void **state)
+{
+    const char *server = getenv("REDISLOCK_TEST_REDIS_SERVER");
+    const char *tmp = getenv("REDISLOCK_TEST_TMPDIR");
+    char extra[2000], dir[300], conf[400], pidfile[400], logfile[400];
+    char url[1200], err[512], tls[1500], sport[16];
+    int mport = port[2] + 10, s_port = port[2] + 11, st = REDISLOCK_ERR_IO;
+    redislock_client *cl = NULL;
+    redislock *lock;
+    tu_server master;
+    long long deadline;
+    FILE *f;
+    pid_t pid;
+
+    (void)state;
+    assert_non_null(server);
+    snprintf(tls, sizeof tls, "--tls-cert-file %s/server.crt --tls-key-file "
+             "%s/server.key --tls-ca-cert-file %s/ca.crt --tls-auth-clients "
+             "no --tls-replication yes", certs, certs, certs);
+    snprintf(extra, sizeof extra, "--tls-port %d %s", mport, tls);
+    tu_server_start(&master, extra);
+
+    snprintf(dir, sizeof dir, "%s/tls-sentinel-%ld", tmp ? tmp : "/tmp",
+             (long)getpid());
+    assert_int_equal(mkdir(dir, 0700), 0);
+    snprintf(conf, sizeof conf, "%s/sentinel.conf", dir);
+    snprintf(pidfile, sizeof pidfile, "%s/redis.pid", dir);
+    snprintf(logfile, sizeof logfile, "%s/log", dir);
+    f = fopen(conf, "w");
+    assert_non_null(f);
+    fprintf(f, "sentinel monitor tlsmaster 127.0.0.1 %d 1\n", mport);
+    fclose(f);
+    snprintf(sport, sizeof sport, "%d", s_port);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        char crt[450], key[450], ca[450];
+        int fd = open("/dev/null", O_RDWR);
+
+        if (fd >= 0) {
+            dup2(fd, 0);
+            dup2(fd, 1);
+            dup2(fd, 2);
+        }
+        snprintf(crt, sizeof crt, "%s/server.crt", certs);
+        snprintf(key, sizeof key, "%s/server.key", certs);
+        snprintf(ca, sizeof ca, "%s/ca.crt", certs);
+        execl(server, server, conf, "--sentinel", "--port", "0",
+              "--tls-port", sport, "--tls-cert-file", crt, "--tls-key-file",
+              key, "--tls-ca-cert-file", ca, "--tls-auth-clients", "no",
+              "--tls-replication", "yes", "--bind", "127.0.0.1", "--pidfile",
+              pidfile, "--logfile", logfile, (char *)NULL);
+        _exit(127);
+    }
+
+    snprintf(url, sizeof url, "rediss-sentinel://127.0.0.1:%d/tlsmaster?"
+             "cacert=%s/ca.crt&connect_timeout=1000", s_port, certs);
+    assert_int_equal(redislock_client_open(url, &cl, err, sizeof err),
+                     REDISLOCK_OK);
+    deadline = tu_now_ms() + 10000;
+    while (tu_now_ms() < deadline &&
+           (st = redislock_client_ping(cl, err, sizeof err)) != REDISLOCK_OK) {
+        /* A fresh client each try: no backoff from the sentinel's start. */
+        redislock_client_free(cl);
+        tu_sleep_ms(100);
+        assert_int_equal(redislock_client_open(url, &cl, err, sizeof err),
+                         REDISLOCK_OK);
+    }
+    if (st != REDISLOCK_OK) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        fail_msg("%s: %s", url, err);
+    }
+    lock = redislock_new_from_client(cl, "tls:sentinel");
+    assert_non_null(lock);
+    assert_true(tu_acquire(lock));
+    {
+        redisContext *c = tu_connect_unix(master.socket);
+        redisReply *r = tu_cmd(c, "EXISTS tls:sentinel");
+
+        assert_int_equal(r->integer, 1);
+        freeReplyObject(r);
+        redisFree(c);
+    }
+    assert_true(tu_release(lock));
+    redislock_free(lock);
+    redislock_client_free(cl);
+    kill(pid, SIGTERM);
+    waitpid(pid, NULL, 0);
+    tu_server_stop(&master);
+}
+
 static int setup(void **state)
 {
     const char *tmp = getenv("REDISLOCK_TEST_TMPDIR");
@@ -383,6 +485,7 @@ int main(void)
         cmocka_unit_test(test_plain_port_fails_in_time),
         cmocka_unit_test(test_bad_files_are_named),
         cmocka_unit_test(test_cluster_over_tls),
+        cmocka_unit_test(test_sentinel_over_tls),
     };
     return TU_RUN(tests, setup, teardown);
 }
