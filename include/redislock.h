@@ -848,10 +848,14 @@ redislock_client_open(const char *url, redislock_client **client,
  *   longest-lived key gives); inspect the answer most masters give.
  * - Fencing is refused (REDISLOCK_ERR_INVALID): independent masters have
  *   no shared counter.  Replica acknowledgement likewise (not built for a
- *   quorum).  acquire_wait retries with a jittered pause (a tenth of the
- *   poll interval to the poll interval, sooner when the holder's lease
- *   ends): no wake-ups across masters yet.  Auto-renewal renews on all
- *   masters; the lock is lost when a majority is not renewed in time.
+ *   quorum).  acquire_wait registers the waiter on every master, and all
+ *   waiters block on the same master (the first, in URL order, that a
+ *   connection can be had to), whose wake-up a release pushes: a waiter
+ *   takes a freed lock in about a round trip.  With no master reachable
+ *   it pauses (a jittered tenth of the poll interval to all of it);
+ *   while the release cannot reach the master the waiters block on, they
+ *   are woken by their poll.  Auto-renewal renews on all masters; the
+ *   lock is lost when a majority is not renewed in time.
  * - A master that restarts without persistence forgets the locks it
  *   granted: see README.md ("Which setup do I need?").
  *

@@ -46,21 +46,58 @@
 
 static int block_on(redislock *lock, long long wait_ms, bool *woken);
 
+/*
+ * A quorum's waiters register on every master (their tries go to all),
+ * and a release wakes one waiter on every master where it finds some.
+ * They all block on the same master - the first, in the client's order,
+ * that a connection can be had to - so that one release wakes one of
+ * them; the wake-ups pushed on the other masters lapse (2 s) unread.
+ * With no master reachable, a jittered pause (a tenth of WAIT_MS to all
+ * of it) stands in.  A failed BLPOP is "not woken": the next try tells.
+ */
+static int quorum_block(redislock *lock, long long wait_ms, bool *woken)
+{
+    redislock_client *cl = lock->client;
+    long long lo = wait_ms / 10 > 0 ? wait_ms / 10 : 1;
+    size_t i, node;
+    char msg[REDISLOCKP_ERRMSG_SIZE];
+    int st;
+
+    for (i = 0; i < cl->nsubs; i++) {
+        redislock_client *sub = cl->subs[i];
+        redisContext *c;
+
+        if (redislockp_route(sub, lock->slot, &node, msg) != REDISLOCK_OK)
+            continue;
+        c = redislockp_pool_get(sub, node, msg, &st);
+        if (c == NULL)
+            continue;
+        lock->ctx = c;
+        st = block_on(lock, wait_ms, woken);
+        lock->ctx = NULL;
+        redislockp_pool_put(sub, node, c, st == REDISLOCK_ERR_IO ||
+                                              st == REDISLOCK_ERR_NOMEM ||
+                                              st == REDISLOCK_ERR_PROTOCOL);
+        if (st != REDISLOCK_OK) {
+            *woken = false;
+            redislockp_clear_error(lock);
+            redislockp_sleep_ms(lo);
+        }
+        return REDISLOCK_OK;
+    }
+    redislockp_sleep_ms(lo + (long long)randombytes_uniform(
+                                 (uint32_t)(wait_ms - lo + 1)));
+    return REDISLOCK_OK;
+}
+
 /* Block up to WAIT_MS for a wake-up; *WOKEN tells whether one came. */
 static int block(redislock *lock, long long wait_ms, bool *woken)
 {
     int st;
 
     *woken = false;
-    if (lock->quorum) {
-        /* No wake-up across independent masters yet: a jittered pause,
-         * a tenth of WAIT_MS to all of it, so that waiters spread out. */
-        long long lo = wait_ms / 10 > 0 ? wait_ms / 10 : 1;
-
-        redislockp_sleep_ms(lo + (long long)randombytes_uniform(
-                                     (uint32_t)(wait_ms - lo + 1)));
-        return REDISLOCK_OK;
-    }
+    if (lock->quorum)
+        return quorum_block(lock, wait_ms, woken);
     if (!lock->companions_ok && lock->cluster)
         return redislockp_fail(lock, REDISLOCK_ERR_INVALID, /* LCOV_EXCL_LINE: the tries fail first */
                                "the wake-up list cannot share the key's "
@@ -277,13 +314,9 @@ int redislock_acquire_wait(redislock *lock, long long timeout_ms,
     deadline = timeout_ms == REDISLOCK_WAIT_FOREVER || timeout_ms > (1LL << 60)
                    ? (1LL << 60) + start : start + timeout_ms;
     for (;;) {
-        /* A quorum's waiters do not register (nobody would wake them,
-         * and a release would hold the lock for a turn that nobody
-         * takes): plain tries. */
         st = redislockp_acquire_once(lock,
-                                     lock->quorum ? REDISLOCKP_TRY_PLAIN
-                                     : woken      ? REDISLOCKP_TRY_WOKEN
-                                                  : REDISLOCKP_TRY_WAITER,
+                                     woken ? REDISLOCKP_TRY_WOKEN
+                                           : REDISLOCKP_TRY_WAITER,
                                      acquired, &holder_pttl);
         if (st != REDISLOCK_OK)
             return end_wait(lock, st, false, registered);
@@ -291,7 +324,7 @@ int redislock_acquire_wait(redislock *lock, long long timeout_ms,
             (void)cancel_asked(lock);   /* too late: the wait is over */
             return REDISLOCK_OK;        /* the script deregistered us */
         }
-        registered = !lock->quorum;     /* a refused waiter's try did */
+        registered = 1;                 /* a refused waiter's try did */
         woken = false;
         left = deadline - redislockp_now_ms();
         if (left <= 0 || cancel_asked(lock)) {

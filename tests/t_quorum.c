@@ -207,6 +207,50 @@ static void test_counted_mode(void **state)
     redislock_client_free(cl);
 }
 
+/* A waiter is woken by the release (through the first master's wake-up
+ * list), not by its poll: with a poll of 10 s (a jittered pause would be
+ * at least 1 s) and the holder's lease of 20 s, only a wake-up gets it
+ * the lock within 0.9 s of a release at 0.3 s. */
+static void *release_later(void *arg)
+{
+    redislock *holder = arg;
+    bool ok = false;
+
+    tu_sleep_ms(300);
+    (void)!redislock_release(holder, &ok);
+    return NULL;
+}
+
+static void test_waiter_is_woken(void **state)
+{
+    redislock_client *cl = quorum_client();
+    redislock *holder, *waiter;
+    pthread_t t;
+    long long t0, took;
+    bool ok = false;
+
+    (void)state;
+    holder = redislock_new_from_client(cl, "q:woken");
+    waiter = redislock_new_from_client(cl, "q:woken");
+    assert_int_equal(redislock_set_expire_ms(holder, 20000), REDISLOCK_OK);
+    assert_int_equal(redislock_set_wait_poll_ms(waiter, 10000), REDISLOCK_OK);
+    assert_true(tu_acquire(holder));
+    assert_int_equal(pthread_create(&t, NULL, release_later, holder), 0);
+    t0 = tu_now_ms();
+    assert_int_equal(redislock_acquire_wait(waiter, 15000, &ok), REDISLOCK_OK);
+    took = tu_now_ms() - t0;
+    pthread_join(t, NULL);
+    assert_true(ok);
+    printf("# the waiter held the lock %lld ms after it began waiting "
+           "(release at 300 ms)\n", took);
+    if (took > 900)
+        fail_msg("took %lld ms: not woken by the release", took);
+    assert_true(tu_release(waiter));
+    redislock_free(holder);
+    redislock_free(waiter);
+    redislock_client_free(cl);
+}
+
 /* ------------------------------------------------------------------------
  * Processes contending: K processes x M sections on one key, each section
  * a racy read-modify-write of a counter on another server, and a shared
@@ -627,6 +671,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_lock_on_all_masters),
         cmocka_unit_test(test_counted_mode),
         cmocka_unit_test(test_the_tool_on_a_quorum),
+        cmocka_unit_test(test_waiter_is_woken),
         cmocka_unit_test(test_processes_never_overlap),
         cmocka_unit_test(test_two_masters_down),
         cmocka_unit_test(test_three_masters_down),
