@@ -183,27 +183,27 @@ static redisContext *connect_or_die(void)
     return c;
 }
 
-static redislock *new_lock(redisContext *c, const char *key)
+/* LOCK (from WHAT) with the bench's expiry and --poll-ms, or exit. */
+static redislock *set_up(redislock *lock, const char *what)
 {
-    redislock *lock = counted ? redislock_new_counted(c, key)
-                              : redislock_new(c, key);
-
     if (lock == NULL || redislock_set_expire(lock, EXPIRE_S) != REDISLOCK_OK ||
         (poll_ms > 0 && redislock_set_wait_poll_ms(lock, poll_ms) != REDISLOCK_OK))
-        die("redislock_new", NULL);
+        die(what, NULL);
     return lock;
+}
+
+static redislock *new_lock(redisContext *c, const char *key)
+{
+    return set_up(counted ? redislock_new_counted(c, key)
+                          : redislock_new(c, key), "redislock_new");
 }
 
 /* A handle on KEY from client CL, set up as new_lock()'s. */
 static redislock *new_client_lock(redislock_client *cl, const char *key)
 {
-    redislock *lock = counted ? redislock_new_counted_from_client(cl, key)
-                              : redislock_new_from_client(cl, key);
-
-    if (lock == NULL || redislock_set_expire(lock, EXPIRE_S) != REDISLOCK_OK ||
-        (poll_ms > 0 && redislock_set_wait_poll_ms(lock, poll_ms) != REDISLOCK_OK))
-        die("redislock_new_from_client", NULL);
-    return lock;
+    return set_up(counted ? redislock_new_counted_from_client(cl, key)
+                          : redislock_new_from_client(cl, key),
+                  "redislock_new_from_client");
 }
 
 /* Split --quorum's LIST at the commas into quorum_urls. */

@@ -228,6 +228,17 @@ serve() {
     sh "$here/../tests/wait-server.sh" "$!" "$cli" -h 127.0.0.1 -p "$1"
 }
 
+# start_with START: run the function START (which serves on free ports)
+# up to 8 times, the servers of a failed try stopped before the next (a
+# port taken by somebody else fails a try); 0 once one succeeded.
+start_with() {
+    for _ in 1 2 3 4 5 6 7 8; do
+        "$1" && return 0
+        stop_started
+    done
+    return 1
+}
+
 # tls_start: start it on two free ports; 0 once both are answered by the
 # process we started.
 tls_start() {
@@ -243,12 +254,7 @@ tls_start() {
 case $("$bench" --version) in
 *", with TLS"*)
     sh "$here/../tests/tls-certs.sh" "$tmp/certs"
-    started_tls=
-    for _ in 1 2 3 4 5 6 7 8; do
-        if tls_start; then started_tls=1; break; fi
-        stop_started
-    done
-    if [ -n "$started_tls" ]; then
+    if start_with tls_start; then
         # A failed run here fails the whole (set -e), as U's do.
         tlines=$(sh -c "$pairs" "$bench" "redis://127.0.0.1:$plain_port" plain \
             "rediss://127.0.0.1:$tls_port?cacert=$tmp/certs/ca.crt" tls)
@@ -320,12 +326,7 @@ nodebench() {
         echo "run.sh: node-redlock $*: $node_fail" >&2
     fi
 }
-started_q=
-for _ in 1 2 3 4 5 6 7 8; do
-    if quorum_start; then started_q=1; break; fi
-    stop_started
-done
-if [ -z "$started_q" ]; then
+if ! start_with quorum_start; then
     echo "run.sh: the quorum's masters did not start; a log:" >&2
     tail -n 5 "$served_dir/log" >&2 || :
     row "U (quorum of $qn)" "-" "-" "-" "-" \
@@ -352,12 +353,17 @@ else
             "lock+unlock cycles, one connection per master; $(field "$nline" evalsha_per_op) scripts per lock operation on the first master"
     else
         [ -n "$node_skip" ] || node_skip=$node_fail
+        qops='' qp50='' qp99=''
         for _ in 1 2 3; do
             run --workload U --n 10000 --quorum "$qurls" --label redislock-quorum
-            row "U (quorum of $qn)" "redislock, quorum of $qwhat" \
-                "$(field "$last" ops_per_s)" "$(field "$last" p50_us)" \
-                "$(field "$last" p99_us)" "acquire+release cycles, alone: no node-redlock run"
+            qops="$qops $(field "$last" ops_per_s)"
+            qp50="$qp50 $(field "$last" p50_us)"
+            qp99="$qp99 $(field "$last" p99_us)"
         done
+        # shellcheck disable=SC2086
+        row "U (quorum of $qn)" "redislock, quorum of $qwhat" \
+            "$(join ' / ' $qops)" "$(join ' / ' $qp50)" "$(join ' / ' $qp99)" \
+            "acquire+release cycles, alone: no node-redlock run"
         row "U (quorum of $qn)" node-redlock "-" "-" "-" "skipped: $node_skip"
     fi
     # C: ours waiting, ours trying, node-redlock retrying.
