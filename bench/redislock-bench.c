@@ -22,6 +22,12 @@
  *   H  hand-off: one process holds, another waits in acquire_wait; time
  *      from the release to the waiter holding the lock.
  *
+ * With --quorum URL,URL,... U and C run on handles of a quorum client
+ * (redislock_client_open_quorum(): every operation goes to all masters;
+ * peer "redislock-quorum").  C's counter stays on the --port server, so
+ * that the masters serve the lock alone; the script calls per operation
+ * or section are counted on the first master.
+ *
  * While it measures, it holds /dev/cpu_dma_latency open with 0 written to
  * it (when it can), so that idle CPUs do not sleep deeply between round
  * trips; "cpu_dma_latency" says whether it did.
@@ -61,6 +67,13 @@ static int port = 0;
 static int counted = 0;
 static int verbose = 0;
 static char dma_note[160] = "unavailable: not requested";
+/* --quorum's URLs (split at the commas, in a copy of the list). */
+#define MAX_MASTERS 16
+static char *quorum_list;
+static const char *quorum_urls[MAX_MASTERS];
+static size_t quorum_n;
+/* --poll-ms: redislock_set_wait_poll_ms() of C's waiters (0: the default). */
+static long long poll_ms;
 /* Bench and library come from one configure: rediss:// works iff this. */
 #ifdef REDISLOCK_HAVE_TLS
 static const char tls_built[] = "with TLS";
@@ -88,10 +101,16 @@ static const char usage_text[] =
     "  --k K           C: processes (8, at most 1024)\n"
     "  --m M           C: critical sections per process (500)\n"
     "  --wait          C: redislock_acquire_wait() instead of try + 1 ms\n"
+    "  --poll-ms MS    C --wait: the waiters' poll interval (library\n"
+    "                  default 100; a quorum's waiters pause 1/10 to all\n"
+    "                  of it between tries)\n"
     "  --raw           U: bare hiredis instead of the library\n"
     "  --url URL       U: the library through a client made from URL (a\n"
     "                  cluster's seeds, rediss://...), no self-check\n"
-    "  --label L       with --url: the \"client\" field of the line\n"
+    "  --quorum URL,URL,...\n"
+    "                  U, C: handles of a quorum client over these\n"
+    "                  masters (3..9, odd); C keeps its counter on --port\n"
+    "  --label L       with --url or --quorum: the \"client\" field\n"
     "  --no-cpu-dma-latency\n"
     "                  do not hold /dev/cpu_dma_latency at 0\n"
     "  --verbose       U: print the self-check's command lines on stderr\n"
@@ -164,14 +183,88 @@ static redisContext *connect_or_die(void)
     return c;
 }
 
+/* LOCK (from WHAT) with the bench's expiry and --poll-ms, or exit. */
+static redislock *set_up(redislock *lock, const char *what)
+{
+    if (lock == NULL || redislock_set_expire(lock, EXPIRE_S) != REDISLOCK_OK ||
+        (poll_ms > 0 && redislock_set_wait_poll_ms(lock, poll_ms) != REDISLOCK_OK))
+        die(what, NULL);
+    return lock;
+}
+
 static redislock *new_lock(redisContext *c, const char *key)
 {
-    redislock *lock = counted ? redislock_new_counted(c, key)
-                              : redislock_new(c, key);
+    return set_up(counted ? redislock_new_counted(c, key)
+                          : redislock_new(c, key), "redislock_new");
+}
 
-    if (lock == NULL || redislock_set_expire(lock, EXPIRE_S) != REDISLOCK_OK)
-        die("redislock_new", NULL);
-    return lock;
+/* A handle on KEY from client CL, set up as new_lock()'s. */
+static redislock *new_client_lock(redislock_client *cl, const char *key)
+{
+    return set_up(counted ? redislock_new_counted_from_client(cl, key)
+                          : redislock_new_from_client(cl, key),
+                  "redislock_new_from_client");
+}
+
+/* Split --quorum's LIST at the commas into quorum_urls. */
+static void quorum_parse(const char *list)
+{
+    char *p;
+
+    free(quorum_list);
+    quorum_list = strdup(list);
+    if (quorum_list == NULL)
+        die("out of memory", NULL);
+    quorum_n = 0;
+    for (p = strtok(quorum_list, ","); p != NULL; p = strtok(NULL, ",")) {
+        if (quorum_n == MAX_MASTERS)
+            usage_error("--quorum takes at most 16 URLs");
+        quorum_urls[quorum_n++] = p;
+    }
+    if (quorum_n == 0)
+        usage_error("--quorum needs URLs");
+}
+
+static redislock_client *quorum_open(void)
+{
+    redislock_client *cl = NULL;
+    char err[512];
+
+    if (redislock_client_open_quorum(quorum_urls, quorum_n, &cl, err,
+                                     sizeof err) != REDISLOCK_OK)
+        die("--quorum", err);
+    return cl;
+}
+
+/* A plain connection to the first master, to count its script calls; NULL
+ * (not counted) unless its URL is redis://HOST:PORT with nothing more. */
+static redisContext *first_master(void)
+{
+    const char *url = quorum_urls[0], *colon;
+    char addr[256];
+    redisContext *c;
+    size_t len;
+    int p;
+
+    if (strncmp(url, "redis://", 8) != 0)
+        return NULL;
+    url += 8;
+    colon = strrchr(url, ':');
+    if (colon == NULL || strpbrk(url, "@/?[") != NULL)
+        return NULL;
+    len = (size_t)(colon - url);
+    p = atoi(colon + 1);
+    if (len == 0 || len >= sizeof addr || p <= 0 ||
+        strspn(colon + 1, "0123456789") != strlen(colon + 1))
+        return NULL;
+    memcpy(addr, url, len);
+    addr[len] = '\0';
+    c = redisConnect(addr, p);
+    if (c == NULL || c->err) {
+        redisFree(c);
+        return NULL;
+    }
+    return c;
 }
 
 static void must(redislock *lock, int st, const char *what)
@@ -684,29 +777,31 @@ static void run_cycles(const char *workload, long long n, int raw,
     redisFree(admin);
 }
 
-/* A client made from URL (standalone, cluster, TLS): the library's U
- * cycles on a client handle, labelled LABEL.  No raw peer: compare these
- * lines with each other (bench/run.sh: cluster and TLS against the same
- * client on one plain node, in one run). */
-static void run_url_cycles(const char *url, const char *label, long long n)
+/* The library's U cycles on a handle of client CL (made from --url:
+ * standalone, cluster, TLS; or from --quorum), in a line of PEER
+ * labelled LABEL.  No raw peer: compare these lines with each other
+ * (bench/run.sh: cluster and TLS against the same client on one plain
+ * node, the quorum against node-redlock on the same masters, in one
+ * run).  With STATS (a connection to a quorum's first master), the
+ * script calls per lock operation there. */
+static void run_client_cycles(redislock_client *cl, const char *peer,
+                              const char *label, long long n,
+                              redisContext *stats)
 {
-    char err[512], key[64], extra[200];
-    redislock_client *cl = NULL;
+    char key[64], extra[300];
     redislock *lock;
     long long *lat = malloc((size_t)n * sizeof *lat);
-    long long i, t0, start;
+    long long i, t0, start, calls0 = 0;
+    int len;
 
     if (lat == NULL)
         die("out of memory", NULL);
-    if (redislock_client_open(url, &cl, err, sizeof err) != REDISLOCK_OK)
-        die("--url", err);
     snprintf(key, sizeof key, "bench:U:%s", label);
-    lock = counted ? redislock_new_counted_from_client(cl, key)
-                   : redislock_new_from_client(cl, key);
-    if (lock == NULL || redislock_set_expire(lock, 10) != REDISLOCK_OK)
-        die("redislock_new_from_client", NULL);
+    lock = new_client_lock(cl, key);
     for (i = 0; i < 1000 && i < n; i++)
         acquire_release(lock, 0);
+    if (stats)
+        calls0 = script_calls(stats);
     start = now_us();
     for (i = 0; i < n; i++) {
         t0 = now_us();
@@ -714,12 +809,18 @@ static void run_url_cycles(const char *url, const char *label, long long n)
         lat[i] = now_us() - t0;
     }
     t0 = now_us() - start;
-    snprintf(extra, sizeof extra, ",\"mode\":\"%s\",\"client\":\"%s\"",
-             counted ? "counted" : "gozero", label);
-    report("redislock-client", "U", n, t0, lat, (size_t)n, extra);
+    len = snprintf(extra, sizeof extra, ",\"mode\":\"%s\",\"client\":\"%s\"",
+                   counted ? "counted" : "gozero", label);
+    if (quorum_n > 0)
+        len += snprintf(extra + len, sizeof extra - (size_t)len,
+                        ",\"masters\":%zu", quorum_n);
+    if (stats)
+        snprintf(extra + len, sizeof extra - (size_t)len,
+                 ",\"evalsha_per_op\":%.3f",
+                 (double)(script_calls(stats) - calls0) / (double)(2 * n));
+    report(peer, "U", n, t0, lat, (size_t)n, extra);
     free(lat);
     redislock_free(lock);
-    redislock_client_free(cl);
 }
 
 /* -------------------------------------------------------------------- C */
@@ -731,12 +832,16 @@ struct worker_result {
 };
 
 /* A worker: connect, say ready, block until the go (EOF on GO_FD), then M
- * critical sections; write the result to OUT_FD. */
+ * critical sections; write the result to OUT_FD.  With --quorum the lock
+ * is a quorum client's (made here, after the fork), the counter still on
+ * the --port server. */
 static int contended_worker(int m, int use_wait, int ready_fd, int go_fd,
                             int out_fd)
 {
     redisContext *c = connect_or_die();
-    redislock *lock = new_lock(c, "bench:C:lock");
+    redislock_client *cl = quorum_n > 0 ? quorum_open() : NULL;
+    redislock *lock = cl ? new_client_lock(cl, "bench:C:lock")
+                         : new_lock(c, "bench:C:lock");
     long long *lat = malloc((size_t)m * sizeof *lat);
     struct worker_result res = { 0, 0 };
     char byte = 'r';
@@ -787,20 +892,39 @@ static int contended_worker(int m, int use_wait, int ready_fd, int go_fd,
     close(out_fd);
     free(lat);
     redislock_free(lock);
+    redislock_client_free(cl);
     redisFree(c);
     return 0;
+}
+
+/* ",NAME:X" with X the calls of CMD (NULL: the script calls) per
+ * section on STATS since BASE, or null when STATS is NULL. */
+static void per_section(char *out, size_t size, const char *name,
+                        redisContext *stats, const char *cmd, long long base,
+                        long long sections)
+{
+    if (stats == NULL) {
+        snprintf(out, size, ",\"%s\":null", name);
+        return;
+    }
+    snprintf(out, size, ",\"%s\":%.2f", name,
+             (double)((cmd ? cmd_calls(stats, cmd) : script_calls(stats)) -
+                      base) / (double)sections);
 }
 
 static int run_contended(int k, int m, int use_wait)
 {
     redisContext *c = connect_or_die();
+    /* Where the lock's commands go: the quorum's first master, or C. */
+    redisContext *stats = quorum_n > 0 ? first_master() : c;
     long long *lat = malloc((size_t)k * (size_t)m * sizeof *lat);
-    long long refused = 0, start, finished = 0, counter, scripts0, blpop0;
+    long long refused = 0, start, finished = 0, counter, scripts0 = 0;
+    long long blpop0 = 0, sections = (long long)k * m;
     size_t nlat = 0;
     pid_t *pids = calloc((size_t)k, sizeof *pids);
     int *rfd = calloc((size_t)k, sizeof *rfd);
     int ready[2], go[2], i, failed = 0, nready = 0;
-    char extra[400], byte;
+    char extra[600], scripts[64], blpops[64], masters[64] = "", byte;
     redisReply *r;
 
     if (lat == NULL || pids == NULL || rfd == NULL)
@@ -839,8 +963,10 @@ static int run_contended(int k, int m, int use_wait)
             kill(pids[i], SIGKILL);
         die("a worker failed to start", NULL);
     }
-    scripts0 = script_calls(c);
-    blpop0 = cmd_calls(c, "blpop");
+    if (stats) {
+        scripts0 = script_calls(stats);
+        blpop0 = cmd_calls(stats, "blpop");
+    }
     start = now_us();
     close(go[1]);
     for (i = 0; i < k; i++) {
@@ -870,28 +996,37 @@ static int run_contended(int k, int m, int use_wait)
     counter = r && r->type == REDIS_REPLY_STRING ? atoll(r->str) : -1;
     freeReplyObject(r);
     /* Round trips per critical section besides GET and SET: scripts
-     * (tries, releases, deregistrations) and BLPOPs. */
+     * (tries, releases, deregistrations) and BLPOPs (of a quorum: to its
+     * first master). */
+    per_section(scripts, sizeof scripts, "scripts_per_cs", stats, NULL,
+                scripts0, sections);
+    per_section(blpops, sizeof blpops, "blpop_per_cs", stats, "blpop",
+                blpop0, sections);
+    if (quorum_n > 0)
+        snprintf(masters, sizeof masters, ",\"masters\":%zu", quorum_n);
+    if (quorum_n > 0 && use_wait)       /* POLL_MS: the library's default */
+        snprintf(masters + strlen(masters), sizeof masters - strlen(masters),
+                 ",\"poll_ms\":%lld", poll_ms > 0 ? poll_ms : POLL_MS);
     snprintf(extra, sizeof extra,
              ",\"mode\":\"%s\",\"wait\":%s,\"k\":%d,\"m\":%d,"
-             "\"refused_tries\":%lld,\"scripts_per_cs\":%.2f,"
-             "\"blpop_per_cs\":%.2f,\"counter\":%lld,\"counter_ok\":%s",
+             "\"refused_tries\":%lld%s%s,\"counter\":%lld,\"counter_ok\":%s%s",
              counted ? "counted" : "gozero", use_wait ? "true" : "false", k, m,
-             refused,
-             (double)(script_calls(c) - scripts0) / ((double)k * m),
-             (double)(cmd_calls(c, "blpop") - blpop0) / ((double)k * m),
-             counter, counter == (long long)k * m ? "true" : "false");
-    report("redislock", "C", (long long)k * m, finished - start, lat, nlat,
-           extra);
+             refused, scripts, blpops, counter,
+             counter == sections ? "true" : "false", masters);
+    report(quorum_n > 0 ? "redislock-quorum" : "redislock", "C", sections,
+           finished - start, lat, nlat, extra);
     free(lat);
     free(pids);
     free(rfd);
+    if (stats != c)
+        redisFree(stats);
     redisFree(c);
     if (failed)
         fprintf(stderr, "redislock-bench: a worker failed\n");
-    if (counter != (long long)k * m)
+    if (counter != sections)
         fprintf(stderr, "redislock-bench: LOST UPDATE: counter %lld, "
-                        "expected %lld\n", counter, (long long)k * m);
-    return failed || counter != (long long)k * m;
+                        "expected %lld\n", counter, sections);
+    return failed || counter != sections;
 }
 
 /* -------------------------------------------------------------------- H */
@@ -1020,6 +1155,8 @@ int main(int argc, char **argv)
         { "help", no_argument, NULL, 'H' },
         { "url", required_argument, NULL, 'u' },
         { "label", required_argument, NULL, 'l' },
+        { "quorum", required_argument, NULL, 'q' },
+        { "poll-ms", required_argument, NULL, 'P' },
         { NULL, 0, NULL, 0 },
     };
     const char *workload = NULL, *url = NULL, *label = "url";
@@ -1040,6 +1177,12 @@ int main(int argc, char **argv)
         case 'v': verbose = 1; break;
         case 'u': url = optarg; break;
         case 'l': label = optarg; break;
+        case 'q': quorum_parse(optarg); break;
+        case 'P':
+            poll_ms = atoll(optarg);
+            if (poll_ms < 1 || poll_ms > 60000)
+                usage_error("--poll-ms is 1..60000");
+            break;
         case 'M':
             if (strcmp(optarg, "counted") == 0)
                 counted = 1;
@@ -1066,8 +1209,10 @@ int main(int argc, char **argv)
         usage_error("--workload is U, R, C or H");
     if (url != NULL && (workload[0] != 'U' || raw))
         usage_error("--url is for workload U (without --raw)");
-    if (port <= 0 && url == NULL)
-        usage_error("--port (or, for U, --url) is required");
+    if (quorum_n > 0 && (url != NULL || raw || strchr("UC", workload[0]) == NULL))
+        usage_error("--quorum is for workloads U (without --raw or --url) and C");
+    if (port <= 0 && url == NULL && !(quorum_n > 0 && workload[0] == 'U'))
+        usage_error("--port (or, for U, --url or --quorum) is required");
     if (k < 1 || k > 1024 || m < 1)
         usage_error("--k is 1..1024 and --m at least 1");
     if (raw && workload[0] != 'U')
@@ -1080,9 +1225,24 @@ int main(int argc, char **argv)
                  "unavailable: --no-cpu-dma-latency");
     switch (workload[0]) {
     case 'U':
-        if (url != NULL)
-            run_url_cycles(url, label, n > 0 ? n : 20000);
-        else
+        if (url != NULL || quorum_n > 0) {
+            char err[512];
+            redislock_client *cl = NULL;
+            redisContext *stats = NULL;
+
+            if (quorum_n > 0) {
+                cl = quorum_open();
+                stats = first_master();
+            } else if (redislock_client_open(url, &cl, err, sizeof err) !=
+                       REDISLOCK_OK) {
+                die("--url", err);
+            }
+            run_client_cycles(cl, quorum_n > 0 ? "redislock-quorum"
+                                               : "redislock-client",
+                              label, n > 0 ? n : 20000, stats);
+            redislock_client_free(cl);
+            redisFree(stats);
+        } else
             run_cycles("U", n > 0 ? n : 20000, raw, 0);
         return 0;
     case 'R':

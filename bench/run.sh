@@ -14,9 +14,13 @@
 # (U --url) runs likewise on a local Redis Cluster, with replicas and
 # without (tests/with-cluster.sh), against the plain node, and, when the
 # bench was built with TLS (its --version), over rediss:// against
-# redis:// to a second server of ours with both ports.  System calls per
-# operation come from bench/syscalls.sh (strace; skipped without it).  A
-# failed run (a self-check difference, a lost update) fails the whole.
+# redis:// to a second server of ours with both ports.  The quorum client
+# (U --quorum, C --quorum) runs on 5 masters of ours beside node-redlock
+# (bench/node-redlock, installed here with npm ci into a temporary
+# directory; its rows say why when node, npm or the install is missing).
+# System calls per operation come from bench/syscalls.sh (strace; skipped
+# without it).  A failed run of ours (a self-check difference, a lost
+# update) fails the whole; a failed node-redlock run gets a row saying so.
 set -eu
 
 usage() {
@@ -37,16 +41,15 @@ if [ -z "$p" ]; then
 fi
 server=${REDISLOCK_TEST_REDIS_SERVER:-redis-server}
 cli=${REDIS_CLI:-redis-cli}
-started=$(date +%s)
+t_start=$(date +%s)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/redislock-bench.XXXXXX")
-tls_pid=                # the TLS rows' server, while it runs
-tls_stop() {
-    [ -n "$tls_pid" ] || return 0
-    kill "$tls_pid" 2>/dev/null || :
-    wait "$tls_pid" 2>/dev/null || :
-    tls_pid=
+started=                # PIDs of the servers we started, while they run
+stop_started() {
+    # shellcheck disable=SC2086
+    [ -z "$started" ] || sh "$here/../tests/stop-servers.sh" $started
+    started=
 }
-trap 'tls_stop; rm -rf "$tmp"' EXIT
+trap 'stop_started; rm -rf "$tmp"' EXIT
 trap 'exit 130' INT TERM HUP
 rows=$tmp/rows          # the table's rows, in order
 : > "$rows"
@@ -59,11 +62,16 @@ field() {
                -e "s/.*\"$2\":\([^,}\"]*\).*/\1/p"
 }
 
+# keep LINES: print JSON lines and keep them for the table's heading.
+keep() {
+    printf '%s\n' "$1"
+    printf '%s\n' "$1" >> "$tmp/json"
+}
+
 # run ARGS...: one benchmark run; its line is printed and kept in $last.
 run() {
     last=$("$bench" --port "$p" "$@")
-    printf '%s\n' "$last"
-    printf '%s\n' "$last" >> "$tmp/json"
+    keep "$last"
 }
 
 row() {
@@ -127,12 +135,15 @@ for _ in 1 2 3; do
     "$0" --workload U --url "$3" --label "$4"
 done'
 
-# compare LINES PEER BASE BASE_PEER OTHER OTHER_PEER: LINES are the lines
-# of PAIRS, labelled BASE and OTHER; print and keep them, then a line
-# PEER with the ratios OTHER/BASE and their median, and a row each side.
+# compare LINES PEER BASE BASE_PEER OTHER OTHER_PEER [WORKLOAD BASE_NOTE]:
+# LINES are 3 interleaved pairs of U lines (a "client" field BASE, then
+# one OTHER: PAIRS makes them); print and keep them, then a line PEER
+# with the ratios OTHER/BASE and their median, and a row each side
+# (workload WORKLOAD, "U (client)" by default; BASE's notes BASE_NOTE).
 compare() {
-    printf '%s\n' "$1"
-    printf '%s\n' "$1" >> "$tmp/json"
+    cwork=${7:-U (client)}
+    cnote=${8:-"the library's client, acquire+release cycles"}
+    keep "$1"
     # pick LABEL FIELD: the FIELD of LABEL's lines, space-separated.
     pick() {
         printf '%s\n' "$1" | grep "\"client\":\"$2\"" |
@@ -145,16 +156,13 @@ compare() {
     # shellcheck disable=SC2086
     cmedian=$(printf '%s\n' $cratios | sort -n | sed -n 2p)
     # shellcheck disable=SC2086
-    line="{\"peer\":\"$2\",\"workload\":\"U\",\"ratios\":[$(join , $cratios)],\"median_ratio\":$cmedian}"
-    printf '%s\n' "$line"
-    printf '%s\n' "$line" >> "$tmp/json"
+    keep "{\"peer\":\"$2\",\"workload\":\"U\",\"ratios\":[$(join , $cratios)],\"median_ratio\":$cmedian}"
     # shellcheck disable=SC2086,SC2046
     {
-        row "U (client)" "$4" "$(join ' / ' $b_ops)" \
+        row "$cwork" "$4" "$(join ' / ' $b_ops)" \
             "$(join ' / ' $(pick "$1" "$3" p50_us))" \
-            "$(join ' / ' $(pick "$1" "$3" p99_us))" \
-            "the library's client, acquire+release cycles"
-        row "U (client)" "$6" "$(join ' / ' $o_ops)" \
+            "$(join ' / ' $(pick "$1" "$3" p99_us))" "$cnote"
+        row "$cwork" "$6" "$(join ' / ' $o_ops)" \
             "$(join ' / ' $(pick "$1" "$5" p50_us))" \
             "$(join ' / ' $(pick "$1" "$5" p99_us))" \
             "each right after a $3 run; $2 $(join ' / ' $cratios), **median $cmedian**"
@@ -196,48 +204,66 @@ done
 # the same client over redis:// to that server, 3 pairs: one server for
 # both, so that the ratio is TLS's cost alone.
 
-# tls_start: start it on two free loopback ports below the ephemeral range
-# (as tests/with-cluster.sh), in a directory with a pidfile under
-# tests/with-redis.sh's (whose clean-up stops it should we be killed);
-# 0 once both ports are answered by the process we started.
-tls_start() {
+# free_ports N: the first of N free-looking loopback ports in a row below
+# the kernel's ephemeral range, which the clients' own connections draw
+# from (as tests/with-cluster.sh); a clash shows in serve's check.
+free_ports() {
     low=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null)
     [ -n "$low" ] || low=32768
-    plain_port=$(( ( $(od -An -N2 -tu2 /dev/urandom) % (low - 2 - 11000) ) + 11000 ))
+    echo $(( ( $(od -An -N2 -tu2 /dev/urandom) % (low - $1 - 11000) ) + 11000 ))
+}
+
+# serve PORT [ARG...]: start a redis-server of ours on loopback PORT
+# (ARG: more options), without persistence, in a directory with a
+# pidfile under tests/with-redis.sh's (whose clean-up stops it should we
+# be killed; its log is $served_dir/log); its PID joins $started; 0 once
+# PORT is answered by that process (tests/wait-server.sh).
+serve() {
+    served_dir=${REDISLOCK_TEST_TMPDIR:-$tmp}/bench-$1
+    mkdir -p "$served_dir"
+    "$server" --port "$@" --bind 127.0.0.1 --save '' --appendonly no \
+        --dir "$served_dir" --pidfile "$served_dir/redis.pid" \
+        --logfile "$served_dir/log" --daemonize no </dev/null >/dev/null 2>&1 &
+    started="$started $!"
+    sh "$here/../tests/wait-server.sh" "$!" "$cli" -h 127.0.0.1 -p "$1"
+}
+
+# start_with START: run the function START (which serves on free ports)
+# up to 8 times, the servers of a failed try stopped before the next (a
+# port taken by somebody else fails a try); 0 once one succeeded.
+start_with() {
+    for _ in 1 2 3 4 5 6 7 8; do
+        "$1" && return 0
+        stop_started
+    done
+    return 1
+}
+
+# tls_start: start it on two free ports; 0 once both are answered by the
+# process we started.
+tls_start() {
+    plain_port=$(free_ports 2)
     tls_port=$((plain_port + 1))
-    tls_dir=${REDISLOCK_TEST_TMPDIR:-$tmp}/tls-$tls_port
-    mkdir -p "$tls_dir"
-    "$server" --port "$plain_port" --tls-port "$tls_port" --bind 127.0.0.1 \
+    serve "$plain_port" --tls-port "$tls_port" \
         --tls-cert-file "$tmp/certs/server.crt" \
         --tls-key-file "$tmp/certs/server.key" \
-        --tls-ca-cert-file "$tmp/certs/ca.crt" --tls-auth-clients no \
-        --save '' --appendonly no --dir "$tls_dir" \
-        --pidfile "$tls_dir/redis.pid" --logfile "$tls_dir/log" \
-        --daemonize no </dev/null >/dev/null 2>&1 &
-    tls_pid=$!
-    sh "$here/../tests/wait-server.sh" "$tls_pid" "$cli" -h 127.0.0.1 \
-        -p "$plain_port" &&
-    sh "$here/../tests/wait-server.sh" "$tls_pid" "$cli" -h 127.0.0.1 \
+        --tls-ca-cert-file "$tmp/certs/ca.crt" --tls-auth-clients no &&
+    sh "$here/../tests/wait-server.sh" "${started##* }" "$cli" -h 127.0.0.1 \
         -p "$tls_port" --tls --cacert "$tmp/certs/ca.crt"
 }
 case $("$bench" --version) in
 *", with TLS"*)
     sh "$here/../tests/tls-certs.sh" "$tmp/certs"
-    started_tls=
-    for _ in 1 2 3 4 5 6 7 8; do
-        if tls_start; then started_tls=1; break; fi
-        tls_stop
-    done
-    if [ -n "$started_tls" ]; then
+    if start_with tls_start; then
         # A failed run here fails the whole (set -e), as U's do.
         tlines=$(sh -c "$pairs" "$bench" "redis://127.0.0.1:$plain_port" plain \
             "rediss://127.0.0.1:$tls_port?cacert=$tmp/certs/ca.crt" tls)
-        tls_stop
+        stop_started
         compare "$tlines" tls/plain plain "one node, plain text (\`redis://\`)" \
             tls "the same node over TLS (\`rediss://\`)"
     else
         echo "run.sh: the TLS server did not start; its log:" >&2
-        tail -n 5 "$tls_dir/log" >&2 || :
+        tail -n 5 "$served_dir/log" >&2 || :
         row "U (client)" "TLS (\`rediss://\`)" "-" "-" "-" \
             "skipped: the TLS server did not start"
     fi
@@ -247,6 +273,129 @@ case $("$bench" --version) in
         "skipped: built without TLS"
     ;;
 esac
+
+# Quorum (issue 11): 5 masters of ours, redislock's quorum client beside
+# node-redlock (bench/node-redlock: the npm redlock over ioredis, put in
+# a temporary directory by npm ci from its lock file) on the same masters:
+# U in 3 interleaved pairs (node-redlock first in each, then ours; the
+# ratio is ours/node-redlock); C 8 x 200 with acquire_wait polling every
+# 5 ms (a quorum's waiter pauses 1 to 5 ms between tries), with try +
+# sleep 1 ms, and node-redlock retrying after 3 +- 2 ms (redlock's
+# delay + floor(uniform(-jitter, jitter)): 1 to 4 ms).  Every lease is
+# 10500 ms, driftFactor 0.01 both; the racy counter lives on the
+# tests/with-redis.sh server for both.  Each node process holds
+# /dev/cpu_dma_latency at 0 as redislock-bench does (the JSON says).
+qn=5
+qn_m=200
+quorum_start() {
+    qbase=$(free_ports $qn)
+    qurls=
+    i=0
+    while [ $i -lt $qn ]; do
+        serve $((qbase + i)) || return 1
+        qurls="$qurls${qurls:+,}redis://127.0.0.1:$((qbase + i))"
+        i=$((i + 1))
+    done
+}
+# Node and the modules, or why not: $node_skip.
+node_dir=$tmp/node-redlock
+node_skip=
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+    node_skip="node or npm not found"
+else
+    mkdir -p "$node_dir"
+    for f in package.json package-lock.json .npmrc bench.js; do
+        cp "$here/node-redlock/$f" "$node_dir/"
+    done
+    if ! (cd "$node_dir" && npm ci --no-audit --no-fund --loglevel=error) \
+            >"$tmp/npm.log" 2>&1; then
+        node_skip="npm ci failed ($(grep -v '^npm warn' "$tmp/npm.log" | tail -n 1))"
+    fi
+fi
+if [ -n "$node_skip" ]; then
+    echo "run.sh: no node-redlock rows: $node_skip" >&2
+fi
+# nodebench ARGS...: one node-redlock run; its line in $last, or its
+# status and last words in $node_fail.
+nodebench() {
+    node_fail=
+    if last=$(node "$node_dir/bench.js" --masters "$qurls" "$@" 2>"$tmp/node.err"); then
+        keep "$last"
+    else
+        node_fail="failed (exit $?): $(tail -n 1 "$tmp/node.err")"
+        echo "run.sh: node-redlock $*: $node_fail" >&2
+    fi
+}
+if ! start_with quorum_start; then
+    echo "run.sh: the quorum's masters did not start; a log:" >&2
+    tail -n 5 "$served_dir/log" >&2 || :
+    row "U (quorum of $qn)" "-" "-" "-" "-" \
+        "skipped: the $qn masters did not start"
+else
+    qwhat="$qn masters (\`redislock_client_open_quorum\`)"
+    if [ -z "$node_skip" ]; then
+        qlines=
+        for _ in 1 2 3; do
+            nodebench --workload U --n 10000 || :
+            [ -z "$node_fail" ] || break
+            qlines="$qlines$last
+"
+            qlines="$qlines$("$bench" --workload U --n 10000 --quorum "$qurls" \
+                --label redislock-quorum)
+"
+        done
+    fi
+    if [ -z "$node_skip" ] && [ -z "$node_fail" ]; then
+        nline=$(printf '%s' "$qlines" | sed -n 1p)
+        compare "$(printf '%s' "$qlines")" redislock-quorum/node-redlock \
+            node-redlock "node-redlock $(field "$nline" redlock) (ioredis $(field "$nline" ioredis)), same $qn masters" \
+            redislock-quorum "redislock, quorum of $qwhat" "U (quorum of $qn)" \
+            "lock+unlock cycles, one connection per master; $(field "$nline" evalsha_per_op) scripts per lock operation on the first master"
+    else
+        [ -n "$node_skip" ] || node_skip=$node_fail
+        qops='' qp50='' qp99=''
+        for _ in 1 2 3; do
+            run --workload U --n 10000 --quorum "$qurls" --label redislock-quorum
+            qops="$qops $(field "$last" ops_per_s)"
+            qp50="$qp50 $(field "$last" p50_us)"
+            qp99="$qp99 $(field "$last" p99_us)"
+        done
+        # shellcheck disable=SC2086
+        row "U (quorum of $qn)" "redislock, quorum of $qwhat" \
+            "$(join ' / ' $qops)" "$(join ' / ' $qp50)" "$(join ' / ' $qp99)" \
+            "acquire+release cycles, alone: no node-redlock run"
+        row "U (quorum of $qn)" node-redlock "-" "-" "-" "skipped: $node_skip"
+    fi
+    # C: ours waiting, ours trying, node-redlock retrying.
+    for how in wait poll node; do
+        case $how in
+        wait)
+            run --workload C --k 8 --m $qn_m --quorum "$qurls" --wait --poll-ms 5
+            peer="redislock, quorum of $qn"
+            what="\`acquire_wait\`, poll 5 ms (a pause of 1 to 5 ms between tries)" ;;
+        poll)
+            run --workload C --k 8 --m $qn_m --quorum "$qurls"
+            peer="redislock, quorum of $qn"
+            what="try + sleep 1 ms: $(field "$last" refused_tries) refused tries" ;;
+        node)
+            peer=node-redlock
+            if [ -n "$node_skip" ]; then
+                row "C 8x$qn_m (quorum of $qn)" "$peer" "-" "-" "-" "skipped: $node_skip"
+                continue
+            fi
+            nodebench --workload C --port "$p" --k 8 --m $qn_m || :
+            if [ -n "$node_fail" ]; then
+                row "C 8x$qn_m (quorum of $qn)" "$peer" "-" "-" "-" "$node_fail"
+                continue
+            fi
+            what="redlock's retries after 3 +- 2 ms (1 to 4): $(field "$last" refused_tries) refused tries" ;;
+        esac
+        row "C 8x$qn_m (quorum of $qn)" "$peer" "$(field "$last" ops_per_s)" \
+            "$(field "$last" p50_us)" "$(field "$last" p99_us)" \
+            "$what; $(field "$last" scripts_per_cs) scripts per section on the first master; counter exact: $(field "$last" counter_ok)"
+    done
+    stop_started
+fi
 
 # System calls per operation (strace: slow, so not timed here).
 status=0
@@ -321,7 +470,7 @@ else
 fi
 cat <<EOF
 
-Benchmark, $(date -u '+%Y-%m-%d %H:%M UTC'), $(($(date +%s) - started)) s:
+Benchmark, $(date -u '+%Y-%m-%d %H:%M UTC'), $(($(date +%s) - t_start)) s:
 
 - Machine: $(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN) CPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | sed -n 1p), $(uname -sr)
 - Server: $("$server" --version 2>/dev/null || echo unknown)

@@ -1,7 +1,8 @@
 #!/bin/sh
 # stop-servers.sh PID... - stop the servers a harness started: TERM to
 # all, then up to 5 s for each to exit (a zombie counts as gone), then
-# KILL.  Used by tests/with-cluster.sh and tests/with-sentinel.sh.
+# KILL.  Used by tests/with-cluster.sh, tests/with-sentinel.sh and
+# bench/run.sh.
 set -u
 for p in "$@"; do
     kill "$p" 2>/dev/null
