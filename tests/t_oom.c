@@ -169,71 +169,70 @@ static void test_watchdog_that_cannot_start(void **state)
     redislock_client_free(cl);
 }
 
-/* Every allocation of redislock_client_open(), failed in turn: NOMEM,
- * "out of memory", no client, nothing leaked. */
-static void test_client_open_with_allocation_failure(void **state)
+/* Fail every allocation of OPEN (a client constructor: the client into
+ * *CL, its message into ERR) in turn: each failure is NOMEM with "out of
+ * memory" (never SECRET, a password in the URL), and no client, nothing
+ * leaked; returns how many failed before it went through. */
+static int sweep_open(int (*open)(redislock_client **cl, char *err,
+                                  size_t size),
+                      const char *secret)
 {
-    const char *url = "redis://us%65r:p%41ss@127.0.0.1:6379/2?timeout=100";
     unsigned long n;
     int failures = 0;
 
-    (void)state;
-    for (n = 1; n < 100; n++) {
-        redislock_client *cl = NULL;
-        char err[128];
-        int st;
-
-        redislockp_fi_fail_at(n, 0);
-        st = redislock_client_open(url, &cl, err, sizeof err);
-        redislockp_fi_fail_at(0, 0);
-        if (st == REDISLOCK_OK) {
-            assert_non_null(cl);
-            redislock_client_free(cl);
-            break;
-        }
-        assert_int_equal(st, REDISLOCK_ERR_NOMEM);
-        assert_null(cl);
-        assert_non_null(strstr(err, "out of memory"));
-        assert_null(strstr(err, "pAss"));
-        failures++;
-    }
-    assert_true(n < 100);
-    assert_true(failures >= 4);     /* client, host, user, password */
-}
-
-/* The same for a quorum client over Sentinel URLs (the master's name, the
- * sentinels' password): every failure NOMEM, nothing half-made left. */
-static void test_quorum_open_with_allocation_failure(void **state)
-{
-    static const char *const urls[3] = {
-        "redis-sentinel://:pw@127.0.0.1:1,127.0.0.1:2/m%31?sentinel_password=s",
-        "redis://127.0.0.1:3",
-        "unix:///tmp/none.sock?db=1",
-    };
-    unsigned long n;
-    int failures = 0;
-
-    (void)state;
     for (n = 1; n < 200; n++) {
         redislock_client *cl = NULL;
         char err[256];
         int st;
 
         redislockp_fi_fail_at(n, 0);
-        st = redislock_client_open_quorum(urls, 3, &cl, err, sizeof err);
+        st = open(&cl, err, sizeof err);
         redislockp_fi_fail_at(0, 0);
         if (st == REDISLOCK_OK) {
             assert_non_null(cl);
             redislock_client_free(cl);
-            break;
+            return failures;
         }
         assert_int_equal(st, REDISLOCK_ERR_NOMEM);
         assert_null(cl);
         assert_non_null(strstr(err, "out of memory"));
+        assert_null(strstr(err, secret));
         failures++;
     }
-    assert_true(n < 200);
-    assert_true(failures >= 8);
+    fail_msg("still failing after %lu allocations", n);
+    return failures;
+}
+
+static int open_one(redislock_client **cl, char *err, size_t size)
+{
+    return redislock_client_open(
+        "redis://us%65r:p%41ss@127.0.0.1:6379/2?timeout=100", cl, err, size);
+}
+
+/* A quorum over Sentinel URLs (the master's name, the sentinels'
+ * password) and others. */
+static int open_quorum(redislock_client **cl, char *err, size_t size)
+{
+    static const char *const urls[3] = {
+        "redis-sentinel://:pw@127.0.0.1:1,127.0.0.1:2/m%31?sentinel_password=s%41",
+        "redis://127.0.0.1:3",
+        "unix:///tmp/none.sock?db=1",
+    };
+
+    return redislock_client_open_quorum(urls, 3, cl, err, size);
+}
+
+static void test_client_open_with_allocation_failure(void **state)
+{
+    (void)state;
+    /* client, host, user, password at least */
+    assert_true(sweep_open(open_one, "pAss") >= 4);
+}
+
+static void test_quorum_open_with_allocation_failure(void **state)
+{
+    (void)state;
+    assert_true(sweep_open(open_quorum, "sA") >= 8);
 }
 
 #if HIREDIS_MAJOR >= 1
