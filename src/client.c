@@ -282,19 +282,40 @@ static int broken_by(int status)
            status == REDISLOCK_ERR_PROTOCOL;
 }
 
+redisContext *redislockp_conn_route(redislock_client *cl, unsigned slot,
+                                    size_t *node, char *errmsg, int *status)
+{
+    *status = redislockp_route(cl, slot, node, errmsg);
+    if (*status != REDISLOCK_OK)
+        return NULL;
+    return redislockp_pool_get(cl, *node, errmsg, status);
+}
+
+void redislockp_conn_back(redislock_client *cl, size_t node, redisContext *c,
+                          int status)
+{
+    redislockp_pool_put(cl, node, c, broken_by(status));
+    /* A node that fails may have failed over: read the Cluster map, or
+     * ask the sentinels, again before the next operation. */
+    if (status == REDISLOCK_ERR_IO)
+        redislockp_route_stale(cl);
+}
+
 int redislockp_conn_take(redislock *lock, long node)
 {
     size_t n = 0;
     int st = REDISLOCK_OK;
 
     if (lock->client != NULL) {
-        if (node >= 0)
+        if (node >= 0) {
             n = (size_t)node;
-        else if ((st = redislockp_route(lock->client, lock->slot, &n,
-                                        lock->errmsg)) != REDISLOCK_OK)
-            return st;
+            lock->ctx = redislockp_pool_get(lock->client, n, lock->errmsg,
+                                            &st);
+        } else {
+            lock->ctx = redislockp_conn_route(lock->client, lock->slot, &n,
+                                              lock->errmsg, &st);
+        }
         lock->node = (int)n;
-        lock->ctx = redislockp_pool_get(lock->client, n, lock->errmsg, &st);
         if (lock->ctx == NULL)
             return st;
     }
@@ -304,12 +325,8 @@ int redislockp_conn_take(redislock *lock, long node)
 void redislockp_conn_give(redislock *lock, int status)
 {
     if (lock->client != NULL) {
-        redislockp_pool_put(lock->client, (size_t)lock->node, lock->ctx,
-                            broken_by(status));
-        /* A node that fails may have failed over: read the Cluster map,
-         * or ask the sentinels, again before the next operation. */
-        if (status == REDISLOCK_ERR_IO)
-            redislockp_route_stale(lock->client);
+        redislockp_conn_back(lock->client, (size_t)lock->node, lock->ctx,
+                             status);
         lock->ctx = NULL;
     }
 }
@@ -364,18 +381,9 @@ int redislock_client_ping(redislock_client *cl, char *errbuf, size_t errsize)
             snprintf(errbuf, errsize, "%s", msg);
         return st;
     }
-    node = 0;
-    if (cl->sentinel) {
-        /* The sentinels' master, and PING on it (its ROLE is checked on
-         * connecting). */
-        st = redislockp_route(cl, 0, &node, msg);
-        if (st != REDISLOCK_OK) {
-            if (errbuf != NULL && errsize > 0)
-                snprintf(errbuf, errsize, "%s", msg);
-            return st;
-        }
-    }
-    c = redislockp_pool_get(cl, node, msg, &st);
+    /* The one server, or the sentinels' master (its ROLE is checked on
+     * connecting). */
+    c = redislockp_conn_route(cl, 0, &node, msg, &st);
     if (c != NULL) {
         st = redislockp_tx_command(c, 1, argv, argvlen, &r, msg, &sent);
         if (st != REDISLOCK_OK)
@@ -386,10 +394,10 @@ int redislock_client_ping(redislock_client *cl, char *errbuf, size_t errsize)
             st = redislockp_tx_fail(msg, REDISLOCK_ERR_PROTOCOL,
                                     "PING: unexpected reply");
         freeReplyObject(r);
-        redislockp_pool_put(cl, node, c, broken_by(st));
+        redislockp_conn_back(cl, node, c, st);
+    } else if (st == REDISLOCK_ERR_IO) {
+        redislockp_route_stale(cl);     /* not reached: ask again */
     }
-    if (st == REDISLOCK_ERR_IO)
-        redislockp_route_stale(cl);
     if (st != REDISLOCK_OK && errbuf != NULL && errsize > 0)
         snprintf(errbuf, errsize, "%s", msg);
     return st;

@@ -150,6 +150,17 @@ redisContext *redislockp_pool_get(redislock_client *cl, size_t node,
 void redislockp_pool_put(redislock_client *cl, size_t node, redisContext *c,
                          int broken);
 
+/* A connection for an operation on a key of SLOT: to the node the route
+ * names (redislockp_route), from its pool; NULL with ERRMSG and *STATUS.
+ * *NODE gets the node, for redislockp_conn_back(). */
+redisContext *redislockp_conn_route(redislock_client *cl, unsigned slot,
+                                    size_t *node, char *errmsg, int *status);
+/* Give C back after a call that ended with STATUS: closed if that broke
+ * it (I/O, out of memory, a reply out of step), and after an I/O error
+ * the route is put in doubt (a failover, maybe). */
+void redislockp_conn_back(redislock_client *cl, size_t node, redisContext *c,
+                          int status);
+
 /* cluster.c: the node that owns SLOT, reading the slot map first if it
  * does not know (0 with *STATUS and ERRMSG on failure; standalone: node
  * 0).  Under no lock. */

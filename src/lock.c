@@ -45,6 +45,23 @@ static int_reply ints(const char *what, size_t min, size_t max)
     return ir;
 }
 
+/* Wait before trying an operation again (10 ms doubling to 200 ms) and
+ * put the route in doubt (re-read the slot map, ask the sentinels); 0,
+ * or -1 when the pause would pass the operation's deadline: the command
+ * timeout from START (read only here, off the steady-state path). */
+static int back_off(redislock *lock, int *retries, long long start)
+{
+    long long pause = *retries < 5 ? 10LL << *retries : 200;
+
+    ++*retries;
+    if (redislockp_now_ms() + pause >
+        start + redislockp_client_url(lock->client).command_ms)
+        return -1;
+    redislockp_sleep_ms(pause);
+    redislockp_route_stale(lock->client);
+    return 0;
+}
+
 /* A Cluster redirection in error reply R: follow it (note a MOVED slot,
  * name the ASK node, or wait a little for TRYAGAIN and the like).  0 to
  * retry, with *NODE and *ASKING set for the next try; -1 when R is no
@@ -87,47 +104,16 @@ static int follow(redislock *lock, const redisReply *r, int *redirects,
         *node = redislockp_node_named(cl, host, port);
         *asking = 1;
         return *node < 0 ? -1 : 0;
-    default: {
-        /* TRYAGAIN (keys mid-migration), CLUSTERDOWN, LOADING: back off,
-         * 10 ms doubling to 200 ms, within the operation's deadline. */
-        long long pause = *retries < 5 ? 10LL << *retries : 200;
-
-        ++*retries;
-        /* An ASK answered by TRYAGAIN is a migration under way, not a
-         * loop: the redirections start counting afresh (the deadline
-         * bounds it). */
+    default:
+        /* TRYAGAIN (keys mid-migration), CLUSTERDOWN, LOADING: back off
+         * within the operation's deadline.  An ASK answered by TRYAGAIN
+         * is a migration under way, not a loop: the redirections start
+         * counting afresh (the deadline bounds it). */
         *redirects = 0;
-
-        /* The operation's deadline: the command timeout from its start
-         * (read only here, off the steady-state path). */
-        if (redislockp_now_ms() + pause >
-            start + redislockp_client_url(cl).command_ms)
-            return -1;
-        redislockp_sleep_ms(pause);
-        redislockp_cluster_stale(cl);
         *node = -1;
         *asking = 0;
-        return 0;
+        return back_off(lock, retries, start);
     }
-    }
-}
-
-/* A Sentinel client found no master where it looked (a failed connect, a
- * connection whose ROLE is not master, a READONLY or LOADING reply: the
- * command did not run): ask the sentinels again and retry after a pause,
- * 10 ms doubling to 200 ms, within the operation's deadline (the command
- * timeout from its start).  0 to retry, -1 when out of time. */
-static int sentinel_retry(redislock *lock, int *retries, long long start)
-{
-    long long pause = *retries < 5 ? 10LL << *retries : 200;
-
-    ++*retries;
-    if (redislockp_now_ms() + pause >
-        start + redislockp_client_url(lock->client).command_ms)
-        return -1;
-    redislockp_sleep_ms(pause);
-    redislockp_route_stale(lock->client);
-    return 0;
 }
 
 /* Refuse a call that needs companion keys which cannot share the lock
@@ -182,13 +168,27 @@ static int is_acquire(const redislockp_call *call)
            call->script == &redislockp_script_acquire_counted;
 }
 
-/* Give back what a refused quorum acquire took: a fresh attempt with the
- * handle's own ID releases on every master (owner-checked: where another
- * holds it nothing happens; where the reply was lost, the key may be
- * ours); a counted one with a shared ID, or a counted re-entry, gives
- * back the hold it added where it was granted; a go-zero re-entry or
- * shared ID only refreshed a holding that stays.  Best effort: what is
- * left lapses with its lease. */
+/* Should an acquire that must be undone (not acknowledged, or granted by
+ * no majority) release on a server that GRANTED it (or, on a quorum,
+ * that may have)?  A counted acquire added a hold there: give it back.  A
+ * go-zero one only when FRESH and with the handle's own ID: a re-entry
+ * only refreshed an earlier holding, and with a shared ID (set_id) the
+ * key may be another handle's holding that this acquire refreshed -
+ * deleting it would leave that handle believing it holds a free lock.
+ * A fresh acquire with the handle's own ID is released even where the
+ * outcome is unknown (owner-checked: where another holds the key,
+ * nothing happens). */
+static int gives_back(const redislock *lock, int fresh, int granted)
+{
+    int fresh_own = fresh && !lock->id_chosen;
+
+    return lock->mode == REDISLOCKP_MODE_COUNTED ? granted || fresh_own
+                                                 : fresh_own;
+}
+
+/* Give back what a refused quorum acquire took (see gives_back()), on
+ * every master at once.  Best effort: what is left lapses with its
+ * lease. */
 static void quorum_undo(redislock *lock, const int *granted)
 {
     redislockp_call call;
@@ -198,13 +198,7 @@ static void quorum_undo(redislock *lock, const int *granted)
     size_t i, n = lock->client->nsubs, any = 0;
 
     for (i = 0; i < n; i++) {
-        /* (A shared go-zero ID: the keys may be another handle's holding
-         * that this attempt refreshed: left alone, as on one server.) */
-        int fresh_own = !lock->held && !lock->id_chosen;
-
-        mask[i] = lock->mode == REDISLOCKP_MODE_COUNTED
-                      ? granted[i] || fresh_own
-                      : fresh_own;
+        mask[i] = gives_back(lock, !lock->held, granted[i]);
         any += (size_t)mask[i];
     }
     if (any == 0)
@@ -435,7 +429,7 @@ static int op_run_ack(redislock *lock, const redislockp_call *call,
                       redisReply **ack);
 static int op_run_one(redislock *lock, const redislockp_call *call,
                       int mutating, redislockp_parse_fn parse, void *out,
-                      redisReply **ack, redisReply **replies);
+                      redisReply **ack);
 
 int redislockp_op_run(redislock *lock, const redislockp_call *call,
                       int mutating, redislockp_parse_fn parse, void *out)
@@ -447,22 +441,20 @@ static int op_run_ack(redislock *lock, const redislockp_call *call,
                       int mutating, redislockp_parse_fn parse, void *out,
                       redisReply **ack)
 {
-    redisReply *replies[2];
-
     if (lock->quorum) {
         if (ack != NULL)
             *ack = NULL;
         return quorum_op(lock, call, mutating, parse, out);
     }
-    return op_run_one(lock, call, mutating, parse, out, ack, replies);
+    return op_run_one(lock, call, mutating, parse, out, ack);
 }
 
 /* op_run_ack() on one server (or Sentinel's master, or a Cluster's). */
 static int op_run_one(redislock *lock, const redislockp_call *call,
                       int mutating, redislockp_parse_fn parse, void *out,
-                      redisReply **ack, redisReply **replies)
+                      redisReply **ack)
 {
-    redisReply *reply;
+    redisReply *reply, *replies[2];
     redislockp_trailer tr, *trp = NULL;
     char num[3][24];
     struct timeval old;
@@ -490,7 +482,7 @@ static int op_run_one(redislock *lock, const redislockp_call *call,
             /* Nothing was sent: with sentinels, look for the master
              * again (a failover under way). */
             if (sentinel && st == REDISLOCK_ERR_IO &&
-                sentinel_retry(lock, &retries, start) == 0)
+                back_off(lock, &retries, start) == 0)
                 continue;
             break;
         }
@@ -516,7 +508,7 @@ static int op_run_one(redislock *lock, const redislockp_call *call,
                  * connections; with time left, find the master again. */
                 freeReplyObject(reply);
                 redislockp_conn_give(lock, REDISLOCK_ERR_IO);
-                if (sentinel_retry(lock, &retries, start) == 0) {
+                if (back_off(lock, &retries, start) == 0) {
                     any_sent = 0;
                     continue;
                 }
@@ -665,8 +657,7 @@ static int check_ack(redislock *lock, const redisReply *r, const char *what)
 }
 
 /* An acquire that was not acknowledged (ST, its message in the handle):
- * release what it took (one hold in counted mode; in go-zero mode the key,
- * unless this was a re-entry, whose earlier holding stays), and say so. */
+ * release what it took, as gives_back() says, and say so. */
 static int undo_acquire(redislock *lock, int fresh, int st)
 {
     redislockp_call call;
@@ -675,14 +666,12 @@ static int undo_acquire(redislock *lock, int fresh, int st)
     int rst;
 
     memcpy(why, lock->errmsg, sizeof why);
-    if (lock->mode == REDISLOCKP_MODE_GOZERO && !fresh)
+    if (!gives_back(lock, fresh, 1) && !fresh)
         return redislockp_fail(lock, st, "%s; the lock is still held from "
                                "before (this was a re-entry)", why);
-    if (lock->mode == REDISLOCKP_MODE_GOZERO && lock->id_chosen) {
-        /* A shared owner ID (set_id): the key may be another handle's
-         * holding that this acquire only refreshed, and deleting it would
-         * leave that handle believing it holds a lock that is free.  Left
-         * alone: it lapses with its lease unless its holder renews it. */
+    if (!gives_back(lock, fresh, 1)) {
+        /* Left alone: it lapses with its lease unless its holder renews
+         * it. */
         lock->held = 0;
         lock->state = REDISLOCK_STATE_UNKNOWN;
         return redislockp_fail(lock, st, "%s; not released, as the owner ID "

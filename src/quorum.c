@@ -121,9 +121,8 @@ int redislockp_quorum_run(redislock *lock, const redislockp_call *call,
             p->st = REDISLOCK_ERR_INVALID;      /* not asked */
             continue;
         }
-        p->st = redislockp_route(p->sub, lock->slot, &p->node, msg);
-        if (p->st == REDISLOCK_OK)
-            p->c = redislockp_pool_get(p->sub, p->node, msg, &p->st);
+        p->c = redislockp_conn_route(p->sub, lock->slot, &p->node, msg,
+                                     &p->st);
         if (p->c != NULL)
             p->st = redislockp_tx_send(p->c, &cmd, msg, &p->sent);
         if (p->st != REDISLOCK_OK)
@@ -152,14 +151,8 @@ int redislockp_quorum_run(redislock *lock, const redislockp_call *call,
             redislockp_tx_fail(errmsg, p->st, "master %zu: %.400s", i + 1,
                                msg);
         sent[i] = p->sent;
-        if (p->c != NULL) {
-            redislockp_pool_put(p->sub, p->node, p->c,
-                                p->st == REDISLOCK_ERR_IO ||
-                                    p->st == REDISLOCK_ERR_NOMEM ||
-                                    p->st == REDISLOCK_ERR_PROTOCOL);
-            if (p->st == REDISLOCK_ERR_IO)
-                redislockp_route_stale(p->sub);
-        }
+        if (p->c != NULL)
+            redislockp_conn_back(p->sub, p->node, p->c, p->st);
     }
     return answered;
 }

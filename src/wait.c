@@ -67,17 +67,13 @@ static int quorum_block(redislock *lock, long long wait_ms, bool *woken)
         redislock_client *sub = cl->subs[i];
         redisContext *c;
 
-        if (redislockp_route(sub, lock->slot, &node, msg) != REDISLOCK_OK)
-            continue;
-        c = redislockp_pool_get(sub, node, msg, &st);
+        c = redislockp_conn_route(sub, lock->slot, &node, msg, &st);
         if (c == NULL)
             continue;
         lock->ctx = c;
         st = block_on(lock, wait_ms, woken);
         lock->ctx = NULL;
-        redislockp_pool_put(sub, node, c, st == REDISLOCK_ERR_IO ||
-                                              st == REDISLOCK_ERR_NOMEM ||
-                                              st == REDISLOCK_ERR_PROTOCOL);
+        redislockp_conn_back(sub, node, c, st);
         if (st != REDISLOCK_OK) {
             *woken = false;
             redislockp_clear_error(lock);
