@@ -444,7 +444,8 @@ REDISLOCK_API int redislock_set_expire_ms(redislock *lock, long long ms);
  * used with fencing; delete it only when retiring the name.  Tokens are
  * exact up to 2^53.
  *
- * @return REDISLOCK_OK, or REDISLOCK_ERR_INVALID if LOCK is NULL.
+ * @return REDISLOCK_OK, or REDISLOCK_ERR_INVALID if LOCK is NULL, or ON
+ *         on a quorum client (independent masters share no counter).
  * @since 0.2.0
  */
 REDISLOCK_API int redislock_set_fencing(redislock *lock, bool on);
@@ -885,8 +886,9 @@ redislock_client_new(const char *url);
 REDISLOCK_API void redislock_client_free(redislock_client *client);
 
 /** Set the connect timeout and the per-command timeout (1..3600000 ms)
- *  for connections made from now on.  @return REDISLOCK_OK or
- *  REDISLOCK_ERR_INVALID.  Thread-safe.  @since 0.2.0 */
+ *  for connections made from now on (on a quorum client, to every
+ *  master).  @return REDISLOCK_OK, REDISLOCK_ERR_INVALID, or
+ *  REDISLOCK_ERR_FORKED in a fork child.  Thread-safe.  @since 0.2.0 */
 REDISLOCK_API int redislock_client_set_timeouts(redislock_client *client,
                                                 long long connect_ms,
                                                 long long command_ms);
@@ -896,7 +898,9 @@ REDISLOCK_API int redislock_client_set_timeouts(redislock_client *client,
  * and the server are right.  On a Cluster client it reads the slot map
  * instead (CLUSTER SLOTS from the known masters, then the seeds); on a
  * Sentinel client it finds the master (asking the sentinels if it is not
- * known or in doubt) and PINGs it.
+ * known or in doubt) and PINGs it; on a quorum client it pings every
+ * master and succeeds when a majority answers (else REDISLOCK_ERR_IO,
+ * "no quorum: ...", naming the last failure).
  * Thread-safe.
  * @param errbuf  if not NULL, the detail of a failure (never the password).
  * @return REDISLOCK_OK; REDISLOCK_ERR_IO (cannot connect, or backing off);

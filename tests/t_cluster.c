@@ -900,25 +900,9 @@ int main(int argc, char **argv)
     const char *p = getenv("REDISLOCK_TEST_CLUSTER_PORTS");
     int i;
 
-    if (getenv("REDISLOCK_TEST_WRAPPER") != NULL &&
-        *getenv("REDISLOCK_TEST_WRAPPER") != '\0') {
-        /* Under valgrind the cluster's shell and redis-cli would be
-         * traced too; ASan and TSan cover this test instead. */
-        printf("1..0 # SKIP not under a wrapper (valgrind)\n");
-        return 0;
-    }
-    if (p == NULL) {
-        /* Run again beside a cluster of our own. */
-        const char *srcdir = getenv("REDISLOCK_TEST_SRCDIR");
-        char script[512];
-
-        (void)argc;
-        snprintf(script, sizeof script, "%s/tests/with-cluster.sh",
-                 srcdir ? srcdir : ".");
-        execlp("sh", "sh", script, argv[0], (char *)NULL);
-        printf("Bail out! cannot run %s\n", script);
-        return 99;
-    }
+    (void)argc;
+    if (tu_wrapped() || p == NULL)
+        return tu_run_beside("with-cluster.sh", argv[0]);
     for (i = 0; i < 6; i++) {
         char *end;
 

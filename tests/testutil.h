@@ -89,6 +89,17 @@ bool tu_gozero_release(redisContext *c, const char *key, const char *id);
 bool tu_acquire(redislock *lock);
 bool tu_release(redislock *lock);
 
+/* Is the test run under a wrapper (REDISLOCK_TEST_WRAPPER, valgrind)? */
+int tu_wrapped(void);
+
+/* Run this test program (ARGV0) again beside a harness of its own,
+ * tests/SCRIPT (with-cluster.sh, with-sentinel.sh), which exports what
+ * the test reads; returns only if that fails (99, after a TAP bail-out).
+ * Under a wrapper it prints a TAP skip and returns 0 instead: valgrind
+ * would trace the harness's shell and redis-cli too (ASan and TSan cover
+ * those tests). */
+int tu_run_beside(const char *script, const char *argv0);
+
 /* The redislock tool with URL: it runs a command under KEY that finds
  * the lock held (--status exits 0, passed through), and afterwards the
  * lock is free (--status exits 1).  Fails the test otherwise. */
