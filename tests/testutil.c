@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -313,6 +314,105 @@ long long tu_now_ms(void)
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ------------------------------------------------------------------------
+ * Waiting for conditions
+ */
+
+long long tu_deadline_ms(long long ms)
+{
+    const char *s = getenv("REDISLOCK_TEST_DEADLINE_SCALE");
+    long scale = s != NULL ? atol(s) : 1;
+
+    return ms * (scale > 1 ? scale : 1);
+}
+
+void tu_wait_failed(const char *cond, long long ms, const char *fmt, ...)
+{
+    char what[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    fail_msg("waited %lld ms for %s (%s), in vain", ms, what, cond);
+}
+
+/* The text after "FIELD:" in INFO's reply, up to the line's end, into
+ * BUF; 0 if there is no such field. */
+static int info_field(redisContext *c, const char *field, char *buf,
+                      size_t size)
+{
+    redisReply *r = tu_cmd(c, "INFO everything");
+    char needle[128];
+    const char *p;
+    size_t n = 0;
+
+    assert_int_equal(r->type, REDIS_REPLY_STRING);
+    snprintf(needle, sizeof needle, "\n%s:", field);
+    p = strstr(r->str, needle);
+    if (p != NULL) {
+        p += strlen(needle);
+        while (p[n] != '\r' && p[n] != '\n' && p[n] != '\0' && n + 1 < size)
+            n++;
+        memcpy(buf, p, n);
+    }
+    buf[n] = '\0';
+    freeReplyObject(r);
+    return p != NULL;
+}
+
+long long tu_info_num(redisContext *c, const char *field)
+{
+    char buf[128];
+
+    return info_field(c, field, buf, sizeof buf) ? atoll(buf) : -1;
+}
+
+int tu_info_is(redisContext *c, const char *field, const char *value)
+{
+    char buf[256];
+
+    return info_field(c, field, buf, sizeof buf) && strcmp(buf, value) == 0;
+}
+
+void tu_wait_blocked(redisContext *c, long long n, const char *what)
+{
+    TU_WAIT_UNTIL(tu_info_num(c, "blocked_clients") >= n, 20000,
+                  "%lld client(s) blocked on the server (%s)", n, what);
+}
+
+void tu_wait_key_gone(redisContext *c, const void *key, size_t len,
+                      long long ms)
+{
+    TU_WAIT_UNTIL(tu_pttl(c, key, len) == -2, ms, "the key %.*s to be gone",
+                  (int)len, (const char *)key);
+}
+
+/* Do N replicas acknowledge a write at once (WAIT N 1000)? */
+static int replicas_ack(redisContext *c, const char *key, int n)
+{
+    redisReply *r;
+    long long got;
+
+    tu_cmd_ok(c, "SET %s %lld", key, tu_now_ms());
+    r = tu_cmd(c, "WAIT %d 1000", n);
+    got = r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+    freeReplyObject(r);
+    return got >= n;
+}
+
+void tu_wait_replicas_synced(redisContext *c, const char *probe_key, int n,
+                             long long ms)
+{
+    int in_a_row = 0;
+
+    TU_WAIT_UNTIL(
+        tu_info_num(c, "connected_slaves") >= n &&
+            (in_a_row = replicas_ack(c, probe_key, n) ? in_a_row + 1 : 0) >= 2,
+        ms, "%d replica(s) online and acknowledging writes", n);
+    tu_cmd_ok(c, "DEL %s", probe_key);
 }
 
 /* ------------------------------------------------------------------------

@@ -108,6 +108,48 @@ void tu_tool_holds_then_frees(const char *url, const char *key);
 /* A key name unique to this process and call: "PREFIX:<pid>:<n>". */
 void tu_key(char *buf, size_t size, const char *prefix);
 
+/*
+ * Waiting for a condition, never for a time.  A test that needs a state of
+ * the servers (a replica in sync, a waiter blocked, a failover done) asks
+ * for it again every few milliseconds until it holds, and fails after a
+ * deadline with a message naming what it waited for.  Deadlines are
+ * generous (a passing test leaves as soon as the state holds) and are
+ * multiplied by REDISLOCK_TEST_DEADLINE_SCALE (default 1; the stress run
+ * and valgrind raise it).
+ */
+#define TU_WAIT_UNTIL(cond, ms, ...)                                     \
+    do {                                                                 \
+        long long tu_deadline_ = tu_now_ms() + tu_deadline_ms(ms);       \
+        while (!(cond)) {                                                \
+            if (tu_now_ms() > tu_deadline_)                              \
+                tu_wait_failed(#cond, tu_deadline_ms(ms), __VA_ARGS__);  \
+            tu_sleep_ms(5);                                              \
+        }                                                                \
+    } while (0)
+long long tu_deadline_ms(long long ms);
+void tu_wait_failed(const char *cond, long long ms, const char *fmt, ...)
+    TU_PRINTF(3, 4);
+
+/* A numeric field of INFO (e.g. "blocked_clients", "connected_slaves");
+ * -1 if absent.  For FIELD:VALUE lines with a non-numeric VALUE,
+ * tu_info_is() compares the text. */
+long long tu_info_num(redisContext *c, const char *field);
+int tu_info_is(redisContext *c, const char *field, const char *value);
+/* Wait until the server behind C has at least N clients blocked (in
+ * BLPOP, say); fails naming WHAT otherwise. */
+void tu_wait_blocked(redisContext *c, long long n, const char *what);
+/* Wait until KEY (LEN bytes) no longer exists on C's server: a lease
+ * lapsed, a release done. */
+void tu_wait_key_gone(redisContext *c, const void *key, size_t len,
+                      long long ms);
+/* Wait until the master behind C has N replicas online that acknowledge a
+ * write (SET PROBE_KEY, then WAIT N) twice in a row: a replica just synced
+ * acknowledges its first WAIT only after its first periodic ACK.  On a
+ * Cluster node PROBE_KEY must be in one of its slots.  The key is deleted
+ * afterwards. */
+void tu_wait_replicas_synced(redisContext *c, const char *probe_key, int n,
+                             long long ms);
+
 void tu_sleep_ms(long ms);
 long long tu_now_ms(void);           /* CLOCK_MONOTONIC */
 
