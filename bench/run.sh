@@ -182,7 +182,7 @@ for replicas in 1 0; do
         label=cluster-no-replicas what="3 masters, no replicas"
     fi
     clines=$(REDISLOCK_TEST_CLUSTER_REPLICAS=$replicas \
-        REDISLOCK_TEST_CLUSTER_SYNCED=1 sh "$here/../tests/with-cluster.sh" sh -c '
+        sh "$here/../tests/with-cluster.sh" sh -c '
             seed=${REDISLOCK_TEST_CLUSTER_PORTS%% *}
             sh -c "$1" "$0" "redis://127.0.0.1:$2" standalone \
                 "redis://127.0.0.1:$seed?cluster=1" "$3"' \

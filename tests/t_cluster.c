@@ -72,6 +72,17 @@ static int other_master(int not_port)
     return port;
 }
 
+/* Does the node behind C say cluster_state:ok? */
+static int cluster_ok(redisContext *c)
+{
+    redisReply *r = tu_cmd(c, "CLUSTER INFO");
+    int up = r->type == REDIS_REPLY_STRING &&
+             strstr(r->str, "cluster_state:ok") != NULL;
+
+    freeReplyObject(r);
+    return up;
+}
+
 static redisContext *connect_port(int port)
 {
     redisContext *c = redisConnect("127.0.0.1", port);
@@ -304,9 +315,8 @@ static void test_moved_is_followed(void **state)
         tu_cmd_ok(c, "CLUSTER SETSLOT %u NODE %s", slot, to_id);
         redisFree(c);
     }
-    for (i = 0; i < 100 && master_of(slot) != to; i++)
-        tu_sleep_ms(20);
-    assert_int_equal(master_of(slot), to);
+    TU_WAIT_UNTIL(master_of(slot) == to, 10000,
+                  "node 0 to map slot %u to port %d", slot, to);
     assert_true(tu_acquire(lock));          /* MOVED, then the new owner */
     {
         redisContext *c = connect_port(to);
@@ -472,7 +482,13 @@ static void test_wait_and_renew(void **state)
     w.lock = other;
     w.acquired = false;
     assert_int_equal(pthread_create(&t, NULL, wait_for, &w), 0);
-    tu_sleep_ms(200);
+    {
+        redisContext *c = connect_port(master_of(redislockp_key_slot(key,
+                                                                strlen(key))));
+
+        tu_wait_blocked(c, 1, "the waiter on renew:1007, in BLPOP");
+        redisFree(c);
+    }
     for (i = 0; i < 3; i++)
         assert_true(tu_release(h[i]));      /* none was lost */
     assert_int_equal(pthread_join(t, NULL), 0);
@@ -578,7 +594,7 @@ static void test_live_resharding(void **state)
     char from_id[64], to_id[64];
     pthread_t t[RS_THREADS];
     redisContext *src, *dst;
-    int i, moved = 0, ok_before;
+    int i, moved = 0, ok_before, ok_moved;
     long j;
 
     (void)state;
@@ -589,7 +605,8 @@ static void test_live_resharding(void **state)
     for (j = 0; j < RS_THREADS; j++)
         assert_int_equal(pthread_create(&t[j], NULL, reshard_worker,
                                         (void *)j), 0);
-    tu_sleep_ms(300);
+    TU_WAIT_UNTIL(__atomic_load_n(&rs_ok, __ATOMIC_SEQ_CST) >= 20, 20000,
+                  "the workers' first 20 sections");
     ok_before = __atomic_load_n(&rs_ok, __ATOMIC_SEQ_CST);
     src = connect_port(from);
     dst = connect_port(to);
@@ -620,7 +637,9 @@ static void test_live_resharding(void **state)
         tu_cmd_ok(c, "CLUSTER SETSLOT %u NODE %s", slot, to_id);
         redisFree(c);
     }
-    tu_sleep_ms(500);                       /* the workers go on, moved */
+    ok_moved = __atomic_load_n(&rs_ok, __ATOMIC_SEQ_CST);
+    TU_WAIT_UNTIL(__atomic_load_n(&rs_ok, __ATOMIC_SEQ_CST) >= ok_moved + 20,
+                  20000, "20 sections after the move");
     __atomic_store_n(&rs_stop, 1, __ATOMIC_SEQ_CST);
     for (j = 0; j < RS_THREADS; j++)
         assert_int_equal(pthread_join(t[j], NULL), 0);
@@ -646,7 +665,7 @@ static void test_manual_failover(void **state)
 {
     const char *tag = "fo";
     unsigned slot = redislockp_key_slot(tag, strlen(tag));
-    int master = master_of(slot), replica = 0, i, ok_before;
+    int master = master_of(slot), replica = 0, ok_before, ok_after;
     char master_id[64];
     pthread_t t[RS_THREADS];
     redisContext *c;
@@ -678,15 +697,18 @@ static void test_manual_failover(void **state)
     for (j = 0; j < RS_THREADS; j++)
         assert_int_equal(pthread_create(&t[j], NULL, reshard_worker,
                                         (void *)j), 0);
-    tu_sleep_ms(300);
+    TU_WAIT_UNTIL(__atomic_load_n(&rs_ok, __ATOMIC_SEQ_CST) >= 20, 20000,
+                  "the workers' first 20 sections");
     ok_before = __atomic_load_n(&rs_ok, __ATOMIC_SEQ_CST);
     c = connect_port(replica);
     tu_cmd_ok(c, "CLUSTER FAILOVER");
-    for (i = 0; i < 200 && master_of(slot) != replica; i++)
-        tu_sleep_ms(50);
+    TU_WAIT_UNTIL(master_of(slot) == replica, 30000,
+                  "node 0 to name port %d master of slot %u after CLUSTER "
+                  "FAILOVER", replica, slot);
     redisFree(c);
-    assert_int_equal(master_of(slot), replica);
-    tu_sleep_ms(700);                       /* the workers go on */
+    ok_after = __atomic_load_n(&rs_ok, __ATOMIC_SEQ_CST);
+    TU_WAIT_UNTIL(__atomic_load_n(&rs_ok, __ATOMIC_SEQ_CST) >= ok_after + 20,
+                  20000, "20 sections after the failover");
     __atomic_store_n(&rs_stop, 1, __ATOMIC_SEQ_CST);
     for (j = 0; j < RS_THREADS; j++)
         assert_int_equal(pthread_join(t[j], NULL), 0);
@@ -741,11 +763,11 @@ static void test_waiter_follows_its_slot(void **state)
     w.acquired = false;
     w.status = -99;
     assert_int_equal(pthread_create(&t, NULL, wait_long_for, &w), 0);
-    tu_sleep_ms(300);                       /* it is blocked on FROM */
-
-    /* Move the slot with its keys (the lock, the waiters). */
     src = connect_port(from);
     dst = connect_port(to);
+    tu_wait_blocked(src, 1, "the waiter in BLPOP on the slot's master");
+
+    /* Move the slot with its keys (the lock, the waiters). */
     tu_cmd_ok(dst, "CLUSTER SETSLOT %u IMPORTING %s", slot, from_id);
     tu_cmd_ok(src, "CLUSTER SETSLOT %u MIGRATING %s", slot, to_id);
     for (i = 0; i < 10; i++) {
@@ -765,7 +787,8 @@ static void test_waiter_follows_its_slot(void **state)
                                      to_id));
         redisFree(c);
     }
-    tu_sleep_ms(500);                       /* it re-registers on TO */
+    /* Its BLPOP is answered MOVED: it registers again on TO. */
+    tu_wait_blocked(dst, 1, "the waiter in BLPOP on the slot's new master");
     t0 = tu_now_ms();
     assert_true(tu_release(owner));        /* MOVED, released on TO */
     assert_int_equal(pthread_join(t, NULL), 0);
@@ -805,6 +828,15 @@ static void test_replica_acknowledgement(void **state)
     assert_non_null(cl);
     for (i = 0; i < 3; i++) {
         snprintf(key, sizeof key, "acks:%d", i * 7);
+        {
+            redisContext *m = connect_port(master_of(redislockp_key_slot(
+                key, strlen(key))));
+
+            /* Its replica acknowledges writes (whatever the tests before
+             * took: it may have synced a moment ago). */
+            tu_wait_replicas_synced(m, key, 1, 30000);
+            redisFree(m);
+        }
         lock = redislock_new_from_client(cl, key);
         assert_non_null(lock);
         /* A replica's first acknowledgement after its sync can take a
@@ -832,7 +864,7 @@ static void test_unserved_slot_gives_up_in_time(void **state)
 {
     const char *key = "down:key";
     unsigned slot = redislockp_key_slot(key, strlen(key));
-    int owner = master_of(slot), i;
+    int owner = master_of(slot);
     char short_url[300];
     redislock_client *cl;
     redislock *lock;
@@ -859,18 +891,11 @@ static void test_unserved_slot_gives_up_in_time(void **state)
         strstr(redislock_last_error(lock), "MOVED") == NULL &&
         strstr(redislock_last_error(lock), "no Cluster node") == NULL)
         fail_msg("last error: %s", redislock_last_error(lock));
-    if (elapsed > 2000)
+    if (elapsed > 4000)
         fail_msg("gave up after %lld ms (timeout 400 ms)", elapsed);
     tu_cmd_ok(c, "CLUSTER ADDSLOTS %u", slot);
-    for (i = 0; i < 200; i++) {
-        redisReply *r = tu_cmd(c, "CLUSTER INFO");
-        int up = strstr(r->str, "cluster_state:ok") != NULL;
-
-        freeReplyObject(r);
-        if (up)
-            break;
-        tu_sleep_ms(50);
-    }
+    TU_WAIT_UNTIL(cluster_ok(c), 20000,
+                  "cluster_state:ok on port %d after ADDSLOTS %u", owner, slot);
     assert_int_equal(redislock_acquire_wait(lock, 5000, &ok), REDISLOCK_OK);
     assert_true(ok);
     assert_true(tu_release(lock));

@@ -199,15 +199,32 @@ static void test_counted_mode(void **state)
 }
 
 /* A waiter is woken by the release (through the first master's wake-up
- * list), not by its poll: with a poll of 10 s (a jittered pause would be
- * at least 1 s) and the holder's lease of 20 s, only a wake-up gets it
- * the lock within 0.9 s of a release at 0.3 s. */
+ * list), not by its poll: with a poll of 10 s and the holder's lease of
+ * 20 s, only a wake-up gets it the lock well within 5 s of a release made
+ * while it is blocked (in BLPOP on the first master). */
+static long long released_at;
+
 static void *release_later(void *arg)
 {
     redislock *holder = arg;
+    redisContext *c = tu_connect_unix(m[0].socket);
+    long long deadline = tu_now_ms() + tu_deadline_ms(20000);
     bool ok = false;
 
-    tu_sleep_ms(300);
+    /* No assertion in this thread: should the waiter never block, the
+     * release comes at the deadline and the test fails on the time. */
+    while (c != NULL && tu_now_ms() < deadline) {
+        redisReply *r = redisCommand(c, "INFO clients");
+        int blocked = r != NULL && r->type == REDIS_REPLY_STRING &&
+                      strstr(r->str, "\nblocked_clients:0") == NULL;
+
+        freeReplyObject(r);
+        if (blocked)
+            break;
+        tu_sleep_ms(5);
+    }
+    redisFree(c);
+    released_at = tu_now_ms();
     (void)!redislock_release(holder, &ok);
     return NULL;
 }
@@ -217,7 +234,7 @@ static void test_waiter_is_woken(void **state)
     redislock_client *cl = quorum_client();
     redislock *holder, *waiter;
     pthread_t t;
-    long long t0, took;
+    long long took;
     bool ok = false;
 
     (void)state;
@@ -227,14 +244,14 @@ static void test_waiter_is_woken(void **state)
     assert_int_equal(redislock_set_wait_poll_ms(waiter, 10000), REDISLOCK_OK);
     assert_true(tu_acquire(holder));
     assert_int_equal(pthread_create(&t, NULL, release_later, holder), 0);
-    t0 = tu_now_ms();
     assert_int_equal(redislock_acquire_wait(waiter, 15000, &ok), REDISLOCK_OK);
-    took = tu_now_ms() - t0;
+    took = tu_now_ms();
     pthread_join(t, NULL);
+    took -= released_at;
     assert_true(ok);
-    printf("# the waiter held the lock %lld ms after it began waiting "
-           "(release at 300 ms)\n", took);
-    if (took > 900)
+    printf("# the waiter held the lock %lld ms after the release (poll "
+           "10 s)\n", took);
+    if (took > 5000)
         fail_msg("took %lld ms: not woken by the release", took);
     assert_true(tu_release(waiter));
     redislock_free(holder);
@@ -466,7 +483,10 @@ static void test_autorenew_across_masters(void **state)
     kill_master(0);
     kill_master(2);
     kill_master(4);
-    tu_sleep_ms(1200);
+    /* Declared when the lease runs out (600 ms), not before. */
+    TU_WAIT_UNTIL(redislock_lost_reason(lock) != REDISLOCK_LOST_NONE, 10000,
+                  "the loss of a lock renewed on 2 of 5 masters");
+    assert_int_equal(redislock_lost_reason(lock), REDISLOCK_LOST_UNREACHABLE);
     assert_int_equal(redislock_release(lock, &ok), REDISLOCK_ERR_LOST);
     assert_false(ok);
     printf("# %s\n", redislock_last_error(lock));
@@ -555,13 +575,34 @@ static void test_restart_without_persistence_can_double_grant(void **state)
  * a moment later: the overlaps that caused are counted and reported
  * (with 5 masters all up, one empty master cannot make a majority alone:
  * none expected, and none allowed). */
+/* Wait (no assertion: a thread) until the run's counter reaches N, or
+ * a deadline passes. */
+static void counter_reaches(redisContext *c, long long n)
+{
+    long long deadline = tu_now_ms() + tu_deadline_ms(30000), v = 0;
+
+    while (v < n && tu_now_ms() < deadline) {
+        redisReply *r = redisCommand(c, "GET q:counter");
+
+        v = r != NULL && r->type == REDIS_REPLY_STRING ? atoll(r->str) : 0;
+        freeReplyObject(r);
+        if (v < n)
+            tu_sleep_ms(2);
+    }
+}
+
+/* Master 2 goes down after 100 of the 600 sections and comes back empty
+ * after 100 more, so that sections run before, during and after. */
 static void *restarter(void *arg)
 {
+    redisContext *c = tu_connect();
+
     (void)arg;
-    tu_sleep_ms(300);
+    counter_reaches(c, 100);
     kill_master(2);
-    tu_sleep_ms(300);
+    counter_reaches(c, 200);
     restart_master(2);
+    redisFree(c);
     return NULL;
 }
 
@@ -572,6 +613,12 @@ static void test_restart_during_a_run(void **state)
     int failed;
 
     (void)state;
+    {
+        redisContext *c = tu_connect();
+
+        tu_cmd_ok(c, "SET q:counter 0");   /* before the restarter reads it */
+        redisFree(c);
+    }
     assert_int_equal(pthread_create(&t, NULL, restarter, NULL), 0);
     v = contend("q:restart-run", 4, 150, &failed);
     pthread_join(t, NULL);

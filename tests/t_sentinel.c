@@ -558,11 +558,90 @@ static void wait_for_replicas(int n)
  * (the harness does not know it). */
 static pid_t restarted;
 
+/* The value after NAME in a flat SENTINEL MASTER / REPLICAS entry. */
+static const char *field_of(const redisReply *entry, const char *name)
+{
+    size_t i;
+
+    if (entry->type != REDIS_REPLY_ARRAY)
+        return NULL;
+    for (i = 0; i + 1 < entry->elements; i += 2)
+        if (entry->element[i]->type == REDIS_REPLY_STRING &&
+            entry->element[i + 1]->type == REDIS_REPLY_STRING &&
+            strcmp(entry->element[i]->str, name) == 0)
+            return entry->element[i + 1]->str;
+    return NULL;
+}
+
+/* Does the sentinel on PORT name MASTER as a master with no failover in
+ * progress and nothing down, know the two other sentinels, and see at
+ * least REPLICAS replicas that are up? */
+static int sentinel_settled(int port, int master, int replicas)
+{
+    redisContext *c = redisConnect("127.0.0.1", port);
+    redisReply *m = NULL, *r = NULL, *a = NULL;
+    const char *flags, *others;
+    int ok = 0, up = 0;
+    size_t i;
+
+    if (c == NULL || c->err)
+        goto done;
+    a = redisCommand(c, "SENTINEL GET-MASTER-ADDR-BY-NAME %s", master_name);
+    m = redisCommand(c, "SENTINEL MASTER %s", master_name);
+    r = redisCommand(c, "SENTINEL REPLICAS %s", master_name);
+    if (a == NULL || a->type != REDIS_REPLY_ARRAY || a->elements != 2 ||
+        atoi(a->element[1]->str) != master || m == NULL || r == NULL ||
+        r->type != REDIS_REPLY_ARRAY)
+        goto done;
+    flags = field_of(m, "flags");
+    others = field_of(m, "num-other-sentinels");
+    if (flags == NULL || strcmp(flags, "master") != 0 || others == NULL ||
+        atoi(others) != 2)
+        goto done;
+    for (i = 0; i < r->elements; i++) {
+        const char *f = field_of(r->element[i], "flags");
+        const char *link = field_of(r->element[i], "master-link-status");
+
+        up += f != NULL && strcmp(f, "slave") == 0 && link != NULL &&
+              strcmp(link, "ok") == 0;
+    }
+    ok = up >= replicas;
+done:
+    freeReplyObject(a);
+    freeReplyObject(m);
+    freeReplyObject(r);
+    redisFree(c);
+    return ok;
+}
+
+static int sentinels_settled(int replicas)
+{
+    int m = ask_master_port(), i;
+
+    for (i = 0; i < 3; i++)
+        if (m <= 0 || !sentinel_settled(sentinel_port[i], m, replicas))
+            return 0;
+    return 1;
+}
+
+/* Before a disruption: every sentinel names the same master, with no
+ * failover in progress, and sees REPLICAS of its replicas up, which
+ * acknowledge writes; so that the disruption's failover can start at
+ * once, whatever the tests before left behind. */
+static void wait_settled(int replicas)
+{
+    TU_WAIT_UNTIL(sentinels_settled(replicas), 60000,
+                  "the 3 sentinels to agree on one master with no failover "
+                  "in progress and %d replica(s) up", replicas);
+    wait_for_replicas(replicas);
+}
+
 static void test_sentinel_failover_is_followed(void **state)
 {
     long long gap;
 
     (void)state;
+    wait_settled(2);
     min_replicas = 0;
     across_failover("SENTINEL FAILOVER", sentinel_failover, &gap);
     /* A graceful failover: the client is back within seconds. */
@@ -579,7 +658,7 @@ static void test_sentinel_failover_with_acks(void **state)
     long long gap;
 
     (void)state;
-    wait_for_replicas(2);
+    wait_settled(2);
     min_replicas = 2;
     across_failover("SENTINEL FAILOVER", sentinel_failover, &gap);
     assert_int_equal(double_grants, 0);
@@ -594,6 +673,7 @@ static void test_killed_master_is_followed(void **state)
     long long gap;
 
     (void)state;
+    wait_settled(2);
     min_replicas = 0;
     across_failover("kill -9 of the master", kill_master, &gap);
     /* down-after 1000 ms, then the sentinels' election and promotion,
@@ -647,6 +727,7 @@ static void test_killed_master_with_acks(void **state)
 
     (void)state;
     restart_killed_as_replica();
+    wait_settled(2);
     /* One of the two replicas must acknowledge: the master's death leaves
      * one, which the grants need. */
     min_replicas = 1;

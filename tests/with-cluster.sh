@@ -11,10 +11,11 @@
 # REDISLOCK_TEST_CLUSTER_REPLICAS=N (default 1) gives each master N
 # replicas (`--cluster-replicas N`, 3 * (N + 1) servers): 0 makes a
 # cluster of 3 masters alone (bench/run.sh compares the two).
-# REDISLOCK_TEST_CLUSTER_SYNCED=1 also waits until every replica has made
-# its first sync and follows its master (without it COMMAND may start
-# before: the sync, a fork and a transfer, comes about 5 s after the
-# cluster is created, repl-diskless-sync-delay).
+# COMMAND starts once every node reports cluster_state:ok, every node
+# agrees on the slots' owners (a replica is known as one everywhere), and
+# every replica has made its first sync and follows its master
+# (master_link_status:up).  The nodes run with repl-diskless-sync-delay 0,
+# so that the sync starts at once rather than 5 s later.
 # It checks that each port is answered by the process it started (INFO's
 # process_id).  Exit status: COMMAND's; 77 (skip) when redis-server or
 # redis-cli is missing outside CI.
@@ -74,6 +75,7 @@ start_all() {
         ( cd "$dir" && exec "$server" --port "$port" --bind 127.0.0.1 \
             --cluster-enabled yes --cluster-config-file nodes.conf \
             --cluster-node-timeout 2000 --appendonly no --save '' \
+            --repl-diskless-sync-delay 0 \
             --pidfile "$dir/redis.pid" \
             --daemonize no --logfile "$dir/log" ) &
         pids="$pids $!"
@@ -106,26 +108,44 @@ for port in $ports; do addrs="$addrs 127.0.0.1:$port"; done
 # shellcheck disable=SC2086
 "$cli" --cluster create $addrs --cluster-replicas "$replicas" --cluster-yes \
     > "$tmp/create.log" 2>&1 || { cat "$tmp/create.log" >&2; exit 99; }
-# Every node agrees the cluster is up.
+# Wait (50 ms apart, 30 s at most) until "$@" succeeds; on a timeout say
+# what was awaited and fail.
+await() {
+    what=$1; shift
+    i=0
+    until "$@"; do
+        i=$((i + 1))
+        [ $i -lt 600 ] || {
+            echo "with-cluster.sh: waited 30 s for $what, in vain" >&2
+            exit 99
+        }
+        sleep 0.05
+    done
+}
+cluster_ok() { "$cli" -h 127.0.0.1 -p "$1" CLUSTER INFO 2>/dev/null | grep -q 'cluster_state:ok'; }
+# Every node's CLUSTER NODES: "master" lines, as "ip:port@bus" sorted.
+masters_seen() {
+    "$cli" -h 127.0.0.1 -p "$1" CLUSTER NODES 2>/dev/null |
+        awk '$3 ~ /master/ { print $2 }' | sort | tr '\n' ' '
+}
+same_view() {
+    first=
+    for port in $ports; do
+        v=$(masters_seen "$port")
+        [ "$(echo "$v" | wc -w)" -eq 3 ] || return 1
+        if [ -z "$first" ]; then first=$v; elif [ "$v" != "$first" ]; then return 1; fi
+    done
+}
+synced() {
+    [ "$(for port in $ports; do
+             "$cli" -h 127.0.0.1 -p "$port" INFO replication 2>/dev/null
+         done | grep -c '^master_link_status:up')" -eq $((3 * replicas)) ]
+}
 for port in $ports; do
-    i=0
-    until "$cli" -p "$port" CLUSTER INFO 2>/dev/null | grep -q 'cluster_state:ok'; do
-        i=$((i + 1))
-        [ $i -lt 200 ] || { echo "with-cluster.sh: cluster not ok on $port" >&2; exit 99; }
-        sleep 0.05
-    done
+    await "cluster_state:ok on $port" cluster_ok "$port"
 done
-
-if [ "${REDISLOCK_TEST_CLUSTER_SYNCED:-0}" = 1 ]; then
-    i=0
-    until [ "$(for port in $ports; do
-                   "$cli" -h 127.0.0.1 -p "$port" INFO replication 2>/dev/null
-               done | grep -c '^master_link_status:up')" -eq $((3 * replicas)) ]; do
-        i=$((i + 1))
-        [ $i -lt 600 ] || { echo "with-cluster.sh: replicas not in sync" >&2; exit 99; }
-        sleep 0.05
-    done
-fi
+await "every node to know the same 3 masters" same_view
+await "all $((3 * replicas)) replicas to finish their first sync (master_link_status:up)" synced
 
 REDISLOCK_TEST_CLUSTER_PORTS=$(echo $ports)
 REDISLOCK_TEST_CLUSTER_PIDS=$(echo $pids)
