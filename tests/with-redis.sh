@@ -89,7 +89,7 @@ while [ $attempt -lt 20 ]; do
     pid=$!
     i=0
     ok=
-    while [ $i -lt 100 ]; do
+    while [ $i -lt 400 ]; do
         if ! kill -0 "$pid" 2>/dev/null; then
             break   # it exited: port in use, most likely
         fi
