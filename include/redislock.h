@@ -847,9 +847,23 @@ redislock_client_open(const char *url, redislock_client **client,
  * - Release and extend go to all; each succeeds on a majority.  held, ttl
  *   and hold_count report the majority's view (the lease the majority-th
  *   longest-lived key gives); inspect the answer most masters give.
+ * - Every operation writes to all masters at once and reads their replies
+ *   as they come; it returns as soon as a majority has decided it (then
+ *   after a 2 ms grace for the others), and waits for the masters' replies
+ *   at most the quorum wait: a tenth of the handle's lease, at least 50
+ *   ms, at most the command timeout (redislock_client_set_quorum_wait()).
+ *   So one or two stopped masters of five cost nothing, and with a
+ *   majority stopped an operation fails within the quorum wait.  A
+ *   connection whose reply is still outstanding is closed.
  * - Fencing is refused (REDISLOCK_ERR_INVALID): independent masters have
- *   no shared counter.  Replica acknowledgement likewise (not built for a
- *   quorum).  acquire_wait registers the waiter on every master, and all
+ *   no shared counter.  Replica acknowledgement (set_min_replicas) asks
+ *   each master's replicas (WAIT after the script, once per operation);
+ *   the operation succeeds on a majority of masters that did it *and* had
+ *   it acknowledged; a majority that did it without enough acknowledgement
+ *   is REDISLOCK_ERR_NOT_REPLICATED (an acquire then gives back what it
+ *   took).  The quorum wait grows by the acknowledgement timeout.
+ *   Auto-renewals are not acknowledged (not built yet).
+ *   acquire_wait registers the waiter on every master, and all
  *   waiters block on the same master (the first, in URL order, that a
  *   connection can be had to), whose wake-up a release pushes: a waiter
  *   takes a freed lock in about a round trip.  With no master reachable
@@ -871,6 +885,22 @@ REDISLOCK_API REDISLOCK_NODISCARD int
 redislock_client_open_quorum(const char *const *urls, size_t n,
                              redislock_client **client, char *errbuf,
                              size_t errsize);
+
+/**
+ * Set how long an operation of the quorum client CLIENT waits for its
+ * masters' replies once sent: MS milliseconds (1..3600000), or 0 for the
+ * default, a tenth of the handle's lease, at least 50 ms and at most the
+ * command timeout.  Redlock's rule: small against the lease, so that a
+ * stopped minority of masters costs little, and large against a round
+ * trip.  An operation returns as soon as a majority has decided it; the
+ * wait bounds only what a silent master costs.  With replica
+ * acknowledgement, its timeout is added.  Thread-safe.
+ * @return REDISLOCK_OK; REDISLOCK_ERR_INVALID for NULL, a client that is
+ *         not a quorum's, or MS out of range.
+ * @since 0.4.0
+ */
+REDISLOCK_API int redislock_client_set_quorum_wait(redislock_client *client,
+                                                   long long ms);
 
 /** redislock_client_open() without the details: the client or NULL.
  *  @since 0.2.0 */

@@ -274,6 +274,13 @@ void redislockp_pool_put(redislock_client *cl, size_t node, redisContext *c,
         redisFree(c);
 }
 
+void redislockp_pool_drop(redislock_client *cl, size_t node, redisContext *c)
+{
+    (void)cl;
+    (void)node;
+    redisFree(c);
+}
+
 /* A call's status says its connection can no longer be trusted: dead, or
  * out of step (a reply we did not expect may still be coming). */
 static int broken_by(int status)

@@ -102,6 +102,7 @@ struct redislock_client {
     int quorum;                 /* the masters are the clients in subs */
     redislock_client **subs;    /* quorum: one client per master */
     size_t nsubs;
+    long long quorum_wait_ms;   /* quorum: 0 for the default; atomic */
     pthread_mutex_t mu;
     redislockp_node *nodes;     /* [0]: the URL's server (standalone) */
     size_t nnodes, capnodes;
@@ -128,16 +129,12 @@ struct redislock_client {
 
 /* quorum.c: a client over N independent masters, at most this many. */
 #define REDISLOCKP_QUORUM_MAX 9
-
-/* Run CALL for LOCK (of a quorum client) on every master at once: one
- * write to each, then the replies (only to the masters whose MASK[i] is
- * set, unless MASK is NULL).  REPLIES[i] gets master i's reply (a
- * Redis error reply included; NULL when it failed, with the last failure
- * in ERRMSG); SENT[i] whether the command may have reached it.  Returns
- * how many answered. */
-int redislockp_quorum_run(redislock *lock, const redislockp_call *call,
-                          const int *mask, redisReply **replies, int *sent,
-                          char *errmsg);
+/* The least a quorum operation waits for its masters' replies by
+ * default (a tenth of the lease, if longer; see
+ * redislock_client_set_quorum_wait()), and how long it waits for
+ * stragglers once a majority has decided. */
+#define REDISLOCKP_QUORUM_WAIT_MIN_MS 50
+#define REDISLOCKP_QUORUM_GRACE_MS 2
 
 /* connect.c: is this a fork child of the process that made CL? */
 int redislockp_client_forked(const redislock_client *cl);
@@ -149,6 +146,11 @@ redisContext *redislockp_pool_get(redislock_client *cl, size_t node,
 /* Give it back; a broken one (BROKEN, or c->err) is closed instead. */
 void redislockp_pool_put(redislock_client *cl, size_t node, redisContext *c,
                          int broken);
+
+/* Close C, taken from node NODE, whose reply is still outstanding (its
+ * operation was decided without it): only C, as nothing is known to be
+ * wrong with the node. */
+void redislockp_pool_drop(redislock_client *cl, size_t node, redisContext *c);
 
 /* A connection for an operation on a key of SLOT: to the node the route
  * names (redislockp_route), from its pool; NULL with ERRMSG and *STATUS.

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "client.h"
+#include "exec.h"
 #include "redislock_int.h"
 #include "slot.h"
 
@@ -143,6 +144,28 @@ static size_t majority(const redislock *lock)
     return lock->client->nsubs / 2 + 1;
 }
 
+/* How long a quorum operation waits for the masters' replies once sent:
+ * the client's setting, or a tenth of the lease (Redlock's "small
+ * against the auto-release time"), at least REDISLOCKP_QUORUM_WAIT_MIN_MS,
+ * at most the command timeout; with an acknowledgement TR, its timeout on
+ * top. */
+static long long quorum_wait(const redislock *lock,
+                             const redislockp_trailer *tr)
+{
+    redislock_client *cl = lock->client;
+    long long cmd_ms = redislockp_client_url(cl).command_ms;
+    long long w = __atomic_load_n(&cl->quorum_wait_ms, __ATOMIC_RELAXED);
+
+    if (w <= 0) {
+        w = lock->expire_ms / 10;
+        if (w < REDISLOCKP_QUORUM_WAIT_MIN_MS)
+            w = REDISLOCKP_QUORUM_WAIT_MIN_MS;
+        if (w > cmd_ms)
+            w = cmd_ms;
+    }
+    return tr != NULL ? w + lock->ack_timeout_ms : w;
+}
+
 /* The value a majority reaches: the MAJ-th largest of the N in V (the
  * lock is ours while a majority's keys live, so its lease is the one the
  * MAJ-th longest-lived key gives).  0 when N < MAJ. */
@@ -188,13 +211,15 @@ static int gives_back(const redislock *lock, int fresh, int granted)
 
 /* Give back what a refused quorum acquire took (see gives_back()), on
  * every master at once.  Best effort: what is left lapses with its
- * lease. */
-static void quorum_undo(redislock *lock, const int *granted)
+ * lease.  The masters that did not answer the acquire (SILENT) are sent
+ * the release too, but not waited for: it runs if they wake up. */
+static void quorum_undo(redislock *lock, const int *granted,
+                        const int *silent)
 {
     redislockp_call call;
-    redisReply *r[REDISLOCKP_QUORUM_MAX];
-    int sent[REDISLOCKP_QUORUM_MAX], mask[REDISLOCKP_QUORUM_MAX];
-    char msg[REDISLOCKP_ERRMSG_SIZE];
+    redislockp_leg legs[REDISLOCKP_QUORUM_MAX];
+    redislockp_fanout f;
+    int mask[REDISLOCKP_QUORUM_MAX];
     size_t i, n = lock->client->nsubs, any = 0;
 
     for (i = 0; i < n; i++) {
@@ -204,12 +229,17 @@ static void quorum_undo(redislock *lock, const int *granted)
     if (any == 0)
         return;
     redislockp_call_release(&call, lock);
-    (void)redislockp_quorum_run(lock, &call, mask, r, sent, msg);
-    for (i = 0; i < n; i++) {
-        if (mask[i] && r[i] == NULL && sent[i] && !lock->id_chosen)
+    memset(&f, 0, sizeof f);
+    f.call = &call;
+    f.mask = mask;
+    f.nowait = silent;
+    f.wait_ms = quorum_wait(lock, NULL);
+    (void)redislockp_exec_fanout(lock->client, lock->slot, &f, legs);
+    for (i = 0; i < n; i++)
+        if (mask[i] && legs[i].st != REDISLOCK_OK && legs[i].sent &&
+            !silent[i] && !lock->id_chosen)
             lock->id_stale = 1;
-        freeReplyObject(r[i]);
-    }
+    redislockp_legs_end(legs, n);
 }
 
 /* Fewer than a majority answered: REDISLOCK_ERR_IO, naming the quorum
@@ -225,15 +255,30 @@ static int no_quorum(redislock *lock, size_t answered)
                            majority(lock), last);
 }
 
-/* Fold the N int replies PARTS (OK[i]: parsed) of a quorum operation
- * into OUT, as one server's reply would read. */
+/* A majority of masters did it (GRANTS), but fewer (ACKED) had it
+ * acknowledged by their replicas: REDISLOCK_ERR_NOT_REPLICATED. */
+static int not_acked(redislock *lock, const char *what, size_t grants,
+                     size_t acked, const char *then)
+{
+    return redislockp_fail(lock, REDISLOCK_ERR_NOT_REPLICATED,
+                           "the %s was done on %zu of %zu masters, but "
+                           "acknowledged by %d replica(s) within %lld ms on "
+                           "only %zu (%zu needed)%s", what, grants,
+                           lock->client->nsubs, lock->ack_replicas,
+                           lock->ack_timeout_ms, acked, majority(lock), then);
+}
+
+/* Fold the N int replies PARTS (OK[i]: parsed; UNACKED[i]: done there
+ * but not acknowledged, when acknowledgement was asked; SILENT[i]: sent,
+ * not answered) of a quorum operation into OUT, as one server's reply
+ * would read. */
 static int quorum_fold(redislock *lock, const redislockp_call *call,
-                       int_reply *parts, const int *ok, long long start,
-                       int_reply *out)
+                       int_reply *parts, const int *ok, const int *unacked,
+                       const int *silent, long long start, int_reply *out)
 {
     long long vals[REDISLOCKP_QUORUM_MAX], extra[REDISLOCKP_QUORUM_MAX];
     size_t i, n = lock->client->nsubs, maj = majority(lock);
-    size_t ours = 0, others = 0, answered = 0;
+    size_t ours = 0, others = 0, answered = 0, grants = 0;
     long long hint = -2;
     int granted[REDISLOCKP_QUORUM_MAX];
 
@@ -244,6 +289,9 @@ static int quorum_fold(redislock *lock, const redislockp_call *call,
         answered++;
         if (parts[i].v[0] == 1) {
             granted[i] = 1;
+            grants++;
+            if (unacked != NULL && unacked[i])
+                continue;               /* done, but not acknowledged */
             vals[ours] = parts[i].n > 1 ? parts[i].v[1] : 0;
             extra[ours++] = parts[i].n > 2 ? parts[i].v[2] : 0;
         } else if (parts[i].v[0] == -1 ||
@@ -269,15 +317,23 @@ static int quorum_fold(redislock *lock, const redislockp_call *call,
                 out->v[2] = 1;
             return REDISLOCK_OK;
         }
-        quorum_undo(lock, granted);
+        quorum_undo(lock, granted, silent);
         if (answered < maj)
             return no_quorum(lock, answered);
+        if (ours < maj && grants >= maj)
+            return not_acked(lock, "acquire", grants, ours,
+                             "; what it took was released");
         out->v[0] = 0;
-        out->v[1] = ours >= maj ? 0 : hint;     /* granted, too late: retry */
+        /* Granted by a majority, too late: retry.  Granted by some only:
+         * a split (a release still on its way to the others, or another
+         * taker): retry soon, and a woken waiter keeps its turn. */
+        out->v[1] = ours >= maj ? 0 : ours > 0 ? REDISLOCKP_PTTL_SPLIT : hint;
         return REDISLOCK_OK;
     }
     if (answered < maj)
         return no_quorum(lock, answered);
+    if (ours < maj && grants >= maj)
+        return not_acked(lock, "extend", grants, ours, "");
     if (call->script == &redislockp_script_companions) {
         for (i = 0; i < n; i++)
             if (ok[i]) {
@@ -328,25 +384,113 @@ static const redisReply *most_common(redisReply **r, size_t n)
     return best;
 }
 
-static int quorum_op(redislock *lock, const redislockp_call *call,
-                     int mutating, redislockp_parse_fn parse, void *out)
+static int ack_trailer(const redislock *lock, redislockp_trailer *tr,
+                       char num[3][24]);
+
+/* Enough acknowledgements in the reply R of LOCK's WAIT (or WAITAOF)? */
+static int ack_enough(const redislock *lock, const redisReply *r)
 {
+    if (r == NULL)
+        return 0;
+    if (!lock->ack_aof)
+        return r->type == REDIS_REPLY_INTEGER &&
+               r->integer >= lock->ack_replicas;
+    return r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+           r->element[0]->type == REDIS_REPLY_INTEGER &&
+           r->element[1]->type == REDIS_REPLY_INTEGER &&
+           r->element[0]->integer >= lock->ack_local &&
+           r->element[1]->integer >= lock->ack_replicas;
+}
+
+/* A go-zero acquire or extend that runs late on a master can only set,
+ * or refresh, a key that holds this handle's own ID: never two owners,
+ * and no hold that a later release would leave behind (counted mode
+ * would add one).  Such a command left unanswered on a quorum's
+ * straggler, or a stopped master, keeps the ID: a waiter keeps its place
+ * in the queue. */
+static int late_harmless(const redislock *lock, const redislockp_call *call)
+{
+    return lock->mode == REDISLOCKP_MODE_GOZERO &&
+           (call->script == &redislockp_script_acquire ||
+            call->script == &redislockp_script_extend);
+}
+
+/* What a quorum operation's masters are asked, for the executor's votes. */
+typedef struct quorum_ask {
+    const redislock *lock;
+    const redislockp_call *call;
+    redislockp_parse_fn parse;
+    const int_reply *shape;             /* parse_ints: the reply's shape */
+    int ack;                            /* a WAIT trailer follows */
+} quorum_ask;
+
+/* A master's vote: for (the key is ours: granted, released, extended -
+ * and acknowledged, when asked), against (another's, or a refused
+ * acquire), or neither (an error, a free key).  For the other replies
+ * (inspect) an answer is a vote for. */
+static int quorum_vote(void *arg, size_t i, const redislockp_leg *leg)
+{
+    const quorum_ask *q = arg;
+    const redisReply *r = leg->reply[0];
+    char msg[REDISLOCKP_ERRMSG_SIZE];
+    int_reply ir;
+
+    (void)i;
+    if (r == NULL || r->type == REDIS_REPLY_ERROR)
+        return 0;
+    if (q->parse != parse_ints)
+        return 1;
+    ir = *q->shape;
+    if (parse_ints(r, &ir, msg) != REDISLOCK_OK)
+        return 0;
+    if (ir.v[0] == 1)
+        return !q->ack || ack_enough(q->lock, leg->reply[1]) ? 1 : 0;
+    return ir.v[0] == -1 || (is_acquire(q->call) && ir.v[0] == 0) ? -1 : 0;
+}
+
+static int quorum_op(redislock *lock, const redislockp_call *call,
+                     int mutating, redislockp_parse_fn parse, void *out,
+                     int with_ack)
+{
+    redislockp_leg legs[REDISLOCKP_QUORUM_MAX];
     redisReply *r[REDISLOCKP_QUORUM_MAX];
     int_reply parts[REDISLOCKP_QUORUM_MAX];
-    int sent[REDISLOCKP_QUORUM_MAX], ok[REDISLOCKP_QUORUM_MAX];
+    int ok[REDISLOCKP_QUORUM_MAX], unacked[REDISLOCKP_QUORUM_MAX];
+    int silent[REDISLOCKP_QUORUM_MAX];
+    redislockp_trailer tr;
+    redislockp_fanout f;
+    quorum_ask q;
+    char num[3][24];
     size_t i, n = lock->client->nsubs, answered = 0;
     long long start = redislockp_now_ms();
     int st = REDISLOCK_OK, errors = 0;
 
-    (void)redislockp_quorum_run(lock, call, NULL, r, sent, lock->errmsg);
+    q.lock = lock;
+    q.call = call;
+    q.parse = parse;
+    q.shape = parse == parse_ints ? (const int_reply *)out : NULL;
+    q.ack = with_ack && ack_trailer(lock, &tr, num);
+    memset(&f, 0, sizeof f);
+    f.call = call;
+    f.trailer = q.ack ? &tr : NULL;
+    f.wait_ms = quorum_wait(lock, f.trailer);
+    f.grace_ms = REDISLOCKP_QUORUM_GRACE_MS;
+    f.vote = quorum_vote;
+    f.arg = &q;
+    (void)redislockp_exec_fanout(lock->client, lock->slot, &f, legs);
     for (i = 0; i < n; i++) {
         char msg[REDISLOCKP_ERRMSG_SIZE];
 
-        ok[i] = 0;
+        ok[i] = unacked[i] = 0;
+        silent[i] = legs[i].st != REDISLOCK_OK && legs[i].sent;
+        r[i] = legs[i].st == REDISLOCK_OK ? legs[i].reply[0] : NULL;
         if (r[i] == NULL) {
-            /* Sent, no reply: it may yet run (see UNKNOWN OUTCOMES). */
-            if (mutating && sent[i])
+            /* Sent, no reply: it may yet run (see UNKNOWN OUTCOMES) -
+             * unless all it can do late is harmless. */
+            if (mutating && legs[i].sent && !late_harmless(lock, call))
                 lock->id_stale = 1;
+            redislockp_fail(lock, legs[i].st, "master %zu: %.400s", i + 1,
+                            legs[i].msg);
             continue;
         }
         if (r[i]->type == REDIS_REPLY_ERROR) {
@@ -363,13 +507,17 @@ static int quorum_op(redislock *lock, const redislockp_call *call,
             else
                 redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL, "master %zu: "
                                 "%s", i + 1, msg);
+            if (ok[i] && q.ack && parts[i].v[0] == 1 &&
+                !ack_enough(lock, legs[i].reply[1]))
+                unacked[i] = 1;
         } else {
             ok[i] = 1;
         }
         answered += (size_t)ok[i];
     }
     if (parse == parse_ints) {
-        st = quorum_fold(lock, call, parts, ok, start, (int_reply *)out);
+        st = quorum_fold(lock, call, parts, ok, q.ack ? unacked : NULL,
+                         silent, start, (int_reply *)out);
     } else if (answered < majority(lock)) {
         st = no_quorum(lock, answered);
     } else if (out != NULL) {
@@ -384,8 +532,7 @@ static int quorum_op(redislock *lock, const redislockp_call *call,
      * that is what to report, not their silence. */
     if (st == REDISLOCK_ERR_IO && (size_t)errors >= majority(lock))
         st = REDISLOCK_ERR_SERVER;
-    for (i = 0; i < n; i++)
-        freeReplyObject(r[i]);
+    redislockp_legs_end(legs, n);
     if (st == REDISLOCK_OK)
         redislockp_clear_error(lock);
     return st;
@@ -444,7 +591,7 @@ static int op_run_ack(redislock *lock, const redislockp_call *call,
     if (lock->quorum) {
         if (ack != NULL)
             *ack = NULL;
-        return quorum_op(lock, call, mutating, parse, out);
+        return quorum_op(lock, call, mutating, parse, out, ack != NULL);
     }
     return op_run_one(lock, call, mutating, parse, out, ack);
 }

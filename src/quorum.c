@@ -3,11 +3,10 @@
  * script run on all of them at once.
  *
  * Each master is a client of its own (one server, or a Sentinel-watched
- * master), with its own pool, backoff and discovery.  An operation takes
- * one connection from each, writes its command to every one first and
- * only then reads the replies, so it costs one round trip to the slowest
- * master, not the sum.  What the replies mean (a majority granted, and
- * the validity left) is lock.c's business.
+ * master), with its own pool, backoff and discovery.  An operation runs
+ * on all of them at once through the executor (exec.c), which returns as
+ * soon as a majority has decided; what the replies mean (a majority
+ * granted, and the validity left) is lock.c's business.
  */
 #include "config.h"
 
@@ -82,77 +81,10 @@ int redislock_client_open_quorum(const char *const *urls, size_t n,
     return REDISLOCK_OK;
 }
 
-/* One master's part of an operation. */
-typedef struct part {
-    redislock_client *sub;
-    size_t node;
-    redisContext *c;
-    int sent, st;
-} part;
-
-int redislockp_quorum_run(redislock *lock, const redislockp_call *call,
-                          const int *mask, redisReply **replies, int *sent,
-                          char *errmsg)
+int redislock_client_set_quorum_wait(redislock_client *client, long long ms)
 {
-    redislock_client *cl = lock->client;
-    part parts[REDISLOCKP_QUORUM_MAX];
-    redislockp_cmd cmd;
-    size_t i, n = cl->nsubs;
-    int answered = 0;
-
-    redislockp_cmd_init(&cmd);
-    if (redislockp_call_format(&cmd, call, 0, errmsg) != REDISLOCK_OK) {
-        redislockp_cmd_clear(&cmd);
-        for (i = 0; i < n; i++) {
-            replies[i] = NULL;
-            sent[i] = 0;
-        }
-        return 0;
-    }
-    /* Every master's command first (connecting where needed)... */
-    for (i = 0; i < n; i++) {
-        part *p = &parts[i];
-        char msg[REDISLOCKP_ERRMSG_SIZE];
-
-        replies[i] = NULL;
-        memset(p, 0, sizeof *p);
-        p->sub = cl->subs[i];
-        if (mask != NULL && !mask[i]) {
-            p->st = REDISLOCK_ERR_INVALID;      /* not asked */
-            continue;
-        }
-        p->c = redislockp_conn_route(p->sub, lock->slot, &p->node, msg,
-                                     &p->st);
-        if (p->c != NULL)
-            p->st = redislockp_tx_send(p->c, &cmd, msg, &p->sent);
-        if (p->st != REDISLOCK_OK)
-            redislockp_tx_fail(errmsg, p->st, "master %zu: %.400s", i + 1,
-                               msg);
-    }
-    redislockp_cmd_clear(&cmd);
-    /* (A master not asked is skipped below as one that failed, silently.) */
-    /* ...then the replies, in turn: they were all on their way. */
-    for (i = 0; i < n; i++) {
-        part *p = &parts[i];
-        char msg[REDISLOCKP_ERRMSG_SIZE];
-
-        if (p->st == REDISLOCK_OK)
-            p->st = redislockp_tx_recv(p->c, &replies[i], msg);
-        if (p->st == REDISLOCK_OK && redislockp_reply_noscript(replies[i])) {
-            /* A master that lost its script cache: EVAL on it alone. */
-            freeReplyObject(replies[i]);
-            replies[i] = NULL;
-            p->st = redislockp_run_calls(p->c, &call, 1, &replies[i], msg,
-                                         &p->sent);
-        }
-        if (p->st == REDISLOCK_OK)
-            answered++;
-        else if (p->c != NULL)
-            redislockp_tx_fail(errmsg, p->st, "master %zu: %.400s", i + 1,
-                               msg);
-        sent[i] = p->sent;
-        if (p->c != NULL)
-            redislockp_conn_back(p->sub, p->node, p->c, p->st);
-    }
-    return answered;
+    if (client == NULL || !client->quorum || ms < 0 || ms > 3600000)
+        return REDISLOCK_ERR_INVALID;
+    __atomic_store_n(&client->quorum_wait_ms, ms, __ATOMIC_RELAXED);
+    return REDISLOCK_OK;
 }

@@ -300,11 +300,6 @@ static int set_ack(redislock *lock, int aof, int local, int replicas,
     if (local < 0 || local > 1 || replicas < 0 || replicas > 1000)
         return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
                                "replicas is 0..1000 (and local 0 or 1)");
-    if ((local > 0 || replicas > 0) && lock->quorum)
-        return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
-                               "replica acknowledgement is not built for a "
-                               "quorum client (the majority of masters is "
-                               "its guard)");
     if ((local > 0 || replicas > 0) &&
         (timeout_ms < 1 || timeout_ms > 3600000))
         return redislockp_fail(lock, REDISLOCK_ERR_INVALID,

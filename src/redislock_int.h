@@ -208,9 +208,15 @@ int redislockp_report_pending_loss(redislock *lock);
 #define REDISLOCKP_QUORUM_DRIFT(lock) \
     ((lock)->quorum ? (lock)->expire_ms / 100 + 2 : 0)
 
+/* A refused quorum acquire that some masters granted (see
+ * redislockp_acquire_once()). */
+#define REDISLOCKP_PTTL_SPLIT (-4)
+
 /* lock.c: one acquire attempt.  When refused, *HOLDER_PTTL gets the
  * holder's remaining lease (-1: no expiry; -3: free, but being handed to
- * a woken waiter).  A refused waiter's try registers it as a waiter; a
+ * a woken waiter; REDISLOCKP_PTTL_SPLIT: on a quorum, granted by some
+ * masters but not a majority - a release half-way through its masters,
+ * or another taker - so try again soon).  A refused waiter's try registers it as a waiter; a
  * successful one removes it. */
 int redislockp_acquire_once(redislock *lock, redislockp_try how,
                             bool *acquired, long long *holder_pttl);

@@ -201,8 +201,11 @@ int redislockp_run_calls_tr(redisContext *c,
     redislockp_cmd_init(&cmd);
     if (asking)
         (void)redislockp_cmd_append(&cmd, 1, asking_argv, asking_len);
+    /* With a trailer (WAIT), EVAL with the text: an EVALSHA answered
+     * NOSCRIPT would have run the trailer once for nothing (and, with
+     * replicas away, made the caller wait its timeout twice). */
     for (i = 0; st == REDISLOCK_OK && i < n; i++)
-        st = redislockp_call_format(&cmd, calls[i], 0, errmsg);
+        st = redislockp_call_format(&cmd, calls[i], t, errmsg);
     if (st == REDISLOCK_OK)
         st = add_trailer(&cmd, trailer, errmsg);
     if (st == REDISLOCK_OK)

@@ -372,6 +372,35 @@ int redislockp_tx_recv(redisContext *c, redisReply **reply, char *errmsg)
     return REDISLOCK_OK;
 }
 
+int redislockp_tx_fd(const redisContext *c)
+{
+    return c->fd;
+}
+
+int redislockp_tx_next_reply(redisContext *c, int can_read,
+                             redisReply **reply, char *errmsg)
+{
+    void *r = NULL;
+    int err_no;
+
+    *reply = NULL;
+    if (c->err)
+        return redislockp_tx_error(c, 0, errmsg);
+    if (redisGetReplyFromReader(c, &r) != REDIS_OK)
+        return redislockp_tx_error(c, 0, errmsg);
+    if (r == NULL && can_read) {
+        errno = 0;
+        if (redisBufferRead(c) != REDIS_OK) {
+            err_no = errno;
+            return redislockp_tx_error(c, err_no, errmsg);
+        }
+        if (redisGetReplyFromReader(c, &r) != REDIS_OK)
+            return redislockp_tx_error(c, 0, errmsg);
+    }
+    *reply = r;
+    return REDISLOCK_OK;
+}
+
 int redislockp_tx_call(redisContext *c, const redislockp_cmd *cmd,
                        redisReply **replies, char *errmsg, int *sent)
 {

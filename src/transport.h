@@ -83,6 +83,18 @@ int redislockp_tx_send(redisContext *c, const redislockp_cmd *cmd,
  * when the connection failed; C is then dead. */
 int redislockp_tx_recv(redisContext *c, redisReply **reply, char *errmsg);
 
+/*
+ * Reading driven by readiness (the executor, exec.c): C's socket, to watch
+ * with poll(); and the next reply if one is complete: first from what
+ * hiredis has already read, then, with CAN_READ (poll() said the socket
+ * is readable), after one read.  REDISLOCK_OK with *REPLY NULL: none yet.
+ * REDISLOCK_ERR_IO / _NOMEM with ERRMSG when the connection failed (C is
+ * then dead).  Never blocks unless told the socket is readable.
+ */
+int redislockp_tx_fd(const redisContext *c);
+int redislockp_tx_next_reply(redisContext *c, int can_read,
+                             redisReply **reply, char *errmsg);
+
 /* Send CMD and read its cmd->count replies into REPLIES (NULL where none
  * came: all are freed on error). */
 int redislockp_tx_call(redisContext *c, const redislockp_cmd *cmd,

@@ -321,7 +321,10 @@ int redislock_acquire_wait(redislock *lock, long long timeout_ms,
             return REDISLOCK_OK;        /* the script deregistered us */
         }
         registered = 1;                 /* a refused waiter's try did */
-        woken = false;
+        /* A woken quorum waiter that found the lock free on some masters
+         * only (the release still on its way to the others) keeps its
+         * turn for the next try, which comes soon. */
+        woken = woken && holder_pttl == REDISLOCKP_PTTL_SPLIT;
         left = deadline - redislockp_now_ms();
         if (left <= 0 || cancel_asked(lock)) {
             if (left > 0)
@@ -333,6 +336,18 @@ int redislock_acquire_wait(redislock *lock, long long timeout_ms,
          * handed to a woken waiter: wait for our own wake-up). */
         if (holder_pttl >= 0 && holder_pttl + 1 < wait)
             wait = holder_pttl + 1;
+        if (holder_pttl == REDISLOCKP_PTTL_SPLIT) {
+            /* A split: a short jittered pause (not a block: the wake-up
+             * for it may have come and gone), then the next try. */
+            long long pause = 1 + (long long)randombytes_uniform(10);
+
+            redislockp_sleep_ms(pause < left ? pause : left);
+            if (cancel_asked(lock))
+                return canceled(lock, woken, registered);
+            if (redislockp_now_ms() >= deadline)
+                return end_wait(lock, REDISLOCK_OK, woken, registered);
+            continue;
+        }
         if (wait < 1)
             wait = 1;
         if (left <= TICK_MS) {

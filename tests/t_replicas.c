@@ -371,6 +371,8 @@ static void test_noscript_with_acks(void **state)
     redisContext *c = tu_connect();
     redislock *lock;
     char key[64];
+    long long waits, t0, took;
+    bool ok = true;
 
     (void)state;
     assert_int_equal(nreplicas, 2);
@@ -379,13 +381,146 @@ static void test_noscript_with_acks(void **state)
     assert_non_null(lock);
     assert_int_equal(redislock_set_min_replicas(lock, 2, 2000), REDISLOCK_OK);
     tu_cmd_ok(c, "SCRIPT FLUSH");
+    waits = tu_cmdstat_calls(c, "wait");
     assert_true(tu_acquire(lock));
+    /* One WAIT, though the script cache was cold. */
+    assert_int_equal(tu_cmdstat_calls(c, "wait"), waits + 1);
     assert_int_equal(on_replica(0, key), 1);
     assert_int_equal(on_replica(1, key), 1);
+    tu_cmd_ok(c, "SCRIPT FLUSH");
+    waits = tu_cmdstat_calls(c, "wait");
+    assert_true(tu_extend(lock));
+    assert_int_equal(tu_cmdstat_calls(c, "wait"), waits + 1);
     assert_true(tu_release(lock));
+    /* With both replicas stopped, a cold cache still costs one WAIT
+     * timeout, not two. */
+    kill(replica[0].pid, SIGSTOP);
+    kill(replica[1].pid, SIGSTOP);
+    tu_cmd_ok(c, "SCRIPT FLUSH");
+    assert_int_equal(redislock_set_min_replicas(lock, 2, 300), REDISLOCK_OK);
+    waits = tu_cmdstat_calls(c, "wait");
+    t0 = tu_now_ms();
+    assert_int_equal(redislock_acquire(lock, &ok), REDISLOCK_ERR_NOT_REPLICATED);
+    took = tu_now_ms() - t0;
+    kill(replica[0].pid, SIGCONT);
+    kill(replica[1].pid, SIGCONT);
+    assert_false(ok);
+    assert_int_equal(tu_cmdstat_calls(c, "wait"), waits + 1);
+    if (took >= 600)
+        fail_msg("refused after %lld ms: two WAITs of 300 ms?", took);
+    assert_int_equal(on_master(key), 0);
     redislock_free(lock);
     redisFree(c);
     redislock_client_free(cl);
+}
+
+/* Replica acknowledgement on a quorum: a master counts only when it did
+ * the operation and its replicas acknowledged it, each with one WAIT.
+ * The masters: databases 1 and 2 of the harness's server (whose two
+ * replicas acknowledge for both) and servers of the test's own, with no
+ * replica. */
+static redislock_client *quorum3(const char *a, const char *b, const char *c)
+{
+    const char *urls[3];
+    redislock_client *cl = NULL;
+    char err[256];
+
+    urls[0] = a;
+    urls[1] = b;
+    urls[2] = c;
+    if (redislock_client_open_quorum(urls, 3, &cl, err, sizeof err) !=
+        REDISLOCK_OK)
+        fail_msg("open_quorum: %s", err);
+    return cl;
+}
+
+static int on_db(int db, const char *key)
+{
+    redisContext *c = tu_connect();
+    int n;
+
+    tu_cmd_ok(c, "SELECT %d", db);
+    n = exists_on(c, key);
+    redisFree(c);
+    return n;
+}
+
+static void test_quorum_acknowledgement(void **state)
+{
+    tu_server plain[2];
+    char db1[300], db2[300], p0[300], p1[300], key[64];
+    redislock_client *cl;
+    redisContext *c = tu_connect(), *pc;
+    redislock *lock;
+    long long waits;
+    bool ok = true;
+    int i;
+
+    (void)state;
+    assert_int_equal(nreplicas, 2);
+    for (i = 0; i < 2; i++)
+        tu_server_start(&plain[i], NULL);
+    snprintf(db1, sizeof db1, "%s/1", url);
+    snprintf(db2, sizeof db2, "%s/2", url);
+    snprintf(p0, sizeof p0, "unix://%s", plain[0].socket);
+    snprintf(p1, sizeof p1, "unix://%s", plain[1].socket);
+    tu_key(key, sizeof key, "acks:quorum");
+
+    /* Two of three masters acknowledged: a majority. */
+    cl = quorum3(db1, db2, p0);
+    lock = redislock_new_from_client(cl, key);
+    assert_non_null(lock);
+    assert_int_equal(redislock_set_expire_ms(lock, 10000), REDISLOCK_OK);
+    assert_int_equal(redislock_set_min_replicas(lock, 2, 1000), REDISLOCK_OK);
+    tu_cmd_ok(c, "SCRIPT FLUSH");
+    waits = tu_cmdstat_calls(c, "wait");
+    assert_true(tu_acquire(lock));
+    /* One WAIT per master on that server (two), cold cache or not. */
+    assert_int_equal(tu_cmdstat_calls(c, "wait"), waits + 2);
+    assert_true(redislock_valid_for_ms(lock) > 0);
+    assert_true(tu_extend(lock));
+    /* Both replicas stopped: the extend is done on every master and
+     * acknowledged on none; the holding goes on, and the caller hears. */
+    kill(replica[0].pid, SIGSTOP);
+    kill(replica[1].pid, SIGSTOP);
+    assert_int_equal(redislock_set_min_replicas(lock, 2, 200), REDISLOCK_OK);
+    assert_int_equal(redislock_extend(lock, &ok), REDISLOCK_ERR_NOT_REPLICATED);
+    assert_false(ok);
+    assert_non_null(strstr(redislock_last_error(lock), "acknowledged"));
+    assert_int_equal(redislock_last_state(lock), REDISLOCK_STATE_OURS);
+    assert_int_equal(on_db(1, key), 1);
+    /* A fresh acquire then is refused and given back everywhere. */
+    assert_true(tu_release(lock));
+    assert_int_equal(redislock_acquire(lock, &ok), REDISLOCK_ERR_NOT_REPLICATED);
+    assert_false(ok);
+    assert_non_null(strstr(redislock_last_error(lock), "released"));
+    kill(replica[0].pid, SIGCONT);
+    kill(replica[1].pid, SIGCONT);
+    assert_int_equal(on_db(1, key), 0);
+    assert_int_equal(on_db(2, key), 0);
+    pc = tu_connect_unix(plain[0].socket);
+    assert_int_equal(exists_on(pc, key), 0);
+    redisFree(pc);
+    redislock_free(lock);
+    redislock_client_free(cl);
+
+    /* One of three acknowledged: no majority, though all three did it. */
+    cl = quorum3(db1, p0, p1);
+    lock = redislock_new_from_client(cl, key);
+    assert_int_equal(redislock_set_min_replicas(lock, 1, 1000), REDISLOCK_OK);
+    assert_int_equal(redislock_acquire(lock, &ok), REDISLOCK_ERR_NOT_REPLICATED);
+    assert_false(ok);
+    assert_non_null(strstr(redislock_last_error(lock), "done on 3 of 3"));
+    assert_int_equal(on_db(1, key), 0);
+    /* Without acknowledgement the same masters grant it. */
+    assert_int_equal(redislock_set_min_replicas(lock, 0, 0), REDISLOCK_OK);
+    assert_true(tu_acquire(lock));
+    assert_true(tu_release(lock));
+    redislock_free(lock);
+    redislock_client_free(cl);
+    for (i = 0; i < 2; i++)
+        tu_server_stop(&plain[i]);
+    redisFree(c);
 }
 
 /* A shared owner ID (set_id): an acquire not acknowledged leaves the key
@@ -438,6 +573,7 @@ int main(void)
         cmocka_unit_test(test_reentry_keeps_the_earlier_holding),
         cmocka_unit_test(test_noscript_with_acks),
         cmocka_unit_test(test_shared_id_is_not_undone),
+        cmocka_unit_test(test_quorum_acknowledgement),
     };
     const char *port = getenv("REDISLOCK_TEST_PORT");
 

@@ -293,6 +293,17 @@ bool tu_release(redislock *lock)
     return ok;
 }
 
+bool tu_extend(redislock *lock)
+{
+    bool ok = false;
+    int st = redislock_extend(lock, &ok);
+
+    if (st != REDISLOCK_OK)
+        fail_msg("extend: %s: %s", redislock_strerror(st),
+                 redislock_last_error(lock));
+    return ok;
+}
+
 void tu_key(char *buf, size_t size, const char *prefix)
 {
     static unsigned counter;

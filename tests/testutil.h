@@ -88,6 +88,7 @@ bool tu_gozero_release(redisContext *c, const char *key, const char *id);
  * fails with the library's message otherwise); the outcome. */
 bool tu_acquire(redislock *lock);
 bool tu_release(redislock *lock);
+bool tu_extend(redislock *lock);
 
 /* Is the test run under a wrapper (REDISLOCK_TEST_WRAPPER, valgrind)? */
 int tu_wrapped(void);

@@ -1,0 +1,227 @@
+/*
+ * exec.c - the executor: legs written at once, replies read as they come
+ * (see exec.h).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+
+#include "exec.h"
+
+/* Write LEG's command: CALL (as EVAL with its text if BODY), and TRAILER
+ * after it. */
+static void leg_send(redislockp_leg *leg, const redislockp_call *call,
+                     int body, const redislockp_trailer *tr)
+{
+    redislockp_cmd cmd;
+
+    redislockp_cmd_init(&cmd);
+    leg->st = redislockp_call_format(&cmd, call, body, leg->msg);
+    if (leg->st == REDISLOCK_OK && tr != NULL &&
+        redislockp_cmd_append(&cmd, tr->argc, tr->argv, tr->argvlen) != 0)
+        leg->st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_NOMEM,
+                                     "out of memory building a command");
+    if (leg->st == REDISLOCK_OK) {
+        int sent = 0;
+
+        leg->st = redislockp_tx_send(leg->c, &cmd, leg->msg, &sent);
+        leg->sent |= sent;
+        leg->want = cmd.count;
+        leg->got = 0;
+    }
+    if (leg->st != REDISLOCK_OK)
+        leg->done = 1;
+    redislockp_cmd_clear(&cmd);
+}
+
+/* Read what LEG's socket has (CAN_READ: poll() said it is readable).  A
+ * script the server did not know goes out again with its text. */
+static void leg_read(redislockp_leg *leg, const redislockp_call *call,
+                     int can_read)
+{
+    while (!leg->done) {
+        redisReply *r;
+
+        leg->st = redislockp_tx_next_reply(leg->c, can_read, &r, leg->msg);
+        can_read = 0;
+        if (leg->st != REDISLOCK_OK) {
+            leg->done = 1;
+            return;
+        }
+        if (r == NULL)
+            return;                     /* more to come */
+        if (leg->got == 0 && leg->want == 1 &&
+            redislockp_reply_noscript(r)) {
+            /* Without a trailer: EVALSHA alone, now EVAL alone. */
+            freeReplyObject(r);
+            leg_send(leg, call, 1, NULL);
+            continue;
+        }
+        leg->reply[leg->got++] = r;
+        if (leg->got == leg->want)
+            leg->done = 1;
+    }
+}
+
+/*
+ * Have the finished legs decided the operation?  Yes when the votes for,
+ * or against, reach a majority of all members; when so few legs can
+ * still answer that no majority can (it fails); and when a majority has
+ * answered and neither side can reach one any more (a split).  Until
+ * then a pending leg can change the outcome, and it is waited for.
+ */
+static int decided(const redislockp_fanout *f, const redislockp_leg *legs,
+                   size_t n)
+{
+    size_t i, maj = n / 2 + 1, yes = 0, no = 0, pending = 0, answered = 0;
+
+    if (f->vote == NULL)
+        return 0;
+    for (i = 0; i < n; i++) {
+        int v;
+
+        if (!legs[i].asked)
+            continue;
+        if (!legs[i].done) {
+            pending++;
+            continue;
+        }
+        if (legs[i].st != REDISLOCK_OK)
+            continue;
+        answered++;
+        v = f->vote(f->arg, i, &legs[i]);
+        yes += v > 0;
+        no += v < 0;
+    }
+    return yes >= maj || no >= maj || answered + pending < maj ||
+           (answered >= maj && yes + pending < maj && no + pending < maj);
+}
+
+/* Drive the legs until all are done, the votes decide (then a grace for
+ * stragglers), or the deadline. */
+static void drive(const redislockp_fanout *f, redislockp_leg *legs, size_t n,
+                  long long sent_at, long long deadline, int *cut)
+{
+    struct pollfd fds[REDISLOCKP_QUORUM_MAX];
+    size_t idx[REDISLOCKP_QUORUM_MAX];
+    long long end = deadline;
+    size_t waited;
+
+    for (;;) {
+        long long now = redislockp_now_ms();
+        nfds_t k = 0;
+        size_t i;
+        int rc;
+
+        if (!*cut && decided(f, legs, n)) {
+            /* The stragglers get as long again as the deciders took, at
+             * least the grace: on a loaded machine they are late too. */
+            long long g = now - sent_at > f->grace_ms ? now - sent_at
+                                                      : f->grace_ms;
+
+            *cut = 1;
+            if (now + g < end)
+                end = now + g;
+        }
+        waited = 0;
+        for (i = 0; i < n; i++)
+            if (legs[i].asked && !legs[i].done) {
+                fds[k].fd = redislockp_tx_fd(legs[i].c);
+                fds[k].events = POLLIN;
+                fds[k].revents = 0;
+                idx[k++] = i;
+                waited += f->nowait == NULL || !f->nowait[i];
+            }
+        if (waited == 0 || now >= end)
+            return;
+        rc = poll(fds, k, (int)(end - now));
+        if (rc < 0 && errno != EINTR)
+            return;                     /* LCOV_EXCL_LINE: bad fds only */
+        for (i = 0; rc > 0 && i < k; i++)
+            if (fds[i].revents != 0)
+                leg_read(&legs[idx[i]], f->call, 1);
+    }
+}
+
+size_t redislockp_exec_fanout(redislock_client *cl, unsigned slot,
+                              const redislockp_fanout *f,
+                              redislockp_leg *legs)
+{
+    size_t i, n = cl->nsubs, answered = 0;
+    long long sent_at, deadline;
+    int cut = 0;
+
+    for (i = 0; i < n; i++) {
+        redislockp_leg *leg = &legs[i];
+
+        memset(leg, 0, sizeof *leg);
+        leg->cl = cl->subs[i];
+        leg->asked = f->mask == NULL || f->mask[i];
+        if (!leg->asked) {
+            leg->done = 1;
+            leg->st = REDISLOCK_ERR_INVALID;
+            continue;
+        }
+        leg->c = redislockp_conn_route(leg->cl, slot, &leg->node, leg->msg,
+                                       &leg->st);
+        if (leg->c == NULL) {
+            leg->done = 1;
+            continue;
+        }
+        /* With a trailer, EVAL with the text: a NOSCRIPT answer would
+         * have run the trailer once for nothing. */
+        leg_send(leg, f->call, f->trailer != NULL, f->trailer);
+    }
+    sent_at = redislockp_now_ms();
+    deadline = sent_at + f->wait_ms;
+    drive(f, legs, n, sent_at, deadline, &cut);
+    for (i = 0; i < n; i++) {
+        redislockp_leg *leg = &legs[i];
+        int outstanding = 0;
+
+        if (!leg->asked)
+            continue;
+        /* Cut while others decided, or not waited for: nothing wrong with
+         * the node, only this connection is out of step. */
+        if (!leg->done && (cut || (f->nowait != NULL && f->nowait[i])))
+            outstanding = 1;
+        if (!leg->done) {
+            /* Its reply is still on its way: the connection goes. */
+            leg->done = 1;
+            if (f->nowait != NULL && f->nowait[i])
+                leg->st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_IO,
+                                             "sent, its reply not waited "
+                                             "for");
+            else if (cut)
+                leg->st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_IO,
+                                             "no reply yet when the others "
+                                             "had decided");
+            else
+                leg->st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_IO,
+                                             "no reply within %lld ms (the "
+                                             "quorum wait)", f->wait_ms);
+        }
+        if (leg->st == REDISLOCK_OK)
+            answered++;
+        if (leg->c != NULL && outstanding)
+            redislockp_pool_drop(leg->cl, leg->node, leg->c);
+        else if (leg->c != NULL)
+            redislockp_conn_back(leg->cl, leg->node, leg->c, leg->st);
+        leg->c = NULL;
+    }
+    return answered;
+}
+
+void redislockp_legs_end(redislockp_leg *legs, size_t n)
+{
+    size_t i;
+    int j;
+
+    for (i = 0; i < n; i++)
+        for (j = 0; j < REDISLOCKP_LEG_REPLIES; j++) {
+            freeReplyObject(legs[i].reply[j]);
+            legs[i].reply[j] = NULL;
+        }
+}
