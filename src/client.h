@@ -180,6 +180,14 @@ void redislockp_cluster_stale(redislock_client *cl);
 /* Read the slot map now (rate-limited unless FORCE); REDISLOCK_OK or the
  * error of the last seed tried. */
 int redislockp_cluster_refresh(redislock_client *cl, int force, char *errmsg);
+/* Apply CLUSTER SLOTS reply R (an array, from the node at ASKED_HOST) to
+ * CL's node table and slot map, under mu: {start, end, {host, port, ...},
+ * replicas...} per range; an empty host ("" or "?") is ASKED_HOST.  Nodes
+ * not in the map are marked gone.  No I/O.  REDISLOCK_OK, or
+ * REDISLOCK_ERR_PROTOCOL (a malformed range: nothing changed) or _NOMEM
+ * with ERRMSG. */
+int redislockp_cluster_apply(redislock_client *cl, const redisReply *r,
+                             const char *asked_host, char *errmsg);
 /* Free what the nodes and the map hold (client_free). */
 void redislockp_nodes_free(redislock_client *cl);
 
@@ -187,6 +195,13 @@ void redislockp_nodes_free(redislock_client *cl);
  * FORCE); REDISLOCK_OK, or the error of the last sentinel asked. */
 int redislockp_sentinel_discover(redislock_client *cl, int force,
                                  char *errmsg);
+/* What sentinel U's reply R to SENTINEL GET-MASTER-ADDR-BY-NAME NAME
+ * says: the master's HOST (HOSTSIZE bytes) and *PORT; REDISLOCK_OK, or
+ * REDISLOCK_ERR_SERVER (an error reply, no such master) or _PROTOCOL
+ * with ERRMSG naming the sentinel.  No I/O. */
+int redislockp_sentinel_addr(const redisReply *r, const redislockp_url *u,
+                             const char *name, char *host, size_t hostsize,
+                             int *port, char *errmsg);
 /* The master's node, asking the sentinels first if it is unknown or in
  * doubt.  Under no lock. */
 int redislockp_sentinel_master(redislock_client *cl, size_t *node,
@@ -220,6 +235,12 @@ int redislockp_tls_ctx_new(const redislockp_url *u, void **ctx, char *errmsg);
 void redislockp_tls_ctx_free(void *ctx);
 int redislockp_tls_connect(redisContext *c, void *ctx,
                            const redislockp_url *u, char *errmsg);
+
+/* connect.c: what ROLE's reply R from U's host and port says:
+ * REDISLOCK_OK for a master; else REDISLOCK_ERR_IO with ERRMSG (no master
+ * there: the caller asks the sentinels again).  No I/O. */
+int redislockp_role_is_master(const redisReply *r, const redislockp_url *u,
+                              char *errmsg);
 
 /* connect.c: the URL's settings for NODE (its host and port). */
 redislockp_url redislockp_node_url(redislock_client *cl, size_t node);

@@ -119,10 +119,9 @@ static int ask_slots(const redislockp_url *u, redisReply **reply,
     return st;
 }
 
-/* Apply a CLUSTER SLOTS reply (from a node at ASKED_HOST) under mu:
- * {start, end, {host, port, ...}, replicas...} per range. */
-static int apply_slots(redislock_client *cl, const redisReply *r,
-                       const char *asked_host, char *errmsg)
+/* {start, end, {host, port, ...}, replicas...} per range (client.h). */
+int redislockp_cluster_apply(redislock_client *cl, const redisReply *r,
+                             const char *asked_host, char *errmsg)
 {
     uint16_t *slots = redislockp_calloc(REDISLOCKP_SLOTS, sizeof *slots);
     int *seen;
@@ -237,7 +236,7 @@ int redislockp_cluster_refresh(redislock_client *cl, int force, char *errmsg)
 
     pthread_mutex_lock(&cl->mu);
     if (st == REDISLOCK_OK) {
-        st = apply_slots(cl, r, cand[i].host, errmsg);
+        st = redislockp_cluster_apply(cl, r, cand[i].host, errmsg);
         for (i = 1; i < cl->nnodes && st == REDISLOCK_OK; i++) {
             redislockp_node *n = &cl->nodes[i];
 

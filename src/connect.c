@@ -57,11 +57,9 @@ redislockp_url redislockp_node_url(redislock_client *cl, size_t node)
     return u;
 }
 
-/* ROLE's reply R from HOST:PORT: REDISLOCK_OK for a master; else
- * REDISLOCK_ERR_IO (no master there: the caller asks the sentinels
- * again). */
-static int role_is_master(const redisReply *r, const redislockp_url *u,
-                          char *errmsg)
+/* ROLE's reply (client.h). */
+int redislockp_role_is_master(const redisReply *r, const redislockp_url *u,
+                              char *errmsg)
 {
     if (r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
         (r->element[0]->type == REDIS_REPLY_STRING ||
@@ -103,7 +101,7 @@ static int setup(redisContext *c, redislockp_cmd *cmd, const char **names,
             snprintf(prefix, sizeof prefix, "%s failed: ", names[i]);
             st = redislockp_tx_server_error(replies[i], prefix, errmsg);
         } else if (st == REDISLOCK_OK && strcmp(names[i], "ROLE") == 0) {
-            st = role_is_master(replies[i], u, errmsg);
+            st = redislockp_role_is_master(replies[i], u, errmsg);
         }
         freeReplyObject(replies[i]);
     }

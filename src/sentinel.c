@@ -21,6 +21,38 @@
 
 #include "client.h"
 
+/* Sentinel U's reply to SENTINEL GET-MASTER-ADDR-BY-NAME (client.h). */
+int redislockp_sentinel_addr(const redisReply *r, const redislockp_url *u,
+                             const char *name, char *host, size_t hostsize,
+                             int *port, char *errmsg)
+{
+    long p;
+    char *end;
+
+    if (r->type == REDIS_REPLY_ERROR)
+        return redislockp_tx_fail(errmsg, REDISLOCK_ERR_SERVER,
+                                  "sentinel %.200s:%d: %.300s", u->host,
+                                  u->port, r->str);
+    if (r->type == REDIS_REPLY_NIL ||
+        (r->type == REDIS_REPLY_ARRAY && r->elements == 0))
+        return redislockp_tx_fail(errmsg, REDISLOCK_ERR_SERVER,
+                                  "sentinel %.200s:%d does not know a master "
+                                  "named '%.100s'", u->host, u->port, name);
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+        r->element[0]->type != REDIS_REPLY_STRING ||
+        r->element[1]->type != REDIS_REPLY_STRING ||
+        r->element[0]->len == 0 || r->element[0]->len >= hostsize ||
+        (p = strtol(r->element[1]->str, &end, 10)) < 1 ||
+        p > 65535 || *end != '\0')
+        return redislockp_tx_fail(errmsg, REDISLOCK_ERR_PROTOCOL,
+                                  "sentinel %.200s:%d: unexpected reply to "
+                                  "SENTINEL GET-MASTER-ADDR-BY-NAME", u->host,
+                                  u->port);
+    memcpy(host, r->element[0]->str, r->element[0]->len + 1);
+    *port = (int)p;
+    return REDISLOCK_OK;
+}
+
 /* Ask the sentinel at U where NAME's master is: HOST (HOSTSIZE bytes) and
  * *PORT.  REDISLOCK_OK, or a status with ERRMSG naming the sentinel. */
 static int ask(const redislockp_url *u, const char *name, char *host,
@@ -32,8 +64,6 @@ static int ask(const redislockp_url *u, const char *name, char *host,
     redisContext *c;
     redisReply *r = NULL;
     int st, sent = 0;
-    long p;
-    char *end;
 
     argvlen[2] = strlen(name);
     c = redislockp_connect(u, why, &st);
@@ -45,30 +75,7 @@ static int ask(const redislockp_url *u, const char *name, char *host,
     if (st != REDISLOCK_OK)
         return redislockp_tx_fail(errmsg, st, "sentinel %.200s:%d: %s",
                                   u->host, u->port, why);
-    if (r->type == REDIS_REPLY_ERROR) {
-        st = redislockp_tx_fail(errmsg, REDISLOCK_ERR_SERVER,
-                                "sentinel %.200s:%d: %.300s", u->host,
-                                u->port, r->str);
-    } else if (r->type == REDIS_REPLY_NIL ||
-               (r->type == REDIS_REPLY_ARRAY && r->elements == 0)) {
-        st = redislockp_tx_fail(errmsg, REDISLOCK_ERR_SERVER,
-                                "sentinel %.200s:%d does not know a master "
-                                "named '%.100s'", u->host, u->port, name);
-    } else if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-               r->element[0]->type != REDIS_REPLY_STRING ||
-               r->element[1]->type != REDIS_REPLY_STRING ||
-               r->element[0]->len == 0 || r->element[0]->len >= hostsize ||
-               (p = strtol(r->element[1]->str, &end, 10)) < 1 ||
-               p > 65535 || *end != '\0') {
-        st = redislockp_tx_fail(errmsg, REDISLOCK_ERR_PROTOCOL,
-                                "sentinel %.200s:%d: unexpected reply to "
-                                "SENTINEL GET-MASTER-ADDR-BY-NAME", u->host,
-                                u->port);
-    } else {
-        memcpy(host, r->element[0]->str, r->element[0]->len + 1);
-        *port = (int)p;
-        st = REDISLOCK_OK;
-    }
+    st = redislockp_sentinel_addr(r, u, name, host, hostsize, port, errmsg);
     freeReplyObject(r);
     return st;
 }

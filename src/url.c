@@ -292,13 +292,12 @@ static int host_port(const char *p, const char *e, char **host, int *port,
     return 0;
 }
 
-/* Append a seed (taking HOST); the first is also u->host/u->port. */
+/* Append a seed (taking HOST); the first is also u->host/u->port.  -1
+ * out of memory. */
 static int add_seed(redislockp_url *u, char *host, int port)
 {
     redislockp_seed *seeds;
 
-    if (u->nseeds >= REDISLOCKP_MAX_SEEDS)
-        return -1;
     seeds = redislockp_malloc((u->nseeds + 1) * sizeof *seeds);
     if (seeds == NULL)
         return -1;
@@ -397,6 +396,9 @@ static int parse(const char *url, redislockp_url *u, char *err,
             char *host = NULL;
             int port = default_port, rc;
 
+            if (u->nseeds == REDISLOCKP_MAX_SEEDS)
+                return fail(err, errsize, "URL: more than %d hosts",
+                            REDISLOCKP_MAX_SEEDS);
             rc = host_port(p, itemend, &host, &port, err, errsize);
             if (rc < 0)
                 return rc;

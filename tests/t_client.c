@@ -89,6 +89,24 @@ static void test_bad_urls_are_named(void **state)
     bad_url("redis://h?cluster=2", "cluster is 0 or 1", NULL);
     bad_url("unix:///s?cluster=1", "not a unix socket", NULL);
     {
+        /* 64 seeds at most: one more is a bad URL, not "out of memory"
+         * (found by make fuzz). */
+        char many[16 + 65 * 9 + 16];
+        redislock_client *ok = NULL;
+        size_t len = 0;
+        int i;
+
+        len += (size_t)sprintf(many, "redis://");
+        for (i = 0; i < 64; i++)
+            len += (size_t)sprintf(many + len, "h%d:7000,", i);
+        strcpy(many + len - 1, "?cluster=1");
+        assert_int_equal(redislock_client_open(many, &ok, NULL, 0),
+                         REDISLOCK_OK);
+        redislock_client_free(ok);
+        strcpy(many + len - 1, ",h64?cluster=1");
+        bad_url(many, "more than 64 hosts", NULL);
+    }
+    {
         redislock_client *ok = NULL;
 
         assert_int_equal(redislock_client_open(
