@@ -10,15 +10,29 @@
 
 #include "exec.h"
 
-/* Write LEG's command: CALL (as EVAL with its text if BODY), and TRAILER
- * after it. */
-static void leg_send(redislockp_leg *leg, const redislockp_call *call,
-                     int body, const redislockp_trailer *tr)
+/* The calls of F, as an array, and how many. */
+static const redislockp_call *const *calls_of(const redislockp_fanout *f,
+                                             int *n)
 {
-    redislockp_cmd cmd;
+    *n = f->ncalls > 0 ? f->ncalls : 1;
+    return f->ncalls > 0 ? f->calls : &f->call;
+}
 
+/* Write LEG's command: its calls (as EVAL with their text if BODY), and
+ * TRAILER after them. */
+static void leg_send(redislockp_leg *leg, const redislockp_fanout *f,
+                     int body)
+{
+    const redislockp_trailer *tr = f->trailer;
+    const redislockp_call *const *calls;
+    redislockp_cmd cmd;
+    int i, n;
+
+    calls = calls_of(f, &n);
     redislockp_cmd_init(&cmd);
-    leg->st = redislockp_call_format(&cmd, call, body, leg->msg);
+    leg->st = REDISLOCK_OK;
+    for (i = 0; leg->st == REDISLOCK_OK && i < n; i++)
+        leg->st = redislockp_call_format(&cmd, calls[i], body, leg->msg);
     if (leg->st == REDISLOCK_OK && tr != NULL &&
         redislockp_cmd_append(&cmd, tr->argc, tr->argv, tr->argvlen) != 0)
         leg->st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_NOMEM,
@@ -36,9 +50,33 @@ static void leg_send(redislockp_leg *leg, const redislockp_call *call,
     redislockp_cmd_clear(&cmd);
 }
 
-/* Read what LEG's socket has (CAN_READ: poll() said it is readable).  A
- * script the server did not know goes out again with its text. */
-static void leg_read(redislockp_leg *leg, const redislockp_call *call,
+/* All of LEG's replies are in: the calls answered NOSCRIPT (never with a
+ * trailer: those went as EVAL) go out again as EVAL, in one write. */
+static void leg_again(redislockp_leg *leg, const redislockp_fanout *f)
+{
+    const redislockp_call *const *calls;
+    redislockp_cmd cmd;
+    int i, n, sent = 0;
+
+    calls = calls_of(f, &n);
+    redislockp_cmd_init(&cmd);
+    leg->again_want = leg->again_got = 0;
+    for (i = 0; leg->st == REDISLOCK_OK && i < n; i++)
+        if (redislockp_reply_noscript(leg->reply[i])) {
+            leg->st = redislockp_call_format(&cmd, calls[i], 1, leg->msg);
+            leg->again_idx[leg->again_want++] = i;
+        }
+    if (leg->st == REDISLOCK_OK && leg->again_want > 0) {
+        leg->st = redislockp_tx_send(leg->c, &cmd, leg->msg, &sent);
+        leg->again = 1;
+    }
+    if (leg->st != REDISLOCK_OK || leg->again_want == 0)
+        leg->done = 1;
+    redislockp_cmd_clear(&cmd);
+}
+
+/* Read what LEG's socket has (CAN_READ: poll() said it is readable). */
+static void leg_read(redislockp_leg *leg, const redislockp_fanout *f,
                      int can_read)
 {
     while (!leg->done) {
@@ -52,16 +90,17 @@ static void leg_read(redislockp_leg *leg, const redislockp_call *call,
         }
         if (r == NULL)
             return;                     /* more to come */
-        if (leg->got == 0 && leg->want == 1 &&
-            redislockp_reply_noscript(r)) {
-            /* Without a trailer: EVALSHA alone, now EVAL alone. */
-            freeReplyObject(r);
-            leg_send(leg, call, 1, NULL);
+        if (leg->again) {
+            int k = leg->again_idx[leg->again_got++];
+
+            freeReplyObject(leg->reply[k]);
+            leg->reply[k] = r;
+            leg->done = leg->again_got == leg->again_want;
             continue;
         }
         leg->reply[leg->got++] = r;
         if (leg->got == leg->want)
-            leg->done = 1;
+            leg_again(leg, f);
     }
 }
 
@@ -141,7 +180,7 @@ static void drive(const redislockp_fanout *f, redislockp_leg *legs, size_t n,
             return;                     /* LCOV_EXCL_LINE: bad fds only */
         for (i = 0; rc > 0 && i < k; i++)
             if (fds[i].revents != 0)
-                leg_read(&legs[idx[i]], f->call, 1);
+                leg_read(&legs[idx[i]], f, 1);
     }
 }
 
@@ -172,7 +211,7 @@ size_t redislockp_exec_fanout(redislock_client *cl, unsigned slot,
         }
         /* With a trailer, EVAL with the text: a NOSCRIPT answer would
          * have run the trailer once for nothing. */
-        leg_send(leg, f->call, f->trailer != NULL, f->trailer);
+        leg_send(leg, f, f->trailer != NULL);
     }
     sent_at = redislockp_now_ms();
     deadline = sent_at + f->wait_ms;

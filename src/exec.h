@@ -22,8 +22,10 @@
 
 #include "client.h"
 
-/* Replies a leg can expect: the script's, and a trailer's (WAIT). */
-#define REDISLOCKP_LEG_REPLIES 2
+/* Calls a leg can carry in one write (the watchdog's batch of renewals),
+ * and replies it can expect: theirs and a trailer's (WAIT). */
+#define REDISLOCKP_LEG_CALLS 64
+#define REDISLOCKP_LEG_REPLIES (REDISLOCKP_LEG_CALLS + 1)
 
 typedef struct redislockp_leg {
     redislock_client *cl;       /* whose pool the connection is from */
@@ -32,6 +34,10 @@ typedef struct redislockp_leg {
     int asked;                  /* part of the operation */
     int want, got;              /* replies expected, replies read */
     redisReply *reply[REDISLOCKP_LEG_REPLIES];
+    int again;                  /* reading the replies of the calls sent
+                                 * again as EVAL (NOSCRIPT) */
+    int again_want, again_got;
+    int again_idx[REDISLOCKP_LEG_CALLS];
     int sent;                   /* a byte may have left: until its reply
                                  * is read, the command may yet run */
     int st;                     /* REDISLOCK_OK, or why the leg failed
@@ -46,7 +52,9 @@ typedef int (*redislockp_vote_fn)(void *arg, size_t i,
                                   const redislockp_leg *leg);
 
 typedef struct redislockp_fanout {
-    const redislockp_call *call;
+    const redislockp_call *call;        /* one call, or NCALLS in CALLS */
+    const redislockp_call *const *calls;
+    int ncalls;
     const redislockp_trailer *trailer;  /* NULL: none */
     const int *mask;                    /* NULL: every member */
     const int *nowait;                  /* members whose reply nobody
@@ -60,7 +68,9 @@ typedef struct redislockp_fanout {
 } redislockp_fanout;
 
 /*
- * Run F->call (with F->trailer after it, in the same write) on every
+ * Run F->call, or the F->ncalls F->calls as one pipeline (with F->trailer
+ * after them, in the same write; REPLY[k] gets call k's reply, the
+ * trailer's comes last) on every
  * member of the quorum client CL asked by F->mask, for a key of SLOT.
  * LEGS[i] (CL->nsubs of them) gets member i's result; free it with
  * redislockp_legs_end().  The operation is decided once the votes for, or

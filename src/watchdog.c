@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "client.h"
+#include "exec.h"
 #include "slot.h"
 
 #define RETRY_MS 50                     /* after a failed renewal round */
@@ -208,29 +209,68 @@ static void renew_nodes(redislock_client *cl, redislock **batch, int n,
     }
 }
 
-/* Renew BATCH on a quorum client: on every master (each with the
- * watchdog's own connections, kept in that master's client), and fold the
- * results: renewed where a majority renewed; lost (not ours) once a
- * majority can no longer be reached; else no answer, tried again. */
+/* How a master answered renewal K of a quorum's batch: 1 renewed, 0 not
+ * ours (lost), -1 no answer, -2 answered with an error. */
+static int renewed_on(const redislockp_leg *leg, int k)
+{
+    const redisReply *r = leg->reply[k];
+
+    if (leg->st != REDISLOCK_OK || r == NULL)
+        return -1;
+    if (r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
+        r->element[0]->type == REDIS_REPLY_INTEGER)
+        return r->element[0]->integer == 1 ? 1 : 0;
+    if (r->type == REDIS_REPLY_ERROR && r->str != NULL &&
+        strstr(r->str, "WRONGTYPE") != NULL)
+        return 0;               /* the key holds something else: not ours */
+    return -2;
+}
+
+/* Renew BATCH on a quorum client: on every master at once, through the
+ * executor (a stopped or slow master costs the round its quorum wait, not
+ * the lease), and fold the results: renewed where a majority renewed;
+ * lost (not ours) once a majority can no longer be reached; else no
+ * answer, tried again. */
 static void renew_quorum(redislock_client *cl, redislock **batch, int n,
                          long long limit, int *result, int *sent)
 {
-    int res[REDISLOCKP_QUORUM_MAX][BATCH], yes[BATCH], no[BATCH];
+    redislockp_leg legs[REDISLOCKP_QUORUM_MAX];
+    redislockp_call calls[BATCH];
+    const redislockp_call *ptrs[BATCH];
+    redislockp_fanout f;
     size_t i, m = cl->nsubs, maj = cl->nsubs / 2 + 1;
+    long long wait = __atomic_load_n(&cl->quorum_wait_ms, __ATOMIC_RELAXED);
     int j;
 
-    for (j = 0; j < n; j++)
-        yes[j] = no[j] = 0;
-    for (i = 0; i < m; i++) {
-        renew_nodes(cl->subs[i], batch, n, limit, res[i], sent);
-        for (j = 0; j < n; j++) {
-            yes[j] += res[i][j] == 1;
-            no[j] += res[i][j] == 0;
-        }
+    for (j = 0; j < n; j++) {
+        redislockp_call_extend(&calls[j], batch[j], batch[j]->renew_ms);
+        ptrs[j] = &calls[j];
+        /* The default quorum wait: a tenth of the shortest lease. */
+        if (cl->quorum_wait_ms <= 0 &&
+            (j == 0 || batch[j]->renew_ms / 10 < wait))
+            wait = batch[j]->renew_ms / 10;
     }
-    for (j = 0; j < n; j++)
-        result[j] = (size_t)yes[j] >= maj ? 1
-                    : (size_t)no[j] > m - maj ? 0 : -1;
+    if (wait < REDISLOCKP_QUORUM_WAIT_MIN_MS)
+        wait = REDISLOCKP_QUORUM_WAIT_MIN_MS;
+    memset(&f, 0, sizeof f);
+    f.calls = ptrs;
+    f.ncalls = n;
+    f.wait_ms = wait < limit ? wait : limit;
+    (void)redislockp_exec_fanout(cl, batch[0]->slot, &f, legs);
+    for (j = 0; j < n; j++) {
+        size_t yes = 0, no = 0;
+
+        for (i = 0; i < m; i++) {
+            int v = renewed_on(&legs[i], j);
+
+            yes += v == 1;
+            no += v == 0;
+        }
+        result[j] = yes >= maj ? 1 : no > m - maj ? 0 : -1;
+    }
+    for (i = 0; i < m; i++)
+        *sent |= legs[i].st != REDISLOCK_OK && legs[i].sent;
+    redislockp_legs_end(legs, m);
 }
 
 /* Is renewal of L withheld at NOW, and why (0: it is not)?  Under wd_mu. */

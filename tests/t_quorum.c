@@ -487,6 +487,20 @@ static void test_stopped_masters(void **state)
     stopped_round(cl, 1);
     kill(m[3].pid, SIGSTOP);
     stopped_round(cl, 2);
+    {
+        /* Auto-renewal goes on: each round waits the quorum wait for the
+         * stopped masters, not the lease. */
+        redislock *renewed = redislock_new_from_client(cl, "q:renewed");
+
+        assert_int_equal(redislock_set_expire_ms(renewed, 1500), REDISLOCK_OK);
+        assert_int_equal(redislock_set_autorenew(renewed, true), REDISLOCK_OK);
+        assert_true(tu_acquire(renewed));
+        tu_sleep_ms(3750);              /* 2.5 leases */
+        assert_int_equal(redislock_lost_reason(renewed), REDISLOCK_LOST_NONE);
+        assert_true(redislock_valid_for_ms(renewed) > 0);
+        assert_true(tu_release(renewed));
+        redislock_free(renewed);
+    }
     kill(m[4].pid, SIGSTOP);
     lock = redislock_new_from_client(cl, "q:stopped");
     assert_int_equal(redislock_set_expire_ms(lock, 500), REDISLOCK_OK);
