@@ -383,7 +383,8 @@ static int parse_args(int argc, char **argv, struct options *o)
  * foreground job (so that it can read the terminal and get ^C and ^Z
  * itself); otherwise it leads a group of its own, and the signals we pass
  * on, and those of a lost lock, go to that whole group: to what COMMAND
- * started as well. */
+ * started as well.  They go through COMMAND's guardian (see The guardian
+ * below), its parent, which also stops the whole tree when we die. */
 
 static int sig_pipe[2] = { -1, -1 };
 static int stop_signal;               /* atomic: a signal that stops us */
@@ -1386,145 +1387,515 @@ static bool terminal_foreground(void)
     return fg;
 }
 
-/* Start COMMAND with the signal dispositions and mask we were started
- * with, and ENV; in a process group of its own unless SAME_GROUP.
- * fork() and exec rather than posix_spawn(), so that an exec failure is
- * reported through a close-on-exec pipe in every setting (valgrind, for
- * one, runs a vfork-style spawn as a plain fork and loses it).  The child
- * makes only async-signal-safe calls (the watchdog thread's locks may be
- * held at fork time), but for execvp(), which is safe in practice with
- * glibc and musl.  0 with *PID; -1 when a signal to stop came first
- * (nothing started); or an exit status. */
-static int spawn(const struct options *o, char **env, bool same_group,
-                 pid_t *pid)
+/* ------------------------------------------------------------------------
+ * The guardian.  COMMAND is the tool's grandchild: spawn() forks a
+ * guardian, a small process of ours that never execs, which forks
+ * COMMAND, reaps it and reports its wait status through a pipe.  It is
+ * there for what the tool cannot do itself: act on the tool's death.  The
+ * tool holds the only writing end of the pipe the guardian takes its
+ * orders from, so the tool's end, however it comes (SIGKILL, the OOM
+ * killer, a crash), is an end of file there; the guardian then stops
+ * COMMAND's whole process tree (the loss signal, then SIGKILL at most a
+ * third of the lease later) before the lease that nobody renews any more
+ * can run out.
+ *
+ * On Linux the guardian is a child subreaper (PR_SET_CHILD_SUBREAPER): a
+ * process of the tree whose parent dies becomes its child, even one that
+ * left COMMAND's process group or session (setsid, a daemon's double
+ * fork), and it finds its children in /proc/self/task/PID/children.  It
+ * leads a process group of its own, so that what is sent to the tool's
+ * group (^C, a shell's kill %1, timeout(1)'s SIGKILL) does not reach it,
+ * and it closes its standard descriptors once COMMAND is started.
+ *
+ * The guardian is a fork of a process with threads (the watchdog may hold
+ * a lock at fork time), so it makes only async-signal-safe calls: no
+ * stdio, no malloc.  Its orders are one byte each: a signal to pass on to
+ * COMMAND (its group, unless it shares the tool's), or STOP_TREE | a
+ * signal for every process of the tree, each once (the loss signal;
+ * STOP_TREE | SIGKILL kills the tree, round after round until it is
+ * gone).  Once COMMAND has ended, what it left behind runs on, as it
+ * would without a guardian, unless the tree is being stopped. */
+
+#define STOP_TREE 0x80                /* an order for the whole tree */
+#define SWEEP_MS 20                   /* between rounds of SIGKILL */
+#define SWEEP_LIMIT_MS 5000           /* then leave what cannot die */
+#define TOLD_MAX 256                  /* processes given a stop signal */
+
+/* The tool's side of a guardian. */
+struct guard {
+    pid_t pid;                        /* the guardian, our child */
+    int orders;                       /* writing end of its orders */
+    int report;                       /* reading end: COMMAND's status */
+};
+
+/* What the guardian is given. */
+struct plan {
+    const struct options *o;
+    char **env;                       /* COMMAND's environment */
+    bool same_group;                  /* COMMAND joins the tool's group */
+    pid_t group;                      /* the tool's process group */
+    long long grace_ms;               /* loss signal to SIGKILL, tool gone */
+    int orders, report, exec_fd;      /* the guardian's ends of the pipes */
+};
+
+/* The guardian's view of the tree. */
+struct tree {
+    pid_t command;                    /* COMMAND */
+    pid_t target;                     /* where its signals go: -command
+                                       * (its group) or command */
+    bool reaped;                      /* COMMAND ended; status reported */
+    bool stopping;                    /* the tree is being stopped */
+    int stop_signal;                  /* with this signal */
+    int report;                       /* writing end for the status */
+    pid_t told[TOLD_MAX];             /* children that had stop_signal */
+    size_t ntold;
+};
+
+static int guard_wake[2] = { -1, -1 };   /* the guardian's SIGCHLD pipe */
+
+static void guard_on_sigchld(int sig)
+{
+    int saved = errno;
+
+    (void)sig;
+    (void)!write(guard_wake[1], "", 1);
+    errno = saved;
+}
+
+/* COMMAND's side of the fork: its process group, the signal dispositions
+ * and mask we were started with, ENV; then exec.  Never returns. */
+static void exec_command(const struct plan *p, pid_t guardian)
 {
     extern char **environ;
     static char sh[] = "sh", dash_c[] = "-c";
-    char *sh_argv[] = { sh, dash_c, o->shell_command, NULL };
-    char **argv = o->shell_command ? sh_argv : o->command;
-    pid_t parent = getpid();
+    char *sh_argv[] = { sh, dash_c, p->o->shell_command, NULL };
+    char **argv = p->o->shell_command ? sh_argv : p->o->command;
     struct sigaction dfl;
-    sigset_t all, old;
     size_t i;
-    ssize_t got;
-    int fds[2], err = 0;
+    int err;
 
-    if (pipe(fds) != 0) {
+    (void)setpgid(0, p->same_group ? p->group : 0);
+#ifdef __linux__
+    /* A guardian killed outright (by its PID) takes COMMAND with it. */
+    if (p->o->lost_signal)
+        (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != guardian)
+        _exit(EXIT_LOST);
+#else
+    (void)guardian;
+#endif
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    for (i = 0; i < sizeof caught / sizeof caught[0]; i++)
+        if (!sigismember(&inherited_ignored, caught[i]))
+            (void)sigaction(caught[i], &dfl, NULL);
+    if (!pipe_was_ignored)
+        (void)sigaction(SIGPIPE, &dfl, NULL);
+    if (chld_was_ignored) {
+        dfl.sa_handler = SIG_IGN;
+        (void)sigaction(SIGCHLD, &dfl, NULL);
+    }
+    (void)pthread_sigmask(SIG_SETMASK, &startup_mask, NULL);
+    environ = p->env;
+    if (p->o->shell_command)
+        execv("/bin/sh", argv);
+    else
+        execvp(argv[0], argv);
+    err = errno;
+    (void)!write(p->exec_fd, &err, sizeof err);
+    _exit(EXIT_NOTFOUND);
+}
+
+/* SIG to the child PID: SIGKILL always; another signal once per process
+ * (a process beyond TOLD_MAX waits for the SIGKILL). */
+static void signal_child(struct tree *t, pid_t pid, int sig)
+{
+    size_t i;
+
+    if (sig != SIGKILL) {
+        if (pid == t->command)
+            return;                   /* through its target */
+        for (i = 0; i < t->ntold; i++)
+            if (t->told[i] == pid)
+                return;
+        if (t->ntold == TOLD_MAX)
+            return;
+        t->told[t->ntold++] = pid;
+    }
+    (void)kill(pid, sig);
+}
+
+/* SIG to every child of the guardian, as /proc/self/task/PID/children
+ * lists them (Linux 3.5 and later, with CONFIG_PROC_CHILDREN): COMMAND,
+ * and the processes of the tree whose parent died.  Nothing elsewhere. */
+static void signal_children(struct tree *t, int sig)
+{
+#ifdef __linux__
+    char path[64], buf[512], digits[24];
+    const char *head = "/proc/self/task/";
+    unsigned long v = (unsigned long)getpid();
+    size_t n = 0, d = 0;
+    ssize_t got, i;
+    long pid = -1;
+    int fd;
+
+    while (head[n]) {
+        path[n] = head[n];
+        n++;
+    }
+    do
+        digits[d++] = (char)('0' + v % 10);
+    while ((v /= 10) > 0);
+    while (d > 0)
+        path[n++] = digits[--d];
+    memcpy(path + n, "/children", sizeof "/children");
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    while ((got = read(fd, buf, sizeof buf)) > 0) {
+        for (i = 0; i < got; i++) {
+            if (buf[i] >= '0' && buf[i] <= '9') {
+                pid = (pid < 0 ? 0 : pid * 10) + (buf[i] - '0');
+            } else if (pid > 0) {
+                signal_child(t, (pid_t)pid, sig);
+                pid = -1;
+            }
+        }
+    }
+    if (pid > 0)
+        signal_child(t, (pid_t)pid, sig);
+    close(fd);
+#else
+    (void)t;
+    (void)sig;
+#endif
+}
+
+/* The first signal of a stop (once per process), to COMMAND's target
+ * while it is ours to signal, and to the children come since. */
+static void stop_tree(struct tree *t, int sig)
+{
+    if (!t->stopping) {
+        t->stopping = true;
+        t->stop_signal = sig;
+        if (!t->reaped)
+            (void)kill(t->target, sig);
+    }
+    signal_children(t, t->stop_signal);
+}
+
+/* SIGKILL to the whole tree that can be reached. */
+static void kill_tree(struct tree *t)
+{
+    t->stopping = true;
+    if (!t->reaped)
+        (void)kill(t->target, SIGKILL);
+    signal_children(t, SIGKILL);
+}
+
+/* Reap what has ended, reporting COMMAND's status to the tool.  False
+ * once the guardian has no child left. */
+static bool reap(struct tree *t)
+{
+    pid_t pid;
+    int st;
+
+    for (;;) {
+        pid = waitpid(-1, &st, WNOHANG);
+        if (pid <= 0)
+            return pid == 0 || errno != ECHILD;
+        if (pid == t->command && !t->reaped) {
+            t->reaped = true;
+            (void)!write(t->report, &st, sizeof st);
+        }
+    }
+}
+
+/* The guardian's life; never returns.  Start COMMAND, then report its
+ * end and carry out the tool's orders until it has ended; once the tree
+ * is being stopped (by order, or because the tool is gone), until no
+ * process of it is left (or SWEEP_LIMIT_MS of SIGKILL rounds). */
+static void guardian(const struct plan *p)
+{
+    struct pollfd fds[2];
+    struct sigaction sa;
+    struct tree t;
+    sigset_t chld;
+    unsigned char buf[64];
+    long long now, deadline = -1, sweep_end = -1;
+    ssize_t n, i;
+    pid_t self = getpid();
+    int orders = p->orders, err, timeout, sig;
+
+    memset(&t, 0, sizeof t);
+    t.report = p->report;
+    (void)setpgid(0, 0);
+#ifdef __linux__
+    (void)prctl(PR_SET_NAME, "redislock-guard");
+    (void)prctl(PR_SET_CHILD_SUBREAPER, 1);
+#endif
+    memset(&sa, 0, sizeof sa);
+    sigemptyset(&sa.sa_mask);
+    sa.sa_handler = guard_on_sigchld;
+    sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+    if (pipe(guard_wake) != 0 || !set_nonblock_cloexec(guard_wake[0]) ||
+        !set_nonblock_cloexec(guard_wake[1]) ||
+        sigaction(SIGCHLD, &sa, NULL) != 0) {
+        err = -errno;
+        (void)!write(p->exec_fd, &err, sizeof err);
+        _exit(EXIT_SYSTEM);
+    }
+    /* Every signal is blocked (spawn()) until COMMAND has set its own. */
+    t.command = fork();
+    if (t.command == 0)
+        exec_command(p, self);
+    if (t.command < 0) {
+        err = -errno;
+        (void)!write(p->exec_fd, &err, sizeof err);
+        _exit(EXIT_SYSTEM);
+    }
+    (void)setpgid(t.command, p->same_group ? p->group : t.command);
+    t.target = p->same_group ? t.command : -t.command;
+    close(p->exec_fd);
+    close(STDIN_FILENO);
+    close(STDOUT_FILENO);
+    close(STDERR_FILENO);
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    (void)pthread_sigmask(SIG_UNBLOCK, &chld, NULL);
+
+    for (;;) {
+        now = now_ms();
+        if (deadline >= 0 && now >= deadline && sweep_end < 0)
+            sweep_end = now + SWEEP_LIMIT_MS;
+        if (sweep_end >= 0) {
+            if (now >= sweep_end)
+                _exit(0);
+            kill_tree(&t);
+            timeout = SWEEP_MS;
+        } else {
+            timeout = deadline < 0 ? -1 : (int)(deadline - now);
+        }
+        fds[0].fd = guard_wake[0];
+        fds[0].events = POLLIN;
+        fds[1].fd = orders;           /* -1 once the tool is gone */
+        fds[1].events = POLLIN;
+        fds[0].revents = fds[1].revents = 0;
+        (void)poll(fds, 2, timeout);
+        while (read(guard_wake[0], buf, sizeof buf) > 0)
+            ;
+        if (!reap(&t))
+            _exit(0);                 /* nothing of the tree is ours */
+        if (t.reaped && !t.stopping)
+            _exit(0);                 /* COMMAND ended: the normal case */
+        n = 0;
+        if (fds[1].revents != 0) {
+            n = read(orders, buf, sizeof buf);
+            if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) {
+                /* The tool is gone: nobody renews the lease. */
+                close(orders);
+                orders = -1;
+                now = now_ms();
+                if (t.stopping || p->o->lost_signal == SIGKILL) {
+                    sweep_end = now + SWEEP_LIMIT_MS;
+                } else if (p->o->lost_signal) {
+                    stop_tree(&t, p->o->lost_signal);
+                    deadline = now + p->grace_ms;
+                }                     /* -s none: COMMAND runs on */
+            }
+        }
+        for (i = 0; i < n; i++) {
+            sig = buf[i] & ~STOP_TREE;
+            if (!(buf[i] & STOP_TREE)) {
+                if (!t.reaped)
+                    (void)kill(t.target, sig);
+            } else if (sig == SIGKILL) {
+                if (sweep_end < 0)
+                    sweep_end = now_ms() + SWEEP_LIMIT_MS;
+            } else {
+                stop_tree(&t, sig);
+            }
+        }
+        if (t.stopping && sweep_end < 0)
+            stop_tree(&t, t.stop_signal);   /* children come since */
+    }
+}
+
+/* Give the guardian order ORDER (a lost guardian is found by watch()). */
+static void order(const struct guard *g, int order_byte)
+{
+    unsigned char b = (unsigned char)order_byte;
+
+    (void)!write(g->orders, &b, 1);
+}
+
+/* Wait for the guardian to end (COMMAND's status, if still to come, into
+ * *WSTATUS, and *REPORTED then set); its own wait status. */
+static int guard_end(struct guard *g, int *wstatus, bool *reported)
+{
+    ssize_t n;
+    int st, gst = 0;
+
+    for (;;) {
+        n = read(g->report, &st, sizeof st);
+        if (n == (ssize_t)sizeof st) {
+            *wstatus = st;
+            *reported = true;
+        } else if (n == 0 || (n < 0 && errno != EINTR)) {
+            break;
+        }
+    }
+    while (waitpid(g->pid, &gst, 0) < 0 && errno == EINTR)
+        ;
+    close(g->report);
+    close(g->orders);
+    return gst;
+}
+
+static void close_pipe(int fds[2])
+{
+    if (fds[0] >= 0)
+        close(fds[0]);
+    if (fds[1] >= 0)
+        close(fds[1]);
+    fds[0] = fds[1] = -1;
+}
+
+/* Start COMMAND, with ENV, beside a guardian (above): in a process group
+ * of its own unless SAME_GROUP.  fork() and exec rather than
+ * posix_spawn(), so that an exec failure is reported through a
+ * close-on-exec pipe in every setting (valgrind, for one, runs a
+ * vfork-style spawn as a plain fork and loses it).  0 with *G; -1 when a
+ * signal to stop came first (nothing started); or an exit status. */
+static int spawn(const struct options *o, char **env, bool same_group,
+                 struct guard *g)
+{
+    int orders[2] = { -1, -1 }, report[2] = { -1, -1 };
+    int exec_pipe[2] = { -1, -1 }, err = 0, wstatus;
+    const char *name = o->shell_command ? "sh" : o->command[0];
+    struct plan p;
+    sigset_t all, old;
+    bool reported = false;
+    ssize_t got;
+    int i;
+
+    if (pipe(orders) != 0 || pipe(report) != 0 || pipe(exec_pipe) != 0) {
         say("pipe: %s", strerror(errno));
+        close_pipe(orders);
+        close_pipe(report);
+        close_pipe(exec_pipe);
         return EXIT_SYSTEM;
     }
-    (void)fcntl(fds[0], F_SETFD, FD_CLOEXEC);
-    (void)fcntl(fds[1], F_SETFD, FD_CLOEXEC);
-    /* Everything blocked until the child has set its signals up.  A
-     * signal to stop that came after the lock was taken (a ^C would not
-     * be passed on, COMMAND being in our group) stops us here. */
+    for (i = 0; i < 2; i++) {
+        (void)fcntl(orders[i], F_SETFD, FD_CLOEXEC);
+        (void)fcntl(report[i], F_SETFD, FD_CLOEXEC);
+        (void)fcntl(exec_pipe[i], F_SETFD, FD_CLOEXEC);
+    }
+    p.o = o;
+    p.env = env;
+    p.same_group = same_group;
+    p.group = getpgrp();
+    /* Renewals keep two thirds of the lease ahead: when the tool dies,
+     * at least that much is left. */
+    p.grace_ms = o->grace_ms < o->expire_ms / 3 ? o->grace_ms
+                                                : o->expire_ms / 3;
+    p.orders = orders[0];
+    p.report = report[1];
+    p.exec_fd = exec_pipe[1];
+    /* Everything blocked until COMMAND has set its signals up.  A signal
+     * to stop that came after the lock was taken (a ^C would not be
+     * passed on, COMMAND being in our group) stops us here. */
     sigfillset(&all);
     (void)pthread_sigmask(SIG_SETMASK, &all, &old);
     if (stopped()) {
         (void)pthread_sigmask(SIG_SETMASK, &old, NULL);
-        close(fds[0]);
-        close(fds[1]);
+        close_pipe(orders);
+        close_pipe(report);
+        close_pipe(exec_pipe);
         return -1;
     }
-    *pid = fork();
-    if (*pid == 0) {
-        if (!same_group)
-            (void)setpgid(0, 0);
-#ifdef __linux__
-        /* If we die without a word (SIGKILL), COMMAND must not run on
-         * unprotected: it gets the loss signal. */
-        if (o->lost_signal)
-            (void)prctl(PR_SET_PDEATHSIG, o->lost_signal);
-        if (getppid() != parent)
-            _exit(EXIT_LOST);
-#else
-        (void)parent;
-#endif
-        memset(&dfl, 0, sizeof dfl);
-        dfl.sa_handler = SIG_DFL;
-        sigemptyset(&dfl.sa_mask);
-        for (i = 0; i < sizeof caught / sizeof caught[0]; i++)
-            if (!sigismember(&inherited_ignored, caught[i]))
-                (void)sigaction(caught[i], &dfl, NULL);
-        if (!pipe_was_ignored)
-            (void)sigaction(SIGPIPE, &dfl, NULL);
-        if (chld_was_ignored) {
-            dfl.sa_handler = SIG_IGN;
-            (void)sigaction(SIGCHLD, &dfl, NULL);
-        }
-        (void)pthread_sigmask(SIG_SETMASK, &startup_mask, NULL);
-        environ = env;
-        if (o->shell_command)
-            execv("/bin/sh", argv);
-        else
-            execvp(argv[0], argv);
-        err = errno;
-        (void)!write(fds[1], &err, sizeof err);
-        _exit(EXIT_NOTFOUND);
+    g->pid = fork();
+    if (g->pid == 0) {
+        close(orders[1]);
+        close(report[0]);
+        close(exec_pipe[0]);
+        close(sig_pipe[0]);
+        close(sig_pipe[1]);
+        guardian(&p);
     }
-    if (*pid < 0)
-        err = errno;
-    else if (!same_group)
-        (void)setpgid(*pid, *pid);    /* either of us may come first */
+    if (g->pid < 0)
+        err = -errno;
     (void)pthread_sigmask(SIG_SETMASK, &old, NULL);
-    close(fds[1]);
-    if (*pid > 0) {
-        /* EOF: the exec worked.  An errno: it did not. */
+    close(orders[0]);
+    close(report[1]);
+    close(exec_pipe[1]);
+    g->orders = orders[1];
+    g->report = report[0];
+    if (g->pid > 0) {
+        /* EOF: the exec worked.  An errno: it did not (negative: the
+         * guardian could not start COMMAND). */
         do
-            got = read(fds[0], &err, sizeof err);
+            got = read(exec_pipe[0], &err, sizeof err);
         while (got < 0 && errno == EINTR);
-        if (got == (ssize_t)sizeof err)
-            while (waitpid(*pid, NULL, 0) < 0 && errno == EINTR)
-                ;
-        else
+        if (got != (ssize_t)sizeof err)
             err = 0;
     }
-    close(fds[0]);
+    close(exec_pipe[0]);
     if (err == 0)
         return 0;
-    if (*pid < 0) {
-        say("fork: %s", strerror(err));
+    if (g->pid > 0) {
+        (void)guard_end(g, &wstatus, &reported);
+    } else {
+        close(g->orders);
+        close(g->report);
+    }
+    if (err < 0) {
+        say("fork: %s", strerror(-err));
         return EXIT_SYSTEM;
     }
-    say("%s: %s", argv[0], strerror(err));
+    say("%s: %s", name, strerror(err));
     return err == ENOENT || err == ENOTDIR ? EXIT_NOTFOUND : EXIT_NOEXEC;
 }
 
 /* What watching COMMAND found. */
 struct outcome {
-    int wstatus;                      /* from waitpid() */
+    int wstatus;                      /* COMMAND's, from waitpid() */
+    bool reported;                    /* the guardian reported it */
+    int guardian_status;              /* the guardian's own */
     bool lost;                        /* the lock was lost meanwhile */
 };
 
-/* Wait for COMMAND (PID; the group -PID unless SAME_GROUP) to end,
- * passing on the signals we get, and stopping it when the lock is lost
- * (LOST_FD readable) or about to be: when renewals have not got through
- * and the lease would end before the grace period after the loss signal
- * (-k) is over, so that COMMAND is stopped before anyone else can take
- * the lock. */
-static void watch(redislock *lock, pid_t pid, bool same_group,
+/* Wait for COMMAND to end (the guardian G's report, then its end of
+ * file), passing on the signals we get, and stopping COMMAND's tree when
+ * the lock is lost (LOST_FD readable) or about to be: when renewals have
+ * not got through and the lease would end before the grace period after
+ * the loss signal (-k) is over, so that it is stopped before anyone else
+ * can take the lock. */
+static void watch(redislock *lock, struct guard *g, bool same_group,
                   const struct options *o, struct outcome *out)
 {
-    pid_t target = same_group ? pid : -pid;
     long long kill_at = -1, margin, valid;
     int lost_fd = redislock_lost_fd(lock);
     unsigned char rec[2];
-    struct pollfd p[2];
+    struct pollfd p[3];
     bool ending = false;
-    int timeout;
+    ssize_t n;
+    int timeout, st;
 
     /* Renewals keep at least two thirds of the lease ahead: stop early
      * only below a third. */
     margin = o->grace_ms < o->expire_ms / 3 ? o->grace_ms : o->expire_ms / 3;
     out->lost = false;
+    out->reported = false;
     for (;;) {
-        if (waitpid(pid, &out->wstatus, WNOHANG) == pid)
-            return;
         p[0].fd = sig_pipe[0];
         p[0].events = POLLIN;
-        p[1].fd = lost_fd;
+        p[1].fd = g->report;
         p[1].events = POLLIN;
-        p[0].revents = p[1].revents = 0;
+        p[2].fd = lost_fd;
+        p[2].events = POLLIN;
+        p[0].revents = p[1].revents = p[2].revents = 0;
         timeout = -1;
         if (!out->lost) {
             valid = redislock_valid_for_ms(lock);
@@ -1543,25 +1914,34 @@ static void watch(redislock *lock, pid_t pid, bool same_group,
             if (timeout < 0 || left < timeout)
                 timeout = (int)left;
         }
-        if (!ending && poll(p, out->lost ? 1 : 2, timeout) < 0 &&
+        if (!ending && poll(p, out->lost ? 2 : 3, timeout) < 0 &&
             errno != EINTR)
             (void)poll(NULL, 0, 10);  /* cannot happen; do not spin */
+        if (p[1].revents != 0) {
+            n = read(g->report, &st, sizeof st);
+            if (n == (ssize_t)sizeof st) {
+                out->wstatus = st;
+                out->reported = true;
+            } else if (n == 0 || (n < 0 && errno != EINTR)) {
+                break;                /* the guardian is done */
+            }
+        }
         while (read(sig_pipe[0], rec, sizeof rec) == (ssize_t)sizeof rec) {
             if (rec[0] == SIGCHLD)
-                continue;             /* waitpid() above */
+                continue;             /* the guardian's end: its pipe */
             /* A ^C at the terminal reached COMMAND, in our group, too. */
             if (!(same_group && rec[1]))
-                (void)kill(target, rec[0]);
+                order(g, rec[0]);
             if (o->verbose)
                 say("got signal %d%s", rec[0],
                     same_group && rec[1] ? "" : ", passed on to COMMAND");
         }
-        if (!out->lost && (ending || (p[1].revents & (POLLIN | POLLHUP)))) {
+        if (!out->lost && (ending || (p[2].revents & (POLLIN | POLLHUP)))) {
             valid = redislock_valid_for_ms(lock);
             out->lost = true;
             /* Signal first: the message may fail (stderr closed). */
             if (o->lost_signal) {
-                (void)kill(target, o->lost_signal);
+                order(g, STOP_TREE | o->lost_signal);
                 if (o->lost_signal != SIGKILL)
                     /* Before the lease ends, KILL by then; once it has
                      * ended (we were stopped, say), the full grace. */
@@ -1579,12 +1959,13 @@ static void watch(redislock *lock, pid_t pid, bool same_group,
             ending = false;
         }
         if (kill_at >= 0 && now_ms() >= kill_at) {
-            (void)kill(target, SIGKILL);
+            order(g, STOP_TREE | SIGKILL);
             kill_at = -1;
             if (o->verbose)
-                say("COMMAND still running; sent KILL");
+                say("COMMAND's processes still running; sent KILL");
         }
     }
+    out->guardian_status = guard_end(g, &out->wstatus, &out->reported);
 }
 
 /* Release after COMMAND: true if the lock turns out to have been lost.
@@ -1630,7 +2011,7 @@ static int run(redislock *lock, redislock_client *client,
     struct outcome out;
     char **env, *strings = NULL;
     bool acquired, same_group;
-    pid_t pid;
+    struct guard g;
     int rc;
 
     if (redislock_lost_fd(lock) < 0 || !signals_setup(lock)) {
@@ -1653,14 +2034,26 @@ static int run(redislock *lock, redislock_client *client,
         (void)release(lock, o, false);
         return EXIT_SYSTEM;
     }
-    rc = spawn(o, env, same_group, &pid);
+    rc = spawn(o, env, same_group, &g);
     free(env);
     free(strings);
     if (rc != 0) {
         (void)release(lock, o, false);
         return rc < 0 ? end_by(stopped()) : rc;
     }
-    watch(lock, pid, same_group, o, &out);
+    watch(lock, &g, same_group, o, &out);
+    if (!out.reported) {
+        /* Killed by its PID: COMMAND went with it (Linux), but not what
+         * COMMAND started in the background. */
+        say("the guardian of COMMAND ended unexpectedly (%s %d); COMMAND "
+            "was killed with it", WIFSIGNALED(out.guardian_status)
+                                      ? "signal" : "status",
+            WIFSIGNALED(out.guardian_status)
+                ? WTERMSIG(out.guardian_status)
+                : WEXITSTATUS(out.guardian_status));
+        (void)release(lock, o, out.lost);
+        return EXIT_SYSTEM;
+    }
     if (release(lock, o, out.lost))
         out.lost = true;
     if (out.lost)

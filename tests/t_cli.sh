@@ -56,9 +56,16 @@ not_ok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; }
 diag() { echo "# $*"; }
 now_ms() { date +%s%3N; }
 
-# check NAME CONDITION...: one TAP line.
+# check NAME CONDITION...: one TAP line.  With REDISLOCK_CLI_ONLY set (an
+# extended regular expression), only the tests whose function name matches
+# run (while working on the tool).
 check() {
     name=$1; shift
+    if [ -n "${REDISLOCK_CLI_ONLY:-}" ] &&
+       ! echo "$1" | grep -Eq "$REDISLOCK_CLI_ONLY"; then
+        n=$((n + 1)); echo "ok $n # SKIP not in REDISLOCK_CLI_ONLY"
+        return
+    fi
     if "$@"; then ok "$name"; else not_ok "$name"; fi
 }
 
@@ -383,11 +390,81 @@ t_tool_killed() {
 }
 check "a tool killed by SIGKILL: COMMAND gets the loss signal (Linux)" t_tool_killed
 
+# all_gone FILE MS: every PID listed in FILE has ended (a zombie counts as
+# ended) within MS milliseconds, polling /proc.
+all_gone() {
+    t_end=$(( $(now_ms) + $2 ))
+    while :; do
+        alive=
+        for p in $(cat "$1"); do
+            case $(sed -n 's/^State:[[:space:]]*\([A-Z]\).*/\1/p' "/proc/$p/status" 2>/dev/null) in
+                Z|"") ;;
+                *) alive="$alive $p" ;;
+            esac
+        done
+        [ -z "$alive" ] && return 0
+        [ "$(now_ms)" -lt $t_end ] || { diag "still running after $2 ms:$alive"; return 1; }
+        sleep 0.02
+    done
+}
+
+# kill_tool_check KEY PIDFILE: SIGKILL the tool $holder, then every
+# process of COMMAND's tree listed in PIDFILE must be gone within 2 s,
+# while the lease (3 s, renewed every second until then) still runs.
+kill_tool_check() {
+    kill -KILL $holder
+    wait $holder 2> /dev/null
+    if ! all_gone "$2" 2000; then
+        kill -KILL $(cat "$2") 2> /dev/null   # not to hang the harness
+        return 1
+    fi
+    ttl=$(cli PTTL "$1")
+    [ "$ttl" -gt 0 ] || { diag "the lease ran out first (PTTL $ttl)"; return 1; }
+}
+
+# The tool killed outright: what COMMAND started goes too, before the
+# lease can run out (a guardian process kills the tree): children in its
+# group, a grandchild, and one that left for a session of its own.
+t_tool_killed_tree() {
+    [ "$(uname -s)" = Linux ] || return 0
+    : > "$work/k50.pids"
+    escape=
+    command -v setsid > /dev/null 2>&1 &&
+        escape="setsid sleep 30 & echo \$! >> '$work/k50.pids';"
+    $R -e 3 k50 sh -c "echo \$\$ >> '$work/k50.pids'
+        sleep 30 & echo \$! >> '$work/k50.pids'
+        sh -c 'sleep 30 & echo \$! >> \"$work/k50.pids\"; wait' &
+        echo \$! >> '$work/k50.pids'
+        $escape
+        touch '$work/k50.held'; wait" &
+    holder=$!
+    wait_file "$work/k50.held" || return 1
+    [ "$(wc -l < "$work/k50.pids")" -ge 4 ] || { diag "pids: $(cat "$work/k50.pids")"; return 1; }
+    kill_tool_check k50 "$work/k50.pids"
+}
+check "a tool killed by SIGKILL: COMMAND's whole tree is gone before the lease ends" t_tool_killed_tree
+
+# A tree that ignores SIGTERM gets SIGKILL, at most a third of the lease
+# after the tool's death.
+t_tool_killed_term_ignored() {
+    [ "$(uname -s)" = Linux ] || return 0
+    : > "$work/k51.pids"
+    $R -e 3 -k 30 k51 sh -c "trap '' TERM; echo \$\$ >> '$work/k51.pids'
+        sleep 30 & echo \$! >> '$work/k51.pids'
+        touch '$work/k51.held'; while :; do sleep 0.1; done" &
+    holder=$!
+    wait_file "$work/k51.held" || return 1
+    kill_tool_check k51 "$work/k51.pids"
+}
+check "a tool killed by SIGKILL: a COMMAND that ignores TERM is killed before the lease ends" t_tool_killed_term_ignored
+
 # At a terminal (script(1) gives us one), COMMAND shares the tool's process
 # group, so ^C reaches it directly, once: the tool does not pass it on again.
+# (COMMAND's parent is the tool's guardian, whose parent is the tool.)
 t_terminal_foreground() {
     cat > "$work/pgrp.sh" <<'EOS'
-echo "$(cut -d' ' -f5 /proc/$$/stat) $(cut -d' ' -f5 /proc/$PPID/stat)"
+tool=$(cut -d' ' -f4 /proc/$PPID/stat)
+echo "$(cut -d' ' -f5 /proc/$$/stat) $(cut -d' ' -f5 /proc/$tool/stat)"
 EOS
     script -qec "$R ptyk sh '$work/pgrp.sh' > '$work/pty1'" /dev/null > /dev/null
     $R ptyk sh "$work/pgrp.sh" > "$work/pty2"
@@ -412,9 +489,37 @@ EOS
     grep -q 'got signal 2$' "$work/pty.err" ||
         { diag "tool: $(tr '\n' '|' < "$work/pty.err")"; return 1; }
 }
+# At a terminal, COMMAND's tree is in the tool's process group, which the
+# guardian cannot signal as a whole (a pipeline's other programs are in
+# it too): killing the tool still ends the tree, process by process.
+t_terminal_tool_killed() {
+    : > "$work/k52.pids"
+    # (HUP ignored: the end of the tool, the terminal's session leader,
+    # sends the terminal's group a SIGHUP, which would hide the rest.)
+    cat > "$work/tree.sh" <<EOS
+trap '' HUP
+echo \$\$ >> '$work/k52.pids'
+sleep 30 & echo \$! >> '$work/k52.pids'
+touch '$work/k52.held'; wait
+EOS
+    script -qec "echo \$\$ > '$work/k52.tool'; exec $R -e 3 k52 sh '$work/tree.sh'" \
+        /dev/null > /dev/null &
+    term=$!
+    wait_file "$work/k52.held" || return 1
+    holder=$(cat "$work/k52.tool")
+    kill -KILL $holder
+    wait $term
+    if ! all_gone "$work/k52.pids" 2000; then
+        kill -KILL $(cat "$work/k52.pids") 2> /dev/null
+        return 1
+    fi
+    [ "$(cli PTTL k52)" -gt 0 ] || { diag "the lease ran out first"; return 1; }
+}
 if command -v script > /dev/null 2>&1 && [ "$(uname -s)" = Linux ]; then
     check "at a terminal COMMAND shares the tool's group and gets ^C once" t_terminal_foreground
+    check "at a terminal, a tool killed by SIGKILL: COMMAND's tree is gone before the lease ends" t_terminal_tool_killed
 else
+    n=$((n + 1)); echo "ok $n # SKIP script(1) missing"
     n=$((n + 1)); echo "ok $n # SKIP script(1) missing"
 fi
 
