@@ -47,6 +47,7 @@ enum {
     EXIT_USAGE = 64,          /* bad option, URL or argument */
     EXIT_REDIS = 69,          /* cannot use Redis: connect, AUTH, errors */
     EXIT_SYSTEM = 71,         /* fork, pipe or memory failed */
+    EXIT_UNRELEASED = 74,     /* COMMAND ran, but the release failed */
     EXIT_BUSY = 75,           /* the lock is held (default of -E) */
     EXIT_LOST = 76,           /* the lock was lost while COMMAND ran */
     EXIT_NOEXEC = 126,        /* COMMAND found but could not be run */
@@ -143,8 +144,9 @@ static void usage(FILE *f)
 "  -V, --version          show the version\n"
 "\n"
 "Exit status: COMMAND's (128+N if killed by signal N), or 64 usage,\n"
-"69 Redis unavailable or refusing, 71 system error, 75 busy (-E),\n"
-"76 lock lost while COMMAND ran, 126 COMMAND not runnable, 127 not found.\n"
+"69 Redis unavailable or refusing, 71 system error, 74 COMMAND ran but\n"
+"the lock could not be released, 75 busy (-E), 76 lock lost while\n"
+"COMMAND ran, 126 COMMAND not runnable, 127 not found.\n"
 "COMMAND's environment gets REDISLOCK_KEY, REDISLOCK_OWNER and\n"
 "REDISLOCK_TOKEN.  See redislock(1).\n",
             progname, progname, progname);
@@ -873,11 +875,14 @@ static void refused(const struct options *o, const char *w, const char *code,
 {
     char keys[1024];
 
-    if (strcmp(code, "NOPERM") == 0) {
+    if (strcmp(code, "NOPERM") == 0 ||
+        starts(rest, "The user executing the script can't run")) {
+        /* (Redis 7.0 says the latter, with ERR, of a script's command.) */
         key_list(o, true, keys, sizeof keys);
         snprintf(buf, size, "the Redis user lacks a permission (%s); the "
                  "lock needs the keys %s and the commands EVALSHA, EVAL and "
-                 "BLPOP (see redislock(1), NOTES)", rest, keys);
+                 "BLPOP, and those these run inside Redis (see "
+                 "redislock(1), NOTES)", rest, keys);
     } else if (strcmp(code, "NOAUTH") == 0) {
         snprintf(buf, size, "Redis wants a password: give it in the URL "
                  "(redis://[user]:password@host, best through REDISLOCK_URL)");
@@ -1968,11 +1973,20 @@ static void watch(redislock *lock, struct guard *g, bool same_group,
     out->guardian_status = guard_end(g, &out->wstatus, &out->reported);
 }
 
-/* Release after COMMAND: true if the lock turns out to have been lost.
- * KNOWN_LOST: we know already, so a failure needs no message. */
-static bool release(redislock *lock, const struct options *o,
-                    bool known_lost)
+/* What release() found. */
+enum released {
+    RELEASED,                         /* as it should be */
+    FOUND_LOST,                       /* the lock had been lost */
+    NOT_RELEASED                      /* the release failed: the lock stays */
+};
+
+/* Release after COMMAND, which ENDED ("COMMAND exited with status 0",
+ * ...: said if the release fails).  KNOWN_LOST: we know already, so a
+ * failure needs no message. */
+static enum released release(redislock *lock, const struct options *o,
+                             bool known_lost, const char *ended)
 {
+    long long before = redislock_valid_for_ms(lock), sent = now_ms(), left;
     bool released = false;
     int st = redislock_release(lock, &released);
 
@@ -1981,35 +1995,56 @@ static bool release(redislock *lock, const struct options *o,
         if (!known_lost)
             say("lost the lock %s before COMMAND ended: %s", o->key,
                 redislock_lost_reason_text(redislock_lost_reason(lock)));
-        return true;
+        return FOUND_LOST;
     }
     if (known_lost)
-        return true;
+        return FOUND_LOST;
     if (st != REDISLOCK_OK) {
         char raw[512], text[2048];
 
         snprintf(raw, sizeof raw, "%s", redislock_last_error(lock));
+        /* Refused, Redis renews on (the library keeps a holding it could
+         * not give up): stop that, so that the key stays only as long as
+         * its lease, which the tool's exit would end anyway. */
+        (void)redislock_set_autorenew(lock, false);
+        left = before - (now_ms() - sent);
+        if (redislock_valid_for_ms(lock) > left)
+            left = redislock_valid_for_ms(lock);
         describe(lock, st, o, raw, text, sizeof text);
-        say("cannot release the lock %s: %s; it expires on its own within "
-            "%.1f s", o->key, text, secs(o->expire_ms));
+        say("cannot release the lock %s: %s; %s; the lock stays held until "
+            "its lease runs out, in about %.1f s", o->key, text, ended,
+            secs(left > 0 ? left : 0));
         if (o->verbose && *raw)
             say("(the library said: %s: %s)", redislock_strerror(st), raw);
-        return false;
+        return NOT_RELEASED;
     }
     if (!released) {
         say("the lock %s was no longer ours when COMMAND ended", o->key);
-        return true;
+        return FOUND_LOST;
     }
     if (o->verbose)
         say("released %s", o->key);
-    return false;
+    return RELEASED;
+}
+
+/* How COMMAND ended (its wait status WSTATUS), for messages. */
+static void ending_text(int wstatus, char *buf, size_t size)
+{
+    if (WIFEXITED(wstatus))
+        snprintf(buf, size, "COMMAND exited with status %d",
+                 WEXITSTATUS(wstatus));
+    else if (WIFSIGNALED(wstatus))
+        snprintf(buf, size, "COMMAND was killed by signal %d",
+                 WTERMSIG(wstatus));
+    else
+        snprintf(buf, size, "COMMAND ended");
 }
 
 static int run(redislock *lock, redislock_client *client,
                const struct options *o)
 {
     struct outcome out;
-    char **env, *strings = NULL;
+    char **env, *strings = NULL, ended[64];
     bool acquired, same_group;
     struct guard g;
     int rc;
@@ -2031,14 +2066,14 @@ static int run(redislock *lock, redislock_client *client,
     env = command_env(lock, o->key, &strings);
     if (env == NULL) {
         say("out of memory");
-        (void)release(lock, o, false);
+        (void)release(lock, o, false, "COMMAND did not run");
         return EXIT_SYSTEM;
     }
     rc = spawn(o, env, same_group, &g);
     free(env);
     free(strings);
     if (rc != 0) {
-        (void)release(lock, o, false);
+        (void)release(lock, o, false, "COMMAND did not run");
         return rc < 0 ? end_by(stopped()) : rc;
     }
     watch(lock, &g, same_group, o, &out);
@@ -2051,13 +2086,19 @@ static int run(redislock *lock, redislock_client *client,
             WIFSIGNALED(out.guardian_status)
                 ? WTERMSIG(out.guardian_status)
                 : WEXITSTATUS(out.guardian_status));
-        (void)release(lock, o, out.lost);
+        (void)release(lock, o, out.lost, "COMMAND's end is unknown");
         return EXIT_SYSTEM;
     }
-    if (release(lock, o, out.lost))
-        out.lost = true;
-    if (out.lost)
+    ending_text(out.wstatus, ended, sizeof ended);
+    switch (release(lock, o, out.lost, ended)) {
+    case FOUND_LOST:
         return EXIT_LOST;
+    case NOT_RELEASED:
+        return EXIT_UNRELEASED;     /* not a success, whatever COMMAND did */
+    case RELEASED:
+    default:
+        break;
+    }
     if (WIFEXITED(out.wstatus))
         return WEXITSTATUS(out.wstatus);
     if (WIFSIGNALED(out.wstatus))

@@ -943,6 +943,58 @@ t_error_messages() {
 }
 check "error messages: in the user's terms, without script text or a doubled timeout" t_error_messages
 
+# expect_unreleased FILE STATUS: the message of a failed release says so,
+# how COMMAND ended (status STATUS) and how long the lock stays (a lease
+# of 30 s, given up a moment ago).
+expect_unreleased() {
+    grep -Eq "^redislock: cannot release the lock k6[0-9]: .*; COMMAND exited with status $2; the lock stays held until its lease runs out, in about (29|30)\.[0-9] s$" "$1" ||
+        { diag "$(cat "$1")"; return 1; }
+}
+
+# A release that fails is no success: exit 74, even after COMMAND
+# succeeded.  Here the Redis user may acquire (and renew) but not release:
+# the release script's DEL is refused.
+t_release_refused() {
+    cli ACL SETUSER norelease on '>pw' '~*' '+@all' '-del' > /dev/null
+    u="redis://norelease:pw@127.0.0.1:$REDISLOCK_TEST_PORT"
+    $R -e 30 -u "$u" k60 true 2> "$work/k60.err"
+    st=$?
+    $R -e 30 -u "$u" k62 sh -c 'exit 3' 2> "$work/k62.err"
+    st3=$?
+    ttl=$(cli PTTL k60)
+    cli ACL DELUSER norelease > /dev/null
+    cli DEL k60 k62 > /dev/null
+    expect_status 74 $st "release refused after COMMAND succeeded" || return 1
+    expect_status 74 $st3 "release refused after COMMAND exited 3" || return 1
+    expect_unreleased "$work/k60.err" 0 || return 1
+    expect_unreleased "$work/k62.err" 3 || return 1
+    grep -q 'the Redis user lacks a permission' "$work/k60.err" || return 1
+    [ "$ttl" -gt 25000 ] || { diag "PTTL $ttl"; return 1; }
+}
+check "a refused release exits 74, says how COMMAND ended and how long the lock stays" t_release_refused
+
+# Redis gone before the release (a private server, stopped by COMMAND).
+t_release_server_gone() {
+    d="$REDISLOCK_TEST_TMPDIR/gone"
+    mkdir -p "$d"
+    "$REDISLOCK_TEST_REDIS_SERVER" --port 0 --unixsocket "$d/sock" --dir "$d" \
+        --save "" --appendonly no --pidfile "$d/redis.pid" --daemonize no \
+        > /dev/null 2>&1 &
+    spid=$!
+    i=0
+    until redis-cli -s "$d/sock" PING > /dev/null 2>&1; do
+        i=$((i + 1)); [ $i -lt 100 ] || { kill $spid; return 1; }; sleep 0.05
+    done
+    $R -u "unix://$d/sock" -e 30 k61 sh -c \
+        "kill $spid; while kill -0 $spid 2> /dev/null; do sleep 0.05; done" \
+        2> "$work/k61.err"
+    st=$?
+    wait $spid
+    expect_status 74 $st "Redis gone before the release" || return 1
+    expect_unreleased "$work/k61.err" 0
+}
+check "Redis gone before the release: exit 74, with how long the lock stays" t_release_server_gone
+
 # A lost lock is reported once (by the watch, not again by the release).
 t_lost_said_once() {
     $R -e 1 k44 sh -c "touch '$work/k44.held'; sleep 30 & wait" 2> "$work/k44.err" &
