@@ -61,8 +61,12 @@ enum {
 
 #define MAX_URLS 9                    /* -u given several times: a quorum */
 
+/* Where the URL comes from, for messages about it. */
+enum url_from { URL_OPTION, URL_ENV, URL_DEFAULT };
+
 struct options {
     const char *url;                  /* the first (or only) URL */
+    enum url_from url_from;
     const char *urls[MAX_URLS];       /* every -u, in order */
     int nurls;
     const char *key;
@@ -152,6 +156,40 @@ static void usage(FILE *f)
             progname, progname, progname);
 }
 
+/* flock(1)'s options that redislock has not, or has with another meaning
+ * (-e, -s, -u take an argument here), and what to do instead. */
+static const struct {
+    int letter;
+    const char *name;                 /* flock's long form */
+    const char *instead;
+} flock_habits[] = {
+    { 'x', "exclusive", "every redislock lock is exclusive, so leave it out" },
+    { 'e', "exclusive", "every redislock lock is exclusive, so leave it out "
+                        "(here -e is --expire SECONDS)" },
+    { 's', "shared", "redislock has no shared locks, only exclusive ones "
+                     "(here -s is --lost-signal SIGNAL)" },
+    { 'o', "close", "not needed, as the lock lives in Redis, not on a "
+                    "descriptor COMMAND could inherit; leave it out" },
+    { 'F', "no-fork", "redislock always stays beside COMMAND to renew and "
+                      "release the lock; leave it out" },
+    { 'u', "unlock", "a lock is released when COMMAND ends or its lease "
+                     "runs out, not by a command (here -u is --url URL)" },
+};
+
+/* flock's option -LETTER, or --NAME (up to an '=') if LETTER is 0: its
+ * entry in flock_habits, or -1. */
+static int flock_habit(int letter, const char *name)
+{
+    size_t i, len = name ? strcspn(name, "=") : 0;
+
+    for (i = 0; i < sizeof flock_habits / sizeof flock_habits[0]; i++)
+        if (letter ? flock_habits[i].letter == letter
+                   : strlen(flock_habits[i].name) == len &&
+                         strncmp(flock_habits[i].name, name, len) == 0)
+            return (int)i;
+    return -1;
+}
+
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int usage_error(const char *fmt, ...)
 {
@@ -161,6 +199,24 @@ static int usage_error(const char *fmt, ...)
     vsay(fmt, ap);
     va_end(ap);
     fprintf(stderr, "\nTry '%s --help' for more information.\n", progname);
+    return EXIT_USAGE;
+}
+
+/* A usage error (FMT...) for flock's option -LETTER, which redislock has
+ * with another meaning: what to do instead. */
+static int flock_error(int letter, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static int flock_error(int letter, const char *fmt, ...)
+{
+    int i = flock_habit(letter, NULL);
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsay(fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "; if you meant flock's -%c (--%s): %s\nTry '%s --help' "
+            "for more information.\n", letter, flock_habits[i].name,
+            flock_habits[i].instead, progname);
     return EXIT_USAGE;
 }
 
@@ -253,10 +309,12 @@ static int parse_args(int argc, char **argv, struct options *o)
         { NULL, 0, NULL, 0 }
     };
     const char *env = getenv("REDISLOCK_URL");
-    int c;
+    char *end;
+    int c, habit;
 
     memset(o, 0, sizeof *o);
     o->url = env && *env ? env : DEFAULT_URL;
+    o->url_from = env && *env ? URL_ENV : URL_DEFAULT;
     o->expire_ms = DEFAULT_EXPIRE_MS;
     o->wait_ms = -1;
     o->grace_ms = DEFAULT_GRACE_MS;
@@ -275,11 +333,15 @@ static int parse_args(int argc, char **argv, struct options *o)
                                    "9 masters)", MAX_URLS);
             o->urls[o->nurls++] = optarg;
             o->url = o->urls[0];
+            o->url_from = URL_OPTION;
             break;
         case 'e':
-            if (!parse_seconds(optarg, 1, &o->expire_ms))
-                return usage_error("bad expiry '%s' (seconds, > 0)", optarg);
-            break;
+            if (parse_seconds(optarg, 1, &o->expire_ms))
+                break;
+            if (strtod(optarg, &end) == 0 && end == optarg)
+                return flock_error('e', "bad expiry '%s' (seconds, > 0)",
+                                   optarg);
+            return usage_error("bad expiry '%s' (seconds, > 0)", optarg);
         case 'w':
             if (!parse_seconds(optarg, 0, &o->wait_ms))
                 return usage_error("bad wait '%s' (seconds, >= 0)", optarg);
@@ -304,7 +366,7 @@ static int parse_args(int argc, char **argv, struct options *o)
             break;
         case 's':
             if (!parse_signal(optarg, &o->lost_signal))
-                return usage_error("bad signal '%s'", optarg);
+                return flock_error('s', "bad signal '%s' for -s", optarg);
             break;
         case 'k':
             if (!parse_seconds(optarg, 0, &o->grace_ms))
@@ -333,6 +395,22 @@ static int parse_args(int argc, char **argv, struct options *o)
                    redislock_version());
             return -1;
         default:
+            /* Not ours: -x, -o, -F, or a long one, may be flock's. */
+            habit = optopt > 0 && optopt < 256
+                        ? (strchr("xoF", optopt) ? flock_habit(optopt, NULL)
+                                                 : -1)
+                        : strncmp(argv[optind - 1], "--", 2) == 0
+                              ? flock_habit(0, argv[optind - 1] + 2)
+                              : -1;
+            if (habit >= 0 && optopt > 0)
+                return usage_error("'-%c' is flock's --%s, not an option "
+                                   "here: %s", optopt,
+                                   flock_habits[habit].name,
+                                   flock_habits[habit].instead);
+            if (habit >= 0)
+                return usage_error("'%s' is flock's, not an option here: %s",
+                                   argv[optind - 1],
+                                   flock_habits[habit].instead);
             if (optopt > 0 && optopt < 256)
                 return usage_error("bad or incomplete option '-%c'", optopt);
             return usage_error("bad or incomplete option '%s'",
@@ -708,6 +786,38 @@ static bool starts(const char *s, const char *prefix)
     return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
+/* Where the URL came from, after a message about reaching or logging in
+ * to Redis: "" when it was given with -u. */
+static const char *url_origin(const struct options *o)
+{
+    switch (o->url_from) {
+    case URL_ENV:
+        return " (URL from $REDISLOCK_URL)";
+    case URL_DEFAULT:
+        return " (the default URL " DEFAULT_URL ": no -u given, and "
+               "$REDISLOCK_URL is not set)";
+    case URL_OPTION:
+    default:
+        return "";
+    }
+}
+
+/* A URL the library refused, which said TEXT: from the environment, or
+ * perhaps flock's -u (unlock) with a lock file name. */
+static void url_error(const struct options *o, const char *text)
+{
+    int habit = flock_habit('u', NULL);
+
+    if (o->url_from == URL_ENV)
+        say("$REDISLOCK_URL (from the environment): %s",
+            starts(text, "URL: ") ? text + 5 : text);
+    else if (o->nurls == 1 && strstr(o->url, "://") == NULL)
+        say("%s; if you meant flock's -u (--%s): %s", text,
+            flock_habits[habit].name, flock_habits[habit].instead);
+    else
+        say("%s", text);
+}
+
 /* Does KEY have a Cluster hash tag?  (The rule of redislock.h, COMPANION
  * KEYS: a '{' with a '}' after it and something in between.) */
 static bool has_hash_tag(const char *key)
@@ -885,10 +995,11 @@ static void refused(const struct options *o, const char *w, const char *code,
                  "redislock(1), NOTES)", rest, keys);
     } else if (strcmp(code, "NOAUTH") == 0) {
         snprintf(buf, size, "Redis wants a password: give it in the URL "
-                 "(redis://[user]:password@host, best through REDISLOCK_URL)");
+                 "(redis://[user]:password@host, best through REDISLOCK_URL)"
+                 "%s", url_origin(o));
     } else if (strcmp(code, "WRONGPASS") == 0) {
         snprintf(buf, size, "Redis refused the user name or password in the "
-                 "URL");
+                 "URL%s", url_origin(o));
     } else if (strcmp(code, "OOM") == 0) {
         snprintf(buf, size, "Redis is out of memory (maxmemory reached) and "
                  "refuses writes");
@@ -935,6 +1046,7 @@ static void describe(redislock *lock, int st, const struct options *o,
     char words[512], code[32];
     const char *rest, *r = raw;
     enum origin from;
+    size_t n;
 
     switch (st) {
     case REDISLOCK_ERR_IO:
@@ -954,6 +1066,8 @@ static void describe(redislock *lock, int st, const struct options *o,
                      "protocol: is the URL right?");
         else
             snprintf(buf, size, "%s", *r ? r : redislock_strerror(st));
+        n = strlen(buf);
+        snprintf(buf + n, size - n, "%s", url_origin(o));
         return;
     case REDISLOCK_ERR_SERVER:
         /* The connection's setup: "AUTH failed: WRONGPASS ...". */
@@ -971,7 +1085,7 @@ static void describe(redislock *lock, int st, const struct options *o,
             server_words(r + 15, words, sizeof words, &from);
             rest = error_code(words, code, sizeof code);
             snprintf(buf, size, "Redis refused the database number in the "
-                     "URL: %s", rest ? rest : words);
+                     "URL: %s%s", rest ? rest : words, url_origin(o));
             return;
         }
         server_words(r, words, sizeof words, &from);
@@ -1198,50 +1312,75 @@ static int show_status(redislock *lock, const struct options *o)
  * a second handle of the same client (a pooled connection of its own:
  * one read-only round trip each time).  It sleeps in poll() on a pipe
  * whose writing end the main thread closes when the wait is over, and
- * inherits the blocked signals, which stay the signal thread's. */
+ * inherits the blocked signals, which stay the signal thread's.
+ *
+ * Without -v the same thread looks once, FOREIGN_LOOK_MS into a wait, and
+ * says so if the key holds a value that is not a lock and has no expiry:
+ * nothing will ever free it (a wait shorter than that costs nothing). */
 
 #define REPORT_EVERY_MS 5000
+#define FOREIGN_LOOK_MS 1000
 
 struct reporter {
     redislock *peek;                  /* used by the reporting thread only */
-    const char *key;
+    const struct options *o;
     long long start;
     int stop[2];
     pthread_t thread;
 };
 
+/* Does H, which O waits for, hold what will never be freed: a value
+ * that is not a lock, without expiry, of the type O's mode takes (another
+ * type fails the acquire instead)? */
+static bool never_freed(const struct holder *h, const struct options *o)
+{
+    return h->shape == SHAPE_FOREIGN && h->ttl_ms < 0 &&
+           h->kind == (o->counted ? REDISLOCK_KIND_COUNTED
+                                  : REDISLOCK_KIND_GOZERO);
+}
+
 static void *report_thread(void *arg)
 {
     struct reporter *r = arg;
+    bool quiet = !r->o->verbose;
     struct holder h;
     struct pollfd p;
     char what[512];
-    int n;
+    int n, timeout = quiet ? FOREIGN_LOOK_MS : REPORT_EVERY_MS;
 
     for (;;) {
         p.fd = r->stop[0];
         p.events = POLLIN;
         p.revents = 0;
-        n = poll(&p, 1, REPORT_EVERY_MS);
+        n = poll(&p, 1, timeout);
         if (n > 0 || (n < 0 && errno != EINTR))
             break;                    /* the wait is over */
-        if (n == 0 && look(r->peek, &h) == REDISLOCK_OK) {
+        if (n != 0 || look(r->peek, &h) != REDISLOCK_OK)
+            continue;
+        if (!quiet) {
             holder_text(&h, what, sizeof what);
-            say("still waiting for %s after %.1f s: %s", r->key,
+            say("still waiting for %s after %.1f s: %s", r->o->key,
                 secs(now_ms() - r->start), what);
+            continue;
         }
+        if (never_freed(&h, r->o))
+            say("waiting for %s, which holds a value that is not a lock "
+                "(%s): it will never be freed unless someone deletes it "
+                "(redislock --status %s shows it)", r->o->key, h.why,
+                r->o->key);
+        timeout = -1;                 /* once */
     }
     return NULL;
 }
 
-/* Start reporting on KEY's wait that began at START; false if it cannot
- * (the wait then goes on without reports). */
+/* Start reporting on the wait for O's key that began at START; false if
+ * it cannot (the wait then goes on without reports). */
 static bool reporter_start(struct reporter *r, redislock_client *client,
-                           const char *key, long long start)
+                           const struct options *o, long long start)
 {
-    r->key = key;
+    r->o = o;
     r->start = start;
-    r->peek = redislock_new_from_client(client, key);
+    r->peek = redislock_new_from_client(client, o->key);
     if (r->peek == NULL)
         return false;
     if (pipe(r->stop) == 0) {
@@ -1298,9 +1437,12 @@ static int take(redislock *lock, redislock_client *client,
                 snprintf(limit, sizeof limit, "as long as it takes");
             say("waiting for %s (%s): %s", o->key, limit, what);
         }
-        if (o->wait_ms < 0 || o->wait_ms > REPORT_EVERY_MS)
-            reporting = reporter_start(&rep, client, o->key, start);
     }
+    /* -v: reports every REPORT_EVERY_MS; otherwise a look for a value
+     * that will never be freed. */
+    if (o->wait_ms < 0 ||
+        o->wait_ms > (o->verbose ? REPORT_EVERY_MS : FOREIGN_LOOK_MS))
+        reporting = reporter_start(&rep, client, o, start);
     st = redislock_acquire_wait(lock, o->wait_ms < 0 ? REDISLOCK_WAIT_FOREVER
                                                      : o->wait_ms,
                                 acquired);
@@ -2127,7 +2269,7 @@ int main(int argc, char **argv)
         st = redislock_client_open(o.url, &client, err, sizeof err);
     }
     if (st != REDISLOCK_OK) {
-        say("%s", *err ? err : redislock_strerror(st));
+        url_error(&o, *err ? err : redislock_strerror(st));
         return st == REDISLOCK_ERR_NOMEM ? EXIT_SYSTEM : EXIT_USAGE;
     }
     lock = o.counted ? redislock_new_counted_from_client(client, o.key)

@@ -943,6 +943,71 @@ t_error_messages() {
 }
 check "error messages: in the user's terms, without script text or a doubled timeout" t_error_messages
 
+# flock(1)'s habits: its options that redislock has not (or has with
+# another meaning) get a hint of what to do instead, not just "bad option".
+t_flock_habits() {
+    for args in "-x" "-o" "-F" "-xn" "--shared" "--exclusive" "--close" \
+                "--no-fork" "--unlock"; do
+        # shellcheck disable=SC2086
+        $R $args k true > "$work/out" 2>&1
+        expect_status 64 $? "redislock $args" || return 1
+        grep -q "^redislock: '.*' is flock's.*, not an option here: " "$work/out" ||
+            { diag "$args: $(cat "$work/out")"; return 1; }
+    done
+    $R -x k true 2>&1 | grep -q "every redislock lock is exclusive, so leave it out" || return 1
+    $R -o k true 2>&1 | grep -q "not on a descriptor COMMAND could inherit" || return 1
+    $R -F k true 2>&1 | grep -q "always stays beside COMMAND" || return 1
+    # -s, -e and -u take an argument here: a lock name there is a hint.
+    $R -s k true > "$work/out" 2>&1
+    expect_status 64 $? "flock's -s" || return 1
+    grep -q "^redislock: bad signal 'k' for -s; if you meant flock's -s (--shared): redislock has no shared locks" "$work/out" ||
+        { diag "$(cat "$work/out")"; return 1; }
+    $R -e k true > "$work/out" 2>&1
+    expect_status 64 $? "flock's -e" || return 1
+    grep -q "^redislock: bad expiry 'k' (seconds, > 0); if you meant flock's -e (--exclusive): every redislock lock is exclusive" "$work/out" ||
+        { diag "$(cat "$work/out")"; return 1; }
+    $R -u lockfile k true > "$work/out" 2>&1
+    expect_status 64 $? "flock's -u" || return 1
+    grep -q "if you meant flock's -u (--unlock): a lock is released when COMMAND ends" "$work/out" ||
+        { diag "$(cat "$work/out")"; return 1; }
+}
+check "flock(1)'s -x, -s, -o, -F, -e, -u: exit 64 with what to do instead" t_flock_habits
+
+# A URL from the environment: its errors say where it came from.
+t_url_from_env() {
+    REDISLOCK_URL='redis://u:s3cretpw@127.0.0.1:notaport' $R k true 2> "$work/u1"
+    expect_status 64 $? "a bad \$REDISLOCK_URL" || return 1
+    grep -qxF 'redislock: $REDISLOCK_URL (from the environment): port is not a number in 1..65535' "$work/u1" ||
+        { diag "$(cat "$work/u1")"; return 1; }
+    REDISLOCK_URL="unix://$work/no-such.sock" $R k true 2> "$work/u2"
+    expect_status 69 $? "no server at \$REDISLOCK_URL" || return 1
+    grep -q '^redislock: cannot acquire the lock k: .* (URL from $REDISLOCK_URL)$' "$work/u2" ||
+        { diag "$(cat "$work/u2")"; return 1; }
+    $R -u "unix://$work/no-such.sock" k true 2> "$work/u3"
+    ! grep -q 'REDISLOCK_URL' "$work/u3" || { diag "$(cat "$work/u3")"; return 1; }
+    ! grep -q s3cretpw "$work/u1"
+}
+check "an error in \$REDISLOCK_URL says it came from the environment" t_url_from_env
+
+# Waiting for a key that holds a value that is not a lock and has no
+# expiry waits for ever: said once, without -v.  Waiting for a lock says
+# nothing.
+t_wait_foreign() {
+    cli SET k70 "not a lock" > /dev/null
+    $R -w 2.5 k70 true 2> "$work/k70.err"
+    st=$?
+    cli DEL k70 > /dev/null
+    expect_status 75 $st "waiting for a foreign value" || return 1
+    [ "$(grep -c . "$work/k70.err")" -eq 1 ] &&
+    grep -q '^redislock: waiting for k70, which holds a value that is not a lock (a string without expiry.*: it will never be freed unless someone deletes it' "$work/k70.err" ||
+        { diag "$(cat "$work/k70.err")"; return 1; }
+    cli SET k71 "$(printf '%032x' 5)" PX 2000 > /dev/null
+    $R -w 10 k71 true 2> "$work/k71.err"
+    expect_status 0 $? "waiting for a lock" || return 1
+    [ ! -s "$work/k71.err" ] || { diag "$(cat "$work/k71.err")"; return 1; }
+}
+check "a wait for a foreign value without expiry says once that it is never freed" t_wait_foreign
+
 # expect_unreleased FILE STATUS: the message of a failed release says so,
 # how COMMAND ended (status STATUS) and how long the lock stays (a lease
 # of 30 s, given up a moment ago).
