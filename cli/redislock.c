@@ -67,8 +67,12 @@ enum url_from { URL_OPTION, URL_ENV, URL_DEFAULT };
 struct options {
     const char *url;                  /* the first (or only) URL */
     enum url_from url_from;
-    const char *urls[MAX_URLS];       /* every -u, in order */
+    const char *urls[MAX_URLS];       /* every -u and --url-file, in order */
+    char *url_args[MAX_URLS];         /* -u: our argument, to hide its
+                                       * password in; else NULL */
+    char *url_texts[MAX_URLS];        /* --url-file: the URL read (ours) */
     int nurls;
+    bool auth_warning;                /* not --no-auth-warning */
     const char *key;
     const char *id;                   /* --id, or NULL for a random one */
     char *shell_command;              /* -c */
@@ -125,7 +129,10 @@ static void usage(FILE *f)
 "  -u, --url URL          Redis to use (default $REDISLOCK_URL, else\n"
 "                         " DEFAULT_URL "); 3, 5, 7 or 9 of them:\n"
 "                         a quorum of independent masters (Redlock,\n"
-"                         no fencing token)\n"
+"                         no fencing token); a password in it is seen\n"
+"                         by other users until redislock hides it\n"
+"      --url-file FILE    the URL in FILE (may be given as -u may)\n"
+"      --no-auth-warning  no warning for a password given with -u\n"
 "  -e, --expire SECONDS   lease, renewed every third of it while COMMAND\n"
 "                         runs (default 30; decimals allowed)\n"
 "  -w, --wait SECONDS     give up waiting for the lock after SECONDS\n"
@@ -282,7 +289,86 @@ static bool parse_signal(const char *s, int *sig)
     return false;
 }
 
-enum { OPT_ID = 256, OPT_NO_FENCING, OPT_STATUS, OPT_JSON };
+enum { OPT_ID = 256, OPT_NO_FENCING, OPT_STATUS, OPT_JSON, OPT_URL_FILE,
+       OPT_NO_AUTH_WARNING };
+
+#define MAX_URL_FILE 8192             /* bytes of a --url-file */
+
+/* S, a secret, wiped and freed (NULL is fine). */
+static void wipe_free(char *s)
+{
+    volatile char *v = s;
+
+    if (s == NULL)
+        return;
+    while (*v)
+        *v++ = '\0';
+    free(s);
+}
+
+/* The URL in FILE (one line; surrounding white space ignored), into
+ * *URL (malloc'd); NULL, or what is wrong. */
+static const char *read_url_file(const char *file, char **url)
+{
+    char *buf = malloc(MAX_URL_FILE + 1), *p, *e;
+    const char *why = NULL;
+    size_t len = 0;
+    ssize_t got;
+    int fd;
+
+    *url = NULL;
+    if (buf == NULL)
+        return "out of memory";
+    fd = open(file, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        free(buf);
+        return strerror(errno);
+    }
+    while (len <= MAX_URL_FILE &&
+           (got = read(fd, buf + len, MAX_URL_FILE + 1 - len)) != 0) {
+        if (got < 0 && errno != EINTR) {
+            why = strerror(errno);
+            break;
+        }
+        if (got > 0)
+            len += (size_t)got;
+    }
+    close(fd);
+    if (why == NULL && len > MAX_URL_FILE)
+        why = "longer than a URL can be";
+    if (why == NULL) {
+        buf[len] = '\0';
+        for (p = buf; isspace((unsigned char)*p); p++)
+            ;
+        for (e = buf + len; e > p && isspace((unsigned char)e[-1]); e--)
+            ;
+        *e = '\0';
+        if (*p == '\0')
+            why = "no URL in it";
+        else if (strlen(p) != (size_t)(e - p))
+            why = "a NUL byte in it";
+        else if (strpbrk(p, "\r\n") != NULL)
+            why = "more than one line";
+        else
+            memmove(buf, p, (size_t)(e - p) + 1);
+    }
+    if (why != NULL) {
+        memset(buf, 0, MAX_URL_FILE + 1);
+        free(buf);
+        return why;
+    }
+    *url = buf;
+    return NULL;
+}
+
+/* Free what O holds (the URLs read from files). */
+static void options_free(struct options *o)
+{
+    int i;
+
+    for (i = 0; i < o->nurls; i++)
+        wipe_free(o->url_texts[i]);
+}
 
 /* Fill O from ARGV; 0 to go on, -1 when done (help, version), or an exit
  * status. */
@@ -290,6 +376,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 {
     static const struct option longopts[] = {
         { "url", required_argument, NULL, 'u' },
+        { "url-file", required_argument, NULL, OPT_URL_FILE },
+        { "no-auth-warning", no_argument, NULL, OPT_NO_AUTH_WARNING },
         { "expire", required_argument, NULL, 'e' },
         { "wait", required_argument, NULL, 'w' },
         { "timeout", required_argument, NULL, 'w' },
@@ -308,7 +396,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 }
     };
-    const char *env = getenv("REDISLOCK_URL");
+    const char *env = getenv("REDISLOCK_URL"), *why;
     char *end;
     int c, habit;
 
@@ -321,6 +409,7 @@ static int parse_args(int argc, char **argv, struct options *o)
     o->busy_code = EXIT_BUSY;
     o->lost_signal = SIGTERM;
     o->fencing = true;
+    o->auth_warning = true;
 
     opterr = 0;
     /* '+': options end at KEY, so COMMAND's own options stay its own. */
@@ -328,12 +417,25 @@ static int parse_args(int argc, char **argv, struct options *o)
                             NULL)) != -1) {
         switch (c) {
         case 'u':
+        case OPT_URL_FILE:
             if (o->nurls == MAX_URLS)
-                return usage_error("at most %d -u (a quorum of 3, 5, 7 or "
-                                   "9 masters)", MAX_URLS);
-            o->urls[o->nurls++] = optarg;
+                return usage_error("at most %d -u or --url-file (a quorum "
+                                   "of 3, 5, 7 or 9 masters)", MAX_URLS);
+            if (c == 'u') {
+                o->url_args[o->nurls] = optarg;
+                o->urls[o->nurls] = optarg;
+            } else if ((why = read_url_file(optarg,
+                                            &o->url_texts[o->nurls]))) {
+                return usage_error("--url-file %s: %s", optarg, why);
+            } else {
+                o->urls[o->nurls] = o->url_texts[o->nurls];
+            }
+            o->nurls++;
             o->url = o->urls[0];
             o->url_from = URL_OPTION;
+            break;
+        case OPT_NO_AUTH_WARNING:
+            o->auth_warning = false;
             break;
         case 'e':
             if (parse_seconds(optarg, 1, &o->expire_ms))
@@ -816,6 +918,62 @@ static void url_error(const struct options *o, const char *text)
             flock_habits[habit].name, flock_habits[habit].instead);
     else
         say("%s", text);
+}
+
+/* Overwrite with 'x' the secrets in URL, one of our arguments (what
+ * ps(1) and /proc/PID/cmdline show): the password of its userinfo and a
+ * sentinel_password= parameter, found where redislock_client_open()
+ * finds them.  Whether there was any. */
+static bool hide_secrets(char *url)
+{
+    char *p = strstr(url, "://"), *q, *end, *at = NULL, *colon, *v;
+    bool hid = false;
+    size_t len;
+
+    if (p == NULL)
+        return false;
+    p += 3;
+    /* The query starts after the userinfo, which ends at its last '@'
+     * (unix://: at the last "@/" before the query, the socket path
+     * being absolute). */
+    q = strrchr(url, '@');
+    end = strchr(q != NULL ? q + 1 : url, '?');
+    if (end == NULL)
+        end = url + strlen(url);
+    if (starts(url, "unix://")) {
+        for (q = p; *p != '/' && q + 1 < end; q++)
+            if (q[0] == '@' && q[1] == '/')
+                at = q;
+    } else if (q != NULL && q >= p) {
+        at = q;
+    }
+    if (at != NULL && (colon = memchr(p, ':', (size_t)(at - p))) != NULL)
+        for (v = colon + 1; v < at; v++, hid = true)
+            *v = 'x';
+    for (q = *end == '?' ? end + 1 : end; *q != '\0'; q += len + (q[len] != '\0')) {
+        len = strcspn(q, "&");
+        if (starts(q, "sentinel_password="))
+            for (v = q + 18; v < q + len; v++, hid = true)
+                *v = 'x';
+    }
+    return hid;
+}
+
+/* Hide the passwords of O's -u arguments from other users, and warn
+ * about them (unless --no-auth-warning), as redis-cli does for -a. */
+static void hide_passwords(const struct options *o)
+{
+    bool hid = false;
+    int i;
+
+    for (i = 0; i < o->nurls; i++)
+        if (o->url_args[i] != NULL && hide_secrets(o->url_args[i]))
+            hid = true;
+    if (hid && o->auth_warning)
+        say("warning: a password given with -u can be seen by other users "
+            "(ps) until redislock has started, and stays in shell history; "
+            "$REDISLOCK_URL or --url-file FILE keep it out of sight "
+            "(--no-auth-warning: no warning)");
 }
 
 /* Does KEY have a Cluster hash tag?  (The rule of redislock.h, COMPANION
@@ -2257,8 +2415,10 @@ int main(int argc, char **argv)
     int rc, st;
 
     rc = parse_args(argc, argv, &o);
-    if (rc != 0)
+    if (rc != 0) {
+        options_free(&o);
         return rc < 0 ? 0 : rc;
+    }
 
     if (o.nurls > 1) {
         /* Several masters: a quorum, which has no fencing counter. */
@@ -2270,8 +2430,11 @@ int main(int argc, char **argv)
     }
     if (st != REDISLOCK_OK) {
         url_error(&o, *err ? err : redislock_strerror(st));
+        options_free(&o);
         return st == REDISLOCK_ERR_NOMEM ? EXIT_SYSTEM : EXIT_USAGE;
     }
+    /* The client has its own copy of the URLs now. */
+    hide_passwords(&o);
     lock = o.counted ? redislock_new_counted_from_client(client, o.key)
                      : redislock_new_from_client(client, o.key);
     if (lock == NULL) {
@@ -2293,6 +2456,7 @@ int main(int argc, char **argv)
     signals_stop();
     redislock_free(lock);
     redislock_client_free(client);
+    options_free(&o);
     if (exit_signal)
         rc = die_by(exit_signal);
     return rc;

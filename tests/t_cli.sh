@@ -1008,6 +1008,43 @@ t_wait_foreign() {
 }
 check "a wait for a foreign value without expiry says once that it is never freed" t_wait_foreign
 
+# A password given with -u: hidden from ps and /proc/PID/cmdline once the
+# tool has started (the rest of the URL kept), with a warning, which
+# --no-auth-warning leaves out; --url-file keeps it off the command line.
+# (Under valgrind the command line shown is valgrind's own copy.)
+t_password_hidden() {
+    cli ACL SETUSER pwuser on '>s3cretpw' '~*' '+@all' > /dev/null
+    for u in "redis://pwuser:s3cretpw@127.0.0.1:$REDISLOCK_TEST_PORT/0" \
+             "unix://pwuser:s3cretpw@$REDISLOCK_TEST_SOCKET?db=0"; do
+        rm -f "$work/k80.held"
+        $R -u "$u" k80 sh -c "touch '$work/k80.held'; sleep 30" 2> "$work/k80.err" &
+        holder=$!
+        wait_file "$work/k80.held" || return 1
+        tr '\0' ' ' < "/proc/$holder/cmdline" > "$work/k80.cmdline"
+        kill -TERM $holder; wait $holder
+        if [ -z "$wrapper" ]; then
+            ! grep -q s3cretpw "$work/k80.cmdline" &&
+            grep -qF -- "-u $(echo "$u" | sed 's/s3cretpw/xxxxxxxx/') k80 sh -c" "$work/k80.cmdline" ||
+                { diag "cmdline: $(cat "$work/k80.cmdline")"; return 1; }
+        fi
+        [ "$(grep -c 'warning: a password given with -u can be seen by other users' "$work/k80.err")" -eq 1 ] ||
+            { diag "stderr: $(cat "$work/k80.err")"; return 1; }
+    done
+    $R --no-auth-warning -u "redis://pwuser:s3cretpw@127.0.0.1:$REDISLOCK_TEST_PORT" k80 true 2> "$work/k80.err2"
+    expect_status 0 $? "--no-auth-warning" || return 1
+    [ ! -s "$work/k80.err2" ] || { diag "$(cat "$work/k80.err2")"; return 1; }
+    printf 'redis://pwuser:s3cretpw@127.0.0.1:%s\n' "$REDISLOCK_TEST_PORT" > "$work/url"
+    $R --url-file "$work/url" k80 sh -c 'echo "$REDISLOCK_KEY"' > "$work/k80.out" 2> "$work/k80.err3"
+    expect_status 0 $? "--url-file" || return 1
+    [ "$(cat "$work/k80.out")" = k80 ] && [ ! -s "$work/k80.err3" ] ||
+        { diag "$(cat "$work/k80.out" "$work/k80.err3")"; return 1; }
+    printf 'redis://a\nredis://b\n' > "$work/url2"
+    $R --url-file "$work/url2" k80 true 2> "$work/k80.err4"
+    expect_status 64 $? "--url-file with two lines" || return 1
+    cli ACL DELUSER pwuser > /dev/null
+}
+check "a password given with -u is hidden from /proc/PID/cmdline, with a warning; --url-file" t_password_hidden
+
 # expect_unreleased FILE STATUS: the message of a failed release says so,
 # how COMMAND ended (status STATUS) and how long the lock stays (a lease
 # of 30 s, given up a moment ago).
