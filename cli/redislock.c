@@ -2027,10 +2027,19 @@ static void guardian(const struct plan *p)
     }
 }
 
-/* Give the guardian order ORDER (a lost guardian is found by watch()). */
-static void order(const struct guard *g, int order_byte)
+/* The time from the loss signal to SIGKILL when the lease is about to
+ * end: renewals keep at least two thirds of it ahead, so a third at most
+ * (-k if shorter): when renewals stop getting through, or the tool dies,
+ * at least that much is left. */
+static long long stop_margin(const struct options *o)
 {
-    unsigned char b = (unsigned char)order_byte;
+    return o->grace_ms < o->expire_ms / 3 ? o->grace_ms : o->expire_ms / 3;
+}
+
+/* Give the guardian the order WHAT (a lost guardian is found by watch()). */
+static void order(const struct guard *g, int what)
+{
+    unsigned char b = (unsigned char)what;
 
     (void)!write(g->orders, &b, 1);
 }
@@ -2101,10 +2110,7 @@ static int spawn(const struct options *o, char **env, bool same_group,
     p.env = env;
     p.same_group = same_group;
     p.group = getpgrp();
-    /* Renewals keep two thirds of the lease ahead: when the tool dies,
-     * at least that much is left. */
-    p.grace_ms = o->grace_ms < o->expire_ms / 3 ? o->grace_ms
-                                                : o->expire_ms / 3;
+    p.grace_ms = stop_margin(o);
     p.orders = orders[0];
     p.report = report[1];
     p.exec_fd = exec_pipe[1];
@@ -2188,9 +2194,7 @@ static void watch(redislock *lock, struct guard *g, bool same_group,
     ssize_t n;
     int timeout, st;
 
-    /* Renewals keep at least two thirds of the lease ahead: stop early
-     * only below a third. */
-    margin = o->grace_ms < o->expire_ms / 3 ? o->grace_ms : o->expire_ms / 3;
+    margin = stop_margin(o);
     out->lost = false;
     out->reported = false;
     for (;;) {

@@ -332,10 +332,11 @@ t_lost_when_stopped() {
 }
 check "a tool stopped past its lease finds the lock lost, stops COMMAND, exits 76" t_lost_when_stopped
 
-# Redis gone: renewals cannot get through, so COMMAND is stopped before
-# the lease ends (and the lock could pass to someone else), not after.
-t_stopped_before_lease_ends() {
-    d="$REDISLOCK_TEST_TMPDIR/down"
+# private_server NAME: a redis-server of the test's own, to stop, on the
+# socket $d/sock ($d: a directory NAME under the test's; its PID in $spid
+# and in $d/redis.pid, which with-redis.sh stops if the test does not).
+private_server() {
+    d="$REDISLOCK_TEST_TMPDIR/$1"
     mkdir -p "$d"
     "$REDISLOCK_TEST_REDIS_SERVER" --port 0 --unixsocket "$d/sock" --dir "$d" \
         --save "" --appendonly no --pidfile "$d/redis.pid" --daemonize no \
@@ -343,8 +344,14 @@ t_stopped_before_lease_ends() {
     spid=$!
     i=0
     until redis-cli -s "$d/sock" PING > /dev/null 2>&1; do
-        i=$((i + 1)); [ $i -lt 100 ] || return 1; sleep 0.05
+        i=$((i + 1)); [ $i -lt 100 ] || { kill $spid; return 1; }; sleep 0.05
     done
+}
+
+# Redis gone: renewals cannot get through, so COMMAND is stopped before
+# the lease ends (and the lock could pass to someone else), not after.
+t_stopped_before_lease_ends() {
+    private_server down || return 1
     $R -u "unix://$d/sock" -e 3 -k 5 k11 sh -c "
         trap 'date +%s%3N > \"$work/k11.term\"; exit 9' TERM
         date +%s%3N > '$work/k11.held'; sleep 30 & wait" 2> "$work/k11.err" &
@@ -1077,16 +1084,7 @@ check "a refused release exits 74, says how COMMAND ended and how long the lock 
 
 # Redis gone before the release (a private server, stopped by COMMAND).
 t_release_server_gone() {
-    d="$REDISLOCK_TEST_TMPDIR/gone"
-    mkdir -p "$d"
-    "$REDISLOCK_TEST_REDIS_SERVER" --port 0 --unixsocket "$d/sock" --dir "$d" \
-        --save "" --appendonly no --pidfile "$d/redis.pid" --daemonize no \
-        > /dev/null 2>&1 &
-    spid=$!
-    i=0
-    until redis-cli -s "$d/sock" PING > /dev/null 2>&1; do
-        i=$((i + 1)); [ $i -lt 100 ] || { kill $spid; return 1; }; sleep 0.05
-    done
+    private_server gone || return 1
     $R -u "unix://$d/sock" -e 30 k61 sh -c \
         "kill $spid; while kill -0 $spid 2> /dev/null; do sleep 0.05; done" \
         2> "$work/k61.err"
