@@ -144,7 +144,8 @@ static void usage(FILE *f)
 "  -c, --command CMD      run CMD with /bin/sh -c\n"
 "  -s, --lost-signal SIG  signal COMMAND gets when the lock is lost\n"
 "                         (default TERM; 'none' to send none)\n"
-"  -k, --kill-after SECONDS  then KILL it after SECONDS (default 5)\n"
+"  -k, --kill-after SECONDS  then KILL its processes after SECONDS\n"
+"                         (default 5)\n"
 "      --id ID            owner ID to use (share a holding on purpose)\n"
 "      --no-fencing       do not issue a fencing token\n"
 "      --status           show who holds KEY; exit 0 if held, 1 if free\n"
@@ -943,20 +944,23 @@ static bool hide_secrets(char *url)
     if (end == NULL)
         end = url + strlen(url);
     if (starts(url, "unix://")) {
-        for (q = p; *p != '/' && q + 1 < end; q++)
-            if (q[0] == '@' && q[1] == '/')
-                at = q;
+        if (*p != '/')
+            for (q = p; q + 1 < end; q++)
+                if (q[0] == '@' && q[1] == '/')
+                    at = q;
     } else if (q != NULL && q >= p) {
         at = q;
     }
     if (at != NULL && (colon = memchr(p, ':', (size_t)(at - p))) != NULL)
         for (v = colon + 1; v < at; v++, hid = true)
             *v = 'x';
-    for (q = *end == '?' ? end + 1 : end; *q != '\0'; q += len + (q[len] != '\0')) {
+    for (q = *end == '?' ? end + 1 : end; *q != '\0'; q += len) {
         len = strcspn(q, "&");
         if (starts(q, "sentinel_password="))
             for (v = q + 18; v < q + len; v++, hid = true)
                 *v = 'x';
+        if (q[len] == '&')
+            len++;
     }
     return hid;
 }

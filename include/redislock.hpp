@@ -573,7 +573,8 @@ public:
 
     mutex(mutex &&other) noexcept
         : key_(std::move(other.key_)), lost_(std::move(other.lost_)),
-          h_(std::move(other.h_)), unlock_detail_(std::move(other.unlock_detail_)),
+          h_(std::move(other.h_)),
+          unlock_detail_(std::move(other.unlock_detail_)),
           unlock_error_(other.unlock_error_), holds_(other.holds_),
           counted_(other.counted_), auto_renew_(other.auto_renew_)
     {

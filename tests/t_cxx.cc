@@ -535,7 +535,8 @@ void test_loss_without_renewal(redislockpp::client &cl)
     b.lock();   // another owner takes the key
     a.unlock();
     ok(a.last_unlock_error() == errc::not_held &&
-           a.last_unlock_message().find("another owner") != std::string::npos &&
+           a.last_unlock_message().find("another owner") !=
+               std::string::npos &&
            get(k) == b.id(),
        "taken by another owner: not_held, key untouched: " +
            a.last_unlock_message());
