@@ -47,6 +47,7 @@ enum {
     EXIT_USAGE = 64,          /* bad option, URL or argument */
     EXIT_REDIS = 69,          /* cannot use Redis: connect, AUTH, errors */
     EXIT_SYSTEM = 71,         /* fork, pipe or memory failed */
+    EXIT_UNRELEASED = 74,     /* COMMAND ran, but the release failed */
     EXIT_BUSY = 75,           /* the lock is held (default of -E) */
     EXIT_LOST = 76,           /* the lock was lost while COMMAND ran */
     EXIT_NOEXEC = 126,        /* COMMAND found but could not be run */
@@ -60,10 +61,18 @@ enum {
 
 #define MAX_URLS 9                    /* -u given several times: a quorum */
 
+/* Where the URL comes from, for messages about it. */
+enum url_from { URL_OPTION, URL_ENV, URL_DEFAULT };
+
 struct options {
     const char *url;                  /* the first (or only) URL */
-    const char *urls[MAX_URLS];       /* every -u, in order */
+    enum url_from url_from;
+    const char *urls[MAX_URLS];       /* every -u and --url-file, in order */
+    char *url_args[MAX_URLS];         /* -u: our argument, to hide its
+                                       * password in; else NULL */
+    char *url_texts[MAX_URLS];        /* --url-file: the URL read (ours) */
     int nurls;
+    bool auth_warning;                /* not --no-auth-warning */
     const char *key;
     const char *id;                   /* --id, or NULL for a random one */
     char *shell_command;              /* -c */
@@ -120,7 +129,10 @@ static void usage(FILE *f)
 "  -u, --url URL          Redis to use (default $REDISLOCK_URL, else\n"
 "                         " DEFAULT_URL "); 3, 5, 7 or 9 of them:\n"
 "                         a quorum of independent masters (Redlock,\n"
-"                         no fencing token)\n"
+"                         no fencing token); a password in it is seen\n"
+"                         by other users until redislock hides it\n"
+"      --url-file FILE    the URL in FILE (may be given as -u may)\n"
+"      --no-auth-warning  no warning for a password given with -u\n"
 "  -e, --expire SECONDS   lease, renewed every third of it while COMMAND\n"
 "                         runs (default 30; decimals allowed)\n"
 "  -w, --wait SECONDS     give up waiting for the lock after SECONDS\n"
@@ -132,7 +144,8 @@ static void usage(FILE *f)
 "  -c, --command CMD      run CMD with /bin/sh -c\n"
 "  -s, --lost-signal SIG  signal COMMAND gets when the lock is lost\n"
 "                         (default TERM; 'none' to send none)\n"
-"  -k, --kill-after SECONDS  then KILL it after SECONDS (default 5)\n"
+"  -k, --kill-after SECONDS  then KILL its processes after SECONDS\n"
+"                         (default 5)\n"
 "      --id ID            owner ID to use (share a holding on purpose)\n"
 "      --no-fencing       do not issue a fencing token\n"
 "      --status           show who holds KEY; exit 0 if held, 1 if free\n"
@@ -143,11 +156,46 @@ static void usage(FILE *f)
 "  -V, --version          show the version\n"
 "\n"
 "Exit status: COMMAND's (128+N if killed by signal N), or 64 usage,\n"
-"69 Redis unavailable or refusing, 71 system error, 75 busy (-E),\n"
-"76 lock lost while COMMAND ran, 126 COMMAND not runnable, 127 not found.\n"
+"69 Redis unavailable or refusing, 71 system error, 74 COMMAND ran but\n"
+"the lock could not be released, 75 busy (-E), 76 lock lost while\n"
+"COMMAND ran, 126 COMMAND not runnable, 127 not found.\n"
 "COMMAND's environment gets REDISLOCK_KEY, REDISLOCK_OWNER and\n"
 "REDISLOCK_TOKEN.  See redislock(1).\n",
             progname, progname, progname);
+}
+
+/* flock(1)'s options that redislock has not, or has with another meaning
+ * (-e, -s, -u take an argument here), and what to do instead. */
+static const struct {
+    int letter;
+    const char *name;                 /* flock's long form */
+    const char *instead;
+} flock_habits[] = {
+    { 'x', "exclusive", "every redislock lock is exclusive, so leave it out" },
+    { 'e', "exclusive", "every redislock lock is exclusive, so leave it out "
+                        "(here -e is --expire SECONDS)" },
+    { 's', "shared", "redislock has no shared locks, only exclusive ones "
+                     "(here -s is --lost-signal SIGNAL)" },
+    { 'o', "close", "not needed, as the lock lives in Redis, not on a "
+                    "descriptor COMMAND could inherit; leave it out" },
+    { 'F', "no-fork", "redislock always stays beside COMMAND to renew and "
+                      "release the lock; leave it out" },
+    { 'u', "unlock", "a lock is released when COMMAND ends or its lease "
+                     "runs out, not by a command (here -u is --url URL)" },
+};
+
+/* flock's option -LETTER, or --NAME (up to an '=') if LETTER is 0: its
+ * entry in flock_habits, or -1. */
+static int flock_habit(int letter, const char *name)
+{
+    size_t i, len = name ? strcspn(name, "=") : 0;
+
+    for (i = 0; i < sizeof flock_habits / sizeof flock_habits[0]; i++)
+        if (letter ? flock_habits[i].letter == letter
+                   : strlen(flock_habits[i].name) == len &&
+                         strncmp(flock_habits[i].name, name, len) == 0)
+            return (int)i;
+    return -1;
 }
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -159,6 +207,24 @@ static int usage_error(const char *fmt, ...)
     vsay(fmt, ap);
     va_end(ap);
     fprintf(stderr, "\nTry '%s --help' for more information.\n", progname);
+    return EXIT_USAGE;
+}
+
+/* A usage error (FMT...) for flock's option -LETTER, which redislock has
+ * with another meaning: what to do instead. */
+static int flock_error(int letter, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static int flock_error(int letter, const char *fmt, ...)
+{
+    int i = flock_habit(letter, NULL);
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsay(fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "; if you meant flock's -%c (--%s): %s\nTry '%s --help' "
+            "for more information.\n", letter, flock_habits[i].name,
+            flock_habits[i].instead, progname);
     return EXIT_USAGE;
 }
 
@@ -224,7 +290,88 @@ static bool parse_signal(const char *s, int *sig)
     return false;
 }
 
-enum { OPT_ID = 256, OPT_NO_FENCING, OPT_STATUS, OPT_JSON };
+enum { OPT_ID = 256, OPT_NO_FENCING, OPT_STATUS, OPT_JSON, OPT_URL_FILE,
+       OPT_NO_AUTH_WARNING };
+
+#define MAX_URL_FILE 8192             /* bytes of a --url-file */
+
+/* S, a secret, wiped and freed (NULL is fine). */
+static void wipe_free(char *s)
+{
+    volatile char *v = s;
+
+    if (s == NULL)
+        return;
+    while (*v)
+        *v++ = '\0';
+    free(s);
+}
+
+/* The URL in FILE (one line; surrounding white space ignored), into
+ * *URL (malloc'd); NULL, or what is wrong. */
+static const char *read_url_file(const char *file, char **url)
+{
+    char *buf = malloc(MAX_URL_FILE + 1), *p, *e;
+    const char *why = NULL;
+    size_t len = 0;
+    ssize_t got;
+    int fd;
+
+    *url = NULL;
+    if (buf == NULL)
+        return "out of memory";
+    fd = open(file, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        free(buf);
+        return strerror(errno);
+    }
+    while (len <= MAX_URL_FILE &&
+           (got = read(fd, buf + len, MAX_URL_FILE + 1 - len)) != 0) {
+        if (got < 0 && errno != EINTR) {
+            why = strerror(errno);
+            break;
+        }
+        if (got > 0)
+            len += (size_t)got;
+    }
+    close(fd);
+    if (why == NULL && len > MAX_URL_FILE)
+        why = "longer than a URL can be";
+    if (why == NULL) {
+        buf[len] = '\0';
+        for (p = buf; isspace((unsigned char)*p); p++)
+            ;
+        for (e = buf + len; e > p && isspace((unsigned char)e[-1]); e--)
+            ;
+        *e = '\0';
+        if (*p == '\0')
+            why = "no URL in it";
+        else if (strlen(p) != (size_t)(e - p))
+            why = "a NUL byte in it";
+        else if (strpbrk(p, "\r\n") != NULL)
+            why = "more than one line";
+        else
+            for (e = buf; (*e++ = *p++) != '\0';)
+                ;                     /* to the front (memmove() under
+                                       * _FORTIFY_SOURCE upsets valgrind) */
+    }
+    if (why != NULL) {
+        memset(buf, 0, MAX_URL_FILE + 1);
+        free(buf);
+        return why;
+    }
+    *url = buf;
+    return NULL;
+}
+
+/* Free what O holds (the URLs read from files). */
+static void options_free(struct options *o)
+{
+    int i;
+
+    for (i = 0; i < o->nurls; i++)
+        wipe_free(o->url_texts[i]);
+}
 
 /* Fill O from ARGV; 0 to go on, -1 when done (help, version), or an exit
  * status. */
@@ -232,6 +379,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 {
     static const struct option longopts[] = {
         { "url", required_argument, NULL, 'u' },
+        { "url-file", required_argument, NULL, OPT_URL_FILE },
+        { "no-auth-warning", no_argument, NULL, OPT_NO_AUTH_WARNING },
         { "expire", required_argument, NULL, 'e' },
         { "wait", required_argument, NULL, 'w' },
         { "timeout", required_argument, NULL, 'w' },
@@ -250,17 +399,20 @@ static int parse_args(int argc, char **argv, struct options *o)
         { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 }
     };
-    const char *env = getenv("REDISLOCK_URL");
-    int c;
+    const char *env = getenv("REDISLOCK_URL"), *why;
+    char *end;
+    int c, habit;
 
     memset(o, 0, sizeof *o);
     o->url = env && *env ? env : DEFAULT_URL;
+    o->url_from = env && *env ? URL_ENV : URL_DEFAULT;
     o->expire_ms = DEFAULT_EXPIRE_MS;
     o->wait_ms = -1;
     o->grace_ms = DEFAULT_GRACE_MS;
     o->busy_code = EXIT_BUSY;
     o->lost_signal = SIGTERM;
     o->fencing = true;
+    o->auth_warning = true;
 
     opterr = 0;
     /* '+': options end at KEY, so COMMAND's own options stay its own. */
@@ -268,16 +420,33 @@ static int parse_args(int argc, char **argv, struct options *o)
                             NULL)) != -1) {
         switch (c) {
         case 'u':
+        case OPT_URL_FILE:
             if (o->nurls == MAX_URLS)
-                return usage_error("at most %d -u (a quorum of 3, 5, 7 or "
-                                   "9 masters)", MAX_URLS);
-            o->urls[o->nurls++] = optarg;
+                return usage_error("at most %d -u or --url-file (a quorum "
+                                   "of 3, 5, 7 or 9 masters)", MAX_URLS);
+            if (c == 'u') {
+                o->url_args[o->nurls] = optarg;
+                o->urls[o->nurls] = optarg;
+            } else if ((why = read_url_file(optarg,
+                                            &o->url_texts[o->nurls]))) {
+                return usage_error("--url-file %s: %s", optarg, why);
+            } else {
+                o->urls[o->nurls] = o->url_texts[o->nurls];
+            }
+            o->nurls++;
             o->url = o->urls[0];
+            o->url_from = URL_OPTION;
+            break;
+        case OPT_NO_AUTH_WARNING:
+            o->auth_warning = false;
             break;
         case 'e':
-            if (!parse_seconds(optarg, 1, &o->expire_ms))
-                return usage_error("bad expiry '%s' (seconds, > 0)", optarg);
-            break;
+            if (parse_seconds(optarg, 1, &o->expire_ms))
+                break;
+            if (strtod(optarg, &end) == 0 && end == optarg)
+                return flock_error('e', "bad expiry '%s' (seconds, > 0)",
+                                   optarg);
+            return usage_error("bad expiry '%s' (seconds, > 0)", optarg);
         case 'w':
             if (!parse_seconds(optarg, 0, &o->wait_ms))
                 return usage_error("bad wait '%s' (seconds, >= 0)", optarg);
@@ -302,7 +471,7 @@ static int parse_args(int argc, char **argv, struct options *o)
             break;
         case 's':
             if (!parse_signal(optarg, &o->lost_signal))
-                return usage_error("bad signal '%s'", optarg);
+                return flock_error('s', "bad signal '%s' for -s", optarg);
             break;
         case 'k':
             if (!parse_seconds(optarg, 0, &o->grace_ms))
@@ -331,6 +500,22 @@ static int parse_args(int argc, char **argv, struct options *o)
                    redislock_version());
             return -1;
         default:
+            /* Not ours: -x, -o, -F, or a long one, may be flock's. */
+            habit = optopt > 0 && optopt < 256
+                        ? (strchr("xoF", optopt) ? flock_habit(optopt, NULL)
+                                                 : -1)
+                        : strncmp(argv[optind - 1], "--", 2) == 0
+                              ? flock_habit(0, argv[optind - 1] + 2)
+                              : -1;
+            if (habit >= 0 && optopt > 0)
+                return usage_error("'-%c' is flock's --%s, not an option "
+                                   "here: %s", optopt,
+                                   flock_habits[habit].name,
+                                   flock_habits[habit].instead);
+            if (habit >= 0)
+                return usage_error("'%s' is flock's, not an option here: %s",
+                                   argv[optind - 1],
+                                   flock_habits[habit].instead);
             if (optopt > 0 && optopt < 256)
                 return usage_error("bad or incomplete option '-%c'", optopt);
             return usage_error("bad or incomplete option '%s'",
@@ -383,7 +568,8 @@ static int parse_args(int argc, char **argv, struct options *o)
  * foreground job (so that it can read the terminal and get ^C and ^Z
  * itself); otherwise it leads a group of its own, and the signals we pass
  * on, and those of a lost lock, go to that whole group: to what COMMAND
- * started as well. */
+ * started as well.  They go through COMMAND's guardian (see The guardian
+ * below), its parent, which also stops the whole tree when we die. */
 
 static int sig_pipe[2] = { -1, -1 };
 static int stop_signal;               /* atomic: a signal that stops us */
@@ -705,6 +891,97 @@ static bool starts(const char *s, const char *prefix)
     return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
+/* Where the URL came from, after a message about reaching or logging in
+ * to Redis: "" when it was given with -u. */
+static const char *url_origin(const struct options *o)
+{
+    switch (o->url_from) {
+    case URL_ENV:
+        return " (URL from $REDISLOCK_URL)";
+    case URL_DEFAULT:
+        return " (the default URL " DEFAULT_URL ": no -u given, and "
+               "$REDISLOCK_URL is not set)";
+    case URL_OPTION:
+    default:
+        return "";
+    }
+}
+
+/* A URL the library refused, which said TEXT: from the environment, or
+ * perhaps flock's -u (unlock) with a lock file name. */
+static void url_error(const struct options *o, const char *text)
+{
+    int habit = flock_habit('u', NULL);
+
+    if (o->url_from == URL_ENV)
+        say("$REDISLOCK_URL (from the environment): %s",
+            starts(text, "URL: ") ? text + 5 : text);
+    else if (o->nurls == 1 && strstr(o->url, "://") == NULL)
+        say("%s; if you meant flock's -u (--%s): %s", text,
+            flock_habits[habit].name, flock_habits[habit].instead);
+    else
+        say("%s", text);
+}
+
+/* Overwrite with 'x' the secrets in URL, one of our arguments (what
+ * ps(1) and /proc/PID/cmdline show): the password of its userinfo and a
+ * sentinel_password= parameter, found where redislock_client_open()
+ * finds them.  Whether there was any. */
+static bool hide_secrets(char *url)
+{
+    char *p = strstr(url, "://"), *q, *end, *at = NULL, *colon, *v;
+    bool hid = false;
+    size_t len;
+
+    if (p == NULL)
+        return false;
+    p += 3;
+    /* The query starts after the userinfo, which ends at its last '@'
+     * (unix://: at the last "@/" before the query, the socket path
+     * being absolute). */
+    q = strrchr(url, '@');
+    end = strchr(q != NULL ? q + 1 : url, '?');
+    if (end == NULL)
+        end = url + strlen(url);
+    if (starts(url, "unix://")) {
+        if (*p != '/')
+            for (q = p; q + 1 < end; q++)
+                if (q[0] == '@' && q[1] == '/')
+                    at = q;
+    } else if (q != NULL && q >= p) {
+        at = q;
+    }
+    if (at != NULL && (colon = memchr(p, ':', (size_t)(at - p))) != NULL)
+        for (v = colon + 1; v < at; v++, hid = true)
+            *v = 'x';
+    for (q = *end == '?' ? end + 1 : end; *q != '\0'; q += len) {
+        len = strcspn(q, "&");
+        if (starts(q, "sentinel_password="))
+            for (v = q + 18; v < q + len; v++, hid = true)
+                *v = 'x';
+        if (q[len] == '&')
+            len++;
+    }
+    return hid;
+}
+
+/* Hide the passwords of O's -u arguments from other users, and warn
+ * about them (unless --no-auth-warning), as redis-cli does for -a. */
+static void hide_passwords(const struct options *o)
+{
+    bool hid = false;
+    int i;
+
+    for (i = 0; i < o->nurls; i++)
+        if (o->url_args[i] != NULL && hide_secrets(o->url_args[i]))
+            hid = true;
+    if (hid && o->auth_warning)
+        say("warning: a password given with -u can be seen by other users "
+            "(ps) until redislock has started, and stays in shell history; "
+            "$REDISLOCK_URL or --url-file FILE keep it out of sight "
+            "(--no-auth-warning: no warning)");
+}
+
 /* Does KEY have a Cluster hash tag?  (The rule of redislock.h, COMPANION
  * KEYS: a '{' with a '}' after it and something in between.) */
 static bool has_hash_tag(const char *key)
@@ -872,17 +1149,21 @@ static void refused(const struct options *o, const char *w, const char *code,
 {
     char keys[1024];
 
-    if (strcmp(code, "NOPERM") == 0) {
+    if (strcmp(code, "NOPERM") == 0 ||
+        starts(rest, "The user executing the script can't run")) {
+        /* (Redis 7.0 says the latter, with ERR, of a script's command.) */
         key_list(o, true, keys, sizeof keys);
         snprintf(buf, size, "the Redis user lacks a permission (%s); the "
                  "lock needs the keys %s and the commands EVALSHA, EVAL and "
-                 "BLPOP (see redislock(1), NOTES)", rest, keys);
+                 "BLPOP, and those these run inside Redis (see "
+                 "redislock(1), NOTES)", rest, keys);
     } else if (strcmp(code, "NOAUTH") == 0) {
         snprintf(buf, size, "Redis wants a password: give it in the URL "
-                 "(redis://[user]:password@host, best through REDISLOCK_URL)");
+                 "(redis://[user]:password@host, best through REDISLOCK_URL)"
+                 "%s", url_origin(o));
     } else if (strcmp(code, "WRONGPASS") == 0) {
         snprintf(buf, size, "Redis refused the user name or password in the "
-                 "URL");
+                 "URL%s", url_origin(o));
     } else if (strcmp(code, "OOM") == 0) {
         snprintf(buf, size, "Redis is out of memory (maxmemory reached) and "
                  "refuses writes");
@@ -929,6 +1210,7 @@ static void describe(redislock *lock, int st, const struct options *o,
     char words[512], code[32];
     const char *rest, *r = raw;
     enum origin from;
+    size_t n;
 
     switch (st) {
     case REDISLOCK_ERR_IO:
@@ -948,6 +1230,8 @@ static void describe(redislock *lock, int st, const struct options *o,
                      "protocol: is the URL right?");
         else
             snprintf(buf, size, "%s", *r ? r : redislock_strerror(st));
+        n = strlen(buf);
+        snprintf(buf + n, size - n, "%s", url_origin(o));
         return;
     case REDISLOCK_ERR_SERVER:
         /* The connection's setup: "AUTH failed: WRONGPASS ...". */
@@ -965,7 +1249,7 @@ static void describe(redislock *lock, int st, const struct options *o,
             server_words(r + 15, words, sizeof words, &from);
             rest = error_code(words, code, sizeof code);
             snprintf(buf, size, "Redis refused the database number in the "
-                     "URL: %s", rest ? rest : words);
+                     "URL: %s%s", rest ? rest : words, url_origin(o));
             return;
         }
         server_words(r, words, sizeof words, &from);
@@ -1192,50 +1476,75 @@ static int show_status(redislock *lock, const struct options *o)
  * a second handle of the same client (a pooled connection of its own:
  * one read-only round trip each time).  It sleeps in poll() on a pipe
  * whose writing end the main thread closes when the wait is over, and
- * inherits the blocked signals, which stay the signal thread's. */
+ * inherits the blocked signals, which stay the signal thread's.
+ *
+ * Without -v the same thread looks once, FOREIGN_LOOK_MS into a wait, and
+ * says so if the key holds a value that is not a lock and has no expiry:
+ * nothing will ever free it (a wait shorter than that costs nothing). */
 
 #define REPORT_EVERY_MS 5000
+#define FOREIGN_LOOK_MS 1000
 
 struct reporter {
     redislock *peek;                  /* used by the reporting thread only */
-    const char *key;
+    const struct options *o;
     long long start;
     int stop[2];
     pthread_t thread;
 };
 
+/* Does H, which O waits for, hold what will never be freed: a value
+ * that is not a lock, without expiry, of the type O's mode takes (another
+ * type fails the acquire instead)? */
+static bool never_freed(const struct holder *h, const struct options *o)
+{
+    return h->shape == SHAPE_FOREIGN && h->ttl_ms < 0 &&
+           h->kind == (o->counted ? REDISLOCK_KIND_COUNTED
+                                  : REDISLOCK_KIND_GOZERO);
+}
+
 static void *report_thread(void *arg)
 {
     struct reporter *r = arg;
+    bool quiet = !r->o->verbose;
     struct holder h;
     struct pollfd p;
     char what[512];
-    int n;
+    int n, timeout = quiet ? FOREIGN_LOOK_MS : REPORT_EVERY_MS;
 
     for (;;) {
         p.fd = r->stop[0];
         p.events = POLLIN;
         p.revents = 0;
-        n = poll(&p, 1, REPORT_EVERY_MS);
+        n = poll(&p, 1, timeout);
         if (n > 0 || (n < 0 && errno != EINTR))
             break;                    /* the wait is over */
-        if (n == 0 && look(r->peek, &h) == REDISLOCK_OK) {
+        if (n != 0 || look(r->peek, &h) != REDISLOCK_OK)
+            continue;
+        if (!quiet) {
             holder_text(&h, what, sizeof what);
-            say("still waiting for %s after %.1f s: %s", r->key,
+            say("still waiting for %s after %.1f s: %s", r->o->key,
                 secs(now_ms() - r->start), what);
+            continue;
         }
+        if (never_freed(&h, r->o))
+            say("waiting for %s, which holds a value that is not a lock "
+                "(%s): it will never be freed unless someone deletes it "
+                "(redislock --status %s shows it)", r->o->key, h.why,
+                r->o->key);
+        timeout = -1;                 /* once */
     }
     return NULL;
 }
 
-/* Start reporting on KEY's wait that began at START; false if it cannot
- * (the wait then goes on without reports). */
+/* Start reporting on the wait for O's key that began at START; false if
+ * it cannot (the wait then goes on without reports). */
 static bool reporter_start(struct reporter *r, redislock_client *client,
-                           const char *key, long long start)
+                           const struct options *o, long long start)
 {
-    r->key = key;
+    r->o = o;
     r->start = start;
-    r->peek = redislock_new_from_client(client, key);
+    r->peek = redislock_new_from_client(client, o->key);
     if (r->peek == NULL)
         return false;
     if (pipe(r->stop) == 0) {
@@ -1292,9 +1601,12 @@ static int take(redislock *lock, redislock_client *client,
                 snprintf(limit, sizeof limit, "as long as it takes");
             say("waiting for %s (%s): %s", o->key, limit, what);
         }
-        if (o->wait_ms < 0 || o->wait_ms > REPORT_EVERY_MS)
-            reporting = reporter_start(&rep, client, o->key, start);
     }
+    /* -v: reports every REPORT_EVERY_MS; otherwise a look for a value
+     * that will never be freed. */
+    if (o->wait_ms < 0 ||
+        o->wait_ms > (o->verbose ? REPORT_EVERY_MS : FOREIGN_LOOK_MS))
+        reporting = reporter_start(&rep, client, o, start);
     st = redislock_acquire_wait(lock, o->wait_ms < 0 ? REDISLOCK_WAIT_FOREVER
                                                      : o->wait_ms,
                                 acquired);
@@ -1386,145 +1698,519 @@ static bool terminal_foreground(void)
     return fg;
 }
 
-/* Start COMMAND with the signal dispositions and mask we were started
- * with, and ENV; in a process group of its own unless SAME_GROUP.
- * fork() and exec rather than posix_spawn(), so that an exec failure is
- * reported through a close-on-exec pipe in every setting (valgrind, for
- * one, runs a vfork-style spawn as a plain fork and loses it).  The child
- * makes only async-signal-safe calls (the watchdog thread's locks may be
- * held at fork time), but for execvp(), which is safe in practice with
- * glibc and musl.  0 with *PID; -1 when a signal to stop came first
- * (nothing started); or an exit status. */
-static int spawn(const struct options *o, char **env, bool same_group,
-                 pid_t *pid)
+/* ------------------------------------------------------------------------
+ * The guardian.  COMMAND is the tool's grandchild: spawn() forks a
+ * guardian, a small process of ours that never execs, which forks
+ * COMMAND, reaps it and reports its wait status through a pipe.  It is
+ * there for what the tool cannot do itself: act on the tool's death.  The
+ * tool holds the only writing end of the pipe the guardian takes its
+ * orders from, so the tool's end, however it comes (SIGKILL, the OOM
+ * killer, a crash), is an end of file there; the guardian then stops
+ * COMMAND's whole process tree (the loss signal, then SIGKILL at most a
+ * third of the lease later) before the lease that nobody renews any more
+ * can run out.
+ *
+ * On Linux the guardian is a child subreaper (PR_SET_CHILD_SUBREAPER): a
+ * process of the tree whose parent dies becomes its child, even one that
+ * left COMMAND's process group or session (setsid, a daemon's double
+ * fork), and it finds its children in /proc/self/task/PID/children.  It
+ * leads a process group of its own, so that what is sent to the tool's
+ * group (^C, a shell's kill %1, timeout(1)'s SIGKILL) does not reach it,
+ * and it closes its standard descriptors once COMMAND is started.
+ *
+ * The guardian is a fork of a process with threads (the watchdog may hold
+ * a lock at fork time), so it makes only async-signal-safe calls: no
+ * stdio, no malloc.  Its orders are one byte each: a signal to pass on to
+ * COMMAND (its group, unless it shares the tool's), or STOP_TREE | a
+ * signal for every process of the tree, each once (the loss signal;
+ * STOP_TREE | SIGKILL kills the tree, round after round until it is
+ * gone).  Once COMMAND has ended, what it left behind runs on, as it
+ * would without a guardian, unless the tree is being stopped. */
+
+#define STOP_TREE 0x80                /* an order for the whole tree */
+#define SWEEP_MS 20                   /* between rounds of SIGKILL */
+#define SWEEP_LIMIT_MS 5000           /* then leave what cannot die */
+#define TOLD_MAX 256                  /* processes given a stop signal */
+
+/* The tool's side of a guardian. */
+struct guard {
+    pid_t pid;                        /* the guardian, our child */
+    int orders;                       /* writing end of its orders */
+    int report;                       /* reading end: COMMAND's status */
+};
+
+/* What the guardian is given. */
+struct plan {
+    const struct options *o;
+    char **env;                       /* COMMAND's environment */
+    bool same_group;                  /* COMMAND joins the tool's group */
+    pid_t group;                      /* the tool's process group */
+    long long grace_ms;               /* loss signal to SIGKILL, tool gone */
+    int orders, report, exec_fd;      /* the guardian's ends of the pipes */
+};
+
+/* The guardian's view of the tree. */
+struct tree {
+    pid_t command;                    /* COMMAND */
+    pid_t target;                     /* where its signals go: -command
+                                       * (its group) or command */
+    bool reaped;                      /* COMMAND ended; status reported */
+    bool stopping;                    /* the tree is being stopped */
+    int stop_signal;                  /* with this signal */
+    int report;                       /* writing end for the status */
+    pid_t told[TOLD_MAX];             /* children that had stop_signal */
+    size_t ntold;
+};
+
+static int guard_wake[2] = { -1, -1 };   /* the guardian's SIGCHLD pipe */
+
+static void guard_on_sigchld(int sig)
+{
+    int saved = errno;
+
+    (void)sig;
+    (void)!write(guard_wake[1], "", 1);
+    errno = saved;
+}
+
+/* COMMAND's side of the fork: its process group, the signal dispositions
+ * and mask we were started with, ENV; then exec.  Never returns. */
+static void exec_command(const struct plan *p, pid_t guardian)
 {
     extern char **environ;
     static char sh[] = "sh", dash_c[] = "-c";
-    char *sh_argv[] = { sh, dash_c, o->shell_command, NULL };
-    char **argv = o->shell_command ? sh_argv : o->command;
-    pid_t parent = getpid();
+    char *sh_argv[] = { sh, dash_c, p->o->shell_command, NULL };
+    char **argv = p->o->shell_command ? sh_argv : p->o->command;
     struct sigaction dfl;
-    sigset_t all, old;
     size_t i;
-    ssize_t got;
-    int fds[2], err = 0;
+    int err;
 
-    if (pipe(fds) != 0) {
+    (void)setpgid(0, p->same_group ? p->group : 0);
+#ifdef __linux__
+    /* A guardian killed outright (by its PID) takes COMMAND with it. */
+    if (p->o->lost_signal)
+        (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != guardian)
+        _exit(EXIT_LOST);
+#else
+    (void)guardian;
+#endif
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    for (i = 0; i < sizeof caught / sizeof caught[0]; i++)
+        if (!sigismember(&inherited_ignored, caught[i]))
+            (void)sigaction(caught[i], &dfl, NULL);
+    if (!pipe_was_ignored)
+        (void)sigaction(SIGPIPE, &dfl, NULL);
+    if (chld_was_ignored) {
+        dfl.sa_handler = SIG_IGN;
+        (void)sigaction(SIGCHLD, &dfl, NULL);
+    }
+    (void)pthread_sigmask(SIG_SETMASK, &startup_mask, NULL);
+    environ = p->env;
+    if (p->o->shell_command)
+        execv("/bin/sh", argv);
+    else
+        execvp(argv[0], argv);
+    err = errno;
+    (void)!write(p->exec_fd, &err, sizeof err);
+    _exit(EXIT_NOTFOUND);
+}
+
+/* SIG to the child PID: SIGKILL always; another signal once per process
+ * (a process beyond TOLD_MAX waits for the SIGKILL). */
+static void signal_child(struct tree *t, pid_t pid, int sig)
+{
+    size_t i;
+
+    if (sig != SIGKILL) {
+        if (pid == t->command)
+            return;                   /* through its target */
+        for (i = 0; i < t->ntold; i++)
+            if (t->told[i] == pid)
+                return;
+        if (t->ntold == TOLD_MAX)
+            return;
+        t->told[t->ntold++] = pid;
+    }
+    (void)kill(pid, sig);
+}
+
+/* SIG to every child of the guardian, as /proc/self/task/PID/children
+ * lists them (Linux 3.5 and later, with CONFIG_PROC_CHILDREN): COMMAND,
+ * and the processes of the tree whose parent died.  Nothing elsewhere. */
+static void signal_children(struct tree *t, int sig)
+{
+#ifdef __linux__
+    char path[64], buf[512], digits[24];
+    const char *head = "/proc/self/task/";
+    unsigned long v = (unsigned long)getpid();
+    size_t n = 0, d = 0;
+    ssize_t got, i;
+    long pid = -1;
+    int fd;
+
+    while (head[n]) {
+        path[n] = head[n];
+        n++;
+    }
+    do
+        digits[d++] = (char)('0' + v % 10);
+    while ((v /= 10) > 0);
+    while (d > 0)
+        path[n++] = digits[--d];
+    memcpy(path + n, "/children", sizeof "/children");
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    while ((got = read(fd, buf, sizeof buf)) > 0) {
+        for (i = 0; i < got; i++) {
+            if (buf[i] >= '0' && buf[i] <= '9') {
+                pid = (pid < 0 ? 0 : pid * 10) + (buf[i] - '0');
+            } else if (pid > 0) {
+                signal_child(t, (pid_t)pid, sig);
+                pid = -1;
+            }
+        }
+    }
+    if (pid > 0)
+        signal_child(t, (pid_t)pid, sig);
+    close(fd);
+#else
+    (void)t;
+    (void)sig;
+#endif
+}
+
+/* The first signal of a stop (once per process), to COMMAND's target
+ * while it is ours to signal, and to the children come since. */
+static void stop_tree(struct tree *t, int sig)
+{
+    if (!t->stopping) {
+        t->stopping = true;
+        t->stop_signal = sig;
+        if (!t->reaped)
+            (void)kill(t->target, sig);
+    }
+    signal_children(t, t->stop_signal);
+}
+
+/* SIGKILL to the whole tree that can be reached. */
+static void kill_tree(struct tree *t)
+{
+    t->stopping = true;
+    if (!t->reaped)
+        (void)kill(t->target, SIGKILL);
+    signal_children(t, SIGKILL);
+}
+
+/* Reap what has ended, reporting COMMAND's status to the tool.  False
+ * once the guardian has no child left. */
+static bool reap(struct tree *t)
+{
+    pid_t pid;
+    int st;
+
+    for (;;) {
+        pid = waitpid(-1, &st, WNOHANG);
+        if (pid <= 0)
+            return pid == 0 || errno != ECHILD;
+        if (pid == t->command && !t->reaped) {
+            t->reaped = true;
+            (void)!write(t->report, &st, sizeof st);
+        }
+    }
+}
+
+/* The guardian's life; never returns.  Start COMMAND, then report its
+ * end and carry out the tool's orders until it has ended; once the tree
+ * is being stopped (by order, or because the tool is gone), until no
+ * process of it is left (or SWEEP_LIMIT_MS of SIGKILL rounds). */
+static void guardian(const struct plan *p)
+{
+    struct pollfd fds[2];
+    struct sigaction sa;
+    struct tree t;
+    sigset_t chld;
+    unsigned char buf[64];
+    long long now, deadline = -1, sweep_end = -1;
+    ssize_t n, i;
+    pid_t self = getpid();
+    int orders = p->orders, err, timeout, sig;
+
+    memset(&t, 0, sizeof t);
+    t.report = p->report;
+    (void)setpgid(0, 0);
+#ifdef __linux__
+    (void)prctl(PR_SET_NAME, "redislock-guard");
+    (void)prctl(PR_SET_CHILD_SUBREAPER, 1);
+#endif
+    memset(&sa, 0, sizeof sa);
+    sigemptyset(&sa.sa_mask);
+    sa.sa_handler = guard_on_sigchld;
+    sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+    if (pipe(guard_wake) != 0 || !set_nonblock_cloexec(guard_wake[0]) ||
+        !set_nonblock_cloexec(guard_wake[1]) ||
+        sigaction(SIGCHLD, &sa, NULL) != 0) {
+        err = -errno;
+        (void)!write(p->exec_fd, &err, sizeof err);
+        _exit(EXIT_SYSTEM);
+    }
+    /* Every signal is blocked (spawn()) until COMMAND has set its own. */
+    t.command = fork();
+    if (t.command == 0)
+        exec_command(p, self);
+    if (t.command < 0) {
+        err = -errno;
+        (void)!write(p->exec_fd, &err, sizeof err);
+        _exit(EXIT_SYSTEM);
+    }
+    (void)setpgid(t.command, p->same_group ? p->group : t.command);
+    t.target = p->same_group ? t.command : -t.command;
+    close(p->exec_fd);
+    close(STDIN_FILENO);
+    close(STDOUT_FILENO);
+    close(STDERR_FILENO);
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    (void)pthread_sigmask(SIG_UNBLOCK, &chld, NULL);
+
+    for (;;) {
+        now = now_ms();
+        if (deadline >= 0 && now >= deadline && sweep_end < 0)
+            sweep_end = now + SWEEP_LIMIT_MS;
+        if (sweep_end >= 0) {
+            if (now >= sweep_end)
+                _exit(0);
+            kill_tree(&t);
+            timeout = SWEEP_MS;
+        } else {
+            timeout = deadline < 0 ? -1 : (int)(deadline - now);
+        }
+        fds[0].fd = guard_wake[0];
+        fds[0].events = POLLIN;
+        fds[1].fd = orders;           /* -1 once the tool is gone */
+        fds[1].events = POLLIN;
+        fds[0].revents = fds[1].revents = 0;
+        (void)poll(fds, 2, timeout);
+        while (read(guard_wake[0], buf, sizeof buf) > 0)
+            ;
+        if (!reap(&t))
+            _exit(0);                 /* nothing of the tree is ours */
+        if (t.reaped && !t.stopping)
+            _exit(0);                 /* COMMAND ended: the normal case */
+        n = 0;
+        if (fds[1].revents != 0) {
+            n = read(orders, buf, sizeof buf);
+            if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) {
+                /* The tool is gone: nobody renews the lease. */
+                close(orders);
+                orders = -1;
+                now = now_ms();
+                if (t.stopping || p->o->lost_signal == SIGKILL) {
+                    sweep_end = now + SWEEP_LIMIT_MS;
+                } else if (p->o->lost_signal) {
+                    stop_tree(&t, p->o->lost_signal);
+                    deadline = now + p->grace_ms;
+                }                     /* -s none: COMMAND runs on */
+            }
+        }
+        for (i = 0; i < n; i++) {
+            sig = buf[i] & ~STOP_TREE;
+            if (!(buf[i] & STOP_TREE)) {
+                if (!t.reaped)
+                    (void)kill(t.target, sig);
+            } else if (sig == SIGKILL) {
+                if (sweep_end < 0)
+                    sweep_end = now_ms() + SWEEP_LIMIT_MS;
+            } else {
+                stop_tree(&t, sig);
+            }
+        }
+        if (t.stopping && sweep_end < 0)
+            stop_tree(&t, t.stop_signal);   /* children come since */
+    }
+}
+
+/* The time from the loss signal to SIGKILL when the lease is about to
+ * end: renewals keep at least two thirds of it ahead, so a third at most
+ * (-k if shorter): when renewals stop getting through, or the tool dies,
+ * at least that much is left. */
+static long long stop_margin(const struct options *o)
+{
+    return o->grace_ms < o->expire_ms / 3 ? o->grace_ms : o->expire_ms / 3;
+}
+
+/* Give the guardian the order WHAT (a lost guardian is found by watch()). */
+static void order(const struct guard *g, int what)
+{
+    unsigned char b = (unsigned char)what;
+
+    (void)!write(g->orders, &b, 1);
+}
+
+/* Wait for the guardian to end (COMMAND's status, if still to come, into
+ * *WSTATUS, and *REPORTED then set); its own wait status. */
+static int guard_end(struct guard *g, int *wstatus, bool *reported)
+{
+    ssize_t n;
+    int st, gst = 0;
+
+    for (;;) {
+        n = read(g->report, &st, sizeof st);
+        if (n == (ssize_t)sizeof st) {
+            *wstatus = st;
+            *reported = true;
+        } else if (n == 0 || (n < 0 && errno != EINTR)) {
+            break;
+        }
+    }
+    while (waitpid(g->pid, &gst, 0) < 0 && errno == EINTR)
+        ;
+    close(g->report);
+    close(g->orders);
+    return gst;
+}
+
+static void close_pipe(int fds[2])
+{
+    if (fds[0] >= 0)
+        close(fds[0]);
+    if (fds[1] >= 0)
+        close(fds[1]);
+    fds[0] = fds[1] = -1;
+}
+
+/* Start COMMAND, with ENV, beside a guardian (above): in a process group
+ * of its own unless SAME_GROUP.  fork() and exec rather than
+ * posix_spawn(), so that an exec failure is reported through a
+ * close-on-exec pipe in every setting (valgrind, for one, runs a
+ * vfork-style spawn as a plain fork and loses it).  0 with *G; -1 when a
+ * signal to stop came first (nothing started); or an exit status. */
+static int spawn(const struct options *o, char **env, bool same_group,
+                 struct guard *g)
+{
+    int orders[2] = { -1, -1 }, report[2] = { -1, -1 };
+    int exec_pipe[2] = { -1, -1 }, err = 0, wstatus;
+    const char *name = o->shell_command ? "sh" : o->command[0];
+    struct plan p;
+    sigset_t all, old;
+    bool reported = false;
+    ssize_t got;
+    int i;
+
+    if (pipe(orders) != 0 || pipe(report) != 0 || pipe(exec_pipe) != 0) {
         say("pipe: %s", strerror(errno));
+        close_pipe(orders);
+        close_pipe(report);
+        close_pipe(exec_pipe);
         return EXIT_SYSTEM;
     }
-    (void)fcntl(fds[0], F_SETFD, FD_CLOEXEC);
-    (void)fcntl(fds[1], F_SETFD, FD_CLOEXEC);
-    /* Everything blocked until the child has set its signals up.  A
-     * signal to stop that came after the lock was taken (a ^C would not
-     * be passed on, COMMAND being in our group) stops us here. */
+    for (i = 0; i < 2; i++) {
+        (void)fcntl(orders[i], F_SETFD, FD_CLOEXEC);
+        (void)fcntl(report[i], F_SETFD, FD_CLOEXEC);
+        (void)fcntl(exec_pipe[i], F_SETFD, FD_CLOEXEC);
+    }
+    p.o = o;
+    p.env = env;
+    p.same_group = same_group;
+    p.group = getpgrp();
+    p.grace_ms = stop_margin(o);
+    p.orders = orders[0];
+    p.report = report[1];
+    p.exec_fd = exec_pipe[1];
+    /* Everything blocked until COMMAND has set its signals up.  A signal
+     * to stop that came after the lock was taken (a ^C would not be
+     * passed on, COMMAND being in our group) stops us here. */
     sigfillset(&all);
     (void)pthread_sigmask(SIG_SETMASK, &all, &old);
     if (stopped()) {
         (void)pthread_sigmask(SIG_SETMASK, &old, NULL);
-        close(fds[0]);
-        close(fds[1]);
+        close_pipe(orders);
+        close_pipe(report);
+        close_pipe(exec_pipe);
         return -1;
     }
-    *pid = fork();
-    if (*pid == 0) {
-        if (!same_group)
-            (void)setpgid(0, 0);
-#ifdef __linux__
-        /* If we die without a word (SIGKILL), COMMAND must not run on
-         * unprotected: it gets the loss signal. */
-        if (o->lost_signal)
-            (void)prctl(PR_SET_PDEATHSIG, o->lost_signal);
-        if (getppid() != parent)
-            _exit(EXIT_LOST);
-#else
-        (void)parent;
-#endif
-        memset(&dfl, 0, sizeof dfl);
-        dfl.sa_handler = SIG_DFL;
-        sigemptyset(&dfl.sa_mask);
-        for (i = 0; i < sizeof caught / sizeof caught[0]; i++)
-            if (!sigismember(&inherited_ignored, caught[i]))
-                (void)sigaction(caught[i], &dfl, NULL);
-        if (!pipe_was_ignored)
-            (void)sigaction(SIGPIPE, &dfl, NULL);
-        if (chld_was_ignored) {
-            dfl.sa_handler = SIG_IGN;
-            (void)sigaction(SIGCHLD, &dfl, NULL);
-        }
-        (void)pthread_sigmask(SIG_SETMASK, &startup_mask, NULL);
-        environ = env;
-        if (o->shell_command)
-            execv("/bin/sh", argv);
-        else
-            execvp(argv[0], argv);
-        err = errno;
-        (void)!write(fds[1], &err, sizeof err);
-        _exit(EXIT_NOTFOUND);
+    g->pid = fork();
+    if (g->pid == 0) {
+        close(orders[1]);
+        close(report[0]);
+        close(exec_pipe[0]);
+        close(sig_pipe[0]);
+        close(sig_pipe[1]);
+        guardian(&p);
     }
-    if (*pid < 0)
-        err = errno;
-    else if (!same_group)
-        (void)setpgid(*pid, *pid);    /* either of us may come first */
+    if (g->pid < 0)
+        err = -errno;
     (void)pthread_sigmask(SIG_SETMASK, &old, NULL);
-    close(fds[1]);
-    if (*pid > 0) {
-        /* EOF: the exec worked.  An errno: it did not. */
+    close(orders[0]);
+    close(report[1]);
+    close(exec_pipe[1]);
+    g->orders = orders[1];
+    g->report = report[0];
+    if (g->pid > 0) {
+        /* EOF: the exec worked.  An errno: it did not (negative: the
+         * guardian could not start COMMAND). */
         do
-            got = read(fds[0], &err, sizeof err);
+            got = read(exec_pipe[0], &err, sizeof err);
         while (got < 0 && errno == EINTR);
-        if (got == (ssize_t)sizeof err)
-            while (waitpid(*pid, NULL, 0) < 0 && errno == EINTR)
-                ;
-        else
+        if (got != (ssize_t)sizeof err)
             err = 0;
     }
-    close(fds[0]);
+    close(exec_pipe[0]);
     if (err == 0)
         return 0;
-    if (*pid < 0) {
-        say("fork: %s", strerror(err));
+    if (g->pid > 0) {
+        (void)guard_end(g, &wstatus, &reported);
+    } else {
+        close(g->orders);
+        close(g->report);
+    }
+    if (err < 0) {
+        say("fork: %s", strerror(-err));
         return EXIT_SYSTEM;
     }
-    say("%s: %s", argv[0], strerror(err));
+    say("%s: %s", name, strerror(err));
     return err == ENOENT || err == ENOTDIR ? EXIT_NOTFOUND : EXIT_NOEXEC;
 }
 
 /* What watching COMMAND found. */
 struct outcome {
-    int wstatus;                      /* from waitpid() */
+    int wstatus;                      /* COMMAND's, from waitpid() */
+    bool reported;                    /* the guardian reported it */
+    int guardian_status;              /* the guardian's own */
     bool lost;                        /* the lock was lost meanwhile */
 };
 
-/* Wait for COMMAND (PID; the group -PID unless SAME_GROUP) to end,
- * passing on the signals we get, and stopping it when the lock is lost
- * (LOST_FD readable) or about to be: when renewals have not got through
- * and the lease would end before the grace period after the loss signal
- * (-k) is over, so that COMMAND is stopped before anyone else can take
- * the lock. */
-static void watch(redislock *lock, pid_t pid, bool same_group,
+/* Wait for COMMAND to end (the guardian G's report, then its end of
+ * file), passing on the signals we get, and stopping COMMAND's tree when
+ * the lock is lost (LOST_FD readable) or about to be: when renewals have
+ * not got through and the lease would end before the grace period after
+ * the loss signal (-k) is over, so that it is stopped before anyone else
+ * can take the lock. */
+static void watch(redislock *lock, struct guard *g, bool same_group,
                   const struct options *o, struct outcome *out)
 {
-    pid_t target = same_group ? pid : -pid;
     long long kill_at = -1, margin, valid;
     int lost_fd = redislock_lost_fd(lock);
     unsigned char rec[2];
-    struct pollfd p[2];
+    struct pollfd p[3];
     bool ending = false;
-    int timeout;
+    ssize_t n;
+    int timeout, st;
 
-    /* Renewals keep at least two thirds of the lease ahead: stop early
-     * only below a third. */
-    margin = o->grace_ms < o->expire_ms / 3 ? o->grace_ms : o->expire_ms / 3;
+    margin = stop_margin(o);
     out->lost = false;
+    out->reported = false;
     for (;;) {
-        if (waitpid(pid, &out->wstatus, WNOHANG) == pid)
-            return;
         p[0].fd = sig_pipe[0];
         p[0].events = POLLIN;
-        p[1].fd = lost_fd;
+        p[1].fd = g->report;
         p[1].events = POLLIN;
-        p[0].revents = p[1].revents = 0;
+        p[2].fd = lost_fd;
+        p[2].events = POLLIN;
+        p[0].revents = p[1].revents = p[2].revents = 0;
         timeout = -1;
         if (!out->lost) {
             valid = redislock_valid_for_ms(lock);
@@ -1543,25 +2229,34 @@ static void watch(redislock *lock, pid_t pid, bool same_group,
             if (timeout < 0 || left < timeout)
                 timeout = (int)left;
         }
-        if (!ending && poll(p, out->lost ? 1 : 2, timeout) < 0 &&
+        if (!ending && poll(p, out->lost ? 2 : 3, timeout) < 0 &&
             errno != EINTR)
             (void)poll(NULL, 0, 10);  /* cannot happen; do not spin */
+        if (p[1].revents != 0) {
+            n = read(g->report, &st, sizeof st);
+            if (n == (ssize_t)sizeof st) {
+                out->wstatus = st;
+                out->reported = true;
+            } else if (n == 0 || (n < 0 && errno != EINTR)) {
+                break;                /* the guardian is done */
+            }
+        }
         while (read(sig_pipe[0], rec, sizeof rec) == (ssize_t)sizeof rec) {
             if (rec[0] == SIGCHLD)
-                continue;             /* waitpid() above */
+                continue;             /* the guardian's end: its pipe */
             /* A ^C at the terminal reached COMMAND, in our group, too. */
             if (!(same_group && rec[1]))
-                (void)kill(target, rec[0]);
+                order(g, rec[0]);
             if (o->verbose)
                 say("got signal %d%s", rec[0],
                     same_group && rec[1] ? "" : ", passed on to COMMAND");
         }
-        if (!out->lost && (ending || (p[1].revents & (POLLIN | POLLHUP)))) {
+        if (!out->lost && (ending || (p[2].revents & (POLLIN | POLLHUP)))) {
             valid = redislock_valid_for_ms(lock);
             out->lost = true;
             /* Signal first: the message may fail (stderr closed). */
             if (o->lost_signal) {
-                (void)kill(target, o->lost_signal);
+                order(g, STOP_TREE | o->lost_signal);
                 if (o->lost_signal != SIGKILL)
                     /* Before the lease ends, KILL by then; once it has
                      * ended (we were stopped, say), the full grace. */
@@ -1579,19 +2274,29 @@ static void watch(redislock *lock, pid_t pid, bool same_group,
             ending = false;
         }
         if (kill_at >= 0 && now_ms() >= kill_at) {
-            (void)kill(target, SIGKILL);
+            order(g, STOP_TREE | SIGKILL);
             kill_at = -1;
             if (o->verbose)
-                say("COMMAND still running; sent KILL");
+                say("COMMAND's processes still running; sent KILL");
         }
     }
+    out->guardian_status = guard_end(g, &out->wstatus, &out->reported);
 }
 
-/* Release after COMMAND: true if the lock turns out to have been lost.
- * KNOWN_LOST: we know already, so a failure needs no message. */
-static bool release(redislock *lock, const struct options *o,
-                    bool known_lost)
+/* What release() found. */
+enum released {
+    RELEASED,                         /* as it should be */
+    FOUND_LOST,                       /* the lock had been lost */
+    NOT_RELEASED                      /* the release failed: the lock stays */
+};
+
+/* Release after COMMAND, which ENDED ("COMMAND exited with status 0",
+ * ...: said if the release fails).  KNOWN_LOST: we know already, so a
+ * failure needs no message. */
+static enum released release(redislock *lock, const struct options *o,
+                             bool known_lost, const char *ended)
 {
+    long long before = redislock_valid_for_ms(lock), sent = now_ms(), left;
     bool released = false;
     int st = redislock_release(lock, &released);
 
@@ -1600,37 +2305,58 @@ static bool release(redislock *lock, const struct options *o,
         if (!known_lost)
             say("lost the lock %s before COMMAND ended: %s", o->key,
                 redislock_lost_reason_text(redislock_lost_reason(lock)));
-        return true;
+        return FOUND_LOST;
     }
     if (known_lost)
-        return true;
+        return FOUND_LOST;
     if (st != REDISLOCK_OK) {
         char raw[512], text[2048];
 
         snprintf(raw, sizeof raw, "%s", redislock_last_error(lock));
+        /* Refused, Redis renews on (the library keeps a holding it could
+         * not give up): stop that, so that the key stays only as long as
+         * its lease, which the tool's exit would end anyway. */
+        (void)redislock_set_autorenew(lock, false);
+        left = before - (now_ms() - sent);
+        if (redislock_valid_for_ms(lock) > left)
+            left = redislock_valid_for_ms(lock);
         describe(lock, st, o, raw, text, sizeof text);
-        say("cannot release the lock %s: %s; it expires on its own within "
-            "%.1f s", o->key, text, secs(o->expire_ms));
+        say("cannot release the lock %s: %s; %s; the lock stays held until "
+            "its lease runs out, in about %.1f s", o->key, text, ended,
+            secs(left > 0 ? left : 0));
         if (o->verbose && *raw)
             say("(the library said: %s: %s)", redislock_strerror(st), raw);
-        return false;
+        return NOT_RELEASED;
     }
     if (!released) {
         say("the lock %s was no longer ours when COMMAND ended", o->key);
-        return true;
+        return FOUND_LOST;
     }
     if (o->verbose)
         say("released %s", o->key);
-    return false;
+    return RELEASED;
+}
+
+/* How COMMAND ended (its wait status WSTATUS), for messages. */
+static void ending_text(int wstatus, char *buf, size_t size)
+{
+    if (WIFEXITED(wstatus))
+        snprintf(buf, size, "COMMAND exited with status %d",
+                 WEXITSTATUS(wstatus));
+    else if (WIFSIGNALED(wstatus))
+        snprintf(buf, size, "COMMAND was killed by signal %d",
+                 WTERMSIG(wstatus));
+    else
+        snprintf(buf, size, "COMMAND ended");
 }
 
 static int run(redislock *lock, redislock_client *client,
                const struct options *o)
 {
     struct outcome out;
-    char **env, *strings = NULL;
+    char **env, *strings = NULL, ended[64];
     bool acquired, same_group;
-    pid_t pid;
+    struct guard g;
     int rc;
 
     if (redislock_lost_fd(lock) < 0 || !signals_setup(lock)) {
@@ -1650,21 +2376,39 @@ static int run(redislock *lock, redislock_client *client,
     env = command_env(lock, o->key, &strings);
     if (env == NULL) {
         say("out of memory");
-        (void)release(lock, o, false);
+        (void)release(lock, o, false, "COMMAND did not run");
         return EXIT_SYSTEM;
     }
-    rc = spawn(o, env, same_group, &pid);
+    rc = spawn(o, env, same_group, &g);
     free(env);
     free(strings);
     if (rc != 0) {
-        (void)release(lock, o, false);
+        (void)release(lock, o, false, "COMMAND did not run");
         return rc < 0 ? end_by(stopped()) : rc;
     }
-    watch(lock, pid, same_group, o, &out);
-    if (release(lock, o, out.lost))
-        out.lost = true;
-    if (out.lost)
+    watch(lock, &g, same_group, o, &out);
+    if (!out.reported) {
+        /* Killed by its PID: COMMAND went with it (Linux), but not what
+         * COMMAND started in the background. */
+        say("the guardian of COMMAND ended unexpectedly (%s %d); COMMAND "
+            "was killed with it", WIFSIGNALED(out.guardian_status)
+                                      ? "signal" : "status",
+            WIFSIGNALED(out.guardian_status)
+                ? WTERMSIG(out.guardian_status)
+                : WEXITSTATUS(out.guardian_status));
+        (void)release(lock, o, out.lost, "COMMAND's end is unknown");
+        return EXIT_SYSTEM;
+    }
+    ending_text(out.wstatus, ended, sizeof ended);
+    switch (release(lock, o, out.lost, ended)) {
+    case FOUND_LOST:
         return EXIT_LOST;
+    case NOT_RELEASED:
+        return EXIT_UNRELEASED;     /* not a success, whatever COMMAND did */
+    case RELEASED:
+    default:
+        break;
+    }
     if (WIFEXITED(out.wstatus))
         return WEXITSTATUS(out.wstatus);
     if (WIFSIGNALED(out.wstatus))
@@ -1681,8 +2425,10 @@ int main(int argc, char **argv)
     int rc, st;
 
     rc = parse_args(argc, argv, &o);
-    if (rc != 0)
+    if (rc != 0) {
+        options_free(&o);
         return rc < 0 ? 0 : rc;
+    }
 
     if (o.nurls > 1) {
         /* Several masters: a quorum, which has no fencing counter. */
@@ -1693,9 +2439,12 @@ int main(int argc, char **argv)
         st = redislock_client_open(o.url, &client, err, sizeof err);
     }
     if (st != REDISLOCK_OK) {
-        say("%s", *err ? err : redislock_strerror(st));
+        url_error(&o, *err ? err : redislock_strerror(st));
+        options_free(&o);
         return st == REDISLOCK_ERR_NOMEM ? EXIT_SYSTEM : EXIT_USAGE;
     }
+    /* The client has its own copy of the URLs now. */
+    hide_passwords(&o);
     lock = o.counted ? redislock_new_counted_from_client(client, o.key)
                      : redislock_new_from_client(client, o.key);
     if (lock == NULL) {
@@ -1717,6 +2466,7 @@ int main(int argc, char **argv)
     signals_stop();
     redislock_free(lock);
     redislock_client_free(client);
+    options_free(&o);
     if (exit_signal)
         rc = die_by(exit_signal);
     return rc;

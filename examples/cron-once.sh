@@ -37,6 +37,8 @@
 #   69     Redis could not be used (down, refused the password, ...): the
 #          job did not run here; if no host reached Redis, it did not run
 #   71     a system error (fork, memory): the job did not run here
+#   74     the job ran (its own status is in the message), but the lock
+#          could not be released: it stays until its lease runs out
 #   76     the lock was lost while the job ran (Redis unreachable for a
 #          whole lease, say): the job was stopped, and may have run only
 #          in part

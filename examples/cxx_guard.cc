@@ -1,6 +1,7 @@
 // cxx_guard.cc - redislock from C++ (include/redislock.hpp): a
 // std::lock_guard around a critical section, a std::unique_lock with a
-// deadline, and the errors as std::system_error.
+// deadline, how a lost lock is reported, and the errors as
+// std::system_error.
 //
 // Usage: cxx_guard [URL]   (default: $REDISLOCK_URL, else redis://127.0.0.1:6379)
 #include "redislock.hpp"
@@ -38,19 +39,24 @@ int main(int argc, char **argv)
 
         // One mutex per thread: each is its own owner.  A go-zero-style
         // lock (a go-zero process using the same key excludes us too),
-        // with a 10 s lease.
-        redislockpp::mutex m(cl, "example:cxx-guard", redislockpp::mode::gozero,
-                             std::chrono::seconds(10));
+        // held until unlocked: its lease (5 s by default) is renewed
+        // while it is held.
+        redislockpp::mutex m(cl, "example:cxx-guard");
 
         {
             // Waits as long as it takes; released at the end of the scope.
-            // Note: if the release finds the lock lost there, unlock()
-            // throws inside the guard's destructor and the program ends
-            // (std::terminate): the loss cannot go unnoticed.
             std::lock_guard<redislockpp::mutex> guard(m);
             std::printf("critical section 1: holding as %s, %lld ms left\n",
                         m.id().c_str(),
                         static_cast<long long>(m.valid_for().count()));
+        }
+        // unlock() never throws (the guard's destructor calls it): a lock
+        // lost meanwhile (taken, deleted, Redis out of reach for a whole
+        // lease) is reported here.
+        if (m.last_unlock_error()) {
+            std::fprintf(stderr, "section 1 was not protected throughout: "
+                         "%s\n", m.last_unlock_message().c_str());
+            return 3;
         }
 
         {
@@ -62,9 +68,10 @@ int main(int argc, char **argv)
                 return 1;
             }
             std::printf("critical section 2\n");
-            // Unlock explicitly to learn whether the section was really
-            // protected: it throws errc::lost or errc::not_held otherwise.
-            lock.unlock();
+            // Or have the loss thrown: unlock_or_throw() throws
+            // errc::lost or errc::not_held (caught below) when the section
+            // was not protected throughout.
+            lock.release()->unlock_or_throw();
         }
         std::printf("released\n");
         return 0;

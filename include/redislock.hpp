@@ -13,16 +13,20 @@
  *   - redislockpp::mutex: a lock handle made from a client, which meets
  *     the standard's TimedLockable requirements, so std::lock_guard,
  *     std::unique_lock (std::try_to_lock, try_lock_for, try_lock_until),
- *     std::scoped_lock and std::lock work with it:
+ *     std::scoped_lock and std::lock work with it.  Like a std::mutex, it
+ *     stays locked until unlocked: by default its lease (default_lease,
+ *     5 s) is renewed by the client's watchdog while it is held, so the
+ *     critical section may take as long as it needs, and a crashed holder
+ *     frees the lock within one lease:
  *
  *         redislockpp::client cl("redis://127.0.0.1:6379");
- *         redislockpp::mutex m(cl, "jobs:nightly-report",
- *                              redislockpp::mode::gozero,
- *                              std::chrono::seconds(10));
+ *         redislockpp::mutex m(cl, "jobs:nightly-report");
  *         {
  *             std::lock_guard<redislockpp::mutex> guard(m);
- *             ... critical section, finished within the lease ...
+ *             ... critical section, as long as it takes ...
  *         }
+ *         if (m.last_unlock_error())
+ *             ... the section turned out not to have been protected ...
  *
  * ONE OBJECT, ONE OWNER, ONE THREAD
  *   Unlike a std::mutex, a redislockpp::mutex is not shared by the threads
@@ -35,36 +39,40 @@
  *   each unlock() removes one.
  *
  * ERRORS
- *   Every failure throws std::system_error whose code() has the category
- *   redislockpp::category() (name "redislock"; value: the C status, e.g.
- *   REDISLOCK_ERR_IO, or a redislockpp::errc) and whose what() names the
- *   operation and the key and includes redislock_last_error().  Compare
- *   codes with redislockpp::errc values (ec == redislockpp::errc::io).
+ *   Every failure throws redislockpp::error, a std::system_error (catch it
+ *   as such) whose code() has the category redislockpp::category() (name
+ *   "redislock"; value: the C status, e.g. REDISLOCK_ERR_IO, or a
+ *   redislockpp::errc) and whose what() names the operation and the key
+ *   and then says what went wrong once: redislock_last_error() (or the
+ *   wrapper's own words), else code().message().  Compare codes with
+ *   redislockpp::errc values (ec == redislockpp::errc::io).
  *   "Busy" is not an error: try_lock*() return false.  Out of memory is
  *   std::system_error(errc::nomem) too, not std::bad_alloc (except from
  *   std::string/std::function themselves).
  *
  * UNLOCK AND LOSS
- *   unlock() throws when the critical section turns out not to have been
- *   protected:
+ *   unlock() never throws (noexcept), as BasicLockable requires: it runs
+ *   in the destructors of std::lock_guard, std::scoped_lock and
+ *   std::unique_lock.  What the release found is kept until the next
+ *   unlock() that releases something, in last_unlock_error() (empty when
+ *   the lock was released as it should be) and last_unlock_message():
  *   - errc::lost: auto-renewal had found the lock lost (taken, deleted, or
  *     not renewed before its lease ran out);
  *   - errc::not_held: the release found the key no longer ours (the lease
  *     had run out, or another owner holds it); this code is the wrapper's
- *     own (the C API reports it as released == false).
- *   Inside std::lock_guard or std::scoped_lock, whose destructors are
- *   noexcept, such a throw ends the program through std::terminate: the
- *   loss cannot go unnoticed.  To handle it instead, use std::unique_lock
- *   and call its unlock() yourself in a try block (the unique_lock then
- *   still believes it owns the mutex, and the unlock() its destructor
- *   calls again does nothing, see below).
- *   Whether it returns or throws, unlock() ends this object's holding (one
- *   hold in counted mode): after a failed release (errc::io ...) the key
- *   expires with its lease (auto-renewal stopped).  unlock() on a mutex
- *   that holds nothing, by its own count, does nothing and sends nothing.
- *   The destructor releases what the object still holds (one release per
- *   hold) and swallows every error, a loss included: call unlock()
- *   explicitly to learn of a loss.
+ *     own (the C API reports it as released == false);
+ *   - errc::io, errc::server, ...: the release failed; the key stays until
+ *     its lease runs out.
+ *   The first two mean that the critical section was not protected
+ *   throughout.  unlock_or_throw() does the same as unlock() and throws
+ *   redislockpp::error with that code instead.  The loss callback
+ *   (on_lost()) and lost_fd() tell of a loss while the lock is still held.
+ *   Whatever it finds, unlock() ends this object's holding (one hold in
+ *   counted mode): after a failed release the key expires with its lease
+ *   (auto-renewal stopped).  unlock() on a mutex that holds nothing, by its
+ *   own count, does nothing, sends nothing and leaves last_unlock_error()
+ *   as it was.  The destructor releases what the object still holds (one
+ *   release per hold) and swallows every error.
  *
  * AUTO-RENEWAL CALLBACK
  *   The loss callback (options::on_lost, mutex::on_lost()) runs on the
@@ -91,6 +99,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <vector>
 #include <system_error>
@@ -114,7 +123,8 @@ enum class errc {
     canceled = REDISLOCK_ERR_CANCELED,
     not_replicated = REDISLOCK_ERR_NOT_REPLICATED,
     /** unlock() or extend() found the key no longer ours: the lease had
-     *  run out or another owner holds it (wrapper only). */
+     *  run out or another owner holds it (wrapper only; message() "lock
+     *  not held", what() says which). */
     not_held = 1
 };
 
@@ -127,8 +137,7 @@ public:
     std::string message(int value) const override
     {
         if (value == static_cast<int>(errc::not_held))
-            return "lock not held: the key had expired or belongs to "
-                   "another owner";
+            return "lock not held";
         return redislock_strerror(value);
     }
 
@@ -180,6 +189,30 @@ struct is_error_code_enum<redislockpp::errc> : true_type {};
 
 namespace redislockpp {
 
+/**
+ * What the wrapper throws: a std::system_error (catch it as that, or as
+ * this) whose what() says each thing once: "redislock OP \"KEY\": " and
+ * what went wrong (redislock_last_error() or the wrapper's own words, else
+ * code().message()).  std::system_error's own what() would append
+ * code().message() to words that already say it.
+ */
+class error : public std::system_error {
+public:
+    error(std::error_code ec, const std::string &text)
+        : std::system_error(ec, text), what_(text)
+    {
+    }
+
+    const char *what() const noexcept override { return what_.what(); }
+
+private:
+    std::runtime_error what_;           /* copied without throwing */
+};
+
+/** The lease of a mutex made without one (options::expiry and
+ *  options::expire_seconds 0): renewed every third of it while held. */
+constexpr std::chrono::milliseconds default_lease{5000};
+
 namespace detail {
 
 /* lock()'s timeout for redislock_acquire_wait(): without a deadline. */
@@ -217,8 +250,9 @@ inline void redislockpp_detail_on_lost(redislock *h, void *arg)
 }
 } // extern "C"
 
+/* "redislock OP "KEY": DETAIL", or EC's message without a DETAIL. */
 inline std::string describe(const char *op, const std::string &key,
-                            const char *detail)
+                            const char *detail, const std::error_code &ec)
 {
     std::string s("redislock ");
     s += op;
@@ -227,24 +261,33 @@ inline std::string describe(const char *op, const std::string &key,
         s += key;
         s += '"';
     }
-    if (detail != nullptr && *detail != '\0') {
-        s += ": ";
+    s += ": ";
+    if (detail != nullptr && *detail != '\0')
         s += detail;
-    }
+    else
+        s += ec.message();
     return s;
 }
 
-[[noreturn]] inline void throw_error(int status, const char *op,
-                               const std::string &key, const char *detail)
+[[noreturn]] inline void throw_error(std::error_code ec, const char *op,
+                                     const std::string &key,
+                                     const char *detail)
 {
-    throw std::system_error(make_error_code(status),
-                            describe(op, key, detail));
+    throw error(ec, describe(op, key, detail, ec));
 }
 
-[[noreturn]] inline void throw_error(errc e, const char *op, const std::string &key,
-                               const char *detail)
+[[noreturn]] inline void throw_error(int status, const char *op,
+                                     const std::string &key,
+                                     const char *detail)
 {
-    throw std::system_error(make_error_code(e), describe(op, key, detail));
+    throw_error(make_error_code(status), op, key, detail);
+}
+
+[[noreturn]] inline void throw_error(errc e, const char *op,
+                                     const std::string &key,
+                                     const char *detail)
+{
+    throw_error(make_error_code(e), op, key, detail);
 }
 
 /* A std::chrono duration as redislock_acquire_wait()'s timeout: rounded up
@@ -411,13 +454,17 @@ struct options {
     /** The exact lease (redislock_set_expire_ms()); 0: not set. */
     std::chrono::milliseconds expiry{0};
     /** go-zero's SetExpire(seconds): lease = seconds * 1000 + 500 ms
-     *  (redislock_set_expire()); 0: go-zero's default, 500 ms.  Set this
-     *  or expiry, not both.  Without either, the lease is 500 ms. */
+     *  (redislock_set_expire()); 0: not set.  Set this or expiry, not
+     *  both.  Without either, the lease is default_lease (5 s).  (go-zero's
+     *  NewRedisLock has 500 ms and no renewal: expiry = 500 ms with
+     *  auto_renew off is that.) */
     int expire_seconds = 0;
     /** Fencing tokens (redislock_set_fencing(); see fencing_token()). */
     bool fencing = false;
-    /** Auto-renewal by the client's watchdog (redislock_set_autorenew()). */
-    bool auto_renew = false;
+    /** Auto-renewal by the client's watchdog (redislock_set_autorenew()):
+     *  on, the lock stays held until unlocked (or lost, see on_lost());
+     *  off, it lapses when its lease runs out, unlocked or not. */
+    bool auto_renew = true;
     /** Called on the watchdog thread when an auto-renewed lock is lost;
      *  see AUTO-RENEWAL CALLBACK at the top of this file. */
     std::function<void(int reason)> on_lost{};
@@ -452,13 +499,15 @@ public:
     /** An empty mutex. */
     mutex() noexcept = default;
 
-    /** A go-zero-compatible lock on KEY (binary-safe, non-empty) with a
-     *  500 ms lease, as go-zero's NewRedisLock.  CL must outlive it.
+    /** A lock on KEY (binary-safe, non-empty) in go-zero's format, held
+     *  until unlocked: default options(), so the lease is default_lease,
+     *  renewed while held.  CL must outlive it.
      *  @throws std::system_error errc::invalid (empty key or client),
      *          errc::nomem. */
     mutex(client &cl, const std::string &key) : mutex(cl, key, options()) {}
 
-    /** A lock of mode M on KEY with the exact lease EXPIRY (0: 500 ms). */
+    /** A lock of mode M on KEY with the exact lease EXPIRY (0:
+     *  default_lease), renewed while held. */
     mutex(client &cl, const std::string &key, mode m,
           std::chrono::milliseconds expiry = std::chrono::milliseconds(0))
         : mutex(cl, key, make_options(m, expiry))
@@ -486,9 +535,12 @@ public:
         if (opt.expiry.count() != 0)
             check(redislock_set_expire_ms(h_.get(), opt.expiry.count()),
                   "set expiry");
-        if (opt.expire_seconds != 0)
+        else if (opt.expire_seconds != 0)
             check(redislock_set_expire(h_.get(), opt.expire_seconds),
                   "set expire");
+        else
+            check(redislock_set_expire_ms(h_.get(), default_lease.count()),
+                  "set expiry");
         if (opt.fencing)
             check(redislock_set_fencing(h_.get(), true), "set fencing");
         if (!opt.id.empty()) {
@@ -514,17 +566,21 @@ public:
                   "set min replicas");
         if (opt.on_lost)
             on_lost(opt.on_lost);
+        auto_renew_ = opt.auto_renew;
         if (opt.auto_renew)
             check(redislock_set_autorenew(h_.get(), true), "set auto-renew");
     }
 
     mutex(mutex &&other) noexcept
         : key_(std::move(other.key_)), lost_(std::move(other.lost_)),
-          h_(std::move(other.h_)), holds_(other.holds_),
-          counted_(other.counted_)
+          h_(std::move(other.h_)),
+          unlock_detail_(std::move(other.unlock_detail_)),
+          unlock_error_(other.unlock_error_), holds_(other.holds_),
+          counted_(other.counted_), auto_renew_(other.auto_renew_)
     {
         other.key_.clear();
         other.holds_ = 0;
+        other.unlock_error_.clear();
     }
 
     /** Releases what this object holds (errors swallowed, as the
@@ -536,10 +592,14 @@ public:
             h_ = std::move(other.h_);          /* frees ours first */
             lost_ = std::move(other.lost_);    /* then its callback */
             key_ = std::move(other.key_);
+            unlock_detail_ = std::move(other.unlock_detail_);
+            unlock_error_ = other.unlock_error_;
             holds_ = other.holds_;
             counted_ = other.counted_;
+            auto_renew_ = other.auto_renew_;
             other.key_.clear();
             other.holds_ = 0;
+            other.unlock_error_.clear();
         }
         return *this;
     }
@@ -583,30 +643,45 @@ public:
         return acquired;
     }
 
-    /** Release (see UNLOCK AND LOSS at the top of this file).
-     *  @throws std::system_error errc::lost, errc::not_held, errc::io,
-     *          errc::server, errc::protocol, errc::forked. */
-    void unlock()
+    /** Release one hold (BasicLockable): never throws.  What the release
+     *  found goes to last_unlock_error() and last_unlock_message() (see
+     *  UNLOCK AND LOSS at the top of this file); the holding ends in any
+     *  case.  Does nothing when this object holds nothing. */
+    void unlock() noexcept
     {
-        bool released = false;
+        if (holds_ > 0)
+            (void)release_hold();
+    }
 
-        if (holds_ == 0)
-            return;
-        int st = redislock_release(h_.get(), &released);
-        if (st != REDISLOCK_OK) {
-            holds_ = 0;
-            fail(st, "unlock");
-        }
-        if (!released) {
-            holds_ = 0;
-            not_ours("unlock");
-        }
-        /* Counted mode: the handle's lease is still running only if holds
-         * remain in Redis, whatever our own count says. */
-        if (counted_ && holds_ > 1 && redislock_valid_for_ms(h_.get()) > 0)
-            --holds_;
-        else
-            holds_ = 0;
+    /** As unlock(), but what would go to last_unlock_error() is thrown
+     *  (the holding ends all the same).
+     *  @throws redislockpp::error errc::lost, errc::not_held (the critical
+     *          section was not protected throughout), errc::io,
+     *          errc::server, errc::protocol, errc::forked (the release
+     *          failed; the key stays until its lease runs out). */
+    void unlock_or_throw()
+    {
+        if (holds_ > 0 && release_hold())
+            throw error(unlock_error_, last_unlock_message());
+    }
+
+    /** What the last unlock() or unlock_or_throw() that released something
+     *  found: empty when the lock was released as it should be; see
+     *  unlock_or_throw() for the codes.  No round trip. */
+    std::error_code last_unlock_error() const noexcept
+    {
+        return unlock_error_;
+    }
+
+    /** The same in words, as redislockpp::error's what() puts it (""
+     *  when it went well): 'redislock unlock "KEY": not held: the key had
+     *  expired or been deleted', ... */
+    std::string last_unlock_message() const
+    {
+        if (!unlock_error_)
+            return std::string();
+        return detail::describe("unlock", key_, unlock_detail_.c_str(),
+                                unlock_error_);
     }
 
     /* ---- TimedLockable ----------------------------------------------- */
@@ -749,6 +824,7 @@ public:
     {
         need_handle("set_auto_renew");
         check(redislock_set_autorenew(h_.get(), on), "set_auto_renew");
+        auto_renew_ = on;
     }
 
     /** Set (or, with an empty function, clear) the loss callback; see
@@ -832,12 +908,57 @@ private:
             fail(status, op);
     }
 
+    /* Why the key was not ours, after a release or extend said so. */
+    const char *not_ours_why() const noexcept
+    {
+        return redislock_last_state(h_.get()) == REDISLOCK_STATE_OTHER
+                   ? "not held: another owner holds the key"
+                   : "not held: the key had expired or been deleted";
+    }
+
     [[noreturn]] void not_ours(const char *op) const
     {
-        detail::throw_error(errc::not_held, op, key_,
-                      redislock_last_state(h_.get()) == REDISLOCK_STATE_OTHER
-                          ? "another owner holds the key"
-                          : "the key had expired or been deleted");
+        detail::throw_error(errc::not_held, op, key_, not_ours_why());
+    }
+
+    /* One release for unlock() and unlock_or_throw(), ending the holding
+     * (one hold in counted mode, if holds remain in Redis); true when it
+     * did not go as it should, as unlock_error_ and unlock_detail_ say. */
+    bool release_hold() noexcept
+    {
+        bool released = false;
+        int st = redislock_release(h_.get(), &released);
+        const char *why = nullptr;
+
+        unlock_error_.clear();
+        if (st != REDISLOCK_OK) {
+            unlock_error_ = make_error_code(st);
+            why = redislock_last_error(h_.get());
+        } else if (!released) {
+            unlock_error_ = errc::not_held;
+            why = not_ours_why();
+        }
+        try {
+            unlock_detail_ = why != nullptr ? why : "";
+        } catch (...) {
+            unlock_detail_.clear();     /* the code's message will do */
+        }
+        if (unlock_error_) {
+            holds_ = 0;
+            /* A release Redis refused leaves the C handle holding the key
+             * and renewing it; this object no longer does, so the key
+             * must lapse with its lease.  Renewal stays on for the next
+             * acquire. */
+            (void)redislock_set_autorenew(h_.get(), false);
+            if (auto_renew_)
+                (void)redislock_set_autorenew(h_.get(), true);
+        } else if (counted_ && holds_ > 1 &&
+                   redislock_valid_for_ms(h_.get()) > 0) {
+            --holds_;   /* counted: holds remain in Redis */
+        } else {
+            holds_ = 0;
+        }
+        return static_cast<bool>(unlock_error_);
     }
 
     void took() noexcept
@@ -878,8 +999,11 @@ private:
     std::string key_;
     std::unique_ptr<detail::lost_state> lost_;
     std::unique_ptr<redislock, free_handle> h_;
+    std::string unlock_detail_;         /* what the last release said */
+    std::error_code unlock_error_;
     long holds_ = 0;
     bool counted_ = false;
+    bool auto_renew_ = true;
 };
 
 } // namespace redislockpp

@@ -56,9 +56,16 @@ not_ok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; }
 diag() { echo "# $*"; }
 now_ms() { date +%s%3N; }
 
-# check NAME CONDITION...: one TAP line.
+# check NAME CONDITION...: one TAP line.  With REDISLOCK_CLI_ONLY set (an
+# extended regular expression), only the tests whose function name matches
+# run (while working on the tool).
 check() {
     name=$1; shift
+    if [ -n "${REDISLOCK_CLI_ONLY:-}" ] &&
+       ! echo "$1" | grep -Eq "$REDISLOCK_CLI_ONLY"; then
+        n=$((n + 1)); echo "ok $n # SKIP not in REDISLOCK_CLI_ONLY"
+        return
+    fi
     if "$@"; then ok "$name"; else not_ok "$name"; fi
 }
 
@@ -325,10 +332,11 @@ t_lost_when_stopped() {
 }
 check "a tool stopped past its lease finds the lock lost, stops COMMAND, exits 76" t_lost_when_stopped
 
-# Redis gone: renewals cannot get through, so COMMAND is stopped before
-# the lease ends (and the lock could pass to someone else), not after.
-t_stopped_before_lease_ends() {
-    d="$REDISLOCK_TEST_TMPDIR/down"
+# private_server NAME: a redis-server of the test's own, to stop, on the
+# socket $d/sock ($d: a directory NAME under the test's; its PID in $spid
+# and in $d/redis.pid, which with-redis.sh stops if the test does not).
+private_server() {
+    d="$REDISLOCK_TEST_TMPDIR/$1"
     mkdir -p "$d"
     "$REDISLOCK_TEST_REDIS_SERVER" --port 0 --unixsocket "$d/sock" --dir "$d" \
         --save "" --appendonly no --pidfile "$d/redis.pid" --daemonize no \
@@ -336,8 +344,14 @@ t_stopped_before_lease_ends() {
     spid=$!
     i=0
     until redis-cli -s "$d/sock" PING > /dev/null 2>&1; do
-        i=$((i + 1)); [ $i -lt 100 ] || return 1; sleep 0.05
+        i=$((i + 1)); [ $i -lt 100 ] || { kill $spid; return 1; }; sleep 0.05
     done
+}
+
+# Redis gone: renewals cannot get through, so COMMAND is stopped before
+# the lease ends (and the lock could pass to someone else), not after.
+t_stopped_before_lease_ends() {
+    private_server down || return 1
     $R -u "unix://$d/sock" -e 3 -k 5 k11 sh -c "
         trap 'date +%s%3N > \"$work/k11.term\"; exit 9' TERM
         date +%s%3N > '$work/k11.held'; sleep 30 & wait" 2> "$work/k11.err" &
@@ -383,11 +397,81 @@ t_tool_killed() {
 }
 check "a tool killed by SIGKILL: COMMAND gets the loss signal (Linux)" t_tool_killed
 
+# all_gone FILE MS: every PID listed in FILE has ended (a zombie counts as
+# ended) within MS milliseconds, polling /proc.
+all_gone() {
+    t_end=$(( $(now_ms) + $2 ))
+    while :; do
+        alive=
+        for p in $(cat "$1"); do
+            case $(sed -n 's/^State:[[:space:]]*\([A-Z]\).*/\1/p' "/proc/$p/status" 2>/dev/null) in
+                Z|"") ;;
+                *) alive="$alive $p" ;;
+            esac
+        done
+        [ -z "$alive" ] && return 0
+        [ "$(now_ms)" -lt $t_end ] || { diag "still running after $2 ms:$alive"; return 1; }
+        sleep 0.02
+    done
+}
+
+# kill_tool_check KEY PIDFILE: SIGKILL the tool $holder, then every
+# process of COMMAND's tree listed in PIDFILE must be gone within 2 s,
+# while the lease (3 s, renewed every second until then) still runs.
+kill_tool_check() {
+    kill -KILL $holder
+    wait $holder 2> /dev/null
+    if ! all_gone "$2" 2000; then
+        kill -KILL $(cat "$2") 2> /dev/null   # not to hang the harness
+        return 1
+    fi
+    ttl=$(cli PTTL "$1")
+    [ "$ttl" -gt 0 ] || { diag "the lease ran out first (PTTL $ttl)"; return 1; }
+}
+
+# The tool killed outright: what COMMAND started goes too, before the
+# lease can run out (a guardian process kills the tree): children in its
+# group, a grandchild, and one that left for a session of its own.
+t_tool_killed_tree() {
+    [ "$(uname -s)" = Linux ] || return 0
+    : > "$work/k50.pids"
+    escape=
+    command -v setsid > /dev/null 2>&1 &&
+        escape="setsid sleep 30 & echo \$! >> '$work/k50.pids';"
+    $R -e 3 k50 sh -c "echo \$\$ >> '$work/k50.pids'
+        sleep 30 & echo \$! >> '$work/k50.pids'
+        sh -c 'sleep 30 & echo \$! >> \"$work/k50.pids\"; wait' &
+        echo \$! >> '$work/k50.pids'
+        $escape
+        touch '$work/k50.held'; wait" &
+    holder=$!
+    wait_file "$work/k50.held" || return 1
+    [ "$(wc -l < "$work/k50.pids")" -ge 4 ] || { diag "pids: $(cat "$work/k50.pids")"; return 1; }
+    kill_tool_check k50 "$work/k50.pids"
+}
+check "a tool killed by SIGKILL: COMMAND's whole tree is gone before the lease ends" t_tool_killed_tree
+
+# A tree that ignores SIGTERM gets SIGKILL, at most a third of the lease
+# after the tool's death.
+t_tool_killed_term_ignored() {
+    [ "$(uname -s)" = Linux ] || return 0
+    : > "$work/k51.pids"
+    $R -e 3 -k 30 k51 sh -c "trap '' TERM; echo \$\$ >> '$work/k51.pids'
+        sleep 30 & echo \$! >> '$work/k51.pids'
+        touch '$work/k51.held'; while :; do sleep 0.1; done" &
+    holder=$!
+    wait_file "$work/k51.held" || return 1
+    kill_tool_check k51 "$work/k51.pids"
+}
+check "a tool killed by SIGKILL: a COMMAND that ignores TERM is killed before the lease ends" t_tool_killed_term_ignored
+
 # At a terminal (script(1) gives us one), COMMAND shares the tool's process
 # group, so ^C reaches it directly, once: the tool does not pass it on again.
+# (COMMAND's parent is the tool's guardian, whose parent is the tool.)
 t_terminal_foreground() {
     cat > "$work/pgrp.sh" <<'EOS'
-echo "$(cut -d' ' -f5 /proc/$$/stat) $(cut -d' ' -f5 /proc/$PPID/stat)"
+tool=$(cut -d' ' -f4 /proc/$PPID/stat)
+echo "$(cut -d' ' -f5 /proc/$$/stat) $(cut -d' ' -f5 /proc/$tool/stat)"
 EOS
     script -qec "$R ptyk sh '$work/pgrp.sh' > '$work/pty1'" /dev/null > /dev/null
     $R ptyk sh "$work/pgrp.sh" > "$work/pty2"
@@ -412,9 +496,37 @@ EOS
     grep -q 'got signal 2$' "$work/pty.err" ||
         { diag "tool: $(tr '\n' '|' < "$work/pty.err")"; return 1; }
 }
+# At a terminal, COMMAND's tree is in the tool's process group, which the
+# guardian cannot signal as a whole (a pipeline's other programs are in
+# it too): killing the tool still ends the tree, process by process.
+t_terminal_tool_killed() {
+    : > "$work/k52.pids"
+    # (HUP ignored: the end of the tool, the terminal's session leader,
+    # sends the terminal's group a SIGHUP, which would hide the rest.)
+    cat > "$work/tree.sh" <<EOS
+trap '' HUP
+echo \$\$ >> '$work/k52.pids'
+sleep 30 & echo \$! >> '$work/k52.pids'
+touch '$work/k52.held'; wait
+EOS
+    script -qec "echo \$\$ > '$work/k52.tool'; exec $R -e 3 k52 sh '$work/tree.sh'" \
+        /dev/null > /dev/null &
+    term=$!
+    wait_file "$work/k52.held" || return 1
+    holder=$(cat "$work/k52.tool")
+    kill -KILL $holder
+    wait $term
+    if ! all_gone "$work/k52.pids" 2000; then
+        kill -KILL $(cat "$work/k52.pids") 2> /dev/null
+        return 1
+    fi
+    [ "$(cli PTTL k52)" -gt 0 ] || { diag "the lease ran out first"; return 1; }
+}
 if command -v script > /dev/null 2>&1 && [ "$(uname -s)" = Linux ]; then
     check "at a terminal COMMAND shares the tool's group and gets ^C once" t_terminal_foreground
+    check "at a terminal, a tool killed by SIGKILL: COMMAND's tree is gone before the lease ends" t_terminal_tool_killed
 else
+    n=$((n + 1)); echo "ok $n # SKIP script(1) missing"
     n=$((n + 1)); echo "ok $n # SKIP script(1) missing"
 fi
 
@@ -837,6 +949,151 @@ t_error_messages() {
         { diag "$(cat "$work/e8")"; return 1; }
 }
 check "error messages: in the user's terms, without script text or a doubled timeout" t_error_messages
+
+# flock(1)'s habits: its options that redislock has not (or has with
+# another meaning) get a hint of what to do instead, not just "bad option".
+t_flock_habits() {
+    for args in "-x" "-o" "-F" "-xn" "--shared" "--exclusive" "--close" \
+                "--no-fork" "--unlock"; do
+        # shellcheck disable=SC2086
+        $R $args k true > "$work/out" 2>&1
+        expect_status 64 $? "redislock $args" || return 1
+        grep -q "^redislock: '.*' is flock's.*, not an option here: " "$work/out" ||
+            { diag "$args: $(cat "$work/out")"; return 1; }
+    done
+    $R -x k true 2>&1 | grep -q "every redislock lock is exclusive, so leave it out" || return 1
+    $R -o k true 2>&1 | grep -q "not on a descriptor COMMAND could inherit" || return 1
+    $R -F k true 2>&1 | grep -q "always stays beside COMMAND" || return 1
+    # -s, -e and -u take an argument here: a lock name there is a hint.
+    $R -s k true > "$work/out" 2>&1
+    expect_status 64 $? "flock's -s" || return 1
+    grep -q "^redislock: bad signal 'k' for -s; if you meant flock's -s (--shared): redislock has no shared locks" "$work/out" ||
+        { diag "$(cat "$work/out")"; return 1; }
+    $R -e k true > "$work/out" 2>&1
+    expect_status 64 $? "flock's -e" || return 1
+    grep -q "^redislock: bad expiry 'k' (seconds, > 0); if you meant flock's -e (--exclusive): every redislock lock is exclusive" "$work/out" ||
+        { diag "$(cat "$work/out")"; return 1; }
+    $R -u lockfile k true > "$work/out" 2>&1
+    expect_status 64 $? "flock's -u" || return 1
+    grep -q "if you meant flock's -u (--unlock): a lock is released when COMMAND ends" "$work/out" ||
+        { diag "$(cat "$work/out")"; return 1; }
+}
+check "flock(1)'s -x, -s, -o, -F, -e, -u: exit 64 with what to do instead" t_flock_habits
+
+# A URL from the environment: its errors say where it came from.
+t_url_from_env() {
+    REDISLOCK_URL='redis://u:s3cretpw@127.0.0.1:notaport' $R k true 2> "$work/u1"
+    expect_status 64 $? "a bad \$REDISLOCK_URL" || return 1
+    grep -qxF 'redislock: $REDISLOCK_URL (from the environment): port is not a number in 1..65535' "$work/u1" ||
+        { diag "$(cat "$work/u1")"; return 1; }
+    REDISLOCK_URL="unix://$work/no-such.sock" $R k true 2> "$work/u2"
+    expect_status 69 $? "no server at \$REDISLOCK_URL" || return 1
+    grep -q '^redislock: cannot acquire the lock k: .* (URL from $REDISLOCK_URL)$' "$work/u2" ||
+        { diag "$(cat "$work/u2")"; return 1; }
+    $R -u "unix://$work/no-such.sock" k true 2> "$work/u3"
+    ! grep -q 'REDISLOCK_URL' "$work/u3" || { diag "$(cat "$work/u3")"; return 1; }
+    ! grep -q s3cretpw "$work/u1"
+}
+check "an error in \$REDISLOCK_URL says it came from the environment" t_url_from_env
+
+# Waiting for a key that holds a value that is not a lock and has no
+# expiry waits for ever: said once, without -v.  Waiting for a lock says
+# nothing.
+t_wait_foreign() {
+    cli SET k70 "not a lock" > /dev/null
+    $R -w 2.5 k70 true 2> "$work/k70.err"
+    st=$?
+    cli DEL k70 > /dev/null
+    expect_status 75 $st "waiting for a foreign value" || return 1
+    [ "$(grep -c . "$work/k70.err")" -eq 1 ] &&
+    grep -q '^redislock: waiting for k70, which holds a value that is not a lock (a string without expiry.*: it will never be freed unless someone deletes it' "$work/k70.err" ||
+        { diag "$(cat "$work/k70.err")"; return 1; }
+    cli SET k71 "$(printf '%032x' 5)" PX 2000 > /dev/null
+    $R -w 10 k71 true 2> "$work/k71.err"
+    expect_status 0 $? "waiting for a lock" || return 1
+    [ ! -s "$work/k71.err" ] || { diag "$(cat "$work/k71.err")"; return 1; }
+}
+check "a wait for a foreign value without expiry says once that it is never freed" t_wait_foreign
+
+# A password given with -u: hidden from ps and /proc/PID/cmdline once the
+# tool has started (the rest of the URL kept), with a warning, which
+# --no-auth-warning leaves out; --url-file keeps it off the command line.
+# (Under valgrind the command line shown is valgrind's own copy.)
+t_password_hidden() {
+    cli ACL SETUSER pwuser on '>s3cretpw' '~*' '+@all' > /dev/null
+    for u in "redis://pwuser:s3cretpw@127.0.0.1:$REDISLOCK_TEST_PORT/0" \
+             "unix://pwuser:s3cretpw@$REDISLOCK_TEST_SOCKET?db=0"; do
+        rm -f "$work/k80.held"
+        $R -u "$u" k80 sh -c "touch '$work/k80.held'; sleep 30" 2> "$work/k80.err" &
+        holder=$!
+        wait_file "$work/k80.held" || return 1
+        tr '\0' ' ' < "/proc/$holder/cmdline" > "$work/k80.cmdline"
+        kill -TERM $holder; wait $holder
+        if [ -z "$wrapper" ]; then
+            ! grep -q s3cretpw "$work/k80.cmdline" &&
+            grep -qF -- "-u $(echo "$u" | sed 's/s3cretpw/xxxxxxxx/') k80 sh -c" "$work/k80.cmdline" ||
+                { diag "cmdline: $(cat "$work/k80.cmdline")"; return 1; }
+        fi
+        [ "$(grep -c 'warning: a password given with -u can be seen by other users' "$work/k80.err")" -eq 1 ] ||
+            { diag "stderr: $(cat "$work/k80.err")"; return 1; }
+    done
+    $R --no-auth-warning -u "redis://pwuser:s3cretpw@127.0.0.1:$REDISLOCK_TEST_PORT" k80 true 2> "$work/k80.err2"
+    expect_status 0 $? "--no-auth-warning" || return 1
+    [ ! -s "$work/k80.err2" ] || { diag "$(cat "$work/k80.err2")"; return 1; }
+    printf 'redis://pwuser:s3cretpw@127.0.0.1:%s\n' "$REDISLOCK_TEST_PORT" > "$work/url"
+    $R --url-file "$work/url" k80 sh -c 'echo "$REDISLOCK_KEY"' > "$work/k80.out" 2> "$work/k80.err3"
+    expect_status 0 $? "--url-file" || return 1
+    [ "$(cat "$work/k80.out")" = k80 ] && [ ! -s "$work/k80.err3" ] ||
+        { diag "$(cat "$work/k80.out" "$work/k80.err3")"; return 1; }
+    printf 'redis://a\nredis://b\n' > "$work/url2"
+    $R --url-file "$work/url2" k80 true 2> "$work/k80.err4"
+    expect_status 64 $? "--url-file with two lines" || return 1
+    cli ACL DELUSER pwuser > /dev/null
+}
+check "a password given with -u is hidden from /proc/PID/cmdline, with a warning; --url-file" t_password_hidden
+
+# expect_unreleased FILE STATUS: the message of a failed release says so,
+# how COMMAND ended (status STATUS) and how long the lock stays (a lease
+# of 30 s, given up a moment ago).
+expect_unreleased() {
+    grep -Eq "^redislock: cannot release the lock k6[0-9]: .*; COMMAND exited with status $2; the lock stays held until its lease runs out, in about (29|30)\.[0-9] s$" "$1" ||
+        { diag "$(cat "$1")"; return 1; }
+}
+
+# A release that fails is no success: exit 74, even after COMMAND
+# succeeded.  Here the Redis user may acquire (and renew) but not release:
+# the release script's DEL is refused.
+t_release_refused() {
+    cli ACL SETUSER norelease on '>pw' '~*' '+@all' '-del' > /dev/null
+    u="redis://norelease:pw@127.0.0.1:$REDISLOCK_TEST_PORT"
+    $R -e 30 -u "$u" k60 true 2> "$work/k60.err"
+    st=$?
+    $R -e 30 -u "$u" k62 sh -c 'exit 3' 2> "$work/k62.err"
+    st3=$?
+    ttl=$(cli PTTL k60)
+    cli ACL DELUSER norelease > /dev/null
+    cli DEL k60 k62 > /dev/null
+    expect_status 74 $st "release refused after COMMAND succeeded" || return 1
+    expect_status 74 $st3 "release refused after COMMAND exited 3" || return 1
+    expect_unreleased "$work/k60.err" 0 || return 1
+    expect_unreleased "$work/k62.err" 3 || return 1
+    grep -q 'the Redis user lacks a permission' "$work/k60.err" || return 1
+    [ "$ttl" -gt 25000 ] || { diag "PTTL $ttl"; return 1; }
+}
+check "a refused release exits 74, says how COMMAND ended and how long the lock stays" t_release_refused
+
+# Redis gone before the release (a private server, stopped by COMMAND).
+t_release_server_gone() {
+    private_server gone || return 1
+    $R -u "unix://$d/sock" -e 30 k61 sh -c \
+        "kill $spid; while kill -0 $spid 2> /dev/null; do sleep 0.05; done" \
+        2> "$work/k61.err"
+    st=$?
+    wait $spid
+    expect_status 74 $st "Redis gone before the release" || return 1
+    expect_unreleased "$work/k61.err" 0
+}
+check "Redis gone before the release: exit 74, with how long the lock stays" t_release_server_gone
 
 # A lost lock is reported once (by the watch, not again by the release).
 t_lost_said_once() {

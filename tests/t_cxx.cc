@@ -24,6 +24,7 @@
 #include <string>
 #include <system_error>
 #include <thread>
+#include <vector>
 
 using namespace std::chrono;
 using redislockpp::errc;
@@ -86,6 +87,28 @@ std::string cmd(const char *c1, const std::string &key,
     return out;
 }
 
+// Any command on the raw connection, for what cmd() cannot say; false on
+// an error reply.
+bool command(const std::vector<std::string> &args)
+{
+    std::vector<const char *> argv;
+    std::vector<size_t> lens;
+
+    for (const std::string &a : args) {
+        argv.push_back(a.c_str());
+        lens.push_back(a.size());
+    }
+    redisReply *r = static_cast<redisReply *>(redisCommandArgv(
+        raw, static_cast<int>(args.size()), argv.data(), lens.data()));
+    if (r == nullptr) {
+        std::printf("Bail out! raw connection: %s\n", raw->errstr);
+        std::exit(99);
+    }
+    bool fine = r->type != REDIS_REPLY_ERROR;
+    freeReplyObject(r);
+    return fine;
+}
+
 std::string get(const std::string &key) { return cmd("GET", key); }
 bool exists(const std::string &key) { return cmd("EXISTS", key) == "1"; }
 void del(const std::string &key) { (void)cmd("DEL", key); }
@@ -138,12 +161,26 @@ int closed_port()
     return port;
 }
 
+// A lease of MS without renewal.
 redislockpp::options lease(milliseconds ms)
 {
     redislockpp::options o;
 
     o.expiry = ms;
+    o.auto_renew = false;
     return o;
+}
+
+// WHAT says each thing once: the code's message is not repeated after the
+// library's words, and WORD (a cause) appears once after the key.
+bool said_once(const std::system_error &e, const char *word)
+{
+    std::string w = e.what();
+    size_t at = w.find(word, w.find("\": "));
+
+    return at != std::string::npos &&
+           w.find(word, at + 1) == std::string::npos &&
+           w.find(e.code().message()) == std::string::npos;
 }
 
 // ---------------------------------------------------------------------------
@@ -445,64 +482,81 @@ void test_two_keys(redislockpp::client &cl)
 void test_loss_without_renewal(redislockpp::client &cl)
 {
     std::string k = key("lost");
-    redislockpp::mutex a(cl, k, redislockpp::mode::gozero, seconds(10));
-    redislockpp::mutex b(cl, k, redislockpp::mode::gozero, seconds(10));
+    redislockpp::mutex a(cl, k, lease(seconds(10)));
+    redislockpp::mutex b(cl, k, lease(seconds(10)));
 
     del(k);
     a.lock();
     del(k);   // from another connection: the lock is gone
     try {
-        a.unlock();
-        ok(false, "unlock of a deleted lock throws");
+        a.unlock_or_throw();
+        ok(false, "unlock_or_throw of a deleted lock throws");
     } catch (const std::system_error &e) {
         ok(is_redislock(e, errc::not_held) &&
                std::strstr(e.what(), k.c_str()) != nullptr,
-           std::string("unlock of a deleted lock: errc::not_held: ") +
+           std::string("unlock_or_throw of a deleted lock: errc::not_held: ") +
                e.what());
+        ok(said_once(e, "expired") &&
+               std::string(e.what()) == "redislock unlock \"" + k +
+                                            "\": not held: the key had "
+                                            "expired or been deleted",
+           "not_held: each cause said once");
+        ok(e.code() == a.last_unlock_error() &&
+               a.last_unlock_message() == e.what(),
+           "last_unlock_error() and _message() say what was thrown");
     }
     ok(!a.owns_lock(), "after the throw the mutex holds nothing");
     bool threw = false;
     try {
-        a.unlock();   // holds nothing: nothing to do
+        a.unlock_or_throw();   // holds nothing: nothing to do
+        a.unlock();
     } catch (const std::system_error &) {
         threw = true;
     }
-    ok(!threw, "a second unlock() does nothing");
+    ok(!threw && a.last_unlock_error() == errc::not_held,
+       "a second unlock() does nothing, and leaves last_unlock_error()");
+
+    // unlock() never throws: a loss is kept for last_unlock_error().
+    a.lock();
+    del(k);
+    a.unlock();
+    ok(!a.owns_lock() && a.last_unlock_error() == errc::not_held &&
+           a.last_unlock_message().find("expired or been deleted") !=
+               std::string::npos,
+       "unlock() of a deleted lock: no throw, last_unlock_error() not_held: " +
+           a.last_unlock_message());
+    a.lock();
+    a.unlock();
+    ok(!a.last_unlock_error() && a.last_unlock_message().empty(),
+       "a clean unlock() clears last_unlock_error()");
 
     a.lock();
     del(k);
     b.lock();   // another owner takes the key
-    try {
-        a.unlock();
-        ok(false, "unlock of a lock taken by another owner throws");
-    } catch (const std::system_error &e) {
-        ok(e.code() == errc::not_held &&
-               std::strstr(e.what(), "another owner") != nullptr &&
-               get(k) == b.id(),
-           std::string("taken by another owner: not_held, key untouched: ") +
-               e.what());
-    }
+    a.unlock();
+    ok(a.last_unlock_error() == errc::not_held &&
+           a.last_unlock_message().find("another owner") !=
+               std::string::npos &&
+           get(k) == b.id(),
+       "taken by another owner: not_held, key untouched: " +
+           a.last_unlock_message());
     b.unlock();
 
-    // std::unique_lock: handle the throw yourself; its destructor then
-    // calls unlock() again, which must neither throw nor terminate.
+    // std::unique_lock: its unlock() and destructor never throw; the loss
+    // is there to be looked at.
     {
         std::unique_lock<redislockpp::mutex> ul(a);
         del(k);
-        bool caught = false;
-        try {
-            ul.unlock();
-        } catch (const std::system_error &e) {
-            caught = e.code() == errc::not_held;
-        }
-        ok(caught, "unique_lock::unlock() rethrows not_held");
+        ul.unlock();
+        ok(!ul.owns_lock() && a.last_unlock_error() == errc::not_held,
+           "unique_lock::unlock() of a deleted lock: last_unlock_error()");
     }
     ok(b.try_lock(), "after the unique_lock's scope the key is free");
     b.unlock();
 
     // The destructor swallows: going out of scope after the loss is fine.
     {
-        redislockpp::mutex d(cl, k, redislockpp::mode::gozero, seconds(10));
+        redislockpp::mutex d(cl, k, lease(seconds(10)));
         d.lock();
         del(k);
         b.lock();
@@ -517,9 +571,59 @@ void test_loss_without_renewal(redislockpp::client &cl)
         a.extend();
         ok(false, "extend of a deleted lock throws");
     } catch (const std::system_error &e) {
-        ok(e.code() == errc::not_held && !a.owns_lock(),
-           "extend of a deleted lock: errc::not_held");
+        ok(e.code() == errc::not_held && !a.owns_lock() &&
+               said_once(e, "expired"),
+           std::string("extend of a deleted lock: errc::not_held: ") +
+               e.what());
     }
+}
+
+// A release Redis refuses (a user allowed to acquire and renew, not to
+// DEL): unlock() reports it, and the key lapses with its lease, no longer
+// renewed for a mutex that counts on nothing.
+void test_release_refused()
+{
+    std::string k = key("refused");
+    std::string u = url;
+
+    ok(command({"ACL", "SETUSER", "t_cxx_norel", "on", ">pw", "~*", "+@all",
+                "-del"}),
+       "ACL user without DEL");
+    u.insert(u.find("//") + 2, "t_cxx_norel:pw@");
+    redislockpp::client nc(u);
+    redislockpp::mutex m(nc, k, lease(milliseconds(900)));
+
+    del(k);
+    m.set_auto_renew(true);
+    m.lock();
+    m.unlock();
+    ok(m.last_unlock_error() == errc::server && !m.owns_lock() && exists(k),
+       "refused release: errc::server, the key stays: " +
+           m.last_unlock_message());
+    std::this_thread::sleep_for(milliseconds(1500));
+    ok(!exists(k), "refused release: no renewal after it, the key lapses");
+    (void)command({"ACL", "DELUSER", "t_cxx_norel"});
+}
+
+// BasicLockable: unlock() never throws, so a std::lock_guard around a
+// section longer than a lease that is not renewed does not end the
+// program (std::terminate); the loss is reported by last_unlock_error().
+void test_guard_past_lease(redislockpp::client &cl)
+{
+    std::string k = key("guard-past-lease");
+    redislockpp::mutex m(cl, k, lease(milliseconds(300)));
+
+    ok(noexcept(m.unlock()), "mutex::unlock() is noexcept");
+    del(k);
+    {
+        std::lock_guard<redislockpp::mutex> g(m);
+        std::this_thread::sleep_for(milliseconds(700));
+    }
+    ok(!m.owns_lock() && !exists(k),
+       "lock_guard around 700 ms with a 300 ms lease, no renewal: no "
+       "terminate");
+    ok(m.last_unlock_error() == errc::not_held,
+       "the lapsed lease is reported: " + m.last_unlock_message());
 }
 
 void test_loss_with_renewal(redislockpp::client &cl)
@@ -553,12 +657,12 @@ void test_loss_with_renewal(redislockpp::client &cl)
     ok(fd >= 0 && poll(&p, 1, 1000) == 1 && (p.revents & POLLIN),
        "lost_fd readable after the loss");
     try {
-        a.unlock();
-        ok(false, "unlock of a lost auto-renewed lock throws");
+        a.unlock_or_throw();
+        ok(false, "unlock_or_throw of a lost auto-renewed lock throws");
     } catch (const std::system_error &e) {
-        ok(is_redislock(e, errc::lost) &&
-               std::strstr(e.what(), "lost") != nullptr,
-           std::string("unlock after a loss: errc::lost: ") + e.what());
+        ok(is_redislock(e, errc::lost) && said_once(e, "lost"),
+           std::string("unlock_or_throw after a loss: errc::lost, said "
+                       "once: ") + e.what());
     }
     ok(!a.owns_lock() && !exists(k), "after the loss nothing is held");
 
@@ -570,13 +674,9 @@ void test_loss_with_renewal(redislockpp::client &cl)
     for (int i = 0; i < 300 && calls2 == 0; i++)
         std::this_thread::sleep_for(milliseconds(10));
     ok(calls2 == 1 && calls == 1, "on_lost() replaced the callback");
-    bool lost = false;
-    try {
-        a.unlock();
-    } catch (const std::system_error &e) {
-        lost = e.code() == errc::lost;
-    }
-    ok(lost, "second loss reported by unlock too");
+    a.unlock();
+    ok(a.last_unlock_error() == errc::lost,
+       "second loss reported by unlock() too: " + a.last_unlock_message());
 }
 
 void test_moves(redislockpp::client &cl)
@@ -777,7 +877,7 @@ void test_auto_renew(redislockpp::client &cl)
        "auto-renewal keeps a 300 ms lease past 1 s");
     bool threw = false;
     try {
-        r.unlock();
+        r.unlock_or_throw();
     } catch (const std::system_error &) {
         threw = true;
     }
@@ -790,6 +890,8 @@ void test_cancel(redislockpp::client &cl)
     redislockpp::mutex a(cl, k, redislockpp::mode::gozero, seconds(10));
     redislockpp::mutex b(cl, k, redislockpp::mode::gozero, seconds(10));
     std::error_code got;
+    bool once = false;
+    std::string what;
 
     del(k);
     a.lock();
@@ -798,6 +900,8 @@ void test_cancel(redislockpp::client &cl)
             b.lock();
         } catch (const std::system_error &e) {
             got = e.code();
+            once = said_once(e, "cancel");
+            what = e.what();
         }
     });
     std::this_thread::sleep_for(milliseconds(200));
@@ -805,7 +909,41 @@ void test_cancel(redislockpp::client &cl)
     t.join();
     ok(got == errc::canceled && !b.owns_lock(),
        "cancel_wait() stops lock(): errc::canceled");
+    ok(once, "canceled: said once: " + what);
     a.unlock();
+}
+
+// The README's mutex, from a client with default options: held until it
+// is unlocked, past several leases (the watchdog renews default_lease),
+// like a std::mutex.  Runs in a thread of its own beside the other tests;
+// main() reports what it found (ok() is for the main thread).
+struct held_report {
+    long long ttl = -1;
+    bool held = false;
+    bool released = false;
+    std::string error;
+};
+
+void hold_by_default(redislockpp::client &cl, held_report &r)
+{
+    try {
+        std::string k = key("default");
+        redislockpp::mutex m(cl, k), other(cl, k);
+
+        m.lock();
+        r.ttl = m.ttl().count();
+        bool held = true;
+        for (int i = 0; i < 4 && held; i++) {   // 3.2 leases in all
+            std::this_thread::sleep_for(redislockpp::default_lease * 4 / 5);
+            held = m.held() && !other.try_lock();
+        }
+        r.held = held;
+        m.unlock();
+        r.released = !m.last_unlock_error() && other.try_lock();
+        other.unlock();
+    } catch (const std::exception &e) {
+        r.error = e.what();
+    }
 }
 
 } // namespace
@@ -894,12 +1032,17 @@ int main()
 
     redislockpp::client cl(url);
     cl.ping();
+    held_report by_default;
+    std::thread by_default_thread(hold_by_default, std::ref(cl),
+                                  std::ref(by_default));
     run("lock_guard", [&]() { test_lock_guard(cl); });
     run("unique_lock", [&]() { test_unique_lock(cl); });
     run("deadlines", [&]() { test_deadlines(cl); });
     run("released meanwhile", [&]() { test_released_meanwhile(cl); });
     run("two keys", [&]() { test_two_keys(cl); });
     run("loss", [&]() { test_loss_without_renewal(cl); });
+    run("guard past the lease", [&]() { test_guard_past_lease(cl); });
+    run("release refused", test_release_refused);
     run("loss with renewal", [&]() { test_loss_with_renewal(cl); });
     run("moves", [&]() { test_moves(cl); });
     run("counted", [&]() { test_counted(cl); });
@@ -909,6 +1052,15 @@ int main()
     run("cancel", [&]() { test_cancel(cl); });
     run("min replicas", [&]() { test_min_replicas(cl); });
     run("quorum", test_quorum);
+
+    by_default_thread.join();
+    long long lease_ms = redislockpp::default_lease.count();
+    ok(by_default.error.empty() && by_default.ttl > lease_ms - 1000 &&
+           by_default.ttl <= lease_ms,
+       "default options: the lease is default_lease (ttl " +
+           std::to_string(by_default.ttl) + " ms) " + by_default.error);
+    ok(by_default.held, "default options: held past 3 leases (renewed)");
+    ok(by_default.released, "default options: then released cleanly");
 
     redisFree(raw);
     std::printf("1..%d\n", tests_run);
