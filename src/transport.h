@@ -8,7 +8,7 @@
  *     public API       redislock.c (handles)  lock.c  wait.c   client.c
  *     lock operations  lock.c, wait.c: calls.c for every script call, the
  *                      client's pool for a connection, the watchdog
- *     beside them      client.c (pool) -> watchdog.c -> connect.c
+ *     beside them      client.c -> watchdog.c -> exec.c -> pool.c -> connect.c
  *     KEYS/ARGV        calls.c
  *     script runner    scripts.c (EVALSHA, NOSCRIPT -> EVAL, pipelines)
  *     transport        transport.c  (this header)

@@ -1,0 +1,181 @@
+/*
+ * pool.c - a client's connections: each node's idle ones and its
+ * reconnect backoff, and the take-and-give of one for an operation.
+ *
+ * Below the executor and the watchdog, above connect.c: it calls nothing
+ * that calls it back (tests/check-layers.sh).
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "client.h"
+
+redisContext *redislockp_pool_get(redislock_client *cl, size_t node,
+                                  char *errmsg, int *status)
+{
+    redisContext *c = NULL;
+    redislockp_node *n;
+    redislockp_url u;
+    long long now, wait;
+
+    if (redislockp_client_forked(cl)) {
+        *status = redislockp_tx_fail(errmsg, REDISLOCK_ERR_FORKED,
+                                     "client created in another process: "
+                                     "create a new one after fork()");
+        return NULL;
+    }
+    pthread_mutex_lock(&cl->mu);
+    n = &cl->nodes[node];
+    if (n->gone && cl->sentinel) {
+        /* A master the sentinels replaced (routed to just before the
+         * switch): never use it again; the caller asks for the master
+         * anew. */
+        pthread_mutex_unlock(&cl->mu);
+        *status = redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO,
+                                     "%.200s:%d is no longer the master",
+                                     n->host, n->port);
+        return NULL;
+    }
+    if (n->nidle > 0) {
+        c = n->idle[--n->nidle];
+        pthread_mutex_unlock(&cl->mu);
+        return c;
+    }
+    now = redislockp_now_ms();
+    if (n->failures > 0 && n->probing) {
+        /* After failures, one thread at a time tries the server again;
+         * the others do not each wait out a connect timeout. */
+        pthread_mutex_unlock(&cl->mu);
+        *status = redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO,
+                                     "not connected: another thread is "
+                                     "reconnecting");
+        return NULL;
+    }
+    if (n->failures > 0 && now < n->retry_at) {
+        wait = n->retry_at - now;
+        pthread_mutex_unlock(&cl->mu);
+        *status = redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO,
+                                     "not connected: the last connect (or "
+                                     "AUTH/SELECT) failed; next attempt in "
+                                     "%lld ms", wait);
+        return NULL;
+    }
+    if (n->failures > 0)
+        n->probing = 1;
+    pthread_mutex_unlock(&cl->mu);
+
+    u = redislockp_node_url(cl, node);
+    c = redislockp_connect(&u, errmsg, status);
+
+    pthread_mutex_lock(&cl->mu);
+    n = &cl->nodes[node];       /* the array may have grown meanwhile */
+    n->probing = 0;
+    /* Back off after a failed connect, and after a refused AUTH or SELECT
+     * too (retrying a wrong password at once helps nobody). */
+    if (c == NULL && (*status == REDISLOCK_ERR_IO ||
+                      *status == REDISLOCK_ERR_SERVER)) {
+        n->retry_at = redislockp_now_ms() + redislockp_backoff_ms(n->failures);
+        n->failures++;
+    } else if (c != NULL) {
+        n->failures = 0;
+    }
+    pthread_mutex_unlock(&cl->mu);
+    return c;
+}
+
+void redislockp_pool_put(redislock_client *cl, size_t node, redisContext *c,
+                         int broken)
+{
+    redisContext *stale[REDISLOCKP_POOL_IDLE];
+    redislockp_node *n;
+    size_t i, k = 0;
+
+    if (c == NULL)
+        return;
+    pthread_mutex_lock(&cl->mu);
+    n = &cl->nodes[node];
+    if (!broken && !c->err && !redislockp_tx_pending_output(c) && !n->gone &&
+        n->nidle < REDISLOCKP_POOL_IDLE) {
+        n->idle[n->nidle++] = c;
+        c = NULL;
+    } else if (broken) {
+        /* What broke this connection (a restart, a kill, a network cut)
+         * most likely broke the node's idle ones too: drop them all, so
+         * that the next operation connects anew instead of failing on
+         * each. */
+        k = n->nidle;
+        memcpy(stale, n->idle, k * sizeof stale[0]);
+        n->nidle = 0;
+    }
+    pthread_mutex_unlock(&cl->mu);
+    for (i = 0; i < k; i++)
+        redisFree(stale[i]);
+    if (c != NULL)
+        redisFree(c);
+}
+
+void redislockp_pool_drop(redislock_client *cl, size_t node, redisContext *c)
+{
+    (void)cl;
+    (void)node;
+    redisFree(c);
+}
+
+/* A call's status says its connection can no longer be trusted: dead, or
+ * out of step (a reply we did not expect may still be coming). */
+static int broken_by(int status)
+{
+    return status == REDISLOCK_ERR_IO || status == REDISLOCK_ERR_NOMEM ||
+           status == REDISLOCK_ERR_PROTOCOL;
+}
+
+redisContext *redislockp_conn_route(redislock_client *cl, unsigned slot,
+                                    size_t *node, char *errmsg, int *status)
+{
+    *status = redislockp_route(cl, slot, node, errmsg);
+    if (*status != REDISLOCK_OK)
+        return NULL;
+    return redislockp_pool_get(cl, *node, errmsg, status);
+}
+
+void redislockp_conn_back(redislock_client *cl, size_t node, redisContext *c,
+                          int status)
+{
+    redislockp_pool_put(cl, node, c, broken_by(status));
+    /* A node that fails may have failed over: read the Cluster map, or
+     * ask the sentinels, again before the next operation. */
+    if (status == REDISLOCK_ERR_IO)
+        redislockp_route_stale(cl);
+}
+
+int redislockp_conn_take(redislock *lock, long node)
+{
+    size_t n = 0;
+    int st = REDISLOCK_OK;
+
+    if (lock->client != NULL) {
+        if (node >= 0) {
+            n = (size_t)node;
+            lock->ctx = redislockp_pool_get(lock->client, n, lock->errmsg,
+                                            &st);
+        } else {
+            lock->ctx = redislockp_conn_route(lock->client, lock->slot, &n,
+                                              lock->errmsg, &st);
+        }
+        lock->node = (int)n;
+        if (lock->ctx == NULL)
+            return st;
+    }
+    return REDISLOCK_OK;
+}
+
+void redislockp_conn_give(redislock *lock, int status)
+{
+    if (lock->client != NULL) {
+        redislockp_conn_back(lock->client, (size_t)lock->node, lock->ctx,
+                             status);
+        lock->ctx = NULL;
+    }
+}
