@@ -69,6 +69,8 @@ typedef struct redislockp_node {
     unsigned failures;          /* connects failed in a row */
     int probing;                /* a thread retries after failures */
     long long retry_at;         /* no connect before this (monotonic ms) */
+    int last_status;            /* the last failed connect's status and */
+    char last_error[256];       /* message, repeated while backing off */
 } redislockp_node;
 
 /* The slot map is refreshed at most this often (ms), whoever asks. */

@@ -117,6 +117,30 @@ static int follow(redislock *lock, const redisReply *r, int *redirects,
     }
 }
 
+/* A MOVED or ASK answer to a client that does not speak Cluster (its URL
+ * lacks ?cluster=1, or a borrowed context): say what to do, after the
+ * server's words in the handle's message. */
+static void cluster_hint(redislock *lock)
+{
+    char host[256];
+    unsigned slot;
+    int port;
+    size_t len = strlen(lock->errmsg);
+    redislockp_redirect kind =
+        redislockp_redirect_parse(lock->errmsg, len, &slot, host, sizeof host,
+                                  &port);
+
+    if (kind != REDISLOCKP_REDIR_MOVED && kind != REDISLOCKP_REDIR_ASK)
+        return;
+    snprintf(lock->errmsg + len, sizeof lock->errmsg - len, "%s",
+             lock->client != NULL
+                 ? " [this server is a Redis Cluster node: add ?cluster=1 to "
+                   "the URL]"
+                 : " [this server is a Redis Cluster node: use a client "
+                   "opened with a redis://...?cluster=1 URL, which follows "
+                   "redirections]");
+}
+
 /* Refuse a call that needs companion keys which cannot share the lock
  * key's Cluster slot (the key holds '}' without a hash tag). */
 static int companions_usable(redislock *lock, const redislockp_call *call)
@@ -670,6 +694,8 @@ static int op_run_one(redislock *lock, const redislockp_call *call,
                 continue;
             }
             st = REDISLOCK_ERR_SERVER;
+            if (!lock->cluster)
+                cluster_hint(lock);
             if (redirects > REDISLOCKP_MAX_REDIRECTS) {
                 char last[REDISLOCKP_ERRMSG_SIZE];
 
@@ -695,6 +721,10 @@ static int op_run_one(redislock *lock, const redislockp_call *call,
      * A later holding with the same ID could be hurt by it (a late
      * release deleting it): refresh_id() replaces the ID before the next
      * acquire. */
+    /* A success says nothing of what failed on the way (a dead seed, a
+     * redirection followed): last_error is "" after it. */
+    if (st == REDISLOCK_OK)
+        redislockp_clear_error(lock);
     if (mutating && any_sent && (st == REDISLOCK_ERR_IO ||
                                  st == REDISLOCK_ERR_NOMEM ||
                                  st == REDISLOCK_ERR_PROTOCOL))

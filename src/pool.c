@@ -44,22 +44,23 @@ redisContext *redislockp_pool_get(redislock_client *cl, size_t node,
         return c;
     }
     now = redislockp_now_ms();
-    if (n->failures > 0 && n->probing) {
-        /* After failures, one thread at a time tries the server again;
-         * the others do not each wait out a connect timeout. */
-        pthread_mutex_unlock(&cl->mu);
-        *status = redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO,
-                                     "not connected: another thread is "
-                                     "reconnecting");
-        return NULL;
-    }
-    if (n->failures > 0 && now < n->retry_at) {
+    if (n->failures > 0 && (n->probing || now < n->retry_at)) {
+        /* After failures, one thread at a time tries the server again,
+         * after a backoff; meanwhile the others fail at once, with the
+         * cause and status of the last failure, so that the caller sees
+         * one story (a wrong password stays a wrong password). */
+        char last[sizeof n->last_error];
+        int st = n->last_status;
+
+        memcpy(last, n->last_error, sizeof last);
         wait = n->retry_at - now;
         pthread_mutex_unlock(&cl->mu);
-        *status = redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO,
-                                     "not connected: the last connect (or "
-                                     "AUTH/SELECT) failed; next attempt in "
-                                     "%lld ms", wait);
+        if (wait > 0)
+            *status = redislockp_tx_fail(errmsg, st, "%s (not retried for "
+                                         "%lld ms)", last, wait);
+        else
+            *status = redislockp_tx_fail(errmsg, st, "%s (another thread "
+                                         "is connecting again)", last);
         return NULL;
     }
     if (n->failures > 0)
@@ -78,6 +79,8 @@ redisContext *redislockp_pool_get(redislock_client *cl, size_t node,
                       *status == REDISLOCK_ERR_SERVER)) {
         n->retry_at = redislockp_now_ms() + redislockp_backoff_ms(n->failures);
         n->failures++;
+        n->last_status = *status;
+        snprintf(n->last_error, sizeof n->last_error, "%s", errmsg);
     } else if (c != NULL) {
         n->failures = 0;
     }

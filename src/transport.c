@@ -154,6 +154,12 @@ oom:
  * Errors
  */
 
+/* A read or write that timed out; the outcome of what was sent is
+ * unknown.  ("timeout:" starts it: the tool reads that.) */
+#define TIMEOUT_TEXT "timeout: Redis did not answer in time (a client's " \
+    "URL sets the wait with ?timeout=MS, 5000 by default; a borrowed " \
+    "context, with redisSetTimeout())"
+
 int redislockp_tx_error(const redisContext *c, int err_no, char *errmsg)
 {
     const char *what = c->errstr[0] ? c->errstr : "unknown error";
@@ -165,15 +171,13 @@ int redislockp_tx_error(const redisContext *c, int err_no, char *errmsg)
                                   "is unusable and the outcome unknown");
 #ifdef REDIS_ERR_TIMEOUT
     case REDIS_ERR_TIMEOUT:
-        return redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO, "timeout: %s",
-                                  what);
+        return redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO, TIMEOUT_TEXT);
 #endif
     case REDIS_ERR_IO:
         /* hiredis 0.14 reports a read/write timeout as an I/O error whose
          * errno is EAGAIN (SO_RCVTIMEO/SO_SNDTIMEO): name it. */
         if (err_no == EAGAIN || err_no == EWOULDBLOCK)
-            return redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO,
-                                      "timeout: %s", what);
+            return redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO, TIMEOUT_TEXT);
         return redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO, "I/O error: %s",
                                   what);
     case REDIS_ERR_EOF:
@@ -193,6 +197,15 @@ int redislockp_tx_server_error(const redisReply *r, const char *prefix,
                                char *errmsg)
 {
     int len = r->len > 400 ? 400 : (int)r->len;
+
+    /* Redis answers a long command from a client that has not
+     * authenticated with a protocol error, a short one with NOAUTH: the
+     * same cause, told the same way. */
+    if (r->str != NULL &&
+        strncmp(r->str, "ERR Protocol error: unauthenticated", 35) == 0)
+        return redislockp_tx_fail(errmsg, REDISLOCK_ERR_SERVER,
+                                  "%sNOAUTH Authentication required (Redis "
+                                  "said: %.*s)", prefix, len, r->str);
 
     return redislockp_tx_fail(errmsg, REDISLOCK_ERR_SERVER, "%s%.*s", prefix,
                               len, r->str ? r->str : "");

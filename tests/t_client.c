@@ -258,12 +258,66 @@ static void test_escaped_credentials(void **state)
     assert_int_equal(redislock_client_ping(cl, err, sizeof err),
                      REDISLOCK_ERR_SERVER);
     assert_null(strstr(err, "badpw123"));
+    /* While the client backs off, the cause and its status repeat (they
+     * alternated with a bare "not connected" and another status). */
+    {
+        redislock *lock = redislock_new_from_client(cl, "client:wrongpw");
+        char first[512];
+        bool ok = true;
+        int i;
+
+        assert_int_equal(redislock_acquire(lock, &ok), REDISLOCK_ERR_SERVER);
+        snprintf(first, sizeof first, "%s", redislock_last_error(lock));
+        assert_non_null(strstr(first, "WRONGPASS"));
+        for (i = 0; i < 3; i++) {
+            assert_int_equal(redislock_acquire(lock, &ok),
+                             REDISLOCK_ERR_SERVER);
+            assert_false(ok);
+            assert_non_null(strstr(redislock_last_error(lock), "WRONGPASS"));
+        }
+        redislock_free(lock);
+    }
     redislock_client_free(cl);
     /* A user without a password ("nopass" users accept any). */
     tu_cmd_ok(c, "ACL SETUSER lockuser reset on nopass +@all ~*");
     snprintf(url, sizeof url, "redis://lockuser@127.0.0.1:%s",
              getenv("REDISLOCK_TEST_PORT"));
     opens_and_pings(url);
+}
+
+/* A server that wants a password, and a client without one: acquire and
+ * acquire_wait say the same (Redis answers a waiter's longer command
+ * with "Protocol error: unauthenticated multibulk length"). */
+static void test_noauth_told_alike(void **state)
+{
+    tu_server srv;
+    char url[400];
+    redislock_client *cl;
+    redislock *lock;
+    bool ok = true;
+
+    (void)state;
+    tu_server_start(&srv, NULL);
+    {
+        redisContext *admin = tu_connect_unix(srv.socket);
+
+        tu_cmd_ok(admin, "CONFIG SET requirepass s3cret");
+        redisFree(admin);
+    }
+    snprintf(url, sizeof url, "unix://%s", srv.socket);
+    cl = redislock_client_new(url);
+    assert_non_null(cl);
+    lock = redislock_new_from_client(cl, "client:noauth");
+    assert_int_equal(redislock_acquire(lock, &ok), REDISLOCK_ERR_SERVER);
+    assert_non_null(strstr(redislock_last_error(lock), "NOAUTH"));
+    assert_int_equal(redislock_acquire_wait(lock, 200, &ok),
+                     REDISLOCK_ERR_SERVER);
+    assert_false(ok);
+    if (strncmp(redislock_last_error(lock), "NOAUTH", 6) != 0)
+        fail_msg("acquire_wait said: %s", redislock_last_error(lock));
+    redislock_free(lock);
+    redislock_client_free(cl);
+    tu_server_kill(&srv);               /* (SHUTDOWN would want AUTH) */
 }
 
 static void test_connect_errors(void **state)
@@ -275,9 +329,11 @@ static void test_connect_errors(void **state)
     assert_non_null(cl);
     assert_int_equal(redislock_client_ping(cl, err, sizeof err), REDISLOCK_ERR_IO);
     assert_non_null(strstr(err, "::1"));
-    /* Within the backoff, the next operation fails at once. */
+    /* Within the backoff, the next operation fails at once, with the
+     * same cause and status. */
     assert_int_equal(redislock_client_ping(cl, err, sizeof err), REDISLOCK_ERR_IO);
-    assert_non_null(strstr(err, "next attempt"));
+    assert_non_null(strstr(err, "::1"));
+    assert_non_null(strstr(err, "not retried for"));
     redislock_client_free(cl);
 
     cl = redislock_client_new("unix:///nonexistent/redis.sock?connect_timeout=100");
@@ -634,6 +690,7 @@ int main(void)
         cmocka_unit_test(test_url_forms),
         cmocka_unit_test_teardown(test_escaped_credentials, restore_server),
         cmocka_unit_test(test_connect_errors),
+        cmocka_unit_test(test_noauth_told_alike),
         cmocka_unit_test(test_command_timeout),
         cmocka_unit_test_teardown(test_auth_with_password, restore_server),
         { "test_acl_user_with_minimal_rights (go-zero mode)",

@@ -805,6 +805,48 @@ static void test_waiter_follows_its_slot(void **state)
     redislock_client_free(cl);
 }
 
+/* A plain URL to a Cluster node (no ?cluster=1): a key on another node
+ * is answered MOVED, and the error says what to do.  And a Cluster URL
+ * whose first seed is dead: the operation succeeds and leaves no error
+ * behind. */
+static void test_cluster_node_without_cluster_url(void **state)
+{
+    char plain[128], seeds[128], key[32];
+    redislock_client *cl;
+    redislock *lock;
+    bool ok = true;
+    int i;
+
+    (void)state;
+    snprintf(plain, sizeof plain, "redis://127.0.0.1:%d", ports[0]);
+    cl = redislock_client_new(plain);
+    assert_non_null(cl);
+    /* A key that node 0 does not serve. */
+    for (i = 0;; i++) {
+        snprintf(key, sizeof key, "plain:%d", i);
+        if (master_of(redislockp_key_slot(key, strlen(key))) != ports[0])
+            break;
+    }
+    lock = redislock_new_from_client(cl, key);
+    assert_int_equal(redislock_acquire(lock, &ok), REDISLOCK_ERR_SERVER);
+    assert_false(ok);
+    assert_non_null(strstr(redislock_last_error(lock), "MOVED"));
+    assert_non_null(strstr(redislock_last_error(lock), "add ?cluster=1"));
+    redislock_free(lock);
+    redislock_client_free(cl);
+
+    snprintf(seeds, sizeof seeds, "redis://127.0.0.1:1,127.0.0.1:%d"
+             "?cluster=1&connect_timeout=500", ports[1]);
+    cl = redislock_client_new(seeds);
+    assert_non_null(cl);
+    lock = redislock_new_from_client(cl, key);
+    assert_true(tu_acquire(lock));
+    assert_string_equal(redislock_last_error(lock), "");
+    assert_true(tu_release(lock));
+    redislock_free(lock);
+    redislock_client_free(cl);
+}
+
 /* The redislock tool takes a cluster URL: it runs a command under a lock
  * on the key's master, and --status finds the lock there. */
 static void test_the_tool_on_a_cluster(void **state)
@@ -917,6 +959,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_wait_and_renew),
         cmocka_unit_test(test_the_tool_on_a_cluster),
         cmocka_unit_test(test_replica_acknowledgement),
+        cmocka_unit_test(test_cluster_node_without_cluster_url),
         cmocka_unit_test(test_live_resharding),
         cmocka_unit_test(test_manual_failover),
         cmocka_unit_test(test_waiter_follows_its_slot),

@@ -513,7 +513,23 @@ static void server_spawn(tu_server *s, const char *extra)
         }
         tu_sleep_ms(10);
     }
-    fail_msg("redis-server did not come up on %s", s->socket);
+    {
+        /* Say why, from the end of its log. */
+        char tail[400] = "";
+        FILE *f = fopen(logfile, "r");
+
+        if (f != NULL) {
+            size_t got;
+
+            if (fseek(f, -(long)(sizeof tail - 1), SEEK_END) != 0)
+                rewind(f);
+            got = fread(tail, 1, sizeof tail - 1, f);
+            tail[got] = '\0';
+            fclose(f);
+        }
+        fail_msg("redis-server did not come up on %s; its log ends: %s",
+                 s->socket, tail);
+    }
 }
 
 void tu_server_start(tu_server *s, const char *extra)
