@@ -1184,6 +1184,10 @@ static void refused(const struct options *o, const char *w, const char *code,
         snprintf(buf, size, "Redis is busy running a script or a function");
     } else if (strcmp(code, "CLUSTERDOWN") == 0) {
         snprintf(buf, size, "the Redis Cluster is down");
+    } else if (strcmp(code, "MOVED") == 0 || strcmp(code, "ASK") == 0) {
+        snprintf(buf, size, "this server is a Redis Cluster node: add "
+                 "?cluster=1 to the URL%s (Redis answered: %s)",
+                 url_origin(o), w);
     } else if (from == FROM_SCRIPT_ITSELF) {
         /* Lua failed, or the library's script refused its own call: a
          * bug (or a server that is not Redis), nothing the user did. */

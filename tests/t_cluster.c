@@ -834,6 +834,22 @@ static void test_cluster_node_without_cluster_url(void **state)
     assert_non_null(strstr(redislock_last_error(lock), "add ?cluster=1"));
     redislock_free(lock);
     redislock_client_free(cl);
+    {
+        /* The tool says it too. */
+        const char *builddir = getenv("REDISLOCK_TEST_BUILDDIR");
+        char cmd[1024], out[512] = "";
+        FILE *p;
+
+        snprintf(cmd, sizeof cmd, "'%s/cli/redislock' -u '%s' -n '%s' true "
+                 "2>&1", builddir ? builddir : ".", plain, key);
+        p = popen(cmd, "r");
+        assert_non_null(p);
+        if (fgets(out, sizeof out, p) == NULL)
+            out[0] = '\0';
+        assert_int_equal(WEXITSTATUS(pclose(p)), 69);
+        if (strstr(out, "Redis Cluster node: add ?cluster=1") == NULL)
+            fail_msg("the tool said: %s", out);
+    }
 
     snprintf(seeds, sizeof seeds, "redis://127.0.0.1:1,127.0.0.1:%d"
              "?cluster=1&connect_timeout=500", ports[1]);
