@@ -20,6 +20,17 @@
 static redisContext *c;
 static char url[128];
 
+/*
+ * Timing.  Leases here are short (300 ms and up) so that renewal has to
+ * happen several times while a test sleeps; a sleep that lets leases pass
+ * is the subject of its test, and a lock that must survive it is renewed
+ * every third of its lease, so it tolerates its watchdog being late by
+ * two thirds.  A loss, a lapse or a renewal that must come is waited for
+ * (lost_fd, PTTL, the server's script count) with LOSS_WAIT_MS, which a
+ * passing test never comes near.
+ */
+#define LOSS_WAIT_MS 10000
+
 /* A test that paused the server must not leave it paused, pass or fail. */
 static int unpause(void **state)
 {
@@ -51,11 +62,27 @@ static redislock *renewed(void **state, redislock_client *cl, const char *key,
     return lock;
 }
 
-static int readable(int fd, int ms)
+/* Is FD readable now (no waiting)? */
+static int readable(int fd)
 {
     struct pollfd p = { fd, POLLIN, 0 };
 
-    return poll(&p, 1, ms) == 1 && (p.revents & POLLIN);
+    return poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
+}
+
+/* Wait for LOCK's loss to be reported on its descriptor. */
+static void wait_lost(redislock *lock, const char *why)
+{
+    char what[128];
+
+    snprintf(what, sizeof what, "the loss (%s) on lost_fd", why);
+    tu_wait_fd(redislock_lost_fd(lock), POLLIN, LOSS_WAIT_MS, what);
+}
+
+/* Wait until KEY has lapsed in Redis, renewal having stopped. */
+static void wait_lapsed(const char *key)
+{
+    tu_wait_key_gone(c, key, strlen(key), LOSS_WAIT_MS);
 }
 
 static void test_needs_a_client(void **state)
@@ -115,10 +142,10 @@ static void test_no_renewal_after_release(void **state)
 
     for (i = 0; i < N; i++) {
         tu_key(keys[i], sizeof keys[i], "wd:many");
-        locks[i] = renewed(state, cl, keys[i], 150);   /* renewed every 50 ms */
+        locks[i] = renewed(state, cl, keys[i], 300);   /* renewed every 100 ms */
         assert_true(tu_acquire(locks[i]));
     }
-    tu_sleep_ms(400);
+    tu_sleep_ms(400);                       /* renewals going on */
     for (i = 0; i < N; i++) {
         redislock *twin;
 
@@ -133,16 +160,15 @@ static void test_no_renewal_after_release(void **state)
                              REDISLOCK_OK);
             assert_int_equal(redislock_set_expire_ms(twin, 200), REDISLOCK_OK);
             assert_true(tu_acquire(twin));
-            tu_sleep_ms(350);
-            assert_int_equal(tu_pttl(c, keys[i], strlen(keys[i])), -2);
+            wait_lapsed(keys[i]);
             redislock_free(twin);
         }
         tu_sleep_ms(10);                    /* the others keep renewing */
     }
-    before = tu_cmdstat_calls(c, "evalsha") + tu_cmdstat_calls(c, "eval");
+    /* Four renewal periods of silence: nothing to observe but time. */
+    before = tu_script_calls(c);
     tu_sleep_ms(400);
-    assert_int_equal(tu_cmdstat_calls(c, "evalsha") + tu_cmdstat_calls(c, "eval"),
-                     before);
+    assert_int_equal(tu_script_calls(c), before);
     for (i = 0; i < N; i++) {
         assert_int_equal(tu_pttl(c, keys[i], strlen(keys[i])), -2);
         redislock_free(locks[i]);
@@ -165,9 +191,9 @@ static void test_loss_when_the_key_is_deleted(void **state)
     fd = redislock_lost_fd(lock);
     assert_true(fd >= 0);
     assert_true(tu_acquire(lock));
-    assert_false(readable(fd, 0));
+    assert_false(readable(fd));
     tu_cmd_ok(c, "DEL %s", key);            /* someone took it away */
-    assert_true(readable(fd, 2000));
+    wait_lost(lock, "key deleted");
     assert_int_equal(__atomic_load_n(&calls, __ATOMIC_SEQ_CST), 1);
     assert_int_equal(redislock_valid_for_ms(lock), 0);
     assert_int_equal(__atomic_load_n(&seen_reason, __ATOMIC_SEQ_CST),
@@ -182,7 +208,7 @@ static void test_loss_when_the_key_is_deleted(void **state)
     assert_false(tu_release(lock));
     assert_true(tu_acquire(lock));
     assert_int_equal(redislock_lost_reason(lock), REDISLOCK_LOST_NONE);
-    assert_false(readable(fd, 0));
+    assert_false(readable(fd));
     assert_true(tu_release(lock));
     redislock_free(lock);
     redislock_client_free(cl);
@@ -202,7 +228,7 @@ static void test_loss_when_redis_stops_answering(void **state)
                      REDISLOCK_OK);
     assert_true(tu_acquire(lock));
     tu_cmd_ok(c, "CLIENT PAUSE 1200 ALL");  /* renewals time out */
-    assert_true(readable(redislock_lost_fd(lock), 3000));
+    wait_lost(lock, "Redis paused");
     assert_int_equal(__atomic_load_n(&calls, __ATOMIC_SEQ_CST), 1);
     tu_cmd_ok(c, "CLIENT UNPAUSE");
     assert_int_equal(__atomic_load_n(&seen_reason, __ATOMIC_SEQ_CST),
@@ -233,30 +259,37 @@ static void test_partial_release_keeps_renewing(void **state)
     assert_true(tu_release(lock));          /* one hold left */
     tu_sleep_ms(900);                       /* three leases */
     assert_true(tu_pttl(c, key, strlen(key)) > 0);
-    assert_false(readable(redislock_lost_fd(lock), 0));
+    assert_false(readable(redislock_lost_fd(lock)));
     assert_true(tu_release(lock));
     assert_int_equal(tu_pttl(c, key, strlen(key)), -2);
     redislock_free(lock);
     redislock_client_free(cl);
 }
 
-/* A manual extend to a longer lease: renewals keep that lease. */
+/* A manual extend to a longer lease: renewals keep that lease.  The test
+ * waits for the first renewal after the extend (a third of the new lease
+ * later; nothing else runs scripts meanwhile) and then finds the new
+ * lease, less the time since the extend, not the old 300 ms. */
 static void test_extend_sets_the_renewed_lease(void **state)
 {
     char key[64];
     redislock_client *cl = redislock_client_new(url);
     redislock *lock;
     bool ok = false;
+    long long since, scripts;
 
     tu_key(key, sizeof key, "wd:extend");
     lock = renewed(state, cl, key, 300);
     assert_true(tu_acquire(lock));
-    assert_int_equal(redislock_set_expire_ms(lock, 10000), REDISLOCK_OK);
+    assert_int_equal(redislock_set_expire_ms(lock, 3000), REDISLOCK_OK);
+    since = tu_now_ms();
     assert_int_equal(redislock_extend(lock, &ok), REDISLOCK_OK);
     assert_true(ok);
-    tu_sleep_ms(400);                       /* renewals happened */
-    assert_true(tu_pttl(c, key, strlen(key)) > 8000);
-    assert_true(redislock_valid_for_ms(lock) > 8000);
+    scripts = tu_script_calls(c);
+    tu_wait_script_calls(c, scripts, "a renewal after the extend");
+    tu_assert_pttl_left(c, key, strlen(key), 3000, since);
+    tu_assert_left(redislock_valid_for_ms(lock), 3000, since,
+                   "valid_for_ms after a renewal");
     assert_true(tu_release(lock));
     redislock_free(lock);
     redislock_client_free(cl);
@@ -314,17 +347,16 @@ static void test_hold_cap_stops_renewal(void **state)
     bool ok = true;
 
     tu_key(key, sizeof key, "wd:cap");
-    lock = renewed(state, cl, key, 200);
-    assert_int_equal(redislock_set_max_hold_ms(lock, 500), REDISLOCK_OK);
+    lock = renewed(state, cl, key, 300);
+    assert_int_equal(redislock_set_max_hold_ms(lock, 900), REDISLOCK_OK);
     t0 = tu_now_ms();
     assert_true(tu_acquire(lock));
-    assert_true(readable(redislock_lost_fd(lock), 3000));
+    wait_lost(lock, "hold cap");
     /* Renewed up to the cap, then let run out (the loss is declared by
      * the local clock, from when the last renewal was sent: a moment
-     * before Redis expires the key). */
-    assert_true(tu_now_ms() - t0 >= 500);
-    tu_sleep_ms(100);
-    assert_int_equal(tu_pttl(c, key, strlen(key)), -2);
+     * before Redis expires the key, which the test waits for). */
+    assert_true(tu_now_ms() - t0 >= 900);
+    wait_lapsed(key);
     assert_int_equal(redislock_lost_reason(lock), REDISLOCK_LOST_MAX_HOLD);
     assert_int_equal(redislock_extend(lock, &ok), REDISLOCK_ERR_LOST);
     assert_non_null(strstr(redislock_last_error(lock), "maximum hold time"));
@@ -342,17 +374,18 @@ static void test_heartbeats_gate_renewal(void **state)
 
     tu_key(key, sizeof key, "wd:heartbeat");
     lock = renewed(state, cl, key, 300);
-    assert_int_equal(redislock_set_heartbeat_ms(lock, 250), REDISLOCK_OK);
+    /* Heartbeats every 50 ms in a 500 ms window: a late one costs no
+     * renewal unless the machine stalls for 450 ms. */
+    assert_int_equal(redislock_set_heartbeat_ms(lock, 500), REDISLOCK_OK);
     assert_true(tu_acquire(lock));
-    for (i = 0; i < 10; i++) {              /* a live worker: kept */
+    for (i = 0; i < 20; i++) {              /* a live worker: kept 1 s */
         assert_int_equal(redislock_heartbeat(lock), REDISLOCK_OK);
-        tu_sleep_ms(100);
+        tu_sleep_ms(50);
     }
     assert_true(tu_pttl(c, key, strlen(key)) > 0);
     /* A hung worker: no heartbeats, the lock goes. */
-    assert_true(readable(redislock_lost_fd(lock), 3000));
-    tu_sleep_ms(100);
-    assert_int_equal(tu_pttl(c, key, strlen(key)), -2);
+    wait_lost(lock, "no heartbeat");
+    wait_lapsed(key);
     assert_int_equal(redislock_lost_reason(lock), REDISLOCK_LOST_NO_HEARTBEAT);
     assert_int_equal(redislock_release(lock, &ok), REDISLOCK_ERR_LOST);
     assert_non_null(strstr(redislock_last_error(lock), "no heartbeat"));
@@ -396,7 +429,10 @@ static void test_more_locks_than_one_batch(void **state)
 }
 
 /* A Redis that stalls for less than the lease left costs nothing: the
- * renewal waits it out, and the lock is not declared lost early. */
+ * renewal waits it out, and the lock is not declared lost early.  The
+ * stall (1.2 s) is longer than the renewal interval (a third of 3 s), so
+ * a renewal falls into it however the two line up, and it waits at most
+ * 1.2 s with at least 2 s of lease left. */
 static void test_short_stall_is_not_a_loss(void **state)
 {
     char key[64];
@@ -405,21 +441,22 @@ static void test_short_stall_is_not_a_loss(void **state)
     int calls = 0;
     char slow[160];
 
-    /* Replies may take 1.5 s here: the stall must not look like a dead
+    /* Replies may take 2.5 s here: the stall must not look like a dead
      * connection. */
-    snprintf(slow, sizeof slow, "redis://127.0.0.1:%s?timeout=1500",
+    snprintf(slow, sizeof slow, "redis://127.0.0.1:%s?timeout=2500",
              getenv("REDISLOCK_TEST_PORT"));
     cl = redislock_client_new(slow);
     tu_key(key, sizeof key, "wd:stall");
-    lock = renewed(state, cl, key, 1500);
+    lock = renewed(state, cl, key, 3000);
     assert_int_equal(redislock_set_lost_callback(lock, on_lost, &calls),
                      REDISLOCK_OK);
     assert_true(tu_acquire(lock));
-    tu_sleep_ms(450);                       /* just before the first renewal */
-    tu_cmd_ok(c, "CLIENT PAUSE 400 ALL");   /* it waits ~400 ms */
-    tu_sleep_ms(1500);
+    tu_cmd_ok(c, "CLIENT PAUSE 1200 ALL");  /* a renewal waits it out */
+    /* A false loss would be declared by the end of the lease the last
+     * renewal before the stall gave: less than 3 s from now. */
+    tu_sleep_ms(3100);
     assert_int_equal(__atomic_load_n(&calls, __ATOMIC_SEQ_CST), 0);
-    assert_false(readable(redislock_lost_fd(lock), 0));
+    assert_false(readable(redislock_lost_fd(lock)));
     assert_true(redislock_valid_for_ms(lock) > 0);
     assert_true(tu_release(lock));
     redislock_free(lock);
@@ -444,22 +481,22 @@ static void loss_then_redis_gone(void **state, int taken_first)
     bool ok = true;
 
     tu_server_start(&s, NULL);
-    snprintf(sock_url, sizeof sock_url, "unix://%s?timeout=150", s.socket);
+    snprintf(sock_url, sizeof sock_url, "unix://%s?timeout=2000", s.socket);
     cl = redislock_client_new(sock_url);
     assert_non_null(cl);
     tu_key(key, sizeof key, "wd:gone");
-    lock = renewed(state, cl, key, 400);
+    lock = renewed(state, cl, key, 600);
     assert_true(tu_acquire(lock));
     if (taken_first) {
         sc = tu_connect_unix(s.socket);
         assert_non_null(sc);
         tu_cmd_ok(sc, "DEL %s", key);
         redisFree(sc);
-        assert_true(readable(redislock_lost_fd(lock), 3000));
+        wait_lost(lock, "key deleted");
         tu_server_kill(&s);
     } else {
         tu_server_kill(&s);
-        assert_true(readable(redislock_lost_fd(lock), 3000));
+        wait_lost(lock, "server killed");
     }
     assert_int_equal(redislock_lost_reason(lock),
                      taken_first ? REDISLOCK_LOST_TAKEN
@@ -500,7 +537,7 @@ static void test_acquire_reports_a_pending_loss(void **state)
     lock = renewed(state, cl, key, 300);
     assert_true(tu_acquire(lock));
     tu_cmd_ok(c, "DEL %s", key);
-    assert_true(readable(redislock_lost_fd(lock), 3000));
+    wait_lost(lock, "key deleted");
     assert_int_equal(redislock_acquire(lock, &ok), REDISLOCK_ERR_LOST);
     assert_false(ok);
     assert_int_equal(tu_pttl(c, key, strlen(key)), -2);     /* nothing sent */
@@ -569,8 +606,9 @@ static void *change_timeouts(void *p)
     long long i = 0;
 
     while (!__atomic_load_n(&a->stop, __ATOMIC_SEQ_CST)) {
+        /* Changing values; none a renewal could time out on. */
         assert_int_equal(redislock_client_set_timeouts(a->cl, 1000,
-                                                       150 + i++ % 100),
+                                                       1000 + i++ % 100),
                          REDISLOCK_OK);
         tu_sleep_ms(1);
     }
@@ -590,7 +628,7 @@ static void test_timeouts_change_while_renewing(void **state)
     assert_non_null(a.cl);
     for (i = 0; i < 4; i++) {
         tu_key(key, sizeof key, "wd:timeouts");
-        locks[i] = renewed(state, a.cl, key, 150);
+        locks[i] = renewed(state, a.cl, key, 300);
         assert_int_equal(redislock_set_lost_callback(locks[i], on_lost,
                                                      &calls), REDISLOCK_OK);
         assert_true(tu_acquire(locks[i]));
@@ -633,7 +671,9 @@ int main(void)
         { "test_refused_release_keeps_renewing",
           test_refused_release_keeps_renewing, NULL, no_maxmemory, NULL },
     };
-    snprintf(url, sizeof url, "redis://127.0.0.1:%s?timeout=200",
+    /* The tests' own calls must not time out on a loaded machine; the
+     * watchdog bounds its waits by the lease left, not by this. */
+    snprintf(url, sizeof url, "redis://127.0.0.1:%s?timeout=2000",
              getenv("REDISLOCK_TEST_PORT"));
     return TU_RUN_CONNECTED(tests, &c);
 }
