@@ -17,14 +17,24 @@
 
 static redisContext *c;
 
-/* A client through proxy P, command timeout 200 ms. */
+/*
+ * Timing.  The command timeout (1 s) is what a held or unanswered command
+ * costs, and is far above any reply that does come, however loaded the
+ * machine; the lease (3 s) outlives a timed-out command by far, so that a
+ * re-entry still finds its holding.  That a late command has reached the
+ * server is waited for (the server counts the script), not slept for.
+ */
+#define CMD_TIMEOUT_MS 1000
+#define LEASE_MS 3000
+
+/* A client through proxy P, command timeout CMD_TIMEOUT_MS. */
 static redislock_client *client_via(fp_proxy *p)
 {
     char url[128];
     redislock_client *cl;
 
-    snprintf(url, sizeof url, "redis://127.0.0.1:%d?timeout=200",
-             fp_port(p));
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d?timeout=%d",
+             fp_port(p), CMD_TIMEOUT_MS);
     cl = redislock_client_new(url);
     assert_non_null(cl);
     return cl;
@@ -46,7 +56,7 @@ static redislock *handle(void **state, redislock_client *cl, const char *key)
                           : redislock_new_from_client(cl, key);
 
     assert_non_null(lock);
-    assert_int_equal(redislock_set_expire_ms(lock, 800), REDISLOCK_OK);
+    assert_int_equal(redislock_set_expire_ms(lock, LEASE_MS), REDISLOCK_OK);
     return lock;
 }
 
@@ -63,6 +73,7 @@ static void test_late_release_spares_the_next_holding(void **state)
     redislock_client *cl = client_via(p);
     redislock *lock, *other;
     bool ok = true;
+    long long scripts;
 
     tu_key(key, sizeof key, "late:release");
     lock = handle(state, cl, key);
@@ -75,14 +86,15 @@ static void test_late_release_spares_the_next_holding(void **state)
     assert_false(ok);
     assert_true(fp_held_bytes(p) > 0);  /* the release is on its way */
 
-    /* The old holding (800 ms) is not re-entered: the new ID waits for it
+    /* The old holding (3 s) is not re-entered: the new ID waits for it
      * to lapse, then holds the lock. */
-    assert_int_equal(redislock_acquire_wait(lock, 3000, &ok), REDISLOCK_OK);
+    assert_int_equal(redislock_acquire_wait(lock, 20000, &ok), REDISLOCK_OK);
     assert_true(ok);
     assert_string_not_equal(redislock_id(lock), old_id);
 
+    scripts = tu_script_calls(c);
     fp_release(p);                      /* the late release arrives */
-    tu_sleep_ms(100);
+    tu_wait_script_calls(c, scripts, "the late release");
     assert_int_equal(fp_held_bytes(p), 0);
     if (!tu_is_counted(state)) {
         assert_int_equal(tu_get(c, key, strlen(key), val, sizeof val), 32);
@@ -110,6 +122,7 @@ static void test_late_release_with_a_chosen_id(void **state)
     redislock_client *cl = client_via(p);
     redislock *lock;
     bool ok = true;
+    long long scripts;
 
     tu_key(key, sizeof key, "late:chosen");
     lock = handle(state, cl, key);
@@ -120,8 +133,9 @@ static void test_late_release_with_a_chosen_id(void **state)
     /* Same ID: the old holding is re-entered at once. */
     assert_true(tu_acquire(lock));
     assert_string_equal(redislock_id(lock), "shared-owner-1");
-    fp_release(p);
-    tu_sleep_ms(100);
+    scripts = tu_script_calls(c);
+    fp_release(p);                      /* the late release arrives */
+    tu_wait_script_calls(c, scripts, "the late release");
     if (tu_is_counted(state)) {
         /* Two holds then one late release: one hold is left. */
         long long pttl = tu_pttl(c, key, strlen(key));
@@ -218,7 +232,7 @@ static void test_slow_reply_keeps_the_id(void **state)
     tu_key(key, sizeof key, "late:slow");
     lock = handle(state, cl, key);
     strcpy(id, redislock_id(lock));
-    fp_delay_ms(p, 50);                 /* well within the 200 ms timeout */
+    fp_delay_ms(p, 100);                /* well within the 1 s timeout */
     assert_true(tu_acquire(lock));
     assert_true(tu_release(lock));
     assert_true(tu_acquire(lock));
