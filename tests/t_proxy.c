@@ -122,16 +122,11 @@ static int key_set(redisContext *admin, const char *key)
     return tu_get(admin, key, strlen(key), buf, sizeof buf) >= 0;
 }
 
-/* Wait up to WAIT_MS for KEY to exist; whether it does. */
+/* Wait up to WAIT_MS for KEY to exist (fails the test otherwise). */
 static int key_appears(redisContext *admin, const char *key)
 {
-    long long deadline = tu_now_ms() + WAIT_MS;
-
-    while (!key_set(admin, key)) {
-        if (tu_now_ms() > deadline)
-            return 0;
-        tu_sleep_ms(10);
-    }
+    TU_WAIT_UNTIL(key_set(admin, key), WAIT_MS,
+                  "the command setting %s to reach the server", key);
     return 1;
 }
 
@@ -169,17 +164,12 @@ static int server_has(redisContext *admin, const char *name)
     return found;
 }
 
-/* Wait up to WAIT_MS for the connection NAME to leave the server;
- * whether it did. */
+/* Wait up to WAIT_MS for the connection NAME to leave the server (fails
+ * the test otherwise). */
 static int server_drops(redisContext *admin, const char *name)
 {
-    long long deadline = tu_now_ms() + WAIT_MS;
-
-    while (server_has(admin, name)) {
-        if (tu_now_ms() > deadline)
-            return 0;
-        tu_sleep_ms(10);
-    }
+    TU_WAIT_UNTIL(!server_has(admin, name), WAIT_MS,
+                  "the connection %s to leave the server", name);
     return 1;
 }
 
