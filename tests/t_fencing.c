@@ -169,6 +169,7 @@ static void test_tokens_survive_a_restart(void **state)
     tu_server_kill(&s);                     /* SIGKILL: no clean shutdown */
     tu_server_restart(&s, aof);
     assert_int_equal(redisReconnect(sc), REDIS_OK);
+    tu_wait_loaded(sc);                     /* else -LOADING */
     /* The AOF kept the lock key too, with its 500 ms lease: wait for it
      * to lapse, so that the next acquire is a fresh acquisition. */
     assert_int_equal(redislock_set_expire_ms(lock, 200), REDISLOCK_OK);

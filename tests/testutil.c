@@ -431,6 +431,12 @@ void tu_wait_script_calls(redisContext *c, long long before, const char *what)
                   "a script call on the server (%s)", what);
 }
 
+void tu_wait_loaded(redisContext *c)
+{
+    TU_WAIT_UNTIL(tu_info_num(c, "loading") == 0, 20000,
+                  "the server to load its data");
+}
+
 static int fd_ready(int fd, short events)
 {
     struct pollfd p = { fd, events, 0 };

@@ -160,6 +160,10 @@ void tu_wait_replicas_synced(redisContext *c, const char *probe_key, int n,
 long long tu_script_calls(redisContext *c);
 /* Wait until the count is above BEFORE; fails naming WHAT otherwise. */
 void tu_wait_script_calls(redisContext *c, long long before, const char *what);
+/* Wait until C's server has loaded its data (INFO loading:0): a server
+ * restarted with an AOF answers INFO at once, and every command touching
+ * keys with -LOADING until then (tu_server_restart() waits for INFO only). */
+void tu_wait_loaded(redisContext *c);
 /* Wait until poll() reports one of EVENTS (POLLERR and POLLHUP always
  * count) on FD: a lost_fd readable, a peer's FIN or reset arrived. */
 void tu_wait_fd(int fd, short events, long long ms, const char *what);
