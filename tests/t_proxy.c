@@ -61,7 +61,7 @@ static void set_timeout(redisContext *c, long timeout_ms)
 /* A client of the proxy on PORT, with a TIMEOUT_MS read/write timeout. */
 static redisContext *connect_port(int port, long timeout_ms)
 {
-    struct timeval tv = { 2, 0 };
+    struct timeval tv = { LONG_MS / 1000, 0 };
     redisContext *c = redisConnectWithTimeout("127.0.0.1", port, tv);
 
     if (c == NULL || c->err)
