@@ -385,7 +385,10 @@ static void *hold_until_waited_for(void *arg)
     bool ok = false;
     int b = 0;
 
-    h->status = redislock_acquire(lock, &ok);
+    /* A lease no stall outlasts: the main thread must find it held. */
+    h->status = redislock_set_expire(lock, 10);
+    if (h->status == 0)
+        h->status = redislock_acquire(lock, &ok);
     if (h->status == 0 && !ok)
         h->status = -100;
     __atomic_store_n(&h->holding, 1, __ATOMIC_SEQ_CST);
