@@ -26,7 +26,7 @@
 #define SHORT_MS 200            /* the client's timeout where one is due */
 #define LONG_MS 10000           /* where a reply is due */
 #define WAIT_MS 20000           /* for what must happen (valgrind is slow) */
-#define DELAY_MS 500            /* fp_delay_ms() in test_delay */
+#define DELAY_MS 1000           /* fp_delay_ms() in test_delay */
 
 /* ------------------------------------------------------------------------
  * Helpers
