@@ -89,7 +89,7 @@ struct fp_proxy {
     enum fp_req req;
     unsigned long req_seq, done_seq;
     fp_settings set;
-    size_t accepted, held;
+    size_t accepted, held, open, ended;
 };
 
 static long long now_ms(void)
@@ -442,7 +442,7 @@ static void *loop(void *arg)
         enum fp_req req;
         unsigned long seq;
         int retry = 0, listen_ok = 1, timeout = -1;
-        size_t held = 0;
+        size_t held = 0, open = 0, ended = 0;
         fp_conn **link, *c;
         nfds_t n;
 
@@ -486,12 +486,16 @@ static void *loop(void *arg)
             }
             if (c->held)
                 held += c->up.bytes;
+            open++;
+            ended += c->c_eof;
             link = &c->next;
         }
 
         pthread_mutex_lock(&p->lock);
         p->accepted = p->accepted_local;
         p->held = held;
+        p->open = open;
+        p->ended = ended;
         if (seq > p->done_seq) {
             p->done_seq = seq;
             pthread_cond_broadcast(&p->acked);
@@ -724,28 +728,36 @@ void fp_stall(fp_proxy *p, int on)
     pthread_mutex_unlock(&p->ctl);
 }
 
-size_t fp_connections(fp_proxy *p)
+/* A count the thread keeps, read after one iteration of its loop. */
+static size_t count(fp_proxy *p, const size_t *field)
 {
     size_t n;
 
     pthread_mutex_lock(&p->ctl);
     request(p, FP_REQ_SYNC);
     pthread_mutex_lock(&p->lock);
-    n = p->accepted;
+    n = *field;
     pthread_mutex_unlock(&p->lock);
     pthread_mutex_unlock(&p->ctl);
     return n;
 }
 
+size_t fp_connections(fp_proxy *p)
+{
+    return count(p, &p->accepted);
+}
+
 size_t fp_held_bytes(fp_proxy *p)
 {
-    size_t n;
+    return count(p, &p->held);
+}
 
-    pthread_mutex_lock(&p->ctl);
-    request(p, FP_REQ_SYNC);
-    pthread_mutex_lock(&p->lock);
-    n = p->held;
-    pthread_mutex_unlock(&p->lock);
-    pthread_mutex_unlock(&p->ctl);
-    return n;
+size_t fp_open_connections(fp_proxy *p)
+{
+    return count(p, &p->open);
+}
+
+size_t fp_clients_ended(fp_proxy *p)
+{
+    return count(p, &p->ended);
 }

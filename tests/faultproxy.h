@@ -141,4 +141,15 @@ size_t fp_connections(fp_proxy *p);
  */
 size_t fp_held_bytes(fp_proxy *p);
 
+/*
+ * The number of connections the proxy has open now (both sides, or the
+ * server side kept for held bytes), and how many of those have seen their
+ * client's side end (EOF or an error: the client closed or went away).
+ * Like every control they first accept and service what is waiting, so
+ * they tell a test when the proxy has noticed a client's close, instead
+ * of the test sleeping for it.  Thread-safe.
+ */
+size_t fp_open_connections(fp_proxy *p);
+size_t fp_clients_ended(fp_proxy *p);
+
 #endif /* REDISLOCK_FAULTPROXY_H */

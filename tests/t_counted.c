@@ -92,22 +92,27 @@ static void test_stored_format_is_a_hash(void **state)
     redislock_free(lock);
 }
 
+/* A release that leaves holds gives the lease back in full: checked
+ * against the time since the release, exact on a loaded machine. */
 static void test_release_refreshes_expiry(void **state)
 {
     char key[64];
     redislock *lock;
+    long long since;
 
     (void)state;
     tu_key(key, sizeof key, "counted:refresh");
     lock = counted_lock(key);
-    assert_int_equal(redislock_set_expire_ms(lock, 1000), REDISLOCK_OK);
+    assert_int_equal(redislock_set_expire_ms(lock, 3000), REDISLOCK_OK);
     assert_true(tu_acquire(lock));
     assert_true(tu_acquire(lock));
-    tu_sleep_ms(400);
-    assert_true(tu_pttl(c, key, strlen(key)) <= 600);
+    tu_sleep_ms(400);                   /* the lease runs down */
+    assert_true(tu_pttl(c, key, strlen(key)) <= 2600);
+    since = tu_now_ms();
     assert_true(tu_release(lock));                   /* one hold left */
-    assert_true(tu_pttl(c, key, strlen(key)) > 750);
-    assert_true(redislock_valid_for_ms(lock) > 750);
+    tu_assert_pttl_left(c, key, strlen(key), 3000, since);
+    tu_assert_left(redislock_valid_for_ms(lock), 3000, since,
+                   "valid_for_ms after a release that left a hold");
     assert_true(tu_release(lock));
     assert_int_equal(redislock_valid_for_ms(lock), 0);
     redislock_free(lock);
@@ -128,7 +133,7 @@ static void test_count_expires_with_the_key(void **state)
     assert_true(tu_acquire(lock));
     assert_true(tu_acquire(lock));
     assert_true(tu_acquire(lock));
-    tu_sleep_ms(300);
+    tu_wait_key_gone(c, key, strlen(key), 10000);       /* it lapsed */
     assert_int_equal(holds(lock), 0);
     assert_true(tu_acquire(other));
     assert_false(tu_release(lock));
@@ -150,7 +155,7 @@ static void test_counted_meets_gozero_key(void **state)
     char key[64], val[64];
     redislock *gz, *ct;
     bool flag = true;
-    long long before;
+    long long before, since;
 
     (void)state;
     tu_key(key, sizeof key, "counted:meets-gozero");
@@ -159,6 +164,7 @@ static void test_counted_meets_gozero_key(void **state)
     assert_non_null(gz);
     assert_int_equal(redislock_set_expire(gz, 10), REDISLOCK_OK);
     assert_true(tu_acquire(gz));
+    since = tu_now_ms();
     before = tu_pttl(c, key, strlen(key));
 
     assert_int_equal(redislock_acquire(ct, &flag), REDISLOCK_ERR_SERVER);
@@ -173,8 +179,7 @@ static void test_counted_meets_gozero_key(void **state)
     /* The go-zero key is exactly as it was. */
     assert_int_equal(tu_get(c, key, strlen(key), val, sizeof val), 32);
     assert_string_equal(val, redislock_id(gz));
-    assert_true(tu_pttl(c, key, strlen(key)) <= before);
-    assert_true(tu_pttl(c, key, strlen(key)) > before - 1000);
+    tu_assert_pttl_left(c, key, strlen(key), before, since);
     assert_true(tu_release(gz));
     redislock_free(gz);
     redislock_free(ct);

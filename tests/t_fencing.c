@@ -102,7 +102,7 @@ static void test_tokens_strictly_increase(void **state)
     assert_true(tu_acquire(a));
     t4 = token(a);
     assert_true(t4 > t3);
-    tu_sleep_ms(250);
+    tu_wait_key_gone(c, key, strlen(key), 10000);      /* a's lease lapsed */
     assert_true(tu_acquire(b));
     t5 = token(b);
     assert_true(t5 > t4);
@@ -169,10 +169,11 @@ static void test_tokens_survive_a_restart(void **state)
     tu_server_kill(&s);                     /* SIGKILL: no clean shutdown */
     tu_server_restart(&s, aof);
     assert_int_equal(redisReconnect(sc), REDIS_OK);
+    tu_wait_loaded(sc);                     /* else -LOADING */
     /* The AOF kept the lock key too, with its 500 ms lease: wait for it
      * to lapse, so that the next acquire is a fresh acquisition. */
     assert_int_equal(redislock_set_expire_ms(lock, 200), REDISLOCK_OK);
-    tu_sleep_ms(600);
+    tu_wait_key_gone(sc, "fence:restart", strlen("fence:restart"), 10000);
     assert_true(tu_acquire(lock));
     assert_true(token(lock) > before);
     redislock_free(lock);
@@ -197,7 +198,8 @@ static void test_stalled_holder_is_fenced_off(void **state)
     assert_true(tu_acquire(a));
     assert_int_equal(fenced_write(c, store, token(a), "a1", &accepted), 0);
     assert_true(accepted);
-    tu_sleep_ms(300);                       /* A stalls past its lease */
+    /* A stalls past its lease. */
+    tu_wait_key_gone(c, key, strlen(key), 10000);
     assert_true(tu_acquire(b));
     assert_true(token(b) > token(a));
     assert_int_equal(fenced_write(c2, store, token(b), "b1", &accepted), 0);
@@ -239,6 +241,17 @@ static void test_companion_key_names(void **state)
     redislock_free(tagged);
 }
 
+/* Does CLUSTER INFO on C say the cluster is up? */
+static int cluster_ok(redisContext *cc)
+{
+    redisReply *r = tu_cmd(cc, "CLUSTER INFO");
+    int up = r->type == REDIS_REPLY_STRING &&
+             strstr(r->str, "cluster_state:ok") != NULL;
+
+    freeReplyObject(r);
+    return up;
+}
+
 /* A one-node Redis Cluster holding every slot: the lock and its companion
  * keys must share a slot, or Redis answers CROSSSLOT. */
 static void test_works_on_cluster(void **state)
@@ -246,11 +259,7 @@ static void test_works_on_cluster(void **state)
     tu_server s;
     redisContext *cc;
     redislock *plain, *tagged, *bad;
-    redisReply *r;
     bool ok = false;
-    long long deadline;
-    int up = 0;
-
     char opts[128];
 
     /* The cluster bus needs a TCP port of its own. */
@@ -263,16 +272,7 @@ static void test_works_on_cluster(void **state)
     cc = tu_connect_unix(s.socket);
     assert_non_null(cc);
     tu_cmd_ok(cc, "CLUSTER ADDSLOTSRANGE 0 16383");
-    deadline = tu_now_ms() + 10000;
-    while (!up && tu_now_ms() < deadline) {
-        r = tu_cmd(cc, "CLUSTER INFO");
-        up = r->type == REDIS_REPLY_STRING &&
-             strstr(r->str, "cluster_state:ok") != NULL;
-        freeReplyObject(r);
-        if (!up)
-            tu_sleep_ms(50);
-    }
-    assert_true(up);
+    TU_WAIT_UNTIL(cluster_ok(cc), 20000, "the one-node cluster to be up");
 
     plain = fenced(state, cc, "orders:42");
     tagged = fenced(state, cc, "{user:7}:lock");

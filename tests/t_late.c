@@ -17,17 +17,39 @@
 
 static redisContext *c;
 
-/* A client through proxy P, command timeout 200 ms. */
+/*
+ * Timing.  Only the command that must go unanswered has a short timeout
+ * (SHORT_MS, the cost of each such test): the client starts with it, its
+ * first connection keeps it, and long_timeouts() gives every connection
+ * made after that LONG_MS, which no reply that does come nears however
+ * loaded the machine (a timed-out connection is dropped, so the next
+ * command makes a new one).  The lease (4 s) outlives a timed-out command
+ * by far, so that a re-entry still finds its holding.  That a late command
+ * has reached the server is waited for (the server counts the script).
+ */
+#define SHORT_MS 1000
+#define LONG_MS 10000
+#define LEASE_MS 4000
+
+/* A client through proxy P; its first connection times out after
+ * SHORT_MS. */
 static redislock_client *client_via(fp_proxy *p)
 {
     char url[128];
     redislock_client *cl;
 
-    snprintf(url, sizeof url, "redis://127.0.0.1:%d?timeout=200",
-             fp_port(p));
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d?timeout=%d",
+             fp_port(p), SHORT_MS);
     cl = redislock_client_new(url);
     assert_non_null(cl);
     return cl;
+}
+
+/* Connections CL makes from now on time out after LONG_MS. */
+static void long_timeouts(redislock_client *cl)
+{
+    assert_int_equal(redislock_client_set_timeouts(cl, LONG_MS, LONG_MS),
+                     REDISLOCK_OK);
 }
 
 static fp_proxy *proxy(void)
@@ -46,7 +68,7 @@ static redislock *handle(void **state, redislock_client *cl, const char *key)
                           : redislock_new_from_client(cl, key);
 
     assert_non_null(lock);
-    assert_int_equal(redislock_set_expire_ms(lock, 800), REDISLOCK_OK);
+    assert_int_equal(redislock_set_expire_ms(lock, LEASE_MS), REDISLOCK_OK);
     return lock;
 }
 
@@ -63,11 +85,13 @@ static void test_late_release_spares_the_next_holding(void **state)
     redislock_client *cl = client_via(p);
     redislock *lock, *other;
     bool ok = true;
+    long long scripts;
 
     tu_key(key, sizeof key, "late:release");
     lock = handle(state, cl, key);
     other = tu_new_lock(state, c, key);
     assert_true(tu_acquire(lock));
+    long_timeouts(cl);
     strcpy(old_id, redislock_id(lock));
 
     fp_hold(p);                         /* the pooled connection stalls */
@@ -75,14 +99,17 @@ static void test_late_release_spares_the_next_holding(void **state)
     assert_false(ok);
     assert_true(fp_held_bytes(p) > 0);  /* the release is on its way */
 
-    /* The old holding (800 ms) is not re-entered: the new ID waits for it
-     * to lapse, then holds the lock. */
-    assert_int_equal(redislock_acquire_wait(lock, 3000, &ok), REDISLOCK_OK);
+    /* The old holding (4 s) is not re-entered: the new ID waits for it
+     * to lapse, then holds the lock (a try when its PTTL runs out: the
+     * poll is longer). */
+    assert_int_equal(redislock_set_wait_poll_ms(lock, 30000), REDISLOCK_OK);
+    assert_int_equal(redislock_acquire_wait(lock, 20000, &ok), REDISLOCK_OK);
     assert_true(ok);
     assert_string_not_equal(redislock_id(lock), old_id);
 
+    scripts = tu_script_calls(c);
     fp_release(p);                      /* the late release arrives */
-    tu_sleep_ms(100);
+    tu_wait_script_calls(c, scripts, "the late release");
     assert_int_equal(fp_held_bytes(p), 0);
     if (!tu_is_counted(state)) {
         assert_int_equal(tu_get(c, key, strlen(key), val, sizeof val), 32);
@@ -110,18 +137,21 @@ static void test_late_release_with_a_chosen_id(void **state)
     redislock_client *cl = client_via(p);
     redislock *lock;
     bool ok = true;
+    long long scripts;
 
     tu_key(key, sizeof key, "late:chosen");
     lock = handle(state, cl, key);
     assert_int_equal(redislock_set_id(lock, "shared-owner-1"), REDISLOCK_OK);
     assert_true(tu_acquire(lock));
+    long_timeouts(cl);
     fp_hold(p);
     assert_int_equal(redislock_release(lock, &ok), REDISLOCK_ERR_IO);
     /* Same ID: the old holding is re-entered at once. */
     assert_true(tu_acquire(lock));
     assert_string_equal(redislock_id(lock), "shared-owner-1");
-    fp_release(p);
-    tu_sleep_ms(100);
+    scripts = tu_script_calls(c);
+    fp_release(p);                      /* the late release arrives */
+    tu_wait_script_calls(c, scripts, "the late release");
     if (tu_is_counted(state)) {
         /* Two holds then one late release: one hold is left. */
         long long pttl = tu_pttl(c, key, strlen(key));
@@ -157,6 +187,7 @@ static void test_lost_acquire_reply(void **state)
     assert_int_equal(redislock_acquire(lock, &ok), REDISLOCK_ERR_IO);
     assert_false(ok);
     fp_drop_replies(p, 0);
+    long_timeouts(cl);
     assert_true(tu_pttl(c, key, strlen(key)) > 0);     /* it ran */
     if (!tu_is_counted(state)) {
         assert_int_equal(tu_get(c, key, strlen(key), val, sizeof val), 32);
@@ -189,6 +220,7 @@ static void test_lost_extend_reply_keeps_the_holding(void **state)
     lock = handle(state, cl, key);
     assert_int_equal(redislock_set_expire_ms(lock, 10000), REDISLOCK_OK);
     assert_true(tu_acquire(lock));
+    long_timeouts(cl);
     strcpy(id, redislock_id(lock));
     fp_drop_replies(p, 1);
     assert_int_equal(redislock_extend(lock, &ok), REDISLOCK_ERR_IO);
@@ -216,9 +248,10 @@ static void test_slow_reply_keeps_the_id(void **state)
     redislock *lock;
 
     tu_key(key, sizeof key, "late:slow");
+    long_timeouts(cl);                  /* before the first connection */
     lock = handle(state, cl, key);
     strcpy(id, redislock_id(lock));
-    fp_delay_ms(p, 50);                 /* well within the 200 ms timeout */
+    fp_delay_ms(p, 100);                /* well within the 10 s timeout */
     assert_true(tu_acquire(lock));
     assert_true(tu_release(lock));
     assert_true(tu_acquire(lock));

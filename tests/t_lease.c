@@ -46,6 +46,17 @@ static void assert_between(long long v, long long lo, long long hi)
         fail_msg("%lld not in [%lld, %lld]", v, lo, hi);
 }
 
+/* Acquire LOCK and check that KEY's PTTL is LEASE, less at most the time
+ * the acquire and the PTTL took (exact however slow the machine). */
+static void acquire_with_lease(redislock *lock, const char *key,
+                               long long lease)
+{
+    long long since = tu_now_ms();
+
+    assert_true(tu_acquire(lock));
+    tu_assert_pttl_left(c, key, strlen(key), lease, since);
+}
+
 static void test_expire_ms_is_exact(void **state)
 {
     char key[64];
@@ -54,23 +65,19 @@ static void test_expire_ms_is_exact(void **state)
     tu_key(key, sizeof key, "lease:ms");
     lock = make(state, key);
     assert_int_equal(redislock_set_expire_ms(lock, 1234), REDISLOCK_OK);
-    assert_true(tu_acquire(lock));
-    assert_between(tu_pttl(c, key, strlen(key)), 1234 - 250, 1234);
+    acquire_with_lease(lock, key, 1234);
     /* set_expire(s) is s * 1000 + 500; the last setter wins. */
     assert_int_equal(redislock_set_expire(lock, 2), REDISLOCK_OK);
-    assert_true(tu_acquire(lock));
-    assert_between(tu_pttl(c, key, strlen(key)), 2500 - 250, 2500);
+    acquire_with_lease(lock, key, 2500);
     assert_int_equal(redislock_set_expire_ms(lock, 800), REDISLOCK_OK);
-    assert_true(tu_acquire(lock));
-    assert_between(tu_pttl(c, key, strlen(key)), 800 - 250, 800);
+    acquire_with_lease(lock, key, 800);
     /* Invalid values change nothing. */
     assert_int_equal(redislock_set_expire_ms(lock, 0), REDISLOCK_ERR_INVALID);
     assert_int_equal(redislock_set_expire_ms(lock, -5), REDISLOCK_ERR_INVALID);
     assert_int_equal(redislock_set_expire_ms(lock, 1000000000001LL),
                      REDISLOCK_ERR_INVALID);
     assert_int_equal(redislock_set_expire_ms(NULL, 10), REDISLOCK_ERR_INVALID);
-    assert_true(tu_acquire(lock));
-    assert_between(tu_pttl(c, key, strlen(key)), 800 - 250, 800);
+    acquire_with_lease(lock, key, 800);
     while (tu_release(lock))
         ;
     redislock_free(lock);
@@ -80,16 +87,18 @@ static void test_extend_refreshes_our_lease(void **state)
 {
     char key[64];
     redislock *lock;
+    long long since;
 
     tu_key(key, sizeof key, "lease:extend");
     lock = make(state, key);
-    assert_int_equal(redislock_set_expire_ms(lock, 1000), REDISLOCK_OK);
+    assert_int_equal(redislock_set_expire_ms(lock, 3000), REDISLOCK_OK);
     assert_true(tu_acquire(lock));
-    tu_sleep_ms(400);
-    assert_true(tu_pttl(c, key, strlen(key)) <= 600);
+    tu_sleep_ms(400);                   /* the lease runs down */
+    assert_true(tu_pttl(c, key, strlen(key)) <= 2600);
+    since = tu_now_ms();
     assert_true(extend(lock));
     assert_int_equal(redislock_last_state(lock), REDISLOCK_STATE_OURS);
-    assert_between(tu_pttl(c, key, strlen(key)), 1000 - 250, 1000);
+    tu_assert_pttl_left(c, key, strlen(key), 3000, since);
     /* Extending adds no hold: one release frees it in both modes. */
     assert_true(tu_release(lock));
     assert_int_equal(tu_pttl(c, key, strlen(key)), -2);     /* gone */
@@ -105,7 +114,7 @@ static void test_extend_after_expiry_says_free(void **state)
     lock = make(state, key);
     assert_int_equal(redislock_set_expire_ms(lock, 100), REDISLOCK_OK);
     assert_true(tu_acquire(lock));
-    tu_sleep_ms(250);
+    tu_wait_key_gone(c, key, strlen(key), 10000);       /* it lapsed */
     assert_false(extend(lock));
     assert_int_equal(redislock_last_state(lock), REDISLOCK_STATE_FREE);
     assert_int_equal(redislock_valid_for_ms(lock), 0);
@@ -126,8 +135,8 @@ static void test_extend_when_taken_says_other(void **state)
     assert_int_equal(redislock_set_expire_ms(lock, 100), REDISLOCK_OK);
     assert_int_equal(redislock_set_expire_ms(other, 5000), REDISLOCK_OK);
     assert_true(tu_acquire(lock));
-    tu_sleep_ms(250);
-    assert_true(tu_acquire(other));            /* ours lapsed; other took it */
+    tu_wait_key_gone(c, key, strlen(key), 10000);       /* ours lapsed */
+    assert_true(tu_acquire(other));            /* other took it */
     before = tu_pttl(c, key, strlen(key));
     assert_false(extend(lock));
     assert_int_equal(redislock_last_state(lock), REDISLOCK_STATE_OTHER);
@@ -146,6 +155,7 @@ static void test_ttl_and_held(void **state)
     char key[64];
     redislock *lock, *other;
     int count = -1;
+    long long since;
 
     tu_key(key, sizeof key, "lease:ttl");
     lock = make(state, key);
@@ -158,9 +168,10 @@ static void test_ttl_and_held(void **state)
     assert_int_equal(redislock_hold_count(lock, &count), REDISLOCK_OK);
     assert_int_equal(count, 0);
 
+    since = tu_now_ms();
     assert_true(tu_acquire(lock));
     assert_true(held(lock));
-    assert_between(ttl(lock), 3000 - 250, 3000);
+    tu_assert_left(ttl(lock), 3000, since, "redislock_ttl()");
     assert_int_equal(redislock_hold_count(lock, &count), REDISLOCK_OK);
     assert_int_equal(count, 1);
 
@@ -177,35 +188,52 @@ static void test_ttl_and_held(void **state)
     redislock_free(other);
 }
 
+/*
+ * The local deadline counts down with the local clock: between two reads
+ * it drops by the time between them, which the test brackets with the
+ * clock (tA0..tA1 around the first read, tB0..tB1 around the second), so
+ * the check is exact on a loaded machine.
+ */
 static void test_valid_for_counts_down_locally(void **state)
 {
     char key[64];
     redislock *lock, *other;
-    long long v1, v2;
+    long long v1, v2, pttl, since, tA0, tA1, tB0, tB1;
 
     tu_key(key, sizeof key, "lease:valid");
     lock = make(state, key);
     other = make(state, key);
     assert_int_equal(redislock_valid_for_ms(lock), 0);      /* not held */
     assert_int_equal(redislock_valid_for_ms(NULL), 0);
-    assert_int_equal(redislock_set_expire_ms(lock, 2000), REDISLOCK_OK);
+    assert_int_equal(redislock_set_expire_ms(lock, 5000), REDISLOCK_OK);
+    since = tu_now_ms();
     assert_true(tu_acquire(lock));
+    tA0 = tu_now_ms();
     v1 = redislock_valid_for_ms(lock);
-    assert_between(v1, 2000 - 250, 2000);
-    tu_sleep_ms(300);
+    tA1 = tu_now_ms();
+    tu_assert_left(v1, 5000, since, "valid_for_ms after the acquire");
+    tu_sleep_ms(300);                   /* time passes */
+    tB0 = tu_now_ms();
     v2 = redislock_valid_for_ms(lock);
-    assert_between(v2, v1 - 600, v1 - 300);
-    /* The local deadline never outlives Redis's lease. */
-    assert_true(v2 <= tu_pttl(c, key, strlen(key)) + 5);
+    tB1 = tu_now_ms();
+    assert_between(v1 - v2, tB0 - tA1 - 1, tB1 - tA0 + 1);
+    assert_true(v1 - v2 >= 300 - 1);
+    /* The local deadline never outlives Redis's lease: read after the
+     * PTTL, it is not above it. */
+    pttl = tu_pttl(c, key, strlen(key));
+    assert_true(redislock_valid_for_ms(lock) <= pttl + 2);
+    since = tu_now_ms();
     assert_true(extend(lock));
-    assert_true(redislock_valid_for_ms(lock) > v2);
+    tu_assert_left(redislock_valid_for_ms(lock), 5000, since,
+                   "valid_for_ms after extend");
     /* Refused: another handle holds nothing locally. */
     assert_false(tu_acquire(other));
     assert_int_equal(redislock_valid_for_ms(other), 0);
     assert_true(tu_release(lock));
     assert_int_equal(redislock_valid_for_ms(lock), 0);
 
-    /* Runs out with the lease, without asking Redis. */
+    /* Runs out with the lease, without asking Redis: the time passing is
+     * the point, and 200 ms are at least 200 ms on any machine. */
     assert_int_equal(redislock_set_expire_ms(lock, 150), REDISLOCK_OK);
     assert_true(tu_acquire(lock));
     tu_sleep_ms(200);
@@ -248,7 +276,7 @@ static void test_inspect_reports_any_holder(void **state)
     char key[64], owner[REDISLOCK_MAX_ID_LEN + 1];
     redislock *lock, *other;
     redislock_kind kind = REDISLOCK_KIND_OTHER;
-    long long ms = 0;
+    long long ms = 0, since;
     int holds = 9;
     bool counted = tu_is_counted(state);
 
@@ -267,13 +295,14 @@ static void test_inspect_reports_any_holder(void **state)
 
     /* Held by another owner, twice in counted mode. */
     assert_int_equal(redislock_set_expire_ms(other, 5000), REDISLOCK_OK);
+    since = tu_now_ms();
     assert_true(tu_acquire(other));
     assert_true(tu_acquire(other));
     assert_int_equal(redislock_inspect(lock, &kind, owner, sizeof owner, &ms,
                                        &holds), REDISLOCK_OK);
     assert_int_equal(kind, counted ? REDISLOCK_KIND_COUNTED : REDISLOCK_KIND_GOZERO);
     assert_string_equal(owner, redislock_id(other));
-    assert_between(ms, 4000, 5000);
+    tu_assert_left(ms, 5000, since, "inspect's PTTL");
     assert_int_equal(holds, counted ? 2 : 1);
     assert_int_equal(redislock_last_state(lock), REDISLOCK_STATE_OTHER);
 

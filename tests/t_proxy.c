@@ -16,8 +16,17 @@
 #include "faultproxy.h"
 #include "testutil.h"
 
+/*
+ * Timing.  A client's command that must time out gets SHORT_MS (no_reply()
+ * sets it); every command that must succeed has LONG_MS, which no load
+ * reaches, and "an error, not a timeout" is an error long before LONG_MS.
+ * What must happen is waited for (WAIT_MS); what must not happen gets a
+ * short window to show itself (a negative check cannot fail for load).
+ */
 #define SHORT_MS 200            /* the client's timeout where one is due */
-#define WAIT_MS 5000            /* for what must happen (valgrind is slow) */
+#define LONG_MS 10000           /* where a reply is due */
+#define WAIT_MS 20000           /* for what must happen (valgrind is slow) */
+#define DELAY_MS 1000           /* fp_delay_ms() in test_delay */
 
 /* ------------------------------------------------------------------------
  * Helpers
@@ -40,24 +49,32 @@ static int proxy_down(void **state)
     return 0;
 }
 
+static void set_timeout(redisContext *c, long timeout_ms)
+{
+    struct timeval tv;
+
+    tv.tv_sec = timeout_ms / 1000;
+    tv.tv_usec = (timeout_ms % 1000) * 1000;
+    assert_int_equal(redisSetTimeout(c, tv), REDIS_OK);
+}
+
 /* A client of the proxy on PORT, with a TIMEOUT_MS read/write timeout. */
 static redisContext *connect_port(int port, long timeout_ms)
 {
-    struct timeval tv = { 2, 0 };
+    struct timeval tv = { LONG_MS / 1000, 0 };
     redisContext *c = redisConnectWithTimeout("127.0.0.1", port, tv);
 
     if (c == NULL || c->err)
         fail_msg("cannot connect to the proxy: %s",
                  c != NULL ? c->errstr : "out of memory");
-    tv.tv_sec = timeout_ms / 1000;
-    tv.tv_usec = (timeout_ms % 1000) * 1000;
-    assert_int_equal(redisSetTimeout(c, tv), REDIS_OK);
+    set_timeout(c, timeout_ms);
     return c;
 }
 
-static redisContext *via(fp_proxy *p, long timeout_ms)
+/* A client of proxy P; commands that must fail set their own timeout. */
+static redisContext *via(fp_proxy *p)
 {
-    return connect_port(fp_port(p), timeout_ms);
+    return connect_port(fp_port(p), LONG_MS);
 }
 
 static void ping_ok(redisContext *c)
@@ -69,14 +86,20 @@ static void ping_ok(redisContext *c)
     freeReplyObject(r);
 }
 
-/* A command that must get no reply: it fails, with a timeout if
- * WANT_TIMEOUT, and the context is dead afterwards. */
+/* A command that must get no reply: it fails, and the context is dead
+ * afterwards.  With WANT_TIMEOUT it times out (after SHORT_MS, set here);
+ * without, it fails with an error long before the client's LONG_MS
+ * timeout: a reset or a close, not a timeout. */
 static void no_reply(redisContext *c, int want_timeout, const char *fmt,
                      const char *a1, const char *a2)
 {
-    long long t0 = tu_now_ms();
-    redisReply *r = redisCommand(c, fmt, a1, a2);
+    long long t0, elapsed;
+    redisReply *r;
 
+    set_timeout(c, want_timeout ? SHORT_MS : LONG_MS);
+    t0 = tu_now_ms();
+    r = redisCommand(c, fmt, a1, a2);
+    elapsed = tu_now_ms() - t0;
     if (r != NULL) {
         freeReplyObject(r);
         fail_msg("\"%s\" got a reply through the proxy", fmt);
@@ -85,7 +108,10 @@ static void no_reply(redisContext *c, int want_timeout, const char *fmt,
     if (want_timeout) {
         /* hiredis 0.14 reports EAGAIN from the timed-out read. */
         assert_int_equal(c->err, REDIS_ERR_IO);
-        assert_true(tu_now_ms() - t0 >= SHORT_MS - 10);
+        assert_true(elapsed >= SHORT_MS - 10);
+    } else if (elapsed > LONG_MS / 2) {
+        fail_msg("\"%s\" failed after %lld ms (%s): a timeout, not an error",
+                 fmt, elapsed, c->errstr);
     }
 }
 
@@ -96,16 +122,11 @@ static int key_set(redisContext *admin, const char *key)
     return tu_get(admin, key, strlen(key), buf, sizeof buf) >= 0;
 }
 
-/* Wait up to WAIT_MS for KEY to exist; whether it does. */
+/* Wait up to WAIT_MS for KEY to exist (fails the test otherwise). */
 static int key_appears(redisContext *admin, const char *key)
 {
-    long long deadline = tu_now_ms() + WAIT_MS;
-
-    while (!key_set(admin, key)) {
-        if (tu_now_ms() > deadline)
-            return 0;
-        tu_sleep_ms(10);
-    }
+    TU_WAIT_UNTIL(key_set(admin, key), WAIT_MS,
+                  "the command setting %s to reach the server", key);
     return 1;
 }
 
@@ -143,17 +164,12 @@ static int server_has(redisContext *admin, const char *name)
     return found;
 }
 
-/* Wait up to WAIT_MS for the connection NAME to leave the server;
- * whether it did. */
+/* Wait up to WAIT_MS for the connection NAME to leave the server (fails
+ * the test otherwise). */
 static int server_drops(redisContext *admin, const char *name)
 {
-    long long deadline = tu_now_ms() + WAIT_MS;
-
-    while (server_has(admin, name)) {
-        if (tu_now_ms() > deadline)
-            return 0;
-        tu_sleep_ms(10);
-    }
+    TU_WAIT_UNTIL(!server_has(admin, name), WAIT_MS,
+                  "the connection %s to leave the server", name);
     return 1;
 }
 
@@ -188,7 +204,7 @@ static void test_forwards(void **state)
     assert_true(fp_port(p) > 0);
     assert_int_not_equal(fp_port(p), atoi(getenv("REDISLOCK_TEST_PORT")));
     assert_int_equal(fp_connections(p), 0);
-    c = via(p, 10000);
+    c = via(p);
     assert_int_equal(fp_connections(p), 1);
     ping_ok(c);
 
@@ -229,7 +245,7 @@ static void test_forwards(void **state)
 static void test_hold_release(void **state)
 {
     fp_proxy *p = *state;
-    redisContext *c = via(p, SHORT_MS), *later, *admin = tu_connect();
+    redisContext *c = via(p), *later, *admin = tu_connect();
     char key[64];
 
     tu_key(key, sizeof key, "proxy:hold");
@@ -239,11 +255,11 @@ static void test_hold_release(void **state)
     assert_int_equal(fp_held_bytes(p), 0);
     no_reply(c, 1, "SET %s %s", key, "v");
     assert_int_equal(fp_held_bytes(p), set_len(key, "v"));
-    tu_sleep_ms(100);
+    tu_sleep_ms(100);                   /* room for a wrong delivery */
     assert_false(key_set(admin, key));
 
     /* Not affected: a connection accepted after fp_hold(). */
-    later = via(p, SHORT_MS);
+    later = via(p);
     ping_ok(later);
     assert_int_equal(fp_held_bytes(p), set_len(key, "v"));
     assert_false(key_set(admin, key));
@@ -264,7 +280,7 @@ static void test_hold_release(void **state)
 static void test_hold_after_client_gone(void **state)
 {
     fp_proxy *p = *state;
-    redisContext *admin = tu_connect(), *c = via(p, SHORT_MS);
+    redisContext *admin = tu_connect(), *c = via(p);
     char key[64], name[64];
 
     tu_key(key, sizeof key, "proxy:late");
@@ -272,11 +288,13 @@ static void test_hold_after_client_gone(void **state)
     fp_hold(p);
     no_reply(c, 1, "SET %s %s", key, "late");
     redisFree(c);                       /* FIN to the proxy */
-    tu_sleep_ms(100);
+    TU_WAIT_UNTIL(fp_clients_ended(p) == 1, WAIT_MS,
+                  "the proxy to read the client's close");
     /* The proxy has read the EOF; it still holds the bytes, and the
      * server side is still open. */
     assert_int_equal(fp_held_bytes(p), set_len(key, "late"));
-    tu_sleep_ms(100);
+    assert_int_equal(fp_open_connections(p), 1);
+    tu_sleep_ms(100);                   /* room for a wrong close */
     assert_true(server_has(admin, name));
     assert_false(key_set(admin, key));
 
@@ -285,6 +303,7 @@ static void test_hold_after_client_gone(void **state)
     assert_true(key_appears(admin, key));
     /* Delivered, then closed. */
     assert_true(server_drops(admin, name));
+    assert_int_equal(fp_open_connections(p), 0);
     redisFree(admin);
 }
 
@@ -292,7 +311,7 @@ static void test_hold_after_client_gone(void **state)
 static void test_drop_replies(void **state)
 {
     fp_proxy *p = *state;
-    redisContext *c = via(p, SHORT_MS), *admin = tu_connect();
+    redisContext *c = via(p), *admin = tu_connect();
     char key[64];
 
     tu_key(key, sizeof key, "proxy:drop");
@@ -302,37 +321,49 @@ static void test_drop_replies(void **state)
     assert_true(key_appears(admin, key));
     redisFree(c);
     /* Also on a connection opened while it is on. */
-    c = via(p, SHORT_MS);
+    c = via(p);
     no_reply(c, 1, "PING", NULL, NULL);
     redisFree(c);
 
     fp_drop_replies(p, 0);
-    c = via(p, SHORT_MS);
+    c = via(p);
     ping_ok(c);
     redisFree(c);
     redisFree(admin);
 }
 
-/* Each direction is late by the delay; 0 turns it off. */
+/* A PING's round trip through the proxy, in ms. */
+static long long ping_ms(redisContext *c)
+{
+    long long t0 = tu_now_ms();
+
+    ping_ok(c);
+    return tu_now_ms() - t0;
+}
+
+/* Each direction is late by the delay; 0 turns it off.  An undelayed PING
+ * is told from a delayed one by the delay of a single direction: a round
+ * trip shorter than DELAY_MS had no delay either way, whatever the load;
+ * a delayed one takes at least twice that. */
 static void test_delay(void **state)
 {
     fp_proxy *p = *state;
-    redisContext *c = via(p, 5000), *admin = tu_connect();
+    redisContext *c = via(p), *admin = tu_connect();
     long long t0, elapsed;
     char key[64];
 
     tu_key(key, sizeof key, "proxy:delay");
     ping_ok(c);
-    t0 = tu_now_ms();
-    ping_ok(c);
-    assert_true(tu_now_ms() - t0 < 150);
+    elapsed = ping_ms(c);
+    if (elapsed >= DELAY_MS)
+        fail_msg("PING took %lld ms with no delay set", elapsed);
 
-    fp_delay_ms(p, 300);
-    t0 = tu_now_ms();
-    ping_ok(c);
-    elapsed = tu_now_ms() - t0;
-    if (elapsed < 600 - 5 || elapsed > 600 + 1000)
-        fail_msg("PING took %lld ms with a 300 ms delay each way", elapsed);
+    fp_delay_ms(p, DELAY_MS);
+    elapsed = ping_ms(c);
+    /* Not much more than the delay either: 4 delays' room for load. */
+    if (elapsed < 2 * DELAY_MS - 5 || elapsed > 6 * DELAY_MS)
+        fail_msg("PING took %lld ms with a %d ms delay each way", elapsed,
+                 DELAY_MS);
 
     /* The command itself reaches the server late. */
     assert_int_equal(redisAppendCommand(c, "SET %s %s", key, "v"), REDIS_OK);
@@ -340,7 +371,7 @@ static void test_delay(void **state)
     t0 = tu_now_ms();
     assert_true(key_appears(admin, key));
     elapsed = tu_now_ms() - t0;
-    if (elapsed < 300 - 50)
+    if (elapsed < DELAY_MS - 50)
         fail_msg("the SET ran after %lld ms, before the delay", elapsed);
     {
         redisReply *r = NULL;
@@ -351,9 +382,9 @@ static void test_delay(void **state)
     }
 
     fp_delay_ms(p, 0);
-    t0 = tu_now_ms();
-    ping_ok(c);
-    assert_true(tu_now_ms() - t0 < 150);
+    elapsed = ping_ms(c);
+    if (elapsed >= DELAY_MS)
+        fail_msg("PING took %lld ms with the delay turned off", elapsed);
     redisFree(c);
     redisFree(admin);
 }
@@ -363,16 +394,16 @@ static void test_delay(void **state)
 static void test_stall(void **state)
 {
     fp_proxy *p = *state;
-    redisContext *c = via(p, SHORT_MS), *fresh, *admin = tu_connect();
+    redisContext *c = via(p), *fresh, *admin = tu_connect();
     char key[64];
 
     tu_key(key, sizeof key, "proxy:stall");
     ping_ok(c);
     fp_stall(p, 1);
     no_reply(c, 1, "SET %s %s", key, "v");
-    fresh = via(p, SHORT_MS);           /* accepted, but stalled too */
+    fresh = via(p);                     /* accepted, but stalled too */
     no_reply(fresh, 1, "PING", NULL, NULL);
-    tu_sleep_ms(100);
+    tu_sleep_ms(100);                   /* room for a wrong delivery */
     assert_false(key_set(admin, key));
     assert_int_equal(fp_held_bytes(p), 0);
     assert_int_equal(fp_connections(p), 2);
@@ -381,7 +412,7 @@ static void test_stall(void **state)
     assert_true(key_appears(admin, key));
     redisFree(fresh);
     redisFree(c);
-    c = via(p, SHORT_MS);
+    c = via(p);
     ping_ok(c);
     redisFree(c);
     redisFree(admin);
@@ -392,10 +423,9 @@ static void test_stall(void **state)
 static void test_cut(void **state)
 {
     fp_proxy *p = *state;
-    redisContext *admin = tu_connect(), *c = via(p, 2000),
-                 *h = via(p, SHORT_MS);
+    redisContext *admin = tu_connect(), *c = via(p),
+                 *h = via(p);
     char key[64], cname[64], hname[64];
-    long long t0;
 
     tu_key(key, sizeof key, "proxy:cut");
     name_client(c, cname, sizeof cname, "proxy-cut");
@@ -408,21 +438,19 @@ static void test_cut(void **state)
 
     fp_cut(p);
     assert_int_equal(fp_held_bytes(p), 0);
-    /* The client side: an error at once, not a timeout. */
-    t0 = tu_now_ms();
+    /* The client side: an error, not a timeout. */
     no_reply(c, 0, "PING", NULL, NULL);
-    assert_true(tu_now_ms() - t0 < 1000);
     /* The server side: both connections gone. */
     assert_true(server_drops(admin, cname));
     assert_true(server_drops(admin, hname));
 
     fp_release(p);                      /* nothing left to release */
-    tu_sleep_ms(100);
+    tu_sleep_ms(100);                   /* room for a wrong delivery */
     assert_false(key_set(admin, key));
     redisFree(c);
     redisFree(h);
 
-    c = via(p, SHORT_MS);
+    c = via(p);
     ping_ok(c);
     assert_int_equal(fp_connections(p), 3);
     redisFree(c);
@@ -437,7 +465,6 @@ static void test_server_refuses(void **state)
     int fd = socket(AF_INET, SOCK_STREAM, 0), closed_port;
     fp_proxy *p;
     redisContext *c;
-    long long t0;
 
     (void)state;
     /* A port nobody listens on: bound, never listened, closed. */
@@ -452,10 +479,8 @@ static void test_server_refuses(void **state)
 
     p = fp_start("127.0.0.1", closed_port);
     assert_non_null(p);
-    c = via(p, 2000);
-    t0 = tu_now_ms();
-    no_reply(c, 0, "PING", NULL, NULL);
-    assert_true(tu_now_ms() - t0 < 1000);    /* closed, not a timeout */
+    c = via(p);
+    no_reply(c, 0, "PING", NULL, NULL);     /* closed, not a timeout */
     redisFree(c);
     fp_stop(p);
 }
@@ -465,8 +490,8 @@ static void test_server_refuses(void **state)
 static void test_stop_with_connections(void **state)
 {
     fp_proxy *p = *state;
-    redisContext *admin = tu_connect(), *c = via(p, 2000),
-                 *h = via(p, SHORT_MS);
+    redisContext *admin = tu_connect(), *c = via(p),
+                 *h = via(p);
     char key[64], cname[64], hname[64];
 
     tu_key(key, sizeof key, "proxy:stop");
@@ -522,6 +547,16 @@ static void *traffic_main(void *arg)
     return NULL;
 }
 
+static long attempts(struct traffic *t)
+{
+    long n;
+
+    pthread_mutex_lock(&t->lock);
+    n = t->attempts;
+    pthread_mutex_unlock(&t->lock);
+    return n;
+}
+
 static void test_controls_while_traffic_flows(void **state)
 {
     fp_proxy *p = *state;
@@ -534,6 +569,9 @@ static void test_controls_while_traffic_flows(void **state)
     t.port = fp_port(p);
     assert_int_equal(pthread_mutex_init(&t.lock, NULL), 0);
     assert_int_equal(pthread_create(&th, NULL, traffic_main, &t), 0);
+    /* Traffic flows before the controls start (the 5 ms pauses below
+     * only stir; nothing depends on what they let through). */
+    TU_WAIT_UNTIL(attempts(&t) > 0, WAIT_MS, "the traffic thread's first PING");
     for (round = 0; round < 10; round++) {
         fp_hold(p);
         tu_sleep_ms(5);
@@ -561,7 +599,7 @@ static void test_controls_while_traffic_flows(void **state)
     assert_true(fp_connections(p) >= (size_t)t.pongs);
     assert_int_equal(fp_held_bytes(p), 0);
 
-    c = via(p, 2000);
+    c = via(p);
     ping_ok(c);
     redisFree(c);
 }

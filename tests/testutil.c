@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -424,6 +425,61 @@ void tu_wait_replicas_synced(redisContext *c, const char *probe_key, int n,
             (in_a_row = replicas_ack(c, probe_key, n) ? in_a_row + 1 : 0) >= 2,
         ms, "%d replica(s) online and acknowledging writes", n);
     tu_cmd_ok(c, "DEL %s", probe_key);
+}
+
+/* ------------------------------------------------------------------------
+ * More waits, and timing checks that hold on a loaded machine
+ */
+
+long long tu_script_calls(redisContext *c)
+{
+    return tu_cmdstat_calls(c, "evalsha") + tu_cmdstat_calls(c, "eval");
+}
+
+void tu_wait_script_calls(redisContext *c, long long before, const char *what)
+{
+    TU_WAIT_UNTIL(tu_script_calls(c) > before, 20000,
+                  "a script call on the server (%s)", what);
+}
+
+void tu_wait_loaded(redisContext *c)
+{
+    TU_WAIT_UNTIL(tu_info_num(c, "loading") == 0, 20000,
+                  "the server to load its data");
+}
+
+static int fd_ready(int fd, short events)
+{
+    struct pollfd p = { fd, events, 0 };
+
+    return poll(&p, 1, 0) == 1 &&
+           (p.revents & (events | POLLERR | POLLHUP)) != 0;
+}
+
+void tu_wait_fd(int fd, short events, long long ms, const char *what)
+{
+    TU_WAIT_UNTIL(fd_ready(fd, events), ms, "%s", what);
+}
+
+void tu_assert_left(long long left, long long full, long long since,
+                    const char *what)
+{
+    long long elapsed = tu_now_ms() - since;
+
+    if (left > full || left < full - elapsed - 2)
+        fail_msg("%s is %lld ms: want %lld ms less at most the %lld ms since "
+                 "it was set, [%lld, %lld]", what, left, full, elapsed,
+                 full - elapsed - 2, full);
+}
+
+void tu_assert_pttl_left(redisContext *c, const void *key, size_t len,
+                         long long full, long long since)
+{
+    char what[128];
+
+    snprintf(what, sizeof what, "the PTTL of %.*s", (int)len,
+             (const char *)key);
+    tu_assert_left(tu_pttl(c, key, len), full, since, what);
 }
 
 /* ------------------------------------------------------------------------

@@ -151,6 +151,36 @@ void tu_wait_key_gone(redisContext *c, const void *key, size_t len,
 void tu_wait_replicas_synced(redisContext *c, const char *probe_key, int n,
                              long long ms);
 
+/*
+ * More waits, and timing checks that hold on a loaded machine.
+ *
+ * Scripts run on C's server so far (EVALSHA and EVAL calls): a command
+ * held back or delayed on its way (t_late), a watchdog's renewal
+ * (t_watchdog) shows as this count going up.
+ */
+long long tu_script_calls(redisContext *c);
+/* Wait until the count is above BEFORE; fails naming WHAT otherwise. */
+void tu_wait_script_calls(redisContext *c, long long before, const char *what);
+/* Wait until C's server has loaded its data (INFO loading:0): a server
+ * restarted with an AOF answers INFO at once, and every command touching
+ * keys with -LOADING until then (tu_server_restart() waits for INFO only). */
+void tu_wait_loaded(redisContext *c);
+/* Wait until poll() reports one of EVENTS (POLLERR and POLLHUP always
+ * count) on FD: a lost_fd readable, a peer's FIN or reset arrived. */
+void tu_wait_fd(int fd, short events, long long ms, const char *what);
+/*
+ * A countdown read some time after it was set: LEFT (a PTTL, a
+ * redislock_ttl() or redislock_valid_for_ms()) must be FULL less at most
+ * the time since SINCE (tu_now_ms() taken before the call that set it),
+ * and not more than FULL.  Exact however slow the machine, unlike "within
+ * 250 ms of FULL".  2 ms are allowed for the clocks' rounding.
+ */
+void tu_assert_left(long long left, long long full, long long since,
+                    const char *what);
+/* The same for the PTTL of KEY (LEN bytes) on C's server. */
+void tu_assert_pttl_left(redisContext *c, const void *key, size_t len,
+                         long long full, long long since);
+
 void tu_sleep_ms(long ms);
 long long tu_now_ms(void);           /* CLOCK_MONOTONIC */
 
