@@ -849,7 +849,8 @@ redislock_client_open(const char *url, redislock_client **client,
  *   longest-lived key gives); inspect the answer most masters give.
  * - Every operation writes to all masters at once and reads their replies
  *   as they come; it returns as soon as a majority has decided it (then
- *   after a 2 ms grace for the others), and waits for the masters' replies
+ *   after a grace for the others: as long again as the deciders took, at
+ *   least 2 ms), and waits for the masters' replies
  *   at most the quorum wait: a tenth of the handle's lease, at least 50
  *   ms, at most the command timeout (redislock_client_set_quorum_wait()).
  *   So one or two stopped masters of five cost nothing, and with a

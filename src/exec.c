@@ -68,6 +68,7 @@ static void leg_again(redislockp_leg *leg, const redislockp_fanout *f)
         }
     if (leg->st == REDISLOCK_OK && leg->again_want > 0) {
         leg->st = redislockp_tx_send(leg->c, &cmd, leg->msg, &sent);
+        leg->sent |= sent;
         leg->again = 1;
     }
     if (leg->st != REDISLOCK_OK || leg->again_want == 0)
@@ -194,8 +195,16 @@ size_t redislockp_exec_fanout(redislock_client *cl, unsigned slot,
 
     for (i = 0; i < n; i++) {
         redislockp_leg *leg = &legs[i];
+        int ncalls = f->ncalls > 0 ? f->ncalls : 1;
 
         memset(leg, 0, sizeof *leg);
+        if (ncalls + (f->trailer != NULL) > REDISLOCKP_LEG_REPLIES) {
+            leg->done = 1;              /* LCOV_EXCL_LINE: callers keep to it */
+            leg->st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_INVALID, /* LCOV_EXCL_LINE */
+                                         "internal: %d calls in a leg",
+                                         ncalls);
+            continue;                   /* LCOV_EXCL_LINE */
+        }
         leg->cl = cl->subs[i];
         leg->asked = f->mask == NULL || f->mask[i];
         if (!leg->asked) {

@@ -234,36 +234,42 @@ static int gives_back(const redislock *lock, int fresh, int granted)
 }
 
 /* Give back what a refused quorum acquire took (see gives_back()), on
- * every master at once.  Best effort: what is left lapses with its
- * lease.  The masters that did not answer the acquire (SILENT) are sent
- * the release too, but not waited for: it runs if they wake up. */
-static void quorum_undo(redislock *lock, const int *granted,
-                        const int *silent)
+ * every master at once; how many were asked.  Best effort: what is left
+ * lapses with its lease.  The masters that did not answer the acquire
+ * (SILENT) are not asked: a release that reached one late could delete
+ * the next try's grant there (no order holds across connections); the
+ * acquire that may yet run on one is harmless in go-zero mode and makes
+ * the ID stale in counted mode (quorum_op).  No waiter is woken by it:
+ * the lock was not free for others (the caller took part of it). */
+static size_t quorum_undo(redislock *lock, const int *granted,
+                          const int *silent)
 {
     redislockp_call call;
     redislockp_leg legs[REDISLOCKP_QUORUM_MAX];
     redislockp_fanout f;
-    int mask[REDISLOCKP_QUORUM_MAX];
+    int mask[REDISLOCKP_QUORUM_MAX], wakeups = lock->wakeups;
     size_t i, n = lock->client->nsubs, any = 0;
 
     for (i = 0; i < n; i++) {
-        mask[i] = gives_back(lock, !lock->held, granted[i]);
+        mask[i] = !silent[i] && gives_back(lock, !lock->held, granted[i]);
         any += (size_t)mask[i];
     }
     if (any == 0)
-        return;
+        return 0;
+    lock->wakeups = 0;
     redislockp_call_release(&call, lock);
+    lock->wakeups = wakeups;
     memset(&f, 0, sizeof f);
     f.call = &call;
     f.mask = mask;
-    f.nowait = silent;
     f.wait_ms = quorum_wait(lock, NULL);
     (void)redislockp_exec_fanout(lock->client, lock->slot, &f, legs);
     for (i = 0; i < n; i++)
         if (mask[i] && legs[i].st != REDISLOCK_OK && legs[i].sent &&
-            !silent[i] && !lock->id_chosen)
+            !lock->id_chosen)
             lock->id_stale = 1;
     redislockp_legs_end(legs, n);
+    return any;
 }
 
 /* Fewer than a majority answered: REDISLOCK_ERR_IO, naming the quorum
@@ -302,7 +308,7 @@ static int quorum_fold(redislock *lock, const redislockp_call *call,
 {
     long long vals[REDISLOCKP_QUORUM_MAX], extra[REDISLOCKP_QUORUM_MAX];
     size_t i, n = lock->client->nsubs, maj = majority(lock);
-    size_t ours = 0, others = 0, answered = 0, grants = 0;
+    size_t ours = 0, others = 0, answered = 0, grants = 0, undone;
     long long hint = -2;
     int granted[REDISLOCKP_QUORUM_MAX];
 
@@ -341,12 +347,15 @@ static int quorum_fold(redislock *lock, const redislockp_call *call,
                 out->v[2] = 1;
             return REDISLOCK_OK;
         }
-        quorum_undo(lock, granted, silent);
+        undone = quorum_undo(lock, granted, silent);
         if (answered < maj)
             return no_quorum(lock, answered);
         if (ours < maj && grants >= maj)
             return not_acked(lock, "acquire", grants, ours,
-                             "; what it took was released");
+                             undone > 0 ? "; what it took was given back"
+                                        : "; nothing was given back (a "
+                                          "re-entry, or a shared owner ID: "
+                                          "the earlier holding stands)");
         out->v[0] = 0;
         /* Granted by a majority, too late: retry.  Granted by some only:
          * a split (a release still on its way to the others, or another
@@ -462,8 +471,9 @@ static int quorum_vote(void *arg, size_t i, const redislockp_leg *leg)
     (void)i;
     if (r == NULL || r->type == REDIS_REPLY_ERROR)
         return 0;
-    if (q->parse != parse_ints)
-        return 1;
+    if (q->parse != parse_ints ||
+        q->call->script == &redislockp_script_companions)
+        return 1;                       /* an answer is all it takes */
     ir = *q->shape;
     if (parse_ints(r, &ir, msg) != REDISLOCK_OK)
         return 0;
@@ -515,6 +525,9 @@ static int quorum_op(redislock *lock, const redislockp_call *call,
                 lock->id_stale = 1;
             redislockp_fail(lock, legs[i].st, "master %zu: %.400s", i + 1,
                             legs[i].msg);
+            /* (A master that refused the connection's AUTH or SELECT
+             * refused the command, as an error reply would.) */
+            errors += legs[i].st == REDISLOCK_ERR_SERVER;
             continue;
         }
         if (r[i]->type == REDIS_REPLY_ERROR) {
@@ -683,6 +696,14 @@ static int op_run_one(redislock *lock, const redislockp_call *call,
                     any_sent = 0;
                     continue;
                 }
+                st = REDISLOCK_ERR_SERVER;
+                break;
+            }
+            if (reply->str != NULL &&
+                strncmp(reply->str, "ERR Protocol error", 18) == 0) {
+                /* Redis closes the connection after this reply. */
+                freeReplyObject(reply);
+                redislockp_conn_give(lock, REDISLOCK_ERR_IO);
                 st = REDISLOCK_ERR_SERVER;
                 break;
             }

@@ -157,8 +157,8 @@ oom:
 /* A read or write that timed out; the outcome of what was sent is
  * unknown.  ("timeout:" starts it: the tool reads that.) */
 #define TIMEOUT_TEXT "timeout: Redis did not answer in time (a client's " \
-    "URL sets the wait with ?timeout=MS, 5000 by default; a borrowed " \
-    "context, with redisSetTimeout())"
+    "URL sets the command timeout with ?timeout=MS; a borrowed context, " \
+    "redisSetTimeout())"
 
 int redislockp_tx_error(const redisContext *c, int err_no, char *errmsg)
 {

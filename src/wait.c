@@ -279,7 +279,7 @@ int redislock_acquire_wait(redislock *lock, long long timeout_ms,
 {
     long long start, deadline, holder_pttl, wait, left;
     bool woken = false;
-    int st, registered = 0;
+    int st, registered = 0, splits = 0;
 
     if (acquired)
         *acquired = false;
@@ -315,7 +315,7 @@ int redislock_acquire_wait(redislock *lock, long long timeout_ms,
                                            : REDISLOCKP_TRY_WAITER,
                                      acquired, &holder_pttl);
         if (st != REDISLOCK_OK)
-            return end_wait(lock, st, false, registered);
+            return end_wait(lock, st, woken, registered);
         if (*acquired) {
             (void)cancel_asked(lock);   /* too late: the wait is over */
             return REDISLOCK_OK;        /* the script deregistered us */
@@ -323,13 +323,21 @@ int redislock_acquire_wait(redislock *lock, long long timeout_ms,
         registered = 1;                 /* a refused waiter's try did */
         /* A woken quorum waiter that found the lock free on some masters
          * only (the release still on its way to the others) keeps its
-         * turn for the next try, which comes soon. */
-        woken = woken && holder_pttl == REDISLOCKP_PTTL_SPLIT;
+         * turn for the next try, which comes soon - a few times at most:
+         * a split that lasts is contention, waited out as any refusal. */
+        if (woken && holder_pttl == REDISLOCKP_PTTL_SPLIT && splits < 3) {
+            splits++;
+        } else {
+            woken = false;
+            splits = 0;
+            if (holder_pttl == REDISLOCKP_PTTL_SPLIT)
+                holder_pttl = -2;       /* (no hint) */
+        }
         left = deadline - redislockp_now_ms();
         if (left <= 0 || cancel_asked(lock)) {
             if (left > 0)
-                return canceled(lock, false, registered);
-            return end_wait(lock, REDISLOCK_OK, false, registered);
+                return canceled(lock, woken, registered);
+            return end_wait(lock, REDISLOCK_OK, woken, registered);
         }
         wait = left < lock->poll_ms ? left : lock->poll_ms;
         /* The holder's lease ends in holder_pttl ms (-1: no expiry; -3:

@@ -239,15 +239,15 @@ static void renew_quorum(redislock_client *cl, redislock **batch, int n,
     const redislockp_call *ptrs[BATCH];
     redislockp_fanout f;
     size_t i, m = cl->nsubs, maj = cl->nsubs / 2 + 1;
-    long long wait = __atomic_load_n(&cl->quorum_wait_ms, __ATOMIC_RELAXED);
+    long long set = __atomic_load_n(&cl->quorum_wait_ms, __ATOMIC_RELAXED);
+    long long wait = set;
     int j;
 
     for (j = 0; j < n; j++) {
         redislockp_call_extend(&calls[j], batch[j], batch[j]->renew_ms);
         ptrs[j] = &calls[j];
         /* The default quorum wait: a tenth of the shortest lease. */
-        if (cl->quorum_wait_ms <= 0 &&
-            (j == 0 || batch[j]->renew_ms / 10 < wait))
+        if (set <= 0 && (j == 0 || batch[j]->renew_ms / 10 < wait))
             wait = batch[j]->renew_ms / 10;
     }
     if (wait < REDISLOCKP_QUORUM_WAIT_MIN_MS)

@@ -493,7 +493,7 @@ static void test_quorum_acknowledgement(void **state)
     assert_true(tu_release(lock));
     assert_int_equal(redislock_acquire(lock, &ok), REDISLOCK_ERR_NOT_REPLICATED);
     assert_false(ok);
-    assert_non_null(strstr(redislock_last_error(lock), "released"));
+    assert_non_null(strstr(redislock_last_error(lock), "given back"));
     kill(replica[0].pid, SIGCONT);
     kill(replica[1].pid, SIGCONT);
     assert_int_equal(on_db(1, key), 0);
