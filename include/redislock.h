@@ -888,6 +888,24 @@ redislock_client_open_quorum(const char *const *urls, size_t n,
                              size_t errsize);
 
 /**
+ * Set the most connections CLIENT keeps to each server (1..64; the URL's
+ * pool_size=N, 16 by default).  An operation that finds them all in use
+ * waits for one to come back, within the command timeout, instead of
+ * opening another (then REDISLOCK_ERR_IO, saying so), so that a program
+ * with many threads never opens more than N connections to a server.
+ * Waiters blocked in acquire_wait() use at most N - 1 of them: the last
+ * is kept for the releases that would wake them, and a waiter that finds
+ * no room polls at its poll interval instead (with N = 1 every waiter
+ * polls).  On a quorum client, for every master.  Takes effect at once.
+ * Thread-safe.
+ * @return REDISLOCK_OK; REDISLOCK_ERR_INVALID for NULL or N out of
+ *         range; REDISLOCK_ERR_FORKED in a fork child.
+ * @since 0.4.0
+ */
+REDISLOCK_API int redislock_client_set_pool_size(redislock_client *client,
+                                                 int n);
+
+/**
  * Set how long an operation of the quorum client CLIENT waits for its
  * masters' replies once sent: MS milliseconds (1..3600000), or 0 for the
  * default, a tenth of the handle's lease, at least 50 ms and at most the

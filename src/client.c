@@ -65,7 +65,8 @@ int redislock_client_open(const char *url, redislock_client **client,
     }
     if (pthread_mutex_init(&cl->mu, NULL) != 0 ||
         pthread_mutex_init(&cl->wd_mu, NULL) != 0 ||
-        monotonic_cond_init(&cl->wd_cond) != 0) {
+        monotonic_cond_init(&cl->wd_cond) != 0 ||
+        monotonic_cond_init(&cl->pool_cond) != 0) {
         redislockp_url_clear(&cl->url);       /* LCOV_EXCL_LINE */
         redislockp_free(cl);                  /* LCOV_EXCL_LINE */
         return REDISLOCK_ERR_NOMEM;           /* LCOV_EXCL_LINE */
@@ -79,6 +80,7 @@ int redislock_client_open(const char *url, redislock_client **client,
         if (st != REDISLOCK_OK) {
             if (errbuf != NULL && errsize > 0)
                 snprintf(errbuf, errsize, "%s", msg);
+            pthread_cond_destroy(&cl->pool_cond);
             pthread_cond_destroy(&cl->wd_cond);
             pthread_mutex_destroy(&cl->wd_mu);
             pthread_mutex_destroy(&cl->mu);
@@ -96,6 +98,7 @@ int redislock_client_open(const char *url, redislock_client **client,
     if (cl->nodes == NULL || (cl->cluster && cl->slots == NULL)) {
         redislockp_free(cl->nodes);
         redislockp_free(cl->slots);
+        pthread_cond_destroy(&cl->pool_cond);
         pthread_cond_destroy(&cl->wd_cond);
         pthread_mutex_destroy(&cl->wd_mu);
         pthread_mutex_destroy(&cl->mu);
@@ -131,6 +134,7 @@ void redislock_client_free(redislock_client *cl)
      * ever.  The child only frees the memory. */
     if (!redislockp_client_forked(cl)) {
         redislockp_watchdog_shutdown(cl);
+        pthread_cond_destroy(&cl->pool_cond);
         pthread_cond_destroy(&cl->wd_cond);
         pthread_mutex_destroy(&cl->wd_mu);
         pthread_mutex_destroy(&cl->mu);
@@ -146,6 +150,23 @@ void redislock_client_free(redislock_client *cl)
     }
     sodium_memzero(cl, sizeof *cl);
     redislockp_free(cl);
+}
+
+int redislock_client_set_pool_size(redislock_client *cl, int n)
+{
+    size_t i;
+
+    if (cl == NULL || n < 1 || n > REDISLOCKP_POOL_LIMIT)
+        return REDISLOCK_ERR_INVALID;
+    if (redislockp_client_forked(cl))
+        return REDISLOCK_ERR_FORKED;
+    pthread_mutex_lock(&cl->mu);
+    cl->url.pool_size = n;
+    pthread_cond_broadcast(&cl->pool_cond);     /* more room, maybe */
+    pthread_mutex_unlock(&cl->mu);
+    for (i = 0; i < cl->nsubs; i++)
+        (void)redislock_client_set_pool_size(cl->subs[i], n);
+    return REDISLOCK_OK;
 }
 
 int redislock_client_set_timeouts(redislock_client *cl, long long connect_ms,

@@ -42,6 +42,7 @@ typedef struct redislockp_url {
     long long db;
     long long connect_ms;
     long long command_ms;
+    long long pool_size;        /* connections per node at most */
 } redislockp_url;
 
 /* Parse URL into *U (which the caller clears with redislockp_url_clear);
@@ -51,8 +52,14 @@ int redislockp_url_parse(const char *url, redislockp_url *u, char *err,
                          size_t errsize);
 void redislockp_url_clear(redislockp_url *u);
 
-/* Idle connections kept for reuse; more are closed when returned. */
-#define REDISLOCKP_POOL_IDLE 16
+/* Connections a client keeps to one node at most (pool_size=N, or
+ * redislock_client_set_pool_size()): the default, and the largest
+ * allowed.  An operation that finds them all in use waits for one
+ * (within the command timeout) rather than open another. */
+#define REDISLOCKP_POOL_DEFAULT 16
+#define REDISLOCKP_POOL_LIMIT 64
+/* Idle connections kept for reuse: all of them. */
+#define REDISLOCKP_POOL_IDLE REDISLOCKP_POOL_LIMIT
 /* Reconnect backoff after failed connects: 50 ms, doubling, at most 2 s. */
 #define REDISLOCKP_BACKOFF_MIN_MS 50
 #define REDISLOCKP_BACKOFF_MAX_MS 2000
@@ -66,6 +73,9 @@ typedef struct redislockp_node {
                                  * the sentinels replaced */
     redisContext *idle[REDISLOCKP_POOL_IDLE];
     size_t nidle;
+    size_t open;                /* connections that exist: idle, in use
+                                 * or being made */
+    size_t blocking;            /* of them, in a waiter's BLPOP */
     unsigned failures;          /* connects failed in a row */
     int probing;                /* a thread retries after failures */
     long long retry_at;         /* no connect before this (monotonic ms) */
@@ -106,6 +116,7 @@ struct redislock_client {
     size_t nsubs;
     long long quorum_wait_ms;   /* quorum: 0 for the default; atomic */
     pthread_mutex_t mu;
+    pthread_cond_t pool_cond;   /* a connection came back (with mu) */
     redislockp_node *nodes;     /* [0]: the URL's server (standalone) */
     size_t nnodes, capnodes;
     uint16_t *slots;            /* cluster: node index + 1 per slot; 0:
@@ -148,6 +159,39 @@ redisContext *redislockp_pool_get(redislock_client *cl, size_t node,
 /* Give it back; a broken one (BROKEN, or c->err) is closed instead. */
 void redislockp_pool_put(redislock_client *cl, size_t node, redisContext *c,
                          int broken);
+
+/* Count a connection to node NODE that was made outside the pool (the
+ * sentinels' verified one) and is handed to it: 0, or -1 when the node
+ * has all its connections already (then close it).  Under cl->mu.
+ * (Inline: cluster.c and sentinel.c, below the pool, use them.) */
+static inline int redislockp_pool_adopt(redislock_client *cl, size_t node)
+{
+    redislockp_node *n = &cl->nodes[node];
+
+    if (n->open >= (size_t)cl->url.pool_size ||
+        n->nidle >= REDISLOCKP_POOL_IDLE)
+        return -1;
+    n->open++;
+    return 0;
+}
+
+/* NDROP idle connections of NODE were taken out to be closed: uncount
+ * them.  Under cl->mu. */
+static inline void redislockp_pool_forget(redislock_client *cl, size_t node,
+                                          size_t ndrop)
+{
+    redislockp_node *n = &cl->nodes[node];
+
+    n->open = n->open > ndrop ? n->open - ndrop : 0;
+    pthread_cond_broadcast(&cl->pool_cond);
+}
+
+/* A waiter's BLPOP may use a connection to NODE: 1 (call
+ * redislockp_block_end() after), or 0 when the waiters of the client hold
+ * all but one of the node's connections already - the last is kept for
+ * the releases that would wake them - and the waiter polls instead. */
+int redislockp_block_begin(redislock_client *cl, size_t node);
+void redislockp_block_end(redislock_client *cl, size_t node);
 
 /* Close C, taken from node NODE, whose reply is still outstanding (its
  * operation was decided without it): only C, as nothing is known to be

@@ -239,10 +239,12 @@ int redislockp_cluster_refresh(redislock_client *cl, int force, char *errmsg)
         st = redislockp_cluster_apply(cl, r, cand[i].host, errmsg);
         for (i = 1; i < cl->nnodes && st == REDISLOCK_OK; i++) {
             redislockp_node *n = &cl->nodes[i];
+            size_t before = ndrop;
 
             while (n->gone && n->nidle > 0 &&
                    ndrop < sizeof drop / sizeof drop[0])
                 drop[ndrop++] = n->idle[--n->nidle];
+            redislockp_pool_forget(cl, i, ndrop - before);
         }
     } else {
         cl->map_stale = 1;              /* try again next time */

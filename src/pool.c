@@ -9,8 +9,37 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "client.h"
+
+/* Wait on the pool's condition until DEADLINE (monotonic ms); 0 when it
+ * passed.  Under cl->mu. */
+static int pool_wait(redislock_client *cl, long long deadline)
+{
+    long long left = deadline - redislockp_now_ms();
+    struct timespec until;
+
+    if (left <= 0)
+        return 0;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += (time_t)(left / 1000);
+    until.tv_nsec += (long)(left % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    (void)pthread_cond_timedwait(&cl->pool_cond, &cl->mu, &until);
+    return 1;
+}
+
+/* One connection of NODE is gone (closed, or never made).  Under mu. */
+static void uncount(redislock_client *cl, redislockp_node *n)
+{
+    if (n->open > 0)
+        n->open--;
+    pthread_cond_broadcast(&cl->pool_cond);
+}
 
 redisContext *redislockp_pool_get(redislock_client *cl, size_t node,
                                   char *errmsg, int *status)
@@ -18,7 +47,7 @@ redisContext *redislockp_pool_get(redislock_client *cl, size_t node,
     redisContext *c = NULL;
     redislockp_node *n;
     redislockp_url u;
-    long long now, wait;
+    long long now, wait, deadline = 0;
 
     if (redislockp_client_forked(cl)) {
         *status = redislockp_tx_fail(errmsg, REDISLOCK_ERR_FORKED,
@@ -27,6 +56,7 @@ redisContext *redislockp_pool_get(redislock_client *cl, size_t node,
         return NULL;
     }
     pthread_mutex_lock(&cl->mu);
+again:
     n = &cl->nodes[node];
     if (n->gone && cl->sentinel) {
         /* A master the sentinels replaced (routed to just before the
@@ -44,6 +74,22 @@ redisContext *redislockp_pool_get(redislock_client *cl, size_t node,
         return c;
     }
     now = redislockp_now_ms();
+    if (n->open >= (size_t)cl->url.pool_size) {
+        /* All of the node's connections are in use: wait for one to come
+         * back, within the command timeout. */
+        if (deadline == 0)
+            deadline = now + cl->url.command_ms;
+        if (pool_wait(cl, deadline))
+            goto again;
+        wait = cl->url.command_ms;
+        pthread_mutex_unlock(&cl->mu);
+        *status = redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO, "all %lld "
+                                     "connections to the server are in use "
+                                     "(pool_size), and none came back "
+                                     "within %lld ms", cl->url.pool_size,
+                                     wait);
+        return NULL;
+    }
     if (n->failures > 0 && (n->probing || now < n->retry_at)) {
         /* After failures, one thread at a time tries the server again,
          * after a backoff; meanwhile the others fail at once, with the
@@ -65,6 +111,7 @@ redisContext *redislockp_pool_get(redislock_client *cl, size_t node,
     }
     if (n->failures > 0)
         n->probing = 1;
+    n->open++;                  /* this one, while it is being made */
     pthread_mutex_unlock(&cl->mu);
 
     u = redislockp_node_url(cl, node);
@@ -84,6 +131,8 @@ redisContext *redislockp_pool_get(redislock_client *cl, size_t node,
     } else if (c != NULL) {
         n->failures = 0;
     }
+    if (c == NULL)
+        uncount(cl, n);
     pthread_mutex_unlock(&cl->mu);
     return c;
 }
@@ -100,9 +149,11 @@ void redislockp_pool_put(redislock_client *cl, size_t node, redisContext *c,
     pthread_mutex_lock(&cl->mu);
     n = &cl->nodes[node];
     if (!broken && !c->err && !redislockp_tx_pending_output(c) && !n->gone &&
-        n->nidle < REDISLOCKP_POOL_IDLE) {
+        n->nidle < REDISLOCKP_POOL_IDLE &&
+        n->open <= (size_t)cl->url.pool_size) {
         n->idle[n->nidle++] = c;
         c = NULL;
+        pthread_cond_broadcast(&cl->pool_cond);
     } else if (broken) {
         /* What broke this connection (a restart, a kill, a network cut)
          * most likely broke the node's idle ones too: drop them all, so
@@ -111,7 +162,10 @@ void redislockp_pool_put(redislock_client *cl, size_t node, redisContext *c,
         k = n->nidle;
         memcpy(stale, n->idle, k * sizeof stale[0]);
         n->nidle = 0;
+        redislockp_pool_forget(cl, node, k);
     }
+    if (c != NULL)
+        uncount(cl, n);
     pthread_mutex_unlock(&cl->mu);
     for (i = 0; i < k; i++)
         redisFree(stale[i]);
@@ -121,9 +175,32 @@ void redislockp_pool_put(redislock_client *cl, size_t node, redisContext *c,
 
 void redislockp_pool_drop(redislock_client *cl, size_t node, redisContext *c)
 {
-    (void)cl;
-    (void)node;
+    pthread_mutex_lock(&cl->mu);
+    uncount(cl, &cl->nodes[node]);
+    pthread_mutex_unlock(&cl->mu);
     redisFree(c);
+}
+
+int redislockp_block_begin(redislock_client *cl, size_t node)
+{
+    redislockp_node *n;
+    int ok;
+
+    pthread_mutex_lock(&cl->mu);
+    n = &cl->nodes[node];
+    ok = n->blocking + 1 < (size_t)cl->url.pool_size;
+    if (ok)
+        n->blocking++;
+    pthread_mutex_unlock(&cl->mu);
+    return ok;
+}
+
+void redislockp_block_end(redislock_client *cl, size_t node)
+{
+    pthread_mutex_lock(&cl->mu);
+    if (node < cl->nnodes && cl->nodes[node].blocking > 0)
+        cl->nodes[node].blocking--;
+    pthread_mutex_unlock(&cl->mu);
 }
 
 /* A call's status says its connection can no longer be trusted: dead, or

@@ -183,12 +183,13 @@ int redislockp_sentinel_discover(redislock_client *cl, int force,
             old->gone = 1;
             while (old->nidle > 0)
                 drop[ndrop++] = old->idle[--old->nidle];
+            redislockp_pool_forget(cl, (size_t)cl->master, ndrop);
         }
         cl->master = node;
         cl->nodes[node].gone = 0;
         cl->nodes[node].failures = 0;
         cl->sentinel_first = (first + answered) % n;
-        if (cl->nodes[node].nidle < REDISLOCKP_POOL_IDLE) {
+        if (redislockp_pool_adopt(cl, node) == 0) {
             cl->nodes[node].idle[cl->nodes[node].nidle++] = conn;
             conn = NULL;
         }

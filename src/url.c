@@ -185,6 +185,14 @@ static int params(redislockp_url *u, const char *q, size_t len, char *err,
                 return fail(err, errsize, "URL: %s is not a database number",
                             "db");
             u->db = v;
+        } else if (strcmp(name, "pool_size") == 0) {
+            v = number(eq + 1, (size_t)(stop - eq - 1), 1,
+                       REDISLOCKP_POOL_LIMIT);
+            if (v < 0)
+                return fail(err, errsize, "URL: pool_size is a number of "
+                            "connections per server in 1..%d",
+                            REDISLOCKP_POOL_LIMIT);
+            u->pool_size = v;
         } else if (strcmp(name, "connect_timeout") == 0 ||
                    strcmp(name, "timeout") == 0) {
             v = number(eq + 1, (size_t)(stop - eq - 1), 1, 3600000);
@@ -240,7 +248,7 @@ static int params(redislockp_url *u, const char *q, size_t len, char *err,
         } else {
             return fail(err, errsize,
                         "URL: unknown parameter '%s' (known: db, "
-                        "connect_timeout, timeout, cluster, for "
+                        "connect_timeout, timeout, cluster, pool_size, for "
                         "rediss://: cacert, cacertdir, cert, key, sni, "
                         "insecure, and for redis-sentinel://: "
                         "sentinel_user, sentinel_password)", name);
@@ -323,6 +331,7 @@ static int parse(const char *url, redislockp_url *u, char *err,
     u->port = 6379;
     u->connect_ms = 5000;
     u->command_ms = 5000;
+    u->pool_size = REDISLOCKP_POOL_DEFAULT;
     if (url == NULL)
         return fail(err, errsize, "URL: %s", "none given");
     if (strchr(url, '#') != NULL)

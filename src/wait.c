@@ -66,14 +66,22 @@ static int quorum_block(redislock *lock, long long wait_ms, bool *woken)
     for (i = 0; i < cl->nsubs; i++) {
         redislock_client *sub = cl->subs[i];
         redisContext *c;
+        size_t bnode;
 
-        c = redislockp_conn_route(sub, lock->slot, &node, msg, &st);
-        if (c == NULL)
+        if (redislockp_route(sub, lock->slot, &bnode, msg) != REDISLOCK_OK)
             continue;
+        if (!redislockp_block_begin(sub, bnode))
+            break;              /* its connections are the releases' */
+        c = redislockp_conn_route(sub, lock->slot, &node, msg, &st);
+        if (c == NULL) {
+            redislockp_block_end(sub, bnode);
+            continue;
+        }
         lock->ctx = c;
         st = block_on(lock, wait_ms, woken);
         lock->ctx = NULL;
         redislockp_conn_back(sub, node, c, st);
+        redislockp_block_end(sub, bnode);
         if (st != REDISLOCK_OK) {
             *woken = false;
             redislockp_clear_error(lock);
@@ -89,7 +97,8 @@ static int quorum_block(redislock *lock, long long wait_ms, bool *woken)
 /* Block up to WAIT_MS for a wake-up; *WOKEN tells whether one came. */
 static int block(redislock *lock, long long wait_ms, bool *woken)
 {
-    int st;
+    size_t node = 0;
+    int st, counted_block = 0;
 
     *woken = false;
     if (lock->quorum)
@@ -98,11 +107,27 @@ static int block(redislock *lock, long long wait_ms, bool *woken)
         return redislockp_fail(lock, REDISLOCK_ERR_INVALID, /* LCOV_EXCL_LINE: the tries fail first */
                                "the wake-up list cannot share the key's "
                                "Cluster slot");
+    if (lock->client != NULL &&
+        redislockp_route(lock->client, lock->slot, &node, lock->errmsg) ==
+            REDISLOCK_OK) {
+        if (!redislockp_block_begin(lock->client, node)) {
+            /* The client's other waiters hold all but one connection to
+             * the node in BLPOPs: that one is kept for the releases that
+             * would wake them, and this waiter polls (its next try comes
+             * after this pause, as after a BLPOP that timed out). */
+            redislockp_clear_error(lock);
+            redislockp_sleep_ms(wait_ms);
+            return REDISLOCK_OK;
+        }
+        counted_block = 1;
+    }
     st = redislockp_conn_take(lock, -1);
     if (st == REDISLOCK_OK) {
         st = block_on(lock, wait_ms, woken);
         redislockp_conn_give(lock, st);
     }
+    if (counted_block)
+        redislockp_block_end(lock->client, node);
     if (st == REDISLOCK_ERR_IO && lock->client != NULL &&
         lock->client->sentinel) {
         /* A failover under way (the master gone, or demoted and dropping

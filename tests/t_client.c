@@ -641,6 +641,163 @@ static void test_threads_share_one_client(void **state)
     redislock_client_free(cl);
 }
 
+static long long zcard(redisContext *rc, const char *key)
+{
+    redisReply *r = tu_cmd(rc, "ZCARD %s", key);
+    long long n = r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+
+    freeReplyObject(r);
+    return n;
+}
+
+/* The pool's maximum: 64 threads on a client with pool_size=4 never hold
+ * more than 4 connections to the server (its connected_clients, sampled
+ * while they run), and every operation completes. */
+#define BOUND_THREADS 64
+#define BOUND_ROUNDS 50
+
+struct bounded {
+    redislock_client *cl;
+    int id, failed;
+    pthread_t tid;
+};
+static int bounded_done;
+
+static void *bounded_cycles(void *arg)
+{
+    struct bounded *b = arg;
+    char key[64];
+    redislock *lock;
+    int i;
+
+    snprintf(key, sizeof key, "client:bounded:%d", b->id);
+    lock = redislock_new_from_client(b->cl, key);
+    for (i = 0; lock != NULL && i < BOUND_ROUNDS; i++) {
+        bool ok = false;
+
+        if (redislock_acquire(lock, &ok) != REDISLOCK_OK || !ok ||
+            redislock_release(lock, &ok) != REDISLOCK_OK || !ok)
+            b->failed++;
+    }
+    b->failed += lock == NULL;
+    redislock_free(lock);
+    __atomic_add_fetch(&bounded_done, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+static void test_pool_size_is_kept(void **state)
+{
+    static struct bounded b[BOUND_THREADS];
+    char url[300];
+    redislock_client *cl;
+    long long base, most = 0;
+    int i;
+
+    (void)state;
+    bad_url("redis://h?pool_size=0", "pool_size", NULL);
+    bad_url("redis://h?pool_size=65", "pool_size", NULL);
+    bad_url("redis://h?pool_size=x", "pool_size", NULL);
+    snprintf(url, sizeof url, "%s?pool_size=4", tcp_url);
+    cl = redislock_client_new(url);
+    assert_non_null(cl);
+    assert_int_equal(redislock_client_set_pool_size(cl, 0),
+                     REDISLOCK_ERR_INVALID);
+    assert_int_equal(redislock_client_set_pool_size(cl, 65),
+                     REDISLOCK_ERR_INVALID);
+    assert_int_equal(redislock_client_set_pool_size(NULL, 4),
+                     REDISLOCK_ERR_INVALID);
+    base = tu_info_num(c, "connected_clients");
+    bounded_done = 0;
+    for (i = 0; i < BOUND_THREADS; i++) {
+        b[i].cl = cl;
+        b[i].id = i;
+        b[i].failed = 0;
+        assert_int_equal(pthread_create(&b[i].tid, NULL, bounded_cycles,
+                                        &b[i]), 0);
+    }
+    while (__atomic_load_n(&bounded_done, __ATOMIC_SEQ_CST) < BOUND_THREADS) {
+        long long now = tu_info_num(c, "connected_clients") - base;
+
+        if (now > most)
+            most = now;
+        tu_sleep_ms(1);
+    }
+    for (i = 0; i < BOUND_THREADS; i++) {
+        assert_int_equal(pthread_join(b[i].tid, NULL), 0);
+        assert_int_equal(b[i].failed, 0);
+    }
+    printf("# %d threads, pool_size 4: at most %lld connections seen\n",
+           BOUND_THREADS, most);
+    assert_true(most >= 1);
+    if (most > 4)
+        fail_msg("%lld connections with pool_size=4", most);
+    redislock_client_free(cl);
+}
+
+/* Waiters blocked in BLPOP never starve the releases that would wake
+ * them: a pool of 4 and 32 threads waiting on one key, one holder
+ * releasing; every waiter gets the lock in turn, one at a time. */
+#define SMALL_WAITERS 32
+
+static int small_got, small_failed, small_holder, small_overlaps;
+
+static void *small_wait(void *arg)
+{
+    redislock *lock = redislock_new_from_client(arg, "client:small-pool");
+    bool ok = false;
+
+    if (lock == NULL ||
+        redislock_acquire_wait(lock, 120000, &ok) != REDISLOCK_OK || !ok) {
+        __atomic_add_fetch(&small_failed, 1, __ATOMIC_SEQ_CST);
+        redislock_free(lock);
+        return NULL;
+    }
+    if (__atomic_exchange_n(&small_holder, 1, __ATOMIC_SEQ_CST) != 0)
+        __atomic_add_fetch(&small_overlaps, 1, __ATOMIC_SEQ_CST);
+    tu_sleep_ms(1);
+    __atomic_store_n(&small_holder, 0, __ATOMIC_SEQ_CST);
+    if (redislock_release(lock, &ok) != REDISLOCK_OK || !ok)
+        __atomic_add_fetch(&small_failed, 1, __ATOMIC_SEQ_CST);
+    else
+        __atomic_add_fetch(&small_got, 1, __ATOMIC_SEQ_CST);
+    redislock_free(lock);
+    return NULL;
+}
+
+static void test_small_pool_many_waiters(void **state)
+{
+    pthread_t t[SMALL_WAITERS];
+    char url[300];
+    redislock_client *cl;
+    redislock *holder;
+    long long t0;
+    int i;
+
+    (void)state;
+    snprintf(url, sizeof url, "%s?pool_size=4", tcp_url);
+    cl = redislock_client_new(url);
+    holder = redislock_new_from_client(cl, "client:small-pool");
+    assert_int_equal(redislock_set_expire(holder, 60), REDISLOCK_OK);
+    assert_true(tu_acquire(holder));
+    small_got = small_failed = small_holder = small_overlaps = 0;
+    for (i = 0; i < SMALL_WAITERS; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, small_wait, cl), 0);
+    /* All of them registered as waiters (3 blocked, the rest polling). */
+    TU_WAIT_UNTIL(zcard(c, "{client:small-pool}:waiters") == SMALL_WAITERS,
+                  30000, "%d waiters registered", SMALL_WAITERS);
+    t0 = tu_now_ms();
+    assert_true(tu_release(holder));
+    for (i = 0; i < SMALL_WAITERS; i++)
+        assert_int_equal(pthread_join(t[i], NULL), 0);
+    printf("# pool_size 4: %d waiters held the lock in turn in %lld ms\n",
+           small_got, tu_now_ms() - t0);
+    assert_int_equal(small_failed, 0);
+    assert_int_equal(small_overlaps, 0);
+    assert_int_equal(small_got, SMALL_WAITERS);
+    redislock_free(holder);
+    redislock_client_free(cl);
+}
+
 static void test_reconnects_after_restart(void **state)
 {
     tu_server s;
@@ -727,6 +884,8 @@ int main(void)
           test_acl_user_with_minimal_rights, NULL, restore_server,
           &tu_mode_counted },
         cmocka_unit_test(test_threads_share_one_client),
+        cmocka_unit_test(test_pool_size_is_kept),
+        cmocka_unit_test(test_small_pool_many_waiters),
         cmocka_unit_test(test_reconnects_after_restart),
         cmocka_unit_test(test_forked_child_cannot_use_the_client),
     };
