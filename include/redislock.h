@@ -897,7 +897,8 @@ redislock_client_open_quorum(const char *const *urls, size_t n,
  * is kept for the releases that would wake them, and a waiter that finds
  * no room polls at its poll interval instead (with N = 1 every waiter
  * polls).  On a quorum client, for every master.  Takes effect at once.
- * Thread-safe.
+ * A call may queue for a connection: with many threads on a small pool,
+ * choose leases (and auto-renewal) that outlast the queue.  Thread-safe.
  * @return REDISLOCK_OK; REDISLOCK_ERR_INVALID for NULL or N out of
  *         range; REDISLOCK_ERR_FORKED in a fork child.
  * @since 0.4.0

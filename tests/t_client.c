@@ -672,6 +672,10 @@ static void *bounded_cycles(void *arg)
 
     snprintf(key, sizeof key, "client:bounded:%d", b->id);
     lock = redislock_new_from_client(b->cl, key);
+    /* A lease that outlives the queue for a connection between acquire
+     * and release (64 threads, 4 connections, a loaded machine). */
+    if (lock != NULL && redislock_set_expire(lock, 30) != REDISLOCK_OK)
+        b->failed++;
     for (i = 0; lock != NULL && i < BOUND_ROUNDS; i++) {
         bool ok = false;
 
