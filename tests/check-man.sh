@@ -61,7 +61,7 @@ ok() {
 }
 
 nfun=$(wc -l < "$tmp/functions")
-echo "1..$((nfun + 5))"
+echo "1..$((nfun + 4))"
 
 # 1. A page per function.
 for f in $(cat "$tmp/functions"); do
