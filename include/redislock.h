@@ -190,9 +190,10 @@ typedef enum {
      *  REDISLOCK_ERR_IO: the context is dead and whether the command ran
      *  is unknown; redislock_last_error() says "hiredis". */
     REDISLOCK_ERR_NOMEM = -2,
-    /** Connection error or timeout: the hiredis context has its err set and
-     *  is no longer usable.  Reconnect (e.g. redisReconnect()) and retry.
-     *  Whether the command reached Redis is unknown. */
+    /** Connection error or timeout.  Whether the command reached Redis is
+     *  unknown.  A borrowed hiredis context has its err set and is no
+     *  longer usable: reconnect (e.g. redisReconnect()) and retry; a
+     *  client closes the connection and connects anew by itself. */
     REDISLOCK_ERR_IO = -3,
     /** Redis replied with an error (WRONGTYPE, NOPERM, OOM, READONLY, ...);
      *  redislock_last_error() has the server's message.  The connection
@@ -201,7 +202,8 @@ typedef enum {
     /** Redis replied with something the lock scripts never return (wrong
      *  reply type or value).  The connection is probably out of step (a
      *  reply meant for another command, see OWNERSHIP) or not talking to
-     *  the server you think: reconnect before using it again. */
+     *  the server you think: reconnect a borrowed context before using it
+     *  again (a client closes that connection by itself). */
     REDISLOCK_ERR_PROTOCOL = -5,
     /** The handle was created in another process: it was inherited across
      *  fork().  Nothing was sent; the parent's lock is untouched.  Create
@@ -464,13 +466,16 @@ REDISLOCK_API int redislock_set_fencing(redislock *lock, bool on);
  * given back the same way.  The WAIT goes out with refused tries and
  * redirected calls too (the script's answer is not known when it is
  * written): while fewer than N replicas are online, each such call takes
- * TIMEOUT_MS, and after NOSCRIPT (a master whose script cache is empty,
- * as after a failover) the wait can happen twice.  A read timeout on the
+ * TIMEOUT_MS (once: with acknowledgement the script goes out as EVAL, so
+ * a master whose script cache is empty cannot make it wait twice).  A
+ * read timeout on the
  * WAIT reply is REDISLOCK_ERR_IO, an unknown outcome (the lock may have
  * been taken and lapses with its lease).  The socket's read timeout is
  * raised to cover TIMEOUT_MS for those calls.  Works on one server with
- * replicas, Sentinel and Cluster (each master's own replicas); refused on
- * a quorum client.  Renewals by the watchdog do not wait.
+ * replicas, Sentinel and Cluster (each master's own replicas), and on a
+ * quorum client (each master's replicas; see
+ * redislock_client_open_quorum()).  Renewals by the watchdog do not wait
+ * (not built yet).
  *
  * This narrows the window in which a failover right after an acquire
  * hands the lock to a second owner; it does not make Redis a consensus
@@ -504,7 +509,7 @@ REDISLOCK_API int redislock_set_min_replicas(redislock *lock, int n,
  * @param timeout_ms  how long to wait, 1..3600000 (ignored when LOCAL and
  *                    REPLICAS are 0).
  * @return REDISLOCK_OK, or REDISLOCK_ERR_INVALID (NULL LOCK, LOCAL not 0
- *         or 1, REPLICAS or TIMEOUT_MS out of range, a quorum client).
+ *         or 1, REPLICAS or TIMEOUT_MS out of range).
  * @since 0.3.0
  */
 REDISLOCK_API int redislock_set_min_replicas_aof(redislock *lock, int local,
