@@ -116,28 +116,18 @@ void redislockp_call_extend(redislockp_call *call, const redislock *lock,
 }
 
 typedef char status_layouts_agree[
-    REDISLOCKP_STATUS_K_FENCE == REDISLOCKP_STATUS_COUNTED_K_FENCE &&
-    REDISLOCKP_STATUS_A_FENCING == REDISLOCKP_STATUS_COUNTED_A_FENCING ?
-    1 : -1];
+    REDISLOCKP_STATUS_MAX_KEYS == REDISLOCKP_STATUS_COUNTED_MAX_KEYS &&
+    REDISLOCKP_STATUS_A_OWNER == REDISLOCKP_STATUS_COUNTED_A_OWNER ? 1 : -1];
 
 void redislockp_call_status(redislockp_call *call, const redislock *lock)
 {
-    /* Only go-zero mode keeps the token beside the key. */
-    int nkeys = lock->fencing && !counted(lock) ? REDISLOCKP_STATUS_K_FENCE + 1
-                                                : REDISLOCKP_STATUS_K_KEY + 1;
-
     redislockp_call_init(call, counted(lock) ? &redislockp_script_status_counted
                                              : &redislockp_script_status,
-                         nkeys);
+                         REDISLOCKP_STATUS_MAX_KEYS);
     redislockp_call_key(call, REDISLOCKP_STATUS_K_KEY, lock->key,
                         lock->keylen);
-    if (nkeys > REDISLOCKP_STATUS_K_FENCE)
-        redislockp_call_key(call, REDISLOCKP_STATUS_K_FENCE, lock->fence_key,
-                            lock->fence_keylen);
     redislockp_call_arg(call, REDISLOCKP_STATUS_A_OWNER, lock->id,
                         lock->idlen);
-    redislockp_call_arg(call, REDISLOCKP_STATUS_A_FENCING,
-                        lock->fencing ? "1" : "0", 1);
 }
 
 void redislockp_call_leave(redislockp_call *call, const redislock *lock,
