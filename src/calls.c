@@ -71,10 +71,12 @@ typedef char release_layouts_agree[
 void redislockp_call_release(redislockp_call *call, const redislock *lock)
 {
     /* The releaser hands the lock to a waiter, if any (see wait.c);
-     * without wake-ups it declares and touches only the lock key.  On a
+     * without wake-ups (off, or refused by the Redis user's ACL: see
+     * lock.c) it declares and touches only the lock key.  On a
      * Cluster, a key whose companions cannot share its slot has no
      * waiters (waiting is refused): release it alone. */
-    int wake = lock->wakeups && (lock->companions_ok || !lock->cluster);
+    int wake = lock->wakeups && !lock->wakeups_refused &&
+               (lock->companions_ok || !lock->cluster);
     int nkeys = wake ? REDISLOCKP_RELEASE_K_TURN + 1
                      : REDISLOCKP_RELEASE_K_KEY + 1;
 

@@ -751,9 +751,11 @@ static int op_run_one(redislock *lock, const redislockp_call *call,
  * Permissions.  Redis checks a script's commands against the user's ACL
  * one by one as they run, and undoes nothing; the scripts ask for every
  * command that may follow their first write before it (lib.lua's need(),
- * Redis 7.0 and later), so a refused call changed nothing.  A refusal
- * says exactly which permission is missing (the command and the key,
- * found by permissions.lua).
+ * Redis 7.0 and later), so a refused call changed nothing.  What cannot
+ * do without a permission says exactly which is missing (the command and
+ * the key, found by permissions.lua); what can, degrades: a release that
+ * may not wake waiters releases without waking them, a wait that may not
+ * use the waiters' keys polls (wait.c).
  */
 
 /* What each feature needs, as a whole ($1..$5: the keys, see calls.c). */
@@ -920,6 +922,30 @@ static void explain_refusal(redislock *lock, const redislockp_call *call)
                    strlen(hint)), words, hint);
 }
 
+/* Run the release CALL (redislockp_call_release()) for LOCK into R.  A
+ * release that would wake waiters and was refused on a permission
+ * changed nothing (see above): the user may not touch the waiters' keys.
+ * It goes again without wake-ups - the lock key alone, owner-checked as
+ * ever - and the handle's later releases skip them at once; waiters find
+ * the free lock by polling.  Refused again, it is the lock key's rights:
+ * reported, with which. */
+static int run_release(redislock *lock, redislockp_call *call, int_reply *r)
+{
+    int st = redislockp_op_run(lock, call, 1, parse_ints, r);
+
+    if (st == REDISLOCK_ERR_SERVER && call->nkeys > 1 &&
+        redislockp_acl_refused(lock->errmsg)) {
+        lock->wakeups_refused = 1;
+        redislockp_call_release(call, lock);
+        st = redislockp_op_run(lock, call, 1, parse_ints, r);
+        if (st == REDISLOCK_ERR_SERVER && redislockp_acl_refused(lock->errmsg))
+            lock->wakeups_refused = 0;
+    }
+    if (st == REDISLOCK_ERR_SERVER)
+        explain_refusal(lock, call);
+    return st;
+}
+
 /* After a reply: a key that is not ours means we hold nothing. */
 static void saw(redislock *lock, long long who)
 {
@@ -1035,9 +1061,7 @@ static int undo_acquire(redislock *lock, int fresh, int st)
                                "hold the lock with it", why);
     }
     redislockp_call_release(&call, lock);
-    rst = redislockp_op_run(lock, &call, 1, parse_ints, &r);
-    if (rst == REDISLOCK_ERR_SERVER)
-        explain_refusal(lock, &call);
+    rst = run_release(lock, &call, &r);
     if (rst == REDISLOCK_OK && r.v[0] == 1) {
         if (r.v[1] == 0) {
             lock->held = 0;
@@ -1187,9 +1211,7 @@ int redislock_release(redislock *lock, bool *released)
     /* Whatever the outcome, we no longer count on holding the lock. */
     lock->held = 0;
     sent = redislockp_now_ms();
-    st = redislockp_op_run(lock, &call, 1, parse_ints, &r);
-    if (st == REDISLOCK_ERR_SERVER)
-        explain_refusal(lock, &call);
+    st = run_release(lock, &call, &r);
     if (st == REDISLOCK_OK &&
         (r.v[0] < -1 || r.v[0] > 1 || r.v[1] < 0 ||
          (r.v[0] != 1 && r.v[1] != 0)))

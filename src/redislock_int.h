@@ -67,6 +67,11 @@ struct redislock {
     long long poll_ms;                 /* see REDISLOCKP_WAIT_POLL_MS */
     int fencing;                       /* issue fencing tokens */
     int wakeups;                       /* releases wake waiters */
+    int wakeups_refused;               /* the Redis user may not wake
+                                        * them: releases skip it */
+    int waiting_refused;               /* the Redis user may not wait
+                                        * (waiters' keys or BLPOP):
+                                        * acquire_wait polls instead */
     int ack_replicas;                  /* replicas to acknowledge an
                                         * acquire/extend; 0: none */
     int ack_local;                     /* WAITAOF: the master's own fsync */
