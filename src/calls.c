@@ -40,9 +40,15 @@ void redislockp_call_acquire(redislockp_call *call, const redislock *lock,
                          nkeys);
     redislockp_call_key(call, REDISLOCKP_ACQUIRE_K_KEY, lock->key,
                         lock->keylen);
-    if (nkeys > REDISLOCKP_ACQUIRE_K_FENCE)
+    /* A waiter's try without fencing gives the counter's place the lock
+     * key again: the script does not read it, and an ACL user allowed
+     * to wait but not to fence needs no rights on the counter. */
+    if (nkeys > REDISLOCKP_ACQUIRE_K_FENCE && lock->fencing)
         redislockp_call_key(call, REDISLOCKP_ACQUIRE_K_FENCE, lock->fence_key,
                             lock->fence_keylen);
+    else if (nkeys > REDISLOCKP_ACQUIRE_K_FENCE)
+        redislockp_call_key(call, REDISLOCKP_ACQUIRE_K_FENCE, lock->key,
+                            lock->keylen);
     if (nkeys > REDISLOCKP_ACQUIRE_K_TURN) {
         redislockp_call_key(call, REDISLOCKP_ACQUIRE_K_WAITERS,
                             lock->waiters_key, lock->waiters_keylen);
