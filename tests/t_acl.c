@@ -421,34 +421,16 @@ static void run_rule(void **state, const char *user)
     redisFree(u);
 }
 
-static void test_gozero_rule(void **state)
-{
-    run_rule(state, "lock-gozero");
-}
+/* A test's state: the mode first (as tu_is_counted() reads it), then the
+ * user of doc/acl.md whose rule it runs. */
+struct rule_case {
+    int mode;
+    const char *user;
+};
 
-static void test_wait_rule(void **state)
+static void test_rule(void **state)
 {
-    run_rule(state, "lock-wait");
-}
-
-static void test_fence_rule(void **state)
-{
-    run_rule(state, "lock-fence");
-}
-
-static void test_counted_rule(void **state)
-{
-    run_rule(state, "lock-counted");
-}
-
-static void test_status_rule(void **state)
-{
-    run_rule(state, "lock-status");
-}
-
-static void test_all_rule(void **state)
-{
-    run_rule(state, "lock-all");
+    run_rule(state, ((const struct rule_case *)*state)->user);
 }
 
 /* ------------------------------------------------------------------------
@@ -604,15 +586,22 @@ static void test_waiter_refused_before_it_takes(void **state)
     { #t " (go-zero mode)", t, NULL, delete_users, &tu_mode_gozero },  \
     { #t " (counted mode)", t, NULL, delete_users, &tu_mode_counted }
 
+/* Each rule in both modes. */
+#define RULE(u)                                                          \
+    { "rule " u " (go-zero mode)", test_rule, NULL, delete_users,        \
+      &(struct rule_case){ 0, u } },                                     \
+    { "rule " u " (counted mode)", test_rule, NULL, delete_users,        \
+      &(struct rule_case){ 1, u } }
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        BOTH(test_gozero_rule),
-        BOTH(test_wait_rule),
-        BOTH(test_fence_rule),
-        BOTH(test_counted_rule),
-        BOTH(test_status_rule),
-        BOTH(test_all_rule),
+        RULE("lock-gozero"),
+        RULE("lock-wait"),
+        RULE("lock-fence"),
+        RULE("lock-counted"),
+        RULE("lock-status"),
+        RULE("lock-all"),
         BOTH(test_release_refused_before_its_delete),
         { "test_counted_acquire_refused_before_its_write",
           test_counted_acquire_refused_before_its_write, NULL, delete_users,
