@@ -437,8 +437,7 @@ static void test_rule(void **state)
  * Rules that give a feature only some of its commands: a refusal still
  * comes before the script's first write (Redis 7.0 and later). */
 
-/* Can Redis check a command in advance (7.0 and later)?  Before, these
- * checks cannot hold (doc/acl.md). */
+/* Can Redis check a command in advance (7.0 and later)?  (doc/acl.md) */
 static int acl_check_cmd(void)
 {
     redisReply *r = tu_cmd(c, "EVAL %s 0",
@@ -449,11 +448,18 @@ static int acl_check_cmd(void)
     return have;
 }
 
-/* The user lock-partial: the everything rule of doc/acl.md, less MINUS
- * (a command taken away). */
-static redisContext *partial(const char *minus)
+/* The user lock-partial, connected: the everything rule of doc/acl.md,
+ * less MINUS (a command taken away); and a fresh lock KEY (SIZE bytes)
+ * with its companions KS.  NULL before Redis 7.0, where these checks
+ * cannot hold. */
+static redisContext *partial(const char *minus, char *key, size_t size,
+                             struct keys *ks)
 {
+    if (!acl_check_cmd())
+        return NULL;
     create_user_as("lock-all", "lock-partial", minus);
+    tu_key(key, size, "locks:acl");
+    keys_of(key, ks);
     return connect_as("lock-partial");
 }
 
@@ -468,11 +474,9 @@ static void test_release_refused_before_its_delete(void **state)
     redislock *lock;
     bool ok = false;
 
-    if (!acl_check_cmd())
+    u = partial("-rpush", key, sizeof key, &ks);
+    if (u == NULL)
         return;
-    u = partial("-rpush");
-    tu_key(key, sizeof key, "locks:acl");
-    keys_of(key, &ks);
     tu_cmd_ok(c, "ZADD %s %lld someone", ks.k[2], 1LL << 50);
     lock = tu_new_lock(state, u, key);
     assert_true(tu_acquire(lock));
@@ -508,11 +512,9 @@ static void test_counted_acquire_refused_before_its_write(void **state)
     bool ok = true;
     int st;
 
-    if (!acl_check_cmd())
+    u = partial("-pexpire", key, sizeof key, &ks);
+    if (u == NULL)
         return;
-    u = partial("-pexpire");
-    tu_key(key, sizeof key, "locks:acl");
-    keys_of(key, &ks);
     lock = tu_new_lock(state, u, key);
     key_state(&ks, before, sizeof before);
     st = redislock_acquire(lock, &ok);
@@ -535,11 +537,9 @@ static void test_fencing_refused_before_its_write(void **state)
     bool ok = true;
     int st;
 
-    if (!acl_check_cmd())
+    u = partial("-hset", key, sizeof key, &ks);
+    if (u == NULL)
         return;
-    u = partial("-hset");
-    tu_key(key, sizeof key, "locks:acl");
-    keys_of(key, &ks);
     prior = redislock_new(c, key);      /* a counter exists already */
     assert_int_equal(redislock_set_fencing(prior, true), REDISLOCK_OK);
     assert_true(tu_acquire(prior));
@@ -568,11 +568,9 @@ static void test_waiter_refused_before_it_takes(void **state)
     redislock *lock;
     bool ok = false;
 
-    if (!acl_check_cmd())
+    u = partial("-zrem", key, sizeof key, &ks);
+    if (u == NULL)
         return;
-    u = partial("-zrem");
-    tu_key(key, sizeof key, "locks:acl");
-    keys_of(key, &ks);
     lock = tu_new_lock(state, u, key);
     expect_ok(lock, redislock_acquire_wait(lock, 2000, &ok));
     assert_true(ok);
