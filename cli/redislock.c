@@ -1141,22 +1141,63 @@ static void wrong_type(redislock *lock, const struct options *o, char *buf,
     }
 }
 
-/* What Redis refused, from its words W (code CODE, then REST), which
- * came FROM a command or a script. */
-static void refused(const struct options *o, const char *w, const char *code,
-                    const char *rest, enum origin from, char *buf,
-                    size_t size)
+/* Is the error W (code CODE, then REST) an ACL refusal?  NOPERM, or a
+ * script's command refused: Redis 6 and 7.0 say "The user executing the
+ * script can't ..." with ERR, 7.2 "ACL failure in script: ...". */
+static bool acl_refusal(const char *code, const char *rest)
 {
-    char keys[1024];
+    return strcmp(code, "NOPERM") == 0 ||
+           starts(rest, "The user executing the script can't") ||
+           starts(rest, "ACL failure in script");
+}
 
-    if (strcmp(code, "NOPERM") == 0 ||
-        starts(rest, "The user executing the script can't run")) {
-        /* (Redis 7.0 says the latter, with ERR, of a script's command.) */
-        key_list(o, true, keys, sizeof keys);
-        snprintf(buf, size, "the Redis user lacks a permission (%s); the "
-                 "lock needs the keys %s and the commands EVALSHA, EVAL and "
-                 "BLPOP, and those these run inside Redis (see "
-                 "redislock(1), NOTES)", rest, keys);
+/* The library's hint at the end of RAW ("... [HINT]"), without its
+ * " (doc/acl.md)", into BUF; false if there is none. */
+static bool library_hint(const char *raw, char *buf, size_t size)
+{
+    const char *open = strstr(raw, " [");
+    size_t len = strlen(raw), n;
+
+    if (open == NULL || len == 0 || raw[len - 1] != ']')
+        return false;
+    for (;;) {                        /* the last " [" */
+        const char *next = strstr(open + 2, " [");
+
+        if (next == NULL)
+            break;
+        open = next;
+    }
+    n = (size_t)(raw + len - 1 - (open + 2));
+    if (n > 13 && memcmp(open + 2 + n - 13, " (doc/acl.md)", 13) == 0)
+        n -= 13;
+    snprintf(buf, size, "%.*s", (int)n, open + 2);
+    return true;
+}
+
+/* A refusal on a permission: what the library found missing (HINT, or
+ * "" if it could not tell), in the tool's terms. */
+static void acl_refused(const struct options *o, const char *rest,
+                        const char *hint, char *buf, size_t size)
+{
+    if (*hint == '\0')
+        snprintf(buf, size, "the Redis user lacks a permission (%s); see "
+                 "redislock(1), NOTES, for what the lock needs", rest);
+    else if (o->fencing && strstr(hint, "fencing needs") != NULL)
+        snprintf(buf, size, "%s (or give --no-fencing; see redislock(1), "
+                 "NOTES)", hint);
+    else
+        snprintf(buf, size, "%s (see redislock(1), NOTES)", hint);
+}
+
+/* What Redis refused, from its words W (code CODE, then REST), which
+ * came FROM a command or a script; HINT: the library's (see
+ * library_hint()), or "". */
+static void refused(const struct options *o, const char *w, const char *code,
+                    const char *rest, enum origin from, const char *hint,
+                    char *buf, size_t size)
+{
+    if (acl_refusal(code, rest)) {
+        acl_refused(o, rest, hint, buf, size);
     } else if (strcmp(code, "NOAUTH") == 0) {
         snprintf(buf, size, "Redis wants a password: give it in the URL "
                  "(redis://[user]:password@host, best through REDISLOCK_URL)"
@@ -1196,6 +1237,8 @@ static void refused(const struct options *o, const char *w, const char *code,
                  "later; -v shows the details)");
     } else if (from == FROM_SCRIPT_COMMAND && strcmp(code, "ERR") == 0) {
         /* A command of the script refused a value it met. */
+        char keys[1024];
+
         key_list(o, true, keys, sizeof keys);
         snprintf(buf, size, "Redis refused: %s (does one of the keys %s "
                  "hold a value redislock did not write?)", rest, keys);
@@ -1211,7 +1254,7 @@ static void refused(const struct options *o, const char *w, const char *code,
 static void describe(redislock *lock, int st, const struct options *o,
                      const char *raw, char *buf, size_t size)
 {
-    char words[512], code[32];
+    char words[512], code[32], hint[512];
     const char *rest, *r = raw;
     enum origin from;
     size_t n;
@@ -1243,7 +1286,7 @@ static void describe(redislock *lock, int st, const struct options *o,
             server_words(strchr(r, ':') + 2, words, sizeof words, &from);
             rest = error_code(words, code, sizeof code);
             if (rest != NULL && strcmp(code, "ERR") != 0)
-                refused(o, words, code, rest, from, buf, size);
+                refused(o, words, code, rest, from, "", buf, size);
             else
                 snprintf(buf, size, "Redis refused the login: %s",
                          rest ? rest : words);
@@ -1258,12 +1301,14 @@ static void describe(redislock *lock, int st, const struct options *o,
         }
         server_words(r, words, sizeof words, &from);
         rest = error_code(words, code, sizeof code);
+        if (!library_hint(r, hint, sizeof hint))
+            hint[0] = '\0';
         if (rest != NULL && strcmp(code, "WRONGTYPE") == 0)
             wrong_type(lock, o, buf, size);
         else if (rest != NULL)
-            refused(o, words, code, rest, from, buf, size);
+            refused(o, words, code, rest, from, hint, buf, size);
         else
-            refused(o, words, "ERR", words, from, buf, size);
+            refused(o, words, "ERR", words, from, hint, buf, size);
         return;
     case REDISLOCK_ERR_PROTOCOL:
         snprintf(buf, size, "the server sent a reply no lock operation "
@@ -1373,21 +1418,32 @@ static void print_json_string(const char *s)
 }
 
 /* The companions (waiters, fencing counter): -1 when they could not be
- * read (an ACL user allowed only the lock key, say). */
+ * read (an ACL user allowed only the lock key, say): unknown, and -v
+ * says why. */
 struct companions {
     long long waiters;
     long long fence;
 };
 
-static struct companions read_companions(redislock *lock)
+static struct companions read_companions(redislock *lock,
+                                         const struct options *o)
 {
     struct companions c = { -1, -1 };
     long long waiters;
     uint64_t fence;
+    int st;
 
-    if (redislock_inspect_companions(lock, &waiters, &fence) == REDISLOCK_OK) {
+    st = redislock_inspect_companions(lock, &waiters, &fence);
+    if (st == REDISLOCK_OK) {
         c.waiters = waiters;
         c.fence = fence > (uint64_t)INT64_MAX ? INT64_MAX : (long long)fence;
+    } else if (o->verbose) {
+        char raw[512], text[2048];
+
+        snprintf(raw, sizeof raw, "%s", redislock_last_error(lock));
+        describe(lock, st, o, raw, text, sizeof text);
+        say("waiters and fence unknown: %s", text);
+        say("(the library said: %s: %s)", redislock_strerror(st), raw);
     }
     return c;
 }
@@ -1426,6 +1482,8 @@ static void print_status_text(const char *key, const struct holder *h,
     printf("state: %s\n", h->shape == SHAPE_FREE ? "free" : "held");
     if (c->waiters >= 0)
         printf("waiters: %lld\nfence: %lld\n", c->waiters, c->fence);
+    else
+        printf("waiters: unknown\nfence: unknown\n");
     if (h->shape == SHAPE_FREE)
         return;
     printf("mode: %s\n", h->shape == SHAPE_GOZERO ? "go-zero"
@@ -1460,7 +1518,7 @@ static int show_status(redislock *lock, const struct options *o)
     st = look(lock, &h);
     if (st != REDISLOCK_OK)
         return lock_error(lock, st, o, "read the state of");
-    c = read_companions(lock);
+    c = read_companions(lock, o);
     if (o->json)
         print_status_json(o->key, &h, &c);
     else

@@ -31,10 +31,17 @@
  *   Their names: if KEY has a Cluster hash tag ("{...}" with something
  *   inside), KEY + ":fence", ":waiters", ":wake", ":turn"; otherwise "{"
  *   KEY "}" + the same suffixes, which hash to KEY's own slot (so a key
- *   holding '}' but no valid tag cannot use them on Cluster).  An ACL user
- *   needs rights on these keys (e.g. ~locks:* ~{locks:*), on EVALSHA, EVAL
- *   and, to wait, BLPOP, and on the commands the scripts run (README.md
- *   gives the exact rule).
+ *   holding '}' but no valid tag cannot use them on Cluster).
+ *
+ *   ACL USERS.  doc/acl.md gives, feature by feature, the commands and
+ *   keys a Redis ACL user needs, and ready-made rules.  Every script asks
+ *   Redis (7.0 and later) before its first write whether the user may run
+ *   what follows it, so a refused call has changed nothing.  Without the
+ *   waiters' keys, releases still release (without waking anyone) and
+ *   redislock_acquire_wait() polls; without what fencing or counted mode
+ *   needs, the call fails with REDISLOCK_ERR_SERVER and
+ *   redislock_last_error() names the command and key refused and what the
+ *   feature needs.
  *
  * OWNERSHIP
  *   - The constructors (redislock_new*(), redislock_client_open() and
@@ -345,7 +352,10 @@ redislock_acquire(redislock *lock, bool *acquired);
  * release frees the lock however many times it was acquired.  In counted
  * mode one hold is given up; the key is deleted with the last hold, and
  * otherwise its lease is refreshed.  A deletion wakes one waiter of
- * redislock_acquire_wait().
+ * redislock_acquire_wait().  A release refused because the Redis user may
+ * not touch the waiters' keys changed nothing and is sent again without
+ * the wake-up (the lock key alone, owner-checked as ever); the handle's
+ * later releases skip it at once (@since 0.4.0; doc/acl.md).
  *
  * In counted mode the release that gives up the last hold deletes the
  * key before it writes anything else, so it works even when Redis is out
@@ -615,8 +625,9 @@ typedef enum {
 
 /**
  * Who holds KEY, in which format, and for how long (one round trip, read
- * only, lock key only), whoever the holder is: for status displays and
- * tools (the redislock(1) --status option).  The handle's own owner ID
+ * only, lock key only, with the commands of the locks' own modes: GET and
+ * PTTL, and HGET for a hash), whoever the holder is: for status displays
+ * and tools (the redislock(1) --status option).  The handle's own owner ID
  * and mode only decide redislock_last_state() afterwards: OURS when the
  * key is in this handle's format and holds its ID.
  *
@@ -645,9 +656,11 @@ REDISLOCK_API int redislock_inspect(redislock *lock, redislock_kind *kind,
  * and the fencing counter (the last token issued for the key; 0 if none).
  * Read only, one round trip (a script that reads the waiters and the
  * fencing counter, not the lock key, so redislock_inspect() stays usable
- * by an ACL user allowed only the lock key; this one needs read rights on
- * the companions).  On a Cluster client, REDISLOCK_ERR_INVALID for a key
- * whose companions cannot share its slot.
+ * by an ACL user allowed only the lock key; this one needs TIME, ZCOUNT
+ * on the waiters and HGET on the counter, doc/acl.md's status rule: a
+ * refusal names what is missing).  On a Cluster client,
+ * REDISLOCK_ERR_INVALID for a key whose companions cannot share its
+ * slot.
  * @return REDISLOCK_OK; REDISLOCK_ERR_INVALID (NULL arguments); the
  *         errors of a round trip; REDISLOCK_ERR_FORKED.
  * @since 0.3.0
@@ -683,6 +696,11 @@ REDISLOCK_API int redislock_inspect_companions(redislock *lock,
  * *ACQUIRED false (a turn it was woken for is passed on).  The
  * connection's read timeout is raised for each BLPOP and restored
  * afterwards.  Redis >= 6.0 is needed (sub-second BLPOP timeouts).
+ *
+ * A Redis user whose ACL refuses the waiters' keys (or BLPOP) still waits,
+ * by polling: plain tries (the lock key alone) every poll interval, or
+ * when the holder's lease ends, out of the queue of waiters; the handle's
+ * later waits poll from the start (@since 0.4.0; doc/acl.md).
  *
  * @param timeout_ms  0 tries once (as redislock_acquire());
  *                    REDISLOCK_WAIT_FOREVER waits without a deadline
@@ -727,8 +745,9 @@ REDISLOCK_API int redislock_cancel_wait(redislock *lock);
  * that deletes the key hands the lock to one registered waiter of
  * redislock_acquire_wait() (see there), which takes three companion keys
  * (see OVERVIEW).  Turned off, release declares and touches only the lock
- * key, exactly as go-zero's does (for ACL users allowed nothing else);
- * waiters then notice the free lock by polling.
+ * key, exactly as go-zero's does (for ACL users allowed nothing else: a
+ * release that such a user's ACL refuses turns them off by itself, see
+ * redislock_release()); waiters then notice the free lock by polling.
  * @return REDISLOCK_OK, or REDISLOCK_ERR_INVALID if LOCK is NULL.
  * @since 0.2.0
  */

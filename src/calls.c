@@ -12,6 +12,8 @@
  */
 #include "config.h"
 
+#include <string.h>
+
 #include "redislock_int.h"
 #include "scripts_lua.h"
 
@@ -38,9 +40,15 @@ void redislockp_call_acquire(redislockp_call *call, const redislock *lock,
                          nkeys);
     redislockp_call_key(call, REDISLOCKP_ACQUIRE_K_KEY, lock->key,
                         lock->keylen);
-    if (nkeys > REDISLOCKP_ACQUIRE_K_FENCE)
+    /* A waiter's try without fencing gives the counter's place the lock
+     * key again: the script does not read it, and an ACL user allowed
+     * to wait but not to fence needs no rights on the counter. */
+    if (nkeys > REDISLOCKP_ACQUIRE_K_FENCE && lock->fencing)
         redislockp_call_key(call, REDISLOCKP_ACQUIRE_K_FENCE, lock->fence_key,
                             lock->fence_keylen);
+    else if (nkeys > REDISLOCKP_ACQUIRE_K_FENCE)
+        redislockp_call_key(call, REDISLOCKP_ACQUIRE_K_FENCE, lock->key,
+                            lock->keylen);
     if (nkeys > REDISLOCKP_ACQUIRE_K_TURN) {
         redislockp_call_key(call, REDISLOCKP_ACQUIRE_K_WAITERS,
                             lock->waiters_key, lock->waiters_keylen);
@@ -69,10 +77,12 @@ typedef char release_layouts_agree[
 void redislockp_call_release(redislockp_call *call, const redislock *lock)
 {
     /* The releaser hands the lock to a waiter, if any (see wait.c);
-     * without wake-ups it declares and touches only the lock key.  On a
+     * without wake-ups (off, or refused by the Redis user's ACL: see
+     * lock.c) it declares and touches only the lock key.  On a
      * Cluster, a key whose companions cannot share its slot has no
      * waiters (waiting is refused): release it alone. */
-    int wake = lock->wakeups && (lock->companions_ok || !lock->cluster);
+    int wake = lock->wakeups && !lock->wakeups_refused &&
+               (lock->companions_ok || !lock->cluster);
     int nkeys = wake ? REDISLOCKP_RELEASE_K_TURN + 1
                      : REDISLOCKP_RELEASE_K_KEY + 1;
 
@@ -116,28 +126,18 @@ void redislockp_call_extend(redislockp_call *call, const redislock *lock,
 }
 
 typedef char status_layouts_agree[
-    REDISLOCKP_STATUS_K_FENCE == REDISLOCKP_STATUS_COUNTED_K_FENCE &&
-    REDISLOCKP_STATUS_A_FENCING == REDISLOCKP_STATUS_COUNTED_A_FENCING ?
-    1 : -1];
+    REDISLOCKP_STATUS_MAX_KEYS == REDISLOCKP_STATUS_COUNTED_MAX_KEYS &&
+    REDISLOCKP_STATUS_A_OWNER == REDISLOCKP_STATUS_COUNTED_A_OWNER ? 1 : -1];
 
 void redislockp_call_status(redislockp_call *call, const redislock *lock)
 {
-    /* Only go-zero mode keeps the token beside the key. */
-    int nkeys = lock->fencing && !counted(lock) ? REDISLOCKP_STATUS_K_FENCE + 1
-                                                : REDISLOCKP_STATUS_K_KEY + 1;
-
     redislockp_call_init(call, counted(lock) ? &redislockp_script_status_counted
                                              : &redislockp_script_status,
-                         nkeys);
+                         REDISLOCKP_STATUS_MAX_KEYS);
     redislockp_call_key(call, REDISLOCKP_STATUS_K_KEY, lock->key,
                         lock->keylen);
-    if (nkeys > REDISLOCKP_STATUS_K_FENCE)
-        redislockp_call_key(call, REDISLOCKP_STATUS_K_FENCE, lock->fence_key,
-                            lock->fence_keylen);
     redislockp_call_arg(call, REDISLOCKP_STATUS_A_OWNER, lock->id,
                         lock->idlen);
-    redislockp_call_arg(call, REDISLOCKP_STATUS_A_FENCING,
-                        lock->fencing ? "1" : "0", 1);
 }
 
 void redislockp_call_leave(redislockp_call *call, const redislock *lock,
@@ -174,4 +174,209 @@ void redislockp_call_companions(redislockp_call *call, const redislock *lock)
                         lock->waiters_key, lock->waiters_keylen);
     redislockp_call_key(call, REDISLOCKP_COMPANIONS_K_FENCE, lock->fence_key,
                         lock->fence_keylen);
+}
+
+void redislockp_call_permissions(redislockp_call *call, const redislock *lock,
+                                 const char *need)
+{
+    redislockp_call_init(call, &redislockp_script_permissions, 0);
+    redislockp_call_arg(call, REDISLOCKP_PERMISSIONS_A_NEED, need,
+                        strlen(need));
+    redislockp_call_arg(call, REDISLOCKP_PERMISSIONS_A_KEY, lock->key,
+                        lock->keylen);
+    redislockp_call_arg(call, REDISLOCKP_PERMISSIONS_A_FENCE, lock->fence_key,
+                        lock->fence_keylen);
+    redislockp_call_arg(call, REDISLOCKP_PERMISSIONS_A_WAITERS,
+                        lock->waiters_key, lock->waiters_keylen);
+    redislockp_call_arg(call, REDISLOCKP_PERMISSIONS_A_WAKE, lock->wake_key,
+                        lock->wake_keylen);
+    redislockp_call_arg(call, REDISLOCKP_PERMISSIONS_A_TURN, lock->turn_key,
+                        lock->turn_keylen);
+}
+
+/* ------------------------------------------------------------------------
+ * What each call needs of a Redis ACL user: the commands its script may
+ * run, in the words redis.acl_check_cmd() takes (the name, then
+ * arguments; $1 the lock key, $2 the fencing counter, $3 the waiters, $4
+ * the wake-up list, $5 the turn), each with the feature it serves.
+ * doc/acl.md gives the same as a table, and tests/t_acl.c checks each of
+ * its rules against the scripts.
+ */
+
+static const redislockp_need gozero_acquire[] = {
+    { REDISLOCKP_FEATURE_GOZERO, "GET $1" },
+    { REDISLOCKP_FEATURE_GOZERO, "SET $1 x PX 1" },
+    { REDISLOCKP_FEATURE_GOZERO, "PTTL $1" },
+};
+static const redislockp_need gozero_release[] = {
+    { REDISLOCKP_FEATURE_GOZERO, "GET $1" },
+    { REDISLOCKP_FEATURE_GOZERO, "DEL $1" },
+};
+static const redislockp_need gozero_extend[] = {
+    { REDISLOCKP_FEATURE_GOZERO, "GET $1" },
+    { REDISLOCKP_FEATURE_GOZERO, "PEXPIRE $1 1" },
+};
+static const redislockp_need gozero_status[] = {
+    { REDISLOCKP_FEATURE_GOZERO, "GET $1" },
+    { REDISLOCKP_FEATURE_GOZERO, "PTTL $1" },
+};
+static const redislockp_need gozero_fencing[] = {
+    { REDISLOCKP_FEATURE_FENCING, "HGET $2 owner" },
+    { REDISLOCKP_FEATURE_FENCING, "HINCRBY $2 n 1" },
+    { REDISLOCKP_FEATURE_FENCING, "HSET $2 owner x" },
+};
+static const redislockp_need counted_acquire[] = {
+    { REDISLOCKP_FEATURE_COUNTED, "EXISTS $1" },
+    { REDISLOCKP_FEATURE_COUNTED, "HGET $1 owner" },
+    { REDISLOCKP_FEATURE_COUNTED, "HINCRBY $1 count 1" },
+    { REDISLOCKP_FEATURE_COUNTED, "HSET $1 owner x" },
+    { REDISLOCKP_FEATURE_COUNTED, "PEXPIRE $1 1" },
+    { REDISLOCKP_FEATURE_COUNTED, "PTTL $1" },
+};
+static const redislockp_need counted_release[] = {
+    { REDISLOCKP_FEATURE_COUNTED, "EXISTS $1" },
+    { REDISLOCKP_FEATURE_COUNTED, "HGET $1 owner" },
+    { REDISLOCKP_FEATURE_COUNTED, "HINCRBY $1 count 1" },
+    { REDISLOCKP_FEATURE_COUNTED, "PEXPIRE $1 1" },
+    { REDISLOCKP_FEATURE_COUNTED, "DEL $1" },
+};
+static const redislockp_need counted_extend[] = {
+    { REDISLOCKP_FEATURE_COUNTED, "EXISTS $1" },
+    { REDISLOCKP_FEATURE_COUNTED, "HGET $1 owner" },
+    { REDISLOCKP_FEATURE_COUNTED, "PEXPIRE $1 1" },
+};
+static const redislockp_need counted_status[] = {
+    { REDISLOCKP_FEATURE_COUNTED, "EXISTS $1" },
+    { REDISLOCKP_FEATURE_COUNTED, "PTTL $1" },
+    { REDISLOCKP_FEATURE_COUNTED, "HGET $1 owner" },
+};
+static const redislockp_need counted_fencing[] = {
+    { REDISLOCKP_FEATURE_FENCING, "HINCRBY $2 n 1" },
+};
+/* A waiter's tries (acquire.lua with HOW 1 or 2, register(), took()). */
+static const redislockp_need waiter_try[] = {
+    { REDISLOCKP_FEATURE_WAITING, "EXISTS $5" },
+    { REDISLOCKP_FEATURE_WAITING, "TIME" },
+    { REDISLOCKP_FEATURE_WAITING, "PTTL $3" },
+    { REDISLOCKP_FEATURE_WAITING, "ZADD $3 1 x" },
+    { REDISLOCKP_FEATURE_WAITING, "PEXPIRE $3 1" },
+    { REDISLOCKP_FEATURE_WAITING, "ZREM $3 x" },
+    { REDISLOCKP_FEATURE_WAITING, "DEL $5" },
+};
+/* Waking a waiter (lib.lua's wake_next(), and the release's look). */
+static const redislockp_need wake_up[] = {
+    { REDISLOCKP_FEATURE_WAITING, "ZCARD $3" },
+    { REDISLOCKP_FEATURE_WAITING, "TIME" },
+    { REDISLOCKP_FEATURE_WAITING, "ZREMRANGEBYSCORE $3 -inf 0" },
+    { REDISLOCKP_FEATURE_WAITING, "RPUSH $4 1" },
+    { REDISLOCKP_FEATURE_WAITING, "PEXPIRE $4 1" },
+    { REDISLOCKP_FEATURE_WAITING, "SET $5 1 PX 1" },
+};
+static const redislockp_need leave_waiters[] = {
+    { REDISLOCKP_FEATURE_WAITING, "EXISTS $1" },
+    { REDISLOCKP_FEATURE_WAITING, "ZREM $3 x" },
+    { REDISLOCKP_FEATURE_WAITING, "DEL $5" },
+};
+static const redislockp_need inspect_key[] = {
+    { REDISLOCKP_FEATURE_STATUS, "GET $1" },
+    { REDISLOCKP_FEATURE_STATUS, "PTTL $1" },
+    { REDISLOCKP_FEATURE_STATUS, "HGET $1 owner" },
+};
+static const redislockp_need inspect_companions[] = {
+    { REDISLOCKP_FEATURE_STATUS, "TIME" },
+    { REDISLOCKP_FEATURE_STATUS, "ZCOUNT $3 0 +inf" },
+    { REDISLOCKP_FEATURE_STATUS, "HGET $2 n" },
+};
+/* Every key given to a script, as Redis checks it before running the
+ * script: it wants read and write access to each. */
+static const redislockp_need script_keys[] = {
+    { REDISLOCKP_FEATURE_SCRIPTS, "EVALSHA 0 1 $1" },
+    { REDISLOCKP_FEATURE_SCRIPTS, "EVALSHA 0 1 $2" },
+    { REDISLOCKP_FEATURE_SCRIPTS, "EVALSHA 0 1 $3" },
+    { REDISLOCKP_FEATURE_SCRIPTS, "EVALSHA 0 1 $4" },
+    { REDISLOCKP_FEATURE_SCRIPTS, "EVALSHA 0 1 $5" },
+};
+
+#define LIST(a) a, sizeof a / sizeof a[0]
+
+/* Append the N needs A to OUT (room for MAX, *K used so far). */
+static void add(const redislockp_need **out, size_t max, size_t *k,
+                const redislockp_need *a, size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < n && *k < max; i++)
+        out[(*k)++] = &a[i];
+}
+
+/* Argument I of CALL is "1" (a flag set, a HOW that is not '0'). */
+static int flag(const redislockp_call *call, int i)
+{
+    return call->arg[i] != NULL && call->arglen[i] == 1 &&
+           call->arg[i][0] != '0';
+}
+
+/* Which of LOCK's keys ($1..$5, as 0..4) CALL gives as its key I. */
+static size_t key_index(const redislockp_call *call, const redislock *lock,
+                        int i)
+{
+    const char *k = call->key[i];
+
+    return k == lock->fence_key ? 1 : k == lock->waiters_key ? 2
+         : k == lock->wake_key ? 3 : k == lock->turn_key ? 4 : 0;
+}
+
+size_t redislockp_call_needs(const redislockp_call *call,
+                             const redislock *lock,
+                             const redislockp_need **out, size_t max)
+{
+    const redislockp_script *s = call->script;
+    size_t k = 0;
+    int i;
+
+    if (s == &redislockp_script_acquire ||
+        s == &redislockp_script_acquire_counted) {
+        int gozero = s == &redislockp_script_acquire;
+
+        if (gozero)
+            add(out, max, &k, LIST(gozero_acquire));
+        else
+            add(out, max, &k, LIST(counted_acquire));
+        if (flag(call, REDISLOCKP_ACQUIRE_A_FENCING)) {
+            if (gozero)
+                add(out, max, &k, LIST(gozero_fencing));
+            else
+                add(out, max, &k, LIST(counted_fencing));
+        }
+        if (flag(call, REDISLOCKP_ACQUIRE_A_HOW))
+            add(out, max, &k, LIST(waiter_try));
+    } else if (s == &redislockp_script_release ||
+               s == &redislockp_script_release_counted) {
+        if (s == &redislockp_script_release)
+            add(out, max, &k, LIST(gozero_release));
+        else
+            add(out, max, &k, LIST(counted_release));
+        if (flag(call, REDISLOCKP_RELEASE_A_WAKEUPS))
+            add(out, max, &k, LIST(wake_up));
+    } else if (s == &redislockp_script_extend) {
+        add(out, max, &k, LIST(gozero_extend));
+    } else if (s == &redislockp_script_extend_counted) {
+        add(out, max, &k, LIST(counted_extend));
+    } else if (s == &redislockp_script_status) {
+        add(out, max, &k, LIST(gozero_status));
+    } else if (s == &redislockp_script_status_counted) {
+        add(out, max, &k, LIST(counted_status));
+    } else if (s == &redislockp_script_leave) {
+        add(out, max, &k, LIST(leave_waiters));
+        if (flag(call, REDISLOCKP_LEAVE_A_WOKEN))
+            add(out, max, &k, LIST(wake_up));
+    } else if (s == &redislockp_script_inspect) {
+        add(out, max, &k, LIST(inspect_key));
+    } else if (s == &redislockp_script_companions) {
+        add(out, max, &k, LIST(inspect_companions));
+    }
+    /* Last, each key the call gives the script. */
+    for (i = 0; i < call->nkeys; i++)
+        add(out, max, &k, &script_keys[key_index(call, lock, i)], 1);
+    return k;
 }

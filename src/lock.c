@@ -768,6 +768,205 @@ static int op_run_one(redislock *lock, const redislockp_call *call,
     return st;
 }
 
+/* ------------------------------------------------------------------------
+ * Permissions.  Redis checks a script's commands against the user's ACL
+ * one by one as they run, and undoes nothing; the scripts ask for every
+ * command that may follow their first write before it (lib.lua's need(),
+ * Redis 7.0 and later), so a refused call changed nothing.  What cannot
+ * do without a permission says exactly which is missing (the command and
+ * the key, found by permissions.lua); what can, degrades: a release that
+ * may not wake waiters releases without waking them, a wait that may not
+ * use the waiters' keys polls (wait.c).
+ */
+
+/* What each feature needs, as a whole ($1..$5: the keys, see calls.c). */
+static const char *feature_rule(redislockp_feature f)
+{
+    switch (f) {
+    case REDISLOCKP_FEATURE_GOZERO:
+        return "go-zero mode needs +evalsha +eval +get +set +del +pexpire "
+               "+pttl on $1";
+    case REDISLOCKP_FEATURE_COUNTED:
+        return "counted mode needs +evalsha +eval +exists +get +hget +hset "
+               "+hincrby +pexpire +pttl +del on $1";
+    case REDISLOCKP_FEATURE_FENCING:
+        return "fencing needs +hget +hincrby +hset on $2";
+    case REDISLOCKP_FEATURE_WAITING:
+        return "waiting and wake-ups need +blpop +exists +time +zadd +zrem "
+               "+zcard +zremrangebyscore +rpush +pexpire +pttl +set +del on "
+               "$3, $4 and $5";
+    case REDISLOCKP_FEATURE_STATUS:
+        return "the status queries need +get +pttl +hget on $1, +time "
+               "+zcount on $3 and +hget on $2";
+    case REDISLOCKP_FEATURE_SCRIPTS:
+        break;
+    }
+    return "Redis wants read and write access to every key given to a "
+           "script (a ~ pattern, not %R~)";
+}
+
+/* KEY (LEN bytes) for a message, into OUT (SIZE >= 8): printable ASCII as
+ * it is, other bytes as \xNN, cut with "..." after 48 bytes. */
+static void show_key(const char *key, size_t len, char *out, size_t size)
+{
+    size_t i, k = 0;
+
+    for (i = 0; i < len && k + 8 < size; i++) {
+        unsigned char ch = (unsigned char)key[i];
+
+        if (i == 48) {
+            memcpy(out + k, "...", 3);
+            k += 3;
+            break;
+        }
+        if (ch >= 0x20 && ch < 0x7f && ch != '\\')
+            out[k++] = (char)ch;
+        else
+            k += (size_t)snprintf(out + k, size - k, "\\x%02x", ch);
+    }
+    out[k] = '\0';
+}
+
+/* TEMPLATE with $1..$5 replaced by LOCK's keys, into OUT. */
+static void with_keys(const redislock *lock, const char *template, char *out,
+                      size_t size)
+{
+    const char *keys[5];
+    size_t lens[5], k = 0;
+    const char *p;
+
+    keys[0] = lock->key, lens[0] = lock->keylen;
+    keys[1] = lock->fence_key, lens[1] = lock->fence_keylen;
+    keys[2] = lock->waiters_key, lens[2] = lock->waiters_keylen;
+    keys[3] = lock->wake_key, lens[3] = lock->wake_keylen;
+    keys[4] = lock->turn_key, lens[4] = lock->turn_keylen;
+    for (p = template; *p && k + 1 < size; p++) {
+        if (p[0] == '$' && p[1] >= '1' && p[1] <= '5') {
+            int i = p[1] - '1';
+
+            show_key(keys[i], lens[i], out + k, size - k);
+            k += strlen(out + k);
+            p++;
+        } else {
+            out[k++] = *p;
+        }
+    }
+    out[k] = '\0';
+}
+
+/* What NEED (one command, see calls.c) refused says: "the Redis user may
+ * not run HINCRBY on {k}:fence; fencing needs ...", into OUT. */
+static void missing(const redislock *lock, const redislockp_need *need,
+                    char *out, size_t size)
+{
+    char cmd[32], on[160], rule[320];
+    const char *key = strchr(need->words, '$');
+    size_t n = strcspn(need->words, " ");
+
+    snprintf(cmd, sizeof cmd, "%.*s", (int)n, need->words);
+    on[0] = '\0';
+    if (key != NULL) {
+        char ref[3] = { '$', key[1], '\0' };
+
+        with_keys(lock, ref, on, sizeof on);
+    }
+    with_keys(lock, feature_rule(need->feature), rule, sizeof rule);
+    if (need->feature == REDISLOCKP_FEATURE_SCRIPTS)
+        snprintf(out, size, "the Redis user may not give %s to a script: %s",
+                 on, rule);
+    else if (key != NULL)
+        snprintf(out, size, "the Redis user may not run %s on %s; %s", cmd,
+                 on, rule);
+    else
+        snprintf(out, size, "the Redis user may not run %s; %s", cmd, rule);
+}
+
+static int parse_int(const redisReply *r, void *out, char *errmsg)
+{
+    if (r->type != REDIS_REPLY_INTEGER)
+        return redislockp_tx_fail(errmsg, REDISLOCK_ERR_PROTOCOL,
+                                  "permissions: unexpected reply of type %d",
+                                  r->type);
+    *(long long *)out = r->integer;
+    return REDISLOCK_OK;
+}
+
+/* Redis refused CALL (its words in the handle's message), maybe on a
+ * permission: then say which, after them, as "... [the Redis user may not
+ * run HINCRBY on {k}:fence; fencing needs +hget +hincrby +hset on
+ * {k}:fence (doc/acl.md)]".  One more round trip, on failures only; none
+ * on a quorum (whose masters would each answer). */
+static void explain_refusal(redislock *lock, const redislockp_call *call)
+{
+    const redislockp_need *needs[40];
+    char need[1024], words[REDISLOCKP_ERRMSG_SIZE], hint[400];
+    redislockp_call probe;
+    long long line = 0;
+    size_t i, n, k = 0;
+    int st;
+
+    if (!redislockp_acl_refused(lock->errmsg) || lock->quorum)
+        return;
+    n = redislockp_call_needs(call, lock, needs, sizeof needs / sizeof needs[0]);
+    for (i = 0; i < n && k < sizeof need; i++)
+        k += (size_t)snprintf(need + k, sizeof need - k, "%s\n",
+                              needs[i]->words);
+    memcpy(words, lock->errmsg, sizeof words);
+    redislockp_call_permissions(&probe, lock, need);
+    st = redislockp_op_run(lock, &probe, 0, parse_int, &line);
+    if (st != REDISLOCK_OK && redislockp_acl_refused(lock->errmsg)) {
+        snprintf(hint, sizeof hint, "every lock operation runs a script: "
+                 "the Redis user needs +evalsha and +eval");
+    } else if (st == REDISLOCK_OK && line >= 1 && (size_t)line <= n) {
+        missing(lock, needs[line - 1], hint, sizeof hint);
+    } else if (st == REDISLOCK_OK && line == -1 && n > 0) {
+        char rule[320];
+
+        /* Redis 6: the features the call serves, as a whole. */
+        with_keys(lock, feature_rule(needs[0]->feature), rule, sizeof rule);
+        k = (size_t)snprintf(hint, sizeof hint, "%s", rule);
+        for (i = 1; i < n && k < sizeof hint; i++)
+            if (needs[i]->feature != needs[i - 1]->feature &&
+                needs[i]->feature != REDISLOCKP_FEATURE_SCRIPTS) {
+                with_keys(lock, feature_rule(needs[i]->feature), rule,
+                          sizeof rule);
+                k += (size_t)snprintf(hint + k, sizeof hint - k, "; %s",
+                                      rule);
+            }
+    } else {
+        memcpy(lock->errmsg, words, sizeof words);
+        return;
+    }
+    /* Redis's words give way to the hint (at most 399 bytes of 511). */
+    snprintf(lock->errmsg, sizeof lock->errmsg, "%.*s [%s (doc/acl.md)]",
+             (int)(sizeof lock->errmsg - sizeof " [ (doc/acl.md)]" -
+                   strlen(hint)), words, hint);
+}
+
+/* Run the release CALL (redislockp_call_release()) for LOCK into R.  A
+ * release that would wake waiters and was refused on a permission
+ * changed nothing (see above): the user may not touch the waiters' keys.
+ * It goes again without wake-ups - the lock key alone, owner-checked as
+ * ever - and the handle's later releases skip them at once; waiters find
+ * the free lock by polling.  Refused again, it is the lock key's rights:
+ * reported, with which. */
+static int run_release(redislock *lock, redislockp_call *call, int_reply *r)
+{
+    int st = redislockp_op_run(lock, call, 1, parse_ints, r);
+
+    if (st == REDISLOCK_ERR_SERVER && call->nkeys > 1 &&
+        redislockp_acl_refused(lock->errmsg)) {
+        lock->wakeups_refused = 1;
+        redislockp_call_release(call, lock);
+        st = redislockp_op_run(lock, call, 1, parse_ints, r);
+        if (st == REDISLOCK_ERR_SERVER && redislockp_acl_refused(lock->errmsg))
+            lock->wakeups_refused = 0;
+    }
+    if (st == REDISLOCK_ERR_SERVER)
+        explain_refusal(lock, call);
+    return st;
+}
+
 /* After a reply: a key that is not ours means we hold nothing. */
 static void saw(redislock *lock, long long who)
 {
@@ -828,7 +1027,13 @@ static int check_ack(redislock *lock, const redisReply *r, const char *what)
                                "the %s: %.300s", cmd, what, r->str);
     if (r->type == REDIS_REPLY_ERROR)
         return redislockp_fail(lock, REDISLOCK_ERR_SERVER, "%s after the %s: "
-                               "%.300s", cmd, what, r->str);
+                               "%.300s%s", cmd, what, r->str,
+                               !redislockp_acl_refused(r->str) ? ""
+                               : lock->ack_aof
+                                   ? " [replica acknowledgement needs "
+                                     "+waitaof (doc/acl.md)]"
+                                   : " [replica acknowledgement needs +wait "
+                                     "(doc/acl.md)]");
     if (!lock->ack_aof && r->type == REDIS_REPLY_INTEGER) {
         if (r->integer >= lock->ack_replicas)
             return REDISLOCK_OK;
@@ -877,7 +1082,7 @@ static int undo_acquire(redislock *lock, int fresh, int st)
                                "hold the lock with it", why);
     }
     redislockp_call_release(&call, lock);
-    rst = redislockp_op_run(lock, &call, 1, parse_ints, &r);
+    rst = run_release(lock, &call, &r);
     if (rst == REDISLOCK_OK && r.v[0] == 1) {
         if (r.v[1] == 0) {
             lock->held = 0;
@@ -930,8 +1135,12 @@ int redislockp_acquire_once(redislock *lock, redislockp_try how,
     redislockp_call_acquire(&call, lock, how);
     sent = redislockp_now_ms();
     st = op_run_ack(lock, &call, 1, parse_ints, &r, &ack);
-    if (st != REDISLOCK_OK)
+    if (st != REDISLOCK_OK) {
+        /* A waiter's try refused on a permission is wait.c's to judge. */
+        if (st == REDISLOCK_ERR_SERVER && how == REDISLOCKP_TRY_PLAIN)
+            explain_refusal(lock, &call);
         goto fail;
+    }
     if (r.v[0] == 1 && r.n == 3 && r.v[1] >= 0 && r.v[2] >= 1) {
         int fresh = !lock->held;
 
@@ -1023,7 +1232,7 @@ int redislock_release(redislock *lock, bool *released)
     /* Whatever the outcome, we no longer count on holding the lock. */
     lock->held = 0;
     sent = redislockp_now_ms();
-    st = redislockp_op_run(lock, &call, 1, parse_ints, &r);
+    st = run_release(lock, &call, &r);
     if (st == REDISLOCK_OK &&
         (r.v[0] < -1 || r.v[0] > 1 || r.v[1] < 0 ||
          (r.v[0] != 1 && r.v[1] != 0)))
@@ -1092,6 +1301,8 @@ int redislock_extend(redislock *lock, bool *extended)
     redislockp_call_extend(&call, lock, lock->expire_ms);
     sent = redislockp_now_ms();
     st = op_run_ack(lock, &call, 1, parse_ints, &r, &ack);
+    if (st == REDISLOCK_ERR_SERVER)
+        explain_refusal(lock, &call);
     if (st == REDISLOCK_OK && (r.v[0] < -1 || r.v[0] > 1))
         st = redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL,
                              "extend: unexpected reply {%lld}", r.v[0]);
@@ -1136,6 +1347,8 @@ static int status(redislock *lock, const void *out, const char *name,
         return st;
     redislockp_call_status(&call, lock);
     st = redislockp_op_run(lock, &call, 0, parse_ints, &r);
+    if (st == REDISLOCK_ERR_SERVER)
+        explain_refusal(lock, &call);
     if (st == REDISLOCK_OK &&
         (r.v[0] < -1 || r.v[0] > 1 || (r.v[0] == 1 && r.v[2] < 1) ||
          r.v[3] < 0))
@@ -1267,6 +1480,8 @@ int redislock_inspect(redislock *lock, redislock_kind *kind, char *owner,
     ir.idlen = lock->idlen;
     redislockp_call_inspect(&call, lock);
     st = redislockp_op_run(lock, &call, 0, parse_inspect, &ir);
+    if (st == REDISLOCK_ERR_SERVER)
+        explain_refusal(lock, &call);
     if (st != REDISLOCK_OK) {
         if (owner && owner_size > 0)
             owner[0] = '\0';
@@ -1307,6 +1522,8 @@ int redislock_inspect_companions(redislock *lock, long long *waiters,
         return redislockp_fail(lock, REDISLOCK_ERR_INVALID, "fence is NULL");
     redislockp_call_companions(&call, lock);
     st = redislockp_op_run(lock, &call, 0, parse_ints, &r);
+    if (st == REDISLOCK_ERR_SERVER)
+        explain_refusal(lock, &call);
     if (st == REDISLOCK_OK && (r.v[0] < 0 || r.v[1] < 0))
         st = redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL,
                              "companions: unexpected reply {%lld, %lld}",

@@ -67,6 +67,11 @@ struct redislock {
     long long poll_ms;                 /* see REDISLOCKP_WAIT_POLL_MS */
     int fencing;                       /* issue fencing tokens */
     int wakeups;                       /* releases wake waiters */
+    int wakeups_refused;               /* the Redis user may not wake
+                                        * them: releases skip it */
+    int waiting_refused;               /* the Redis user may not wait
+                                        * (waiters' keys or BLPOP):
+                                        * acquire_wait polls instead */
     int ack_replicas;                  /* replicas to acknowledge an
                                         * acquire/extend; 0: none */
     int ack_local;                     /* WAITAOF: the master's own fsync */
@@ -181,6 +186,35 @@ void redislockp_call_leave(redislockp_call *call, const redislock *lock,
                            int woken);
 void redislockp_call_inspect(redislockp_call *call, const redislock *lock);
 void redislockp_call_companions(redislockp_call *call, const redislock *lock);
+/* permissions.lua: which of NEED (lines of commands, see the script) the
+ * Redis user may not run; NEED is borrowed until the call is sent. */
+void redislockp_call_permissions(redislockp_call *call, const redislock *lock,
+                                 const char *need);
+
+/* calls.c: what a call needs of a Redis ACL user (doc/acl.md). */
+typedef enum redislockp_feature {
+    REDISLOCKP_FEATURE_GOZERO,         /* go-zero mode: the lock key */
+    REDISLOCKP_FEATURE_COUNTED,        /* counted mode: the lock key */
+    REDISLOCKP_FEATURE_FENCING,        /* the fencing counter */
+    REDISLOCKP_FEATURE_WAITING,        /* waiters, wake-up list, turn */
+    REDISLOCKP_FEATURE_STATUS,         /* inspect, inspect_companions */
+    REDISLOCKP_FEATURE_SCRIPTS         /* a key given to a script */
+} redislockp_feature;
+
+typedef struct redislockp_need {
+    redislockp_feature feature;
+    /* A command as redis.acl_check_cmd() takes it, words separated by
+     * spaces: the name, then arguments, $1..$5 standing for the lock key,
+     * the fencing counter, the waiters, the wake-up list and the turn. */
+    const char *words;
+} redislockp_need;
+
+/* The commands CALL (made for LOCK) may run, into OUT (room for MAX):
+ * those of its script for its flags (fencing, waiting, wake-ups), then
+ * an EVALSHA with each key it gives the script.  Returns how many. */
+size_t redislockp_call_needs(const redislockp_call *call,
+                             const redislock *lock,
+                             const redislockp_need **out, size_t max);
 
 /* redislock.c: before an acquire, replace a stale generated owner ID (see
  * id_stale) with a fresh one; the holding it may have is abandoned. */

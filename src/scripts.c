@@ -37,6 +37,7 @@ SCRIPT(status_counted, STATUS_COUNTED);
 SCRIPT(leave, LEAVE);
 SCRIPT(inspect, INSPECT);
 SCRIPT(companions, COMPANIONS);
+SCRIPT(permissions, PERMISSIONS);
 
 /* EVALSHA sha numkeys: the fixed part before the keys and arguments. */
 #define FIXED_ARGS 3
@@ -130,6 +131,14 @@ int redislockp_reply_noscript(const redisReply *r)
 {
     return r->type == REDIS_REPLY_ERROR && r->len >= 8 &&
            memcmp(r->str, "NOSCRIPT", 8) == 0;
+}
+
+int redislockp_acl_refused(const char *msg)
+{
+    return msg != NULL &&
+           (strstr(msg, "NOPERM") != NULL ||
+            strstr(msg, "The user executing the script can't") != NULL ||
+            strstr(msg, "ACL failure in script") != NULL);
 }
 
 /* The most calls in one pipeline (the watchdog's batch). */

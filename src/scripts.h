@@ -32,6 +32,7 @@ extern const redislockp_script redislockp_script_status_counted;
 extern const redislockp_script redislockp_script_leave;
 extern const redislockp_script redislockp_script_inspect;
 extern const redislockp_script redislockp_script_companions;
+extern const redislockp_script redislockp_script_permissions;
 
 /* The most keys and arguments of any script. */
 #define REDISLOCKP_MAX_KEYS 4
@@ -68,6 +69,15 @@ int redislockp_call_format(redislockp_cmd *cmd, const redislockp_call *call,
 
 /* Is R Redis's NOSCRIPT error? */
 int redislockp_reply_noscript(const redisReply *r);
+
+/* Does the error message MSG (or a message that quotes it) say that
+ * Redis refused a command on a permission of the user's ACL?  NOPERM (a
+ * command refused, a key given to a script, a script's own need()), or a
+ * command inside a script refused, which Redis 6 and 7.0 tell with ERR
+ * ("The user executing the script can't run this command or subcommand",
+ * "... can't access at least one of the keys ...") and 7.2 with "ERR ACL
+ * failure in script: ...". */
+int redislockp_acl_refused(const char *msg);
 
 /*
  * Run N calls on C as one pipeline: one write, then the N replies; calls

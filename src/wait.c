@@ -24,6 +24,13 @@
  * a tick before the deadline, and the last tick is local sleeps.  A retry
  * timed by a poll or a holder's lease may come a tick late; that only
  * matters for holders that send no wake-up.
+ *
+ * A Redis user whose ACL keeps it from the waiters' keys or from BLPOP
+ * still waits: by polling, with plain tries (the lock key alone) at the
+ * poll interval, or when the holder's lease ends.  A refused try changed
+ * nothing (the scripts ask for every command that may follow their first
+ * write before it), so a plain try may follow at once; the handle
+ * remembers, and its later waits poll from the start.
  */
 #include "config.h"
 
@@ -275,6 +282,33 @@ static int cancel_asked(redislock *lock)
     return __atomic_exchange_n(&lock->wait_cancel, 0, __ATOMIC_SEQ_CST);
 }
 
+/* Is ST, with the handle's message, a refusal on a permission? */
+static int refused(const redislock *lock, int st)
+{
+    return st == REDISLOCK_ERR_SERVER && redislockp_acl_refused(lock->errmsg);
+}
+
+/* A try of HOW (a waiter's) was refused on a permission: the user may
+ * not use the waiters' keys.  Leave the waiters if REGISTERED (best
+ * effort: a registration lapses on its own), then make the same try a
+ * plain one, as every later try of this handle.  Refused too, the cause
+ * is not (only) the waiting: that try's error is the one to report. */
+static int try_plain(redislock *lock, int *registered, bool *acquired,
+                     long long *holder_pttl)
+{
+    int st;
+
+    if (*registered)
+        (void)leave(lock, false);
+    *registered = 0;
+    lock->waiting_refused = 1;
+    st = redislockp_acquire_once(lock, REDISLOCKP_TRY_PLAIN, acquired,
+                                 holder_pttl);
+    if (refused(lock, st))
+        lock->waiting_refused = 0;
+    return st;
+}
+
 /* Stop waiting on request: leave the waiters (passing on a turn we were
  * WOKEN for; best effort, as the registration lapses on its own) and say
  * so. */
@@ -335,17 +369,23 @@ int redislock_acquire_wait(redislock *lock, long long timeout_ms,
     deadline = timeout_ms == REDISLOCK_WAIT_FOREVER || timeout_ms > (1LL << 60)
                    ? (1LL << 60) + start : start + timeout_ms;
     for (;;) {
-        st = redislockp_acquire_once(lock,
-                                     woken ? REDISLOCKP_TRY_WOKEN
-                                           : REDISLOCKP_TRY_WAITER,
-                                     acquired, &holder_pttl);
+        redislockp_try how = lock->waiting_refused ? REDISLOCKP_TRY_PLAIN
+                           : woken ? REDISLOCKP_TRY_WOKEN
+                                   : REDISLOCKP_TRY_WAITER;
+
+        st = redislockp_acquire_once(lock, how, acquired, &holder_pttl);
+        if (how != REDISLOCKP_TRY_PLAIN && refused(lock, st)) {
+            how = REDISLOCKP_TRY_PLAIN;
+            st = try_plain(lock, &registered, acquired, &holder_pttl);
+        }
         if (st != REDISLOCK_OK)
             return end_wait(lock, st, woken, registered);
         if (*acquired) {
             (void)cancel_asked(lock);   /* too late: the wait is over */
             return REDISLOCK_OK;        /* the script deregistered us */
         }
-        registered = 1;                 /* a refused waiter's try did */
+        if (how != REDISLOCKP_TRY_PLAIN)
+            registered = 1;             /* a refused waiter's try did */
         /* A woken quorum waiter that found the lock free on some masters
          * only (the release still on its way to the others) keeps its
          * turn for the next try, which comes soon - a few times at most:
@@ -383,14 +423,24 @@ int redislock_acquire_wait(redislock *lock, long long timeout_ms,
         }
         if (wait < 1)
             wait = 1;
-        if (left <= TICK_MS) {
+        if (left <= TICK_MS || lock->waiting_refused) {
             /* Too close to the deadline for a BLPOP, which may time out a
-             * tick late: sleep here instead (at most a tick of this). */
+             * tick late: sleep here instead (at most a tick of this).
+             * Polling sleeps too. */
             redislockp_sleep_ms(wait);
         } else {
             if (wait > left - TICK_MS)
                 wait = left - TICK_MS;
             st = block(lock, wait, &woken);
+            if (refused(lock, st)) {
+                /* May not BLPOP: poll from now on, out of the queue. */
+                (void)leave(lock, false);
+                registered = 0;
+                woken = false;
+                lock->waiting_refused = 1;
+                redislockp_clear_error(lock);
+                st = REDISLOCK_OK;
+            }
             if (st != REDISLOCK_OK)
                 return end_wait(lock, st, false, registered);
         }

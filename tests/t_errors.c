@@ -609,6 +609,53 @@ static void test_noscript_falls_back_to_eval(void **state)
     canned_close(&k);
 }
 
+/* Every form in which Redis refuses a script on a permission - Redis
+ * 6's and 7.0's ERR for a command inside it, 7.2's, NOPERM for a key or
+ * from the script's own check - makes a release that would wake waiters
+ * go again without them (given only the lock key), and the handle's
+ * next release skips them at once. */
+static void test_acl_refusal_forms(void **state)
+{
+    static const char *const forms[] = {
+        "-ERR Error running script (call to f_x): @user_script:1: "
+        "@user_script: 1: The user executing the script can't run this "
+        "command or subcommand\r\n",
+        "-ERR The user executing the script can't run this command or "
+        "subcommand script: x, on @user_script:1.\r\n",
+        "-ERR ACL failure in script: User u has no permissions to run the "
+        "'zcard' command script: x, on @user_script:1.\r\n",
+        "-NOPERM this user has no permissions to access one of the keys "
+        "used as arguments\r\n",
+        "-NOPERM redislock: this user may not run RPUSH, which the script "
+        "would run after its first write (it changed nothing) script: x, "
+        "on @user_script:1.\r\n",
+    };
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        const char *replies[] = { forms[i], "*2\r\n:1\r\n:0\r\n",
+                                  "*2\r\n:1\r\n:0\r\n", NULL };
+        const char *sent, *p;
+        struct canned k;
+        bool released = false;
+        int waiters = 0;
+
+        canned_open(&k, replies);
+        assert_int_equal(redislock_release(k.lock, &released), REDISLOCK_OK);
+        assert_true(released);
+        assert_string_equal(redislock_last_error(k.lock), "");
+        assert_int_equal(redislock_release(k.lock, &released), REDISLOCK_OK);
+        assert_true(released);
+        sent = canned_close(&k);
+        for (p = sent; (p = strstr(p, "{canned}:waiters")) != NULL; p++)
+            waiters++;
+        assert_int_equal(waiters, 1);
+    }
+    /* Any other error is the release's. */
+    release_gets("-ERR boom\r\n", REDISLOCK_ERR_SERVER, false);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -628,6 +675,7 @@ int main(void)
         cmocka_unit_test(test_wait_reply_handling),
         cmocka_unit_test(test_peer_closes_before_reply),
         cmocka_unit_test(test_noscript_falls_back_to_eval),
+        cmocka_unit_test(test_acl_refusal_forms),
     };
     return TU_RUN_CONNECTED(tests, &c);
 }

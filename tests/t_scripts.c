@@ -35,6 +35,8 @@ static const struct {
     { "inspect.lua", REDISLOCKP_LUA_INSPECT, REDISLOCKP_LUA_INSPECT_SHA1 },
     { "companions.lua", REDISLOCKP_LUA_COMPANIONS,
       REDISLOCKP_LUA_COMPANIONS_SHA1 },
+    { "permissions.lua", REDISLOCKP_LUA_PERMISSIONS,
+      REDISLOCKP_LUA_PERMISSIONS_SHA1 },
 };
 
 /* The text of src/lua/NAME, NUL-terminated, into BODY. */

@@ -3,7 +3,7 @@
 -- holding the owner ID, with a PX expiry.
 --! KEYS key fence? waiters? turn?
 --! ARGV owner:id px:ms fencing:flag how:how regttl:ms
---! USES now_ms register took
+--! USES now_ms need register took
 -- KEY      the lock key
 -- FENCE    the fencing counter, a hash {n, owner} (given with fencing on,
 --          and to waiters)
@@ -21,6 +21,9 @@
 --         {0, -3} when it is free but being handed to a woken waiter.
 -- A refused waiter is registered, so that releases wake it; plain tries
 -- neither register nor wait their turn.
+-- An ACL refusal changes nothing: what may follow the first write is
+-- asked for before it (need()), and plain tries without fencing write
+-- only the lock key, once.
 
 -- The token of this owner's holding: kept on re-entry if it was issued to
 -- this owner, otherwise a new one (the holding began without fencing).
@@ -36,17 +39,30 @@ local function token(fresh)
   return n
 end
 
+-- Before the first write of a holding (the token's, or the key's): may
+-- the user make the writes that follow it?
+local function need_writes()
+  if FENCING == '1' then
+    need('HSET', FENCE, 'owner', OWNER)
+    need('SET', KEY, OWNER, 'PX', PX)
+  end
+  need_took()
+end
+
 local holder = redis.call('GET', KEY)
 if holder == OWNER then
+  need_writes()
+  local t = token(false)
   redis.call('SET', KEY, OWNER, 'PX', PX)
   took()
-  return {1, token(false), 1}
+  return {1, t, 1}
 end
 if holder then
+  local pttl = redis.call('PTTL', KEY)
   if HOW ~= '0' then
     register()
   end
-  return {0, redis.call('PTTL', KEY)}
+  return {0, pttl}
 end
 if HOW == '1' and redis.call('EXISTS', TURN) == 1 then
   register()
@@ -54,6 +70,7 @@ if HOW == '1' and redis.call('EXISTS', TURN) == 1 then
 end
 -- The token first: if the fencing counter cannot be written, the script
 -- fails before the lock is taken.
+need_writes()
 local t = token(true)
 redis.call('SET', KEY, OWNER, 'PX', PX)
 took()

@@ -6,7 +6,8 @@
 # Each script declares its layout once, in lines of its own header:
 #   --! KEYS key fence? waiters? turn?     names, '?': may be left off (only
 #                                          at the end: callers give the
-#                                          first N keys)
+#                                          first N keys); no names: the
+#                                          script is given no key
 #   --! ARGV owner:id px:ms fencing:flag   names, with a type to check:
 #                                          id (not empty), ms (integer >= 1),
 #                                          flag ('0' or '1'), how ('0'..'2')
@@ -51,6 +52,16 @@ for f in "$@"; do
         exit 1
     }
     function up(s) { return toupper(s) }
+    # "local A, B = T[1], T[2]" and a newline for the N names in NAMES,
+    # upper-cased; "" for none.
+    function locals(names, n, t,    i, s) {
+        if (n == 0) return ""
+        s = "local "
+        for (i = 1; i <= n; i++) s = s (i > 1 ? ", " : "") up(names[i])
+        s = s " = "
+        for (i = 1; i <= n; i++) s = s (i > 1 ? ", " : "") t "[" i "]"
+        return s "\n"
+    }
     BEGIN {
         # The sections of the library, by name.
         while ((getline line < lib) > 0) {
@@ -65,7 +76,7 @@ for f in "$@"; do
     { lines[++n] = $0 }
     function next_line() { lines[++n] = $0 }
     END {
-        if (!seen_k || nk < 1) fail("no --! KEYS line")
+        if (!seen_k) fail("no --! KEYS line")
         if (!seen_a) fail("no --! ARGV line")
         minkeys = nk
         for (i = 1; i <= nk; i++) {
@@ -76,14 +87,10 @@ for f in "$@"; do
                 fail("key " k[i] " is required after an optional one")
             }
         }
-        if (minkeys < 1) fail("the first key must be required")
+        if (nk > 0 && minkeys < 1) fail("the first key must be required")
         # Locals named after the layout.
         out = "-- " script ", as sent by redislock (see src/lua/embed.sh)\n"
-        out = out "local "
-        for (i = 1; i <= nk; i++) out = out (i > 1 ? ", " : "") up(k[i])
-        out = out " = "
-        for (i = 1; i <= nk; i++) out = out (i > 1 ? ", " : "") "KEYS[" i "]"
-        out = out "\n"
+        out = out locals(k, nk, "KEYS")
         for (i = 1; i <= na; i++) {
             t = a[i]; aname[i] = t; atype[i] = ""
             if (index(t, ":") > 0) {
@@ -91,13 +98,7 @@ for f in "$@"; do
                 atype[i] = substr(t, index(t, ":") + 1)
             }
         }
-        if (na > 0) {
-            out = out "local "
-            for (i = 1; i <= na; i++) out = out (i > 1 ? ", " : "") up(aname[i])
-            out = out " = "
-            for (i = 1; i <= na; i++) out = out (i > 1 ? ", " : "") "ARGV[" i "]"
-            out = out "\n"
-        }
+        out = out locals(aname, na, "ARGV")
         # The call must match the layout.
         err = "return redis.error_reply(\"ERR redislock " script ": "
         out = out "if #KEYS < " minkeys " or #KEYS > " nk " or #ARGV ~= " na " then\n"

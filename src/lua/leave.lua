@@ -3,17 +3,21 @@
 -- it passes the turn on to the next waiter, or ends it.
 --! KEYS key waiters wake turn
 --! ARGV owner:id woken:flag
---! USES now_ms wake_next
+--! USES now_ms need wake_next
 -- KEY      the lock key
 -- WAITERS  the waiters
 -- WAKE     the wake-up list
 -- TURN     the turn
 -- OWNER    our owner ID
 -- WOKEN    '1' if we were woken and did not use the turn
+-- Reads first; the writes after the first are asked for before it.
+local pass = WOKEN == '1' and redis.call('EXISTS', KEY) == 0
+if pass then
+  need_wake()
+  need('DEL', TURN)
+end
 redis.call('ZREM', WAITERS, OWNER)
-if WOKEN == '1' and redis.call('EXISTS', KEY) == 0 then
-  if not wake_next() then
-    redis.call('DEL', TURN)
-  end
+if pass and not wake_next() then
+  redis.call('DEL', TURN)
 end
 return 1

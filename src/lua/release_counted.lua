@@ -3,13 +3,15 @@
 -- that leaves holds refreshes the expiry.
 --! KEYS key waiters? wake? turn?
 --! ARGV owner:id wakeups:flag px:ms
---! USES now_ms wake_next
+--! USES now_ms need wake_next
 -- KEYS and the first two arguments as release.lua; PX: lease in ms.
 -- Returns {1, holds left}, {0, 0} when nobody holds the key, {-1, 0} when
 -- another owner does.
 -- The last hold deletes the key before anything else is written: DEL is
 -- allowed when Redis is out of memory (maxmemory reached), and a script
--- that has written may go on, so that release is never refused.
+-- that has written may go on, so that release is never refused.  What
+-- may follow the first write is asked for before it (need()), as are
+-- the wake-ups (see release.lua).
 if redis.call('EXISTS', KEY) == 0 then
   return {0, 0}
 end
@@ -18,12 +20,17 @@ if redis.call('HGET', KEY, 'owner') ~= OWNER then
 end
 local holds = tonumber(redis.call('HGET', KEY, 'count') or '0')
 if holds > 1 then
+  need('PEXPIRE', KEY, PX)
   local left = redis.call('HINCRBY', KEY, 'count', -1)
   redis.call('PEXPIRE', KEY, PX)
   return {1, left}
 end
+local wake = WAKEUPS == '1' and redis.call('ZCARD', WAITERS) > 0
+if wake then
+  need_wake()
+end
 redis.call('DEL', KEY)
-if WAKEUPS == '1' then
+if wake then
   wake_next()
 end
 return {1, 0}

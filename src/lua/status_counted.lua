@@ -1,7 +1,9 @@
--- status_counted.lua: counted mode.  Who holds the lock, read only.
---! KEYS key fence?
---! ARGV owner:id fencing:flag
--- KEYS/ARGV and replies as status.lua; the third field is our hold count.
+-- status_counted.lua: counted mode.  Who holds the lock, read only,
+-- reading nothing but the lock key.
+--! KEYS key
+--! ARGV owner:id
+-- KEYS/ARGV and replies as status.lua; the third field is our hold count,
+-- the fourth the holding's token.
 if redis.call('EXISTS', KEY) == 0 then
   return {0, -2, 0, 0}
 end

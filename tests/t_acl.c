@@ -1,0 +1,614 @@
+/*
+ * t_acl.c - the Redis ACL rules of doc/acl.md.  Each rule is read from
+ * the document and sent as written (ACL SETUSER on the harness's
+ * server); a user holding exactly it then runs the library in both modes
+ * - acquire, extend, release, the status queries, acquire_wait against a
+ * contender, fencing, inspect and inspect_companions - and each feature
+ * works, degrades as documented (a release without wake-ups, a wait by
+ * polling), or fails with the documented message.  After every refused
+ * call the lock key and its companions are as they were: Redis undoes
+ * nothing a script did before a refusal, so the scripts must refuse
+ * before their first write.  Rules that give a feature only some of its
+ * commands check that too.
+ */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+static redisContext *c;                 /* the default user: every right */
+
+static const char *const users[] = {
+    "lock-gozero", "lock-wait", "lock-fence", "lock-counted", "lock-status",
+    "lock-all", "lock-partial"
+};
+
+/* What a rule allows, as doc/acl.md says ("Without a feature's rights"):
+ * for each refusal, the first command the library finds refused, with
+ * $1..$5 for the lock key and its companions (see src/calls.c); NULL
+ * where the feature works.  [0] go-zero mode, [1] counted mode. */
+struct rule {
+    const char *user;
+    const char *acquire[2];
+    int waiting;                        /* may queue and be woken */
+    const char *fencing[2];
+    const char *held[2];
+    const char *inspect[2];             /* of a key of that mode */
+    const char *companions;
+};
+
+static const struct rule rules[] = {
+    { "lock-gozero", { NULL, "EXISTS $1" }, 0, { "HGET $2", NULL },
+      { NULL, "EXISTS $1" }, { NULL, "HGET $1" }, "TIME" },
+    { "lock-wait", { NULL, "HGET $1" }, 1, { "HGET $2", NULL },
+      { NULL, "HGET $1" }, { NULL, "HGET $1" }, "ZCOUNT $3" },
+    { "lock-fence", { NULL, NULL }, 1, { NULL, NULL }, { NULL, NULL },
+      { NULL, NULL }, "ZCOUNT $3" },
+    { "lock-counted", { "SET $1", NULL }, 0, { NULL, "HINCRBY $2" },
+      { NULL, NULL }, { NULL, NULL }, "TIME" },
+    { "lock-status", { "SET $1", "HINCRBY $1" }, 0, { NULL, NULL },
+      { NULL, NULL }, { NULL, NULL }, NULL },
+    { "lock-all", { NULL, NULL }, 1, { NULL, NULL }, { NULL, NULL },
+      { NULL, NULL }, NULL },
+};
+
+/* The lock key and its companions ($1..$5). */
+struct keys {
+    char k[5][96];
+};
+
+static void keys_of(const char *key, struct keys *ks)
+{
+    static const char *const suffix[4] = { "fence", "waiters", "wake",
+                                           "turn" };
+    int i;
+
+    snprintf(ks->k[0], sizeof ks->k[0], "%s", key);
+    for (i = 0; i < 4; i++)
+        snprintf(ks->k[i + 1], sizeof ks->k[i + 1],
+                 strchr(key, '{') ? "%s:%s" : "{%s}:%s", key, suffix[i]);
+}
+
+/* TEMPLATE with $1..$5 replaced by KS's keys. */
+static void expand(const char *template, const struct keys *ks, char *out,
+                   size_t size)
+{
+    size_t k = 0;
+    const char *p;
+
+    for (p = template; *p && k + 1 < size; p++) {
+        if (p[0] == '$' && p[1] >= '1' && p[1] <= '5') {
+            k += (size_t)snprintf(out + k, size - k, "%s", ks->k[p[1] - '1']);
+            p++;
+        } else {
+            out[k++] = *p;
+        }
+    }
+    out[k < size ? k : size - 1] = '\0';
+}
+
+/* ------------------------------------------------------------------------
+ * The rules, from doc/acl.md. */
+
+/* Send the line "ACL SETUSER USER ..." of doc/acl.md, word by word,
+ * for the user AS, with the rule EXTRA (NULL: none) added. */
+static void create_user_as(const char *user, const char *as,
+                           const char *extra)
+{
+    const char *srcdir = getenv("REDISLOCK_TEST_SRCDIR");
+    char path[512], line[2048], prefix[64];
+    const char *argv[64];
+    size_t argvlen[64];
+    redisReply *r;
+    FILE *f;
+    int argc = 0;
+    char *w, *save = NULL;
+
+    snprintf(path, sizeof path, "%s/doc/acl.md", srcdir ? srcdir : ".");
+    snprintf(prefix, sizeof prefix, "ACL SETUSER %s ", user);
+    f = fopen(path, "r");
+    if (f == NULL)
+        fail_msg("cannot open %s", path);
+    while (fgets(line, sizeof line, f) != NULL)
+        if (strncmp(line, prefix, strlen(prefix)) == 0)
+            break;
+    if (feof(f))
+        fail_msg("%s has no line \"%s...\"", path, prefix);
+    fclose(f);
+    for (w = strtok_r(line, " \n", &save); w != NULL && argc < 63;
+         w = strtok_r(NULL, " \n", &save)) {
+        argv[argc] = argc == 2 ? as : w;
+        argvlen[argc] = strlen(argv[argc]);
+        argc++;
+    }
+    if (extra != NULL) {
+        argv[argc] = extra;
+        argvlen[argc++] = strlen(extra);
+    }
+    r = tu_cmd_argv(c, argc, argv, argvlen);
+    if (r->type != REDIS_REPLY_STATUS)
+        fail_msg("%s: %s", prefix, r->str ? r->str : "not OK");
+    freeReplyObject(r);
+}
+
+static void create_user(const char *user)
+{
+    create_user_as(user, user, NULL);
+}
+
+static redisContext *connect_as(const char *user)
+{
+    redisContext *u = tu_connect();
+
+    tu_cmd_ok(u, "AUTH %s secret", user);
+    return u;
+}
+
+static int delete_users(void **state)
+{
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof users / sizeof users[0]; i++)
+        freeReplyObject(redisCommand(c, "ACL DELUSER %s", users[i]));
+    return 0;
+}
+
+/* ------------------------------------------------------------------------
+ * Checks. */
+
+/* What the five keys hold (value digest, and whether they expire), so
+ * that a refused call can be seen to have changed nothing. */
+static void key_state(const struct keys *ks, char *out, size_t size)
+{
+    size_t k = 0;
+    int i;
+
+    for (i = 0; i < 5; i++) {
+        redisReply *d = tu_cmd(c, "DEBUG DIGEST-VALUE %s", ks->k[i]);
+        long long pttl = tu_pttl(c, ks->k[i], strlen(ks->k[i]));
+
+        assert_int_equal(d->type, REDIS_REPLY_ARRAY);
+        k += (size_t)snprintf(out + k, size - k, "%s:%s:%s ", ks->k[i],
+                              d->element[0]->str,
+                              pttl == -2 ? "none" : pttl == -1 ? "persists"
+                                                               : "expires");
+        freeReplyObject(d);
+    }
+}
+
+/* ST is a refusal on a permission whose message ends as doc/acl.md says:
+ * "[the Redis user may not run CMD on KEY; NEEDS (doc/acl.md)]", with
+ * WHAT the first command refused ("HGET $2") and NEEDS the feature's
+ * rule, both with $1..$5 for KS's keys. */
+static void expect_refused(redislock *lock, int st, const char *what,
+                           const char *needs, const struct keys *ks)
+{
+    char cmd[32], on[128], rule[400], want[800];
+    const char *key = strchr(what, '$');
+
+    assert_int_equal(st, REDISLOCK_ERR_SERVER);
+    snprintf(cmd, sizeof cmd, "%.*s", (int)strcspn(what, " "), what);
+    expand(needs, ks, rule, sizeof rule);
+    if (key != NULL) {
+        expand(key, ks, on, sizeof on);
+        snprintf(want, sizeof want, "[the Redis user may not run %s on %s; "
+                 "%s (doc/acl.md)]", cmd, on, rule);
+    } else {
+        snprintf(want, sizeof want, "[the Redis user may not run %s; %s "
+                 "(doc/acl.md)]", cmd, rule);
+    }
+    if (strstr(redislock_last_error(lock), want) == NULL)
+        fail_msg("last_error \"%s\" lacks \"%s\"", redislock_last_error(lock),
+                 want);
+}
+
+#define GOZERO_NEEDS "go-zero mode needs +evalsha +eval +get +set +del " \
+                     "+pexpire +pttl on $1"
+#define COUNTED_NEEDS "counted mode needs +evalsha +eval +exists +get " \
+                      "+hget +hset +hincrby +pexpire +pttl +del on $1"
+#define FENCING_NEEDS "fencing needs +hget +hincrby +hset on $2"
+#define STATUS_NEEDS "the status queries need +get +pttl +hget on $1, " \
+                     "+time +zcount on $3 and +hget on $2"
+
+static void expect_ok(redislock *lock, int st)
+{
+    if (st != REDISLOCK_OK)
+        fail_msg("%s: %s", redislock_strerror(st), redislock_last_error(lock));
+    assert_string_equal(redislock_last_error(lock), "");
+}
+
+/* A holding from start to end: acquire, re-acquire, extend, the status
+ * queries, inspect, release.  The release would wake waiters: a user
+ * without the waiters' keys releases all the same. */
+static void holding(redislock *lock, bool counted)
+{
+    redislock_kind kind;
+    long long ttl;
+    bool ok = false;
+    int holds;
+
+    expect_ok(lock, redislock_acquire(lock, &ok));
+    assert_true(ok);
+    expect_ok(lock, redislock_acquire(lock, &ok));
+    assert_true(ok);
+    expect_ok(lock, redislock_extend(lock, &ok));
+    assert_true(ok);
+    expect_ok(lock, redislock_held(lock, &ok));
+    assert_true(ok);
+    expect_ok(lock, redislock_ttl(lock, &ttl));
+    assert_true(ttl > 0);
+    expect_ok(lock, redislock_hold_count(lock, &holds));
+    assert_int_equal(holds, counted ? 2 : 1);
+    expect_ok(lock, redislock_inspect(lock, &kind, NULL, 0, &ttl, &holds));
+    assert_int_equal(kind, counted ? REDISLOCK_KIND_COUNTED
+                                   : REDISLOCK_KIND_GOZERO);
+    expect_ok(lock, redislock_release(lock, &ok));
+    assert_true(ok);
+    if (counted) {
+        expect_ok(lock, redislock_release(lock, &ok));
+        assert_true(ok);
+    }
+    expect_ok(lock, redislock_held(lock, &ok));
+    assert_false(ok);
+}
+
+struct contender {
+    pthread_t tid;
+    redislock *lock;
+    int status;
+};
+
+static void *release_soon(void *arg)
+{
+    struct contender *h = arg;
+    bool ok = false;
+
+    tu_sleep_ms(300);
+    h->status = redislock_release(h->lock, &ok);
+    if (h->status == REDISLOCK_OK && !ok)
+        h->status = -100;
+    return NULL;
+}
+
+#define POLL_MS 1000
+
+/* acquire_wait while a contender (the default user) holds the lock and
+ * releases it after 300 ms: a user allowed the waiters' keys is woken
+ * by that release; one that is not polls, and gets the lock at its
+ * next poll.  Either way nobody is left in the queue. */
+static void wait_for_contender(void **state, redislock *lock, const char *key,
+                               int waiting)
+{
+    redisContext *admin = tu_connect();
+    struct contender h;
+    struct keys ks;
+    long long start, took;
+    bool ok = false;
+
+    keys_of(key, &ks);
+    h.lock = tu_new_lock(state, admin, key);
+    h.status = -1;
+    assert_int_equal(redislock_set_expire(h.lock, 5), REDISLOCK_OK);
+    assert_true(tu_acquire(h.lock));
+    assert_int_equal(redislock_set_wait_poll_ms(lock, POLL_MS), REDISLOCK_OK);
+    assert_int_equal(pthread_create(&h.tid, NULL, release_soon, &h), 0);
+    start = tu_now_ms();
+    expect_ok(lock, redislock_acquire_wait(lock, 5000, &ok));
+    took = tu_now_ms() - start;
+    assert_int_equal(pthread_join(h.tid, NULL), 0);
+    assert_int_equal(h.status, REDISLOCK_OK);
+    assert_true(ok);
+    if (waiting && took >= POLL_MS - 200)
+        fail_msg("woken after %lld ms: not by the release", took);
+    if (!waiting && took < POLL_MS - 50)
+        fail_msg("got the lock after %lld ms: before its poll", took);
+    assert_true(tu_release(lock));
+    assert_int_equal(tu_pttl(c, ks.k[2], strlen(ks.k[2])), -2);
+    redislock_free(h.lock);
+    redisFree(admin);
+}
+
+/* ------------------------------------------------------------------------
+ * One rule, in the mode of the test. */
+
+static void run_rule(void **state, const char *user)
+{
+    const struct rule *r = NULL;
+    const int m = tu_is_counted(state);
+    const char *mode_needs = m ? COUNTED_NEEDS : GOZERO_NEEDS;
+    char key[64], tagged[80], before[1024], after[1024];
+    struct keys ks;
+    redisContext *u;
+    redislock *lock, *other;
+    redislock_kind kind;
+    long long n = 0;
+    uint64_t fence = 0;
+    bool ok = true;
+    size_t i;
+
+    for (i = 0; i < sizeof rules / sizeof rules[0]; i++)
+        if (strcmp(rules[i].user, user) == 0)
+            r = &rules[i];
+    assert_non_null(r);
+    create_user(user);
+    u = connect_as(user);
+    tu_key(key, sizeof key, "locks:acl");
+    keys_of(key, &ks);
+    lock = tu_new_lock(state, u, key);
+
+    if (r->acquire[m] == NULL) {
+        holding(lock, m);
+        wait_for_contender(state, lock, key, r->waiting);
+        /* A hash-tagged key's companions match ~locks:* too: the
+         * commands refuse them, inside the script. */
+        snprintf(tagged, sizeof tagged, "locks:{acl:%s}", key + 10);
+        other = tu_new_lock(state, u, tagged);
+        holding(other, m);
+        wait_for_contender(state, other, tagged, r->waiting);
+        redislock_free(other);
+
+        /* Fencing: a token, or a refusal that wrote nothing. */
+        assert_int_equal(redislock_set_fencing(lock, true), REDISLOCK_OK);
+        key_state(&ks, before, sizeof before);
+        if (r->fencing[m] == NULL) {
+            assert_true(tu_acquire(lock));
+            assert_int_equal(redislock_token(lock, &fence), REDISLOCK_OK);
+            assert_true(fence >= 1);
+            assert_true(tu_release(lock));
+        } else {
+            int st = redislock_acquire(lock, &ok);
+
+            key_state(&ks, after, sizeof after);
+            assert_string_equal(before, after);
+            expect_refused(lock, st, r->fencing[m], FENCING_NEEDS, &ks);
+            assert_false(ok);
+        }
+        assert_int_equal(redislock_set_fencing(lock, false), REDISLOCK_OK);
+    } else {
+        /* The mode's own commands are missing: nothing works, nothing
+         * is written, and waiting does not hide it. */
+        key_state(&ks, before, sizeof before);
+        expect_refused(lock, redislock_acquire(lock, &ok), r->acquire[m],
+                       mode_needs, &ks);
+        assert_false(ok);
+        expect_refused(lock, redislock_acquire_wait(lock, 500, &ok),
+                       r->acquire[m], mode_needs, &ks);
+        assert_false(ok);
+        key_state(&ks, after, sizeof after);
+        assert_string_equal(before, after);
+    }
+
+    /* The status queries, on a lock another owner holds. */
+    other = tu_new_lock(state, c, key);
+    assert_int_equal(redislock_set_fencing(other, true), REDISLOCK_OK);
+    assert_true(tu_acquire(other));
+    if (r->held[m] == NULL) {
+        expect_ok(lock, redislock_held(lock, &ok));
+        assert_false(ok);
+    } else {
+        expect_refused(lock, redislock_held(lock, &ok), r->held[m],
+                       mode_needs, &ks);
+    }
+    if (r->inspect[m] == NULL) {
+        char owner[200];
+
+        expect_ok(lock, redislock_inspect(lock, &kind, owner, sizeof owner,
+                                          &n, NULL));
+        assert_int_equal(kind, m ? REDISLOCK_KIND_COUNTED
+                                 : REDISLOCK_KIND_GOZERO);
+        assert_string_equal(owner, redislock_id(other));
+        assert_true(n > 0);
+    } else {
+        expect_refused(lock, redislock_inspect(lock, &kind, NULL, 0, &n, NULL),
+                       r->inspect[m], STATUS_NEEDS, &ks);
+    }
+    if (r->companions == NULL) {
+        expect_ok(lock, redislock_inspect_companions(lock, &n, &fence));
+        assert_int_equal(n, 0);
+        assert_true(fence >= 1);
+    } else {
+        expect_refused(lock, redislock_inspect_companions(lock, &n, &fence),
+                       r->companions, STATUS_NEEDS, &ks);
+    }
+    assert_true(tu_release(other));
+    redislock_free(other);
+    redislock_free(lock);
+    redisFree(u);
+}
+
+/* A test's state: the mode first (as tu_is_counted() reads it), then the
+ * user of doc/acl.md whose rule it runs. */
+struct rule_case {
+    int mode;
+    const char *user;
+};
+
+static void test_rule(void **state)
+{
+    run_rule(state, ((const struct rule_case *)*state)->user);
+}
+
+/* ------------------------------------------------------------------------
+ * Rules that give a feature only some of its commands: a refusal still
+ * comes before the script's first write (Redis 7.0 and later). */
+
+/* Can Redis check a command in advance (7.0 and later)?  (doc/acl.md) */
+static int acl_check_cmd(void)
+{
+    redisReply *r = tu_cmd(c, "EVAL %s 0",
+                           "return redis.acl_check_cmd and 1 or 0");
+    int have = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+
+    freeReplyObject(r);
+    return have;
+}
+
+/* The user lock-partial, connected: the everything rule of doc/acl.md,
+ * less MINUS (a command taken away); and a fresh lock KEY (SIZE bytes)
+ * with its companions KS.  NULL before Redis 7.0, where these checks
+ * cannot hold. */
+static redisContext *partial(const char *minus, char *key, size_t size,
+                             struct keys *ks)
+{
+    if (!acl_check_cmd())
+        return NULL;
+    create_user_as("lock-all", "lock-partial", minus);
+    tu_key(key, size, "locks:acl");
+    keys_of(key, ks);
+    return connect_as("lock-partial");
+}
+
+/* May wake no one (no RPUSH): a release finding a waiter registered is
+ * refused before its DEL, then releases without waking; the waiter's
+ * registration, the wake-up list and the turn are left alone. */
+static void test_release_refused_before_its_delete(void **state)
+{
+    char key[64];
+    struct keys ks;
+    redisContext *u;
+    redislock *lock;
+    bool ok = false;
+
+    u = partial("-rpush", key, sizeof key, &ks);
+    if (u == NULL)
+        return;
+    tu_cmd_ok(c, "ZADD %s %lld someone", ks.k[2], 1LL << 50);
+    lock = tu_new_lock(state, u, key);
+    assert_true(tu_acquire(lock));
+    expect_ok(lock, redislock_release(lock, &ok));
+    assert_true(ok);
+    assert_int_equal(tu_pttl(c, key, strlen(key)), -2);
+    assert_int_equal(tu_pttl(c, ks.k[3], strlen(ks.k[3])), -2);
+    assert_int_equal(tu_pttl(c, ks.k[4], strlen(ks.k[4])), -2);
+    {
+        redisReply *r = tu_cmd(c, "ZCARD %s", ks.k[2]);
+
+        assert_int_equal(r->integer, 1);
+        freeReplyObject(r);
+    }
+    /* Remembered: the next release does not try again. */
+    assert_true(tu_acquire(lock));
+    tu_cmd_ok(c, "CONFIG RESETSTAT");
+    assert_true(tu_release(lock));
+    assert_int_equal(tu_cmdstat_calls(c, "evalsha"), 1);
+    tu_cmd_ok(c, "DEL %s", ks.k[2]);
+    redislock_free(lock);
+    redisFree(u);
+}
+
+/* No PEXPIRE: a counted acquire would leave a hash without expiry (a
+ * lock for ever) if it were refused after its HSET. */
+static void test_counted_acquire_refused_before_its_write(void **state)
+{
+    char key[64], before[1024], after[1024];
+    struct keys ks;
+    redisContext *u;
+    redislock *lock;
+    bool ok = true;
+    int st;
+
+    u = partial("-pexpire", key, sizeof key, &ks);
+    if (u == NULL)
+        return;
+    lock = tu_new_lock(state, u, key);
+    key_state(&ks, before, sizeof before);
+    st = redislock_acquire(lock, &ok);
+    key_state(&ks, after, sizeof after);
+    assert_string_equal(before, after);
+    expect_refused(lock, st, "PEXPIRE $1", COUNTED_NEEDS, &ks);
+    assert_false(ok);
+    redislock_free(lock);
+    redisFree(u);
+}
+
+/* No HSET on the counter (go-zero): the token's HINCRBY would have
+ * counted a holding never taken. */
+static void test_fencing_refused_before_its_write(void **state)
+{
+    char key[64], before[1024], after[1024];
+    struct keys ks;
+    redisContext *u;
+    redislock *lock, *prior;
+    bool ok = true;
+    int st;
+
+    u = partial("-hset", key, sizeof key, &ks);
+    if (u == NULL)
+        return;
+    prior = redislock_new(c, key);      /* a counter exists already */
+    assert_int_equal(redislock_set_fencing(prior, true), REDISLOCK_OK);
+    assert_true(tu_acquire(prior));
+    assert_true(tu_release(prior));
+    lock = tu_new_lock(state, u, key);
+    assert_int_equal(redislock_set_fencing(lock, true), REDISLOCK_OK);
+    key_state(&ks, before, sizeof before);
+    st = redislock_acquire(lock, &ok);
+    key_state(&ks, after, sizeof after);
+    assert_string_equal(before, after);
+    expect_refused(lock, st, "HSET $2", FENCING_NEEDS, &ks);
+    assert_false(ok);
+    redislock_free(prior);
+    redislock_free(lock);
+    redisFree(u);
+}
+
+/* May queue but not leave it (no ZREM): a waiter's try that finds the
+ * lock free would take it and then fail to leave the queue; it is
+ * refused first, and the wait takes the lock with a plain try. */
+static void test_waiter_refused_before_it_takes(void **state)
+{
+    char key[64];
+    struct keys ks;
+    redisContext *u;
+    redislock *lock;
+    bool ok = false;
+
+    u = partial("-zrem", key, sizeof key, &ks);
+    if (u == NULL)
+        return;
+    lock = tu_new_lock(state, u, key);
+    expect_ok(lock, redislock_acquire_wait(lock, 2000, &ok));
+    assert_true(ok);
+    assert_int_equal(tu_pttl(c, ks.k[2], strlen(ks.k[2])), -2);
+    assert_true(tu_release(lock));
+    redislock_free(lock);
+    redisFree(u);
+}
+
+#define BOTH(t)                                                        \
+    { #t " (go-zero mode)", t, NULL, delete_users, &tu_mode_gozero },  \
+    { #t " (counted mode)", t, NULL, delete_users, &tu_mode_counted }
+
+/* Each rule in both modes. */
+#define RULE(u)                                                          \
+    { "rule " u " (go-zero mode)", test_rule, NULL, delete_users,        \
+      &(struct rule_case){ 0, u } },                                     \
+    { "rule " u " (counted mode)", test_rule, NULL, delete_users,        \
+      &(struct rule_case){ 1, u } }
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        RULE("lock-gozero"),
+        RULE("lock-wait"),
+        RULE("lock-fence"),
+        RULE("lock-counted"),
+        RULE("lock-status"),
+        RULE("lock-all"),
+        BOTH(test_release_refused_before_its_delete),
+        { "test_counted_acquire_refused_before_its_write",
+          test_counted_acquire_refused_before_its_write, NULL, delete_users,
+          &tu_mode_counted },
+        { "test_fencing_refused_before_its_write",
+          test_fencing_refused_before_its_write, NULL, delete_users,
+          &tu_mode_gozero },
+        BOTH(test_waiter_refused_before_it_takes),
+    };
+
+    return TU_RUN_CONNECTED(tests, &c);
+}
