@@ -1436,7 +1436,10 @@ static struct companions read_companions(redislock *lock,
     st = redislock_inspect_companions(lock, &waiters, &fence);
     if (st == REDISLOCK_OK) {
         c.waiters = waiters;
-        c.fence = fence > (uint64_t)INT64_MAX ? INT64_MAX : (long long)fence;
+        /* Independent masters share no counter: none to show (-2). */
+        c.fence = o->nurls > 1 ? -2
+                  : fence > (uint64_t)INT64_MAX ? INT64_MAX
+                                                : (long long)fence;
     } else if (o->verbose) {
         char raw[512], text[2048];
 
@@ -1469,9 +1472,13 @@ static void print_status_json(const char *key, const struct holder *h,
         printf(",\"ttl_ms\":%lld", h->ttl_ms);
     printf(",\"holds\":%d", h->holds);
     if (c->waiters >= 0)
-        printf(",\"waiters\":%lld,\"fence\":%lld}\n", c->waiters, c->fence);
+        printf(",\"waiters\":%lld", c->waiters);
     else
-        printf(",\"waiters\":null,\"fence\":null}\n");
+        printf(",\"waiters\":null");
+    if (c->fence >= 0)
+        printf(",\"fence\":%lld}\n", c->fence);
+    else
+        printf(",\"fence\":null}\n");
 }
 
 static void print_status_text(const char *key, const struct holder *h,
@@ -1481,9 +1488,13 @@ static void print_status_text(const char *key, const struct holder *h,
     print_escaped(key);
     printf("state: %s\n", h->shape == SHAPE_FREE ? "free" : "held");
     if (c->waiters >= 0)
-        printf("waiters: %lld\nfence: %lld\n", c->waiters, c->fence);
+        printf("waiters: %lld\n", c->waiters);
     else
-        printf("waiters: unknown\nfence: unknown\n");
+        printf("waiters: unknown\n");
+    if (c->fence >= 0)
+        printf("fence: %lld\n", c->fence);
+    else if (c->fence == -1)
+        printf("fence: unknown\n");       /* (a quorum has none: no line) */
     if (h->shape == SHAPE_FREE)
         return;
     printf("mode: %s\n", h->shape == SHAPE_GOZERO ? "go-zero"

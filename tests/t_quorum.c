@@ -790,6 +790,18 @@ static void test_the_tool_on_a_quorum(void **state)
     rc = system(cmd);
     assert_true(WIFEXITED(rc));
     assert_int_equal(WEXITSTATUS(rc), 1);
+    /* No fencing counter on a quorum: fence is null, and the text says
+     * nothing of it. */
+    snprintf(cmd, sizeof cmd, "'%s/cli/redislock'%s --status --json q:tool "
+             "| grep -q '\"waiters\":0,\"fence\":null}'", builddir, us);
+    rc = system(cmd);
+    assert_true(WIFEXITED(rc));
+    assert_int_equal(WEXITSTATUS(rc), 0);
+    snprintf(cmd, sizeof cmd, "'%s/cli/redislock'%s --status q:tool "
+             "| grep -q '^fence'", builddir, us);
+    rc = system(cmd);
+    assert_true(WIFEXITED(rc));
+    assert_int_equal(WEXITSTATUS(rc), 1);
     /* Four masters: a usage error naming the rule. */
     n = 0;
     for (i = 0; i < 4; i++)
