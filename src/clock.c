@@ -30,6 +30,20 @@ void redislockp_sleep_ms(long long ms)
         ;
 }
 
+struct timespec redislockp_monotonic_in(long long ms)
+{
+    struct timespec at;
+
+    clock_gettime(CLOCK_MONOTONIC, &at);
+    at.tv_sec += (time_t)(ms / 1000);
+    at.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (at.tv_nsec >= 1000000000L) {
+        at.tv_sec++;
+        at.tv_nsec -= 1000000000L;
+    }
+    return at;
+}
+
 struct timeval redislockp_timeval_ms(long long ms)
 {
     struct timeval tv;

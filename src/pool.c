@@ -22,13 +22,7 @@ static int pool_wait(redislock_client *cl, long long deadline)
 
     if (left <= 0)
         return 0;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += (time_t)(left / 1000);
-    until.tv_nsec += (long)(left % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    until = redislockp_monotonic_in(left);
     (void)pthread_cond_timedwait(&cl->pool_cond, &cl->mu, &until);
     return 1;
 }

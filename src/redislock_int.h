@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/time.h>
+#include <time.h>
 #include <sys/types.h>
 
 #include <hiredis/hiredis.h>
@@ -128,6 +129,9 @@ void redislockp_token_new(char out[REDISLOCKP_ID_LEN + 1]);
 long long redislockp_now_ms(void);
 void redislockp_sleep_ms(long long ms);
 struct timeval redislockp_timeval_ms(long long ms);
+/* CLOCK_MONOTONIC MS from now, for the timed waits of condition
+ * variables made with pthread_condattr_setclock(CLOCK_MONOTONIC). */
+struct timespec redislockp_monotonic_in(long long ms);
 
 /* error.c: the handle's last-error text. */
 void redislockp_clear_error(redislock *lock);

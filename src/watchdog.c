@@ -383,13 +383,7 @@ static void *watchdog(void *arg)
 
             if (wait < 1)
                 wait = 1;
-            clock_gettime(CLOCK_MONOTONIC, &until);
-            until.tv_sec += (time_t)(wait / 1000);
-            until.tv_nsec += (long)(wait % 1000) * 1000000L;
-            if (until.tv_nsec >= 1000000000L) {
-                until.tv_sec++;
-                until.tv_nsec -= 1000000000L;
-            }
+            until = redislockp_monotonic_in(wait);
             pthread_cond_timedwait(&cl->wd_cond, &cl->wd_mu, &until);
             continue;
         }
