@@ -107,10 +107,12 @@ static void leg_read(redislockp_leg *leg, const redislockp_fanout *f,
 
 /*
  * Have the finished legs decided the operation?  Yes when the votes for,
- * or against, reach a majority of all members; when so few legs can
- * still answer that no majority can (it fails); and when a majority has
+ * or against, reach a majority of all members, and when a majority has
  * answered and neither side can reach one any more (a split).  Until
- * then a pending leg can change the outcome, and it is waited for.
+ * then a pending leg can change the outcome, and it is waited for - also
+ * when no majority can answer any more: the operation fails either way,
+ * and the legs that do answer tell what they did (a grant to give back)
+ * and how many answered.
  */
 static int decided(const redislockp_fanout *f, const redislockp_leg *legs,
                    size_t n)
@@ -135,7 +137,7 @@ static int decided(const redislockp_fanout *f, const redislockp_leg *legs,
         yes += v > 0;
         no += v < 0;
     }
-    return yes >= maj || no >= maj || answered + pending < maj ||
+    return yes >= maj || no >= maj ||
            (answered >= maj && yes + pending < maj && no + pending < maj);
 }
 

@@ -74,7 +74,8 @@ typedef struct redislockp_fanout {
  * member of the quorum client CL asked by F->mask, for a key of SLOT.
  * LEGS[i] (CL->nsubs of them) gets member i's result; free it with
  * redislockp_legs_end().  The operation is decided once the votes for, or
- * against, reach a majority of all members, or neither can any more;
+ * against, reach a majority of all members, or (a majority having
+ * answered) neither can any more;
  * without votes, once every leg not in F->nowait is done.
  * With a trailer the script goes out as EVAL with its text, so that a
  * script cache miss never runs the trailer twice.  Returns how many legs

@@ -73,7 +73,24 @@ static int copies(const char *key)
  * still be on its way to the others. */
 static void copies_become(const char *key, int n)
 {
-    TU_WAIT_UNTIL(copies(key) == n, 5000, "%s on %d masters", key, n);
+    char where[64] = "";
+    int i, k = 0;
+
+    for (i = 0; i < 250 && copies(key) != n; i++)
+        tu_sleep_ms(20);
+    if (copies(key) == n)
+        return;
+    for (i = 0; i < MASTERS; i++) {
+        redisContext *c = up[i] ? tu_connect_unix(m[i].socket) : NULL;
+        redisReply *r = c != NULL ? tu_cmd(c, "EXISTS %s", key) : NULL;
+
+        k += snprintf(where + k, sizeof where - (size_t)k, " %d:%s", i + 1,
+                      !up[i] ? "down" : r->integer ? "yes" : "no");
+        freeReplyObject(r);
+        redisFree(c);
+    }
+    fail_msg("%s on %d masters, not %d, after 5 s (by master:%s)", key,
+             copies(key), n, where);
 }
 
 static void kill_master(int i)
