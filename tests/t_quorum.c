@@ -345,6 +345,9 @@ static int worker(const char *key, int sections, int stop_at_error)
         int st = redislock_acquire_wait(lock, 20000, &ok);
 
         if (st != REDISLOCK_OK || !ok) {
+            /* (A TAP comment, so that a failure says why.) */
+            printf("# worker %ld: acquire_wait: %s: %s\n", (long)getpid(),
+                   redislock_strerror(st), redislock_last_error(lock));
             errors++;
             if (stop_at_error)
                 break;
@@ -358,8 +361,13 @@ static int worker(const char *key, int sections, int stop_at_error)
         freeReplyObject(r);
         freeReplyObject(redisCommand(c, "SET q:counter %lld", v + 1));
         __atomic_store_n(&shared[0], 0, __ATOMIC_SEQ_CST);
-        if (redislock_release(lock, &ok) != REDISLOCK_OK || !ok)
+        st = redislock_release(lock, &ok);
+        if (st != REDISLOCK_OK || !ok) {
+            printf("# worker %ld: release: %s, released %d, state %d: %s\n",
+                   (long)getpid(), redislock_strerror(st), (int)ok,
+                   (int)redislock_last_state(lock), redislock_last_error(lock));
             errors++;
+        }
     }
     redislock_free(lock);
     redislock_client_free(cl);
