@@ -35,6 +35,7 @@
 #include <sys/types.h>
 #ifdef __linux__
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #endif
 #include <sys/wait.h>
 #include <time.h>
@@ -1793,7 +1794,10 @@ static bool terminal_foreground(void)
  *
  * The guardian is a fork of a process with threads (the watchdog may hold
  * a lock at fork time), so it makes only async-signal-safe calls: no
- * stdio, no malloc.  Its orders are one byte each: a signal to pass on to
+ * stdio, no malloc.  On Linux it learns of its children's ends through
+ * a signalfd, SIGCHLD staying blocked, rather than a handler: no
+ * handler has to run in a fork of a threaded process (TSan, for one,
+ * never runs a handler there, and the guardian waited forever).  Its orders are one byte each: a signal to pass on to
  * COMMAND (its group, unless it shares the tool's), or STOP_TREE | a
  * signal for every process of the tree, each once (the loss signal;
  * STOP_TREE | SIGKILL kills the tree, round after round until it is
@@ -1835,6 +1839,7 @@ struct tree {
     size_t ntold;
 };
 
+#ifndef __linux__
 static int guard_wake[2] = { -1, -1 };   /* the guardian's SIGCHLD pipe */
 
 static void guard_on_sigchld(int sig)
@@ -1844,6 +1849,47 @@ static void guard_on_sigchld(int sig)
     (void)sig;
     (void)!write(guard_wake[1], "", 1);
     errno = saved;
+}
+#endif
+
+/* The guardian's wake-up on SIGCHLD: a descriptor readable once a child
+ * has changed state (SIGCHLD stays blocked, as spawn() left it, on
+ * Linux; elsewhere a handler unblocked later writes to a pipe); -1 on
+ * failure, with errno. */
+static int guard_wake_fd(void)
+{
+    struct sigaction sa;
+    sigset_t chld;
+
+    memset(&sa, 0, sizeof sa);
+    sigemptyset(&sa.sa_mask);
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+#ifdef __linux__
+    /* Not ignored: an ignored SIGCHLD reaps COMMAND before waitpid(). */
+    sa.sa_handler = SIG_DFL;
+    if (sigaction(SIGCHLD, &sa, NULL) != 0)
+        return -1;
+    return signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC);
+#else
+    sa.sa_handler = guard_on_sigchld;
+    sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+    if (pipe(guard_wake) != 0 || !set_nonblock_cloexec(guard_wake[0]) ||
+        !set_nonblock_cloexec(guard_wake[1]) ||
+        sigaction(SIGCHLD, &sa, NULL) != 0)
+        return -1;
+    return guard_wake[0];
+#endif
+}
+
+/* The guardian's SIGCHLD to come, past the start of COMMAND. */
+static void guard_wake_arm(void)
+{
+#ifndef __linux__
+    sigset_t chld;
+
+    guard_wake_arm();
+#endif
 }
 
 /* COMMAND's side of the fork: its process group, the signal dispositions
@@ -2003,14 +2049,18 @@ static bool reap(struct tree *t)
 static void guardian(const struct plan *p)
 {
     struct pollfd fds[2];
-    struct sigaction sa;
     struct tree t;
-    sigset_t chld;
     unsigned char buf[64];
+    union {                           /* a signalfd reads whole records */
+        char any[512];
+#ifdef __linux__
+        struct signalfd_siginfo si[2];
+#endif
+    } drain;
     long long now, deadline = -1, sweep_end = -1;
     ssize_t n, i;
     pid_t self = getpid();
-    int orders = p->orders, err, timeout, sig;
+    int orders = p->orders, err, timeout, sig, wake;
 
     memset(&t, 0, sizeof t);
     t.report = p->report;
@@ -2019,13 +2069,8 @@ static void guardian(const struct plan *p)
     (void)prctl(PR_SET_NAME, "redislock-guard");
     (void)prctl(PR_SET_CHILD_SUBREAPER, 1);
 #endif
-    memset(&sa, 0, sizeof sa);
-    sigemptyset(&sa.sa_mask);
-    sa.sa_handler = guard_on_sigchld;
-    sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
-    if (pipe(guard_wake) != 0 || !set_nonblock_cloexec(guard_wake[0]) ||
-        !set_nonblock_cloexec(guard_wake[1]) ||
-        sigaction(SIGCHLD, &sa, NULL) != 0) {
+    wake = guard_wake_fd();
+    if (wake < 0) {
         err = -errno;
         (void)!write(p->exec_fd, &err, sizeof err);
         _exit(EXIT_SYSTEM);
@@ -2045,9 +2090,7 @@ static void guardian(const struct plan *p)
     close(STDIN_FILENO);
     close(STDOUT_FILENO);
     close(STDERR_FILENO);
-    sigemptyset(&chld);
-    sigaddset(&chld, SIGCHLD);
-    (void)pthread_sigmask(SIG_UNBLOCK, &chld, NULL);
+    guard_wake_arm();
 
     for (;;) {
         now = now_ms();
@@ -2061,13 +2104,13 @@ static void guardian(const struct plan *p)
         } else {
             timeout = deadline < 0 ? -1 : (int)(deadline - now);
         }
-        fds[0].fd = guard_wake[0];
+        fds[0].fd = wake;
         fds[0].events = POLLIN;
         fds[1].fd = orders;           /* -1 once the tool is gone */
         fds[1].events = POLLIN;
         fds[0].revents = fds[1].revents = 0;
         (void)poll(fds, 2, timeout);
-        while (read(guard_wake[0], buf, sizeof buf) > 0)
+        while (read(wake, &drain, sizeof drain) > 0)
             ;
         if (!reap(&t))
             _exit(0);                 /* nothing of the tree is ours */
