@@ -22,6 +22,7 @@
 #include <sodium.h>
 
 #include "client.h"
+#include "exec.h"
 
 /* The watchdog's timed waits run on the monotonic clock. */
 static int monotonic_cond_init(pthread_cond_t *cond)
@@ -193,13 +194,14 @@ int redislock_client_set_timeouts(redislock_client *cl, long long connect_ms,
 
 int redislock_client_ping(redislock_client *cl, char *errbuf, size_t errsize)
 {
-    static const char *const argv[1] = { "PING" };
-    static const size_t argvlen[1] = { 4 };
     char msg[REDISLOCKP_ERRMSG_SIZE] = "";
-    redisContext *c;
-    redisReply *r = NULL;
-    size_t node;
-    int st, sent = 0;
+    redislockp_trailer ping;
+    redislockp_target t;
+    redislockp_fanout f;
+    redislockp_leg leg;
+    redislockp_res res;
+    const redisReply *r;
+    int st;
 
     if (errbuf != NULL && errsize > 0)
         errbuf[0] = '\0';
@@ -242,22 +244,23 @@ int redislock_client_ping(redislock_client *cl, char *errbuf, size_t errsize)
         return st;
     }
     /* The one server, or the sentinels' master (its ROLE is checked on
-     * connecting). */
-    c = redislockp_conn_route(cl, 0, &node, msg, &st);
-    if (c != NULL) {
-        st = redislockp_tx_command(c, 1, argv, argvlen, &r, msg, &sent);
-        if (st != REDISLOCK_OK)
-            ;
-        else if (r->type == REDIS_REPLY_ERROR)
-            st = redislockp_tx_server_error(r, "", msg);
-        else if (r->type != REDIS_REPLY_STATUS || strcmp(r->str, "PONG") != 0)
-            st = redislockp_tx_fail(msg, REDISLOCK_ERR_PROTOCOL,
-                                    "PING: unexpected reply");
-        freeReplyObject(r);
-        redislockp_conn_back(cl, node, c, st);
-    } else if (st == REDISLOCK_ERR_IO) {
-        redislockp_route_stale(cl);     /* not reached: ask again */
-    }
+     * connecting), through the executor. */
+    memset(&f, 0, sizeof f);
+    memset(&t, 0, sizeof t);
+    ping.argc = 1;
+    ping.argv[0] = "PING";
+    ping.argvlen[0] = 4;
+    f.trailer = &ping;
+    t.cl = cl;
+    t.node = -1;
+    st = redislockp_exec_one(&t, &f, &leg, &res);
+    r = leg.reply[0];
+    if (st != REDISLOCK_OK)
+        snprintf(msg, sizeof msg, "%s", leg.msg);
+    else if (r->type != REDIS_REPLY_STATUS || strcmp(r->str, "PONG") != 0)
+        st = redislockp_tx_fail(msg, REDISLOCK_ERR_PROTOCOL,
+                                "PING: unexpected reply");
+    redislockp_legs_end(&leg, 1);
     if (st != REDISLOCK_OK && errbuf != NULL && errsize > 0)
         snprintf(errbuf, errsize, "%s", msg);
     return st;

@@ -100,9 +100,8 @@ typedef struct redislockp_node {
  * - wd_mu guards the watchdog's registry (renewals and the handles' fields
  *   below the line in struct redislock), wd_running and wd_stop, and
  *   wd_cond waits on it.
- * - wd_thread, wd_conns, wd_nconns, wd_failures and wd_retry_at belong to
- *   the watchdog thread (wd_thread is joined by client_free after
- *   wd_stop).
+ * - wd_thread is joined by client_free after wd_stop.  The watchdog has
+ *   no connections of its own: it takes them from the pool.
  * mu and wd_mu are never held together.
  */
 struct redislock_client {
@@ -134,10 +133,6 @@ struct redislock_client {
     pthread_t wd_thread;
     int wd_running, wd_stop;
     redislock *renewals;        /* registered handles */
-    redisContext **wd_conns;    /* its own connection per node */
-    size_t wd_nconns;
-    unsigned wd_failures;       /* the watchdog's own connect backoff */
-    long long wd_retry_at;
 };
 
 /* quorum.c: a client over N independent masters, at most this many. */
@@ -153,9 +148,12 @@ struct redislock_client {
 int redislockp_client_forked(const redislock_client *cl);
 
 /* A connection to node NODE for one operation: from its idle pool or
- * newly connected (redislockp_connect).  NULL with ERRMSG and *STATUS. */
+ * newly connected (redislockp_connect), waiting for one to come back when
+ * all are in use; within LIMIT_MS if > 0 (else the URL's timeouts).  NULL
+ * with ERRMSG and *STATUS. */
 redisContext *redislockp_pool_get(redislock_client *cl, size_t node,
-                                  char *errmsg, int *status);
+                                  long long limit_ms, char *errmsg,
+                                  int *status);
 /* Give it back; a broken one (BROKEN, or c->err) is closed instead. */
 void redislockp_pool_put(redislock_client *cl, size_t node, redisContext *c,
                          int broken);

@@ -6,16 +6,121 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "exec.h"
 
-/* The calls of F, as an array, and how many. */
+static const char *const asking_argv[1] = { "ASKING" };
+static const size_t asking_len[1] = { 6 };
+
+/* The calls of F, as an array, and how many (0: the trailer alone). */
 static const redislockp_call *const *calls_of(const redislockp_fanout *f,
                                              int *n)
 {
-    *n = f->ncalls > 0 ? f->ncalls : 1;
+    *n = f->ncalls > 0 ? f->ncalls : f->call != NULL;
     return f->ncalls > 0 ? f->calls : &f->call;
+}
+
+/* ------------------------------------------------------------------------
+ * What a reply means
+ */
+
+/* An error code (2 or more capitals, then a space or the end) at S, of
+ * LEN bytes, into CODE (32 bytes); 0 if there is none. */
+static int code_at(const char *s, size_t len, char *code)
+{
+    size_t n = 0;
+
+    while (n < len && s[n] >= 'A' && s[n] <= 'Z')
+        n++;
+    if (n < 2 || n >= 32 || (n < len && s[n] != ' '))
+        return 0;
+    memcpy(code, s, n);
+    code[n] = '\0';
+    return 1;
+}
+
+/* The code of error S (LEN bytes): its first word; for "ERR Error
+ * running script ...: @user_script:N: CODE ..." (Redis 6's wrapping of a
+ * command that failed inside a script) the inner command's code. */
+static void error_code(const char *s, size_t len, char *code)
+{
+    static const char at[] = "@user_script:";
+    size_t i, w = sizeof at - 1;
+
+    if (!code_at(s, len, code))
+        (void)memcpy(code, "ERR", 4);
+    if (strcmp(code, "ERR") != 0)
+        return;
+    for (i = 0; i + w <= len; i++) {
+        if (memcmp(s + i, at, w) != 0)
+            continue;
+        for (i += w; i < len && s[i] != ' '; i++)
+            ;
+        while (i < len && (s[i] == ' ' || s[i] == '-'))
+            i++;
+        if (i < len)
+            (void)code_at(s + i, len - i, code);
+        return;
+    }
+}
+
+void redislockp_classify(const redisReply *r, int cluster, int sentinel,
+                         redislockp_res *res)
+{
+    const char *s;
+    size_t len;
+
+    res->kind = REDISLOCKP_VALUE;
+    res->code[0] = '\0';
+    res->host[0] = '\0';
+    res->slot = 0;
+    res->port = 0;
+    if (r == NULL || r->type != REDIS_REPLY_ERROR)
+        return;
+    s = r->str != NULL ? r->str : "";
+    len = r->str != NULL ? r->len : 0;
+    error_code(s, len, res->code);
+    res->kind = REDISLOCKP_SERVER;
+    if (redislockp_reply_noscript(r)) {
+        res->kind = REDISLOCKP_NOSCRIPT;
+    } else if (len >= 18 && memcmp(s, "ERR Protocol error", 18) == 0) {
+        res->kind = REDISLOCKP_CLOSING;
+    } else if (sentinel) {
+        /* Demoted while we waited (Redis unblocks a BLPOP with
+         * UNBLOCKED), or not a master yet. */
+        if (redislockp_not_master(s, len) ||
+            (len >= 9 && memcmp(s, "UNBLOCKED", 9) == 0))
+            res->kind = REDISLOCKP_NOT_MASTER;
+    } else if (cluster) {
+        switch (redislockp_redirect_parse(s, len, &res->slot, res->host,
+                                          sizeof res->host, &res->port)) {
+        case REDISLOCKP_REDIR_MOVED:
+            res->kind = REDISLOCKP_MOVED;
+            break;
+        case REDISLOCKP_REDIR_ASK:
+            res->kind = REDISLOCKP_ASK;
+            break;
+        case REDISLOCKP_REDIR_RETRY:
+            res->kind = REDISLOCKP_RETRY;
+            break;
+        case REDISLOCKP_REDIR_NONE:
+            break;
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------
+ * Legs
+ */
+
+/* Start CMD with ASKING if LEG asks for it (its reply is read and
+ * dropped). */
+static void leg_asking(redislockp_leg *leg, redislockp_cmd *cmd)
+{
+    if (leg->asking)
+        (void)redislockp_cmd_append(cmd, 1, asking_argv, asking_len);
 }
 
 /* Write LEG's command: its calls (as EVAL with their text if BODY), and
@@ -30,6 +135,7 @@ static void leg_send(redislockp_leg *leg, const redislockp_fanout *f,
 
     calls = calls_of(f, &n);
     redislockp_cmd_init(&cmd);
+    leg_asking(leg, &cmd);
     leg->st = REDISLOCK_OK;
     for (i = 0; leg->st == REDISLOCK_OK && i < n; i++)
         leg->st = redislockp_call_format(&cmd, calls[i], body, leg->msg);
@@ -42,7 +148,8 @@ static void leg_send(redislockp_leg *leg, const redislockp_fanout *f,
 
         leg->st = redislockp_tx_send(leg->c, &cmd, leg->msg, &sent);
         leg->sent |= sent;
-        leg->want = cmd.count;
+        leg->skip = leg->asking;
+        leg->want = cmd.count - leg->asking;
         leg->got = 0;
     }
     if (leg->st != REDISLOCK_OK)
@@ -60,6 +167,7 @@ static void leg_again(redislockp_leg *leg, const redislockp_fanout *f)
 
     calls = calls_of(f, &n);
     redislockp_cmd_init(&cmd);
+    leg_asking(leg, &cmd);
     leg->again_want = leg->again_got = 0;
     for (i = 0; leg->st == REDISLOCK_OK && i < n; i++)
         if (redislockp_reply_noscript(leg->reply[i])) {
@@ -69,6 +177,7 @@ static void leg_again(redislockp_leg *leg, const redislockp_fanout *f)
     if (leg->st == REDISLOCK_OK && leg->again_want > 0) {
         leg->st = redislockp_tx_send(leg->c, &cmd, leg->msg, &sent);
         leg->sent |= sent;
+        leg->skip = leg->asking;
         leg->again = 1;
     }
     if (leg->st != REDISLOCK_OK || leg->again_want == 0)
@@ -91,6 +200,11 @@ static void leg_read(redislockp_leg *leg, const redislockp_fanout *f,
         }
         if (r == NULL)
             return;                     /* more to come */
+        if (leg->skip > 0) {            /* ASKING's "OK" */
+            leg->skip--;
+            freeReplyObject(r);
+            continue;
+        }
         if (leg->again) {
             int k = leg->again_idx[leg->again_got++];
 
@@ -220,9 +334,13 @@ size_t redislockp_exec_fanout(redislock_client *cl, unsigned slot,
             leg->done = 1;
             continue;
         }
-        /* With a trailer, EVAL with the text: a NOSCRIPT answer would
-         * have run the trailer once for nothing. */
-        leg_send(leg, f, f->trailer != NULL);
+        /* EVAL with the text when a leg may be cut once the others
+         * decided, or is not waited for: an EVALSHA answered NOSCRIPT
+         * after the cut would never run there (a grant missing on a
+         * master, a release leaving the key).  And with a trailer: a
+         * NOSCRIPT answer would have run the trailer once for nothing. */
+        leg_send(leg, f, f->trailer != NULL || f->vote != NULL ||
+                             f->nowait != NULL);
     }
     sent_at = redislockp_now_ms();
     deadline = sent_at + f->wait_ms;
@@ -262,6 +380,190 @@ size_t redislockp_exec_fanout(redislock_client *cl, unsigned slot,
         leg->c = NULL;
     }
     return answered;
+}
+
+/* ------------------------------------------------------------------------
+ * One server
+ */
+
+/* Read LEG's replies until it is done, with blocking reads: one read
+ * system call for a small reply, bounded by the connection's receive
+ * timeout (a timeout fails the leg, the connection marked dead). */
+static void drive_one(const redislockp_fanout *f, redislockp_leg *leg)
+{
+    while (!leg->done)
+        leg_read(leg, f, 1);
+}
+
+/* Free LEG's replies, for another try. */
+static void leg_clear(redislockp_leg *leg)
+{
+    redislockp_legs_end(leg, 1);
+    leg->c = NULL;
+    leg->want = leg->got = leg->again = leg->skip = 0;
+    leg->again_want = leg->again_got = 0;
+    leg->st = REDISLOCK_OK;
+    leg->done = leg->sent = 0;
+    leg->msg[0] = '\0';
+}
+
+/* Pause before another try (10 ms doubling to 200 ms) and put the route
+ * in doubt (re-read the slot map, ask the sentinels); 0, or -1 when the
+ * pause would pass END. */
+static int back_off(redislock_client *cl, int *retries, long long end)
+{
+    long long pause = *retries < 5 ? 10LL << *retries : 200;
+
+    ++*retries;
+    if (redislockp_now_ms() + pause > end)
+        return -1;
+    redislockp_sleep_ms(pause);
+    redislockp_route_stale(cl);
+    return 0;
+}
+
+int redislockp_exec_one(const redislockp_target *t, const redislockp_fanout *f,
+                        redislockp_leg *leg, redislockp_res *res)
+{
+    redislock_client *cl = t->cl;
+    int cluster = cl != NULL && cl->cluster;
+    int sentinel = cl != NULL && cl->sentinel;
+    long long start = redislockp_now_ms(), end_all = start;
+    long node = t->node;
+    int asking = 0, redirects = 0, retries = 0, any_sent = 0;
+
+    memset(leg, 0, sizeof *leg);
+    redislockp_classify(NULL, 0, 0, res);
+    leg->asked = 1;
+    /* Redirections are followed, and failovers waited out, within the
+     * command timeout from the start (and T's limit). */
+    if (cl != NULL)
+        end_all = start + redislockp_client_url(cl).command_ms;
+    if (t->limit_ms > 0 && start + t->limit_ms < end_all)
+        end_all = start + t->limit_ms;
+    for (;;) {
+        struct timeval old;
+        int st, changed = 0;
+
+        leg_clear(leg);
+        leg->asking = asking;
+        /* A connection. */
+        if (cl == NULL) {
+            leg->c = t->ctx;
+            leg->borrowed = 1;
+            st = redislockp_tx_ready(leg->c, leg->msg);
+            if (st != REDISLOCK_OK)
+                leg->c = NULL;
+        } else {
+            leg->c = NULL;
+            leg->node = (size_t)node;
+            st = node >= 0 ? REDISLOCK_OK
+                           : redislockp_route(cl, t->slot, &leg->node,
+                                              leg->msg);
+            if (st == REDISLOCK_OK)
+                leg->c = redislockp_pool_get(cl, leg->node, t->limit_ms,
+                                             leg->msg, &st);
+        }
+        leg->cl = cl;
+        if (leg->c == NULL) {
+            /* Nothing was sent: with sentinels, look for the master again
+             * (a failover under way). */
+            if (t->follow && sentinel && st == REDISLOCK_ERR_IO &&
+                back_off(cl, &retries, end_all) == 0)
+                continue;
+            if (cl != NULL && st == REDISLOCK_ERR_IO)
+                redislockp_route_stale(cl);     /* not reached: ask again */
+            leg->st = st;
+            break;
+        }
+        /* Send, and read the replies within the connection's command
+         * timeout: raised for a reply that is slow on purpose (a BLPOP's
+         * wait, an acknowledgement's), lowered to T's limit. */
+        if (t->reply_ms > 0)
+            changed = redislockp_tx_raise_timeout(leg->c, t->reply_ms, &old);
+        else if (t->limit_ms > 0)
+            changed = redislockp_tx_lower_timeout(leg->c, t->limit_ms, &old);
+        leg_send(leg, f, f->trailer != NULL && f->call != NULL);
+        drive_one(f, leg);
+        if (changed)
+            redislockp_tx_restore_timeout(leg->c, &old);
+        any_sent |= leg->sent;
+        if (leg->st != REDISLOCK_OK) {
+            if (!leg->borrowed)
+                redislockp_conn_back(cl, leg->node, leg->c, leg->st);
+            leg->c = NULL;
+            break;
+        }
+        redislockp_classify(leg->reply[0], cluster, sentinel, res);
+        if (res->kind == REDISLOCKP_VALUE) {
+            if (!leg->borrowed)
+                redislockp_conn_back(cl, leg->node, leg->c, REDISLOCK_OK);
+            leg->c = NULL;
+            break;
+        }
+        /* An error reply: the command did not run, so following a
+         * redirection cannot run it twice. */
+        redislockp_tx_server_error(leg->reply[0], "", leg->msg);
+        if (!leg->borrowed)
+            redislockp_conn_back(cl, leg->node, leg->c,
+                                 res->kind == REDISLOCKP_CLOSING ||
+                                         res->kind == REDISLOCKP_NOT_MASTER
+                                     ? REDISLOCK_ERR_IO
+                                     : REDISLOCK_OK);
+        leg->c = NULL;
+        if ((res->kind == REDISLOCKP_MOVED || res->kind == REDISLOCKP_ASK) &&
+            res->host[0] == '\0') {
+            /* "MOVED 3999 :6380": the node did not know its own address;
+             * it is the host we reached it at. */
+            redislockp_url u = redislockp_node_url(cl, leg->node);
+
+            snprintf(res->host, sizeof res->host, "%s", u.host);
+        }
+        if (res->kind == REDISLOCKP_MOVED)
+            redislockp_cluster_moved(cl, res->slot, res->host, res->port);
+        else if (res->kind == REDISLOCKP_RETRY)
+            redislockp_cluster_stale(cl);
+        if (t->follow && (res->kind == REDISLOCKP_MOVED ||
+                          res->kind == REDISLOCKP_ASK)) {
+            if (++redirects <= REDISLOCKP_MAX_REDIRECTS) {
+                asking = res->kind == REDISLOCKP_ASK;
+                node = asking ? redislockp_node_named(cl, res->host,
+                                                      res->port)
+                              : -1;
+                if (!asking || node >= 0) {
+                    any_sent = 0;
+                    continue;
+                }
+                node = t->node;
+            } else {
+                char last[REDISLOCKP_ERRMSG_SIZE];
+
+                memcpy(last, leg->msg, sizeof last);
+                (void)redislockp_tx_fail(leg->msg, REDISLOCK_ERR_SERVER,
+                                         "more than %d Cluster "
+                                         "redirections; the last: %.400s",
+                                         REDISLOCKP_MAX_REDIRECTS, last);
+            }
+        } else if (t->follow && (res->kind == REDISLOCKP_RETRY ||
+                                 res->kind == REDISLOCKP_NOT_MASTER)) {
+            /* TRYAGAIN (keys mid-migration), CLUSTERDOWN, LOADING, a
+             * demoted master: try again within the deadline.  An ASK
+             * answered by TRYAGAIN is a migration under way, not a loop:
+             * the redirections start counting afresh. */
+            redirects = 0;
+            asking = 0;
+            node = t->node;
+            if (back_off(cl, &retries, end_all) == 0) {
+                any_sent = 0;
+                continue;
+            }
+        }
+        leg->st = REDISLOCK_ERR_SERVER;
+        break;
+    }
+    leg->sent = any_sent;
+    leg->done = 1;
+    return leg->st;
 }
 
 void redislockp_legs_end(redislockp_leg *legs, size_t n)

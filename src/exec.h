@@ -12,10 +12,13 @@
  * outstanding then has its connection closed, never reused: its reply
  * would be read as the next command's.
  *
- * So far the executor runs a quorum's operations (every master of a
- * quorum client at once, Redlock); the single-server, Cluster and
- * Sentinel paths still run through lock.c's op_run_one() and are to move
- * here (see the notes of issue 18).
+ * It runs a quorum's operations (every master of a quorum client at
+ * once, Redlock: redislockp_exec_fanout()) and every operation on one
+ * server, a Cluster or Sentinel's master (redislockp_exec_one()): there
+ * it also follows Cluster redirections and waits out failovers within
+ * the operation's deadline.  What an error reply means is read here, once
+ * (redislockp_classify()); above the executor no file matches a reply's
+ * text.
  */
 #ifndef REDISLOCK_EXEC_H
 #define REDISLOCK_EXEC_H
@@ -26,6 +29,38 @@
  * and replies it can expect: theirs and a trailer's (WAIT). */
 #define REDISLOCKP_LEG_CALLS 64
 #define REDISLOCKP_LEG_REPLIES (REDISLOCKP_LEG_CALLS + 1)
+
+/* What a reply means to the executor, read where it is born. */
+typedef enum redislockp_kind {
+    REDISLOCKP_VALUE = 0,       /* not an error */
+    REDISLOCKP_MOVED,           /* Cluster: the slot lives elsewhere */
+    REDISLOCKP_ASK,             /* Cluster: this once, ask that node */
+    REDISLOCKP_RETRY,           /* Cluster: TRYAGAIN, CLUSTERDOWN, LOADING,
+                                 * MASTERDOWN - try again shortly */
+    REDISLOCKP_NOT_MASTER,      /* Sentinel: READONLY, LOADING, MASTERDOWN,
+                                 * UNBLOCKED - not (or no more) the master */
+    REDISLOCKP_NOSCRIPT,        /* the script cache lacks the script */
+    REDISLOCKP_CLOSING,         /* "ERR Protocol error": the server closes
+                                 * the connection after this reply */
+    REDISLOCKP_SERVER           /* any other error reply */
+} redislockp_kind;
+
+/* A classified reply: its kind, the error's code (its first word, or in
+ * a script error the code of the command that failed inside: WRONGTYPE,
+ * NOPERM, OOM, ERR...; "" for a value), and for MOVED and ASK the slot
+ * and the node named (HOST "" when the server did not know its own). */
+typedef struct redislockp_res {
+    redislockp_kind kind;
+    char code[32];
+    unsigned slot;
+    char host[256];
+    int port;
+} redislockp_res;
+
+/* Classify R for a client that speaks CLUSTER, or follows SENTINELs
+ * (redirections and failovers are errors like others without them). */
+void redislockp_classify(const redisReply *r, int cluster, int sentinel,
+                         redislockp_res *res);
 
 typedef struct redislockp_leg {
     redislock_client *cl;       /* whose pool the connection is from */
@@ -43,6 +78,9 @@ typedef struct redislockp_leg {
     int st;                     /* REDISLOCK_OK, or why the leg failed
                                  * (its message in msg) */
     int done;                   /* every reply read, or failed */
+    int asking;                 /* each write starts with ASKING */
+    int skip;                   /* replies to drop first (ASKING's) */
+    int borrowed;               /* c is the caller's: never given back */
     char msg[REDISLOCKP_ERRMSG_SIZE];
 } redislockp_leg;
 
@@ -52,7 +90,9 @@ typedef int (*redislockp_vote_fn)(void *arg, size_t i,
                                   const redislockp_leg *leg);
 
 typedef struct redislockp_fanout {
-    const redislockp_call *call;        /* one call, or NCALLS in CALLS */
+    const redislockp_call *call;        /* one call, or NCALLS in CALLS;
+                                         * neither (CALL NULL, NCALLS 0):
+                                         * the trailer alone (BLPOP) */
     const redislockp_call *const *calls;
     int ncalls;
     const redislockp_trailer *trailer;  /* NULL: none */
@@ -77,13 +117,51 @@ typedef struct redislockp_fanout {
  * against, reach a majority of all members, or (a majority having
  * answered) neither can any more;
  * without votes, once every leg not in F->nowait is done.
- * With a trailer the script goes out as EVAL with its text, so that a
- * script cache miss never runs the trailer twice.  Returns how many legs
- * answered (every reply read).
+ * With a trailer, votes or legs not waited for, the script goes out as
+ * EVAL with its text: a script cache miss never runs the trailer twice,
+ * and a leg cut before its NOSCRIPT answer came would never run the
+ * script.  Returns how many legs answered (every reply read).
  */
 size_t redislockp_exec_fanout(redislock_client *cl, unsigned slot,
                               const redislockp_fanout *f,
                               redislockp_leg *legs);
+
+/*
+ * Where redislockp_exec_one() runs: a client's node (CL, the node of
+ * SLOT, or NODE if >= 0) or the caller's context CTX (CL NULL).  FOLLOW:
+ * follow Cluster redirections (MOVED, ASK: at most
+ * REDISLOCKP_MAX_REDIRECTS) and wait out TRYAGAIN and the like, and
+ * Sentinel failovers, within the command timeout from the start;
+ * without it a redirection or a demoted master is only noted (the slot
+ * map, the route put in doubt) and returned.
+ */
+typedef struct redislockp_target {
+    redislock_client *cl;
+    redisContext *ctx;
+    unsigned slot;
+    long node;
+    int follow;
+    long long reply_ms;         /* > 0: the replies may take this long
+                                 * (BLPOP, WAIT), if the command timeout
+                                 * is shorter */
+    long long limit_ms;         /* > 0: no wait longer than this (a lease
+                                 * that must not be waited past) */
+} redislockp_target;
+
+/*
+ * Run F's calls (and trailer) on the one server T names, as one pipeline
+ * on one connection, then read the replies with blocking reads bounded by
+ * the connection's command timeout (as T adjusts it): one write and one
+ * read system call in steady state.  F->vote, mask, nowait, wait_ms and
+ * grace_ms are not used.  LEG gets the outcome: leg->st REDISLOCK_OK with every reply
+ * (RES says what the first means; an error reply, RES->kind not VALUE,
+ * also sets leg->st to REDISLOCK_ERR_SERVER with its text in leg->msg),
+ * or the failure (I/O, out of memory...) with leg->sent telling whether
+ * the command may have run.  leg->node is the node that answered.  Free
+ * the replies with redislockp_legs_end().  Returns leg->st.
+ */
+int redislockp_exec_one(const redislockp_target *t, const redislockp_fanout *f,
+                        redislockp_leg *leg, redislockp_res *res);
 
 /* Free what the N legs hold (replies). */
 void redislockp_legs_end(redislockp_leg *legs, size_t n);

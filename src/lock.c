@@ -46,91 +46,14 @@ static int_reply ints(const char *what, size_t min, size_t max)
     return ir;
 }
 
-/* Wait before trying an operation again (10 ms doubling to 200 ms) and
- * put the route in doubt (re-read the slot map, ask the sentinels); 0,
- * or -1 when the pause would pass the operation's deadline: the command
- * timeout from START (read only here, off the steady-state path). */
-static int back_off(redislock *lock, int *retries, long long start)
-{
-    long long pause = *retries < 5 ? 10LL << *retries : 200;
-
-    ++*retries;
-    if (redislockp_now_ms() + pause >
-        start + redislockp_client_url(lock->client).command_ms)
-        return -1;
-    redislockp_sleep_ms(pause);
-    redislockp_route_stale(lock->client);
-    return 0;
-}
-
-/* A Cluster redirection in error reply R: follow it (note a MOVED slot,
- * name the ASK node, or wait a little for TRYAGAIN and the like).  0 to
- * retry, with *NODE and *ASKING set for the next try; -1 when R is no
- * redirection, or the operation is out of redirections or time (the
- * error is then reported as it stands). */
-static int follow(redislock *lock, const redisReply *r, int *redirects,
-                  int *retries, long long start, long *node, int *asking)
-{
-    redislock_client *cl = lock->client;
-    char host[256];
-    unsigned slot;
-    int port;
-    redislockp_redirect kind;
-
-    if (!lock->cluster || r->str == NULL)
-        return -1;
-    kind = redislockp_redirect_parse(r->str, r->len, &slot, host, sizeof host,
-                                     &port);
-    if (kind == REDISLOCKP_REDIR_NONE)
-        return -1;
-    /* MOVED and ASK count against the limit; TRYAGAIN and the like wait
-     * for the deadline instead (a migration may take a while). */
-    if (kind != REDISLOCKP_REDIR_RETRY &&
-        ++*redirects > REDISLOCKP_MAX_REDIRECTS)
-        return -1;
-    if (host[0] == '\0' && kind != REDISLOCKP_REDIR_RETRY) {
-        /* "MOVED 3999 :6380": the node we asked did not know its own
-         * address; it is the host we reached it at. */
-        redislockp_url u = redislockp_node_url(cl, (size_t)lock->node);
-
-        snprintf(host, sizeof host, "%s", u.host);
-    }
-    switch (kind) {
-    case REDISLOCKP_REDIR_MOVED:
-        redislockp_cluster_moved(cl, slot, host, port);
-        *node = -1;
-        *asking = 0;
-        return 0;
-    case REDISLOCKP_REDIR_ASK:
-        *node = redislockp_node_named(cl, host, port);
-        *asking = 1;
-        return *node < 0 ? -1 : 0;
-    default:
-        /* TRYAGAIN (keys mid-migration), CLUSTERDOWN, LOADING: back off
-         * within the operation's deadline.  An ASK answered by TRYAGAIN
-         * is a migration under way, not a loop: the redirections start
-         * counting afresh (the deadline bounds it). */
-        *redirects = 0;
-        *node = -1;
-        *asking = 0;
-        return back_off(lock, retries, start);
-    }
-}
-
 /* A MOVED or ASK answer to a client that does not speak Cluster (its URL
  * lacks ?cluster=1, or a borrowed context): say what to do, after the
  * server's words in the handle's message. */
-static void cluster_hint(redislock *lock)
+static void cluster_hint(redislock *lock, const redislockp_res *res)
 {
-    char host[256];
-    unsigned slot;
-    int port;
     size_t len = strlen(lock->errmsg);
-    redislockp_redirect kind =
-        redislockp_redirect_parse(lock->errmsg, len, &slot, host, sizeof host,
-                                  &port);
 
-    if (kind != REDISLOCKP_REDIR_MOVED && kind != REDISLOCKP_REDIR_ASK)
+    if (strcmp(res->code, "MOVED") != 0 && strcmp(res->code, "ASK") != 0)
         return;
     snprintf(lock->errmsg + len, sizeof lock->errmsg - len, "%s",
              lock->client != NULL
@@ -633,110 +556,52 @@ static int op_run_ack(redislock *lock, const redislockp_call *call,
     return op_run_one(lock, call, mutating, parse, out, ack);
 }
 
-/* op_run_ack() on one server (or Sentinel's master, or a Cluster's). */
+/* op_run_ack() on one server (or Sentinel's master, or a Cluster's),
+ * through the executor, which follows redirections and waits out
+ * failovers. */
 static int op_run_one(redislock *lock, const redislockp_call *call,
                       int mutating, redislockp_parse_fn parse, void *out,
                       redisReply **ack)
 {
-    redisReply *reply, *replies[2];
-    redislockp_trailer tr, *trp = NULL;
+    redislockp_trailer tr;
+    redislockp_target t;
+    redislockp_fanout f;
+    redislockp_leg leg;
+    redislockp_res res;
     char num[3][24];
-    struct timeval old;
-    int sentinel = lock->client != NULL && lock->client->sentinel;
-    long long start = lock->cluster || sentinel ? redislockp_now_ms() : 0;
-    long node = -1;
-    int st, sent = 0, any_sent = 0, asking = 0, redirects = 0, retries = 0;
+    int st;
 
-    if (ack != NULL) {
+    if (ack != NULL)
         *ack = NULL;
-        if (ack_trailer(lock, &tr, num))
-            trp = &tr;
-    }
     st = companions_usable(lock, call);
     if (st != REDISLOCK_OK)
         return st;
-    for (;;) {
-        int raised = 0;
-
-        reply = NULL;
-        replies[1] = NULL;
-        sent = 0;
-        st = redislockp_conn_take(lock, node);
-        if (st != REDISLOCK_OK) {
-            /* Nothing was sent: with sentinels, look for the master
-             * again (a failover under way). */
-            if (sentinel && st == REDISLOCK_ERR_IO &&
-                back_off(lock, &retries, start) == 0)
-                continue;
-            break;
-        }
+    memset(&f, 0, sizeof f);
+    memset(&t, 0, sizeof t);
+    f.call = call;
+    if (ack != NULL && ack_trailer(lock, &tr, num)) {
+        f.trailer = &tr;
         /* The acknowledgement may take its whole timeout to come. */
-        if (trp != NULL)
-            raised = redislockp_tx_raise_timeout(lock->ctx,
-                                                 lock->ack_timeout_ms +
-                                                     ACK_SLACK_MS, &old);
-        st = redislockp_run_calls_tr(lock->ctx, &call, 1, asking, trp,
-                                     replies, lock->errmsg, &sent);
-        if (raised)
-            redislockp_tx_restore_timeout(lock->ctx, &old);
-        reply = replies[0];
-        any_sent |= sent;
-        if (st == REDISLOCK_OK && reply->type == REDIS_REPLY_ERROR) {
-            /* A refused command did not run: following a redirection
-             * cannot run it twice. */
-            redislockp_tx_server_error(reply, "", lock->errmsg);
-            freeReplyObject(replies[1]);
-            replies[1] = NULL;
-            if (sentinel && redislockp_not_master(reply->str, reply->len)) {
-                /* A demoted (or restarting) master: drop its
-                 * connections; with time left, find the master again. */
-                freeReplyObject(reply);
-                redislockp_conn_give(lock, REDISLOCK_ERR_IO);
-                if (back_off(lock, &retries, start) == 0) {
-                    any_sent = 0;
-                    continue;
-                }
-                st = REDISLOCK_ERR_SERVER;
-                break;
-            }
-            if (reply->str != NULL &&
-                strncmp(reply->str, "ERR Protocol error", 18) == 0) {
-                /* Redis closes the connection after this reply. */
-                freeReplyObject(reply);
-                redislockp_conn_give(lock, REDISLOCK_ERR_IO);
-                st = REDISLOCK_ERR_SERVER;
-                break;
-            }
-            if (follow(lock, reply, &redirects, &retries, start, &node,
-                       &asking) == 0) {
-                freeReplyObject(reply);
-                redislockp_conn_give(lock, REDISLOCK_OK);
-                any_sent = 0;
-                continue;
-            }
-            st = REDISLOCK_ERR_SERVER;
-            if (!lock->cluster)
-                cluster_hint(lock);
-            if (redirects > REDISLOCKP_MAX_REDIRECTS) {
-                char last[REDISLOCKP_ERRMSG_SIZE];
-
-                memcpy(last, lock->errmsg, sizeof last);
-                redislockp_fail(lock, st, "more than %d Cluster "
-                                "redirections; the last: %.400s",
-                                REDISLOCKP_MAX_REDIRECTS, last);
-            }
-        } else if (st == REDISLOCK_OK) {
-            st = parse(reply, out, lock->errmsg);
-            if (st == REDISLOCK_OK && ack != NULL) {
-                *ack = replies[1];
-                replies[1] = NULL;
-            }
-        }
-        freeReplyObject(reply);
-        freeReplyObject(replies[1]);
-        redislockp_conn_give(lock, st);
-        break;
+        t.reply_ms = lock->ack_timeout_ms + ACK_SLACK_MS;
     }
+    t.cl = lock->client;
+    t.ctx = lock->ctx;
+    t.slot = lock->slot;
+    t.node = -1;
+    t.follow = 1;
+    st = redislockp_exec_one(&t, &f, &leg, &res);
+    if (st == REDISLOCK_OK) {
+        st = parse(leg.reply[0], out, lock->errmsg);
+        if (st == REDISLOCK_OK && ack != NULL && f.trailer != NULL) {
+            *ack = leg.reply[1];
+            leg.reply[1] = NULL;
+        }
+    } else {
+        redislockp_fail(lock, st, "%s", leg.msg);
+        if (res.kind != REDISLOCKP_VALUE && !lock->cluster)
+            cluster_hint(lock, &res);
+    }
+    redislockp_legs_end(&leg, 1);
     /* Sent, and no reply of ours read: the command may still be on its
      * way (delayed in the network, queued in a proxy) and may yet run.
      * A later holding with the same ID could be hurt by it (a late
@@ -746,11 +611,11 @@ static int op_run_one(redislock *lock, const redislockp_call *call,
      * redirection followed): last_error is "" after it. */
     if (st == REDISLOCK_OK)
         redislockp_clear_error(lock);
-    if (mutating && any_sent && (st == REDISLOCK_ERR_IO ||
+    if (mutating && leg.sent && (st == REDISLOCK_ERR_IO ||
                                  st == REDISLOCK_ERR_NOMEM ||
                                  st == REDISLOCK_ERR_PROTOCOL))
         lock->id_stale = 1;
-    if (st == REDISLOCK_ERR_SERVER && strstr(lock->errmsg, "WRONGTYPE") != NULL) {
+    if (st == REDISLOCK_ERR_SERVER && strcmp(res.code, "WRONGTYPE") == 0) {
         /* The one confusion worth naming: a lock of the other mode. */
         size_t len = strlen(lock->errmsg);
 
@@ -1017,11 +882,13 @@ static void held_until(redislock *lock, long long sent)
 static int check_ack(redislock *lock, const redisReply *r, const char *what)
 {
     const char *cmd = lock->ack_aof ? "WAITAOF" : "WAIT";
+    redislockp_res res;
 
+    redislockp_classify(r, 0, 0, &res);
     if (r == NULL)                      /* LCOV_EXCL_LINE: read with the script's */
         return redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL, /* LCOV_EXCL_LINE */
                                "%s: no reply", cmd);
-    if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "UNBLOCKED", 9) == 0)
+    if (strcmp(res.code, "UNBLOCKED") == 0)
         /* The master was demoted while it waited: nothing acknowledged. */
         return redislockp_fail(lock, REDISLOCK_ERR_NOT_REPLICATED, "%s after "
                                "the %s: %.300s", cmd, what, r->str);

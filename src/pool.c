@@ -36,12 +36,13 @@ static void uncount(redislock_client *cl, redislockp_node *n)
 }
 
 redisContext *redislockp_pool_get(redislock_client *cl, size_t node,
-                                  char *errmsg, int *status)
+                                  long long limit_ms, char *errmsg,
+                                  int *status)
 {
     redisContext *c = NULL;
     redislockp_node *n;
     redislockp_url u;
-    long long now, wait, deadline = 0;
+    long long now, wait, deadline = 0, command_ms;
 
     if (redislockp_client_forked(cl)) {
         *status = redislockp_tx_fail(errmsg, REDISLOCK_ERR_FORKED,
@@ -71,11 +72,13 @@ again:
     if (n->open >= (size_t)cl->url.pool_size) {
         /* All of the node's connections are in use: wait for one to come
          * back, within the command timeout. */
+        wait = cl->url.command_ms;
+        if (limit_ms > 0 && limit_ms < wait)
+            wait = limit_ms;
         if (deadline == 0)
-            deadline = now + cl->url.command_ms;
+            deadline = now + wait;
         if (pool_wait(cl, deadline))
             goto again;
-        wait = cl->url.command_ms;
         pthread_mutex_unlock(&cl->mu);
         *status = redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO, "all %lld "
                                      "connections to the server are in use "
@@ -109,7 +112,17 @@ again:
     pthread_mutex_unlock(&cl->mu);
 
     u = redislockp_node_url(cl, node);
+    command_ms = u.command_ms;
+    /* Within the caller's limit (a lease about to run out), the replies
+     * of the connection's set-up (AUTH, SELECT) too; its later commands
+     * get the URL's timeout back. */
+    if (limit_ms > 0 && limit_ms < u.connect_ms)
+        u.connect_ms = limit_ms;
+    if (limit_ms > 0 && limit_ms < u.command_ms)
+        u.command_ms = limit_ms;
     c = redislockp_connect(&u, errmsg, status);
+    if (c != NULL && u.command_ms != command_ms)
+        (void)redisSetTimeout(c, redislockp_timeval_ms(command_ms));
 
     pthread_mutex_lock(&cl->mu);
     n = &cl->nodes[node];       /* the array may have grown meanwhile */
@@ -211,7 +224,7 @@ redisContext *redislockp_conn_route(redislock_client *cl, unsigned slot,
     *status = redislockp_route(cl, slot, node, errmsg);
     if (*status != REDISLOCK_OK)
         return NULL;
-    return redislockp_pool_get(cl, *node, errmsg, status);
+    return redislockp_pool_get(cl, *node, 0, errmsg, status);
 }
 
 void redislockp_conn_back(redislock_client *cl, size_t node, redisContext *c,
@@ -222,34 +235,4 @@ void redislockp_conn_back(redislock_client *cl, size_t node, redisContext *c,
      * ask the sentinels, again before the next operation. */
     if (status == REDISLOCK_ERR_IO)
         redislockp_route_stale(cl);
-}
-
-int redislockp_conn_take(redislock *lock, long node)
-{
-    size_t n = 0;
-    int st = REDISLOCK_OK;
-
-    if (lock->client != NULL) {
-        if (node >= 0) {
-            n = (size_t)node;
-            lock->ctx = redislockp_pool_get(lock->client, n, lock->errmsg,
-                                            &st);
-        } else {
-            lock->ctx = redislockp_conn_route(lock->client, lock->slot, &n,
-                                              lock->errmsg, &st);
-        }
-        lock->node = (int)n;
-        if (lock->ctx == NULL)
-            return st;
-    }
-    return REDISLOCK_OK;
-}
-
-void redislockp_conn_give(redislock *lock, int status)
-{
-    if (lock->client != NULL) {
-        redislockp_conn_back(lock->client, (size_t)lock->node, lock->ctx,
-                             status);
-        lock->ctx = NULL;
-    }
 }

@@ -1,11 +1,10 @@
 /*
  * scripts.h - private: the embedded Lua scripts, a call of one (its keys
- * and arguments), and the script runner, which sends calls through the
- * transport: EVALSHA, and on NOSCRIPT the same call again as EVAL with
- * the script's text (which also caches it for the next EVALSHA).
+ * and arguments) and its formatting as EVALSHA, or EVAL with the script's
+ * text (which also caches it for the next EVALSHA).  The executor
+ * (exec.c) sends the calls, and sends EVAL after a NOSCRIPT answer.
  *
- * The runner knows connections, not handles or pools.  Building a call
- * (src/calls.c) and formatting it need no connection.
+ * None of this needs a connection.
  */
 #ifndef REDISLOCK_SCRIPTS_H
 #define REDISLOCK_SCRIPTS_H
@@ -79,23 +78,6 @@ int redislockp_reply_noscript(const redisReply *r);
  * failure in script: ...". */
 int redislockp_acl_refused(const char *msg);
 
-/*
- * Run N calls on C as one pipeline: one write, then the N replies; calls
- * answered NOSCRIPT go out again as EVAL, together, in one more write.
- * REPLIES[i] gets each reply, Redis error replies included.  On a failure
- * of the connection all are NULL.  *SENT as redislockp_tx_send().
- */
-int redislockp_run_calls(redisContext *c, const redislockp_call *const *calls,
-                         int n, redisReply **replies, char *errmsg,
-                         int *sent);
-
-/* As redislockp_run_calls(), with ASKING set each write starts with
- * ASKING (a Cluster ASK redirection: this once, the importing node). */
-int redislockp_run_calls_ex(redisContext *c,
-                            const redislockp_call *const *calls, int n,
-                            int asking, redisReply **replies, char *errmsg,
-                            int *sent);
-
 /* A plain command sent after a pipeline's calls, in the same write
  * (WAIT or WAITAOF after a lock operation): its reply comes last. */
 typedef struct redislockp_trailer {
@@ -103,20 +85,6 @@ typedef struct redislockp_trailer {
     const char *argv[4];
     size_t argvlen[4];
 } redislockp_trailer;
-
-/* As redislockp_run_calls_ex(), with TRAILER (if not NULL) after the
- * calls: REPLIES needs N + 1 places, the last for the trailer's reply.
- * When calls go out again as EVAL, the trailer follows them again and its
- * reply is the second one (so it always follows the calls that ran). */
-int redislockp_run_calls_tr(redisContext *c,
-                            const redislockp_call *const *calls, int n,
-                            int asking, const redislockp_trailer *trailer,
-                            redisReply **replies, char *errmsg, int *sent);
-
-/* One call: as redislockp_run_calls(), and a Redis error reply becomes
- * REDISLOCK_ERR_SERVER with its text in ERRMSG (*REPLY NULL). */
-int redislockp_run(redisContext *c, const redislockp_call *call,
-                   redisReply **reply, char *errmsg, int *sent);
 
 /* Read a reply that must be an array of MIN..MAX integers into V;
  * REDISLOCK_ERR_PROTOCOL naming WHAT otherwise. */

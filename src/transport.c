@@ -246,6 +246,22 @@ void redislockp_tx_restore_timeout(redisContext *c, const struct timeval *old)
         (void)setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, old, sizeof *old);
 }
 
+int redislockp_tx_lower_timeout(redisContext *c, long long max_ms,
+                                struct timeval *old)
+{
+    socklen_t len = sizeof *old;
+    struct timeval tv;
+
+    if (getsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, old, &len) != 0)
+        return 0;                       /* LCOV_EXCL_LINE: a socket */
+    if ((old->tv_sec != 0 || old->tv_usec != 0) &&
+        (long long)old->tv_sec * 1000 + old->tv_usec / 1000 <= max_ms)
+        return 0;
+    tv.tv_sec = (time_t)(max_ms / 1000);
+    tv.tv_usec = (suseconds_t)(max_ms % 1000) * 1000;
+    return setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) == 0;
+}
+
 /* hiredis keeps unsent commands in c->obuf, an sds string: its length is
  * in the header just before the characters (sds.h's sdslen(), which we do
  * not include so as not to depend on hiredis's internal headers).  Both

@@ -7,8 +7,11 @@
  *
  *     public API       redislock.c (handles)  lock.c  wait.c   client.c
  *     lock operations  lock.c, wait.c: calls.c for every script call, the
- *                      client's pool for a connection, the watchdog
+ *                      executor for every command, the watchdog
  *     beside them      client.c -> watchdog.c -> exec.c -> pool.c -> connect.c
+ *     executor         exec.c: every command of the layers above (a
+ *                      quorum's fan-out, one server's with redirections
+ *                      and failovers); what an error reply means
  *     KEYS/ARGV        calls.c
  *     script runner    scripts.c (EVALSHA, NOSCRIPT -> EVAL, pipelines)
  *     transport        transport.c  (this header)
@@ -122,6 +125,12 @@ int redislockp_tx_server_error(const redisReply *r, const char *prefix,
 int redislockp_tx_raise_timeout(redisContext *c, long long need_ms,
                                 struct timeval *old);
 void redislockp_tx_restore_timeout(redisContext *c, const struct timeval *old);
+
+/* Lower C's receive timeout to MAX_MS if it is longer (or none is set),
+ * for a wait that must not outlast something (a lease); *OLD keeps the
+ * old one.  1 if lowered (restore it with redislockp_tx_restore_timeout()). */
+int redislockp_tx_lower_timeout(redisContext *c, long long max_ms,
+                                struct timeval *old);
 
 /* Does the context hold commands not yet written (redisAppendCommand)? */
 int redislockp_tx_pending_output(const redisContext *c);

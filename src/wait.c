@@ -42,6 +42,7 @@
 #include <sodium.h>
 
 #include "client.h"
+#include "exec.h"
 #include "redislock_int.h"
 #include "slot.h"
 
@@ -51,7 +52,8 @@
 /* How late Redis may time a BLPOP out: one tick at the default hz 10. */
 #define TICK_MS 110
 
-static int block_on(redislock *lock, long long wait_ms, bool *woken);
+static int block_on(redislock *lock, redislock_client *cl, long node,
+                    long long wait_ms, bool *woken, int *sent);
 
 /*
  * A quorum's waiters register on every master (their tries go to all),
@@ -66,29 +68,25 @@ static int quorum_block(redislock *lock, long long wait_ms, bool *woken)
 {
     redislock_client *cl = lock->client;
     long long lo = wait_ms / 10 > 0 ? wait_ms / 10 : 1;
-    size_t i, node;
+    size_t i;
     char msg[REDISLOCKP_ERRMSG_SIZE];
-    int st;
+    int st, connected;
 
     for (i = 0; i < cl->nsubs; i++) {
         redislock_client *sub = cl->subs[i];
-        redisContext *c;
         size_t bnode;
 
         if (redislockp_route(sub, lock->slot, &bnode, msg) != REDISLOCK_OK)
             continue;
         if (!redislockp_block_begin(sub, bnode))
             break;              /* its connections are the releases' */
-        c = redislockp_conn_route(sub, lock->slot, &node, msg, &st);
-        if (c == NULL) {
-            redislockp_block_end(sub, bnode);
+        st = block_on(lock, sub, (long)bnode, wait_ms, woken, &connected);
+        redislockp_block_end(sub, bnode);
+        if (st != REDISLOCK_OK && !connected) {
+            /* No connection to this master: the next one. */
+            redislockp_clear_error(lock);
             continue;
         }
-        lock->ctx = c;
-        st = block_on(lock, wait_ms, woken);
-        lock->ctx = NULL;
-        redislockp_conn_back(sub, node, c, st);
-        redislockp_block_end(sub, bnode);
         if (st != REDISLOCK_OK) {
             *woken = false;
             redislockp_clear_error(lock);
@@ -105,7 +103,7 @@ static int quorum_block(redislock *lock, long long wait_ms, bool *woken)
 static int block(redislock *lock, long long wait_ms, bool *woken)
 {
     size_t node = 0;
-    int st, counted_block = 0;
+    int st, counted_block = 0, sent;
 
     *woken = false;
     if (lock->quorum)
@@ -128,11 +126,8 @@ static int block(redislock *lock, long long wait_ms, bool *woken)
         }
         counted_block = 1;
     }
-    st = redislockp_conn_take(lock, -1);
-    if (st == REDISLOCK_OK) {
-        st = block_on(lock, wait_ms, woken);
-        redislockp_conn_give(lock, st);
-    }
+    st = block_on(lock, lock->client, counted_block ? (long)node : -1,
+                  wait_ms, woken, &sent);
     if (counted_block)
         redislockp_block_end(lock->client, node);
     if (st == REDISLOCK_ERR_IO && lock->client != NULL &&
@@ -150,77 +145,73 @@ static int block(redislock *lock, long long wait_ms, bool *woken)
     return st;
 }
 
-static int block_on(redislock *lock, long long wait_ms, bool *woken)
+/* One BLPOP on the wake-up list, on node NODE of CL (-1: the lock key's
+ * node; CL NULL: the handle's borrowed context), through the executor.
+ * A redirection or a demoted master is "not woken" (the executor noted
+ * it: the next try goes to the right node).  *SENT: the BLPOP may have
+ * left. */
+static int block_on(redislock *lock, redislock_client *cl, long node,
+                    long long wait_ms, bool *woken, int *sent)
 {
-    redisContext *c = lock->ctx;
     char secs[32];
-    const char *argv[3];
-    size_t argvlen[3];
-    struct timeval old;
-    redisReply *r = NULL;
-    int raised, st, sent = 0;
+    redislockp_trailer blpop;
+    redislockp_target t;
+    redislockp_fanout f;
+    redislockp_leg leg;
+    redislockp_res res;
+    const redisReply *r;
+    int st;
 
     *woken = false;
-    st = redislockp_tx_ready(c, lock->errmsg);
-    if (st != REDISLOCK_OK)
-        return st;
-    argv[0] = "BLPOP";
-    argvlen[0] = 5;
-    argv[1] = lock->wake_key;
-    argvlen[1] = lock->wake_keylen;
+    blpop.argc = 3;
+    blpop.argv[0] = "BLPOP";
+    blpop.argvlen[0] = 5;
+    blpop.argv[1] = lock->wake_key;
+    blpop.argvlen[1] = lock->wake_keylen;
     /* Seconds, with half a millisecond more so that no rounding down to
      * 0 (which would mean "forever") can happen. */
-    argvlen[2] = (size_t)snprintf(secs, sizeof secs, "%lld.%03lld5",
-                                  wait_ms / 1000, wait_ms % 1000);
-    argv[2] = secs;
-
-    raised = redislockp_tx_raise_timeout(c, wait_ms + READ_SLACK_MS, &old);
-    st = redislockp_tx_command(c, 3, argv, argvlen, &r, lock->errmsg, &sent);
-    if (raised)
-        redislockp_tx_restore_timeout(c, &old);
-    if (st != REDISLOCK_OK)
-        return st;
-    switch (r->type) {
-    case REDIS_REPLY_NIL:               /* timed out */
-        break;
-    case REDIS_REPLY_ARRAY:             /* {key, element} */
-        *woken = true;
-        break;
-    case REDIS_REPLY_ERROR: {
-        char host[256];
-        unsigned slot;
-        int port;
-        redislockp_redirect kind = REDISLOCKP_REDIR_NONE;
-
-        if (lock->cluster)
-            kind = redislockp_redirect_parse(r->str, r->len, &slot, host,
-                                             sizeof host, &port);
-        if (lock->client != NULL && lock->client->sentinel &&
-            (redislockp_not_master(r->str, r->len) ||
-             strncmp(r->str, "UNBLOCKED", 9) == 0)) {
-            /* Demoted while we waited (Redis unblocks BLPOP with
-             * UNBLOCKED), or not a master yet: not woken; the next try
-             * finds the master. */
-            redislockp_route_stale(lock->client);
-        } else if (kind == REDISLOCKP_REDIR_MOVED && host[0] != '\0') {
-            /* The wake-up list moved with the lock's slot: the next try
-             * and block go to its new node. */
-            redislockp_cluster_moved(lock->client, slot, host, port);
-        } else if (kind != REDISLOCKP_REDIR_NONE) {
-            /* Mid-migration or a cluster hiccup: not woken; the next
-             * try (which follows redirections) tells. */
-            redislockp_cluster_stale(lock->client);
-        } else {
-            st = redislockp_tx_server_error(r, "", lock->errmsg);
+    blpop.argvlen[2] = (size_t)snprintf(secs, sizeof secs, "%lld.%03lld5",
+                                        wait_ms / 1000, wait_ms % 1000);
+    blpop.argv[2] = secs;
+    memset(&f, 0, sizeof f);
+    memset(&t, 0, sizeof t);
+    f.trailer = &blpop;
+    t.cl = cl;
+    t.ctx = cl != NULL ? NULL : lock->ctx;
+    t.slot = lock->slot;
+    t.node = node;
+    t.reply_ms = wait_ms + READ_SLACK_MS;
+    st = redislockp_exec_one(&t, &f, &leg, &res);
+    *sent = leg.sent;
+    r = leg.reply[0];
+    switch (res.kind) {
+    case REDISLOCKP_VALUE:
+        if (st != REDISLOCK_OK) {
+            redislockp_fail(lock, st, "%s", leg.msg);
+        } else if (r->type == REDIS_REPLY_ARRAY) {  /* {key, element} */
+            *woken = true;
+        } else if (r->type != REDIS_REPLY_NIL) {    /* NIL: timed out */
+            st = redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL,
+                                 "BLPOP: unexpected reply of type %d",
+                                 r->type);
         }
         break;
-    }
+    case REDISLOCKP_NOT_MASTER:         /* demoted while we waited */
+    case REDISLOCKP_ASK:                /* mid-migration */
+    case REDISLOCKP_RETRY:              /* a cluster hiccup */
+        redislockp_route_stale(cl);
+        /* FALLTHROUGH */
+    case REDISLOCKP_MOVED:              /* the list moved with the slot
+                                         * (the executor noted where) */
+        /* Not woken: the next try (which follows redirections and
+         * failovers) tells. */
+        st = REDISLOCK_OK;
+        break;
     default:
-        st = redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL,
-                             "BLPOP: unexpected reply of type %d", r->type);
+        redislockp_fail(lock, st, "%s", leg.msg);
         break;
     }
-    freeReplyObject(r);
+    redislockp_legs_end(&leg, 1);
     return st;
 }
 

@@ -54,112 +54,80 @@ static void drain(redislock *lock)
             ;
 }
 
-/* Renew the handles in BATCH as one pipeline of their owner-checked
- * extend calls (NOSCRIPT recovery is the runner's); RESULT[i] = 1
- * renewed, 0 not ours (lost), -1 no answer, -2 answered with an error.  *CONN is the watchdog's
- * connection, made anew (with the client's backoff) when it failed. */
-static void renew_batch(redisContext **conn, redislock_client *cl,
-                        size_t node, redislock **batch, int n,
-                        long long limit_ms, int *result, int *sent)
+/* How renewal reply R reads: 1 renewed, 0 not ours (lost), -2 answered
+ * with an error (OOM, BUSY, a redirection: tried again soon; the reply
+ * was read, so nothing is in flight).  A redirection is noted (the
+ * renewal is retried on the right node), a demoted master puts the route
+ * in doubt. */
+static int renewed(redislock_client *cl, const redisReply *r)
 {
-    redislockp_call calls[BATCH];
-    const redislockp_call *ptrs[BATCH];
-    redisReply *replies[BATCH];
-    char msg[REDISLOCKP_ERRMSG_SIZE];
-    redisContext *c = *conn;
-    int i, st;
+    redislockp_res res;
 
-    for (i = 0; i < n; i++)
-        result[i] = -1;
-    if (c == NULL || c->err) {
-        long long now = redislockp_now_ms();
-        redislockp_url u;
-
-        if (c != NULL)
-            redisFree(c);
-        *conn = NULL;
-        /* Reconnect with the client's backoff (50 ms doubling to 2 s);
-         * only this thread touches these two fields. */
-        if (cl->wd_failures > 0 && now < cl->wd_retry_at)
-            return;
-        /* No connect may outlast the earliest lease in the batch. */
-        u = redislockp_node_url(cl, node);
-        if (u.connect_ms > limit_ms)
-            u.connect_ms = limit_ms;
-        if (u.command_ms > limit_ms)
-            u.command_ms = limit_ms;
-        c = *conn = redislockp_connect(&u, msg, &st);
-        if (c == NULL) {
-            cl->wd_retry_at = redislockp_now_ms() +
-                              redislockp_backoff_ms(cl->wd_failures);
-            cl->wd_failures++;
-            redislockp_route_stale(cl);     /* failed over, maybe */
-            return;
-        }
-        cl->wd_failures = 0;
-    }
-    /* No wait on Redis may outlast the earliest lease in the batch: past
-     * it the loss must be declared, not waited on. */
-    if (redisSetTimeout(c, redislockp_timeval_ms(limit_ms)) != REDIS_OK)
-        return; /* LCOV_EXCL_LINE */
-    for (i = 0; i < n; i++) {
-        redislockp_call_extend(&calls[i], batch[i], batch[i]->renew_ms);
-        ptrs[i] = &calls[i];
-    }
-    if (redislockp_run_calls(c, ptrs, n, replies, msg, sent) != REDISLOCK_OK) {
-        redislockp_route_stale(cl);
-        return;
-    }
-    for (i = 0; i < n; i++) {
-        const redisReply *r = replies[i];
-
+    redislockp_classify(r, cl->cluster, cl->sentinel, &res);
+    switch (res.kind) {
+    case REDISLOCKP_VALUE:
         if (r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
-            r->element[0]->type == REDIS_REPLY_INTEGER) {
-            result[i] = r->element[0]->integer == 1 ? 1 : 0;
-        } else if (r->type == REDIS_REPLY_ERROR && r->str != NULL &&
-                   strstr(r->str, "WRONGTYPE") != NULL) {
-            result[i] = 0;      /* the key holds something else: not ours */
-        } else if (r->type == REDIS_REPLY_ERROR) {
-            char host[256];
-            unsigned slot;
-            int port;
-
-            /* Answered, but not renewed (OOM, BUSY, a redirection): tried
-             * again soon; the reply was read, so nothing is in flight. */
-            result[i] = -2;
-            /* The slot moved (or is moving): note it; the renewal is
-             * retried soon, on the right node. */
-            if (cl->cluster &&
-                redislockp_redirect_parse(r->str, r->len, &slot, host,
-                                          sizeof host, &port) ==
-                    REDISLOCKP_REDIR_MOVED && host[0] != '\0')
-                redislockp_cluster_moved(cl, slot, host, port);
-            else if (cl->cluster ||
-                     (cl->sentinel && (redislockp_not_master(r->str, r->len) ||
-                                       strncmp(r->str, "UNBLOCKED", 9) == 0)))
-                redislockp_route_stale(cl);     /* a failover, maybe */
-        }
-        freeReplyObject(replies[i]);
+            r->element[0]->type == REDIS_REPLY_INTEGER)
+            return r->element[0]->integer == 1 ? 1 : 0;
+        return -2;
+    case REDISLOCKP_MOVED:
+        if (res.host[0] != '\0')
+            redislockp_cluster_moved(cl, res.slot, res.host, res.port);
+        else
+            redislockp_route_stale(cl);
+        return -2;
+    case REDISLOCKP_SERVER:
+        /* The key holds something else: not ours. */
+        if (strcmp(res.code, "WRONGTYPE") == 0)
+            return 0;
+        if (cl->cluster)
+            redislockp_route_stale(cl);
+        return -2;
+    default:
+        redislockp_route_stale(cl);     /* a failover, maybe */
+        return -2;
     }
 }
 
-/* The watchdog's own connection slot for NODE (grown as nodes appear);
- * NULL out of memory. */
-static redisContext **wd_conn(redislock_client *cl, size_t node)
+/* Renew the handles in BATCH on NODE of CL as one pipeline of their
+ * owner-checked extend calls, through the executor, on a connection of
+ * the client's pool, all within LIMIT_MS (past the earliest lease in the
+ * batch the loss must be declared, not waited on); RESULT[i] = 1
+ * renewed, 0 not ours (lost), -1 no answer, -2 answered with an error.
+ * *SENT: a renewal may have left without its answer. */
+static void renew_batch(redislock_client *cl, size_t node, redislock **batch,
+                        int n, long long limit_ms, int *result, int *sent)
 {
-    if (node >= cl->wd_nconns) {
-        size_t n = node + 8;
-        redisContext **conns = redislockp_calloc(n, sizeof *conns);
+    redislockp_call calls[BATCH];
+    const redislockp_call *ptrs[BATCH];
+    redislockp_target t;
+    redislockp_fanout f;
+    redislockp_leg leg;
+    redislockp_res res;
+    int i, st;
 
-        if (conns == NULL)
-            return NULL;
-        if (cl->wd_nconns > 0)
-            memcpy(conns, cl->wd_conns, cl->wd_nconns * sizeof *conns);
-        redislockp_free(cl->wd_conns);
-        cl->wd_conns = conns;
-        cl->wd_nconns = n;
+    for (i = 0; i < n; i++) {
+        result[i] = -1;
+        redislockp_call_extend(&calls[i], batch[i], batch[i]->renew_ms);
+        ptrs[i] = &calls[i];
     }
-    return &cl->wd_conns[node];
+    memset(&f, 0, sizeof f);
+    memset(&t, 0, sizeof t);
+    f.calls = ptrs;
+    f.ncalls = n;
+    t.cl = cl;
+    t.slot = batch[0]->slot;
+    t.node = (long)node;
+    t.limit_ms = limit_ms > 0 ? limit_ms : 1;
+    st = redislockp_exec_one(&t, &f, &leg, &res);
+    if ((st == REDISLOCK_OK || st == REDISLOCK_ERR_SERVER) && leg.got == n) {
+        /* Every reply read (an error reply among them or not). */
+        for (i = 0; i < n; i++)
+            result[i] = renewed(cl, leg.reply[i]);
+    } else {
+        *sent |= leg.sent;
+    }
+    redislockp_legs_end(&leg, 1);
 }
 
 /* Renew BATCH: on one server one pipeline; on a Cluster one pipeline per
@@ -189,8 +157,6 @@ static void renew_nodes(redislock_client *cl, redislock **batch, int n,
         }
     }
     for (i = 0; i < n; i++) {
-        redisContext **conn;
-
         if (done[i])
             continue;
         for (j = i, m = 0; j < n; j++) {
@@ -200,10 +166,7 @@ static void renew_nodes(redislock_client *cl, redislock **batch, int n,
                 done[j] = 1;
             }
         }
-        conn = wd_conn(cl, nodes[i]);
-        if (conn == NULL)
-            continue;
-        renew_batch(conn, cl, nodes[i], group, m, limit, res, sent);
+        renew_batch(cl, nodes[i], group, m, limit, res, sent);
         for (j = 0; j < m; j++)
             result[idx[j]] = res[j];
     }
@@ -214,14 +177,15 @@ static void renew_nodes(redislock_client *cl, redislock **batch, int n,
 static int renewed_on(const redislockp_leg *leg, int k)
 {
     const redisReply *r = leg->reply[k];
+    redislockp_res res;
 
     if (leg->st != REDISLOCK_OK || r == NULL)
         return -1;
     if (r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
         r->element[0]->type == REDIS_REPLY_INTEGER)
         return r->element[0]->integer == 1 ? 1 : 0;
-    if (r->type == REDIS_REPLY_ERROR && r->str != NULL &&
-        strstr(r->str, "WRONGTYPE") != NULL)
+    redislockp_classify(r, 0, 0, &res);
+    if (strcmp(res.code, "WRONGTYPE") == 0)
         return 0;               /* the key holds something else: not ours */
     return -2;
 }
@@ -307,24 +271,10 @@ const char *redislock_lost_reason_text(int reason)
     return "unknown loss reason";
 }
 
-/* Close the watchdog's own connections kept in CL. */
-static void close_conns(redislock_client *cl)
-{
-    size_t k;
-
-    for (k = 0; k < cl->wd_nconns; k++)
-        if (cl->wd_conns[k] != NULL)
-            redisFree(cl->wd_conns[k]);
-    redislockp_free(cl->wd_conns);
-    cl->wd_conns = NULL;
-    cl->wd_nconns = 0;
-}
-
 static void *watchdog(void *arg)
 {
     redislock_client *cl = arg;
     sigset_t all;
-    size_t k;
 
     /* This thread writes to sockets: keep SIGPIPE off it for good. */
     sigemptyset(&all);
@@ -458,9 +408,6 @@ static void *watchdog(void *arg)
         pthread_cond_broadcast(&cl->wd_cond);
     }
     pthread_mutex_unlock(&cl->wd_mu);
-    close_conns(cl);
-    for (k = 0; k < cl->nsubs; k++)     /* a quorum's, made by this thread */
-        close_conns(cl->subs[k]);
     return NULL;
 }
 

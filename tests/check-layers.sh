@@ -6,7 +6,11 @@
 #   2. the calls between files have no cycle;
 #   3. the transport and the script runner call nothing above them
 #      (no handles, pools, watchdog or lock operations), and the KEYS/ARGV
-#      layouts (calls.c) nothing but the runner's helpers.
+#      layouts (calls.c) nothing but the runner's helpers;
+#   4. the lock operations, the waiters and the watchdog (lock.c, wait.c,
+#      watchdog.c) reach a server only through the executor (exec.c):
+#      they take no connection from a pool, connect nothing, and send and
+#      read nothing themselves.
 set -u
 builddir=${REDISLOCK_TEST_BUILDDIR:-.}
 nm=${NM:-nm}
@@ -35,7 +39,7 @@ awk 'NR == FNR { where[$1] = $2; next }
      ($2 in where) && where[$2] != $1 { print $1, where[$2] }' \
     "$tmp/def" "$tmp/undef" | sort -u > "$tmp/edges"
 
-echo "1..3"
+echo "1..4"
 
 io='^(send|sendto|sendmsg|redisCommand|redisvCommand|redisCommandArgv|redisAppendCommand|redisvAppendCommand|redisAppendCommandArgv|redisAppendFormattedCommand|redisGetReply|redisGetReplyFromReader|redisBufferWrite|redisBufferRead)$'
 awk -v io="$io" '$1 != "transport" && $2 ~ io' "$tmp/undef" > "$tmp/stray"
@@ -62,5 +66,14 @@ if [ ! -s "$tmp/upward" ]; then
 else
     echo "not ok 3 - transport, runner and layouts call nothing above them"
     sed 's/^/# uses: /' "$tmp/upward"
+fi
+direct='^redislockp_(pool_get|pool_put|pool_drop|conn_route|conn_back|conn_take|conn_give|connect|tx_send|tx_recv|tx_call|tx_command|tx_next_reply|tx_ready|run_calls|run_calls_ex|run_calls_tr|run)$'
+awk -v d="$direct" '($1 == "lock" || $1 == "wait" || $1 == "watchdog") &&
+     $2 ~ d { print }' "$tmp/undef" > "$tmp/direct"
+if [ ! -s "$tmp/direct" ]; then
+    echo "ok 4 - lock operations, waiters and watchdog run commands only through the executor"
+else
+    echo "not ok 4 - lock operations, waiters and watchdog run commands only through the executor"
+    sed 's/^/# uses: /' "$tmp/direct"
 fi
 echo "# edges: $(tr '\n' ';' < "$tmp/edges")"
