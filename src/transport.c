@@ -262,6 +262,76 @@ int redislockp_tx_lower_timeout(redisContext *c, long long max_ms,
     return setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) == 0;
 }
 
+/* ------------------------------------------------------------------------
+ * Reply views
+ */
+
+static const redisReply *reply_of(const redislockp_val *v)
+{
+    return (const redisReply *)v;
+}
+
+redislockp_vtype redislockp_val_type(const redislockp_val *v)
+{
+    const redisReply *r = reply_of(v);
+
+    if (r == NULL)
+        return REDISLOCKP_V_NIL;
+    switch (r->type) {
+    case REDIS_REPLY_STRING:
+        return REDISLOCKP_V_STRING;
+    case REDIS_REPLY_ARRAY:
+        return REDISLOCKP_V_ARRAY;
+    case REDIS_REPLY_INTEGER:
+        return REDISLOCKP_V_INTEGER;
+    case REDIS_REPLY_NIL:
+        return REDISLOCKP_V_NIL;
+    case REDIS_REPLY_STATUS:
+        return REDISLOCKP_V_STATUS;
+    case REDIS_REPLY_ERROR:
+        return REDISLOCKP_V_ERROR;
+    default:
+        return REDISLOCKP_V_OTHER;
+    }
+}
+
+long long redislockp_val_int(const redislockp_val *v)
+{
+    const redisReply *r = reply_of(v);
+
+    return r != NULL && r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
+}
+
+const char *redislockp_val_str(const redislockp_val *v, size_t *len)
+{
+    const redisReply *r = reply_of(v);
+
+    if (r == NULL || r->str == NULL ||
+        (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_STATUS &&
+         r->type != REDIS_REPLY_ERROR)) {
+        *len = 0;
+        return NULL;
+    }
+    *len = r->len;
+    return r->str;
+}
+
+size_t redislockp_val_count(const redislockp_val *v)
+{
+    const redisReply *r = reply_of(v);
+
+    return r != NULL && r->type == REDIS_REPLY_ARRAY ? r->elements : 0;
+}
+
+const redislockp_val *redislockp_val_at(const redislockp_val *v, size_t i)
+{
+    const redisReply *r = reply_of(v);
+
+    if (r == NULL || r->type != REDIS_REPLY_ARRAY || i >= r->elements)
+        return NULL;
+    return redislockp_val_of(r->element[i]);
+}
+
 /* hiredis keeps unsent commands in c->obuf, an sds string: its length is
  * in the header just before the characters (sds.h's sdslen(), which we do
  * not include so as not to depend on hiredis's internal headers).  Both

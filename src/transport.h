@@ -98,6 +98,40 @@ int redislockp_tx_fd(const redisContext *c);
 int redislockp_tx_next_reply(redisContext *c, int can_read,
                              redisReply **reply, char *errmsg);
 
+/*
+ * A reply as the layers above the executor read it: a view of what the
+ * transport read (hiredis's reply), through these functions only, so
+ * that no file above the executor depends on hiredis's types.  A view
+ * lives as long as the reply it is part of.
+ */
+typedef struct redislockp_val redislockp_val;
+
+typedef enum redislockp_vtype {
+    REDISLOCKP_V_STRING = 1,
+    REDISLOCKP_V_ARRAY,
+    REDISLOCKP_V_INTEGER,
+    REDISLOCKP_V_NIL,
+    REDISLOCKP_V_STATUS,
+    REDISLOCKP_V_ERROR,
+    REDISLOCKP_V_OTHER          /* RESP3 types this library never asks for */
+} redislockp_vtype;
+
+/* The reply R as a view. */
+static inline const redislockp_val *redislockp_val_of(const redisReply *r)
+{
+    return (const redislockp_val *)r;
+}
+
+/* V's type (a NULL V reads as REDISLOCKP_V_NIL); its integer (0 unless
+ * an integer); its text and *LEN (a string, status or error; NULL
+ * otherwise, *LEN 0); its number of elements (0 unless an array) and
+ * element I (NULL past the end). */
+redislockp_vtype redislockp_val_type(const redislockp_val *v);
+long long redislockp_val_int(const redislockp_val *v);
+const char *redislockp_val_str(const redislockp_val *v, size_t *len);
+size_t redislockp_val_count(const redislockp_val *v);
+const redislockp_val *redislockp_val_at(const redislockp_val *v, size_t i);
+
 /* Send CMD and read its cmd->count replies into REPLIES (NULL where none
  * came: all are freed on error). */
 int redislockp_tx_call(redisContext *c, const redislockp_cmd *cmd,
