@@ -484,8 +484,11 @@ REDISLOCK_API int redislock_set_fencing(redislock *lock, bool on);
  * raised to cover TIMEOUT_MS for those calls.  Works on one server with
  * replicas, Sentinel and Cluster (each master's own replicas), and on a
  * quorum client (each master's replicas; see
- * redislock_client_open_quorum()).  Renewals by the watchdog do not wait
- * (not built yet).
+ * redislock_client_open_quorum()).  Auto-renewals ask for the same
+ * (settings as at the acquire; since 0.4.0): a renewal counts only once
+ * acknowledged, its WAIT within the lease left; when no acknowledged
+ * renewal comes before the lease runs out the holding is lost with
+ * REDISLOCK_LOST_NOT_REPLICATED.
  *
  * This narrows the window in which a failover right after an acquire
  * hands the lock to a second owner; it does not make Redis a consensus
@@ -1065,7 +1068,11 @@ typedef enum {
     REDISLOCK_LOST_NO_HEARTBEAT = 4,
     /** Auto-renewal could not be started (the watchdog thread could not be
      *  created): declared at once, not at the lease's end. */
-    REDISLOCK_LOST_NOT_STARTED = 5
+    REDISLOCK_LOST_NOT_STARTED = 5,
+    /** With redislock_set_min_replicas(): renewals reached Redis but too
+     *  few replicas acknowledged them before the lease ran out (a renewal
+     *  counts only once acknowledged, as an acquire does).  @since 0.4.0 */
+    REDISLOCK_LOST_NOT_REPLICATED = 6
 } redislock_lost_why;
 
 /**

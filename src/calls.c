@@ -380,3 +380,67 @@ size_t redislockp_call_needs(const redislockp_call *call,
         add(out, max, &k, &script_keys[key_index(call, lock, i)], 1);
     return k;
 }
+
+/* ------------------------------------------------------------------------
+ * Replica acknowledgement (a trailer after the calls, in the same write)
+ */
+
+redislockp_ack redislockp_ack_of(const redislock *lock)
+{
+    redislockp_ack a;
+
+    a.replicas = lock->ack_replicas;
+    a.local = lock->ack_local;
+    a.aof = lock->ack_aof;
+    a.timeout_ms = lock->ack_timeout_ms;
+    return a;
+}
+
+int redislockp_ack_trailer(const redislockp_ack *a, long long timeout_ms,
+                           redislockp_trailer *tr, char num[3][24])
+{
+    int i = 0;
+
+    if (a->replicas == 0 && a->local == 0)
+        return 0;
+    if (timeout_ms <= 0)
+        timeout_ms = a->timeout_ms;
+    tr->argv[i] = a->aof ? "WAITAOF" : "WAIT";
+    tr->argvlen[i] = strlen(tr->argv[i]);
+    i++;
+    if (a->aof) {
+        tr->argvlen[i] = redislockp_tx_decimal(num[0],
+                                               (unsigned long long)a->local);
+        tr->argv[i++] = num[0];
+    }
+    tr->argvlen[i] = redislockp_tx_decimal(num[1],
+                                           (unsigned long long)a->replicas);
+    tr->argv[i++] = num[1];
+    tr->argvlen[i] = redislockp_tx_decimal(num[2],
+                                           (unsigned long long)timeout_ms);
+    tr->argv[i++] = num[2];
+    tr->argc = i;
+    return 1;
+}
+
+int redislockp_ack_enough(const redislockp_ack *a, const redislockp_val *v)
+{
+    const redislockp_val *local, *replicas;
+
+    if (!a->aof)
+        return redislockp_val_type(v) == REDISLOCKP_V_INTEGER &&
+               redislockp_val_int(v) >= a->replicas;
+    local = redislockp_val_at(v, 0);
+    replicas = redislockp_val_at(v, 1);
+    return redislockp_val_count(v) == 2 &&
+           redislockp_val_type(local) == REDISLOCKP_V_INTEGER &&
+           redislockp_val_type(replicas) == REDISLOCKP_V_INTEGER &&
+           redislockp_val_int(local) >= a->local &&
+           redislockp_val_int(replicas) >= a->replicas;
+}
+
+int redislockp_ack_same(const redislockp_ack *a, const redislockp_ack *b)
+{
+    return a->replicas == b->replicas && a->local == b->local &&
+           a->aof == b->aof && a->timeout_ms == b->timeout_ms;
+}

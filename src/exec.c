@@ -483,7 +483,10 @@ int redislockp_exec_one(const redislockp_target *t, const redislockp_fanout *f,
             changed = redislockp_tx_raise_timeout(leg->c, t->reply_ms, &old);
         else if (t->limit_ms > 0)
             changed = redislockp_tx_lower_timeout(leg->c, t->limit_ms, &old);
-        leg_send(leg, f, f->trailer != NULL && f->call != NULL);
+        /* With a trailer (WAIT), EVAL with the text: a NOSCRIPT answer
+         * would have run the trailer before the calls ran. */
+        leg_send(leg, f, f->trailer != NULL &&
+                             (f->call != NULL || f->ncalls > 0));
         drive_one(f, leg);
         if (changed)
             redislockp_tx_restore_timeout(leg->c, &old);

@@ -44,6 +44,15 @@ typedef enum redislockp_mode {
     REDISLOCKP_MODE_COUNTED = 1        /* hash: owner, count, token */
 } redislockp_mode;
 
+/* What a write must have had acknowledged (redislock_set_min_replicas):
+ * WAIT's, or WAITAOF's, numbers; none when REPLICAS and LOCAL are 0. */
+typedef struct redislockp_ack {
+    int replicas;
+    int local;
+    int aof;
+    long long timeout_ms;
+} redislockp_ack;
+
 struct redislock {
     redisContext *ctx;                 /* borrowed; or, for a client's
                                         * handle, the connection of the
@@ -114,6 +123,11 @@ struct redislock {
     long long renew_started;           /* when the holding began */
     long long last_heartbeat;
     int renew_unknown;                 /* a renewal went unanswered */
+    redislockp_ack renew_ack;          /* what renewals must have
+                                        * acknowledged (set_min_replicas,
+                                        * as at the acquire) */
+    int renew_unacked;                 /* the last renewals ran but were
+                                        * not acknowledged */
     int lost_pipe[2];                  /* readable once lost; -1 unused */
     struct redislock *renew_next;
 
@@ -194,6 +208,16 @@ void redislockp_call_companions(redislockp_call *call, const redislock *lock);
  * Redis user may not run; NEED is borrowed until the call is sent. */
 void redislockp_call_permissions(redislockp_call *call, const redislock *lock,
                                  const char *need);
+
+/* calls.c: LOCK's acknowledgement settings; the command (WAIT, or
+ * WAITAOF) that asks for A into *TR, with TIMEOUT_MS (<= 0: A's), its
+ * numbers kept in NUM (0 when A asks for none); whether WAIT's (WAITAOF's)
+ * reply V acknowledges enough for A; whether A and B ask for the same. */
+redislockp_ack redislockp_ack_of(const redislock *lock);
+int redislockp_ack_trailer(const redislockp_ack *a, long long timeout_ms,
+                           redislockp_trailer *tr, char num[3][24]);
+int redislockp_ack_enough(const redislockp_ack *a, const redislockp_val *v);
+int redislockp_ack_same(const redislockp_ack *a, const redislockp_ack *b);
 
 /* calls.c: what a call needs of a Redis ACL user (doc/acl.md). */
 typedef enum redislockp_feature {

@@ -89,6 +89,18 @@ static int renewed(redislock_client *cl, const redisReply *r)
     }
 }
 
+/* The acknowledgement timeout of a renewal of L that may wait LIMIT_MS
+ * in all: L's, but at most half the limit (the reply must come within
+ * it). */
+static long long ack_wait(const redislock *l, long long limit_ms)
+{
+    long long w = l->renew_ack.timeout_ms;
+
+    if (w > limit_ms / 2)
+        w = limit_ms / 2;
+    return w > 0 ? w : 1;
+}
+
 /* Renew the handles in BATCH on NODE of CL as one pipeline of their
  * owner-checked extend calls, through the executor, on a connection of
  * the client's pool, all within LIMIT_MS (past the earliest lease in the
@@ -100,11 +112,13 @@ static void renew_batch(redislock_client *cl, size_t node, redislock **batch,
 {
     redislockp_call calls[BATCH];
     const redislockp_call *ptrs[BATCH];
+    redislockp_trailer tr;
     redislockp_target t;
     redislockp_fanout f;
     redislockp_leg leg;
     redislockp_res res;
-    int i, st;
+    char num[3][24];
+    int i, st, ack;
 
     for (i = 0; i < n; i++) {
         result[i] = -1;
@@ -119,11 +133,25 @@ static void renew_batch(redislock_client *cl, size_t node, redislock **batch,
     t.slot = batch[0]->slot;
     t.node = (long)node;
     t.limit_ms = limit_ms > 0 ? limit_ms : 1;
+    /* The batch's handles ask for the same acknowledgement (see
+     * renew_groups()): one WAIT after their renewals, its timeout within
+     * the limit. */
+    ack = redislockp_ack_trailer(&batch[0]->renew_ack, ack_wait(batch[0],
+                                                                 t.limit_ms),
+                                 &tr, num);
+    if (ack)
+        f.trailer = &tr;
     st = redislockp_exec_one(&t, &f, &leg, &res);
-    if ((st == REDISLOCK_OK || st == REDISLOCK_ERR_SERVER) && leg.got == n) {
+    if ((st == REDISLOCK_OK || st == REDISLOCK_ERR_SERVER) &&
+        leg.got == n + ack) {
         /* Every reply read (an error reply among them or not). */
-        for (i = 0; i < n; i++)
+        for (i = 0; i < n; i++) {
             result[i] = renewed(cl, leg.reply[i]);
+            if (result[i] == 1 && ack &&
+                !redislockp_ack_enough(&batch[0]->renew_ack,
+                                       redislockp_val_of(leg.reply[n])))
+                result[i] = -3;         /* renewed, not acknowledged */
+        }
     } else {
         *sent |= leg.sent;
     }
@@ -201,11 +229,13 @@ static void renew_quorum(redislock_client *cl, redislock **batch, int n,
     redislockp_leg legs[REDISLOCKP_QUORUM_MAX];
     redislockp_call calls[BATCH];
     const redislockp_call *ptrs[BATCH];
+    redislockp_trailer tr;
     redislockp_fanout f;
     size_t i, m = cl->nsubs, maj = cl->nsubs / 2 + 1;
     long long set = __atomic_load_n(&cl->quorum_wait_ms, __ATOMIC_RELAXED);
     long long wait = set;
-    int j;
+    char num[3][24];
+    int j, ack;
 
     for (j = 0; j < n; j++) {
         redislockp_call_extend(&calls[j], batch[j], batch[j]->renew_ms);
@@ -220,21 +250,69 @@ static void renew_quorum(redislock_client *cl, redislock **batch, int n,
     f.calls = ptrs;
     f.ncalls = n;
     f.wait_ms = wait < limit ? wait : limit;
+    /* With acknowledgement, a WAIT after the renewals on every master;
+     * the wait is its timeout on top of the quorum wait. */
+    ack = redislockp_ack_trailer(&batch[0]->renew_ack,
+                                 ack_wait(batch[0], limit), &tr, num);
+    if (ack) {
+        f.trailer = &tr;
+        f.wait_ms += ack_wait(batch[0], limit);
+        if (f.wait_ms > limit)
+            f.wait_ms = limit;
+    }
     (void)redislockp_exec_fanout(cl, batch[0]->slot, &f, legs);
     for (j = 0; j < n; j++) {
-        size_t yes = 0, no = 0;
+        size_t yes = 0, no = 0, unacked = 0;
 
         for (i = 0; i < m; i++) {
             int v = renewed_on(&legs[i], j);
 
+            if (v == 1 && ack &&
+                !redislockp_ack_enough(&batch[0]->renew_ack,
+                                       redislockp_val_of(legs[i].reply[n])))
+                v = -3;
             yes += v == 1;
             no += v == 0;
+            unacked += v == -3;
         }
-        result[j] = yes >= maj ? 1 : no > m - maj ? 0 : -1;
+        result[j] = yes >= maj ? 1 : no > m - maj ? 0
+                  : yes + unacked >= maj ? -3 : -1;
     }
     for (i = 0; i < m; i++)
         *sent |= legs[i].st != REDISLOCK_OK && legs[i].sent;
     redislockp_legs_end(legs, m);
+}
+
+/* Renew BATCH (RESULT[i] for BATCH[i], as renew_batch()), in groups of
+ * handles that ask for the same acknowledgement: each group is one
+ * pipeline per node (or one fan-out on a quorum) with one WAIT. */
+static void renew_groups(redislock_client *cl, redislock **batch, int n,
+                         long long limit, int *result, int *sent)
+{
+    redislock *group[BATCH];
+    int res[BATCH], idx[BATCH], done[BATCH];
+    int i, j, m;
+
+    for (i = 0; i < n; i++)
+        done[i] = 0;
+    for (i = 0; i < n; i++) {
+        if (done[i])
+            continue;
+        for (j = i, m = 0; j < n; j++) {
+            if (!done[j] && redislockp_ack_same(&batch[j]->renew_ack,
+                                                &batch[i]->renew_ack)) {
+                group[m] = batch[j];
+                idx[m++] = j;
+                done[j] = 1;
+            }
+        }
+        if (cl->quorum)
+            renew_quorum(cl, group, m, limit, res, sent);
+        else
+            renew_nodes(cl, group, m, limit, res, sent);
+        for (j = 0; j < m; j++)
+            result[idx[j]] = res[j];
+    }
 }
 
 /* Is renewal of L withheld at NOW, and why (0: it is not)?  Under wd_mu. */
@@ -267,6 +345,9 @@ const char *redislock_lost_reason_text(int reason)
     case REDISLOCK_LOST_NOT_STARTED:
         return "auto-renewal could not be started (no watchdog thread), so "
                "nothing will renew the lease";
+    case REDISLOCK_LOST_NOT_REPLICATED:
+        return "renewals reached Redis but too few replicas acknowledged "
+               "them before the lease ran out";
     }
     return "unknown loss reason";
 }
@@ -302,7 +383,9 @@ static void *watchdog(void *arg)
                 if (nlost < BATCH) {
                     l->lost = withheld(l, now);
                     if (l->lost == 0)
-                        l->lost = REDISLOCK_LOST_UNREACHABLE;
+                        l->lost = l->renew_unacked
+                                      ? REDISLOCK_LOST_NOT_REPLICATED
+                                      : REDISLOCK_LOST_UNREACHABLE;
                     l->lost_reason = l->lost;
                     l->renew_busy = 1;
                     lost[nlost++] = l;
@@ -348,10 +431,7 @@ static void *watchdog(void *arg)
                 limit = command_ms;
             if (limit < 10)
                 limit = 10;
-            if (cl->quorum)
-                renew_quorum(cl, batch, n, limit, result, &sent_any);
-            else
-                renew_nodes(cl, batch, n, limit, result, &sent_any);
+            renew_groups(cl, batch, n, limit, result, &sent_any);
         }
 
         pthread_mutex_lock(&cl->wd_mu);
@@ -364,6 +444,15 @@ static void *watchdog(void *arg)
                 l->renew_unknown = 1;
             if (result[i] == -2)
                 result[i] = -1;         /* retry, like no answer */
+            if (result[i] == -3) {
+                /* Renewed on the master, too few replicas have it: the
+                 * lease a failover would leave is the last acknowledged
+                 * one.  Retry, like no answer. */
+                l->renew_unacked = 1;
+                result[i] = -1;
+            } else if (result[i] != -1) {
+                l->renew_unacked = 0;
+            }
             if (result[i] == 1) {
                 l->renew_until = sent + l->renew_ms -
                                  REDISLOCKP_QUORUM_DRIFT(l);
@@ -374,7 +463,8 @@ static void *watchdog(void *arg)
                        nlost < 2 * BATCH) {
                 /* It stays busy for the callback. */
                 l->lost = result[i] == 0 ? REDISLOCK_LOST_TAKEN
-                                         : REDISLOCK_LOST_UNREACHABLE;
+                          : l->renew_unacked ? REDISLOCK_LOST_NOT_REPLICATED
+                                             : REDISLOCK_LOST_UNREACHABLE;
                 l->lost_reason = l->lost;
                 lost[nlost++] = l;
             } else {
@@ -442,6 +532,8 @@ void redislockp_renew_start(redislock *lock, int fresh)
     }
     lock->lost = 0;
     lock->renew_ms = lock->expire_ms;
+    lock->renew_ack = redislockp_ack_of(lock);
+    lock->renew_unacked = 0;
     lock->renew_until = lock->valid_until;
     lock->renew_due = now + lock->renew_ms / 3;
     if (!cl->wd_running && !cl->wd_stop) {

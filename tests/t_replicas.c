@@ -12,6 +12,7 @@
  */
 #include "config.h"
 
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -554,6 +555,114 @@ static void test_shared_id_is_not_undone(void **state)
     redislock_client_free(cl);
 }
 
+/*
+ * Auto-renewals ask for the acknowledgement too.  A lease of LEASE_MS
+ * renewed every third: with the replicas up, rounds of renewals with
+ * their WAIT go on well past the lease and nothing is lost; with one of
+ * the two replicas asked for stopped, the renewals still run on the
+ * master but count for nothing, and the holding is lost when the last
+ * acknowledged lease ends, with its own reason.
+ */
+#define RENEW_LEASE_MS 900
+
+static redislock *renewed_handle(redislock_client *cl, const char *key,
+                                 int n)
+{
+    redislock *lock = redislock_new_from_client(cl, key);
+
+    assert_non_null(lock);
+    assert_int_equal(redislock_set_expire_ms(lock, RENEW_LEASE_MS),
+                     REDISLOCK_OK);
+    assert_int_equal(redislock_set_autorenew(lock, true), REDISLOCK_OK);
+    assert_int_equal(redislock_set_min_replicas(lock, n, 2000), REDISLOCK_OK);
+    return lock;
+}
+
+/* Stop replica 1 and wait for LOCK (acquired after T0) to be lost for
+ * want of acknowledgement: not before its acknowledged lease ended. */
+static void lost_unacknowledged(redislock *lock, long long t0)
+{
+    bool ok = true;
+
+    kill(replica[1].pid, SIGSTOP);
+    tu_wait_fd(redislock_lost_fd(lock), POLLIN, 10000,
+               "the loss of a lock whose renewals were not acknowledged");
+    kill(replica[1].pid, SIGCONT);
+    if (tu_now_ms() - t0 < RENEW_LEASE_MS - 100)
+        fail_msg("lost after %lld ms, before its %d ms lease ended",
+                 tu_now_ms() - t0, RENEW_LEASE_MS);
+    assert_int_equal(redislock_lost_reason(lock),
+                     REDISLOCK_LOST_NOT_REPLICATED);
+    assert_int_equal(redislock_release(lock, &ok), REDISLOCK_ERR_LOST);
+}
+
+static void test_renewals_acknowledged(void **state)
+{
+    redislock_client *cl = redislock_client_new(url);
+    redisContext *c = tu_connect();
+    redislock *lock;
+    char key[64];
+    long long waits, t0;
+
+    (void)state;
+    assert_int_equal(nreplicas, 2);
+    tu_key(key, sizeof key, "acks:renewed");
+    lock = renewed_handle(cl, key, 2);
+    assert_true(tu_acquire(lock));
+    waits = tu_cmdstat_calls(c, "wait");
+    /* Five rounds (each with its WAIT) span more than the lease: had
+     * they not counted, the lock would have been lost. */
+    TU_WAIT_UNTIL(tu_cmdstat_calls(c, "wait") >= waits + 5, 20000,
+                  "five acknowledged rounds of renewals");
+    assert_int_equal(redislock_lost_reason(lock), REDISLOCK_LOST_NONE);
+    assert_int_equal(on_replica(0, key), 1);
+    assert_true(tu_release(lock));
+
+    t0 = tu_now_ms();
+    assert_true(tu_acquire(lock));
+    lost_unacknowledged(lock, t0);
+    redislock_free(lock);
+    redislock_client_free(cl);
+    redisFree(c);
+}
+
+/* The same on a quorum: two masters of three have the replicas, so a
+ * round counts while both acknowledge, and not once they cannot. */
+static void test_quorum_renewals_acknowledged(void **state)
+{
+    tu_server plain;
+    char db1[300], db2[300], p0[300], key[64];
+    redislock_client *cl;
+    redisContext *c = tu_connect();
+    redislock *lock;
+    long long waits, t0;
+
+    (void)state;
+    assert_int_equal(nreplicas, 2);
+    tu_server_start(&plain, NULL);
+    snprintf(db1, sizeof db1, "%s/1", url);
+    snprintf(db2, sizeof db2, "%s/2", url);
+    snprintf(p0, sizeof p0, "unix://%s", plain.socket);
+    tu_key(key, sizeof key, "acks:quorum-renewed");
+    cl = quorum3(db1, db2, p0);
+    lock = renewed_handle(cl, key, 2);
+    assert_true(tu_acquire(lock));
+    waits = tu_cmdstat_calls(c, "wait");
+    /* Two WAITs a round on this server (masters 1 and 2). */
+    TU_WAIT_UNTIL(tu_cmdstat_calls(c, "wait") >= waits + 10, 20000,
+                  "five acknowledged rounds of renewals on two masters");
+    assert_int_equal(redislock_lost_reason(lock), REDISLOCK_LOST_NONE);
+    assert_true(tu_release(lock));
+
+    t0 = tu_now_ms();
+    assert_true(tu_acquire(lock));
+    lost_unacknowledged(lock, t0);
+    redislock_free(lock);
+    redislock_client_free(cl);
+    tu_server_stop(&plain);
+    redisFree(c);
+}
+
 static int teardown(void **state)
 {
     int i;
@@ -578,6 +687,8 @@ int main(void)
         cmocka_unit_test(test_noscript_with_acks),
         cmocka_unit_test(test_shared_id_is_not_undone),
         cmocka_unit_test(test_quorum_acknowledgement),
+        cmocka_unit_test(test_renewals_acknowledged),
+        cmocka_unit_test(test_quorum_renewals_acknowledged),
     };
     const char *port = getenv("REDISLOCK_TEST_PORT");
 
