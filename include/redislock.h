@@ -5,17 +5,25 @@
  * Copyright (c) 2026 the redislock authors.  MIT licence; see COPYING.
  *
  * OVERVIEW
- *   A redislock handle names one lock (a Redis key), carries a random owner
- *   ID and an expiry, and talks to Redis through a hiredis redisContext that
- *   the caller owns.  A handle has one of two modes, fixed at creation:
+ *   A redislock handle names one lock (a Redis key) and carries a random
+ *   owner ID and an expiry.  Most programs open one client from a URL
+ *   (redislock_client_open(): it owns its connections, see "A client that
+ *   owns its connections" below) and make their handles from it
+ *   (redislock_new_from_client() and the other *_from_client
+ *   constructors).  The other way: a handle that borrows a hiredis
+ *   redisContext the caller owns (redislock_new(), redislock_new_counted()
+ *   and their _len forms; see OWNERSHIP).  A handle has one of two modes,
+ *   fixed at creation:
  *
- *   - go-zero-compatible (redislock_new): the key is a plain Redis string
- *     whose value is the owner ID, with a PX expiry, exactly as go-zero's
- *     RedisLock stores it.  A go-zero process and a redislock process using
- *     the same key exclude each other.  Re-entry is not counted.
- *   - counted (redislock_new_counted): the key is a hash holding the owner
- *     ID, a hold count and the fencing token; each acquire by the owner
- *     adds a hold, each release removes one, the key goes with the last.
+ *   - go-zero-compatible (redislock_new_from_client(), redislock_new()):
+ *     the key is a plain Redis string whose value is the owner ID, with a
+ *     PX expiry, exactly as go-zero's RedisLock stores it.  A go-zero
+ *     process and a redislock process using the same key exclude each
+ *     other.  Re-entry is not counted.
+ *   - counted (redislock_new_counted_from_client(),
+ *     redislock_new_counted()): the key is a hash holding the owner ID, a
+ *     hold count and the fencing token; each acquire by the owner adds a
+ *     hold, each release removes one, the key goes with the last.
  *
  *   The two formats never mix: a handle of one mode meeting a key of the
  *   other gets REDISLOCK_ERR_SERVER (WRONGTYPE) and leaves the key alone.
