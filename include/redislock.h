@@ -430,7 +430,19 @@ redislock_new_with_id(struct redisContext *c, const char *key, const char *id);
 /**
  * Replace the handle's owner ID (any mode), to share ownership on purpose
  * (see redislock_new_with_id()).  Sends nothing.  Do it while the handle
- * holds nothing: what the old ID holds stays held until it expires.
+ * holds nothing: it does not refuse a handle that holds the lock, but
+ * forgets that holding (redislock_token() and redislock_valid_for_ms()
+ * give 0, redislock_last_state() REDISLOCK_STATE_UNKNOWN), which stays in
+ * Redis under the old ID until its lease runs out.
+ *
+ * Under auto-renewal, a new ID stops the renewals of the old holding
+ * before the call returns (it waits out a renewal or lost callback of this
+ * handle in progress; none is sent afterwards), so the old lease lapses
+ * without a loss being declared: no lost callback, descriptor or
+ * REDISLOCK_ERR_LOST for it.  A loss declared before that is still
+ * reported once by the next acquire, release or extend.  Auto-renewal
+ * stays on: the next acquire, with the new ID, is renewed.  A refused ID
+ * changes nothing, renewals included.
  *
  * @param id  1 to REDISLOCK_MAX_ID_LEN printable ASCII characters other
  *            than space (0x21-0x7e), NUL-terminated; copied.
