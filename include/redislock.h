@@ -577,28 +577,51 @@ REDISLOCK_API REDISLOCK_NODISCARD int
 redislock_extend(redislock *lock, bool *extended);
 
 /**
- * Does KEY hold this handle's owner ID right now (one round trip)?
+ * Does KEY hold this handle's owner ID right now (one round trip, read
+ * only, the lock key alone)?  Like redislock_ttl() and
+ * redislock_hold_count(), it changes nothing and does not look at
+ * auto-renewal: a loss the watchdog found stays for the next acquire,
+ * release or extend to report.
  * @param held  the answer; false on error.
- * @return as redislock_acquire(), or REDISLOCK_ERR_FORKED.
+ * @return REDISLOCK_OK (see *HELD), or one of these, and no other:
+ *         REDISLOCK_ERR_INVALID (LOCK or HELD is NULL; or a borrowed
+ *         context that is non-blocking or has unsent commands: nothing
+ *         sent); REDISLOCK_ERR_FORKED (the handle or its client was
+ *         inherited across fork(): nothing sent); REDISLOCK_ERR_IO and
+ *         REDISLOCK_ERR_NOMEM (the round trip, or a client's connect,
+ *         failed); REDISLOCK_ERR_SERVER (Redis refused: WRONGTYPE for a key
+ *         of the other mode or another type, NOPERM, a refused AUTH or
+ *         SELECT...); REDISLOCK_ERR_PROTOCOL (a reply the status script
+ *         never gives).  On a quorum client a master's failure counts as
+ *         no answer: REDISLOCK_ERR_IO when fewer than a majority answered,
+ *         REDISLOCK_ERR_SERVER when a majority refused.  Never _LOST,
+ *         _CANCELED or _NOT_REPLICATED.
  * @since 0.2.0
  */
 REDISLOCK_API int redislock_held(redislock *lock, bool *held);
 
 /**
  * The remaining lease in Redis, in milliseconds, if this handle's owner
- * holds the lock (one round trip).
- * @param ms  the remaining lease, or -1 when we do not hold the lock
+ * holds the lock (one round trip, read only).
+ * @param ms  the remaining lease (PTTL: -1 too for a key of ours that
+ *            someone made persistent), or -1 when we do not hold the lock
  *            (redislock_last_state() tells free from taken); -1 on error.
- * @return as redislock_acquire(), or REDISLOCK_ERR_FORKED.
+ * @return REDISLOCK_OK, or as redislock_held(): REDISLOCK_ERR_INVALID (LOCK
+ *         or MS NULL, or an unusable borrowed context), _FORKED, _IO,
+ *         _NOMEM, _SERVER or _PROTOCOL; never _LOST, _CANCELED or
+ *         _NOT_REPLICATED.
  * @since 0.2.0
  */
 REDISLOCK_API int redislock_ttl(redislock *lock, long long *ms);
 
 /**
- * The holds this owner has, as Redis has them (one round trip): in counted
- * mode the count; in go-zero-compatible mode 1 while held.  0 when we do
- * not hold the lock, and on error.
- * @return as redislock_acquire(), or REDISLOCK_ERR_FORKED.
+ * The holds this owner has, as Redis has them (one round trip, read only):
+ * in counted mode the count; in go-zero-compatible mode 1 while held.  0
+ * when we do not hold the lock, and on error.
+ * @return REDISLOCK_OK, or as redislock_held(): REDISLOCK_ERR_INVALID (LOCK
+ *         or COUNT NULL, or an unusable borrowed context), _FORKED, _IO,
+ *         _NOMEM, _SERVER or _PROTOCOL; never _LOST, _CANCELED or
+ *         _NOT_REPLICATED.
  * @since 0.2.0
  */
 REDISLOCK_API int redislock_hold_count(redislock *lock, int *count);
