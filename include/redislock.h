@@ -52,9 +52,10 @@
  *   feature needs.
  *
  * OWNERSHIP
- *   - The constructors (redislock_new*(), redislock_client_open() and
- *     redislock_client_new()) hand out the only memory the library
- *     allocates; redislock_free() and redislock_client_free() release it.
+ *   - The constructors (redislock_new*(), redislock_client_open(),
+ *     redislock_client_open_quorum() and redislock_client_new()) hand out
+ *     the only memory the library gives the caller; redislock_free() and
+ *     redislock_client_free() release it.
  *     Never call free() on a handle or a client.
  *   - The redisContext is borrowed: the library never frees, closes or
  *     reconnects it.  It must outlive every handle that uses it (or be
@@ -126,12 +127,12 @@
  *   abandoned (it expires; it is not re-entered), and auto-renewal of it
  *   stops.  While the handle still holds the lock (an extend or a
  *   re-entry failed that way) the ID is kept until that holding ends, so
- *   a live holding is never dropped in silence.  A renewal the watchdog sent without an answer does the same
- *   for the next holding.  Release and extend keep the old ID (they are
- *   how the caller cleans up).  An ID the caller chose (redislock_set_id(),
- *   redislock_new_with_id()) is kept: the caller who shares it must then
- *   wait a lease before acquiring again after an unknown outcome, or rely
- *   on fencing tokens.
+ *   a live holding is never dropped in silence.  A renewal the watchdog
+ *   sent without an answer does the same for the next holding.  Release
+ *   and extend keep the old ID (they are how the caller cleans up).  An
+ *   ID the caller chose (redislock_set_id(), redislock_new_with_id()) is
+ *   kept: the caller who shares it must then wait a lease before
+ *   acquiring again after an unknown outcome, or rely on fencing tokens.
  *
  * SIGNALS
  *   Writing to a connection the server has closed raises SIGPIPE, whose
@@ -155,9 +156,11 @@
  *   thread is woken).
  *
  * LINKING
- *   pkg-config --cflags --libs redislock.  Include <hiredis/hiredis.h> as
- *   well to create the connection; this header only forward-declares
- *   struct redisContext, so it does not depend on the hiredis version.
+ *   pkg-config --cflags --libs redislock.  A program that only uses
+ *   clients needs nothing else.  To lend a handle a connection of your
+ *   own, include <hiredis/hiredis.h> as well and add hiredis to the
+ *   pkg-config line; this header only forward-declares struct
+ *   redisContext, so it does not depend on the hiredis version.
  */
 #ifndef REDISLOCK_H
 #define REDISLOCK_H
@@ -187,7 +190,9 @@ extern "C" {
 /* hiredis's connection type; include <hiredis/hiredis.h> to create one. */
 struct redisContext;
 
-/** An opaque lock handle.  Create with redislock_new(). */
+/** An opaque lock handle.  Create with redislock_new_from_client() (or
+ *  another *_from_client constructor), or redislock_new() on a borrowed
+ *  connection. */
 typedef struct redislock redislock;
 
 /**
@@ -199,11 +204,13 @@ typedef enum {
     /** A bad argument (NULL pointer, empty key, expiry out of range).
      *  Nothing was sent to Redis and the handle is unchanged. */
     REDISLOCK_ERR_INVALID = -1,
-    /** An allocation failed.  Nothing leaked.  If it was redislock's own
-     *  (only the constructors allocate), nothing was sent and nothing
-     *  changed.  If it was hiredis's, during a command, treat it as
-     *  REDISLOCK_ERR_IO: the context is dead and whether the command ran
-     *  is unknown; redislock_last_error() says "hiredis". */
+    /** An allocation failed.  Nothing leaked.  If it came before the
+     *  lock's command was sent (a constructor's; or, within a call,
+     *  building a long command, or a client connecting or reading its
+     *  routes), that command was not sent and nothing changed.  If it was
+     *  hiredis's, during a command, treat it as REDISLOCK_ERR_IO: the
+     *  context is dead and whether the command ran is unknown;
+     *  redislock_last_error() says "hiredis". */
     REDISLOCK_ERR_NOMEM = -2,
     /** Connection error or timeout.  Whether the command reached Redis is
      *  unknown.  A borrowed hiredis context has its err set and is no
@@ -226,7 +233,7 @@ typedef enum {
     REDISLOCK_ERR_FORKED = -6,
     /** Auto-renewal found the lock lost (taken, deleted, or not renewed
      *  before its lease ran out) since the last call: the holding is over.
-     *  Reported once, by the next release or extend;
+     *  Reported once, by the next acquire, release or extend;
      *  redislock_last_error() says why (key no longer ours, Redis not
      *  reached in time, hold cap, missing heartbeat).  @since 0.2.0 */
     REDISLOCK_ERR_LOST = -7,
@@ -645,8 +652,9 @@ REDISLOCK_API long long redislock_valid_for_ms(const redislock *lock);
  * outcome of acquire, acquire_wait, release, extend, held, ttl,
  * hold_count and inspect calls, so
  * that a false result can be told apart ("free" vs "someone else").
- * REDISLOCK_STATE_UNKNOWN for NULL, before any round trip, and after a
- * failed one.
+ * REDISLOCK_STATE_UNKNOWN for NULL, before any round trip, after a
+ * failed one, after redislock_set_id(), and after a call that reported
+ * REDISLOCK_ERR_LOST.
  * @since 0.2.0
  */
 REDISLOCK_API redislock_state redislock_last_state(const redislock *lock);
@@ -685,8 +693,10 @@ typedef enum {
  * @param holds       optional: 1 for a go-zero lock, the hold count for a
  *                    counted one, 0 otherwise.
  * On error every output given is set as for a free lock (NONE, "", -2, 0).
- * @return as redislock_acquire() (REDISLOCK_ERR_INVALID for a NULL LOCK or
- *         KIND, or OWNER_SIZE 0 with an OWNER), or REDISLOCK_ERR_FORKED.
+ * @return REDISLOCK_OK, or as redislock_held(): REDISLOCK_ERR_INVALID (a
+ *         NULL LOCK or KIND, OWNER_SIZE 0 with an OWNER, or an unusable
+ *         borrowed context), _FORKED, _IO, _NOMEM, _SERVER or _PROTOCOL;
+ *         never _LOST, _CANCELED or _NOT_REPLICATED.
  * @since 0.2.0
  */
 REDISLOCK_API int redislock_inspect(redislock *lock, redislock_kind *kind,
@@ -752,8 +762,9 @@ REDISLOCK_API int redislock_inspect_companions(redislock *lock,
  * @param acquired    true when the lock is ours; false at the deadline or
  *                    on error.
  * @return as redislock_acquire(), REDISLOCK_ERR_INVALID for a negative
- *         TIMEOUT_MS other than REDISLOCK_WAIT_FOREVER, REDISLOCK_ERR_CANCELED (see redislock_cancel_wait()),
- *         or REDISLOCK_ERR_FORKED.
+ *         TIMEOUT_MS other than REDISLOCK_WAIT_FOREVER,
+ *         REDISLOCK_ERR_CANCELED (see redislock_cancel_wait()), or
+ *         REDISLOCK_ERR_FORKED.
  * @since 0.2.0
  */
 REDISLOCK_API REDISLOCK_NODISCARD int
@@ -1058,8 +1069,9 @@ redislock_new_from_client_len(redislock_client *client, const void *key,
  * the first auto-renewed acquire) resets the lease every third of the
  * expiry, with an owner-checked extend; the renewals of all due locks of a
  * client go out in one pipelined round trip.  Once redislock_release()
- * (or redislock_free()) has returned, no renewal for that lock is ever
- * sent again.  The lock is *lost* when a renewal finds the key no longer
+ * (or redislock_free(), redislock_set_id(), or redislock_set_autorenew()
+ * turning it off) has returned, no renewal of that holding is ever sent
+ * again.  The lock is *lost* when a renewal finds the key no longer
  * ours, or when renewals cannot reach Redis before the lease runs out by
  * the local monotonic clock (each renewal round trip is cut short at the
  * earliest lease end, so a loss is declared on time); then, in this order:
@@ -1067,13 +1079,15 @@ redislock_new_from_client_len(redislock_client *client, const void *key,
  * next acquire, release or extend on the handle returns
  * REDISLOCK_ERR_LOST (a release still sends its owner-checked delete,
  * whatever its own round trip does; an acquire sends nothing, so a
- * re-entry cannot hide the loss); redislock_lost_reason() says why.  The callback runs on the
- * watchdog thread while the handle counts as busy: keep it short, and do
- * not call redislock functions on a client's handles from it, nor wait in
- * it for a lock that a thread calling release, extend or free may hold
- * (those calls wait for the callback to return).  Renewal stops, and the lease then
- * runs out (a loss), after a maximum hold time, and when heartbeats are
- * required but do not come.
+ * re-entry cannot hide the loss); redislock_lost_reason() says why.  The
+ * callback runs on the watchdog thread while the handle counts as busy:
+ * keep it short, and do not call redislock functions on a client's
+ * handles from it, nor wait in it for a lock that a thread calling
+ * acquire, release, extend, free, redislock_set_id() or
+ * redislock_set_autorenew(lock, false) may hold (those calls wait for the
+ * callback to return).  Renewal stops, and the lease then runs out (a
+ * loss), after a maximum hold time, and when heartbeats are required but
+ * do not come.
  */
 
 /**
@@ -1140,8 +1154,8 @@ REDISLOCK_API int redislock_lost_fd(redislock *lock);
  * Why the current or last holding of LOCK was lost: a REDISLOCK_LOST_*
  * value, REDISLOCK_LOST_NONE (0) while it is not lost.  Set before the
  * lost callback runs and the lost descriptor becomes readable; kept after
- * release and extend reported REDISLOCK_ERR_LOST, until the next acquire
- * that starts a new holding.  Thread-safe (callable from the lost
+ * acquire, release or extend reported REDISLOCK_ERR_LOST, until the next
+ * acquire that starts a new holding.  Thread-safe (callable from the lost
  * callback); sends nothing.  REDISLOCK_LOST_NONE for NULL.
  * @since 0.3.0
  */
