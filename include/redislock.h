@@ -5,17 +5,25 @@
  * Copyright (c) 2026 the redislock authors.  MIT licence; see COPYING.
  *
  * OVERVIEW
- *   A redislock handle names one lock (a Redis key), carries a random owner
- *   ID and an expiry, and talks to Redis through a hiredis redisContext that
- *   the caller owns.  A handle has one of two modes, fixed at creation:
+ *   A redislock handle names one lock (a Redis key) and carries a random
+ *   owner ID and an expiry.  Most programs open one client from a URL
+ *   (redislock_client_open(): it owns its connections, see "A client that
+ *   owns its connections" below) and make their handles from it
+ *   (redislock_new_from_client() and the other *_from_client
+ *   constructors).  The other way: a handle that borrows a hiredis
+ *   redisContext the caller owns (redislock_new(), redislock_new_counted()
+ *   and their _len forms; see OWNERSHIP).  A handle has one of two modes,
+ *   fixed at creation:
  *
- *   - go-zero-compatible (redislock_new): the key is a plain Redis string
- *     whose value is the owner ID, with a PX expiry, exactly as go-zero's
- *     RedisLock stores it.  A go-zero process and a redislock process using
- *     the same key exclude each other.  Re-entry is not counted.
- *   - counted (redislock_new_counted): the key is a hash holding the owner
- *     ID, a hold count and the fencing token; each acquire by the owner
- *     adds a hold, each release removes one, the key goes with the last.
+ *   - go-zero-compatible (redislock_new_from_client(), redislock_new()):
+ *     the key is a plain Redis string whose value is the owner ID, with a
+ *     PX expiry, exactly as go-zero's RedisLock stores it.  A go-zero
+ *     process and a redislock process using the same key exclude each
+ *     other.  Re-entry is not counted.
+ *   - counted (redislock_new_counted_from_client(),
+ *     redislock_new_counted()): the key is a hash holding the owner ID, a
+ *     hold count and the fencing token; each acquire by the owner adds a
+ *     hold, each release removes one, the key goes with the last.
  *
  *   The two formats never mix: a handle of one mode meeting a key of the
  *   other gets REDISLOCK_ERR_SERVER (WRONGTYPE) and leaves the key alone.
@@ -44,9 +52,10 @@
  *   feature needs.
  *
  * OWNERSHIP
- *   - The constructors (redislock_new*(), redislock_client_open() and
- *     redislock_client_new()) hand out the only memory the library
- *     allocates; redislock_free() and redislock_client_free() release it.
+ *   - The constructors (redislock_new*(), redislock_client_open(),
+ *     redislock_client_open_quorum() and redislock_client_new()) hand out
+ *     the only memory the library gives the caller; redislock_free() and
+ *     redislock_client_free() release it.
  *     Never call free() on a handle or a client.
  *   - The redisContext is borrowed: the library never frees, closes or
  *     reconnects it.  It must outlive every handle that uses it (or be
@@ -118,12 +127,12 @@
  *   abandoned (it expires; it is not re-entered), and auto-renewal of it
  *   stops.  While the handle still holds the lock (an extend or a
  *   re-entry failed that way) the ID is kept until that holding ends, so
- *   a live holding is never dropped in silence.  A renewal the watchdog sent without an answer does the same
- *   for the next holding.  Release and extend keep the old ID (they are
- *   how the caller cleans up).  An ID the caller chose (redislock_set_id(),
- *   redislock_new_with_id()) is kept: the caller who shares it must then
- *   wait a lease before acquiring again after an unknown outcome, or rely
- *   on fencing tokens.
+ *   a live holding is never dropped in silence.  A renewal the watchdog
+ *   sent without an answer does the same for the next holding.  Release
+ *   and extend keep the old ID (they are how the caller cleans up).  An
+ *   ID the caller chose (redislock_set_id(), redislock_new_with_id()) is
+ *   kept: the caller who shares it must then wait a lease before
+ *   acquiring again after an unknown outcome, or rely on fencing tokens.
  *
  * SIGNALS
  *   Writing to a connection the server has closed raises SIGPIPE, whose
@@ -147,9 +156,11 @@
  *   thread is woken).
  *
  * LINKING
- *   pkg-config --cflags --libs redislock.  Include <hiredis/hiredis.h> as
- *   well to create the connection; this header only forward-declares
- *   struct redisContext, so it does not depend on the hiredis version.
+ *   pkg-config --cflags --libs redislock.  A program that only uses
+ *   clients needs nothing else.  To lend a handle a connection of your
+ *   own, include <hiredis/hiredis.h> as well and add hiredis to the
+ *   pkg-config line; this header only forward-declares struct
+ *   redisContext, so it does not depend on the hiredis version.
  */
 #ifndef REDISLOCK_H
 #define REDISLOCK_H
@@ -179,7 +190,9 @@ extern "C" {
 /* hiredis's connection type; include <hiredis/hiredis.h> to create one. */
 struct redisContext;
 
-/** An opaque lock handle.  Create with redislock_new(). */
+/** An opaque lock handle.  Create with redislock_new_from_client() (or
+ *  another *_from_client constructor), or redislock_new() on a borrowed
+ *  connection. */
 typedef struct redislock redislock;
 
 /**
@@ -191,11 +204,13 @@ typedef enum {
     /** A bad argument (NULL pointer, empty key, expiry out of range).
      *  Nothing was sent to Redis and the handle is unchanged. */
     REDISLOCK_ERR_INVALID = -1,
-    /** An allocation failed.  Nothing leaked.  If it was redislock's own
-     *  (only the constructors allocate), nothing was sent and nothing
-     *  changed.  If it was hiredis's, during a command, treat it as
-     *  REDISLOCK_ERR_IO: the context is dead and whether the command ran
-     *  is unknown; redislock_last_error() says "hiredis". */
+    /** An allocation failed.  Nothing leaked.  If it came before the
+     *  lock's command was sent (a constructor's; or, within a call,
+     *  building a long command, or a client connecting or reading its
+     *  routes), that command was not sent and nothing changed.  If it was
+     *  hiredis's, during a command, treat it as REDISLOCK_ERR_IO: the
+     *  context is dead and whether the command ran is unknown;
+     *  redislock_last_error() says "hiredis". */
     REDISLOCK_ERR_NOMEM = -2,
     /** Connection error or timeout.  Whether the command reached Redis is
      *  unknown.  A borrowed hiredis context has its err set and is no
@@ -218,7 +233,7 @@ typedef enum {
     REDISLOCK_ERR_FORKED = -6,
     /** Auto-renewal found the lock lost (taken, deleted, or not renewed
      *  before its lease ran out) since the last call: the holding is over.
-     *  Reported once, by the next release or extend;
+     *  Reported once, by the next acquire, release or extend;
      *  redislock_last_error() says why (key no longer ours, Redis not
      *  reached in time, hold cap, missing heartbeat).  @since 0.2.0 */
     REDISLOCK_ERR_LOST = -7,
@@ -422,7 +437,19 @@ redislock_new_with_id(struct redisContext *c, const char *key, const char *id);
 /**
  * Replace the handle's owner ID (any mode), to share ownership on purpose
  * (see redislock_new_with_id()).  Sends nothing.  Do it while the handle
- * holds nothing: what the old ID holds stays held until it expires.
+ * holds nothing: it does not refuse a handle that holds the lock, but
+ * forgets that holding (redislock_token() and redislock_valid_for_ms()
+ * give 0, redislock_last_state() REDISLOCK_STATE_UNKNOWN), which stays in
+ * Redis under the old ID until its lease runs out.
+ *
+ * Under auto-renewal, a new ID stops the renewals of the old holding
+ * before the call returns (it waits out a renewal or lost callback of this
+ * handle in progress; none is sent afterwards), so the old lease lapses
+ * without a loss being declared: no lost callback, descriptor or
+ * REDISLOCK_ERR_LOST for it.  A loss declared before that is still
+ * reported once by the next acquire, release or extend.  Auto-renewal
+ * stays on: the next acquire, with the new ID, is renewed.  A refused ID
+ * changes nothing, renewals included.
  *
  * @param id  1 to REDISLOCK_MAX_ID_LEN printable ASCII characters other
  *            than space (0x21-0x7e), NUL-terminated; copied.
@@ -560,28 +587,51 @@ REDISLOCK_API REDISLOCK_NODISCARD int
 redislock_extend(redislock *lock, bool *extended);
 
 /**
- * Does KEY hold this handle's owner ID right now (one round trip)?
+ * Does KEY hold this handle's owner ID right now (one round trip, read
+ * only, the lock key alone)?  Like redislock_ttl() and
+ * redislock_hold_count(), it changes nothing and does not look at
+ * auto-renewal: a loss the watchdog found stays for the next acquire,
+ * release or extend to report.
  * @param held  the answer; false on error.
- * @return as redislock_acquire(), or REDISLOCK_ERR_FORKED.
+ * @return REDISLOCK_OK (see *HELD), or one of these, and no other:
+ *         REDISLOCK_ERR_INVALID (LOCK or HELD is NULL; or a borrowed
+ *         context that is non-blocking or has unsent commands: nothing
+ *         sent); REDISLOCK_ERR_FORKED (the handle or its client was
+ *         inherited across fork(): nothing sent); REDISLOCK_ERR_IO and
+ *         REDISLOCK_ERR_NOMEM (the round trip, or a client's connect,
+ *         failed); REDISLOCK_ERR_SERVER (Redis refused: WRONGTYPE for a key
+ *         of the other mode or another type, NOPERM, a refused AUTH or
+ *         SELECT...); REDISLOCK_ERR_PROTOCOL (a reply the status script
+ *         never gives).  On a quorum client a master's failure counts as
+ *         no answer: REDISLOCK_ERR_IO when fewer than a majority answered,
+ *         REDISLOCK_ERR_SERVER when a majority refused.  Never _LOST,
+ *         _CANCELED or _NOT_REPLICATED.
  * @since 0.2.0
  */
 REDISLOCK_API int redislock_held(redislock *lock, bool *held);
 
 /**
  * The remaining lease in Redis, in milliseconds, if this handle's owner
- * holds the lock (one round trip).
- * @param ms  the remaining lease, or -1 when we do not hold the lock
+ * holds the lock (one round trip, read only).
+ * @param ms  the remaining lease (PTTL: -1 too for a key of ours that
+ *            someone made persistent), or -1 when we do not hold the lock
  *            (redislock_last_state() tells free from taken); -1 on error.
- * @return as redislock_acquire(), or REDISLOCK_ERR_FORKED.
+ * @return REDISLOCK_OK, or as redislock_held(): REDISLOCK_ERR_INVALID (LOCK
+ *         or MS NULL, or an unusable borrowed context), _FORKED, _IO,
+ *         _NOMEM, _SERVER or _PROTOCOL; never _LOST, _CANCELED or
+ *         _NOT_REPLICATED.
  * @since 0.2.0
  */
 REDISLOCK_API int redislock_ttl(redislock *lock, long long *ms);
 
 /**
- * The holds this owner has, as Redis has them (one round trip): in counted
- * mode the count; in go-zero-compatible mode 1 while held.  0 when we do
- * not hold the lock, and on error.
- * @return as redislock_acquire(), or REDISLOCK_ERR_FORKED.
+ * The holds this owner has, as Redis has them (one round trip, read only):
+ * in counted mode the count; in go-zero-compatible mode 1 while held.  0
+ * when we do not hold the lock, and on error.
+ * @return REDISLOCK_OK, or as redislock_held(): REDISLOCK_ERR_INVALID (LOCK
+ *         or COUNT NULL, or an unusable borrowed context), _FORKED, _IO,
+ *         _NOMEM, _SERVER or _PROTOCOL; never _LOST, _CANCELED or
+ *         _NOT_REPLICATED.
  * @since 0.2.0
  */
 REDISLOCK_API int redislock_hold_count(redislock *lock, int *count);
@@ -605,8 +655,9 @@ REDISLOCK_API long long redislock_valid_for_ms(const redislock *lock);
  * outcome of acquire, acquire_wait, release, extend, held, ttl,
  * hold_count and inspect calls, so
  * that a false result can be told apart ("free" vs "someone else").
- * REDISLOCK_STATE_UNKNOWN for NULL, before any round trip, and after a
- * failed one.
+ * REDISLOCK_STATE_UNKNOWN for NULL, before any round trip, after a
+ * failed one, after redislock_set_id(), and after a call that reported
+ * REDISLOCK_ERR_LOST.
  * @since 0.2.0
  */
 REDISLOCK_API redislock_state redislock_last_state(const redislock *lock);
@@ -645,8 +696,10 @@ typedef enum {
  * @param holds       optional: 1 for a go-zero lock, the hold count for a
  *                    counted one, 0 otherwise.
  * On error every output given is set as for a free lock (NONE, "", -2, 0).
- * @return as redislock_acquire() (REDISLOCK_ERR_INVALID for a NULL LOCK or
- *         KIND, or OWNER_SIZE 0 with an OWNER), or REDISLOCK_ERR_FORKED.
+ * @return REDISLOCK_OK, or as redislock_held(): REDISLOCK_ERR_INVALID (a
+ *         NULL LOCK or KIND, OWNER_SIZE 0 with an OWNER, or an unusable
+ *         borrowed context), _FORKED, _IO, _NOMEM, _SERVER or _PROTOCOL;
+ *         never _LOST, _CANCELED or _NOT_REPLICATED.
  * @since 0.2.0
  */
 REDISLOCK_API int redislock_inspect(redislock *lock, redislock_kind *kind,
@@ -712,8 +765,9 @@ REDISLOCK_API int redislock_inspect_companions(redislock *lock,
  * @param acquired    true when the lock is ours; false at the deadline or
  *                    on error.
  * @return as redislock_acquire(), REDISLOCK_ERR_INVALID for a negative
- *         TIMEOUT_MS other than REDISLOCK_WAIT_FOREVER, REDISLOCK_ERR_CANCELED (see redislock_cancel_wait()),
- *         or REDISLOCK_ERR_FORKED.
+ *         TIMEOUT_MS other than REDISLOCK_WAIT_FOREVER,
+ *         REDISLOCK_ERR_CANCELED (see redislock_cancel_wait()), or
+ *         REDISLOCK_ERR_FORKED.
  * @since 0.2.0
  */
 REDISLOCK_API REDISLOCK_NODISCARD int
@@ -1018,8 +1072,9 @@ redislock_new_from_client_len(redislock_client *client, const void *key,
  * the first auto-renewed acquire) resets the lease every third of the
  * expiry, with an owner-checked extend; the renewals of all due locks of a
  * client go out in one pipelined round trip.  Once redislock_release()
- * (or redislock_free()) has returned, no renewal for that lock is ever
- * sent again.  The lock is *lost* when a renewal finds the key no longer
+ * (or redislock_free(), redislock_set_id(), or redislock_set_autorenew()
+ * turning it off) has returned, no renewal of that holding is ever sent
+ * again.  The lock is *lost* when a renewal finds the key no longer
  * ours, or when renewals cannot reach Redis before the lease runs out by
  * the local monotonic clock (each renewal round trip is cut short at the
  * earliest lease end, so a loss is declared on time); then, in this order:
@@ -1027,13 +1082,15 @@ redislock_new_from_client_len(redislock_client *client, const void *key,
  * next acquire, release or extend on the handle returns
  * REDISLOCK_ERR_LOST (a release still sends its owner-checked delete,
  * whatever its own round trip does; an acquire sends nothing, so a
- * re-entry cannot hide the loss); redislock_lost_reason() says why.  The callback runs on the
- * watchdog thread while the handle counts as busy: keep it short, and do
- * not call redislock functions on a client's handles from it, nor wait in
- * it for a lock that a thread calling release, extend or free may hold
- * (those calls wait for the callback to return).  Renewal stops, and the lease then
- * runs out (a loss), after a maximum hold time, and when heartbeats are
- * required but do not come.
+ * re-entry cannot hide the loss); redislock_lost_reason() says why.  The
+ * callback runs on the watchdog thread while the handle counts as busy:
+ * keep it short, and do not call redislock functions on a client's
+ * handles from it, nor wait in it for a lock that a thread calling
+ * acquire, release, extend, free, redislock_set_id() or
+ * redislock_set_autorenew(lock, false) may hold (those calls wait for the
+ * callback to return).  Renewal stops, and the lease then runs out (a
+ * loss), after a maximum hold time, and when heartbeats are required but
+ * do not come.
  */
 
 /**
@@ -1104,8 +1161,8 @@ REDISLOCK_API int redislock_lost_fd(redislock *lock);
  * Why the current or last holding of LOCK was lost: a REDISLOCK_LOST_*
  * value, REDISLOCK_LOST_NONE (0) while it is not lost.  Set before the
  * lost callback runs and the lost descriptor becomes readable; kept after
- * release and extend reported REDISLOCK_ERR_LOST, until the next acquire
- * that starts a new holding.  Thread-safe (callable from the lost
+ * acquire, release or extend reported REDISLOCK_ERR_LOST, until the next
+ * acquire that starts a new holding.  Thread-safe (callable from the lost
  * callback); sends nothing.  REDISLOCK_LOST_NONE for NULL.
  * @since 0.3.0
  */

@@ -278,8 +278,8 @@ int redislockp_report_pending_loss(redislock *lock);
  * holder's remaining lease (-1: no expiry; -3: free, but being handed to
  * a woken waiter; REDISLOCKP_PTTL_SPLIT: on a quorum, granted by some
  * masters but not a majority - a release half-way through its masters,
- * or another taker - so try again soon).  A refused waiter's try registers it as a waiter; a
- * successful one removes it. */
+ * or another taker - so try again soon).  A refused waiter's try
+ * registers it as a waiter; a successful one removes it. */
 int redislockp_acquire_once(redislock *lock, redislockp_try how,
                             bool *acquired, long long *holder_pttl);
 
