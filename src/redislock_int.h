@@ -114,7 +114,8 @@ struct redislock {
     int renew_busy;                    /* the watchdog is working on it */
     int lost;                          /* 0, or why it was lost
                                         * (REDISLOCK_LOST_*), until the next
-                                        * release or extend reports it */
+                                        * acquire, release or extend
+                                        * reports it */
     int lost_reason;                   /* why the last holding was lost;
                                         * 0 from the next fresh acquire */
     long long renew_due;               /* next renewal (monotonic ms) */
@@ -178,12 +179,6 @@ typedef int (*redislockp_parse_fn)(const redisReply *r, void *out,
 int redislockp_op_run(redislock *lock, const redislockp_call *call,
                       int mutating, redislockp_parse_fn parse, void *out);
 
-/* client.c: for a client's handle, take a connection into lock->ctx for
- * one call, to NODE (>= 0) or else the node owning the key's slot; for a
- * borrowed context, nothing.  Then give it back (STATUS: the call's; one
- * that failed on its connection closes it). */
-int redislockp_conn_take(redislock *lock, long node);
-void redislockp_conn_give(redislock *lock, int status);
 
 /* calls.c: each script's call for a handle, its KEYS/ARGV by the layout
  * that the script declares (src/lua/embed.sh). */
