@@ -944,7 +944,8 @@ redislock_client_open(const char *url, redislock_client **client,
  *   it acknowledged; a majority that did it without enough acknowledgement
  *   is REDISLOCK_ERR_NOT_REPLICATED (an acquire then gives back what it
  *   took).  The quorum wait grows by the acknowledgement timeout.
- *   Auto-renewals are not acknowledged (not built yet).
+ *   Auto-renewals are acknowledged the same way: a round counts where a
+ *   majority of masters renewed and acknowledged it.
  *   acquire_wait registers the waiter on every master, and all
  *   waiters block on the same master (the first, in URL order, that a
  *   connection can be had to), whose wake-up a release pushes: a waiter
