@@ -933,7 +933,7 @@ static int check_ack(redislock *lock, const redislockp_val *r,
     if (r == NULL)                      /* LCOV_EXCL_LINE: read with the script's */
         return redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL, /* LCOV_EXCL_LINE */
                                "%s: no reply", cmd);
-    text = redislockp_val_str(r, &len);  /* an error's text, else NULL */
+    text = redislockp_val_str(r, &len);  /* read for the error replies */
     if (strcmp(res.code, "UNBLOCKED") == 0)
         /* The master was demoted while it waited: nothing acknowledged. */
         return redislockp_fail(lock, REDISLOCK_ERR_NOT_REPLICATED, "%s after "

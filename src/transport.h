@@ -101,8 +101,9 @@ int redislockp_tx_next_reply(redisContext *c, int can_read,
 /*
  * A reply as the layers above the executor read it: a view of what the
  * transport read (hiredis's reply), through these functions only, so
- * that no file above the executor depends on hiredis's types.  A view
- * lives as long as the reply it is part of.
+ * that no file above the executor depends on hiredis's types
+ * (tests/check-layers.sh, rule 5, reads lock.c, wait.c and watchdog.c
+ * for hiredis's names).  A view lives as long as the reply it is part of.
  */
 typedef struct redislockp_val redislockp_val;
 
