@@ -200,7 +200,9 @@ int redislock_client_ping(redislock_client *cl, char *errbuf, size_t errsize)
     redislockp_fanout f;
     redislockp_leg leg;
     redislockp_res res;
-    const redisReply *r;
+    const redislockp_val *r;
+    const char *text;
+    size_t len;
     int st;
 
     if (errbuf != NULL && errsize > 0)
@@ -257,7 +259,9 @@ int redislock_client_ping(redislock_client *cl, char *errbuf, size_t errsize)
     r = leg.reply[0];
     if (st != REDISLOCK_OK)
         snprintf(msg, sizeof msg, "%s", leg.msg);
-    else if (r->type != REDIS_REPLY_STATUS || strcmp(r->str, "PONG") != 0)
+    else if (redislockp_val_type(r) != REDISLOCKP_V_STATUS ||
+             (text = redislockp_val_str(r, &len)) == NULL ||
+             strcmp(text, "PONG") != 0)
         st = redislockp_tx_fail(msg, REDISLOCK_ERR_PROTOCOL,
                                 "PING: unexpected reply");
     redislockp_legs_end(&leg, 1);

@@ -66,7 +66,7 @@ static void error_code(const char *s, size_t len, char *code)
     }
 }
 
-void redislockp_classify(const redisReply *r, int cluster, int sentinel,
+void redislockp_classify(const redislockp_val *r, int cluster, int sentinel,
                          redislockp_res *res)
 {
     const char *s;
@@ -77,10 +77,11 @@ void redislockp_classify(const redisReply *r, int cluster, int sentinel,
     res->host[0] = '\0';
     res->slot = 0;
     res->port = 0;
-    if (r == NULL || r->type != REDIS_REPLY_ERROR)
+    if (redislockp_val_type(r) != REDISLOCKP_V_ERROR)
         return;
-    s = r->str != NULL ? r->str : "";
-    len = r->str != NULL ? r->len : 0;
+    s = redislockp_val_str(r, &len);
+    if (s == NULL)
+        s = "";
     error_code(s, len, res->code);
     res->kind = REDISLOCKP_SERVER;
     if (redislockp_reply_noscript(r)) {
@@ -208,12 +209,12 @@ static void leg_read(redislockp_leg *leg, const redislockp_fanout *f,
         if (leg->again) {
             int k = leg->again_idx[leg->again_got++];
 
-            freeReplyObject(leg->reply[k]);
-            leg->reply[k] = r;
+            redislockp_val_free(leg->reply[k]);
+            leg->reply[k] = (redislockp_val *)r;
             leg->done = leg->again_got == leg->again_want;
             continue;
         }
-        leg->reply[leg->got++] = r;
+        leg->reply[leg->got++] = (redislockp_val *)r;
         if (leg->got == leg->want)
             leg_again(leg, f);
     }
@@ -506,7 +507,7 @@ int redislockp_exec_one(const redislockp_target *t, const redislockp_fanout *f,
         }
         /* An error reply: the command did not run, so following a
          * redirection cannot run it twice. */
-        redislockp_tx_server_error(leg->reply[0], "", leg->msg);
+        redislockp_tx_val_error(leg->reply[0], "", leg->msg);
         if (!leg->borrowed)
             redislockp_conn_back(cl, leg->node, leg->c,
                                  res->kind == REDISLOCKP_CLOSING ||
@@ -576,7 +577,7 @@ void redislockp_legs_end(redislockp_leg *legs, size_t n)
 
     for (i = 0; i < n; i++)
         for (j = 0; j < REDISLOCKP_LEG_REPLIES; j++) {
-            freeReplyObject(legs[i].reply[j]);
+            redislockp_val_free(legs[i].reply[j]);
             legs[i].reply[j] = NULL;
         }
 }

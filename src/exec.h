@@ -59,7 +59,7 @@ typedef struct redislockp_res {
 
 /* Classify R for a client that speaks CLUSTER, or follows SENTINELs
  * (redirections and failovers are errors like others without them). */
-void redislockp_classify(const redisReply *r, int cluster, int sentinel,
+void redislockp_classify(const redislockp_val *r, int cluster, int sentinel,
                          redislockp_res *res);
 
 typedef struct redislockp_leg {
@@ -68,7 +68,9 @@ typedef struct redislockp_leg {
     redisContext *c;            /* NULL once given back, or never had */
     int asked;                  /* part of the operation */
     int want, got;              /* replies expected, replies read */
-    redisReply *reply[REDISLOCKP_LEG_REPLIES];
+    /* The replies, as views (transport.h); one taken out of the leg is
+     * freed with redislockp_val_free(). */
+    redislockp_val *reply[REDISLOCKP_LEG_REPLIES];
     int again;                  /* reading the replies of the calls sent
                                  * again as EVAL (NOSCRIPT) */
     int again_want, again_got;

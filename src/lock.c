@@ -24,13 +24,13 @@ typedef struct int_reply {
     long long v[4];
 } int_reply;
 
-static int parse_ints(const redisReply *r, void *out, char *errmsg)
+static int parse_ints(const redislockp_val *r, void *out, char *errmsg)
 {
     int_reply *ir = out;
     int st = redislockp_int_array(r, ir->what, ir->v, ir->min, ir->max,
                                   errmsg);
 
-    ir->n = st == REDISLOCK_OK ? r->elements : 0;
+    ir->n = st == REDISLOCK_OK ? redislockp_val_count(r) : 0;
     return st;
 }
 
@@ -311,26 +311,52 @@ static int quorum_fold(redislock *lock, const redislockp_call *call,
     return REDISLOCK_OK;
 }
 
-/* The most common (kind, owner) answer of a quorum's inspect replies. */
-static const redisReply *most_common(redisReply **r, size_t n)
+/* Element I of the array V: its type, its integer (0 unless one). */
+static redislockp_vtype type_at(const redislockp_val *v, size_t i)
 {
-    const redisReply *best = NULL;
+    return redislockp_val_type(redislockp_val_at(v, i));
+}
+
+static long long int_at(const redislockp_val *v, size_t i)
+{
+    return redislockp_val_int(redislockp_val_at(v, i));
+}
+
+/* Is R an inspect reply with an answer to compare: 4 elements, the
+ * owner (the third) a string? */
+static int inspect_shaped(const redislockp_val *r)
+{
+    return redislockp_val_type(r) == REDISLOCKP_V_ARRAY &&
+           redislockp_val_count(r) == 4 &&
+           type_at(r, 2) == REDISLOCKP_V_STRING;
+}
+
+/* Do the inspect replies A and B (inspect_shaped()) give the same kind
+ * and owner? */
+static int same_answer(const redislockp_val *a, const redislockp_val *b)
+{
+    size_t alen, blen;
+    const char *as = redislockp_val_str(redislockp_val_at(a, 2), &alen);
+    const char *bs = redislockp_val_str(redislockp_val_at(b, 2), &blen);
+
+    return int_at(a, 0) == int_at(b, 0) && alen == blen &&
+           memcmp(as, bs, alen) == 0;
+}
+
+/* The most common (kind, owner) answer of a quorum's inspect replies. */
+static const redislockp_val *most_common(const redislockp_val *const *r,
+                                         size_t n)
+{
+    const redislockp_val *best = NULL;
     size_t i, j, best_count = 0;
 
     for (i = 0; i < n; i++) {
         size_t count = 0;
 
-        if (r[i] == NULL || r[i]->type != REDIS_REPLY_ARRAY ||
-            r[i]->elements != 4 || r[i]->element[2]->type != REDIS_REPLY_STRING)
+        if (!inspect_shaped(r[i]))
             continue;
         for (j = 0; j < n; j++)
-            if (r[j] != NULL && r[j]->type == REDIS_REPLY_ARRAY &&
-                r[j]->elements == 4 &&
-                r[j]->element[2]->type == REDIS_REPLY_STRING &&
-                r[j]->element[0]->integer == r[i]->element[0]->integer &&
-                r[j]->element[2]->len == r[i]->element[2]->len &&
-                memcmp(r[j]->element[2]->str, r[i]->element[2]->str,
-                       r[i]->element[2]->len) == 0)
+            if (inspect_shaped(r[j]) && same_answer(r[j], r[i]))
                 count++;
         if (count > best_count) {
             best = r[i];
@@ -343,19 +369,33 @@ static const redisReply *most_common(redisReply **r, size_t n)
 static int ack_trailer(const redislock *lock, redislockp_trailer *tr,
                        char num[3][24]);
 
-/* Enough acknowledgements in the reply R of LOCK's WAIT (or WAITAOF)? */
-static int ack_enough(const redislock *lock, const redisReply *r)
+/* Is R a WAITAOF reply, {local, replicas}?  Then *LOCAL and *REPLICAS
+ * get its counts. */
+static int aof_counts(const redislockp_val *r, long long *local,
+                      long long *replicas)
 {
+    if (redislockp_val_type(r) != REDISLOCKP_V_ARRAY ||
+        redislockp_val_count(r) != 2 ||
+        type_at(r, 0) != REDISLOCKP_V_INTEGER ||
+        type_at(r, 1) != REDISLOCKP_V_INTEGER)
+        return 0;
+    *local = int_at(r, 0);
+    *replicas = int_at(r, 1);
+    return 1;
+}
+
+/* Enough acknowledgements in the reply R of LOCK's WAIT (or WAITAOF)? */
+static int ack_enough(const redislock *lock, const redislockp_val *r)
+{
+    long long local, replicas;
+
     if (r == NULL)
         return 0;
     if (!lock->ack_aof)
-        return r->type == REDIS_REPLY_INTEGER &&
-               r->integer >= lock->ack_replicas;
-    return r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-           r->element[0]->type == REDIS_REPLY_INTEGER &&
-           r->element[1]->type == REDIS_REPLY_INTEGER &&
-           r->element[0]->integer >= lock->ack_local &&
-           r->element[1]->integer >= lock->ack_replicas;
+        return redislockp_val_type(r) == REDISLOCKP_V_INTEGER &&
+               redislockp_val_int(r) >= lock->ack_replicas;
+    return aof_counts(r, &local, &replicas) && local >= lock->ack_local &&
+           replicas >= lock->ack_replicas;
 }
 
 /* A go-zero acquire or extend that runs late on a master can only set,
@@ -387,12 +427,12 @@ typedef struct quorum_ask {
 static int quorum_vote(void *arg, size_t i, const redislockp_leg *leg)
 {
     const quorum_ask *q = arg;
-    const redisReply *r = leg->reply[0];
+    const redislockp_val *r = leg->reply[0];
     char msg[REDISLOCKP_ERRMSG_SIZE];
     int_reply ir;
 
     (void)i;
-    if (r == NULL || r->type == REDIS_REPLY_ERROR)
+    if (r == NULL || redislockp_val_type(r) == REDISLOCKP_V_ERROR)
         return 0;
     if (q->parse != parse_ints ||
         q->call->script == &redislockp_script_companions)
@@ -410,7 +450,7 @@ static int quorum_op(redislock *lock, const redislockp_call *call,
                      int with_ack)
 {
     redislockp_leg legs[REDISLOCKP_QUORUM_MAX];
-    redisReply *r[REDISLOCKP_QUORUM_MAX];
+    const redislockp_val *r[REDISLOCKP_QUORUM_MAX];
     int_reply parts[REDISLOCKP_QUORUM_MAX];
     int ok[REDISLOCKP_QUORUM_MAX], unacked[REDISLOCKP_QUORUM_MAX];
     int silent[REDISLOCKP_QUORUM_MAX];
@@ -453,8 +493,8 @@ static int quorum_op(redislock *lock, const redislockp_call *call,
             errors += legs[i].st == REDISLOCK_ERR_SERVER;
             continue;
         }
-        if (r[i]->type == REDIS_REPLY_ERROR) {
-            redislockp_tx_server_error(r[i], "", msg);
+        if (redislockp_val_type(r[i]) == REDISLOCKP_V_ERROR) {
+            redislockp_tx_val_error(r[i], "", msg);
             redislockp_fail(lock, REDISLOCK_ERR_SERVER, "master %zu: %.400s",
                             i + 1, msg);
             errors++;
@@ -482,7 +522,7 @@ static int quorum_op(redislock *lock, const redislockp_call *call,
         st = no_quorum(lock, answered);
     } else if (out != NULL) {
         /* inspect: the answer most masters give. */
-        const redisReply *best = most_common(r, n);
+        const redislockp_val *best = most_common(r, n);
 
         st = best != NULL ? parse(best, out, lock->errmsg)
                           : redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL,
@@ -530,13 +570,14 @@ static int ack_trailer(const redislock *lock, redislockp_trailer *tr,
 
 /* redislockp_op_run(), and with ACK not NULL the handle's acknowledgement
  * command (if it asks for one) after the script, in the same write: *ACK
- * gets its reply (freed by the caller) when the script's was read. */
+ * gets its reply (freed by the caller, redislockp_val_free()) when the
+ * script's was read. */
 static int op_run_ack(redislock *lock, const redislockp_call *call,
                       int mutating, redislockp_parse_fn parse, void *out,
-                      redisReply **ack);
+                      redislockp_val **ack);
 static int op_run_one(redislock *lock, const redislockp_call *call,
                       int mutating, redislockp_parse_fn parse, void *out,
-                      redisReply **ack);
+                      redislockp_val **ack);
 
 int redislockp_op_run(redislock *lock, const redislockp_call *call,
                       int mutating, redislockp_parse_fn parse, void *out)
@@ -546,7 +587,7 @@ int redislockp_op_run(redislock *lock, const redislockp_call *call,
 
 static int op_run_ack(redislock *lock, const redislockp_call *call,
                       int mutating, redislockp_parse_fn parse, void *out,
-                      redisReply **ack)
+                      redislockp_val **ack)
 {
     if (lock->quorum) {
         if (ack != NULL)
@@ -561,7 +602,7 @@ static int op_run_ack(redislock *lock, const redislockp_call *call,
  * failovers. */
 static int op_run_one(redislock *lock, const redislockp_call *call,
                       int mutating, redislockp_parse_fn parse, void *out,
-                      redisReply **ack)
+                      redislockp_val **ack)
 {
     redislockp_trailer tr;
     redislockp_target t;
@@ -746,13 +787,13 @@ static void missing(const redislock *lock, const redislockp_need *need,
         snprintf(out, size, "the Redis user may not run %s; %s", cmd, rule);
 }
 
-static int parse_int(const redisReply *r, void *out, char *errmsg)
+static int parse_int(const redislockp_val *r, void *out, char *errmsg)
 {
-    if (r->type != REDIS_REPLY_INTEGER)
+    if (redislockp_val_type(r) != REDISLOCKP_V_INTEGER)
         return redislockp_tx_fail(errmsg, REDISLOCK_ERR_PROTOCOL,
                                   "permissions: unexpected reply of type %d",
-                                  r->type);
-    *(long long *)out = r->integer;
+                                  redislockp_val_type_number(r));
+    *(long long *)out = redislockp_val_int(r);
     return REDISLOCK_OK;
 }
 
@@ -879,51 +920,54 @@ static void held_until(redislock *lock, long long sent)
  * WAITAOF: {local, replicas}): REDISLOCK_OK when enough, else
  * REDISLOCK_ERR_NOT_REPLICATED (too few) or _SERVER (refused), with the
  * message saying WHAT (acquire, extend) was not acknowledged. */
-static int check_ack(redislock *lock, const redisReply *r, const char *what)
+static int check_ack(redislock *lock, const redislockp_val *r,
+                     const char *what)
 {
     const char *cmd = lock->ack_aof ? "WAITAOF" : "WAIT";
     redislockp_res res;
+    long long local, replicas;
+    const char *text;
+    size_t len;
 
     redislockp_classify(r, 0, 0, &res);
     if (r == NULL)                      /* LCOV_EXCL_LINE: read with the script's */
         return redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL, /* LCOV_EXCL_LINE */
                                "%s: no reply", cmd);
+    text = redislockp_val_str(r, &len);  /* read for the error replies */
     if (strcmp(res.code, "UNBLOCKED") == 0)
         /* The master was demoted while it waited: nothing acknowledged. */
         return redislockp_fail(lock, REDISLOCK_ERR_NOT_REPLICATED, "%s after "
-                               "the %s: %.300s", cmd, what, r->str);
-    if (r->type == REDIS_REPLY_ERROR)
+                               "the %s: %.300s", cmd, what, text);
+    if (redislockp_val_type(r) == REDISLOCKP_V_ERROR)
         return redislockp_fail(lock, REDISLOCK_ERR_SERVER, "%s after the %s: "
-                               "%.300s%s", cmd, what, r->str,
-                               !redislockp_acl_refused(r->str) ? ""
+                               "%.300s%s", cmd, what, text,
+                               !redislockp_acl_refused(text) ? ""
                                : lock->ack_aof
                                    ? " [replica acknowledgement needs "
                                      "+waitaof (doc/acl.md)]"
                                    : " [replica acknowledgement needs +wait "
                                      "(doc/acl.md)]");
-    if (!lock->ack_aof && r->type == REDIS_REPLY_INTEGER) {
-        if (r->integer >= lock->ack_replicas)
+    if (!lock->ack_aof && redislockp_val_type(r) == REDISLOCKP_V_INTEGER) {
+        if (redislockp_val_int(r) >= lock->ack_replicas)
             return REDISLOCK_OK;
         return redislockp_fail(lock, REDISLOCK_ERR_NOT_REPLICATED,
                                "%lld of the %d replicas asked for "
-                               "acknowledged the %s within %lld ms", r->integer,
-                               lock->ack_replicas, what, lock->ack_timeout_ms);
+                               "acknowledged the %s within %lld ms",
+                               redislockp_val_int(r), lock->ack_replicas,
+                               what, lock->ack_timeout_ms);
     }
-    if (lock->ack_aof && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-        r->element[0]->type == REDIS_REPLY_INTEGER &&
-        r->element[1]->type == REDIS_REPLY_INTEGER) {
-        if (r->element[0]->integer >= lock->ack_local &&
-            r->element[1]->integer >= lock->ack_replicas)
+    if (lock->ack_aof && aof_counts(r, &local, &replicas)) {
+        if (local >= lock->ack_local && replicas >= lock->ack_replicas)
             return REDISLOCK_OK;
         return redislockp_fail(lock, REDISLOCK_ERR_NOT_REPLICATED,
                                "WAITAOF: the %s was fsynced locally %lld/%d "
                                "and by %lld of %d replicas within %lld ms",
-                               what, r->element[0]->integer, lock->ack_local,
-                               r->element[1]->integer, lock->ack_replicas,
-                               lock->ack_timeout_ms);
+                               what, local, lock->ack_local, replicas,
+                               lock->ack_replicas, lock->ack_timeout_ms);
     }
     return redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL,
-                           "%s: unexpected reply of type %d", cmd, r->type);
+                           "%s: unexpected reply of type %d", cmd,
+                           redislockp_val_type_number(r));
 }
 
 /* An acquire that was not acknowledged (ST, its message in the handle):
@@ -990,7 +1034,7 @@ static int undo_acquire(redislock *lock, int fresh, int st)
 int redislockp_acquire_once(redislock *lock, redislockp_try how,
                             bool *acquired, long long *holder_pttl)
 {
-    redisReply *ack = NULL;
+    redislockp_val *ack = NULL;
     redislockp_call call;
     int_reply r = ints("acquire", 2, 3);
     long long sent;
@@ -1013,12 +1057,12 @@ int redislockp_acquire_once(redislock *lock, redislockp_try how,
 
         if (ack != NULL &&
             (st = check_ack(lock, ack, "acquire")) != REDISLOCK_OK) {
-            freeReplyObject(ack);
+            redislockp_val_free(ack);
             if (fresh)
                 lock->held = 1;         /* until undo_acquire() says */
             return undo_acquire(lock, fresh, st);
         }
-        freeReplyObject(ack);
+        redislockp_val_free(ack);
         ack = NULL;
         saw(lock, 1);
         held_until(lock, sent);
@@ -1037,10 +1081,10 @@ int redislockp_acquire_once(redislock *lock, redislockp_try how,
                              r.v[0], r.v[1]);
         goto fail;
     }
-    freeReplyObject(ack);
+    redislockp_val_free(ack);
     return REDISLOCK_OK;
 fail:
-    freeReplyObject(ack);
+    redislockp_val_free(ack);
     lock->state = REDISLOCK_STATE_UNKNOWN;
     return st;
 }
@@ -1148,7 +1192,7 @@ int redislock_release(redislock *lock, bool *released)
 
 int redislock_extend(redislock *lock, bool *extended)
 {
-    redisReply *ack = NULL;
+    redislockp_val *ack = NULL;
     redislockp_call call;
     int_reply r = ints("extend", 1, 1);
     long long sent;
@@ -1175,7 +1219,7 @@ int redislock_extend(redislock *lock, bool *extended)
                              "extend: unexpected reply {%lld}", r.v[0]);
     if (st == REDISLOCK_OK && r.v[0] == 1 && ack != NULL)
         st = check_ack(lock, ack, "extend");
-    freeReplyObject(ack);
+    redislockp_val_free(ack);
     if (st == REDISLOCK_ERR_NOT_REPLICATED ||
         (st == REDISLOCK_ERR_SERVER && r.v[0] == 1)) {
         /* Extended on the master, not acknowledged: the holding goes on
@@ -1281,38 +1325,34 @@ typedef struct inspect_reply {
     size_t idlen;
 } inspect_reply;
 
-static int parse_inspect(const redisReply *r, void *out, char *errmsg)
+static int parse_inspect(const redislockp_val *r, void *out, char *errmsg)
 {
     inspect_reply *ir = out;
-    const redisReply *who;
-    size_t len;
+    const char *who;
+    size_t wholen, len;
 
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 4 ||
-        r->element[0]->type != REDIS_REPLY_INTEGER ||
-        r->element[1]->type != REDIS_REPLY_INTEGER ||
-        r->element[2]->type != REDIS_REPLY_STRING ||
-        r->element[3]->type != REDIS_REPLY_INTEGER)
+    if (!inspect_shaped(r) || type_at(r, 0) != REDISLOCKP_V_INTEGER ||
+        type_at(r, 1) != REDISLOCKP_V_INTEGER ||
+        type_at(r, 3) != REDISLOCKP_V_INTEGER)
         return redislockp_tx_fail(errmsg, REDISLOCK_ERR_PROTOCOL,
                                   "inspect: unexpected reply (type %d, %zu "
-                                  "elements)", r->type,
-                                  r->type == REDIS_REPLY_ARRAY ? r->elements
-                                                               : (size_t)0);
-    ir->kind = r->element[0]->integer;
-    ir->pttl = r->element[1]->integer;
-    ir->holds = r->element[3]->integer;
+                                  "elements)", redislockp_val_type_number(r),
+                                  redislockp_val_count(r));
+    ir->kind = int_at(r, 0);
+    ir->pttl = int_at(r, 1);
+    ir->holds = int_at(r, 3);
     if (ir->kind < REDISLOCK_KIND_NONE || ir->kind > REDISLOCK_KIND_OTHER ||
         ir->holds < 0 || ir->pttl < -2)
         return redislockp_tx_fail(errmsg, REDISLOCK_ERR_PROTOCOL,
                                   "inspect: unexpected reply {%lld, %lld, "
                                   "..., %lld}", ir->kind, ir->pttl,
                                   ir->holds);
-    who = r->element[2];
-    ir->owner_len = who->len;
-    ir->ours = who->len == ir->idlen &&
-               memcmp(who->str, ir->id, ir->idlen) == 0;
+    who = redislockp_val_str(redislockp_val_at(r, 2), &wholen);
+    ir->owner_len = wholen;
+    ir->ours = wholen == ir->idlen && memcmp(who, ir->id, ir->idlen) == 0;
     if (ir->owner) {
-        len = who->len < ir->owner_size - 1 ? who->len : ir->owner_size - 1;
-        memcpy(ir->owner, who->str, len);
+        len = wholen < ir->owner_size - 1 ? wholen : ir->owner_size - 1;
+        memcpy(ir->owner, who, len);
         ir->owner[len] = '\0';
     }
     return REDISLOCK_OK;

@@ -174,7 +174,7 @@ int redislockp_forked(unsigned long gen, pid_t pid);
  * a client's connection is then closed).  When the outcome of a MUTATING
  * call is unknown (sent, no reply of ours read) the owner ID turns stale
  * (see id_stale). */
-typedef int (*redislockp_parse_fn)(const redisReply *r, void *out,
+typedef int (*redislockp_parse_fn)(const redislockp_val *r, void *out,
                                    char *errmsg);
 int redislockp_op_run(redislock *lock, const redislockp_call *call,
                       int mutating, redislockp_parse_fn parse, void *out);

@@ -127,10 +127,13 @@ int redislockp_call_format(redislockp_cmd *cmd, const redislockp_call *call,
     return REDISLOCK_OK;
 }
 
-int redislockp_reply_noscript(const redisReply *r)
+int redislockp_reply_noscript(const redislockp_val *r)
 {
-    return r->type == REDIS_REPLY_ERROR && r->len >= 8 &&
-           memcmp(r->str, "NOSCRIPT", 8) == 0;
+    size_t len;
+    const char *s = redislockp_val_str(r, &len);
+
+    return redislockp_val_type(r) == REDISLOCKP_V_ERROR && len >= 8 &&
+           memcmp(s, "NOSCRIPT", 8) == 0;
 }
 
 int redislockp_acl_refused(const char *msg)
@@ -141,25 +144,25 @@ int redislockp_acl_refused(const char *msg)
             strstr(msg, "ACL failure in script") != NULL);
 }
 
-int redislockp_int_array(const redisReply *r, const char *what, long long *v,
-                         size_t min, size_t max, char *errmsg)
+int redislockp_int_array(const redislockp_val *r, const char *what,
+                         long long *v, size_t min, size_t max, char *errmsg)
 {
-    size_t i;
+    size_t i, n = redislockp_val_count(r);
 
-    if (r->type != REDIS_REPLY_ARRAY || r->elements < min ||
-        r->elements > max)
+    if (redislockp_val_type(r) != REDISLOCKP_V_ARRAY || n < min || n > max)
         return redislockp_tx_fail(errmsg, REDISLOCK_ERR_PROTOCOL,
                                   "%s: unexpected reply (type %d, %zu "
-                                  "elements)", what, r->type,
-                                  r->type == REDIS_REPLY_ARRAY ? r->elements
-                                                               : (size_t)0);
-    for (i = 0; i < r->elements; i++) {
-        if (r->element[i]->type != REDIS_REPLY_INTEGER)
+                                  "elements)", what,
+                                  redislockp_val_type_number(r), n);
+    for (i = 0; i < n; i++) {
+        const redislockp_val *e = redislockp_val_at(r, i);
+
+        if (redislockp_val_type(e) != REDISLOCKP_V_INTEGER)
             return redislockp_tx_fail(errmsg, REDISLOCK_ERR_PROTOCOL,
                                       "%s: element %zu has type %d, not "
                                       "integer", what, i,
-                                      r->element[i]->type);
-        v[i] = r->element[i]->integer;
+                                      redislockp_val_type_number(e));
+        v[i] = redislockp_val_int(e);
     }
     return REDISLOCK_OK;
 }

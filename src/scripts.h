@@ -67,7 +67,7 @@ int redislockp_call_format(redislockp_cmd *cmd, const redislockp_call *call,
                            int body, char *errmsg);
 
 /* Is R Redis's NOSCRIPT error? */
-int redislockp_reply_noscript(const redisReply *r);
+int redislockp_reply_noscript(const redislockp_val *r);
 
 /* Does the error message MSG (or a message that quotes it) say that
  * Redis refused a command on a permission of the user's ACL?  NOPERM (a
@@ -88,7 +88,7 @@ typedef struct redislockp_trailer {
 
 /* Read a reply that must be an array of MIN..MAX integers into V;
  * REDISLOCK_ERR_PROTOCOL naming WHAT otherwise. */
-int redislockp_int_array(const redisReply *r, const char *what, long long *v,
-                         size_t min, size_t max, char *errmsg);
+int redislockp_int_array(const redislockp_val *r, const char *what,
+                         long long *v, size_t min, size_t max, char *errmsg);
 
 #endif /* REDISLOCK_SCRIPTS_H */

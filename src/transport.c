@@ -193,22 +193,35 @@ int redislockp_tx_error(const redisContext *c, int err_no, char *errmsg)
     }
 }
 
+int redislockp_tx_failed(const redisContext *c)
+{
+    return c->err != 0;
+}
+
 int redislockp_tx_server_error(const redisReply *r, const char *prefix,
                                char *errmsg)
 {
-    int len = r->len > 400 ? 400 : (int)r->len;
+    return redislockp_tx_val_error(redislockp_val_of(r), prefix, errmsg);
+}
+
+int redislockp_tx_val_error(const redislockp_val *v, const char *prefix,
+                            char *errmsg)
+{
+    size_t n;
+    const char *s = redislockp_val_str(v, &n);
+    int len = n > 400 ? 400 : (int)n;
 
     /* Redis answers a long command from a client that has not
      * authenticated with a protocol error, a short one with NOAUTH: the
      * same cause, told the same way. */
-    if (r->str != NULL &&
-        strncmp(r->str, "ERR Protocol error: unauthenticated", 35) == 0)
+    if (s != NULL &&
+        strncmp(s, "ERR Protocol error: unauthenticated", 35) == 0)
         return redislockp_tx_fail(errmsg, REDISLOCK_ERR_SERVER,
                                   "%sNOAUTH Authentication required (Redis "
-                                  "said: %.*s)", prefix, len, r->str);
+                                  "said: %.*s)", prefix, len, s);
 
     return redislockp_tx_fail(errmsg, REDISLOCK_ERR_SERVER, "%s%.*s", prefix,
-                              len, r->str ? r->str : "");
+                              len, s ? s : "");
 }
 
 /* Mark C dead as hiredis does after a failed write (c->err and errstr are
@@ -330,6 +343,18 @@ const redislockp_val *redislockp_val_at(const redislockp_val *v, size_t i)
     if (r == NULL || r->type != REDIS_REPLY_ARRAY || i >= r->elements)
         return NULL;
     return redislockp_val_of(r->element[i]);
+}
+
+int redislockp_val_type_number(const redislockp_val *v)
+{
+    const redisReply *r = reply_of(v);
+
+    return r != NULL ? r->type : REDIS_REPLY_NIL;
+}
+
+void redislockp_val_free(redislockp_val *v)
+{
+    freeReplyObject(v);
 }
 
 /* hiredis keeps unsent commands in c->obuf, an sds string: its length is

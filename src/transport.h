@@ -101,8 +101,9 @@ int redislockp_tx_next_reply(redisContext *c, int can_read,
 /*
  * A reply as the layers above the executor read it: a view of what the
  * transport read (hiredis's reply), through these functions only, so
- * that no file above the executor depends on hiredis's types.  A view
- * lives as long as the reply it is part of.
+ * that no file above the executor depends on hiredis's types
+ * (tests/check-layers.sh, rule 5, reads lock.c, wait.c and watchdog.c
+ * for hiredis's names).  A view lives as long as the reply it is part of.
  */
 typedef struct redislockp_val redislockp_val;
 
@@ -132,6 +133,16 @@ const char *redislockp_val_str(const redislockp_val *v, size_t *len);
 size_t redislockp_val_count(const redislockp_val *v);
 const redislockp_val *redislockp_val_at(const redislockp_val *v, size_t i);
 
+/* V's type as the messages print it ("unexpected reply of type %d"):
+ * RESP's type as hiredis numbers it, which REDISLOCKP_V_* follows from
+ * 1 to 6 (string to error), then RESP3's own (7 and up); 4 (nil) for a
+ * NULL V. */
+int redislockp_val_type_number(const redislockp_val *v);
+
+/* Free V, a whole reply handed out on its own (the executor's, taken
+ * out of its leg), with everything in it; NULL is fine. */
+void redislockp_val_free(redislockp_val *v);
+
 /* Send CMD and read its cmd->count replies into REPLIES (NULL where none
  * came: all are freed on error). */
 int redislockp_tx_call(redisContext *c, const redislockp_cmd *cmd,
@@ -148,10 +159,16 @@ int redislockp_tx_command(redisContext *c, int argc, const char *const *argv,
  * call left, 0 if unknown) to a status and message. */
 int redislockp_tx_error(const redisContext *c, int err_no, char *errmsg);
 
+/* Has C failed (c->err set)?  A hiredis context is dead from then on. */
+int redislockp_tx_failed(const redisContext *c);
+
 /* A Redis error reply as REDISLOCK_ERR_SERVER, its text (cut) in ERRMSG
- * after PREFIX (may be ""). */
+ * after PREFIX (may be ""); redislockp_tx_val_error() reads it as a
+ * view. */
 int redislockp_tx_server_error(const redisReply *r, const char *prefix,
                                char *errmsg);
+int redislockp_tx_val_error(const redislockp_val *v, const char *prefix,
+                            char *errmsg);
 
 /* Raise C's receive timeout, if one is set and it is shorter, to NEED_MS
  * (a reply that is slow on purpose: BLPOP, WAIT); *OLD keeps the old one.

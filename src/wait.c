@@ -159,7 +159,7 @@ static int block_on(redislock *lock, redislock_client *cl, long node,
     redislockp_fanout f;
     redislockp_leg leg;
     redislockp_res res;
-    const redisReply *r;
+    const redislockp_val *r;
     int st;
 
     *woken = false;
@@ -188,12 +188,13 @@ static int block_on(redislock *lock, redislock_client *cl, long node,
     case REDISLOCKP_VALUE:
         if (st != REDISLOCK_OK) {
             redislockp_fail(lock, st, "%s", leg.msg);
-        } else if (r->type == REDIS_REPLY_ARRAY) {  /* {key, element} */
-            *woken = true;
-        } else if (r->type != REDIS_REPLY_NIL) {    /* NIL: timed out */
+        } else if (redislockp_val_type(r) == REDISLOCKP_V_ARRAY) {
+            *woken = true;              /* {key, element} */
+        } else if (redislockp_val_type(r) != REDISLOCKP_V_NIL) {
+            /* (NIL: timed out.) */
             st = redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL,
                                  "BLPOP: unexpected reply of type %d",
-                                 r->type);
+                                 redislockp_val_type_number(r));
         }
         break;
     case REDISLOCKP_NOT_MASTER:         /* demoted while we waited */
@@ -215,13 +216,13 @@ static int block_on(redislock *lock, redislock_client *cl, long node,
     return st;
 }
 
-static int parse_leave(const redisReply *r, void *out, char *errmsg)
+static int parse_leave(const redislockp_val *r, void *out, char *errmsg)
 {
     (void)out;
-    if (r->type != REDIS_REPLY_INTEGER)
+    if (redislockp_val_type(r) != REDISLOCKP_V_INTEGER)
         return redislockp_tx_fail(errmsg, REDISLOCK_ERR_PROTOCOL,
                                   "leave: unexpected reply of type %d",
-                                  r->type);
+                                  redislockp_val_type_number(r));
     return REDISLOCK_OK;
 }
 
@@ -250,7 +251,7 @@ static int fail_waiting(redislock *lock, int st, int registered)
     /* A client's handle holds no connection between calls: leave() takes
      * a fresh one (or fails at once while reconnects back off). */
     if (registered && st != REDISLOCK_ERR_IO && st != REDISLOCK_ERR_NOMEM &&
-        (lock->client != NULL || !lock->ctx->err)) {
+        (lock->client != NULL || !redislockp_tx_failed(lock->ctx))) {
         memcpy(saved, lock->errmsg, sizeof saved);
         (void)leave(lock, false);
         memcpy(lock->errmsg, saved, sizeof saved);

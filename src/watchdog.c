@@ -59,16 +59,18 @@ static void drain(redislock *lock)
  * was read, so nothing is in flight).  A redirection is noted (the
  * renewal is retried on the right node), a demoted master puts the route
  * in doubt. */
-static int renewed(redislock_client *cl, const redisReply *r)
+static int renewed(redislock_client *cl, const redislockp_val *r)
 {
+    const redislockp_val *who = redislockp_val_at(r, 0);
     redislockp_res res;
 
     redislockp_classify(r, cl->cluster, cl->sentinel, &res);
     switch (res.kind) {
     case REDISLOCKP_VALUE:
-        if (r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
-            r->element[0]->type == REDIS_REPLY_INTEGER)
-            return r->element[0]->integer == 1 ? 1 : 0;
+        if (redislockp_val_type(r) == REDISLOCKP_V_ARRAY &&
+            redislockp_val_count(r) == 1 &&
+            redislockp_val_type(who) == REDISLOCKP_V_INTEGER)
+            return redislockp_val_int(who) == 1 ? 1 : 0;
         return -2;
     case REDISLOCKP_MOVED:
         if (res.host[0] != '\0')
@@ -204,14 +206,16 @@ static void renew_nodes(redislock_client *cl, redislock **batch, int n,
  * ours (lost), -1 no answer, -2 answered with an error. */
 static int renewed_on(const redislockp_leg *leg, int k)
 {
-    const redisReply *r = leg->reply[k];
+    const redislockp_val *r = leg->reply[k];
+    const redislockp_val *who = redislockp_val_at(r, 0);
     redislockp_res res;
 
     if (leg->st != REDISLOCK_OK || r == NULL)
         return -1;
-    if (r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
-        r->element[0]->type == REDIS_REPLY_INTEGER)
-        return r->element[0]->integer == 1 ? 1 : 0;
+    if (redislockp_val_type(r) == REDISLOCKP_V_ARRAY &&
+        redislockp_val_count(r) == 1 &&
+        redislockp_val_type(who) == REDISLOCKP_V_INTEGER)
+        return redislockp_val_int(who) == 1 ? 1 : 0;
     redislockp_classify(r, 0, 0, &res);
     if (strcmp(res.code, "WRONGTYPE") == 0)
         return 0;               /* the key holds something else: not ours */
