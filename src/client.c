@@ -229,12 +229,12 @@ int redislock_client_ping(redislock_client *cl, char *errbuf, size_t errsize)
             else
                 snprintf(msg, sizeof msg, "master %zu: %.400s", i + 1, one);
         }
-        if (up > cl->nsubs / 2)
+        if (up >= redislockp_majority(cl->nsubs))
             return REDISLOCK_OK;
         if (errbuf != NULL && errsize > 0)
             snprintf(errbuf, errsize, "no quorum: %zu of %zu masters "
                      "answered, %zu needed; the last failure: %s", up,
-                     cl->nsubs, cl->nsubs / 2 + 1, msg);
+                     cl->nsubs, redislockp_majority(cl->nsubs), msg);
         return REDISLOCK_ERR_IO;
     }
     if (cl->cluster) {

@@ -137,6 +137,12 @@ struct redislock_client {
 
 /* quorum.c: a client over N independent masters, at most this many. */
 #define REDISLOCKP_QUORUM_MAX 9
+
+/* A majority of N masters: the one place it is counted. */
+static inline size_t redislockp_majority(size_t n)
+{
+    return n / 2 + 1;
+}
 /* The least a quorum operation waits for its masters' replies by
  * default (a tenth of the lease, if longer; see
  * redislock_client_set_quorum_wait()), and how long it waits for
@@ -196,11 +202,6 @@ void redislockp_block_end(redislock_client *cl, size_t node);
  * wrong with the node. */
 void redislockp_pool_drop(redislock_client *cl, size_t node, redisContext *c);
 
-/* A connection for an operation on a key of SLOT: to the node the route
- * names (redislockp_route), from its pool; NULL with ERRMSG and *STATUS.
- * *NODE gets the node, for redislockp_conn_back(). */
-redisContext *redislockp_conn_route(redislock_client *cl, unsigned slot,
-                                    size_t *node, char *errmsg, int *status);
 /* Give C back after a call that ended with STATUS: closed if that broke
  * it (I/O, out of memory, a reply out of step), and after an I/O error
  * the route is put in doubt (a failover, maybe). */

@@ -232,7 +232,8 @@ static void leg_read(redislockp_leg *leg, const redislockp_fanout *f,
 static int decided(const redislockp_fanout *f, const redislockp_leg *legs,
                    size_t n)
 {
-    size_t i, maj = n / 2 + 1, yes = 0, no = 0, pending = 0, answered = 0;
+    size_t i, maj = redislockp_majority(n), yes = 0, no = 0, pending = 0;
+    size_t answered = 0;
 
     if (f->vote == NULL)
         return 0;
@@ -329,9 +330,16 @@ size_t redislockp_exec_fanout(redislock_client *cl, unsigned slot,
             leg->st = REDISLOCK_ERR_INVALID;
             continue;
         }
-        leg->c = redislockp_conn_route(leg->cl, slot, &leg->node, leg->msg,
-                                       &leg->st);
+        /* A connection within the wait: a master whose pool is all in
+         * use, or that is slow to connect to, costs its leg, not the
+         * operation. */
+        leg->st = redislockp_route(leg->cl, slot, &leg->node, leg->msg);
+        if (leg->st == REDISLOCK_OK)
+            leg->c = redislockp_pool_get(leg->cl, leg->node, f->wait_ms,
+                                         leg->msg, &leg->st);
         if (leg->c == NULL) {
+            if (leg->st == REDISLOCK_ERR_IO)
+                redislockp_route_stale(leg->cl);
             leg->done = 1;
             continue;
         }
@@ -406,6 +414,31 @@ static void leg_clear(redislockp_leg *leg)
     leg->st = REDISLOCK_OK;
     leg->done = leg->sent = 0;
     leg->msg[0] = '\0';
+}
+
+void redislockp_exec_learn(redislock_client *cl, size_t node,
+                           redislockp_res *res)
+{
+    if ((res->kind == REDISLOCKP_MOVED || res->kind == REDISLOCKP_ASK) &&
+        res->host[0] == '\0') {
+        /* "MOVED 3999 :6380": the node did not know its own address; it
+         * is the host we reached it at. */
+        redislockp_url u = redislockp_node_url(cl, node);
+
+        snprintf(res->host, sizeof res->host, "%s", u.host);
+    }
+    switch (res->kind) {
+    case REDISLOCKP_MOVED:
+        redislockp_cluster_moved(cl, res->slot, res->host, res->port);
+        break;
+    case REDISLOCKP_ASK:                /* a migration under way */
+    case REDISLOCKP_RETRY:              /* TRYAGAIN, CLUSTERDOWN... */
+    case REDISLOCKP_NOT_MASTER:         /* a failover */
+        redislockp_route_stale(cl);
+        break;
+    default:
+        break;
+    }
 }
 
 /* Pause before another try (10 ms doubling to 200 ms) and put the route
@@ -515,18 +548,7 @@ int redislockp_exec_one(const redislockp_target *t, const redislockp_fanout *f,
                                      ? REDISLOCK_ERR_IO
                                      : REDISLOCK_OK);
         leg->c = NULL;
-        if ((res->kind == REDISLOCKP_MOVED || res->kind == REDISLOCKP_ASK) &&
-            res->host[0] == '\0') {
-            /* "MOVED 3999 :6380": the node did not know its own address;
-             * it is the host we reached it at. */
-            redislockp_url u = redislockp_node_url(cl, leg->node);
-
-            snprintf(res->host, sizeof res->host, "%s", u.host);
-        }
-        if (res->kind == REDISLOCKP_MOVED)
-            redislockp_cluster_moved(cl, res->slot, res->host, res->port);
-        else if (res->kind == REDISLOCKP_RETRY)
-            redislockp_cluster_stale(cl);
+        redislockp_exec_learn(cl, leg->node, res);
         if (t->follow && (res->kind == REDISLOCKP_MOVED ||
                           res->kind == REDISLOCKP_ASK)) {
             if (++redirects <= REDISLOCKP_MAX_REDIRECTS) {

@@ -62,6 +62,15 @@ typedef struct redislockp_res {
 void redislockp_classify(const redislockp_val *r, int cluster, int sentinel,
                          redislockp_res *res);
 
+/* What error reply RES, from node NODE of CL, says about the route, noted
+ * in CL: a MOVED slot's new node, or the slot map or the master in doubt
+ * (ASK, TRYAGAIN and the like, a demoted master).  RES->host is filled
+ * with NODE's host when the server did not name its own.  The one place
+ * a redirection is read; redislockp_exec_one() calls it for its replies,
+ * the watchdog for each renewal of a batch. */
+void redislockp_exec_learn(redislock_client *cl, size_t node,
+                           redislockp_res *res);
+
 typedef struct redislockp_leg {
     redislock_client *cl;       /* whose pool the connection is from */
     size_t node;

@@ -88,7 +88,7 @@ static int companions_usable(redislock *lock, const redislockp_call *call)
 
 static size_t majority(const redislock *lock)
 {
-    return lock->client->nsubs / 2 + 1;
+    return redislockp_majority(lock->client->nsubs);
 }
 
 /* How long a quorum operation waits for the masters' replies once sent:

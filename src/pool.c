@@ -218,15 +218,6 @@ static int broken_by(int status)
            status == REDISLOCK_ERR_PROTOCOL;
 }
 
-redisContext *redislockp_conn_route(redislock_client *cl, unsigned slot,
-                                    size_t *node, char *errmsg, int *status)
-{
-    *status = redislockp_route(cl, slot, node, errmsg);
-    if (*status != REDISLOCK_OK)
-        return NULL;
-    return redislockp_pool_get(cl, *node, 0, errmsg, status);
-}
-
 void redislockp_conn_back(redislock_client *cl, size_t node, redisContext *c,
                           int status)
 {

@@ -200,10 +200,8 @@ static int block_on(redislock *lock, redislock_client *cl, long node,
     case REDISLOCKP_NOT_MASTER:         /* demoted while we waited */
     case REDISLOCKP_ASK:                /* mid-migration */
     case REDISLOCKP_RETRY:              /* a cluster hiccup */
-        redislockp_route_stale(cl);
-        /* FALLTHROUGH */
-    case REDISLOCKP_MOVED:              /* the list moved with the slot
-                                         * (the executor noted where) */
+    case REDISLOCKP_MOVED:              /* the list moved with the slot */
+        /* (The executor noted what it says about the route.) */
         /* Not woken: the next try (which follows redirections and
          * failovers) tells. */
         st = REDISLOCK_OK;

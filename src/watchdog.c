@@ -54,41 +54,29 @@ static void drain(redislock *lock)
             ;
 }
 
-/* How renewal reply R reads: 1 renewed, 0 not ours (lost), -2 answered
- * with an error (OOM, BUSY, a redirection: tried again soon; the reply
- * was read, so nothing is in flight).  A redirection is noted (the
- * renewal is retried on the right node), a demoted master puts the route
- * in doubt. */
-static int renewed(redislock_client *cl, const redislockp_val *r)
+/* How renewal reply R, from NODE of CL, reads: 1 renewed, 0 not ours
+ * (lost), -2 answered with an error (OOM, BUSY, a redirection: tried
+ * again soon; the reply was read, so nothing is in flight).  What an
+ * error says about the route is noted (the renewal is retried on the
+ * right node). */
+static int renewed(redislock_client *cl, size_t node, const redislockp_val *r)
 {
     const redislockp_val *who = redislockp_val_at(r, 0);
     redislockp_res res;
 
     redislockp_classify(r, cl->cluster, cl->sentinel, &res);
-    switch (res.kind) {
-    case REDISLOCKP_VALUE:
+    if (res.kind == REDISLOCKP_VALUE) {
         if (redislockp_val_type(r) == REDISLOCKP_V_ARRAY &&
             redislockp_val_count(r) == 1 &&
             redislockp_val_type(who) == REDISLOCKP_V_INTEGER)
             return redislockp_val_int(who) == 1 ? 1 : 0;
         return -2;
-    case REDISLOCKP_MOVED:
-        if (res.host[0] != '\0')
-            redislockp_cluster_moved(cl, res.slot, res.host, res.port);
-        else
-            redislockp_route_stale(cl);
-        return -2;
-    case REDISLOCKP_SERVER:
-        /* The key holds something else: not ours. */
-        if (strcmp(res.code, "WRONGTYPE") == 0)
-            return 0;
-        if (cl->cluster)
-            redislockp_route_stale(cl);
-        return -2;
-    default:
-        redislockp_route_stale(cl);     /* a failover, maybe */
-        return -2;
     }
+    /* The key holds something else: not ours. */
+    if (res.kind == REDISLOCKP_SERVER && strcmp(res.code, "WRONGTYPE") == 0)
+        return 0;
+    redislockp_exec_learn(cl, node, &res);
+    return -2;
 }
 
 /* The acknowledgement timeout of a renewal of L that may wait LIMIT_MS
@@ -148,10 +136,10 @@ static void renew_batch(redislock_client *cl, size_t node, redislock **batch,
         leg.got == n + ack) {
         /* Every reply read (an error reply among them or not). */
         for (i = 0; i < n; i++) {
-            result[i] = renewed(cl, leg.reply[i]);
+            result[i] = renewed(cl, node, leg.reply[i]);
             if (result[i] == 1 && ack &&
                 !redislockp_ack_enough(&batch[0]->renew_ack,
-                                       redislockp_val_of(leg.reply[n])))
+                                       leg.reply[n]))
                 result[i] = -3;         /* renewed, not acknowledged */
         }
     } else {
@@ -235,7 +223,7 @@ static void renew_quorum(redislock_client *cl, redislock **batch, int n,
     const redislockp_call *ptrs[BATCH];
     redislockp_trailer tr;
     redislockp_fanout f;
-    size_t i, m = cl->nsubs, maj = cl->nsubs / 2 + 1;
+    size_t i, m = cl->nsubs, maj = redislockp_majority(cl->nsubs);
     long long set = __atomic_load_n(&cl->quorum_wait_ms, __ATOMIC_RELAXED);
     long long wait = set;
     char num[3][24];
@@ -273,7 +261,7 @@ static void renew_quorum(redislock_client *cl, redislock **batch, int n,
 
             if (v == 1 && ack &&
                 !redislockp_ack_enough(&batch[0]->renew_ack,
-                                       redislockp_val_of(legs[i].reply[n])))
+                                       legs[i].reply[n]))
                 v = -3;
             yes += v == 1;
             no += v == 0;

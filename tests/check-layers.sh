@@ -104,7 +104,7 @@ else
     echo "not ok 3 - transport, runner and layouts call nothing above them"
     sed 's/^/# uses: /' "$tmp/upward"
 fi
-direct='^redislockp_(pool_get|pool_put|pool_drop|conn_route|conn_back|conn_take|conn_give|connect|tx_send|tx_recv|tx_call|tx_command|tx_next_reply|tx_ready|run_calls|run_calls_ex|run_calls_tr|run)$'
+direct='^redislockp_(pool_get|pool_put|pool_drop|conn_back|connect|tx_send|tx_recv|tx_call|tx_command|tx_next_reply|tx_ready)$'
 awk -v d="$direct" '($1 == "lock" || $1 == "wait" || $1 == "watchdog") &&
      $2 ~ d { print }' "$tmp/undef" > "$tmp/direct"
 if [ ! -s "$tmp/direct" ]; then
