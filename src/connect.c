@@ -139,6 +139,7 @@ redisContext *redislockp_connect(const redislockp_url *u, char *errmsg,
     }
     /* Not inherited by programs a child process executes. */
     (void)fcntl(c->fd, F_SETFD, FD_CLOEXEC);
+    redislockp_tx_limit_replies(c);
     *status = REDISLOCK_OK;
     if (u->tls) {
         /* The handshake within the connect timeout: a server that does

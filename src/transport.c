@@ -220,8 +220,14 @@ int redislockp_tx_val_error(const redislockp_val *v, const char *prefix,
                                   "%sNOAUTH Authentication required (Redis "
                                   "said: %.*s)", prefix, len, s);
 
+    /* An error reply with no text (or text that starts with a NUL) still
+     * says that Redis refused. */
+    if (s == NULL || len == 0 || s[0] == '\0')
+        return redislockp_tx_fail(errmsg, REDISLOCK_ERR_SERVER,
+                                  "%sRedis answered with an error reply "
+                                  "without text", prefix);
     return redislockp_tx_fail(errmsg, REDISLOCK_ERR_SERVER, "%s%.*s", prefix,
-                              len, s ? s : "");
+                              len, s);
 }
 
 /* Mark C dead as hiredis does after a failed write (c->err and errstr are
@@ -274,6 +280,45 @@ int redislockp_tx_lower_timeout(redisContext *c, long long max_ms,
     tv.tv_usec = (suseconds_t)(max_ms % 1000) * 1000;
     return setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) == 0;
 }
+
+/* ------------------------------------------------------------------------
+ * Limits on what a reply may declare
+ */
+
+#if defined(HIREDIS_MAJOR) && HIREDIS_MAJOR >= 1
+void redislockp_tx_limit_replies(redisContext *c)
+{
+    c->reader->maxelements = REDISLOCKP_MAX_ELEMENTS;
+}
+#else
+/* hiredis 0.14 has no limit of its own: its reply functions, with the
+ * array's made to refuse what is too long (the reader then fails as out of
+ * memory, and the context with it). */
+static redisReplyObjectFunctions limited_fn;
+static void *(*create_array)(const redisReadTask *task, int n);
+static pthread_mutex_t limited_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void *limited_array(const redisReadTask *task, int n)
+{
+    if (n < 0 || (long)n > REDISLOCKP_MAX_ELEMENTS)
+        return NULL;
+    return create_array(task, n);
+}
+
+void redislockp_tx_limit_replies(redisContext *c)
+{
+    pthread_mutex_lock(&limited_mu);
+    if (create_array == NULL && c->reader->fn != NULL) {
+        /* hiredis's own functions, from the first context. */
+        limited_fn = *c->reader->fn;
+        create_array = limited_fn.createArray;
+        limited_fn.createArray = limited_array;
+    }
+    if (c->reader->fn != NULL && c->reader->fn->createArray == create_array)
+        c->reader->fn = &limited_fn;
+    pthread_mutex_unlock(&limited_mu);
+}
+#endif
 
 /* ------------------------------------------------------------------------
  * Reply views

@@ -177,6 +177,16 @@ int redislockp_tx_raise_timeout(redisContext *c, long long need_ms,
                                 struct timeval *old);
 void redislockp_tx_restore_timeout(redisContext *c, const struct timeval *old);
 
+/* The most elements an array reply may declare on the library's own
+ * connections (no reply the library asks for comes near: CLUSTER SLOTS of
+ * a large cluster is a few thousand); more is a protocol error (hiredis
+ * >= 1.0) or refused as out of memory (0.14), instead of an allocation
+ * as large as a broken or hostile server declares. */
+#define REDISLOCKP_MAX_ELEMENTS (1L << 20)
+
+/* Cap the array replies C's reader accepts (REDISLOCKP_MAX_ELEMENTS). */
+void redislockp_tx_limit_replies(redisContext *c);
+
 /* Lower C's receive timeout to MAX_MS if it is longer (or none is set),
  * for a wait that must not outlast something (a lease); *OLD keeps the
  * old one.  1 if lowered (restore it with redislockp_tx_restore_timeout()). */
