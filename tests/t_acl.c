@@ -9,7 +9,8 @@
  * call the lock key and its companions are as they were: Redis undoes
  * nothing a script did before a refusal, so the scripts must refuse
  * before their first write.  Rules that give a feature only some of its
- * commands check that too.
+ * commands check that too, and so do the refusals doc/acl.md lists
+ * beyond the rules (no script rights, read-only keys, no +wait).
  */
 #include "config.h"
 
@@ -580,6 +581,184 @@ static void test_waiter_refused_before_it_takes(void **state)
     redisFree(u);
 }
 
+/* May queue but not block (no BLPOP): the waiter's BLPOP is refused, and
+ * it leaves the queue and polls, getting the lock at its next poll after
+ * the holder's release. */
+static void test_blpop_refused_polls(void **state)
+{
+    char key[64];
+    struct keys ks;
+    redisContext *u;
+    redislock *lock;
+
+    u = partial("-blpop", key, sizeof key, &ks);
+    if (u == NULL)
+        return;
+    lock = tu_new_lock(state, u, key);
+    wait_for_contender(state, lock, key, 0);
+    redislock_free(lock);
+    redisFree(u);
+}
+
+/* ------------------------------------------------------------------------
+ * More refusals, each with the message doc/acl.md gives for it. */
+
+/* No +evalsha (nor +eval): every operation is a script, so nothing runs;
+ * the check of which command is missing is a script too, refused alike,
+ * and the message says what is missing. */
+static void test_no_script_rights(void **state)
+{
+    char key[64];
+    redisContext *u;
+    redislock *lock;
+    bool ok = true;
+
+    create_user_as("lock-all", "lock-partial", "-evalsha");
+    tu_cmd_ok(c, "ACL SETUSER lock-partial -eval");
+    u = connect_as("lock-partial");
+    tu_key(key, sizeof key, "locks:acl");
+    lock = tu_new_lock(state, u, key);
+    assert_int_equal(redislock_acquire(lock, &ok), REDISLOCK_ERR_SERVER);
+    assert_false(ok);
+    if (strstr(redislock_last_error(lock), "NOPERM") == NULL ||
+        strstr(redislock_last_error(lock), "[every lock operation runs a "
+               "script: the Redis user needs +evalsha and +eval "
+               "(doc/acl.md)]") == NULL)
+        fail_msg("last_error: %s", redislock_last_error(lock));
+    assert_int_equal(tu_pttl(c, key, strlen(key)), -2);
+    redislock_free(lock);
+    redisFree(u);
+}
+
+/* A refusal names the key as it can be read: other bytes than printable
+ * ASCII (and the backslash) as \xNN, and a long key cut after 48 bytes. */
+static void test_refusal_shows_the_key_readably(void **state)
+{
+    static const char key[] = "locks:acl:\x01\\"
+                              "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxend";
+    static const char shown[] = "locks:acl:\\x01\\x5c"
+                                "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...";
+    char want[400];
+    redisContext *u;
+    redislock *lock;
+    bool ok = true;
+
+    (void)state;
+    create_user("lock-gozero");         /* no counted-mode commands */
+    u = connect_as("lock-gozero");
+    lock = redislock_new_counted_len(u, key, sizeof key - 1);
+    assert_non_null(lock);
+    assert_int_equal(redislock_acquire(lock, &ok), REDISLOCK_ERR_SERVER);
+    assert_false(ok);
+    snprintf(want, sizeof want, "counted mode needs +evalsha +eval +exists "
+             "+get +hget +hset +hincrby +pexpire +pttl +del on %s "
+             "(doc/acl.md)]", shown);
+    if (strstr(redislock_last_error(lock), want) == NULL)
+        fail_msg("last_error \"%s\" lacks \"%s\"", redislock_last_error(lock),
+                 want);
+    assert_int_equal(tu_pttl(c, key, sizeof key - 1), -2);
+    redislock_free(lock);
+    redisFree(u);
+}
+
+/* No PEXPIRE: an extend by the holder's owner ID is refused, having
+ * changed nothing, and names the command. */
+static void test_extend_refused_before_its_write(void **state)
+{
+    const int m = tu_is_counted(state);
+    char key[64], before[1024], after[1024];
+    struct keys ks;
+    redisContext *u;
+    redislock *lock, *holder;
+    bool ok = true;
+    int st;
+
+    u = partial("-pexpire", key, sizeof key, &ks);
+    if (u == NULL)
+        return;
+    holder = tu_new_lock(state, c, key);
+    lock = tu_new_lock(state, u, key);
+    assert_int_equal(redislock_set_id(lock, redislock_id(holder)),
+                     REDISLOCK_OK);
+    assert_true(tu_acquire(holder));
+    key_state(&ks, before, sizeof before);
+    st = redislock_extend(lock, &ok);
+    key_state(&ks, after, sizeof after);
+    assert_string_equal(before, after);
+    expect_refused(lock, st, "PEXPIRE $1", m ? COUNTED_NEEDS : GOZERO_NEEDS,
+                   &ks);
+    assert_false(ok);
+    assert_true(tu_release(holder));
+    redislock_free(holder);
+    redislock_free(lock);
+    redisFree(u);
+}
+
+/* Keys given to scripts read-only (%R~): Redis refuses the script, and
+ * the check finds the key rather than a command. */
+static void test_read_only_keys_refused(void **state)
+{
+    char key[64], want[400];
+    redisContext *u;
+    redislock *lock;
+    bool ok = true;
+
+    if (!acl_check_cmd())
+        return;                         /* %R~ came with Redis 7.0 */
+    tu_cmd_ok(c, "ACL SETUSER lock-partial reset on >secret %%R~locks:* "
+              "+evalsha +eval +get +pttl +exists +hget");
+    u = connect_as("lock-partial");
+    tu_key(key, sizeof key, "locks:acl");
+    lock = tu_new_lock(state, u, key);
+    assert_int_equal(redislock_held(lock, &ok), REDISLOCK_ERR_SERVER);
+    assert_false(ok);
+    snprintf(want, sizeof want, "[the Redis user may not give %s to a "
+             "script: Redis wants read and write access to every key given "
+             "to a script (a ~ pattern, not %%R~) (doc/acl.md)]", key);
+    if (strstr(redislock_last_error(lock), want) == NULL)
+        fail_msg("last_error \"%s\" lacks \"%s\"", redislock_last_error(lock),
+                 want);
+    redislock_free(lock);
+    redisFree(u);
+}
+
+/* No +wait (doc/acl.md's rules give none): replica acknowledgement is
+ * refused, and says so.  The acquire gives back what it took; an extend
+ * that was done keeps the holding (the caller decides). */
+static void test_acknowledgement_refused(void **state)
+{
+    char key[64];
+    redisContext *u;
+    redislock *lock;
+    bool ok = true;
+
+    create_user("lock-all");
+    u = connect_as("lock-all");
+    tu_key(key, sizeof key, "locks:acl");
+    lock = tu_new_lock(state, u, key);
+    assert_int_equal(redislock_set_min_replicas(lock, 1, 100), REDISLOCK_OK);
+    assert_int_equal(redislock_acquire(lock, &ok), REDISLOCK_ERR_SERVER);
+    assert_false(ok);
+    if (strstr(redislock_last_error(lock), "WAIT after the acquire: NOPERM") ==
+            NULL ||
+        strstr(redislock_last_error(lock), "[replica acknowledgement needs "
+               "+wait (doc/acl.md)]") == NULL)
+        fail_msg("last_error: %s", redislock_last_error(lock));
+    assert_int_equal(tu_pttl(c, key, strlen(key)), -2);
+    assert_int_equal(redislock_set_min_replicas(lock, 0, 1), REDISLOCK_OK);
+    assert_true(tu_acquire(lock));
+    assert_int_equal(redislock_set_min_replicas(lock, 1, 100), REDISLOCK_OK);
+    assert_int_equal(redislock_extend(lock, &ok), REDISLOCK_ERR_SERVER);
+    if (strstr(redislock_last_error(lock), "WAIT after the extend: NOPERM") ==
+        NULL)
+        fail_msg("last_error: %s", redislock_last_error(lock));
+    assert_int_equal(redislock_last_state(lock), REDISLOCK_STATE_OURS);
+    assert_int_equal(redislock_set_min_replicas(lock, 0, 1), REDISLOCK_OK);
+    assert_true(tu_release(lock));
+    redislock_free(lock);
+    redisFree(u);
+}
+
 #define BOTH(t)                                                        \
     { #t " (go-zero mode)", t, NULL, delete_users, &tu_mode_gozero },  \
     { #t " (counted mode)", t, NULL, delete_users, &tu_mode_counted }
@@ -608,6 +787,14 @@ int main(void)
           test_fencing_refused_before_its_write, NULL, delete_users,
           &tu_mode_gozero },
         BOTH(test_waiter_refused_before_it_takes),
+        BOTH(test_blpop_refused_polls),
+        BOTH(test_no_script_rights),
+        { "test_refusal_shows_the_key_readably",
+          test_refusal_shows_the_key_readably, NULL, delete_users,
+          &tu_mode_counted },
+        BOTH(test_extend_refused_before_its_write),
+        BOTH(test_read_only_keys_refused),
+        BOTH(test_acknowledgement_refused),
     };
 
     return TU_RUN_CONNECTED(tests, &c);

@@ -2,7 +2,9 @@
  * t_client.c - the client that owns its connections: URLs (and errors
  * that never show the password), AUTH with a password and with an ACL
  * user that has only the rights the README lists, SELECT, many threads on
- * one client, reconnection after the server restarts, and fork.
+ * one client, the pool's limits (a wait for a connection that times out,
+ * pool_size changed while connections are in use), reconnection after
+ * the server restarts, and fork.
  */
 #include "config.h"
 
@@ -13,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "faultproxy.h"
 #include "testutil.h"
 
 static redisContext *c;
@@ -802,6 +805,161 @@ static void test_small_pool_many_waiters(void **state)
     redislock_client_free(cl);
 }
 
+/* ------------------------------------------------------------------------
+ * The pool's limits, with its connections kept in use on purpose: the
+ * client reaches the server through the fault proxy, which holds an
+ * acquire's command (so its connection stays in use) until the test lets
+ * it through.
+ */
+
+struct busy {
+    redislock *lock;
+    pthread_t tid;
+    int status;
+    bool acquired;
+};
+
+static void *busy_acquire(void *arg)
+{
+    struct busy *b = arg;
+
+    b->status = redislock_acquire(b->lock, &b->acquired);
+    return NULL;
+}
+
+/* A client of the proxy *P (started here) with pool_size=POOL and a
+ * command timeout no held command comes near; its first connection made
+ * and idle. */
+static redislock_client *proxied_client(fp_proxy **p, int pool)
+{
+    const char *port = getenv("REDISLOCK_TEST_PORT");
+    redislock_client *cl;
+    char url[300], err[256];
+
+    assert_non_null(port);
+    *p = fp_start("127.0.0.1", atoi(port));
+    assert_non_null(*p);
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d?pool_size=%d&"
+             "timeout=30000", fp_port(*p), pool);
+    cl = redislock_client_new(url);
+    assert_non_null(cl);
+    if (redislock_client_ping(cl, err, sizeof err) != REDISLOCK_OK)
+        fail_msg("ping through the proxy: %s", err);
+    assert_int_equal(fp_connections(*p), 1);
+    return cl;
+}
+
+/* B acquires KEY in a thread of its own, on CL's idle connection, whose
+ * command P holds: the connection stays in use until busy_end(). */
+static void busy_start(struct busy *b, redislock_client *cl, fp_proxy *p,
+                       const char *key)
+{
+    b->lock = redislock_new_from_client(cl, key);
+    assert_non_null(b->lock);
+    b->status = -1;
+    b->acquired = false;
+    fp_hold(p);
+    assert_int_equal(pthread_create(&b->tid, NULL, busy_acquire, b), 0);
+    TU_WAIT_UNTIL(fp_held_bytes(p) > 0, 10000,
+                  "the acquire's command held in the proxy");
+}
+
+/* Let B's command through; it must have taken the lock. */
+static void busy_end(struct busy *b, fp_proxy *p)
+{
+    fp_release(p);
+    assert_int_equal(pthread_join(b->tid, NULL), 0);
+    if (b->status != REDISLOCK_OK)
+        fail_msg("the held acquire: %s: %s", redislock_strerror(b->status),
+                 redislock_last_error(b->lock));
+    assert_true(b->acquired);
+}
+
+/* pool_size=1 and its one connection in use: another operation waits for
+ * it no longer than the command timeout (read when the wait begins, so
+ * lowered here after the held command went out), then fails with
+ * REDISLOCK_ERR_IO saying so, without opening a second connection. */
+static void test_pool_wait_times_out(void **state)
+{
+    fp_proxy *p;
+    redislock_client *cl = proxied_client(&p, 1);
+    redislock *lock;
+    struct busy b;
+    char key[64];
+    long long t0, took;
+    bool ok = true;
+
+    (void)state;
+    tu_key(key, sizeof key, "client:pool-held");
+    busy_start(&b, cl, p, key);
+    assert_int_equal(redislock_client_set_timeouts(cl, 1000, 200),
+                     REDISLOCK_OK);
+    tu_key(key, sizeof key, "client:pool-waits");
+    lock = redislock_new_from_client(cl, key);
+    assert_non_null(lock);
+    t0 = tu_now_ms();
+    assert_int_equal(redislock_acquire(lock, &ok), REDISLOCK_ERR_IO);
+    took = tu_now_ms() - t0;
+    assert_false(ok);
+    if (strstr(redislock_last_error(lock), "all 1 connections to the server "
+               "are in use (pool_size), and none came back within 200 ms") ==
+        NULL)
+        fail_msg("last error: %s", redislock_last_error(lock));
+    if (took < 198)
+        fail_msg("gave up after %lld ms, before the command timeout (200 ms)",
+                 took);
+    assert_int_equal(fp_connections(p), 1);
+    busy_end(&b, p);
+    /* The connection came back: the next operation has it. */
+    assert_true(tu_acquire(lock));
+    assert_true(tu_release(lock));
+    assert_true(tu_release(b.lock));
+    assert_int_equal(fp_connections(p), 1);
+    redislock_free(lock);
+    redislock_free(b.lock);
+    redislock_client_free(cl);
+    fp_stop(p);
+}
+
+/* redislock_client_set_pool_size() takes effect at once: raised while the
+ * one connection is in use, another operation opens a second one instead
+ * of waiting; lowered while both are open, the one in use is closed when
+ * it comes back, not kept idle beside the other. */
+static void test_pool_size_changes_at_once(void **state)
+{
+    fp_proxy *p;
+    redislock_client *cl = proxied_client(&p, 1);
+    redislock *lock;
+    struct busy b;
+    char key[64];
+
+    (void)state;
+    tu_key(key, sizeof key, "client:pool-held");
+    busy_start(&b, cl, p, key);
+    assert_int_equal(redislock_client_set_pool_size(cl, 2), REDISLOCK_OK);
+    tu_key(key, sizeof key, "client:pool-grown");
+    lock = redislock_new_from_client(cl, key);
+    assert_non_null(lock);
+    assert_true(tu_acquire(lock));
+    assert_true(tu_release(lock));
+    assert_int_equal(fp_connections(p), 2);
+    assert_int_equal(redislock_client_set_pool_size(cl, 1), REDISLOCK_OK);
+    busy_end(&b, p);
+    TU_WAIT_UNTIL(fp_open_connections(p) == 1, 10000,
+                  "one connection left open after the pool shrank to 1 "
+                  "(%zu open)", fp_open_connections(p));
+    /* The one kept serves on, and no other is opened. */
+    assert_true(tu_release(b.lock));
+    assert_true(tu_acquire(lock));
+    assert_true(tu_release(lock));
+    assert_int_equal(fp_connections(p), 2);
+    assert_int_equal(fp_open_connections(p), 1);
+    redislock_free(lock);
+    redislock_free(b.lock);
+    redislock_client_free(cl);
+    fp_stop(p);
+}
+
 static void test_reconnects_after_restart(void **state)
 {
     tu_server s;
@@ -890,6 +1048,8 @@ int main(void)
         cmocka_unit_test(test_threads_share_one_client),
         cmocka_unit_test(test_pool_size_is_kept),
         cmocka_unit_test(test_small_pool_many_waiters),
+        cmocka_unit_test(test_pool_wait_times_out),
+        cmocka_unit_test(test_pool_size_changes_at_once),
         cmocka_unit_test(test_reconnects_after_restart),
         cmocka_unit_test(test_forked_child_cannot_use_the_client),
     };

@@ -2,7 +2,9 @@
  * t_quorum.c - a quorum client over 5 independent masters (Redlock), each
  * a redis-server of the test's own on a unix socket: the client's URL
  * errors; a lock taken on all and released from all; the validity it
- * reports; fencing and replica acknowledgement refused; counted mode; 8
+ * reports; fencing and replica acknowledgement refused; counted mode;
+ * masters that disagree (leases, a refused command, inspect), waiters with
+ * a pool of one or the first master down, ping's majority; 8
  * processes x 500 critical sections with zero overlaps; with 2 masters
  * killed it goes on; with 3 killed acquire fails in time naming the
  * quorum; auto-renewal across masters; and the known weakness: a master
@@ -292,6 +294,300 @@ static void test_waiter_is_woken(void **state)
     assert_true(tu_release(waiter));
     redislock_free(holder);
     redislock_free(waiter);
+    redislock_client_free(cl);
+}
+
+/* ------------------------------------------------------------------------
+ * Masters that disagree, and what the quorum makes of them.
+ */
+
+/* Run one command on master I (it must succeed). */
+static void on_master(int i, const char *cmd, const char *key,
+                      const char *arg)
+{
+    redisContext *mc = tu_connect_unix(m[i].socket);
+    const char *argv[3] = { cmd, key, arg };
+    size_t argvlen[3];
+    redisReply *r;
+    int k, argc = arg != NULL ? 3 : 2;
+
+    assert_non_null(mc);
+    for (k = 0; k < argc; k++)
+        argvlen[k] = strlen(argv[k]);
+    r = tu_cmd_argv(mc, argc, argv, argvlen);
+    if (r->type == REDIS_REPLY_ERROR)
+        fail_msg("master %d: %s %s: %s", i + 1, cmd, key, r->str);
+    freeReplyObject(r);
+    redisFree(mc);
+}
+
+/* The masters' leases differ: ttl and hold_count report what a majority
+ * has, the third longest-lived key of five (the lock is ours while three
+ * live), whatever order the masters answer in. */
+static void test_ttl_and_holds_are_the_majoritys(void **state)
+{
+    redislock_client *cl = quorum_client();
+    redislock *lock;
+    char key[64];
+    long long ttl = 0, t0;
+    int i, holds = 0;
+
+    (void)state;
+    tu_key(key, sizeof key, "q:majority-ttl");
+    lock = redislock_new_counted_from_client(cl, key);
+    assert_non_null(lock);
+    assert_int_equal(redislock_set_expire_ms(lock, 10000), REDISLOCK_OK);
+    assert_true(tu_acquire(lock));
+    copies_become(key, MASTERS);
+    /* Leases and holds that grow with the master's place: 20 s .. 60 s,
+     * 1 .. 5 holds. */
+    t0 = tu_now_ms();
+    for (i = 0; i < MASTERS; i++) {
+        redisContext *mc = tu_connect_unix(m[i].socket);
+
+        assert_non_null(mc);
+        tu_cmd_ok(mc, "PEXPIRE %s %d", key, 20000 + 10000 * i);
+        tu_cmd_ok(mc, "HSET %s count %d", key, i + 1);
+        redisFree(mc);
+    }
+    assert_int_equal(redislock_ttl(lock, &ttl), REDISLOCK_OK);
+    tu_assert_left(ttl, 40000, t0, "the majority's TTL (third of 20..60 s)");
+    assert_int_equal(redislock_hold_count(lock, &holds), REDISLOCK_OK);
+    assert_int_equal(holds, 3);
+    for (i = 0; i < MASTERS; i++)
+        on_master(i, "DEL", key, NULL);
+    redislock_free(lock);
+    redislock_client_free(cl);
+}
+
+/* Three masters of five refuse the command itself (their key holds a
+ * list): that is what the acquire reports (REDISLOCK_ERR_SERVER with the
+ * masters' words), not a lack of answers, and what the two others
+ * granted is given back.  inspect reports what most masters hold, also
+ * with one of them gone. */
+static void test_majority_refuses_the_command(void **state)
+{
+    redislock_client *cl = quorum_client();
+    redislock *lock;
+    redislock_kind kind = REDISLOCK_KIND_NONE;
+    char key[64];
+    long long ttl = 0;
+    bool ok = true;
+    int i;
+
+    (void)state;
+    tu_key(key, sizeof key, "q:wrongtype");
+    for (i = 0; i < 3; i++)
+        on_master(i, "RPUSH", key, "not-a-lock");
+    lock = redislock_new_from_client(cl, key);
+    assert_non_null(lock);
+    assert_int_equal(redislock_acquire(lock, &ok), REDISLOCK_ERR_SERVER);
+    assert_false(ok);
+    if (strstr(redislock_last_error(lock), "WRONGTYPE") == NULL ||
+        strstr(redislock_last_error(lock), "master ") == NULL)
+        fail_msg("last error: %s", redislock_last_error(lock));
+    copies_become(key, 3);              /* the lists; the grants went */
+    assert_int_equal(redislock_inspect(lock, &kind, NULL, 0, &ttl, NULL),
+                     REDISLOCK_OK);
+    assert_int_equal(kind, REDISLOCK_KIND_OTHER);
+    assert_int_equal(ttl, -1);
+    /* One master that holds nothing gone: 3 of 4 answers say a list. */
+    kill_master(4);
+    kind = REDISLOCK_KIND_NONE;
+    assert_int_equal(redislock_inspect(lock, &kind, NULL, 0, &ttl, NULL),
+                     REDISLOCK_OK);
+    assert_int_equal(kind, REDISLOCK_KIND_OTHER);
+    restart_master(4);
+    for (i = 0; i < 3; i++)
+        on_master(i, "DEL", key, NULL);
+    redislock_free(lock);
+    redislock_client_free(cl);
+}
+
+/* Auto-renewal on a quorum: a majority's keys replaced by something else
+ * (a list, in one step) is a loss, reported as taken. */
+static void test_renewal_finds_another_type(void **state)
+{
+    redislock_client *cl = quorum_client();
+    redislock *lock;
+    char key[64];
+    int i;
+
+    (void)state;
+    tu_key(key, sizeof key, "q:renew-wrongtype");
+    lock = redislock_new_from_client(cl, key);
+    assert_non_null(lock);
+    assert_int_equal(redislock_set_expire_ms(lock, 1500), REDISLOCK_OK);
+    assert_int_equal(redislock_set_autorenew(lock, true), REDISLOCK_OK);
+    assert_true(tu_acquire(lock));
+    for (i = 0; i < 3; i++) {
+        redisContext *mc = tu_connect_unix(m[i].socket);
+
+        assert_non_null(mc);
+        tu_cmd_ok(mc, "EVAL %s 1 %s", "redis.call('DEL', KEYS[1]) "
+                  "return redis.call('RPUSH', KEYS[1], 'x')", key);
+        redisFree(mc);
+    }
+    TU_WAIT_UNTIL(redislock_lost_reason(lock) != REDISLOCK_LOST_NONE, 10000,
+                  "the loss of a lock whose key became a list on 3 of 5 "
+                  "masters");
+    assert_int_equal(redislock_lost_reason(lock), REDISLOCK_LOST_TAKEN);
+    redislock_free(lock);
+    for (i = 0; i < MASTERS; i++)
+        on_master(i, "DEL", key, NULL);
+    redislock_client_free(cl);
+}
+
+/* The waiters registered on master 0 for KEY's lock; -1 if unknown. */
+static long long waiters_on_0(const char *key)
+{
+    redisContext *mc = tu_connect_unix(m[0].socket);
+    redisReply *r;
+    long long n;
+
+    if (mc == NULL)
+        return -1;
+    r = redisCommand(mc, "ZCARD {%s}:waiters", key);
+    n = r != NULL && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+    freeReplyObject(r);
+    redisFree(mc);
+    return n;
+}
+
+/* Waiters on a quorum client with pool_size=1 (set on the client, so on
+ * every master) never block in BLPOP - the one connection is the
+ * releases' - but poll: the lock released, the waiter takes it at its
+ * next try. */
+static void test_waiters_poll_with_a_pool_of_one(void **state)
+{
+    redislock_client *cl = quorum_client();
+    redislock *holder, *waiter;
+    redisContext *m0 = tu_connect_unix(m[0].socket);
+    char key[64];
+    bool ok = false;
+
+    (void)state;
+    assert_non_null(m0);
+    tu_cmd_ok(m0, "CONFIG RESETSTAT");
+    assert_int_equal(redislock_client_set_pool_size(cl, 1), REDISLOCK_OK);
+    tu_key(key, sizeof key, "q:pool-one");
+    holder = redislock_new_from_client(cl, key);
+    waiter = redislock_new_from_client(cl, key);
+    assert_non_null(holder);
+    assert_non_null(waiter);
+    assert_int_equal(redislock_set_expire_ms(holder, 20000), REDISLOCK_OK);
+    assert_int_equal(redislock_set_wait_poll_ms(waiter, 200), REDISLOCK_OK);
+    assert_true(tu_acquire(holder));
+    /* Held, with no one to release it: the waiter registers, polls (no
+     * BLPOP on the first master) and gives up at its deadline. */
+    assert_int_equal(redislock_acquire_wait(waiter, 700, &ok), REDISLOCK_OK);
+    assert_false(ok);
+    assert_int_equal(tu_info_num(m0, "blocked_clients"), 0);
+    assert_int_equal(tu_cmdstat_calls(m0, "blpop"), 0);
+    assert_true(tu_release(holder));
+    assert_true(tu_acquire(waiter));
+    assert_true(tu_release(waiter));
+    copies_become(key, 0);
+    assert_int_equal(waiters_on_0(key), 0);
+    redislock_free(holder);
+    redislock_free(waiter);
+    redisFree(m0);
+    redislock_client_free(cl);
+}
+
+/* A holder that releases its lock once a waiter is blocked on master
+ * WATCH (no assertion in this thread: should the waiter never block, the
+ * release comes at the deadline, and the test fails on SAW_BLOCKED). */
+struct q_holder {
+    redislock *lock;
+    int watch, saw_blocked, status;
+    pthread_t tid;
+};
+
+static void *q_release_when_blocked(void *arg)
+{
+    struct q_holder *h = arg;
+    redisContext *mc = tu_connect_unix(m[h->watch].socket);
+    long long deadline = tu_now_ms() + tu_deadline_ms(20000);
+    bool ok = false;
+
+    while (mc != NULL && tu_now_ms() < deadline) {
+        redisReply *r = redisCommand(mc, "INFO clients");
+
+        h->saw_blocked = r != NULL && r->type == REDIS_REPLY_STRING &&
+                         strstr(r->str, "\nblocked_clients:0") == NULL;
+        freeReplyObject(r);
+        if (h->saw_blocked)
+            break;
+        tu_sleep_ms(5);
+    }
+    redisFree(mc);
+    h->status = redislock_release(h->lock, &ok);
+    if (h->status == REDISLOCK_OK && !ok)
+        h->status = -100;
+    return NULL;
+}
+
+/* The first master down: a waiter blocks on the next one it can reach,
+ * where the release wakes it (its poll, 10 s, would come after its
+ * deadline's test failure otherwise). */
+static void test_waiter_blocks_on_the_next_master(void **state)
+{
+    redislock_client *cl = quorum_client();
+    redislock *waiter;
+    struct q_holder h;
+    char key[64];
+    bool ok = false;
+
+    (void)state;
+    tu_key(key, sizeof key, "q:next-master");
+    kill_master(0);
+    h.lock = redislock_new_from_client(cl, key);
+    waiter = redislock_new_from_client(cl, key);
+    assert_non_null(h.lock);
+    assert_non_null(waiter);
+    assert_int_equal(redislock_set_expire_ms(h.lock, 30000), REDISLOCK_OK);
+    assert_int_equal(redislock_set_wait_poll_ms(waiter, 10000), REDISLOCK_OK);
+    assert_true(tu_acquire(h.lock));
+    h.watch = 1;
+    h.saw_blocked = 0;
+    h.status = -1;
+    assert_int_equal(pthread_create(&h.tid, NULL, q_release_when_blocked, &h),
+                     0);
+    assert_int_equal(redislock_acquire_wait(waiter, 25000, &ok),
+                     REDISLOCK_OK);
+    assert_int_equal(pthread_join(h.tid, NULL), 0);
+    assert_true(h.saw_blocked);
+    assert_int_equal(h.status, REDISLOCK_OK);
+    assert_true(ok);
+    assert_true(tu_release(waiter));
+    restart_master(0);
+    redislock_free(h.lock);
+    redislock_free(waiter);
+    redislock_client_free(cl);
+}
+
+/* redislock_client_ping() on a quorum client succeeds while a majority
+ * answers, and then fails naming the quorum and the last failure. */
+static void test_ping_needs_a_majority(void **state)
+{
+    redislock_client *cl = quorum_client();
+    char err[512];
+
+    (void)state;
+    kill_master(0);
+    kill_master(1);
+    if (redislock_client_ping(cl, err, sizeof err) != REDISLOCK_OK)
+        fail_msg("ping with 3 of 5 masters up: %s", err);
+    kill_master(2);
+    assert_int_equal(redislock_client_ping(cl, err, sizeof err),
+                     REDISLOCK_ERR_IO);
+    if (strstr(err, "no quorum: 2 of 5 masters answered, 3 needed; the last "
+               "failure: master 3: ") == NULL)
+        fail_msg("ping with 2 of 5 masters up: %s", err);
+    restart_master(0);
+    restart_master(1);
+    restart_master(2);
     redislock_client_free(cl);
 }
 
@@ -883,6 +1179,12 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_counted_mode),
         cmocka_unit_test(test_the_tool_on_a_quorum),
         cmocka_unit_test(test_waiter_is_woken),
+        cmocka_unit_test(test_ttl_and_holds_are_the_majoritys),
+        cmocka_unit_test(test_majority_refuses_the_command),
+        cmocka_unit_test(test_renewal_finds_another_type),
+        cmocka_unit_test(test_waiters_poll_with_a_pool_of_one),
+        cmocka_unit_test(test_waiter_blocks_on_the_next_master),
+        cmocka_unit_test(test_ping_needs_a_majority),
         cmocka_unit_test(test_processes_never_overlap),
         cmocka_unit_test(test_two_masters_down),
         cmocka_unit_test(test_three_masters_down),

@@ -3,7 +3,9 @@
  * no renewal after release (under load, with many locks renewing); loss
  * noticed by callback, file descriptor and the next call, when the key is
  * deleted or Redis stops answering (and not for a short stall); hold cap;
- * heartbeat gating; more locks than one renewal round trip carries.
+ * heartbeat gating; more locks than one renewal round trip carries; a key
+ * replaced by another type is a loss; a renewal refused with an error is
+ * tried again.
  */
 #include "config.h"
 
@@ -651,6 +653,90 @@ static void test_timeouts_change_while_renewing(void **state)
     redislock_client_free(a.cl);
 }
 
+/* The key replaced by something else (a list, in one step): the renewal
+ * meets WRONGTYPE, which means the lock is no longer ours - taken. */
+static void test_loss_when_the_key_changes_type(void **state)
+{
+    char key[64];
+    redislock_client *cl = redislock_client_new(url);
+    redislock *lock;
+    int calls = 0;
+    bool ok = true;
+
+    tu_key(key, sizeof key, "wd:retyped");
+    lock = renewed(state, cl, key, KEPT_MS);
+    assert_int_equal(redislock_set_lost_callback(lock, on_lost, &calls),
+                     REDISLOCK_OK);
+    assert_true(tu_acquire(lock));
+    tu_cmd_ok(c, "EVAL %s 1 %s", "redis.call('DEL', KEYS[1]) "
+              "return redis.call('RPUSH', KEYS[1], 'x')", key);
+    wait_lost(lock, "the key became a list");
+    assert_int_equal(__atomic_load_n(&calls, __ATOMIC_SEQ_CST), 1);
+    assert_int_equal(redislock_lost_reason(lock), REDISLOCK_LOST_TAKEN);
+    assert_int_equal(redislock_release(lock, &ok), REDISLOCK_ERR_LOST);
+    assert_false(ok);
+    tu_cmd_ok(c, "DEL %s", key);
+    redislock_free(lock);
+    redislock_client_free(cl);
+}
+
+/* The entries of the server's ACL LOG (refusals, grouped). */
+static long long acl_log_entries(void)
+{
+    redisReply *r = tu_cmd(c, "ACL LOG");
+    long long n = r->type == REDIS_REPLY_ARRAY ? (long long)r->elements : -1;
+
+    freeReplyObject(r);
+    return n;
+}
+
+static int delete_renewer(void **state)
+{
+    (void)state;
+    freeReplyObject(redisCommand(c, "ACL DELUSER wdrenewer"));
+    return 0;
+}
+
+/* A renewal Redis answers with an error (here NOPERM: the client's ACL
+ * user lost the right to run scripts for a while) renewed nothing, but
+ * says nothing about the key either: it is tried again, and once the
+ * rights are back the lease is renewed; no loss.  The lease (3 s) leaves
+ * two seconds after the first refusal for the rights to come back. */
+static void test_refused_renewal_is_retried(void **state)
+{
+    char key[64], user_url[200];
+    redislock_client *cl;
+    redislock *lock;
+    long long before, since;
+    int calls = 0;
+
+    tu_cmd_ok(c, "ACL SETUSER wdrenewer reset on >secret ~* +@all");
+    tu_cmd_ok(c, "ACL LOG RESET");
+    snprintf(user_url, sizeof user_url,
+             "redis://wdrenewer:secret@127.0.0.1:%s?timeout=2000",
+             getenv("REDISLOCK_TEST_PORT"));
+    cl = redislock_client_new(user_url);
+    assert_non_null(cl);
+    tu_key(key, sizeof key, "wd:refused-renewal");
+    lock = renewed(state, cl, key, 3000);
+    assert_int_equal(redislock_set_lost_callback(lock, on_lost, &calls),
+                     REDISLOCK_OK);
+    assert_true(tu_acquire(lock));
+    tu_cmd_ok(c, "ACL SETUSER wdrenewer -evalsha -eval");
+    TU_WAIT_UNTIL(acl_log_entries() > 0, LOSS_WAIT_MS,
+                  "a renewal refused by the ACL");
+    since = tu_now_ms();
+    tu_cmd_ok(c, "ACL SETUSER wdrenewer +evalsha +eval");
+    before = tu_script_calls(c);
+    tu_wait_script_calls(c, before, "a renewal once the rights are back");
+    tu_assert_pttl_left(c, key, strlen(key), 3000, since);
+    assert_int_equal(__atomic_load_n(&calls, __ATOMIC_SEQ_CST), 0);
+    assert_int_equal(redislock_lost_reason(lock), REDISLOCK_LOST_NONE);
+    assert_true(tu_release(lock));
+    redislock_free(lock);
+    redislock_client_free(cl);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -674,6 +760,13 @@ int main(void)
         TU_BOTH_MODES(test_release_after_taken_loss_says_lost),
         TU_BOTH_MODES(test_timeouts_change_while_renewing),
         TU_BOTH_MODES(test_acquire_reports_a_pending_loss),
+        TU_BOTH_MODES(test_loss_when_the_key_changes_type),
+        { "test_refused_renewal_is_retried (go-zero mode)",
+          test_refused_renewal_is_retried, NULL, delete_renewer,
+          &tu_mode_gozero },
+        { "test_refused_renewal_is_retried (counted mode)",
+          test_refused_renewal_is_retried, NULL, delete_renewer,
+          &tu_mode_counted },
         { "test_refused_release_keeps_renewing",
           test_refused_release_keeps_renewing, NULL, no_maxmemory, NULL },
     };
