@@ -66,8 +66,7 @@ int redislock_client_open(const char *url, redislock_client **client,
     }
     if (pthread_mutex_init(&cl->mu, NULL) != 0 ||
         pthread_mutex_init(&cl->wd_mu, NULL) != 0 ||
-        monotonic_cond_init(&cl->wd_cond) != 0 ||
-        monotonic_cond_init(&cl->pool_cond) != 0) {
+        monotonic_cond_init(&cl->wd_cond) != 0) {
         redislockp_url_clear(&cl->url);       /* LCOV_EXCL_LINE */
         redislockp_free(cl);                  /* LCOV_EXCL_LINE */
         return REDISLOCK_ERR_NOMEM;           /* LCOV_EXCL_LINE */
@@ -81,7 +80,6 @@ int redislock_client_open(const char *url, redislock_client **client,
         if (st != REDISLOCK_OK) {
             if (errbuf != NULL && errsize > 0)
                 snprintf(errbuf, errsize, "%s", msg);
-            pthread_cond_destroy(&cl->pool_cond);
             pthread_cond_destroy(&cl->wd_cond);
             pthread_mutex_destroy(&cl->wd_mu);
             pthread_mutex_destroy(&cl->mu);
@@ -99,7 +97,6 @@ int redislock_client_open(const char *url, redislock_client **client,
     if (cl->nodes == NULL || (cl->cluster && cl->slots == NULL)) {
         redislockp_free(cl->nodes);
         redislockp_free(cl->slots);
-        pthread_cond_destroy(&cl->pool_cond);
         pthread_cond_destroy(&cl->wd_cond);
         pthread_mutex_destroy(&cl->wd_mu);
         pthread_mutex_destroy(&cl->mu);
@@ -135,7 +132,6 @@ void redislock_client_free(redislock_client *cl)
      * ever.  The child only frees the memory. */
     if (!redislockp_client_forked(cl)) {
         redislockp_watchdog_shutdown(cl);
-        pthread_cond_destroy(&cl->pool_cond);
         pthread_cond_destroy(&cl->wd_cond);
         pthread_mutex_destroy(&cl->wd_mu);
         pthread_mutex_destroy(&cl->mu);
@@ -163,7 +159,11 @@ int redislock_client_set_pool_size(redislock_client *cl, int n)
         return REDISLOCK_ERR_FORKED;
     pthread_mutex_lock(&cl->mu);
     cl->url.pool_size = n;
-    pthread_cond_broadcast(&cl->pool_cond);     /* more room, maybe */
+    /* More room: to the threads waiting for a connection, in turn. */
+    for (i = 0; i < cl->nnodes; i++)
+        while (cl->nodes[i].open < (size_t)n &&
+               redislockp_pool_hand(&cl->nodes[i], NULL))
+            cl->nodes[i].open++;
     pthread_mutex_unlock(&cl->mu);
     for (i = 0; i < cl->nsubs; i++)
         (void)redislock_client_set_pool_size(cl->subs[i], n);

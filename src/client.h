@@ -64,6 +64,19 @@ void redislockp_url_clear(redislockp_url *u);
 #define REDISLOCKP_BACKOFF_MIN_MS 50
 #define REDISLOCKP_BACKOFF_MAX_MS 2000
 
+/* A thread waiting for one of a node's connections (pool.c).  A node's
+ * waiters queue in arrival order, each on a condition of its own, and a
+ * connection coming back goes straight to the first of them: one wake-up
+ * per connection (no thundering herd of hundreds of threads on every
+ * release) and first come, first served (no thread loses the race to
+ * the others until its timeout). */
+typedef struct redislockp_pool_waiter {
+    pthread_cond_t cond;
+    redisContext *c;            /* the connection handed over, or NULL: */
+    int handed;                 /* room to open one, counted for it */
+    struct redislockp_pool_waiter *next;
+} redislockp_pool_waiter;
+
 /* A server the client talks to: the URL's one server, or a Cluster
  * master.  Its idle connections and reconnect backoff are its own. */
 typedef struct redislockp_node {
@@ -76,6 +89,7 @@ typedef struct redislockp_node {
     size_t open;                /* connections that exist: idle, in use
                                  * or being made */
     size_t blocking;            /* of them, in a waiter's BLPOP */
+    redislockp_pool_waiter *wait_head, *wait_tail;  /* waiting for one */
     unsigned failures;          /* connects failed in a row */
     int probing;                /* a thread retries after failures */
     long long retry_at;         /* no connect before this (monotonic ms) */
@@ -115,7 +129,6 @@ struct redislock_client {
     size_t nsubs;
     long long quorum_wait_ms;   /* quorum: 0 for the default; atomic */
     pthread_mutex_t mu;
-    pthread_cond_t pool_cond;   /* a connection came back (with mu) */
     redislockp_node *nodes;     /* [0]: the URL's server (standalone) */
     size_t nnodes, capnodes;
     uint16_t *slots;            /* cluster: node index + 1 per slot; 0:
@@ -179,15 +192,45 @@ static inline int redislockp_pool_adopt(redislock_client *cl, size_t node)
     return 0;
 }
 
+/* Give C (NULL: room to open a connection, which stays counted) to the
+ * first thread waiting for one of N's connections: 1, or 0 when none
+ * waits.  Under cl->mu. */
+static inline int redislockp_pool_hand(redislockp_node *n, redisContext *c)
+{
+    redislockp_pool_waiter *w = n->wait_head;
+
+    if (w == NULL)
+        return 0;
+    n->wait_head = w->next;
+    if (n->wait_head == NULL)
+        n->wait_tail = NULL;
+    w->next = NULL;
+    w->c = c;
+    w->handed = 1;
+    pthread_cond_signal(&w->cond);
+    return 1;
+}
+
+/* One of NODE's connections is gone (closed, or never made): its room
+ * goes to the first waiter, if the pool has room for it; else it is
+ * uncounted.  Under cl->mu. */
+static inline void redislockp_pool_uncount(redislock_client *cl, size_t node)
+{
+    redislockp_node *n = &cl->nodes[node];
+
+    if (n->open > 0 &&
+        (n->open > (size_t)cl->url.pool_size ||
+         !redislockp_pool_hand(n, NULL)))
+        n->open--;
+}
+
 /* NDROP idle connections of NODE were taken out to be closed: uncount
  * them.  Under cl->mu. */
 static inline void redislockp_pool_forget(redislock_client *cl, size_t node,
                                           size_t ndrop)
 {
-    redislockp_node *n = &cl->nodes[node];
-
-    n->open = n->open > ndrop ? n->open - ndrop : 0;
-    pthread_cond_broadcast(&cl->pool_cond);
+    while (ndrop-- > 0)
+        redislockp_pool_uncount(cl, node);
 }
 
 /* A waiter's BLPOP may use a connection to NODE: 1 (call

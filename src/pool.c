@@ -13,26 +13,58 @@
 
 #include "client.h"
 
-/* Wait on the pool's condition until DEADLINE (monotonic ms); 0 when it
- * passed.  Under cl->mu. */
-static int pool_wait(redislock_client *cl, long long deadline)
+/* Take W out of N's queue of waiters (it timed out).  Under mu. */
+static void waiter_remove(redislockp_node *n, redislockp_pool_waiter *w)
 {
-    long long left = deadline - redislockp_now_ms();
-    struct timespec until;
+    redislockp_pool_waiter **p, *prev = NULL;
 
-    if (left <= 0)
-        return 0;
-    until = redislockp_monotonic_in(left);
-    (void)pthread_cond_timedwait(&cl->pool_cond, &cl->mu, &until);
-    return 1;
+    for (p = &n->wait_head; *p != NULL; prev = *p, p = &(*p)->next) {
+        if (*p == w) {
+            *p = w->next;
+            if (n->wait_tail == w)
+                n->wait_tail = prev;
+            return;
+        }
+    }
 }
 
-/* One connection of NODE is gone (closed, or never made).  Under mu. */
-static void uncount(redislock_client *cl, redislockp_node *n)
+/* Wait in NODE's queue until a connection (or room for one) is handed
+ * over, or DEADLINE (monotonic ms) passes.  1 with W handed, 0 on timeout
+ * (or when no condition could be made).  Under cl->mu, which it releases
+ * while waiting; NODE's entry may have moved when it returns. */
+static int pool_wait(redislock_client *cl, size_t node, long long deadline,
+                     redislockp_pool_waiter *w)
 {
-    if (n->open > 0)
-        n->open--;
-    pthread_cond_broadcast(&cl->pool_cond);
+    pthread_condattr_t attr;
+    redislockp_node *n = &cl->nodes[node];
+    int made;
+
+    memset(w, 0, sizeof *w);
+    if (pthread_condattr_init(&attr) != 0)
+        return 0;                       /* LCOV_EXCL_LINE */
+    made = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0 &&
+           pthread_cond_init(&w->cond, &attr) == 0;
+    pthread_condattr_destroy(&attr);
+    if (!made)
+        return 0;                       /* LCOV_EXCL_LINE */
+    if (n->wait_tail != NULL)
+        n->wait_tail->next = w;
+    else
+        n->wait_head = w;
+    n->wait_tail = w;
+    while (!w->handed) {
+        long long left = deadline - redislockp_now_ms();
+        struct timespec until;
+
+        if (left <= 0)
+            break;
+        until = redislockp_monotonic_in(left);
+        (void)pthread_cond_timedwait(&w->cond, &cl->mu, &until);
+    }
+    if (!w->handed)
+        waiter_remove(&cl->nodes[node], w);
+    pthread_cond_destroy(&w->cond);
+    return w->handed;
 }
 
 redisContext *redislockp_pool_get(redislock_client *cl, size_t node,
@@ -40,9 +72,11 @@ redisContext *redislockp_pool_get(redislock_client *cl, size_t node,
                                   int *status)
 {
     redisContext *c = NULL;
+    redislockp_pool_waiter w;
     redislockp_node *n;
     redislockp_url u;
     long long now, wait, deadline = 0, command_ms;
+    int room = 0;               /* a waiter was given room to open one */
 
     if (redislockp_client_forked(cl)) {
         *status = redislockp_tx_fail(errmsg, REDISLOCK_ERR_FORKED,
@@ -57,6 +91,8 @@ again:
         /* A master the sentinels replaced (routed to just before the
          * switch): never use it again; the caller asks for the master
          * anew. */
+        if (room)
+            redislockp_pool_uncount(cl, node);
         pthread_mutex_unlock(&cl->mu);
         *status = redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO,
                                      "%.200s:%d is no longer the master",
@@ -65,20 +101,29 @@ again:
     }
     if (n->nidle > 0) {
         c = n->idle[--n->nidle];
+        if (room)
+            redislockp_pool_uncount(cl, node);
         pthread_mutex_unlock(&cl->mu);
         return c;
     }
     now = redislockp_now_ms();
-    if (n->open >= (size_t)cl->url.pool_size) {
-        /* All of the node's connections are in use: wait for one to come
-         * back, within the command timeout. */
+    if (!room && n->open >= (size_t)cl->url.pool_size) {
+        /* All of the node's connections are in use: wait in turn for one
+         * to come back (or for room to open one), within the command
+         * timeout. */
         wait = cl->url.command_ms;
         if (limit_ms > 0 && limit_ms < wait)
             wait = limit_ms;
         if (deadline == 0)
             deadline = now + wait;
-        if (pool_wait(cl, deadline))
+        if (pool_wait(cl, node, deadline, &w)) {
+            if (w.c != NULL) {
+                pthread_mutex_unlock(&cl->mu);
+                return w.c;
+            }
+            room = 1;
             goto again;
+        }
         pthread_mutex_unlock(&cl->mu);
         *status = redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO, "all %lld "
                                      "connections to the server are in use "
@@ -97,6 +142,8 @@ again:
 
         memcpy(last, n->last_error, sizeof last);
         wait = n->retry_at - now;
+        if (room)
+            redislockp_pool_uncount(cl, node);
         pthread_mutex_unlock(&cl->mu);
         if (wait > 0)
             *status = redislockp_tx_fail(errmsg, st, "%s (not retried for "
@@ -108,7 +155,8 @@ again:
     }
     if (n->failures > 0)
         n->probing = 1;
-    n->open++;                  /* this one, while it is being made */
+    if (!room)
+        n->open++;              /* this one, while it is being made */
     pthread_mutex_unlock(&cl->mu);
 
     u = redislockp_node_url(cl, node);
@@ -139,7 +187,7 @@ again:
         n->failures = 0;
     }
     if (c == NULL)
-        uncount(cl, n);
+        redislockp_pool_uncount(cl, node);
     pthread_mutex_unlock(&cl->mu);
     return c;
 }
@@ -150,17 +198,19 @@ void redislockp_pool_put(redislock_client *cl, size_t node, redisContext *c,
     redisContext *stale[REDISLOCKP_POOL_IDLE];
     redislockp_node *n;
     size_t i, k = 0;
+    int good;
 
     if (c == NULL)
         return;
     pthread_mutex_lock(&cl->mu);
     n = &cl->nodes[node];
-    if (!broken && !c->err && !redislockp_tx_pending_output(c) && !n->gone &&
-        n->nidle < REDISLOCKP_POOL_IDLE &&
-        n->open <= (size_t)cl->url.pool_size) {
+    good = !broken && !c->err && !redislockp_tx_pending_output(c) &&
+           !n->gone && n->open <= (size_t)cl->url.pool_size;
+    if (good && redislockp_pool_hand(n, c)) {
+        c = NULL;                       /* to the first waiter, in turn */
+    } else if (good && n->nidle < REDISLOCKP_POOL_IDLE) {
         n->idle[n->nidle++] = c;
         c = NULL;
-        pthread_cond_broadcast(&cl->pool_cond);
     } else if (broken) {
         /* What broke this connection (a restart, a kill, a network cut)
          * most likely broke the node's idle ones too: drop them all, so
@@ -172,7 +222,7 @@ void redislockp_pool_put(redislock_client *cl, size_t node, redisContext *c,
         redislockp_pool_forget(cl, node, k);
     }
     if (c != NULL)
-        uncount(cl, n);
+        redislockp_pool_uncount(cl, node);
     pthread_mutex_unlock(&cl->mu);
     for (i = 0; i < k; i++)
         redisFree(stale[i]);
@@ -183,7 +233,7 @@ void redislockp_pool_put(redislock_client *cl, size_t node, redisContext *c,
 void redislockp_pool_drop(redislock_client *cl, size_t node, redisContext *c)
 {
     pthread_mutex_lock(&cl->mu);
-    uncount(cl, &cl->nodes[node]);
+    redislockp_pool_uncount(cl, node);
     pthread_mutex_unlock(&cl->mu);
     redisFree(c);
 }
