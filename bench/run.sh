@@ -18,6 +18,11 @@
 # (U --quorum, C --quorum) runs on 5 masters of ours beside node-redlock
 # (bench/node-redlock, installed here with npm ci into a temporary
 # directory; its rows say why when node, npm or the install is missing).
+# T (issue 18): 512 threads on one client at pool_size 16 (the default)
+# and 64 (the largest), in three interleaved pairs (ratio 16/64, median),
+# each run's most connections seen by a monitoring connection; then 64
+# threads at 64, where no thread waits for a connection (the issue saw
+# throughput flat from 8 threads).
 # System calls per operation come from bench/syscalls.sh (strace; skipped
 # without it).  A failed run of ours (a self-check difference, a lost
 # update) fails the whole; a failed node-redlock run gets a row saying so.
@@ -125,6 +130,55 @@ for mode in gozero counted; do
             "each run right after a raw one; library/raw $(join ' / ' $ratios), **median $median**; $(field "$lib" evalsha_per_op) EVALSHA per lock operation"
     }
 done
+
+# T: threads on one client, the pool bounded (issue 18).  pool_size 16 is
+# the URL's default (no parameter: what a program gets); 64 the largest.
+tthreads=512
+tn=60000
+tratios='' t16ops='' t16p50='' t16p99='' t16conn='' t16max=''
+t64ops='' t64p50='' t64p99='' t64conn='' t64max=''
+for _ in 1 2 3; do
+    run --workload T --threads $tthreads --n $tn --label pool16
+    t16=$last
+    run --workload T --threads $tthreads --n $tn --label pool64 \
+        --url "redis://127.0.0.1:$p?pool_size=64"
+    t64=$last
+    tratios="$tratios $(awk -v a="$(field "$t16" ops_per_s)" \
+        -v b="$(field "$t64" ops_per_s)" \
+        'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')"
+    t16ops="$t16ops $(field "$t16" ops_per_s)"
+    t16p50="$t16p50 $(field "$t16" p50_us)"
+    t16p99="$t16p99 $(field "$t16" p99_us)"
+    t16conn="$t16conn $(field "$t16" max_client_connections)"
+    t16max="$t16max $(field "$t16" max_connected_clients)"
+    t64ops="$t64ops $(field "$t64" ops_per_s)"
+    t64p50="$t64p50 $(field "$t64" p50_us)"
+    t64p99="$t64p99 $(field "$t64" p99_us)"
+    t64conn="$t64conn $(field "$t64" max_client_connections)"
+    t64max="$t64max $(field "$t64" max_connected_clients)"
+done
+# shellcheck disable=SC2086
+tmedian=$(printf '%s\n' $tratios | sort -n | sed -n 2p)
+# shellcheck disable=SC2086
+t16median=$(printf '%s\n' $t16ops | sort -n | sed -n 2p)
+# shellcheck disable=SC2086
+keep "{\"peer\":\"pool16/pool64\",\"workload\":\"T\",\"threads\":$tthreads,\"ratios\":[$(join , $tratios)],\"median_ratio\":$tmedian}"
+run --workload T --threads 64 --n $tn --label threads64 \
+    --url "redis://127.0.0.1:$p?pool_size=64"
+tflat=$(awk -v a="$t16median" -v b="$(field "$last" ops_per_s)" \
+    'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')
+# shellcheck disable=SC2086
+{
+    row "T $tthreads threads, one client" "redislock, pool_size=16 (the default)" \
+        "$(join ' / ' $t16ops)" "$(join ' / ' $t16p50)" "$(join ' / ' $t16p99)" \
+        "$tn acquire+release cycles in all, a key each; connections used at most $(join ' / ' $t16conn) (connected_clients $(join ' / ' $t16max), the monitor's included)"
+    row "T $tthreads threads, one client" "redislock, pool_size=64 (the largest)" \
+        "$(join ' / ' $t64ops)" "$(join ' / ' $t64p50)" "$(join ' / ' $t64p99)" \
+        "each right after a pool_size=16 run; 16/64 $(join ' / ' $tratios), **median $tmedian**; connections used at most $(join ' / ' $t64conn) (connected_clients $(join ' / ' $t64max))"
+    row "T 64 threads, one client" "redislock, pool_size=64" \
+        "$(field "$last" ops_per_s)" "$(field "$last" p50_us)" "$(field "$last" p99_us)" \
+        "no thread waits for a connection; $tthreads threads at pool_size=16 (median run) reach $tflat of this; connections used at most $(field "$last" max_client_connections)"
+}
 
 # The library's client (U --url) in 3 interleaved pairs: PAIRS runs them,
 # "$0" being the bench: "$1" labelled "$2", then "$3" labelled "$4".
@@ -478,9 +532,10 @@ Benchmark, $(date -u '+%Y-%m-%d %H:%M UTC'), $(($(date +%s) - t_start)) s:
 - /dev/cpu_dma_latency: $dma
 - Command: \`$cmd\`
 
-ops/s: cycles (U, R), critical sections (C) or hand-offs (H) per second;
-p50/p99: one cycle (U, R), the wait for the lock (C), release to the
-waiter holding it (H).
+ops/s: cycles (U, R, T), critical sections (C) or hand-offs (H) per
+second; p50/p99: one cycle (U, R; T: the wait for a connection
+included), the wait for the lock (C), release to the waiter holding it
+(H).
 
 | workload | peer | ops/s | p50 µs | p99 µs | notes |
 |---|---|---|---|---|---|
