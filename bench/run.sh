@@ -133,51 +133,90 @@ done
 
 # T: threads on one client, the pool bounded (issue 18).  pool_size 16 is
 # the URL's default (no parameter: what a program gets); 64 the largest.
+# A failed T run (a call that failed, e.g. no connection within the
+# command timeout, or more connections than pool_size) gets its row and
+# fails the whole at the end, after the table.
 tthreads=512
 tn=60000
-tratios='' t16ops='' t16p50='' t16p99='' t16conn='' t16max=''
-t64ops='' t64p50='' t64p99='' t64conn='' t64max=''
-for _ in 1 2 3; do
-    run --workload T --threads $tthreads --n $tn --label pool16
-    t16=$last
-    run --workload T --threads $tthreads --n $tn --label pool64 \
+t_fail=
+# trun ARGS...: one T run; its line in $last (and kept), or $last empty
+# and the failure in $t_err (and added to $t_fail).
+trun() {
+    t_err=
+    if last=$("$bench" --port "$p" --workload T "$@" 2>"$tmp/t.err"); then
+        keep "$last"
+    else
+        t_err="exit $?: $(tail -n 1 "$tmp/t.err" | sed 's/^redislock-bench: //')"
+        echo "run.sh: T $*: FAILED: $t_err" >&2
+        t_fail="$t_fail${t_fail:+; }$t_err"
+        last=
+    fi
+}
+# tf NAME: the field NAME of $last, or - when the run failed.
+tf() {
+    v=$(field "$last" "$1")
+    printf '%s' "${v:--}"
+}
+# median WORDS...: the median of the numbers among WORDS ("-" if none).
+median() {
+    printf '%s\n' "$@" | grep '^[0-9.][0-9.]*$' | sort -n | awk '
+        { v[NR] = $1 }
+        END { if (NR == 0) print "-"
+              else if (NR % 2) print v[(NR + 1) / 2]
+              else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+tratios='' t16ops='' t16p50='' t16p99='' t16conn='' t16max='' t16err=''
+t64ops='' t64p50='' t64p99='' t64conn='' t64max='' t64err=''
+for ti in 1 2 3; do
+    trun --threads $tthreads --n $tn --label pool16
+    [ -z "$t_err" ] || t16err="$t16err; run $ti FAILED ($t_err)"
+    t16ops="$t16ops $(tf ops_per_s)"
+    t16p50="$t16p50 $(tf p50_us)"
+    t16p99="$t16p99 $(tf p99_us)"
+    t16conn="$t16conn $(tf max_client_connections)"
+    t16max="$t16max $(tf max_connected_clients)"
+    ta=$(tf ops_per_s)
+    trun --threads $tthreads --n $tn --label pool64 \
         --url "redis://127.0.0.1:$p?pool_size=64"
-    t64=$last
-    tratios="$tratios $(awk -v a="$(field "$t16" ops_per_s)" \
-        -v b="$(field "$t64" ops_per_s)" \
-        'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')"
-    t16ops="$t16ops $(field "$t16" ops_per_s)"
-    t16p50="$t16p50 $(field "$t16" p50_us)"
-    t16p99="$t16p99 $(field "$t16" p99_us)"
-    t16conn="$t16conn $(field "$t16" max_client_connections)"
-    t16max="$t16max $(field "$t16" max_connected_clients)"
-    t64ops="$t64ops $(field "$t64" ops_per_s)"
-    t64p50="$t64p50 $(field "$t64" p50_us)"
-    t64p99="$t64p99 $(field "$t64" p99_us)"
-    t64conn="$t64conn $(field "$t64" max_client_connections)"
-    t64max="$t64max $(field "$t64" max_connected_clients)"
+    [ -z "$t_err" ] || t64err="$t64err; run $ti FAILED ($t_err)"
+    t64ops="$t64ops $(tf ops_per_s)"
+    t64p50="$t64p50 $(tf p50_us)"
+    t64p99="$t64p99 $(tf p99_us)"
+    t64conn="$t64conn $(tf max_client_connections)"
+    t64max="$t64max $(tf max_connected_clients)"
+    tb=$(tf ops_per_s)
+    if [ "$ta" = - ] || [ "$tb" = - ]; then
+        tratios="$tratios -"
+    else
+        tratios="$tratios $(awk -v a="$ta" -v b="$tb" \
+            'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')"
+    fi
 done
 # shellcheck disable=SC2086
-tmedian=$(printf '%s\n' $tratios | sort -n | sed -n 2p)
+tmedian=$(median $tratios)
 # shellcheck disable=SC2086
-t16median=$(printf '%s\n' $t16ops | sort -n | sed -n 2p)
+t16median=$(median $t16ops)
 # shellcheck disable=SC2086
-keep "{\"peer\":\"pool16/pool64\",\"workload\":\"T\",\"threads\":$tthreads,\"ratios\":[$(join , $tratios)],\"median_ratio\":$tmedian}"
-run --workload T --threads 64 --n $tn --label threads64 \
+keep "{\"peer\":\"pool16/pool64\",\"workload\":\"T\",\"threads\":$tthreads,\"ratios\":[$(join , $tratios | sed 's/-/null/g')],\"median_ratio\":$(printf '%s' "$tmedian" | sed 's/^-$/null/')}"
+trun --threads 64 --n $tn --label threads64 \
     --url "redis://127.0.0.1:$p?pool_size=64"
-tflat=$(awk -v a="$t16median" -v b="$(field "$last" ops_per_s)" \
-    'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')
+t64err1=${t_err:+; FAILED ($t_err)}
+tflat=-
+if [ -n "$last" ] && [ "$t16median" != - ]; then
+    tflat=$(awk -v a="$t16median" -v b="$(tf ops_per_s)" \
+        'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')
+fi
 # shellcheck disable=SC2086
 {
     row "T $tthreads threads, one client" "redislock, pool_size=16 (the default)" \
         "$(join ' / ' $t16ops)" "$(join ' / ' $t16p50)" "$(join ' / ' $t16p99)" \
-        "$tn acquire+release cycles in all, a key each; connections used at most $(join ' / ' $t16conn) (connected_clients $(join ' / ' $t16max), the monitor's included)"
+        "$tn acquire+release cycles in all, a key each; connections used at most $(join ' / ' $t16conn) (connected_clients $(join ' / ' $t16max), the monitor's included)$t16err"
     row "T $tthreads threads, one client" "redislock, pool_size=64 (the largest)" \
         "$(join ' / ' $t64ops)" "$(join ' / ' $t64p50)" "$(join ' / ' $t64p99)" \
-        "each right after a pool_size=16 run; 16/64 $(join ' / ' $tratios), **median $tmedian**; connections used at most $(join ' / ' $t64conn) (connected_clients $(join ' / ' $t64max))"
+        "each right after a pool_size=16 run; 16/64 $(join ' / ' $tratios), **median $tmedian**; connections used at most $(join ' / ' $t64conn) (connected_clients $(join ' / ' $t64max))$t64err"
     row "T 64 threads, one client" "redislock, pool_size=64" \
-        "$(field "$last" ops_per_s)" "$(field "$last" p50_us)" "$(field "$last" p99_us)" \
-        "no thread waits for a connection; $tthreads threads at pool_size=16 (median run) reach $tflat of this; connections used at most $(field "$last" max_client_connections)"
+        "$(tf ops_per_s)" "$(tf p50_us)" "$(tf p99_us)" \
+        "no thread waits for a connection; $tthreads threads at pool_size=16 (median run) reach $tflat of this; connections used at most $(tf max_client_connections)$t64err1"
 }
 
 # The library's client (U --url) in 3 interleaved pairs: PAIRS runs them,
@@ -541,3 +580,7 @@ included), the wait for the lock (C), release to the waiter holding it
 |---|---|---|---|---|---|
 EOF
 cat "$rows"
+if [ -n "$t_fail" ]; then
+    echo "run.sh: T failed: $t_fail" >&2
+    exit 1
+fi
