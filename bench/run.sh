@@ -165,11 +165,20 @@ median() {
               else if (NR % 2) print v[(NR + 1) / 2]
               else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
-tratios='' t16ops='' t16p50='' t16p99='' t16conn='' t16max='' t16err=''
-t64ops='' t64p50='' t64p99='' t64conn='' t64max='' t64err=''
+tratios='' t16ops='' t16p50='' t16p99='' t16conn='' t16max=''
+t64ops='' t64p50='' t64p99='' t64conn='' t64max=''
+t16bad='' t16why='' t64bad='' t64why=''  # failed runs, the last's failure
+# failed BAD WHY: "; run(s) BAD FAILED: WHY", or nothing when none failed.
+failed() {
+    fwhy=$2
+    # shellcheck disable=SC2086
+    set -- $1
+    [ $# -eq 0 ] || printf '; run%s %s FAILED: %s' \
+        "$([ $# -eq 1 ] || echo s)" "$(join ', ' "$@")" "$fwhy"
+}
 for ti in 1 2 3; do
     trun --threads $tthreads --n $tn --label pool16
-    [ -z "$t_err" ] || t16err="$t16err; run $ti FAILED ($t_err)"
+    [ -z "$t_err" ] || { t16bad="$t16bad $ti"; t16why=$t_err; }
     t16ops="$t16ops $(tf ops_per_s)"
     t16p50="$t16p50 $(tf p50_us)"
     t16p99="$t16p99 $(tf p99_us)"
@@ -178,7 +187,7 @@ for ti in 1 2 3; do
     ta=$(tf ops_per_s)
     trun --threads $tthreads --n $tn --label pool64 \
         --url "redis://127.0.0.1:$p?pool_size=64"
-    [ -z "$t_err" ] || t64err="$t64err; run $ti FAILED ($t_err)"
+    [ -z "$t_err" ] || { t64bad="$t64bad $ti"; t64why=$t_err; }
     t64ops="$t64ops $(tf ops_per_s)"
     t64p50="$t64p50 $(tf p50_us)"
     t64p99="$t64p99 $(tf p99_us)"
@@ -210,10 +219,10 @@ fi
 {
     row "T $tthreads threads, one client" "redislock, pool_size=16 (the default)" \
         "$(join ' / ' $t16ops)" "$(join ' / ' $t16p50)" "$(join ' / ' $t16p99)" \
-        "$tn acquire+release cycles in all, a key each; connections used at most $(join ' / ' $t16conn) (connected_clients $(join ' / ' $t16max), the monitor's included)$t16err"
+        "$tn acquire+release cycles in all, a key each; connections used at most $(join ' / ' $t16conn) (connected_clients $(join ' / ' $t16max), the monitor's included)$(failed "$t16bad" "$t16why")"
     row "T $tthreads threads, one client" "redislock, pool_size=64 (the largest)" \
         "$(join ' / ' $t64ops)" "$(join ' / ' $t64p50)" "$(join ' / ' $t64p99)" \
-        "each right after a pool_size=16 run; 16/64 $(join ' / ' $tratios), **median $tmedian**; connections used at most $(join ' / ' $t64conn) (connected_clients $(join ' / ' $t64max))$t64err"
+        "each right after a pool_size=16 run; 16/64 $(join ' / ' $tratios), **median $tmedian**; connections used at most $(join ' / ' $t64conn) (connected_clients $(join ' / ' $t64max))$(failed "$t64bad" "$t64why")"
     row "T 64 threads, one client" "redislock, pool_size=64" \
         "$(tf ops_per_s)" "$(tf p50_us)" "$(tf p99_us)" \
         "no thread waits for a connection; $tthreads threads at pool_size=16 (median run) reach $tflat of this; connections used at most $(tf max_client_connections)$t64err1"
