@@ -21,6 +21,23 @@
  *      Latency: from the first try to holding the lock.
  *   H  hand-off: one process holds, another waits in acquire_wait; time
  *      from the release to the waiter holding the lock.
+ *   T  threads on one client (issue 18, bounded pools): --threads N
+ *      (512) threads share ONE client, made from --url or else from
+ *      redis://HOST:PORT, each with its own handle on its own key.  Each
+ *      makes one warm-up cycle, all meet at a barrier, then they run --n
+ *      acquire+release cycles IN ALL (60000 by default; each thread takes
+ *      the next cycle number until none is left, so the total is fixed
+ *      whatever the scheduling); ops = cycles, latency = one cycle, the
+ *      wait for a pooled connection included.  A monitoring connection
+ *      to --host/--port (required) samples INFO clients'
+ *      connected_clients every 20 ms, from before the client opens until
+ *      it is freed, and reports the most seen ("max_connected_clients",
+ *      the monitor's own connection included; "baseline_connected_clients"
+ *      before the client opened).  "pool_size": --pool-size
+ *      (redislock_client_set_pool_size()), else the URL's pool_size=,
+ *      else the library's default, 16.  Exit 1 if a call fails or is
+ *      refused, or if the client was seen with more connections than
+ *      pool_size (max - baseline).
  *
  * With --quorum URL,URL,... U and C run on handles of a quorum client
  * (redislock_client_open_quorum(): every operation goes to all masters;
@@ -37,6 +54,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -74,6 +92,9 @@ static const char *quorum_urls[MAX_MASTERS];
 static size_t quorum_n;
 /* --poll-ms: redislock_set_wait_poll_ms() of C's waiters (0: the default). */
 static long long poll_ms;
+/* The library's pool_size when neither the URL nor --pool-size sets it
+ * (include/redislock.h, redislock_client_set_pool_size()). */
+#define POOL_DEFAULT 16
 /* Bench and library come from one configure: rediss:// works iff this. */
 #ifdef REDISLOCK_HAVE_TLS
 static const char tls_built[] = "with TLS";
@@ -82,7 +103,7 @@ static const char tls_built[] = "without TLS";
 #endif
 
 static const char usage_text[] =
-    "usage: redislock-bench --workload U|R|C|H --port P [options]\n"
+    "usage: redislock-bench --workload U|R|C|H|T --port P [options]\n"
     "\n"
     "Workloads (one JSON line each on stdout):\n"
     "  U  uncontended acquire+release cycles; --raw: the same commands\n"
@@ -92,12 +113,19 @@ static const char usage_text[] =
     "  C  K processes x M critical sections on one key around a racy\n"
     "     counter (checked); refused tries sleep 1 ms, or --wait\n"
     "  H  hand-off: release -> the blocked waiter holds the lock\n"
+    "  T  --threads threads on ONE client (--url, or redis://HOST:PORT),\n"
+    "     a handle and key each, --n acquire+release cycles in all after a\n"
+    "     barrier; connected_clients sampled every 20 ms on --port\n"
     "\n"
     "Options:\n"
     "  --host H        server address (127.0.0.1)\n"
     "  --port P        server port (required)\n"
     "  --mode M        gozero (default) or counted\n"
-    "  --n N           cycles (U: 20000, R: 5000) or hand-offs (H: 1000)\n"
+    "  --n N           cycles (U: 20000, R: 5000, T: 60000 in all) or\n"
+    "                  hand-offs (H: 1000)\n"
+    "  --threads N     T: threads sharing the client (512, at most 4096)\n"
+    "  --pool-size N   T: redislock_client_set_pool_size(N) (1..64; else\n"
+    "                  the URL's pool_size=, else 16)\n"
     "  --k K           C: processes (8, at most 1024)\n"
     "  --m M           C: critical sections per process (500)\n"
     "  --wait          C: redislock_acquire_wait() instead of try + 1 ms\n"
@@ -105,12 +133,12 @@ static const char usage_text[] =
     "                  default 100; a quorum's waiters pause 1/10 to all\n"
     "                  of it between tries)\n"
     "  --raw           U: bare hiredis instead of the library\n"
-    "  --url URL       U: the library through a client made from URL (a\n"
+    "  --url URL       U, T: the library through a client made from URL (a\n"
     "                  cluster's seeds, rediss://...), no self-check\n"
     "  --quorum URL,URL,...\n"
     "                  U, C: handles of a quorum client over these\n"
     "                  masters (3..9, odd); C keeps its counter on --port\n"
-    "  --label L       with --url or --quorum: the \"client\" field\n"
+    "  --label L       with --url, --quorum or T: the \"client\" field\n"
     "  --no-cpu-dma-latency\n"
     "                  do not hold /dev/cpu_dma_latency at 0\n"
     "  --verbose       U: print the self-check's command lines on stderr\n"
@@ -119,8 +147,9 @@ static const char usage_text[] =
     "  --help          print this text\n"
     "\n"
     "U needs MONITOR (its self-check).  Exit status: 0; 1 if a run failed\n"
-    "(self-check difference, lost update, server error); 2 on a usage\n"
-    "error.  System calls per operation: bench/syscalls.sh (strace).\n";
+    "(self-check difference, lost update, server error; T: a refused\n"
+    "cycle, or more connections than pool_size); 2 on a usage error.\n"
+    "System calls per operation: bench/syscalls.sh (strace).\n";
 
 static long long now_us(void)
 {
@@ -823,6 +852,279 @@ static void run_client_cycles(redislock_client *cl, const char *peer,
     redislock_free(lock);
 }
 
+/* -------------------------------------------------------------------- T */
+
+/* What T's threads share: the client, the cycles left, the latencies
+ * (indexed by cycle number) and the first failure. */
+struct threads_run {
+    redislock_client *cl;
+    const char *label;
+    long long n;                        /* cycles in all */
+    long long next;                     /* the next cycle number (atomic) */
+    long long *lat;
+    long long started_us;               /* the first thread's go (atomic min) */
+    long long finished_us;              /* the last thread's end (atomic max) */
+    pthread_barrier_t go;
+    pthread_mutex_t mu;                 /* guards failure */
+    int failed;                         /* atomic */
+    char failure[600];
+};
+
+struct threads_arg {
+    struct threads_run *run;
+    int index;
+};
+
+/* Record the first failure (WHAT, and LOCK's status ST and detail) and
+ * make every thread stop claiming cycles. */
+static void threads_fail(struct threads_run *run, redislock *lock, int st,
+                         const char *what)
+{
+    pthread_mutex_lock(&run->mu);
+    if (!run->failed) {
+        if (st != REDISLOCK_OK)
+            snprintf(run->failure, sizeof run->failure, "%s: %s: %s", what,
+                     redislock_strerror(st), redislock_last_error(lock));
+        else
+            snprintf(run->failure, sizeof run->failure, "%s", what);
+    }
+    __atomic_store_n(&run->failed, 1, __ATOMIC_SEQ_CST);
+    pthread_mutex_unlock(&run->mu);
+}
+
+/* One acquire+release cycle on LOCK; 0, or -1 after threads_fail(). */
+static int threads_cycle(struct threads_run *run, redislock *lock)
+{
+    bool ok = false;
+    int st = redislock_acquire(lock, &ok);
+
+    if (st != REDISLOCK_OK || !ok) {
+        threads_fail(run, lock, st, st != REDISLOCK_OK ? "acquire"
+                     : "an acquire of the thread's own key was refused");
+        return -1;
+    }
+    st = redislock_release(lock, &ok);
+    if (st != REDISLOCK_OK || !ok) {
+        threads_fail(run, lock, st, st != REDISLOCK_OK ? "release"
+                     : "release found the lock gone");
+        return -1;
+    }
+    return 0;
+}
+
+/* A thread of T: its handle on its own key, one warm-up cycle, the
+ * barrier, then cycles until none is left (or one failed). */
+static void *threads_worker(void *p)
+{
+    struct threads_arg *arg = p;
+    struct threads_run *run = arg->run;
+    redislock *lock = NULL;
+    char key[96];
+    long long i, t0, end, prev;
+    int rc;
+
+    snprintf(key, sizeof key, "bench:T:%s:%d", run->label, arg->index);
+    lock = counted ? redislock_new_counted_from_client(run->cl, key)
+                   : redislock_new_from_client(run->cl, key);
+    if (lock == NULL || redislock_set_expire(lock, EXPIRE_S) != REDISLOCK_OK)
+        threads_fail(run, NULL, REDISLOCK_OK, "redislock_new_from_client");
+    else
+        (void)threads_cycle(run, lock);
+    rc = pthread_barrier_wait(&run->go);
+    if (rc != 0 && rc != PTHREAD_BARRIER_SERIAL_THREAD)
+        threads_fail(run, NULL, REDISLOCK_OK, "pthread_barrier_wait");
+    /* The run starts when the first thread leaves the barrier (the main
+     * thread may be scheduled later). */
+    t0 = now_us();
+    prev = __atomic_load_n(&run->started_us, __ATOMIC_SEQ_CST);
+    while ((prev == 0 || t0 < prev) &&
+           !__atomic_compare_exchange_n(&run->started_us, &prev, t0, 0,
+                                        __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+        ;
+    while (!__atomic_load_n(&run->failed, __ATOMIC_SEQ_CST)) {
+        i = __atomic_fetch_add(&run->next, 1, __ATOMIC_SEQ_CST);
+        if (i >= run->n)
+            break;
+        t0 = now_us();
+        if (threads_cycle(run, lock) != 0)
+            break;
+        run->lat[i] = now_us() - t0;
+    }
+    end = now_us();
+    prev = __atomic_load_n(&run->finished_us, __ATOMIC_SEQ_CST);
+    while (end > prev &&
+           !__atomic_compare_exchange_n(&run->finished_us, &prev, end, 0,
+                                        __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+        ;
+    redislock_free(lock);
+    return NULL;
+}
+
+/* The monitor: connected_clients (INFO clients) every 20 ms on its own
+ * connection until STOP; MAX the most seen, SAMPLES how many. */
+struct monitor {
+    redisContext *c;
+    int stop;                           /* atomic */
+    long long max, samples;
+    char error[160];
+};
+
+static long long connected_clients(redisContext *c, char *err, size_t size)
+{
+    redisReply *r = redisCommand(c, "INFO clients");
+    const char *p;
+    long long n = -1;
+
+    if (r == NULL || r->type != REDIS_REPLY_STRING) {
+        snprintf(err, size, "INFO clients: %s",
+                 r == NULL ? c->errstr : "unexpected reply");
+    } else if ((p = strstr(r->str, "connected_clients:")) == NULL) {
+        snprintf(err, size, "INFO clients: no connected_clients");
+    } else {
+        n = atoll(p + strlen("connected_clients:"));
+    }
+    freeReplyObject(r);
+    return n;
+}
+
+static void monitor_sample(struct monitor *m)
+{
+    long long v = connected_clients(m->c, m->error, sizeof m->error);
+
+    if (v < 0) {
+        __atomic_store_n(&m->stop, 1, __ATOMIC_SEQ_CST);
+        return;
+    }
+    m->samples++;
+    if (v > m->max)
+        m->max = v;
+}
+
+static void *monitor_thread(void *p)
+{
+    struct monitor *m = p;
+
+    while (!__atomic_load_n(&m->stop, __ATOMIC_SEQ_CST)) {
+        monitor_sample(m);
+        sleep_us(20000);
+    }
+    return NULL;
+}
+
+/* T: THREADS threads on one client made from URL (NULL: from --host and
+ * --port), POOL its redislock_client_set_pool_size() (0: leave the URL's
+ * or the default), N cycles in all; one line labelled LABEL. */
+static int run_threads(const char *url, const char *label, int threads,
+                       int pool, long long n)
+{
+    struct threads_run run;
+    struct threads_arg *args = calloc((size_t)threads, sizeof *args);
+    pthread_t *tids = calloc((size_t)threads, sizeof *tids);
+    pthread_t mon_tid;
+    pthread_attr_t attr;
+    struct monitor mon;
+    char err[512], own_url[300], extra[400];
+    const char *ps;
+    long long baseline, used;
+    int i, started = 0, pool_size, st, bound_ok;
+
+    memset(&run, 0, sizeof run);
+    memset(&mon, 0, sizeof mon);
+    run.n = n;
+    run.label = label;
+    run.lat = malloc((size_t)n * sizeof *run.lat);
+    if (args == NULL || tids == NULL || run.lat == NULL)
+        die("out of memory", NULL);
+    if (url == NULL) {
+        snprintf(own_url, sizeof own_url, "redis://%s:%d", host, port);
+        url = own_url;
+    }
+    /* The pool size reported: --pool-size, the URL's, or the default. */
+    ps = strstr(url, "pool_size=");
+    pool_size = pool > 0 ? pool : ps ? atoi(ps + strlen("pool_size="))
+                                     : POOL_DEFAULT;
+
+    /* The monitor connects first: its baseline has no client of ours. */
+    mon.c = connect_or_die();
+    baseline = connected_clients(mon.c, err, sizeof err);
+    if (baseline < 0)
+        die(err, NULL);
+    mon.max = baseline;
+    if (pthread_create(&mon_tid, NULL, monitor_thread, &mon) != 0)
+        die("pthread_create", "the monitor");
+
+    if (redislock_client_open(url, &run.cl, err, sizeof err) != REDISLOCK_OK)
+        die("--url", err);
+    if (pool > 0 && (st = redislock_client_set_pool_size(run.cl, pool)) !=
+                        REDISLOCK_OK)
+        die("redislock_client_set_pool_size", redislock_strerror(st));
+    if (pthread_mutex_init(&run.mu, NULL) != 0 ||
+        pthread_barrier_init(&run.go, NULL, (unsigned)threads + 1) != 0)
+        die("pthread_barrier_init", NULL);
+    /* 512 threads at the default 8 MiB of stack each would reserve 4 GiB
+     * of address space: 1 MiB is plenty for a lock call. */
+    if (pthread_attr_init(&attr) != 0 ||
+        pthread_attr_setstacksize(&attr, (size_t)1 << 20) != 0)
+        die("pthread_attr", NULL);
+    for (i = 0; i < threads; i++) {
+        args[i].run = &run;
+        args[i].index = i;
+        if (pthread_create(&tids[i], &attr, threads_worker, &args[i]) != 0)
+            break;
+        started++;
+    }
+    pthread_attr_destroy(&attr);
+    if (started < threads) {
+        /* The barrier counts THREADS + 1: those started would wait for
+         * ever.  Nothing to clean up before exit. */
+        die("pthread_create", "could not start every thread");
+    }
+    i = pthread_barrier_wait(&run.go);
+    if (i != 0 && i != PTHREAD_BARRIER_SERIAL_THREAD)
+        die("pthread_barrier_wait", NULL);
+    for (i = 0; i < threads; i++)
+        pthread_join(tids[i], NULL);
+    /* One last sample with every connection still open, then stop. */
+    __atomic_store_n(&mon.stop, 1, __ATOMIC_SEQ_CST);
+    pthread_join(mon_tid, NULL);
+    if (mon.error[0] == '\0')
+        monitor_sample(&mon);
+    redislock_client_free(run.cl);
+    redisFree(mon.c);
+    pthread_barrier_destroy(&run.go);
+    pthread_mutex_destroy(&run.mu);
+    if (mon.error[0] != '\0')
+        die("the monitoring connection", mon.error);
+
+    used = mon.max - baseline;
+    bound_ok = used <= pool_size;
+    snprintf(extra, sizeof extra,
+             ",\"mode\":\"%s\",\"client\":\"%s\",\"threads\":%d,"
+             "\"pool_size\":%d,\"max_connected_clients\":%lld,"
+             "\"baseline_connected_clients\":%lld,\"max_client_connections\":%lld,"
+             "\"samples\":%lld,\"bound_ok\":%s",
+             counted ? "counted" : "gozero", label, threads, pool_size,
+             mon.max, baseline, used, mon.samples,
+             bound_ok ? "true" : "false");
+    if (!run.failed)
+        report("redislock-client", "T", n, run.finished_us - run.started_us,
+               run.lat,
+               (size_t)n, extra);
+    free(run.lat);
+    free(args);
+    free(tids);
+    if (run.failed) {
+        fprintf(stderr, "redislock-bench: T: %s\n", run.failure);
+        return 1;
+    }
+    if (!bound_ok) {
+        fprintf(stderr, "redislock-bench: T: the client had %lld connections "
+                        "at once, more than pool_size %d\n", used, pool_size);
+        return 1;
+    }
+    return 0;
+}
+
 /* -------------------------------------------------------------------- C */
 
 /* What a worker sends back at the end, followed by its M latencies. */
@@ -1157,11 +1459,14 @@ int main(int argc, char **argv)
         { "label", required_argument, NULL, 'l' },
         { "quorum", required_argument, NULL, 'q' },
         { "poll-ms", required_argument, NULL, 'P' },
+        { "threads", required_argument, NULL, 't' },
+        { "pool-size", required_argument, NULL, 'S' },
         { NULL, 0, NULL, 0 },
     };
     const char *workload = NULL, *url = NULL, *label = "url";
     long long n = -1;
     int k = 8, m = 500, use_wait = 0, raw = 0, dma = 1, opt;
+    int threads = 512, pool = 0;
 
     while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (opt) {
@@ -1182,6 +1487,16 @@ int main(int argc, char **argv)
             poll_ms = atoll(optarg);
             if (poll_ms < 1 || poll_ms > 60000)
                 usage_error("--poll-ms is 1..60000");
+            break;
+        case 't':
+            threads = atoi(optarg);
+            if (threads < 1 || threads > 4096)
+                usage_error("--threads is 1..4096");
+            break;
+        case 'S':
+            pool = atoi(optarg);
+            if (pool < 1 || pool > 64)
+                usage_error("--pool-size is 1..64");
             break;
         case 'M':
             if (strcmp(optarg, "counted") == 0)
@@ -1205,10 +1520,14 @@ int main(int argc, char **argv)
     if (optind < argc)
         usage_error("unexpected argument");
     if (workload == NULL || strlen(workload) != 1 ||
-        strchr("URCH", workload[0]) == NULL)
-        usage_error("--workload is U, R, C or H");
-    if (url != NULL && (workload[0] != 'U' || raw))
-        usage_error("--url is for workload U (without --raw)");
+        strchr("URCHT", workload[0]) == NULL)
+        usage_error("--workload is U, R, C, H or T");
+    if (url != NULL && (strchr("UT", workload[0]) == NULL || raw))
+        usage_error("--url is for workloads U (without --raw) and T");
+    if (workload[0] == 'T' && port <= 0)
+        usage_error("T needs --port: its monitoring connection");
+    if (pool > 0 && workload[0] != 'T')
+        usage_error("--pool-size is for workload T");
     if (quorum_n > 0 && (url != NULL || raw || strchr("UC", workload[0]) == NULL))
         usage_error("--quorum is for workloads U (without --raw or --url) and C");
     if (port <= 0 && url == NULL && !(quorum_n > 0 && workload[0] == 'U'))
@@ -1250,6 +1569,8 @@ int main(int argc, char **argv)
         return 0;
     case 'C':
         return run_contended(k, m, use_wait);
+    case 'T':
+        return run_threads(url, label, threads, pool, n > 0 ? n : 60000);
     default:
         return run_handoff(n > 0 ? n : 1000);
     }

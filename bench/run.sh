@@ -18,6 +18,11 @@
 # (U --quorum, C --quorum) runs on 5 masters of ours beside node-redlock
 # (bench/node-redlock, installed here with npm ci into a temporary
 # directory; its rows say why when node, npm or the install is missing).
+# T (issue 18): 512 threads on one client at pool_size 16 (the default)
+# and 64 (the largest), in three interleaved pairs (ratio 16/64, median),
+# each run's most connections seen by a monitoring connection; then 64
+# threads at 64, where no thread waits for a connection (the issue saw
+# throughput flat from 8 threads).
 # System calls per operation come from bench/syscalls.sh (strace; skipped
 # without it).  A failed run of ours (a self-check difference, a lost
 # update) fails the whole; a failed node-redlock run gets a row saying so.
@@ -125,6 +130,103 @@ for mode in gozero counted; do
             "each run right after a raw one; library/raw $(join ' / ' $ratios), **median $median**; $(field "$lib" evalsha_per_op) EVALSHA per lock operation"
     }
 done
+
+# T: threads on one client, the pool bounded (issue 18).  pool_size 16 is
+# the URL's default (no parameter: what a program gets); 64 the largest.
+# A failed T run (a call that failed, e.g. no connection within the
+# command timeout, or more connections than pool_size) gets its row and
+# fails the whole at the end, after the table.
+tthreads=512
+tn=60000
+t_fail=
+# trun ARGS...: one T run; its line in $last (and kept), or $last empty
+# and the failure in $t_err (and added to $t_fail).
+trun() {
+    t_err=
+    if last=$("$bench" --port "$p" --workload T "$@" 2>"$tmp/t.err"); then
+        keep "$last"
+    else
+        t_err="exit $?: $(tail -n 1 "$tmp/t.err" | sed 's/^redislock-bench: //')"
+        echo "run.sh: T $*: FAILED: $t_err" >&2
+        t_fail="$t_fail${t_fail:+; }$t_err"
+        last=
+    fi
+}
+# tf NAME: the field NAME of $last, or - when the run failed.
+tf() {
+    v=$(field "$last" "$1")
+    printf '%s' "${v:--}"
+}
+# median WORDS...: the median of the numbers among WORDS ("-" if none).
+median() {
+    printf '%s\n' "$@" | grep '^[0-9.][0-9.]*$' | sort -n | awk '
+        { v[NR] = $1 }
+        END { if (NR == 0) print "-"
+              else if (NR % 2) print v[(NR + 1) / 2]
+              else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+tratios='' t16ops='' t16p50='' t16p99='' t16conn='' t16max=''
+t64ops='' t64p50='' t64p99='' t64conn='' t64max=''
+t16bad='' t16why='' t64bad='' t64why=''  # failed runs, the last's failure
+# failed BAD WHY: "; run(s) BAD FAILED: WHY", or nothing when none failed.
+failed() {
+    fwhy=$2
+    # shellcheck disable=SC2086
+    set -- $1
+    [ $# -eq 0 ] || printf '; run%s %s FAILED: %s' \
+        "$([ $# -eq 1 ] || echo s)" "$(join ', ' "$@")" "$fwhy"
+}
+for ti in 1 2 3; do
+    trun --threads $tthreads --n $tn --label pool16
+    [ -z "$t_err" ] || { t16bad="$t16bad $ti"; t16why=$t_err; }
+    t16ops="$t16ops $(tf ops_per_s)"
+    t16p50="$t16p50 $(tf p50_us)"
+    t16p99="$t16p99 $(tf p99_us)"
+    t16conn="$t16conn $(tf max_client_connections)"
+    t16max="$t16max $(tf max_connected_clients)"
+    ta=$(tf ops_per_s)
+    trun --threads $tthreads --n $tn --label pool64 \
+        --url "redis://127.0.0.1:$p?pool_size=64"
+    [ -z "$t_err" ] || { t64bad="$t64bad $ti"; t64why=$t_err; }
+    t64ops="$t64ops $(tf ops_per_s)"
+    t64p50="$t64p50 $(tf p50_us)"
+    t64p99="$t64p99 $(tf p99_us)"
+    t64conn="$t64conn $(tf max_client_connections)"
+    t64max="$t64max $(tf max_connected_clients)"
+    tb=$(tf ops_per_s)
+    if [ "$ta" = - ] || [ "$tb" = - ]; then
+        tratios="$tratios -"
+    else
+        tratios="$tratios $(awk -v a="$ta" -v b="$tb" \
+            'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')"
+    fi
+done
+# shellcheck disable=SC2086
+tmedian=$(median $tratios)
+# shellcheck disable=SC2086
+t16median=$(median $t16ops)
+# shellcheck disable=SC2086
+keep "{\"peer\":\"pool16/pool64\",\"workload\":\"T\",\"threads\":$tthreads,\"ratios\":[$(join , $tratios | sed 's/-/null/g')],\"median_ratio\":$(printf '%s' "$tmedian" | sed 's/^-$/null/')}"
+trun --threads 64 --n $tn --label threads64 \
+    --url "redis://127.0.0.1:$p?pool_size=64"
+t64err1=${t_err:+; FAILED ($t_err)}
+tflat=-
+if [ -n "$last" ] && [ "$t16median" != - ]; then
+    tflat=$(awk -v a="$t16median" -v b="$(tf ops_per_s)" \
+        'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')
+fi
+# shellcheck disable=SC2086
+{
+    row "T $tthreads threads, one client" "redislock, pool_size=16 (the default)" \
+        "$(join ' / ' $t16ops)" "$(join ' / ' $t16p50)" "$(join ' / ' $t16p99)" \
+        "$tn acquire+release cycles in all, a key each; connections used at most $(join ' / ' $t16conn) (connected_clients $(join ' / ' $t16max), the monitor's included)$(failed "$t16bad" "$t16why")"
+    row "T $tthreads threads, one client" "redislock, pool_size=64 (the largest)" \
+        "$(join ' / ' $t64ops)" "$(join ' / ' $t64p50)" "$(join ' / ' $t64p99)" \
+        "each right after a pool_size=16 run; 16/64 $(join ' / ' $tratios), **median $tmedian**; connections used at most $(join ' / ' $t64conn) (connected_clients $(join ' / ' $t64max))$(failed "$t64bad" "$t64why")"
+    row "T 64 threads, one client" "redislock, pool_size=64" \
+        "$(tf ops_per_s)" "$(tf p50_us)" "$(tf p99_us)" \
+        "no thread waits for a connection; $tthreads threads at pool_size=16 (median run) reach $tflat of this; connections used at most $(tf max_client_connections)$t64err1"
+}
 
 # The library's client (U --url) in 3 interleaved pairs: PAIRS runs them,
 # "$0" being the bench: "$1" labelled "$2", then "$3" labelled "$4".
@@ -478,11 +580,16 @@ Benchmark, $(date -u '+%Y-%m-%d %H:%M UTC'), $(($(date +%s) - t_start)) s:
 - /dev/cpu_dma_latency: $dma
 - Command: \`$cmd\`
 
-ops/s: cycles (U, R), critical sections (C) or hand-offs (H) per second;
-p50/p99: one cycle (U, R), the wait for the lock (C), release to the
-waiter holding it (H).
+ops/s: cycles (U, R, T), critical sections (C) or hand-offs (H) per
+second; p50/p99: one cycle (U, R; T: the wait for a connection
+included), the wait for the lock (C), release to the waiter holding it
+(H).
 
 | workload | peer | ops/s | p50 µs | p99 µs | notes |
 |---|---|---|---|---|---|
 EOF
 cat "$rows"
+if [ -n "$t_fail" ]; then
+    echo "run.sh: T failed: $t_fail" >&2
+    exit 1
+fi
