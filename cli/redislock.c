@@ -1797,7 +1797,8 @@ static bool terminal_foreground(void)
  * stdio, no malloc.  On Linux it learns of its children's ends through
  * a signalfd, SIGCHLD staying blocked, rather than a handler: no
  * handler has to run in a fork of a threaded process (TSan, for one,
- * never runs a handler there, and the guardian waited forever).  Its orders are one byte each: a signal to pass on to
+ * never runs a handler there, and the guardian waited forever).  Its
+ * orders are one byte each: a signal to pass on to
  * COMMAND (its group, unless it shares the tool's), or STOP_TREE | a
  * signal for every process of the tree, each once (the loss signal;
  * STOP_TREE | SIGKILL kills the tree, round after round until it is
@@ -1888,7 +1889,9 @@ static void guard_wake_arm(void)
 #ifndef __linux__
     sigset_t chld;
 
-    guard_wake_arm();
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    (void)pthread_sigmask(SIG_UNBLOCK, &chld, NULL);
 #endif
 }
 

@@ -1069,16 +1069,19 @@ redislock_new_from_client_len(redislock_client *client, const void *key,
  * Auto-renewal (client handles only; since 0.2.0)
  *
  * With auto-renewal on, while the handle holds the lock the client's
- * watchdog thread (one per client, on a connection of its own, started at
- * the first auto-renewed acquire) resets the lease every third of the
+ * watchdog thread (one per client, started at the first auto-renewed
+ * acquire; its connections come from the client's pool, counted in
+ * pool_size, and it is served first when all are in use) resets the
+ * lease every third of the
  * expiry, with an owner-checked extend; the renewals of all due locks of a
  * client go out in one pipelined round trip.  Once redislock_release()
  * (or redislock_free(), redislock_set_id(), or redislock_set_autorenew()
  * turning it off) has returned, no renewal of that holding is ever sent
  * again.  The lock is *lost* when a renewal finds the key no longer
  * ours, or when renewals cannot reach Redis before the lease runs out by
- * the local monotonic clock (each renewal round trip is cut short at the
- * earliest lease end, so a loss is declared on time); then, in this order:
+ * the local monotonic clock (a round of renewals - the wait for a
+ * connection, a connect, the round trips - is cut short at the earliest
+ * lease end, so a loss is declared on time); then, in this order:
  * the lost callback runs, redislock_lost_fd() becomes readable, and the
  * next acquire, release or extend on the handle returns
  * REDISLOCK_ERR_LOST (a release still sends its owner-checked delete,

@@ -109,8 +109,8 @@ typedef struct redislockp_node {
  *   never change after client_open), the nodes (their pools and
  *   backoff), the slot map and its refresh state, and with sentinels the
  *   master and sentinel_first (map_busy/map_at/map_stale serve both).
- * - subs and nsubs (a quorum's masters) are set once by open_quorum.  Whoever needs the
- *   URL's settings copies them under mu.
+ * - subs and nsubs (a quorum's masters) are set once by open_quorum.
+ *   Whoever needs the URL's settings copies them under mu.
  * - wd_mu guards the watchdog's registry (renewals and the handles' fields
  *   below the line in struct redislock), wd_running and wd_stop, and
  *   wd_cond waits on it.
@@ -168,11 +168,13 @@ int redislockp_client_forked(const redislock_client *cl);
 
 /* A connection to node NODE for one operation: from its idle pool or
  * newly connected (redislockp_connect), waiting for one to come back when
- * all are in use; within LIMIT_MS if > 0 (else the URL's timeouts).  NULL
- * with ERRMSG and *STATUS. */
+ * all are in use - in turn, or first if URGENT (the watchdog, whose
+ * renewals must not queue behind the application's calls); within
+ * LIMIT_MS if > 0 (else the URL's timeouts).  NULL with ERRMSG and
+ * *STATUS. */
 redisContext *redislockp_pool_get(redislock_client *cl, size_t node,
-                                  long long limit_ms, char *errmsg,
-                                  int *status);
+                                  long long limit_ms, int urgent,
+                                  char *errmsg, int *status);
 /* Give it back; a broken one (BROKEN, or c->err) is closed instead. */
 void redislockp_pool_put(redislock_client *cl, size_t node, redisContext *c,
                          int broken);

@@ -15,7 +15,7 @@
 #include "client.h"
 
 /* The pause after FAILURES failed connects: 50 ms, doubling to 2 s (the
- * client's pool and the watchdog's own connection alike). */
+ * client's pool). */
 long long redislockp_backoff_ms(unsigned failures)
 {
     unsigned shift = failures < 6 ? failures : 6;

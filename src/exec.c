@@ -336,7 +336,7 @@ size_t redislockp_exec_fanout(redislock_client *cl, unsigned slot,
         leg->st = redislockp_route(leg->cl, slot, &leg->node, leg->msg);
         if (leg->st == REDISLOCK_OK)
             leg->c = redislockp_pool_get(leg->cl, leg->node, f->wait_ms,
-                                         leg->msg, &leg->st);
+                                         f->urgent, leg->msg, &leg->st);
         if (leg->c == NULL) {
             if (leg->st == REDISLOCK_ERR_IO)
                 redislockp_route_stale(leg->cl);
@@ -456,6 +456,18 @@ static int back_off(redislock_client *cl, int *retries, long long end)
     return 0;
 }
 
+/* What is left of T's limit, from START: 0 without one, else at least
+ * 1 ms. */
+static long long left_of(const redislockp_target *t, long long start)
+{
+    long long left;
+
+    if (t->limit_ms <= 0)
+        return 0;
+    left = start + t->limit_ms - redislockp_now_ms();
+    return left > 0 ? left : 1;
+}
+
 int redislockp_exec_one(const redislockp_target *t, const redislockp_fanout *f,
                         redislockp_leg *leg, redislockp_res *res)
 {
@@ -469,6 +481,12 @@ int redislockp_exec_one(const redislockp_target *t, const redislockp_fanout *f,
     memset(leg, 0, sizeof *leg);
     redislockp_classify(NULL, 0, 0, res);
     leg->asked = 1;
+    if ((f->ncalls > 0 ? f->ncalls : f->call != NULL) +
+            (f->trailer != NULL) > REDISLOCKP_LEG_REPLIES)
+        return leg->st = redislockp_tx_fail(leg->msg, /* LCOV_EXCL_LINE */
+                                            REDISLOCK_ERR_INVALID,
+                                            "internal: %d calls in a leg",
+                                            f->ncalls);
     /* Redirections are followed, and failovers waited out, within the
      * command timeout from the start (and T's limit). */
     if (cl != NULL)
@@ -495,7 +513,8 @@ int redislockp_exec_one(const redislockp_target *t, const redislockp_fanout *f,
                            : redislockp_route(cl, t->slot, &leg->node,
                                               leg->msg);
             if (st == REDISLOCK_OK)
-                leg->c = redislockp_pool_get(cl, leg->node, t->limit_ms,
+                leg->c = redislockp_pool_get(cl, leg->node,
+                                             left_of(t, start), t->urgent,
                                              leg->msg, &st);
         }
         leg->cl = cl;
@@ -516,7 +535,8 @@ int redislockp_exec_one(const redislockp_target *t, const redislockp_fanout *f,
         if (t->reply_ms > 0)
             changed = redislockp_tx_raise_timeout(leg->c, t->reply_ms, &old);
         else if (t->limit_ms > 0)
-            changed = redislockp_tx_lower_timeout(leg->c, t->limit_ms, &old);
+            changed = redislockp_tx_lower_timeout(leg->c, left_of(t, start),
+                                                  &old);
         /* With a trailer (WAIT), EVAL with the text: a NOSCRIPT answer
          * would have run the trailer before the calls ran. */
         leg_send(leg, f, f->trailer != NULL &&

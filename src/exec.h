@@ -114,6 +114,8 @@ typedef struct redislockp_fanout {
     long long grace_ms;                 /* for stragglers once decided, at
                                          * least (as long again as the
                                          * deciders took, if longer) */
+    int urgent;                         /* first in the queues for a
+                                         * connection (the watchdog) */
     redislockp_vote_fn vote;            /* NULL: wait for every leg */
     void *arg;
 } redislockp_fanout;
@@ -155,8 +157,12 @@ typedef struct redislockp_target {
     long long reply_ms;         /* > 0: the replies may take this long
                                  * (BLPOP, WAIT), if the command timeout
                                  * is shorter */
-    long long limit_ms;         /* > 0: no wait longer than this (a lease
-                                 * that must not be waited past) */
+    long long limit_ms;         /* > 0: the whole run within this from
+                                 * its start - the wait for a pooled
+                                 * connection, a connect, the replies (a
+                                 * lease that must not be waited past) */
+    int urgent;                 /* first in the queue for a connection
+                                 * (the watchdog's renewals) */
 } redislockp_target;
 
 /*
@@ -164,8 +170,8 @@ typedef struct redislockp_target {
  * on one connection, then read the replies with blocking reads bounded by
  * the connection's command timeout (as T adjusts it): one write and one
  * read system call in steady state.  F->vote, mask, nowait, wait_ms and
- * grace_ms are not used.  LEG gets the outcome: leg->st REDISLOCK_OK with every reply
- * (RES says what the first means; an error reply, RES->kind not VALUE,
+ * grace_ms are not used.  LEG gets the outcome: leg->st REDISLOCK_OK
+ * with every reply (RES says what the first means; an error reply, RES->kind not VALUE,
  * also sets leg->st to REDISLOCK_ERR_SERVER with its text in leg->msg),
  * or the failure (I/O, out of memory...) with leg->sent telling whether
  * the command may have run.  leg->node is the node that answered.  Free

@@ -28,12 +28,13 @@ static void waiter_remove(redislockp_node *n, redislockp_pool_waiter *w)
     }
 }
 
-/* Wait in NODE's queue until a connection (or room for one) is handed
- * over, or DEADLINE (monotonic ms) passes.  1 with W handed, 0 on timeout
+/* Wait in NODE's queue (at its end, or its head if URGENT) until a
+ * connection (or room for one) is handed over, or DEADLINE (monotonic
+ * ms) passes.  1 with W handed, 0 on timeout
  * (or when no condition could be made).  Under cl->mu, which it releases
  * while waiting; NODE's entry may have moved when it returns. */
 static int pool_wait(redislock_client *cl, size_t node, long long deadline,
-                     redislockp_pool_waiter *w)
+                     int urgent, redislockp_pool_waiter *w)
 {
     pthread_condattr_t attr;
     redislockp_node *n = &cl->nodes[node];
@@ -47,11 +48,18 @@ static int pool_wait(redislock_client *cl, size_t node, long long deadline,
     pthread_condattr_destroy(&attr);
     if (!made)
         return 0;                       /* LCOV_EXCL_LINE */
-    if (n->wait_tail != NULL)
-        n->wait_tail->next = w;
-    else
+    if (urgent) {
+        w->next = n->wait_head;
         n->wait_head = w;
-    n->wait_tail = w;
+        if (n->wait_tail == NULL)
+            n->wait_tail = w;
+    } else {
+        if (n->wait_tail != NULL)
+            n->wait_tail->next = w;
+        else
+            n->wait_head = w;
+        n->wait_tail = w;
+    }
     while (!w->handed) {
         long long left = deadline - redislockp_now_ms();
         struct timespec until;
@@ -68,8 +76,8 @@ static int pool_wait(redislock_client *cl, size_t node, long long deadline,
 }
 
 redisContext *redislockp_pool_get(redislock_client *cl, size_t node,
-                                  long long limit_ms, char *errmsg,
-                                  int *status)
+                                  long long limit_ms, int urgent,
+                                  char *errmsg, int *status)
 {
     redisContext *c = NULL;
     redislockp_pool_waiter w;
@@ -116,7 +124,7 @@ again:
             wait = limit_ms;
         if (deadline == 0)
             deadline = now + wait;
-        if (pool_wait(cl, node, deadline, &w)) {
+        if (pool_wait(cl, node, deadline, urgent, &w)) {
             if (w.c != NULL) {
                 pthread_mutex_unlock(&cl->mu);
                 return w.c;

@@ -54,9 +54,9 @@ typedef struct redislockp_ack {
 } redislockp_ack;
 
 struct redislock {
-    redisContext *ctx;                 /* borrowed; or, for a client's
-                                        * handle, the connection of the
-                                        * call under way (else NULL) */
+    redisContext *ctx;                 /* borrowed; NULL for a client's
+                                        * handle (the executor takes its
+                                        * connections from the pool) */
     redislock_client *client;          /* NULL: a borrowed context */
     /* One allocation: the key and its companions (fencing counter,
      * wake-up list, waiters, turn), each NUL-terminated (the key may hold

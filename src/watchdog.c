@@ -1,8 +1,10 @@
 /*
  * watchdog.c - auto-renewal of client handles' leases.
  *
- * One thread per client, started at the first auto-renewed acquire, with
- * a connection of its own.  Registered handles form a list guarded by the
+ * One thread per client, started at the first auto-renewed acquire; its
+ * connections come from the client's pool, where it waits first in line
+ * (a renewal must not queue behind the application's calls), within what
+ * is left of the earliest lease of its round.  Registered handles form a list guarded by the
  * client's wd_mu.  Each round the thread picks the handles whose renewal
  * is due (a third of the lease after the last one), marks them busy, sends
  * one owner-checked extend script per handle in a single pipeline, and
@@ -98,7 +100,7 @@ static long long ack_wait(const redislock *l, long long limit_ms)
  * renewed, 0 not ours (lost), -1 no answer, -2 answered with an error.
  * *SENT: a renewal may have left without its answer. */
 static void renew_batch(redislock_client *cl, size_t node, redislock **batch,
-                        int n, long long limit_ms, int *result, int *sent)
+                        int n, long long until, int *result, int *sent)
 {
     redislockp_call calls[BATCH];
     const redislockp_call *ptrs[BATCH];
@@ -122,7 +124,12 @@ static void renew_batch(redislock_client *cl, size_t node, redislock **batch,
     t.cl = cl;
     t.slot = batch[0]->slot;
     t.node = (long)node;
-    t.limit_ms = limit_ms > 0 ? limit_ms : 1;
+    t.urgent = 1;
+    /* What is left before the earliest lease of the round ends (groups
+     * and nodes before this one took their share): nothing, no try. */
+    t.limit_ms = until - redislockp_now_ms();
+    if (t.limit_ms < 1)
+        return;
     /* The batch's handles ask for the same acknowledgement (see
      * renew_groups()): one WAIT after their renewals, its timeout within
      * the limit. */
@@ -151,7 +158,7 @@ static void renew_batch(redislock_client *cl, size_t node, redislock **batch,
 /* Renew BATCH: on one server one pipeline; on a Cluster one pipeline per
  * master, each to the node owning the handles' slots. */
 static void renew_nodes(redislock_client *cl, redislock **batch, int n,
-                        long long limit, int *result, int *sent)
+                        long long until, int *result, int *sent)
 {
     redislock *group[BATCH];
     size_t nodes[BATCH];
@@ -184,7 +191,7 @@ static void renew_nodes(redislock_client *cl, redislock **batch, int n,
                 done[j] = 1;
             }
         }
-        renew_batch(cl, nodes[i], group, m, limit, res, sent);
+        renew_batch(cl, nodes[i], group, m, until, res, sent);
         for (j = 0; j < m; j++)
             result[idx[j]] = res[j];
     }
@@ -216,7 +223,7 @@ static int renewed_on(const redislockp_leg *leg, int k)
  * lost (not ours) once a majority can no longer be reached; else no
  * answer, tried again. */
 static void renew_quorum(redislock_client *cl, redislock **batch, int n,
-                         long long limit, int *result, int *sent)
+                         long long until, int *result, int *sent)
 {
     redislockp_leg legs[REDISLOCKP_QUORUM_MAX];
     redislockp_call calls[BATCH];
@@ -225,10 +232,14 @@ static void renew_quorum(redislock_client *cl, redislock **batch, int n,
     redislockp_fanout f;
     size_t i, m = cl->nsubs, maj = redislockp_majority(cl->nsubs);
     long long set = __atomic_load_n(&cl->quorum_wait_ms, __ATOMIC_RELAXED);
-    long long wait = set;
+    long long wait = set, limit = until - redislockp_now_ms();
     char num[3][24];
     int j, ack;
 
+    for (j = 0; j < n; j++)
+        result[j] = -1;
+    if (limit < 1)
+        return;                         /* the round's time is up */
     for (j = 0; j < n; j++) {
         redislockp_call_extend(&calls[j], batch[j], batch[j]->renew_ms);
         ptrs[j] = &calls[j];
@@ -241,6 +252,7 @@ static void renew_quorum(redislock_client *cl, redislock **batch, int n,
     memset(&f, 0, sizeof f);
     f.calls = ptrs;
     f.ncalls = n;
+    f.urgent = 1;
     f.wait_ms = wait < limit ? wait : limit;
     /* With acknowledgement, a WAIT after the renewals on every master;
      * the wait is its timeout on top of the quorum wait. */
@@ -279,7 +291,7 @@ static void renew_quorum(redislock_client *cl, redislock **batch, int n,
  * handles that ask for the same acknowledgement: each group is one
  * pipeline per node (or one fan-out on a quorum) with one WAIT. */
 static void renew_groups(redislock_client *cl, redislock **batch, int n,
-                         long long limit, int *result, int *sent)
+                         long long until, int *result, int *sent)
 {
     redislock *group[BATCH];
     int res[BATCH], idx[BATCH], done[BATCH];
@@ -299,9 +311,9 @@ static void renew_groups(redislock_client *cl, redislock **batch, int n,
             }
         }
         if (cl->quorum)
-            renew_quorum(cl, group, m, limit, res, sent);
+            renew_quorum(cl, group, m, until, res, sent);
         else
-            renew_nodes(cl, group, m, limit, res, sent);
+            renew_nodes(cl, group, m, until, res, sent);
         for (j = 0; j < m; j++)
             result[idx[j]] = res[j];
     }
@@ -416,14 +428,18 @@ static void *watchdog(void *arg)
 
         sent = redislockp_now_ms();
         if (n > 0) {
-            long long limit = limits - sent;
+            /* The round ends with the earliest lease of the batch (past
+             * it the loss must be declared, not waited on), and within
+             * the command timeout; every group's pipeline within what is
+             * left of it. */
+            long long end = limits;
             long long command_ms = redislockp_client_url(cl).command_ms;
 
-            if (limit > command_ms)
-                limit = command_ms;
-            if (limit < 10)
-                limit = 10;
-            renew_groups(cl, batch, n, limit, result, &sent_any);
+            if (end > sent + command_ms)
+                end = sent + command_ms;
+            if (end < sent + 10)
+                end = sent + 10;
+            renew_groups(cl, batch, n, end, result, &sent_any);
         }
 
         pthread_mutex_lock(&cl->wd_mu);
@@ -436,15 +452,12 @@ static void *watchdog(void *arg)
                 l->renew_unknown = 1;
             if (result[i] == -2)
                 result[i] = -1;         /* retry, like no answer */
-            if (result[i] == -3) {
-                /* Renewed on the master, too few replicas have it: the
-                 * lease a failover would leave is the last acknowledged
-                 * one.  Retry, like no answer. */
-                l->renew_unacked = 1;
-                result[i] = -1;
-            } else if (result[i] != -1) {
-                l->renew_unacked = 0;
-            }
+            /* What the last round that did not renew met: renewed on the
+             * master but too few replicas have it (the lease a failover
+             * would leave is the last acknowledged one), or not. */
+            l->renew_unacked = result[i] == -3;
+            if (result[i] == -3)
+                result[i] = -1;         /* retry, like no answer */
             if (result[i] == 1) {
                 l->renew_until = sent + l->renew_ms -
                                  REDISLOCKP_QUORUM_DRIFT(l);

@@ -879,6 +879,91 @@ static void busy_end(struct busy *b, fp_proxy *p)
  * it no longer than the command timeout (read when the wait begins, so
  * lowered here after the held command went out), then fails with
  * REDISLOCK_ERR_IO saying so, without opening a second connection. */
+/* Threads that keep CL's connections busy (status queries on keys of
+ * their own) until STOP. */
+struct pester {
+    redislock_client *cl;
+    int *stop;
+    pthread_t tid;
+};
+
+static void *pester_run(void *arg)
+{
+    struct pester *a = arg;
+    char key[64];
+    redislock *lock;
+    bool held;
+
+    tu_key(key, sizeof key, "client:pester");
+    lock = redislock_new_from_client(a->cl, key);
+    if (lock == NULL)
+        return NULL;
+    while (!__atomic_load_n(a->stop, __ATOMIC_SEQ_CST))
+        (void)redislock_held(lock, &held);
+    redislock_free(lock);
+    return NULL;
+}
+
+/* KEY's PTTL, read directly: a renewal each time it went up since
+ * *LAST; how many so far. */
+static int renewals_seen(const char *key, long long *last, int *n)
+{
+    long long pttl = tu_pttl(c, key, strlen(key));
+
+    if (*last >= 0 && pttl > *last + 50)
+        ++*n;
+    *last = pttl;
+    return *n;
+}
+
+/*
+ * The watchdog takes its connections from the pool, and must not queue
+ * behind the application: one connection (pool_size=1) through a proxy
+ * that delays every chunk 30 ms, 8 threads always waiting for it, and an
+ * auto-renewed lock of 600 ms.  In line behind the 8 (about 8 x 60 ms)
+ * each renewal would come too late; first in line, the lock is renewed
+ * round after round (its PTTL seen going up again and again).
+ */
+static void test_renewals_first_in_line(void **state)
+{
+    enum { PESTERS = 8 };
+    struct pester t[PESTERS];
+    fp_proxy *p;
+    redislock_client *cl = proxied_client(&p, 1);
+    redislock *lock;
+    char key[64];
+    long long last = -1;
+    int stop = 0, i, renewals = 0;
+
+    (void)state;
+    tu_key(key, sizeof key, "client:renew-first");
+    lock = redislock_new_from_client(cl, key);
+    assert_non_null(lock);
+    assert_int_equal(redislock_set_expire_ms(lock, 600), REDISLOCK_OK);
+    assert_int_equal(redislock_set_autorenew(lock, true), REDISLOCK_OK);
+    assert_true(tu_acquire(lock));
+    fp_delay_ms(p, 30);
+    for (i = 0; i < PESTERS; i++) {
+        t[i].cl = cl;
+        t[i].stop = &stop;
+        assert_int_equal(pthread_create(&t[i].tid, NULL, pester_run, &t[i]),
+                         0);
+    }
+    /* Five renewals (three leases) while the pool is in demand. */
+    TU_WAIT_UNTIL(renewals_seen(key, &last, &renewals) >= 5 ||
+                      redislock_lost_reason(lock) != REDISLOCK_LOST_NONE,
+                  30000, "five renewals, or a loss");
+    __atomic_store_n(&stop, 1, __ATOMIC_SEQ_CST);
+    for (i = 0; i < PESTERS; i++)
+        pthread_join(t[i].tid, NULL);
+    fp_delay_ms(p, 0);
+    assert_int_equal(redislock_lost_reason(lock), REDISLOCK_LOST_NONE);
+    assert_true(tu_release(lock));
+    redislock_free(lock);
+    redislock_client_free(cl);
+    fp_stop(p);
+}
+
 static void test_pool_wait_times_out(void **state)
 {
     fp_proxy *p;
@@ -1049,6 +1134,7 @@ int main(void)
         cmocka_unit_test(test_pool_size_is_kept),
         cmocka_unit_test(test_small_pool_many_waiters),
         cmocka_unit_test(test_pool_wait_times_out),
+        cmocka_unit_test(test_renewals_first_in_line),
         cmocka_unit_test(test_pool_size_changes_at_once),
         cmocka_unit_test(test_reconnects_after_restart),
         cmocka_unit_test(test_forked_child_cannot_use_the_client),
