@@ -127,7 +127,8 @@ struct redislock {
     redislockp_ack renew_ack;          /* what renewals must have
                                         * acknowledged (set_min_replicas,
                                         * as at the acquire) */
-    int renew_unacked;                 /* the last renewals ran but were
+    int renew_unacked;                 /* a renewal since the last
+                                        * acknowledged one ran but was
                                         * not acknowledged */
     int lost_pipe[2];                  /* readable once lost; -1 unused */
     struct redislock *renew_next;

@@ -452,12 +452,18 @@ static void *watchdog(void *arg)
                 l->renew_unknown = 1;
             if (result[i] == -2)
                 result[i] = -1;         /* retry, like no answer */
-            /* What the last round that did not renew met: renewed on the
-             * master but too few replicas have it (the lease a failover
-             * would leave is the last acknowledged one), or not. */
-            l->renew_unacked = result[i] == -3;
-            if (result[i] == -3)
-                result[i] = -1;         /* retry, like no answer */
+            /* Renewed on the master but too few replicas have it: the
+             * lease a failover would leave is the last acknowledged one.
+             * Retry, like no answer; if the lease runs out before an
+             * acknowledged renewal, the loss says that renewals did reach
+             * Redis (a round cut short by the lease's end after this one
+             * does not change that). */
+            if (result[i] == -3) {
+                l->renew_unacked = 1;
+                result[i] = -1;
+            } else if (result[i] == 1) {
+                l->renew_unacked = 0;
+            }
             if (result[i] == 1) {
                 l->renew_until = sent + l->renew_ms -
                                  REDISLOCKP_QUORUM_DRIFT(l);
