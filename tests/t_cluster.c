@@ -290,6 +290,64 @@ static void test_many_locks_over_all_masters(void **state)
     redislock_client_free(shared);
 }
 
+/* Redirections the node on PORT has answered so far (INFO errorstats:
+ * MOVED and ASK). */
+static long long redirections(int port)
+{
+    static const char *const kinds[] = { "errorstat_MOVED:count=",
+                                         "errorstat_ASK:count=" };
+    redisContext *c = connect_port(port);
+    redisReply *r = tu_cmd(c, "INFO errorstats");
+    long long n = 0;
+    size_t i;
+
+    for (i = 0; i < 2; i++) {
+        const char *p = strstr(r->str, kinds[i]);
+
+        if (p != NULL)
+            n += atoll(p + strlen(kinds[i]));
+    }
+    freeReplyObject(r);
+    redisFree(c);
+    return n;
+}
+
+/* Steady state: once the client has the slot map, locks on keys all
+ * over the slots cost no redirection on any node. */
+static void test_steady_state_has_no_redirections(void **state)
+{
+    enum { NKEYS = 64, ROUNDS = 3 };
+    redislock_client *cl = redislock_client_new(url);
+    redislock *locks[NKEYS];
+    long long before[6];
+    char key[64];
+    int i, k;
+
+    (void)state;
+    assert_non_null(cl);
+    for (k = 0; k < NKEYS; k++) {
+        tu_key(key, sizeof key, "cluster:steady");
+        locks[k] = redislock_new_from_client(cl, key);
+        assert_non_null(locks[k]);
+    }
+    assert_true(tu_acquire(locks[0]));          /* the map is read */
+    assert_true(tu_release(locks[0]));
+    for (i = 0; i < 6; i++)
+        before[i] = redirections(ports[i]);
+    for (i = 0; i < ROUNDS; i++)
+        for (k = 0; k < NKEYS; k++) {
+            assert_true(tu_acquire(locks[k]));
+            assert_true(tu_release(locks[k]));
+        }
+    for (i = 0; i < 6; i++)
+        if (redirections(ports[i]) != before[i])
+            fail_msg("node on port %d answered %lld redirections", ports[i],
+                     redirections(ports[i]) - before[i]);
+    for (k = 0; k < NKEYS; k++)
+        redislock_free(locks[k]);
+    redislock_client_free(cl);
+}
+
 /* Move KEY's (empty) slot to another master: the client's next operation
  * meets MOVED and follows it. */
 static void test_moved_is_followed(void **state)
@@ -971,6 +1029,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_redirections_are_parsed),
         cmocka_unit_test(test_ping_reads_the_map),
         cmocka_unit_test(test_many_locks_over_all_masters),
+        cmocka_unit_test(test_steady_state_has_no_redirections),
         cmocka_unit_test(test_moved_is_followed),
         cmocka_unit_test(test_ask_is_followed),
         cmocka_unit_test(test_companion_keys),
