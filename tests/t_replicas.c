@@ -578,16 +578,25 @@ static redislock *renewed_handle(redislock_client *cl, const char *key,
     return lock;
 }
 
-/* Stop replica 1 and wait for LOCK (acquired after T0) to be lost for
- * want of acknowledgement: not before its acknowledged lease ended. */
-static void lost_unacknowledged(redislock *lock, long long t0)
+/* Stop replica 1 (SIGSTOP: a replica that lags; or, with KILL_IT, kill
+ * it for good: the last test) and wait for LOCK (acquired after T0) to be
+ * lost for want of acknowledgement: not before its acknowledged lease
+ * ended. */
+static void lost_unacknowledged(redislock *lock, long long t0, int kill_it)
 {
     bool ok = true;
 
-    kill(replica[1].pid, SIGSTOP);
+    if (kill_it) {
+        assert_int_equal(nreplicas, 2);
+        tu_server_stop(&replica[1]);
+        nreplicas = 1;
+    } else {
+        kill(replica[1].pid, SIGSTOP);
+    }
     tu_wait_fd(redislock_lost_fd(lock), POLLIN, 10000,
                "the loss of a lock whose renewals were not acknowledged");
-    kill(replica[1].pid, SIGCONT);
+    if (!kill_it)
+        kill(replica[1].pid, SIGCONT);
     if (tu_now_ms() - t0 < RENEW_LEASE_MS - 100)
         fail_msg("lost after %lld ms, before its %d ms lease ended",
                  tu_now_ms() - t0, RENEW_LEASE_MS);
@@ -620,14 +629,15 @@ static void test_renewals_acknowledged(void **state)
 
     t0 = tu_now_ms();
     assert_true(tu_acquire(lock));
-    lost_unacknowledged(lock, t0);
+    lost_unacknowledged(lock, t0, 0);
     redislock_free(lock);
     redislock_client_free(cl);
     redisFree(c);
 }
 
 /* The same on a quorum: two masters of three have the replicas, so a
- * round counts while both acknowledge, and not once they cannot. */
+ * round counts while both acknowledge, and not once they cannot (one of
+ * the two replicas killed).  The last test: it leaves one replica. */
 static void test_quorum_renewals_acknowledged(void **state)
 {
     tu_server plain;
@@ -656,7 +666,7 @@ static void test_quorum_renewals_acknowledged(void **state)
 
     t0 = tu_now_ms();
     assert_true(tu_acquire(lock));
-    lost_unacknowledged(lock, t0);
+    lost_unacknowledged(lock, t0, 1);   /* killed, this time */
     redislock_free(lock);
     redislock_client_free(cl);
     tu_server_stop(&plain);
