@@ -112,6 +112,7 @@ struct redislock {
     /* ---- */
     int renewing;                      /* in the client's registry */
     int renew_busy;                    /* the watchdog is working on it */
+    int renew_stopping;                /* renew_stop() waits: no new round */
     int lost;                          /* 0, or why it was lost
                                         * (REDISLOCK_LOST_*), until the next
                                         * acquire, release or extend

@@ -378,7 +378,7 @@ static void *watchdog(void *arg)
         struct timespec until;
 
         for (l = cl->renewals; l != NULL; l = l->renew_next) {
-            if (l->lost || l->renew_busy)
+            if (l->lost || l->renew_busy || l->renew_stopping)
                 continue;
             if (now >= l->renew_until) {
                 /* The lease ran out before a renewal got through, or
@@ -523,8 +523,10 @@ void redislockp_renew_start(redislock *lock, int fresh)
     pthread_mutex_lock(&cl->wd_mu);
     /* Not while the watchdog is still busy with the previous holding (a
      * loss being reported): it would flag this one. */
+    lock->renew_stopping = 1;           /* (as in renew_stop()) */
     while (lock->renew_busy)
         pthread_cond_wait(&cl->wd_cond, &cl->wd_mu);
+    lock->renew_stopping = 0;
     if (fresh >= 0)
         drain(lock);
     for (l = cl->renewals; l != NULL && l != lock; l = l->renew_next)
@@ -570,8 +572,13 @@ void redislockp_renew_stop(redislock *lock)
     if (cl == NULL || !lock->renewing || redislockp_client_forked(cl))
         return;
     pthread_mutex_lock(&cl->wd_mu);
+    /* No new round for it from now on: rounds back to back (a WAIT that
+     * takes as long as the renewal interval) would otherwise keep it busy
+     * whenever this thread gets the mutex. */
+    lock->renew_stopping = 1;
     while (lock->renew_busy)
         pthread_cond_wait(&cl->wd_cond, &cl->wd_mu);
+    lock->renew_stopping = 0;
     for (pp = &cl->renewals; *pp != NULL; pp = &(*pp)->renew_next) {
         if (*pp == lock) {
             *pp = lock->renew_next;
