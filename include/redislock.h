@@ -1257,8 +1257,11 @@ typedef enum redislock_stage {
                                         * included) */
     REDISLOCK_STAGE_CLUSTER = 7,       /* reading a Cluster's slot map
                                         * (CLUSTER SLOTS) */
-    REDISLOCK_STAGE_COMMAND = 8        /* the operation's own command (a
-                                        * lock script, WAIT, BLPOP...) */
+    REDISLOCK_STAGE_COMMAND = 8,       /* the operation's own command (a
+                                        * lock script, a waiter's BLPOP) */
+    REDISLOCK_STAGE_ACK = 9            /* the replicas' acknowledgement
+                                        * after it (WAIT, WAITAOF;
+                                        * redislock_set_min_replicas()) */
 } redislock_stage;
 
 /**
@@ -1282,8 +1285,11 @@ typedef enum redislock_cause {
     REDISLOCK_CAUSE_UNKNOWN_MASTER = 7, /* a sentinel does not know the
                                         * URL's master name */
     REDISLOCK_CAUSE_NOT_MASTER = 8,    /* the server named as the master
-                                        * says (ROLE) it is a replica */
-    REDISLOCK_CAUSE_OTHER = 9          /* another failure of the
+                                        * says (ROLE) it is a replica, or
+                                        * the sentinels replaced it */
+    REDISLOCK_CAUSE_POOL_BUSY = 9,     /* every connection of the client's
+                                        * pool stayed in use (pool_size) */
+    REDISLOCK_CAUSE_OTHER = 10         /* another failure of the
                                         * connection or the handshake */
 } redislock_cause;
 

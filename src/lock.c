@@ -983,6 +983,7 @@ static int check_ack(redislock *lock, const redislockp_val *r,
         (void)redislockp_tx_val_error(r, "", msg);
         redislockp_fail(lock, REDISLOCK_ERR_SERVER, "%s after the %s: %.300s",
                         cmd, what, text);
+        lock->info.stage = REDISLOCK_STAGE_ACK;
         if (acl_refused(lock))
             redislockp_hint(lock, REDISLOCK_ACL_ACK,
                             lock->ack_aof

@@ -115,12 +115,13 @@ void redislockp_tx_describe(const char *s, size_t len,
     char buf[REDISLOCKP_ERRMSG_SIZE];
     const char *p = buf, *q;
     size_t n, k;
+    int generic;
 
     n = s == NULL ? 0 : len < sizeof buf ? len : sizeof buf - 1;
     if (n > 0)
         memcpy(buf, s, n);
     buf[n] = '\0';
-    n = strlen(buf);                    /* text after a NUL is not read */
+    generic = starts(buf, "ERR ");      /* Redis's code, if none inside */
     info->code[0] = '\0';
     info->detail[0] = '\0';
     info->origin = REDISLOCK_ORIGIN_COMMAND;
@@ -187,6 +188,8 @@ void redislockp_tx_describe(const char *s, size_t len,
             p++;
             n--;
         }
+    } else if (generic) {
+        memcpy(info->code, "ERR", 4);
     }
     snprintf(info->detail, sizeof info->detail, "%.*s", (int)n, p);
 }
