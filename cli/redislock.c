@@ -883,9 +883,11 @@ static void holder_text(const struct holder *h, char *buf, size_t size)
 }
 
 /* ------------------------------------------------------------------------
- * Error messages.  redislock_last_error() holds the server's words, with
- * what Lua adds around an error raised in a script, or hiredis's; the
- * tool says what went wrong in the user's terms: which key, what to do. */
+ * Error messages.  redislock_last_error_info() says where a call failed,
+ * how, and what Redis answered (its code and words, without what Lua
+ * adds); the tool says what went wrong in the user's terms: which key,
+ * what to do.  redislock_last_error()'s text is shown as it is where the
+ * tool has nothing to add, and with -v. */
 
 static bool starts(const char *s, const char *prefix)
 {
