@@ -883,9 +883,11 @@ static void holder_text(const struct holder *h, char *buf, size_t size)
 }
 
 /* ------------------------------------------------------------------------
- * Error messages.  redislock_last_error() holds the server's words, with
- * what Lua adds around an error raised in a script, or hiredis's; the
- * tool says what went wrong in the user's terms: which key, what to do. */
+ * Error messages.  redislock_last_error_info() says where a call failed,
+ * how, and what Redis answered (its code and words, without what Lua
+ * adds); the tool says what went wrong in the user's terms: which key,
+ * what to do.  redislock_last_error()'s text is shown as it is where the
+ * tool has nothing to add, and with -v. */
 
 static bool starts(const char *s, const char *prefix)
 {
@@ -1017,98 +1019,19 @@ static void key_list(const struct options *o, bool with_key, char *buf,
                  "and %s%s%s:turn", l, o->key, r, l, o->key, r, l, o->key, r);
 }
 
-/* Skip "@user_script:N: " or "user_script:N: " at *P. */
-static bool skip_script_position(const char **p)
-{
-    const char *s = *p;
-
-    if (*s == '@')
-        s++;
-    if (!starts(s, "user_script:") || !isdigit((unsigned char)s[12]))
-        return false;
-    for (s += 12; isdigit((unsigned char)*s); s++)
-        ;
-    if (!starts(s, ": "))
-        return false;
-    *p = s + 2;
-    return true;
-}
-
-/* How an error reply came out of a script. */
-enum origin {
-    FROM_COMMAND,                     /* no script around it */
-    FROM_SCRIPT_COMMAND,              /* a Redis command the script ran */
-    FROM_SCRIPT_ITSELF                /* Lua failed, or the script's own check */
+/* What the library said of the last call on a handle, as text (for -v
+ * and the messages that quote it) and as data (to decide what to say);
+ * taken at once, before anything else runs on the handle (a WRONGTYPE
+ * costs one more round trip, and the setters clear it). */
+struct failure {
+    char raw[512];                    /* redislock_last_error() */
+    redislock_error_info info;        /* redislock_last_error_info() */
 };
 
-/* The server's own words in MSG, into OUT, without what Lua or the
- * library add around them: Redis 7's " script: SHA, on @user_script:N.",
- * older servers' "ERR Error running script (call to f_SHA):
- * @user_script:N: ", a Lua error's position ("user_script:N: "), the
- * library's scripts' "ERR redislock NAME.lua: " and the library's "[...]"
- * hint.  *FROM: where the error came from. */
-static void server_words(const char *msg, char *out, size_t size,
-                         enum origin *from)
+static void failure_of(const redislock *lock, struct failure *f)
 {
-    const char *p = msg, *q;
-    size_t len;
-
-    *from = FROM_COMMAND;
-    for (;;) {
-        if (starts(p, "ERR Error running script") &&
-            (q = strstr(p, "): ")) != NULL) {
-            p = q + 3;
-            if (*from == FROM_COMMAND)
-                *from = FROM_SCRIPT_COMMAND;
-        } else if (*p == '@' && skip_script_position(&p)) {
-            if (*from == FROM_COMMAND)
-                *from = FROM_SCRIPT_COMMAND;
-        } else if (skip_script_position(&p)) {
-            *from = FROM_SCRIPT_ITSELF;   /* a Lua error's position */
-        } else if (starts(p, "ERR ") && (p[4] == '@' ||
-                                         starts(p + 4, "user_script:") ||
-                                         starts(p + 4, "redislock "))) {
-            p += 4;
-        } else if (starts(p, "redislock ") &&
-                   (q = strstr(p, ".lua: ")) != NULL &&
-                   memchr(p + 10, ' ', (size_t)(q - p - 10)) == NULL) {
-            p = q + 6;
-            *from = FROM_SCRIPT_ITSELF;
-        } else {
-            break;
-        }
-    }
-    len = strlen(p);
-    if (len > 0 && p[len - 1] == ']') {
-        for (q = p + len - 1; q > p && !(q[0] == '[' && q[-1] == ' '); q--)
-            ;
-        if (q > p)
-            len = (size_t)(q - 1 - p);
-    }
-    q = strstr(p, " script: ");
-    if (q != NULL && (size_t)(q - p) < len) {
-        len = (size_t)(q - p);
-        if (*from == FROM_COMMAND)
-            *from = FROM_SCRIPT_COMMAND;
-    }
-    while (len > 0 && (p[len - 1] == '.' || p[len - 1] == ' '))
-        len--;
-    snprintf(out, size, "%.*s", (int)len, p);
-}
-
-/* The error code that starts S ("WRONGTYPE", "OOM", ...) into CODE, and
- * the words after it; NULL if S starts with none. */
-static const char *error_code(const char *s, char *code, size_t size)
-{
-    size_t n = 0;
-
-    while (s[n] >= 'A' && s[n] <= 'Z')
-        n++;
-    if (n < 2 || n >= size || (s[n] != ' ' && s[n] != '\0'))
-        return NULL;
-    memcpy(code, s, n);
-    code[n] = '\0';
-    return s[n] ? s + n + 1 : s + n;
+    snprintf(f->raw, sizeof f->raw, "%s", redislock_last_error(lock));
+    (void)redislock_last_error_info(lock, &f->info);
 }
 
 /* A WRONGTYPE error: the lock key in the other mode's format or not a
@@ -1142,174 +1065,177 @@ static void wrong_type(redislock *lock, const struct options *o, char *buf,
     }
 }
 
-/* Is the error W (code CODE, then REST) an ACL refusal?  NOPERM, or a
- * script's command refused: Redis 6 and 7.0 say "The user executing the
- * script can't ..." with ERR, 7.2 "ACL failure in script: ...". */
-static bool acl_refusal(const char *code, const char *rest)
+/* A refusal on a permission (E->acl): what the library found missing
+ * (E->hint, or none if it could not tell), in the tool's terms. */
+static void acl_refused(const struct options *o, const redislock_error_info *e,
+                        char *buf, size_t size)
 {
-    return strcmp(code, "NOPERM") == 0 ||
-           starts(rest, "The user executing the script can't") ||
-           starts(rest, "ACL failure in script");
-}
-
-/* The library's hint at the end of RAW ("... [HINT]"), without its
- * " (doc/acl.md)", into BUF; false if there is none. */
-static bool library_hint(const char *raw, char *buf, size_t size)
-{
-    const char *open = strstr(raw, " [");
-    size_t len = strlen(raw), n;
-
-    if (open == NULL || len == 0 || raw[len - 1] != ']')
-        return false;
-    for (;;) {                        /* the last " [" */
-        const char *next = strstr(open + 2, " [");
-
-        if (next == NULL)
-            break;
-        open = next;
-    }
-    n = (size_t)(raw + len - 1 - (open + 2));
-    if (n > 13 && memcmp(open + 2 + n - 13, " (doc/acl.md)", 13) == 0)
-        n -= 13;
-    snprintf(buf, size, "%.*s", (int)n, open + 2);
-    return true;
-}
-
-/* A refusal on a permission: what the library found missing (HINT, or
- * "" if it could not tell), in the tool's terms. */
-static void acl_refused(const struct options *o, const char *rest,
-                        const char *hint, char *buf, size_t size)
-{
-    if (*hint == '\0')
+    if (e->hint[0] == '\0')
         snprintf(buf, size, "the Redis user lacks a permission (%s); see "
-                 "redislock(1), NOTES, for what the lock needs", rest);
-    else if (o->fencing && strstr(hint, "fencing needs") != NULL)
+                 "redislock(1), NOTES, for what the lock needs", e->detail);
+    else if (o->fencing && (e->acl & REDISLOCK_ACL_FENCING))
         snprintf(buf, size, "%s (or give --no-fencing; see redislock(1), "
-                 "NOTES)", hint);
+                 "NOTES)", e->hint);
     else
-        snprintf(buf, size, "%s (see redislock(1), NOTES)", hint);
+        snprintf(buf, size, "%s (see redislock(1), NOTES)", e->hint);
 }
 
-/* What Redis refused, from its words W (code CODE, then REST), which
- * came FROM a command or a script; HINT: the library's (see
- * library_hint()), or "". */
-static void refused(const struct options *o, const char *w, const char *code,
-                    const char *rest, enum origin from, const char *hint,
+/* Is E's code CODE?  An error reply without a code is a generic one,
+ * as Redis's ERR. */
+static bool code_is(const redislock_error_info *e, const char *code)
+{
+    return strcmp(e->code[0] ? e->code : "ERR", code) == 0;
+}
+
+/* What Redis refused, from the error reply E describes. */
+static void refused(const struct options *o, const redislock_error_info *e,
                     char *buf, size_t size)
 {
-    if (acl_refusal(code, rest)) {
-        acl_refused(o, rest, hint, buf, size);
-    } else if (strcmp(code, "NOAUTH") == 0) {
+    char w[512];                      /* Redis's words, its code first */
+
+    snprintf(w, sizeof w, "%s%s%s", e->code,
+             e->code[0] && e->detail[0] ? " " : "", e->detail);
+    if (e->acl & REDISLOCK_ACL_REFUSED) {
+        acl_refused(o, e, buf, size);
+    } else if (code_is(e, "NOAUTH")) {
         snprintf(buf, size, "Redis wants a password: give it in the URL "
                  "(redis://[user]:password@host, best through REDISLOCK_URL)"
                  "%s", url_origin(o));
-    } else if (strcmp(code, "WRONGPASS") == 0) {
+    } else if (code_is(e, "WRONGPASS")) {
         snprintf(buf, size, "Redis refused the user name or password in the "
                  "URL%s", url_origin(o));
-    } else if (strcmp(code, "OOM") == 0) {
+    } else if (code_is(e, "OOM")) {
         snprintf(buf, size, "Redis is out of memory (maxmemory reached) and "
                  "refuses writes");
-    } else if (strcmp(code, "READONLY") == 0) {
+    } else if (code_is(e, "READONLY")) {
         snprintf(buf, size, "the server is a read-only replica: use the "
                  "primary's URL");
-    } else if (strcmp(code, "NOREPLICAS") == 0) {
+    } else if (code_is(e, "NOREPLICAS")) {
         snprintf(buf, size, "Redis refuses writes: too few replicas are "
                  "connected (min-replicas-to-write)");
-    } else if (strcmp(code, "MISCONF") == 0) {
+    } else if (code_is(e, "MISCONF")) {
         snprintf(buf, size, "Redis refuses writes: it cannot save to disk");
-    } else if (strcmp(code, "MASTERDOWN") == 0) {
+    } else if (code_is(e, "MASTERDOWN")) {
         snprintf(buf, size, "the replica has lost its primary");
-    } else if (strcmp(code, "LOADING") == 0) {
+    } else if (code_is(e, "LOADING")) {
         snprintf(buf, size, "Redis is still loading its data; try again "
                  "shortly");
-    } else if (strcmp(code, "BUSY") == 0) {
+    } else if (code_is(e, "BUSY")) {
         snprintf(buf, size, "Redis is busy running a script or a function");
-    } else if (strcmp(code, "CLUSTERDOWN") == 0) {
+    } else if (code_is(e, "CLUSTERDOWN")) {
         snprintf(buf, size, "the Redis Cluster is down");
-    } else if (strcmp(code, "MOVED") == 0 || strcmp(code, "ASK") == 0) {
+    } else if (code_is(e, "MOVED") || code_is(e, "ASK")) {
         snprintf(buf, size, "this server is a Redis Cluster node: add "
                  "?cluster=1 to the URL%s (Redis answered: %s)",
                  url_origin(o), w);
-    } else if (from == FROM_SCRIPT_ITSELF) {
+    } else if (e->origin == REDISLOCK_ORIGIN_SCRIPT) {
         /* Lua failed, or the library's script refused its own call: a
          * bug (or a server that is not Redis), nothing the user did. */
         snprintf(buf, size, "Redis could not run redislock's lock script "
                  "(a redislock bug, or a server that is not Redis 6 or "
                  "later; -v shows the details)");
-    } else if (from == FROM_SCRIPT_COMMAND && strcmp(code, "ERR") == 0) {
+    } else if (e->origin == REDISLOCK_ORIGIN_SCRIPT_COMMAND &&
+               code_is(e, "ERR")) {
         /* A command of the script refused a value it met. */
         char keys[1024];
 
         key_list(o, true, keys, sizeof keys);
         snprintf(buf, size, "Redis refused: %s (does one of the keys %s "
-                 "hold a value redislock did not write?)", rest, keys);
+                 "hold a value redislock did not write?)", e->detail, keys);
     } else {
-        snprintf(buf, size, "Redis refused: %s", strcmp(code, "ERR") == 0
-                                                      ? rest : w);
+        snprintf(buf, size, "Redis refused: %s",
+                 code_is(e, "ERR") ? e->detail : w);
     }
 }
 
-/* Say in BUF what went wrong with LOCK's last call, status ST; RAW is
- * its redislock_last_error() (a copy: a WRONGTYPE costs one more round
- * trip on LOCK, which changes it). */
-static void describe(redislock *lock, int st, const struct options *o,
-                     const char *raw, char *buf, size_t size)
+/* The library's message RAW as it is, without a final period: for the
+ * failures whose words the tool has nothing to add to (where a connect
+ * failed, what the sentinels or a quorum's masters said). */
+static void as_said(const char *raw, int st, char *buf, size_t size)
 {
-    char words[512], code[32], hint[512];
-    const char *rest, *r = raw;
-    enum origin from;
+    size_t n = strlen(raw);
+
+    if (n == 0) {
+        snprintf(buf, size, "%s", redislock_strerror(st));
+        return;
+    }
+    while (n > 0 && (raw[n - 1] == '.' || raw[n - 1] == ' '))
+        n--;
+    snprintf(buf, size, "%.*s", (int)n, raw);
+}
+
+/* Say in BUF what went wrong with LOCK's last call, status ST, which F
+ * describes (taken with failure_of() right after the call). */
+static void describe(redislock *lock, int st, const struct options *o,
+                     const struct failure *f, char *buf, size_t size)
+{
+    const redislock_error_info *e = &f->info;
     size_t n;
 
     switch (st) {
     case REDISLOCK_ERR_IO:
-        /* The connection's setup says which step failed: "AUTH: ...". */
-        if (starts(r, "AUTH: ") || starts(r, "SELECT: ") ||
-            starts(r, "HELLO: "))
-            r = strchr(r, ' ') + 1;
-        if (starts(r, "timeout:"))
+        /* Where the connection was made (connect, TLS, the sentinels,
+         * the master's ROLE) and a quorum's masters: the library's words
+         * say which server, and what it said.  Otherwise, the cause. */
+        if (o->nurls > 1 || e->stage == REDISLOCK_STAGE_CONNECT ||
+            e->stage == REDISLOCK_STAGE_TLS ||
+            e->stage == REDISLOCK_STAGE_ROLE ||
+            e->stage == REDISLOCK_STAGE_SENTINEL)
+            snprintf(buf, size, "%s", *f->raw ? f->raw
+                                              : redislock_strerror(st));
+        else if (e->cause == REDISLOCK_CAUSE_TIMEOUT)
             snprintf(buf, size, "Redis did not answer in time (the URL's "
                      "?timeout=MS sets how long to wait; 5000 by default)");
-        else if (starts(r, "connection closed"))
+        else if (e->cause == REDISLOCK_CAUSE_CLOSED)
             snprintf(buf, size, "Redis closed the connection");
-        else if (starts(r, "I/O error: "))
-            snprintf(buf, size, "the connection to Redis failed: %s", r + 11);
-        else if (starts(r, "protocol error"))
+        else if (e->cause == REDISLOCK_CAUSE_IO)
+            snprintf(buf, size, "the connection to Redis failed: %s",
+                     e->detail);
+        else if (e->cause == REDISLOCK_CAUSE_PROTOCOL)
             snprintf(buf, size, "the server does not speak Redis's "
                      "protocol: is the URL right?");
         else
-            snprintf(buf, size, "%s", *r ? r : redislock_strerror(st));
+            snprintf(buf, size, "%s", *f->raw ? f->raw
+                                              : redislock_strerror(st));
         n = strlen(buf);
         snprintf(buf + n, size - n, "%s", url_origin(o));
         return;
     case REDISLOCK_ERR_SERVER:
-        /* The connection's setup: "AUTH failed: WRONGPASS ...". */
-        if (starts(r, "AUTH failed: ") || starts(r, "HELLO failed: ")) {
-            server_words(strchr(r, ':') + 2, words, sizeof words, &from);
-            rest = error_code(words, code, sizeof code);
-            if (rest != NULL && strcmp(code, "ERR") != 0)
-                refused(o, words, code, rest, from, "", buf, size);
+        switch (e->stage) {
+        case REDISLOCK_STAGE_AUTH:
+            /* The login: a wrong password, a user that is off... */
+            if (e->code[0] && !code_is(e, "ERR"))
+                refused(o, e, buf, size);
             else
                 snprintf(buf, size, "Redis refused the login: %s",
-                         rest ? rest : words);
+                         e->detail);
             return;
-        }
-        if (starts(r, "SELECT failed: ")) {
-            server_words(r + 15, words, sizeof words, &from);
-            rest = error_code(words, code, sizeof code);
+        case REDISLOCK_STAGE_SELECT:
             snprintf(buf, size, "Redis refused the database number in the "
-                     "URL: %s%s", rest ? rest : words, url_origin(o));
+                     "URL: %s%s", e->detail, url_origin(o));
             return;
+        case REDISLOCK_STAGE_ROLE:
+        case REDISLOCK_STAGE_SENTINEL:
+        case REDISLOCK_STAGE_CLUSTER:
+        case REDISLOCK_STAGE_ACK:
+            /* What a sentinel, the slot map or WAIT refused: the
+             * library's words name it. */
+            if (e->stage == REDISLOCK_STAGE_ACK &&
+                (e->acl & REDISLOCK_ACL_REFUSED)) {
+                acl_refused(o, e, buf, size);
+                return;
+            }
+            n = (size_t)snprintf(buf, size, "Redis refused: ");
+            if (n < size)
+                as_said(f->raw, st, buf + n, size - n);
+            return;
+        default:
+            break;
         }
-        server_words(r, words, sizeof words, &from);
-        rest = error_code(words, code, sizeof code);
-        if (!library_hint(r, hint, sizeof hint))
-            hint[0] = '\0';
-        if (rest != NULL && strcmp(code, "WRONGTYPE") == 0)
+        if (code_is(e, "WRONGTYPE"))
             wrong_type(lock, o, buf, size);
-        else if (rest != NULL)
-            refused(o, words, code, rest, from, hint, buf, size);
         else
-            refused(o, words, "ERR", words, from, hint, buf, size);
+            refused(o, e, buf, size);
         return;
     case REDISLOCK_ERR_PROTOCOL:
         snprintf(buf, size, "the server sent a reply no lock operation "
@@ -1324,7 +1250,7 @@ static void describe(redislock *lock, int st, const struct options *o,
                  redislock_lost_reason_text(redislock_lost_reason(lock)));
         return;
     default:
-        snprintf(buf, size, "%s", *r ? r : redislock_strerror(st));
+        snprintf(buf, size, "%s", *f->raw ? f->raw : redislock_strerror(st));
         return;
     }
 }
@@ -1334,13 +1260,14 @@ static void describe(redislock *lock, int st, const struct options *o,
 static int lock_error(redislock *lock, int st, const struct options *o,
                       const char *doing)
 {
-    char raw[512], text[2048];
+    struct failure f;
+    char text[2048];
 
-    snprintf(raw, sizeof raw, "%s", redislock_last_error(lock));
-    describe(lock, st, o, raw, text, sizeof text);
+    failure_of(lock, &f);
+    describe(lock, st, o, &f, text, sizeof text);
     say("cannot %s %s: %s", doing, o->key, text);
-    if (o->verbose && *raw)
-        say("(the library said: %s: %s)", redislock_strerror(st), raw);
+    if (o->verbose && *f.raw)
+        say("(the library said: %s: %s)", redislock_strerror(st), f.raw);
     return st == REDISLOCK_ERR_NOMEM ? EXIT_SYSTEM : EXIT_REDIS;
 }
 
@@ -1442,12 +1369,13 @@ static struct companions read_companions(redislock *lock,
                   : fence > (uint64_t)INT64_MAX ? INT64_MAX
                                                 : (long long)fence;
     } else if (o->verbose) {
-        char raw[512], text[2048];
+        struct failure f;
+        char text[2048];
 
-        snprintf(raw, sizeof raw, "%s", redislock_last_error(lock));
-        describe(lock, st, o, raw, text, sizeof text);
+        failure_of(lock, &f);
+        describe(lock, st, o, &f, text, sizeof text);
         say("waiters and fence unknown: %s", text);
-        say("(the library said: %s: %s)", redislock_strerror(st), raw);
+        say("(the library said: %s: %s)", redislock_strerror(st), f.raw);
     }
     return c;
 }
@@ -2429,9 +2357,10 @@ static enum released release(redislock *lock, const struct options *o,
     if (known_lost)
         return FOUND_LOST;
     if (st != REDISLOCK_OK) {
-        char raw[512], text[2048];
+        struct failure f;
+        char text[2048];
 
-        snprintf(raw, sizeof raw, "%s", redislock_last_error(lock));
+        failure_of(lock, &f);
         /* Refused, Redis renews on (the library keeps a holding it could
          * not give up): stop that, so that the key stays only as long as
          * its lease, which the tool's exit would end anyway. */
@@ -2439,12 +2368,12 @@ static enum released release(redislock *lock, const struct options *o,
         left = before - (now_ms() - sent);
         if (redislock_valid_for_ms(lock) > left)
             left = redislock_valid_for_ms(lock);
-        describe(lock, st, o, raw, text, sizeof text);
+        describe(lock, st, o, &f, text, sizeof text);
         say("cannot release the lock %s: %s; %s; the lock stays held until "
             "its lease runs out, in about %.1f s", o->key, text, ended,
             secs(left > 0 ? left : 0));
-        if (o->verbose && *raw)
-            say("(the library said: %s: %s)", redislock_strerror(st), raw);
+        if (o->verbose && *f.raw)
+            say("(the library said: %s: %s)", redislock_strerror(st), f.raw);
         return NOT_RELEASED;
     }
     if (!released) {

@@ -80,7 +80,10 @@
  *   reported through the bool out-parameter (as Go's (bool, error)).
  *   Whenever a call fails, its bool out-parameter is set to false, so a
  *   caller that ignores the status never believes it holds the lock.
- *   redislock_last_error() gives the detail of the last failure.
+ *   redislock_last_error() gives the detail of the last failure, and
+ *   redislock_last_error_info() the same as data (where it happened, a
+ *   timeout or a closed connection, Redis's error code and words, the
+ *   library's advice; @since 0.4.0).
  *
  * THREADS
  *   The library has no mutable global state; distinct handles may be used
@@ -1231,6 +1234,149 @@ REDISLOCK_API const char *redislock_strerror(int status);
  * @since 0.1.0
  */
 REDISLOCK_API const char *redislock_last_error(const redislock *lock);
+
+/**
+ * Where a failure happened (redislock_error_info.stage).  Values are
+ * append-only.
+ * @since 0.4.0
+ */
+typedef enum redislock_stage {
+    REDISLOCK_STAGE_NONE = 0,          /* no failure, or not while talking
+                                        * to Redis (an invalid argument,
+                                        * memory, a fork) */
+    REDISLOCK_STAGE_CONNECT = 1,       /* reaching the server (TCP, unix
+                                        * socket) */
+    REDISLOCK_STAGE_TLS = 2,           /* the TLS handshake (rediss://) */
+    REDISLOCK_STAGE_AUTH = 3,          /* AUTH with the URL's user and
+                                        * password, on a new connection */
+    REDISLOCK_STAGE_SELECT = 4,        /* SELECT of the URL's database */
+    REDISLOCK_STAGE_ROLE = 5,          /* ROLE: is the master the
+                                        * sentinels named one? */
+    REDISLOCK_STAGE_SENTINEL = 6,      /* asking the sentinels where the
+                                        * master is (connecting to one
+                                        * included) */
+    REDISLOCK_STAGE_CLUSTER = 7,       /* reading a Cluster's slot map
+                                        * (CLUSTER SLOTS) */
+    REDISLOCK_STAGE_COMMAND = 8,       /* the operation's own command (a
+                                        * lock script, a waiter's BLPOP) */
+    REDISLOCK_STAGE_ACK = 9            /* the replicas' acknowledgement
+                                        * after it (WAIT, WAITAOF;
+                                        * redislock_set_min_replicas()) */
+} redislock_stage;
+
+/**
+ * What kind of failure it was, beyond the status
+ * (redislock_error_info.cause).  Values are append-only.
+ * @since 0.4.0
+ */
+typedef enum redislock_cause {
+    REDISLOCK_CAUSE_NONE = 0,          /* none of these: a server error
+                                        * (see code), or no detail */
+    REDISLOCK_CAUSE_TIMEOUT = 1,       /* no answer in time (the command
+                                        * timeout, a quorum's wait) */
+    REDISLOCK_CAUSE_CLOSED = 2,        /* the server closed the connection */
+    REDISLOCK_CAUSE_UNREACHABLE = 3,   /* the connect failed: refused, no
+                                        * route, unknown host, no socket */
+    REDISLOCK_CAUSE_IO = 4,            /* another I/O error on the
+                                        * connection (reset, ...) */
+    REDISLOCK_CAUSE_PROTOCOL = 5,      /* the server does not speak RESP */
+    REDISLOCK_CAUSE_CERTIFICATE = 6,   /* TLS: the server's certificate was
+                                        * refused */
+    REDISLOCK_CAUSE_UNKNOWN_MASTER = 7, /* a sentinel does not know the
+                                        * URL's master name */
+    REDISLOCK_CAUSE_NOT_MASTER = 8,    /* the server named as the master
+                                        * says (ROLE) it is a replica, or
+                                        * the sentinels replaced it */
+    REDISLOCK_CAUSE_POOL_BUSY = 9,     /* every connection of the client's
+                                        * pool stayed in use (pool_size) */
+    REDISLOCK_CAUSE_OTHER = 10         /* another failure of the
+                                        * connection or the handshake */
+} redislock_cause;
+
+/**
+ * Where a Redis error reply came from (redislock_error_info.origin).
+ * @since 0.4.0
+ */
+typedef enum redislock_origin {
+    REDISLOCK_ORIGIN_NONE = 0,         /* not an error reply */
+    REDISLOCK_ORIGIN_COMMAND = 1,      /* the command itself (AUTH, WAIT,
+                                        * or a script Redis refused to run:
+                                        * NOSCRIPT, NOPERM on EVALSHA) */
+    REDISLOCK_ORIGIN_SCRIPT_COMMAND = 2, /* a command a lock script ran
+                                        * (WRONGTYPE, OOM, NOPERM...) */
+    REDISLOCK_ORIGIN_SCRIPT = 3        /* the script itself: Lua failed, or
+                                        * the script refused its call */
+} redislock_origin;
+
+/* Bits of redislock_error_info.acl: a refusal on a permission of the
+ * Redis ACL user, and what needs the permission the library found
+ * missing (doc/acl.md). */
+#define REDISLOCK_ACL_REFUSED  0x01    /* set in every ACL refusal */
+#define REDISLOCK_ACL_LOCK     0x02    /* the lock key (go-zero or counted
+                                        * mode) */
+#define REDISLOCK_ACL_FENCING  0x04    /* the fencing counter */
+#define REDISLOCK_ACL_WAITING  0x08    /* waiters, wake-ups, turn */
+#define REDISLOCK_ACL_STATUS   0x10    /* the status queries */
+#define REDISLOCK_ACL_SCRIPTS  0x20    /* +evalsha/+eval, or a key given
+                                        * to a script */
+#define REDISLOCK_ACL_ACK      0x40    /* replica acknowledgement (+wait,
+                                        * +waitaof) */
+
+/**
+ * The last failure of a handle as data: what redislock_last_error() says
+ * in words, typed where the library met it, so that a program can act on
+ * it without reading the message.
+ *
+ * status:  the status the failing call returned; REDISLOCK_OK after a
+ *          call that succeeded (then every other field is 0 or "").
+ * stage:   a redislock_stage: where it happened.
+ * cause:   a redislock_cause: a timeout, a closed connection...
+ * origin:  a redislock_origin, for a Redis error reply.
+ * acl:     0, or REDISLOCK_ACL_REFUSED with the bits of what lacks the
+ *          permission (as far as the library could tell) when Redis
+ *          refused on a permission of the ACL user.
+ * code:    Redis's error code (WRONGTYPE, NOPERM, WRONGPASS, NOAUTH, OOM,
+ *          READONLY, MOVED...; "ERR" for its generic errors), for a Redis
+ *          error reply; "" otherwise, and for an error reply without one.
+ *          Redis's "ERR Protocol error: unauthenticated" answer to a
+ *          client that has not logged in counts as NOAUTH.
+ * detail:  the failing party's own words, without the library's context:
+ *          Redis's error reply after its code (Lua's and the library's
+ *          wrapping, and a final period, removed), or the system's or
+ *          hiredis's text for an I/O failure ("Connection refused");
+ *          "" if none.  Cut to fit.
+ * hint:    the library's advice, also appended to redislock_last_error()
+ *          in brackets ("this server is a Redis Cluster node: add
+ *          ?cluster=1 to the URL"; an ACL refusal's missing permission,
+ *          there followed by "(doc/acl.md)"); "" if none.
+ * @since 0.4.0
+ */
+typedef struct redislock_error_info {
+    int status;
+    int stage;
+    int cause;
+    int origin;
+    unsigned acl;
+    char code[32];
+    char detail[256];
+    char hint[400];
+} redislock_error_info;
+
+/**
+ * Copy the last failure of LOCK into *INFO (the caller's; filled
+ * entirely).  Like redislock_last_error() it describes the last call on
+ * the handle, and is reset at the start of the next: INFO->status is
+ * REDISLOCK_OK after a call that succeeded.  The auto-renewal thread's
+ * failures never show here (see redislock_lost_reason()).  Same thread
+ * rule as the handle: not while another thread uses it.
+ * @param lock  borrowed.
+ * @param info  the caller's; written.
+ * @return REDISLOCK_OK, or REDISLOCK_ERR_INVALID if LOCK or INFO is NULL
+ *         (then a non-NULL INFO is zeroed).
+ * @since 0.4.0
+ */
+REDISLOCK_API int redislock_last_error_info(const redislock *lock,
+                                            redislock_error_info *info);
 
 /**
  * The version of the library actually linked, e.g. "0.1.0".  Compare with

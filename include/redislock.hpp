@@ -786,6 +786,15 @@ public:
 
     /** redislock_last_error() of the handle ("" if empty). */
     std::string last_error() const { return redislock_last_error(h_.get()); }
+    /** redislock_last_error_info() of the handle: the same as data (all
+     * zero for a handle moved from).  @since 0.4.0 */
+    redislock_error_info last_error_info() const
+    {
+        redislock_error_info e;
+
+        (void)redislock_last_error_info(h_.get(), &e);
+        return e;
+    }
 
     /* ---- Settings (for the following acquires) --------------------------- */
 

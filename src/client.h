@@ -95,6 +95,7 @@ typedef struct redislockp_node {
     long long retry_at;         /* no connect before this (monotonic ms) */
     int last_status;            /* the last failed connect's status and */
     char last_error[256];       /* message, repeated while backing off */
+    redislock_error_info last_info; /* and as data (transport.h) */
 } redislockp_node;
 
 /* The slot map is refreshed at most this often (ms), whoever asks. */

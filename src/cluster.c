@@ -103,10 +103,13 @@ static int ask_slots(const redislockp_url *u, redisReply **reply,
         return st;
     st = redislockp_tx_command(c, 2, argv, argvlen, reply, errmsg, &sent);
     redisFree(c);
-    if (st != REDISLOCK_OK)
+    if (st != REDISLOCK_OK) {
+        redislockp_err_stage(REDISLOCK_STAGE_CLUSTER);
         return st;
+    }
     if ((*reply)->type == REDIS_REPLY_ERROR) {
         st = redislockp_tx_server_error(*reply, "CLUSTER SLOTS: ", errmsg);
+        redislockp_err_stage(REDISLOCK_STAGE_CLUSTER);
     } else if ((*reply)->type != REDIS_REPLY_ARRAY) {
         st = redislockp_tx_fail(errmsg, REDISLOCK_ERR_PROTOCOL,
                                 "CLUSTER SLOTS: unexpected reply of type %d",
@@ -299,6 +302,8 @@ int redislockp_node_for_slot(redislock_client *cl, unsigned slot,
         if (!known && tries >= 2)
             break;
     }
+    redislockp_err_set(REDISLOCK_ERR_SERVER, REDISLOCK_STAGE_CLUSTER,
+                       REDISLOCK_CAUSE_NONE, NULL);
     return redislockp_tx_fail(errmsg, REDISLOCK_ERR_SERVER,
                               "no Cluster node serves slot %u (the cluster "
                               "is down or the slot unassigned)", slot);

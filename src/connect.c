@@ -78,8 +78,19 @@ int redislockp_role_is_master(const redisReply *r, const redislockp_url *u,
                               u->port);
 }
 
+/* The stage of the setup command NAME. */
+static int stage_of(const char *name)
+{
+    if (strcmp(name, "AUTH") == 0)
+        return REDISLOCK_STAGE_AUTH;
+    if (strcmp(name, "SELECT") == 0)
+        return REDISLOCK_STAGE_SELECT;
+    return REDISLOCK_STAGE_ROLE;
+}
+
 /* Send the setup commands in CMD (one write) and check each reply: any
- * error reply fails the connection with the first one's text. */
+ * error reply fails the connection with the first one's text.  The
+ * thread's record (transport.h) names the step that failed. */
 static int setup(redisContext *c, redislockp_cmd *cmd, const char **names,
                  const redislockp_url *u, char *errmsg)
 {
@@ -91,6 +102,7 @@ static int setup(redisContext *c, redislockp_cmd *cmd, const char **names,
         char why[REDISLOCKP_ERRMSG_SIZE];
 
         memcpy(why, errmsg, sizeof why);
+        redislockp_err_stage(stage_of(names[0]));
         return redislockp_tx_fail(errmsg, st, "%s: %.400s", names[0], why);
     }
     for (i = 0; i < cmd->count; i++) {
@@ -100,8 +112,12 @@ static int setup(redisContext *c, redislockp_cmd *cmd, const char **names,
 
             snprintf(prefix, sizeof prefix, "%s failed: ", names[i]);
             st = redislockp_tx_server_error(replies[i], prefix, errmsg);
+            redislockp_err_stage(stage_of(names[i]));
         } else if (st == REDISLOCK_OK && strcmp(names[i], "ROLE") == 0) {
             st = redislockp_role_is_master(replies[i], u, errmsg);
+            if (st != REDISLOCK_OK)
+                redislockp_err_set(st, REDISLOCK_STAGE_ROLE,
+                                   REDISLOCK_CAUSE_NOT_MASTER, NULL);
         }
         freeReplyObject(replies[i]);
     }
@@ -126,6 +142,17 @@ redisContext *redislockp_connect(const redislockp_url *u, char *errmsg,
         return NULL;
     }
     if (c->err) {
+        /* hiredis tells a connect timeout apart only from 1.0 on; the
+         * system's words say it in both. */
+#ifdef REDIS_ERR_TIMEOUT
+        redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_CONNECT,
+                           c->err == REDIS_ERR_TIMEOUT
+                               ? REDISLOCK_CAUSE_TIMEOUT
+                               : REDISLOCK_CAUSE_UNREACHABLE, c->errstr);
+#else
+        redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_CONNECT,
+                           REDISLOCK_CAUSE_UNREACHABLE, c->errstr);
+#endif
         if (u->unix_socket)
             *status = redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO,
                                          "connect to socket %.200s: %s",
@@ -147,9 +174,12 @@ redisContext *redislockp_connect(const redislockp_url *u, char *errmsg,
         if (redisSetTimeout(c, connect_tv) != REDIS_OK ||
             (*status = redislockp_tls_connect(c, u->tls_ctx, u, errmsg)) !=
                 REDISLOCK_OK) {
-            if (c->err && *status == REDISLOCK_OK)
+            if (c->err && *status == REDISLOCK_OK) {
+                redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_TLS, /* LCOV_EXCL_LINE */
+                                   REDISLOCK_CAUSE_OTHER, c->errstr);
                 *status = redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO, /* LCOV_EXCL_LINE */
                                              "TLS: %s", c->errstr);
+            }
             redisFree(c);
             return NULL;
         }

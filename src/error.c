@@ -42,9 +42,34 @@ const char *redislock_last_error(const redislock *lock)
     return lock ? lock->errmsg : "";
 }
 
+int redislock_last_error_info(const redislock *lock,
+                              redislock_error_info *info)
+{
+    if (info != NULL)
+        memset(info, 0, sizeof *info);
+    if (lock == NULL || info == NULL)
+        return REDISLOCK_ERR_INVALID;
+    *info = lock->info;
+    return REDISLOCK_OK;
+}
+
 void redislockp_clear_error(redislock *lock)
 {
     lock->errmsg[0] = '\0';
+    memset(&lock->info, 0, sizeof lock->info);
+    redislockp_err_reset();
+}
+
+void redislockp_took(redislock *lock, int status)
+{
+    const redislock_error_info *e = redislockp_err_here();
+
+    if (e->status == status && status != REDISLOCK_OK) {
+        lock->info = *e;
+    } else {
+        memset(&lock->info, 0, sizeof lock->info);
+        lock->info.status = status;
+    }
 }
 
 int redislockp_fail(redislock *lock, int status, const char *fmt, ...)
@@ -55,6 +80,31 @@ int redislockp_fail(redislock *lock, int status, const char *fmt, ...)
         va_start(ap, fmt);
         status = redislockp_tx_vfail(lock->errmsg, status, fmt, ap);
         va_end(ap);
+        redislockp_took(lock, status);
     }
     return status;
+}
+
+int redislockp_fail_as(redislock *lock, const redislock_error_info *as,
+                       int status, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    status = redislockp_tx_vfail(lock->errmsg, status, fmt, ap);
+    va_end(ap);
+    lock->info = *as;
+    lock->info.status = status;
+    return status;
+}
+
+void redislockp_hint(redislock *lock, unsigned acl, const char *hint,
+                     const char *suffix)
+{
+    size_t len = strlen(lock->errmsg);
+
+    snprintf(lock->errmsg + len, sizeof lock->errmsg - len, " [%s%s]", hint,
+             suffix);
+    snprintf(lock->info.hint, sizeof lock->info.hint, "%s", hint);
+    lock->info.acl |= acl;
 }

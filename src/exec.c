@@ -26,49 +26,10 @@ static const redislockp_call *const *calls_of(const redislockp_fanout *f,
  * What a reply means
  */
 
-/* An error code (2 or more capitals, then a space or the end) at S, of
- * LEN bytes, into CODE (32 bytes); 0 if there is none. */
-static int code_at(const char *s, size_t len, char *code)
-{
-    size_t n = 0;
-
-    while (n < len && s[n] >= 'A' && s[n] <= 'Z')
-        n++;
-    if (n < 2 || n >= 32 || (n < len && s[n] != ' '))
-        return 0;
-    memcpy(code, s, n);
-    code[n] = '\0';
-    return 1;
-}
-
-/* The code of error S (LEN bytes): its first word; for "ERR Error
- * running script ...: @user_script:N: CODE ..." (Redis 6's wrapping of a
- * command that failed inside a script) the inner command's code. */
-static void error_code(const char *s, size_t len, char *code)
-{
-    static const char at[] = "@user_script:";
-    size_t i, w = sizeof at - 1;
-
-    if (!code_at(s, len, code))
-        (void)memcpy(code, "ERR", 4);
-    if (strcmp(code, "ERR") != 0)
-        return;
-    for (i = 0; i + w <= len; i++) {
-        if (memcmp(s + i, at, w) != 0)
-            continue;
-        for (i += w; i < len && s[i] != ' '; i++)
-            ;
-        while (i < len && (s[i] == ' ' || s[i] == '-'))
-            i++;
-        if (i < len)
-            (void)code_at(s + i, len - i, code);
-        return;
-    }
-}
-
 void redislockp_classify(const redislockp_val *r, int cluster, int sentinel,
                          redislockp_res *res)
 {
+    redislock_error_info words;
     const char *s;
     size_t len;
 
@@ -82,7 +43,11 @@ void redislockp_classify(const redislockp_val *r, int cluster, int sentinel,
     s = redislockp_val_str(r, &len);
     if (s == NULL)
         s = "";
-    error_code(s, len, res->code);
+    /* The code as the transport reads it (a script's command's code for
+     * an error inside a script); "ERR" when the text has none. */
+    redislockp_tx_describe(s, len, &words);
+    (void)snprintf(res->code, sizeof res->code, "%s",
+                   words.code[0] ? words.code : "ERR");
     res->kind = REDISLOCKP_SERVER;
     if (redislockp_reply_noscript(r)) {
         res->kind = REDISLOCKP_NOSCRIPT;
@@ -115,6 +80,23 @@ void redislockp_classify(const redislockp_val *r, int cluster, int sentinel,
 /* ------------------------------------------------------------------------
  * Legs
  */
+
+/* LEG failed (leg->st): keep what the thread's record says of it, as
+ * long as it describes a failure with that status (else the status
+ * alone).  A quorum's legs fail one after another: each keeps its own. */
+static void leg_note(redislockp_leg *leg)
+{
+    const redislock_error_info *e = redislockp_err_here();
+
+    if (leg->st == REDISLOCK_OK)
+        return;
+    if (e->status == leg->st) {
+        leg->info = *e;
+    } else {
+        memset(&leg->info, 0, sizeof leg->info);
+        leg->info.status = leg->st;
+    }
+}
 
 /* Start CMD with ASKING if LEG asks for it (its reply is read and
  * dropped). */
@@ -153,8 +135,10 @@ static void leg_send(redislockp_leg *leg, const redislockp_fanout *f,
         leg->want = cmd.count - leg->asking;
         leg->got = 0;
     }
-    if (leg->st != REDISLOCK_OK)
+    if (leg->st != REDISLOCK_OK) {
         leg->done = 1;
+        leg_note(leg);
+    }
     redislockp_cmd_clear(&cmd);
 }
 
@@ -183,6 +167,7 @@ static void leg_again(redislockp_leg *leg, const redislockp_fanout *f)
     }
     if (leg->st != REDISLOCK_OK || leg->again_want == 0)
         leg->done = 1;
+    leg_note(leg);
     redislockp_cmd_clear(&cmd);
 }
 
@@ -197,6 +182,7 @@ static void leg_read(redislockp_leg *leg, const redislockp_fanout *f,
         can_read = 0;
         if (leg->st != REDISLOCK_OK) {
             leg->done = 1;
+            leg_note(leg);
             return;
         }
         if (r == NULL)
@@ -338,6 +324,7 @@ size_t redislockp_exec_fanout(redislock_client *cl, unsigned slot,
             leg->c = redislockp_pool_get(leg->cl, leg->node, f->wait_ms,
                                          f->urgent, leg->msg, &leg->st);
         if (leg->c == NULL) {
+            leg_note(leg);
             if (leg->st == REDISLOCK_ERR_IO)
                 redislockp_route_stale(leg->cl);
             leg->done = 1;
@@ -375,10 +362,14 @@ size_t redislockp_exec_fanout(redislock_client *cl, unsigned slot,
                 leg->st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_IO,
                                              "no reply yet when the others "
                                              "had decided");
-            else
+            else {
                 leg->st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_IO,
                                              "no reply within %lld ms (the "
                                              "quorum wait)", f->wait_ms);
+                redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_COMMAND,
+                                   REDISLOCK_CAUSE_TIMEOUT, NULL);
+            }
+            leg_note(leg);
         }
         if (leg->st == REDISLOCK_OK)
             answered++;

@@ -93,6 +93,8 @@ typedef struct redislockp_leg {
     int skip;                   /* replies to drop first (ASKING's) */
     int borrowed;               /* c is the caller's: never given back */
     char msg[REDISLOCKP_ERRMSG_SIZE];
+    redislock_error_info info;  /* msg as data, for a failed leg of a
+                                 * fan-out (see transport.h) */
 } redislockp_leg;
 
 /* A finished leg's vote: 1 for, -1 against, 0 neither (it failed, or its

@@ -51,17 +51,15 @@ static int_reply ints(const char *what, size_t min, size_t max)
  * server's words in the handle's message. */
 static void cluster_hint(redislock *lock, const redislockp_res *res)
 {
-    size_t len = strlen(lock->errmsg);
-
     if (strcmp(res->code, "MOVED") != 0 && strcmp(res->code, "ASK") != 0)
         return;
-    snprintf(lock->errmsg + len, sizeof lock->errmsg - len, "%s",
-             lock->client != NULL
-                 ? " [this server is a Redis Cluster node: add ?cluster=1 to "
-                   "the URL]"
-                 : " [this server is a Redis Cluster node: use a client "
-                   "opened with a redis://...?cluster=1 URL, which follows "
-                   "redirections]");
+    redislockp_hint(lock, 0,
+                    lock->client != NULL
+                        ? "this server is a Redis Cluster node: add "
+                          "?cluster=1 to the URL"
+                        : "this server is a Redis Cluster node: use a client "
+                          "opened with a redis://...?cluster=1 URL, which "
+                          "follows redirections", "");
 }
 
 /* Refuse a call that needs companion keys which cannot share the lock
@@ -200,12 +198,13 @@ static size_t quorum_undo(redislock *lock, const int *granted,
 static int no_quorum(redislock *lock, size_t answered)
 {
     char last[REDISLOCKP_ERRMSG_SIZE];
+    redislock_error_info last_info = lock->info;
 
     memcpy(last, lock->errmsg, sizeof last);
-    return redislockp_fail(lock, REDISLOCK_ERR_IO, "no quorum: %zu of %zu "
-                           "masters answered, %zu needed; the last failure: "
-                           "%.300s", answered, lock->client->nsubs,
-                           majority(lock), last);
+    return redislockp_fail_as(lock, &last_info, REDISLOCK_ERR_IO,
+                              "no quorum: %zu of %zu masters answered, %zu "
+                              "needed; the last failure: %.300s", answered,
+                              lock->client->nsubs, majority(lock), last);
 }
 
 /* A majority of masters did it (GRANTS), but fewer (ACKED) had it
@@ -486,8 +485,8 @@ static int quorum_op(redislock *lock, const redislockp_call *call,
              * unless all it can do late is harmless. */
             if (mutating && legs[i].sent && !late_harmless(lock, call))
                 lock->id_stale = 1;
-            redislockp_fail(lock, legs[i].st, "master %zu: %.400s", i + 1,
-                            legs[i].msg);
+            redislockp_fail_as(lock, &legs[i].info, legs[i].st,
+                               "master %zu: %.400s", i + 1, legs[i].msg);
             /* (A master that refused the connection's AUTH or SELECT
              * refused the command, as an error reply would.) */
             errors += legs[i].st == REDISLOCK_ERR_SERVER;
@@ -527,11 +526,13 @@ static int quorum_op(redislock *lock, const redislockp_call *call,
         st = best != NULL ? parse(best, out, lock->errmsg)
                           : redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL,
                                             "inspect: no usable reply");
+        if (st != REDISLOCK_OK)
+            redislockp_took(lock, st);
     }
     /* Most masters refused the command itself (WRONGTYPE, NOPERM...):
      * that is what to report, not their silence. */
     if (st == REDISLOCK_ERR_IO && (size_t)errors >= majority(lock))
-        st = REDISLOCK_ERR_SERVER;
+        st = lock->info.status = REDISLOCK_ERR_SERVER;
     redislockp_legs_end(legs, n);
     if (st == REDISLOCK_OK)
         redislockp_clear_error(lock);
@@ -633,6 +634,8 @@ static int op_run_one(redislock *lock, const redislockp_call *call,
     st = redislockp_exec_one(&t, &f, &leg, &res);
     if (st == REDISLOCK_OK) {
         st = parse(leg.reply[0], out, lock->errmsg);
+        if (st != REDISLOCK_OK)
+            redislockp_took(lock, st);
         if (st == REDISLOCK_OK && ack != NULL && f.trailer != NULL) {
             *ack = leg.reply[1];
             leg.reply[1] = NULL;
@@ -658,18 +661,16 @@ static int op_run_one(redislock *lock, const redislockp_call *call,
         lock->id_stale = 1;
     if (st == REDISLOCK_ERR_SERVER && strcmp(res.code, "WRONGTYPE") == 0) {
         /* The one confusion worth naming: a lock of the other mode. */
-        size_t len = strlen(lock->errmsg);
-
-        snprintf(lock->errmsg + len, sizeof lock->errmsg - len, "%s",
-                 lock->mode == REDISLOCKP_MODE_COUNTED
-                     ? " [the lock key is not a counted-mode lock (a "
-                       "hash): a go-zero-format lock, or not a lock; or a "
-                       "companion key (fence, waiters, wake, turn) holds "
-                       "another type]"
-                     : " [the lock key is not a go-zero-format lock (a "
-                       "string): a counted-mode lock, or not a lock; or a "
-                       "companion key (fence, waiters, wake, turn) holds "
-                       "another type]");
+        redislockp_hint(lock, 0,
+                        lock->mode == REDISLOCKP_MODE_COUNTED
+                            ? "the lock key is not a counted-mode lock (a "
+                              "hash): a go-zero-format lock, or not a lock; "
+                              "or a companion key (fence, waiters, wake, "
+                              "turn) holds another type"
+                            : "the lock key is not a go-zero-format lock (a "
+                              "string): a counted-mode lock, or not a lock; "
+                              "or a companion key (fence, waiters, wake, "
+                              "turn) holds another type", "");
     }
     return st;
 }
@@ -760,6 +761,31 @@ static void with_keys(const redislock *lock, const char *template, char *out,
     out[k] = '\0';
 }
 
+/* What needs feature F's rights, as redislock_error_info.acl tells it. */
+static unsigned feature_acl(redislockp_feature f)
+{
+    switch (f) {
+    case REDISLOCKP_FEATURE_GOZERO:
+    case REDISLOCKP_FEATURE_COUNTED:
+        return REDISLOCK_ACL_LOCK;
+    case REDISLOCKP_FEATURE_FENCING:
+        return REDISLOCK_ACL_FENCING;
+    case REDISLOCKP_FEATURE_WAITING:
+        return REDISLOCK_ACL_WAITING;
+    case REDISLOCKP_FEATURE_STATUS:
+        return REDISLOCK_ACL_STATUS;
+    case REDISLOCKP_FEATURE_SCRIPTS:
+        break;
+    }
+    return REDISLOCK_ACL_SCRIPTS;
+}
+
+/* Did the handle's last failure refuse on a permission? */
+static int acl_refused(const redislock *lock)
+{
+    return (lock->info.acl & REDISLOCK_ACL_REFUSED) != 0;
+}
+
 /* What NEED (one command, see calls.c) refused says: "the Redis user may
  * not run HINCRBY on {k}:fence; fencing needs ...", into OUT. */
 static void missing(const redislock *lock, const redislockp_need *need,
@@ -806,12 +832,14 @@ static void explain_refusal(redislock *lock, const redislockp_call *call)
 {
     const redislockp_need *needs[40];
     char need[1024], words[REDISLOCKP_ERRMSG_SIZE], hint[400];
+    redislock_error_info refusal = lock->info;
     redislockp_call probe;
     long long line = 0;
     size_t i, n, k = 0;
+    unsigned acl = 0;
     int st;
 
-    if (!redislockp_acl_refused(lock->errmsg) || lock->quorum)
+    if (!acl_refused(lock) || lock->quorum)
         return;
     n = redislockp_call_needs(call, lock, needs, sizeof needs / sizeof needs[0]);
     for (i = 0; i < n && k < sizeof need; i++)
@@ -820,17 +848,20 @@ static void explain_refusal(redislock *lock, const redislockp_call *call)
     memcpy(words, lock->errmsg, sizeof words);
     redislockp_call_permissions(&probe, lock, need);
     st = redislockp_op_run(lock, &probe, 0, parse_int, &line);
-    if (st != REDISLOCK_OK && redislockp_acl_refused(lock->errmsg)) {
+    if (st != REDISLOCK_OK && acl_refused(lock)) {
         snprintf(hint, sizeof hint, "every lock operation runs a script: "
                  "the Redis user needs +evalsha and +eval");
+        acl = REDISLOCK_ACL_SCRIPTS;
     } else if (st == REDISLOCK_OK && line >= 1 && (size_t)line <= n) {
         missing(lock, needs[line - 1], hint, sizeof hint);
+        acl = feature_acl(needs[line - 1]->feature);
     } else if (st == REDISLOCK_OK && line == -1 && n > 0) {
         char rule[320];
 
         /* Redis 6: the features the call serves, as a whole. */
         with_keys(lock, feature_rule(needs[0]->feature), rule, sizeof rule);
         k = (size_t)snprintf(hint, sizeof hint, "%s", rule);
+        acl = feature_acl(needs[0]->feature);
         for (i = 1; i < n && k < sizeof hint; i++)
             if (needs[i]->feature != needs[i - 1]->feature &&
                 needs[i]->feature != REDISLOCKP_FEATURE_SCRIPTS) {
@@ -838,15 +869,20 @@ static void explain_refusal(redislock *lock, const redislockp_call *call)
                           sizeof rule);
                 k += (size_t)snprintf(hint + k, sizeof hint - k, "; %s",
                                       rule);
+                acl |= feature_acl(needs[i]->feature);
             }
     } else {
         memcpy(lock->errmsg, words, sizeof words);
+        lock->info = refusal;
         return;
     }
     /* Redis's words give way to the hint (at most 399 bytes of 511). */
     snprintf(lock->errmsg, sizeof lock->errmsg, "%.*s [%s (doc/acl.md)]",
              (int)(sizeof lock->errmsg - sizeof " [ (doc/acl.md)]" -
                    strlen(hint)), words, hint);
+    lock->info = refusal;
+    snprintf(lock->info.hint, sizeof lock->info.hint, "%s", hint);
+    lock->info.acl |= acl;
 }
 
 /* Run the release CALL (redislockp_call_release()) for LOCK into R.  A
@@ -860,12 +896,11 @@ static int run_release(redislock *lock, redislockp_call *call, int_reply *r)
 {
     int st = redislockp_op_run(lock, call, 1, parse_ints, r);
 
-    if (st == REDISLOCK_ERR_SERVER && call->nkeys > 1 &&
-        redislockp_acl_refused(lock->errmsg)) {
+    if (st == REDISLOCK_ERR_SERVER && call->nkeys > 1 && acl_refused(lock)) {
         lock->wakeups_refused = 1;
         redislockp_call_release(call, lock);
         st = redislockp_op_run(lock, call, 1, parse_ints, r);
-        if (st == REDISLOCK_ERR_SERVER && redislockp_acl_refused(lock->errmsg))
+        if (st == REDISLOCK_ERR_SERVER && acl_refused(lock))
             lock->wakeups_refused = 0;
     }
     if (st == REDISLOCK_ERR_SERVER)
@@ -898,11 +933,14 @@ static int report_lost(redislock *lock, int why, const char *when, int st)
     lock->token = 0;
     lock->state = REDISLOCK_STATE_UNKNOWN;
     if (st != REDISLOCK_OK) {
+        redislock_error_info failed = lock->info;
+
+        /* The release's own failure, as data, under the status LOST. */
         memcpy(detail, lock->errmsg, sizeof detail);
-        return redislockp_fail(lock, REDISLOCK_ERR_LOST,
-                               "the lock was lost %s: %s (and the release "
-                               "itself failed: %s)", when,
-                               redislock_lost_reason_text(why), detail);
+        return redislockp_fail_as(lock, &failed, REDISLOCK_ERR_LOST,
+                                  "the lock was lost %s: %s (and the "
+                                  "release itself failed: %s)", when,
+                                  redislock_lost_reason_text(why), detail);
     }
     return redislockp_fail(lock, REDISLOCK_ERR_LOST,
                            "the lock was lost %s: %s", when,
@@ -938,15 +976,22 @@ static int check_ack(redislock *lock, const redislockp_val *r,
         /* The master was demoted while it waited: nothing acknowledged. */
         return redislockp_fail(lock, REDISLOCK_ERR_NOT_REPLICATED, "%s after "
                                "the %s: %.300s", cmd, what, text);
-    if (redislockp_val_type(r) == REDISLOCKP_V_ERROR)
-        return redislockp_fail(lock, REDISLOCK_ERR_SERVER, "%s after the %s: "
-                               "%.300s%s", cmd, what, text,
-                               !redislockp_acl_refused(text) ? ""
-                               : lock->ack_aof
-                                   ? " [replica acknowledgement needs "
-                                     "+waitaof (doc/acl.md)]"
-                                   : " [replica acknowledgement needs +wait "
-                                     "(doc/acl.md)]");
+    if (redislockp_val_type(r) == REDISLOCKP_V_ERROR) {
+        char msg[REDISLOCKP_ERRMSG_SIZE];
+
+        /* Redis's words, typed (the thread's record) for the handle. */
+        (void)redislockp_tx_val_error(r, "", msg);
+        redislockp_fail(lock, REDISLOCK_ERR_SERVER, "%s after the %s: %.300s",
+                        cmd, what, text);
+        lock->info.stage = REDISLOCK_STAGE_ACK;
+        if (acl_refused(lock))
+            redislockp_hint(lock, REDISLOCK_ACL_ACK,
+                            lock->ack_aof
+                                ? "replica acknowledgement needs +waitaof"
+                                : "replica acknowledgement needs +wait",
+                            " (doc/acl.md)");
+        return REDISLOCK_ERR_SERVER;
+    }
     if (!lock->ack_aof && redislockp_val_type(r) == REDISLOCKP_V_INTEGER) {
         if (redislockp_val_int(r) >= lock->ack_replicas)
             return REDISLOCK_OK;
@@ -977,20 +1022,24 @@ static int undo_acquire(redislock *lock, int fresh, int st)
     redislockp_call call;
     int_reply r = ints("release", 2, 2);
     char why[REDISLOCKP_ERRMSG_SIZE];
+    redislock_error_info why_info = lock->info;
     int rst;
 
+    /* Every message wraps WHY: the info is WHY's. */
     memcpy(why, lock->errmsg, sizeof why);
     if (!gives_back(lock, fresh, 1) && !fresh)
-        return redislockp_fail(lock, st, "%s; the lock is still held from "
-                               "before (this was a re-entry)", why);
+        return redislockp_fail_as(lock, &why_info, st,
+                                  "%s; the lock is still held from before "
+                                  "(this was a re-entry)", why);
     if (!gives_back(lock, fresh, 1)) {
         /* Left alone: it lapses with its lease unless its holder renews
          * it. */
         lock->held = 0;
         lock->state = REDISLOCK_STATE_UNKNOWN;
-        return redislockp_fail(lock, st, "%s; not released, as the owner ID "
-                               "is shared (set_id) and another handle may "
-                               "hold the lock with it", why);
+        return redislockp_fail_as(lock, &why_info, st,
+                                  "%s; not released, as the owner ID is "
+                                  "shared (set_id) and another handle may "
+                                  "hold the lock with it", why);
     }
     redislockp_call_release(&call, lock);
     rst = run_release(lock, &call, &r);
@@ -1000,13 +1049,14 @@ static int undo_acquire(redislock *lock, int fresh, int st)
             lock->token = 0;
             lock->state = REDISLOCK_STATE_FREE;
         }
-        return redislockp_fail(lock, st, "%s; what it took was released",
-                               why);
+        return redislockp_fail_as(lock, &why_info, st,
+                                  "%s; what it took was released", why);
     }
     if (rst == REDISLOCK_OK) {
         saw(lock, r.v[0]);
-        return redislockp_fail(lock, st, "%s; the lock was no longer ours to "
-                               "release", why);
+        return redislockp_fail_as(lock, &why_info, st,
+                                  "%s; the lock was no longer ours to "
+                                  "release", why);
     }
     {
         char detail[REDISLOCKP_ERRMSG_SIZE];
@@ -1016,9 +1066,10 @@ static int undo_acquire(redislock *lock, int fresh, int st)
             /* A counted re-entry: the earlier holds are there whatever
              * the release did (and renewed, if they were). */
             lock->state = REDISLOCK_STATE_OURS;
-            return redislockp_fail(lock, st, "%s; giving back the hold it "
-                                   "added failed (the earlier holds "
-                                   "remain): %s", why, detail);
+            return redislockp_fail_as(lock, &why_info, st,
+                                      "%s; giving back the hold it added "
+                                      "failed (the earlier holds remain): %s",
+                                      why, detail);
         }
         /* The key may stay ours until its lease runs out: this handle does
          * not count on it, and its next acquire uses a fresh ID. */
@@ -1026,8 +1077,9 @@ static int undo_acquire(redislock *lock, int fresh, int st)
         lock->state = REDISLOCK_STATE_UNKNOWN;
         if (!lock->id_chosen)
             lock->id_stale = 1;
-        return redislockp_fail(lock, st, "%s; releasing it failed too (it "
-                               "lapses with its lease): %s", why, detail);
+        return redislockp_fail_as(lock, &why_info, st,
+                                  "%s; releasing it failed too (it lapses "
+                                  "with its lease): %s", why, detail);
     }
 }
 

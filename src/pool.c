@@ -102,6 +102,8 @@ again:
         if (room)
             redislockp_pool_uncount(cl, node);
         pthread_mutex_unlock(&cl->mu);
+        redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_SENTINEL,
+                           REDISLOCK_CAUSE_NOT_MASTER, NULL);
         *status = redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO,
                                      "%.200s:%d is no longer the master",
                                      n->host, n->port);
@@ -133,6 +135,8 @@ again:
             goto again;
         }
         pthread_mutex_unlock(&cl->mu);
+        redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_COMMAND,
+                           REDISLOCK_CAUSE_POOL_BUSY, NULL);
         *status = redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO, "all %lld "
                                      "connections to the server are in use "
                                      "(pool_size), and none came back "
@@ -147,8 +151,10 @@ again:
          * one story (a wrong password stays a wrong password). */
         char last[sizeof n->last_error];
         int st = n->last_status;
+        redislock_error_info info = n->last_info;
 
         memcpy(last, n->last_error, sizeof last);
+        *redislockp_err_here() = info;  /* the same story as data */
         wait = n->retry_at - now;
         if (room)
             redislockp_pool_uncount(cl, node);
@@ -190,6 +196,7 @@ again:
         n->retry_at = redislockp_now_ms() + redislockp_backoff_ms(n->failures);
         n->failures++;
         n->last_status = *status;
+        n->last_info = *redislockp_err_here();
         snprintf(n->last_error, sizeof n->last_error, "%s", errmsg);
     } else if (c != NULL) {
         n->failures = 0;

@@ -137,6 +137,7 @@ struct redislock {
     size_t idlen;
     char id[REDISLOCK_MAX_ID_LEN + 1]; /* owner ID, NUL-terminated */
     char errmsg[REDISLOCKP_ERRMSG_SIZE];
+    redislock_error_info info;         /* errmsg as data (hint included) */
 };
 
 /* token.c: fill OUT with a fresh REDISLOCKP_ID_LEN-char hex owner ID. */
@@ -150,10 +151,25 @@ struct timeval redislockp_timeval_ms(long long ms);
  * variables made with pthread_condattr_setclock(CLOCK_MONOTONIC). */
 struct timespec redislockp_monotonic_in(long long ms);
 
-/* error.c: the handle's last-error text. */
+/* error.c: the handle's last error, as text and as data.  Clearing
+ * forgets both.  redislockp_fail() writes the text and takes the
+ * thread's typed record (transport.h) when its status is STATUS (else
+ * only the status: a failure the record does not describe);
+ * redislockp_fail_as() takes *AS instead (a message that wraps an earlier
+ * failure of the call, saved before something else ran), with STATUS.
+ * redislockp_took() does the same as redislockp_fail() for a message
+ * already written into lock->errmsg (a parse function's).
+ * redislockp_hint() appends " [HINT SUFFIX]" to the message, as the
+ * library always has, keeps HINT in the info and adds ACL to its bits. */
 void redislockp_clear_error(redislock *lock);
 int redislockp_fail(redislock *lock, int status, const char *fmt, ...)
     REDISLOCKP_PRINTF(3, 4);
+int redislockp_fail_as(redislock *lock, const redislock_error_info *as,
+                       int status, const char *fmt, ...)
+    REDISLOCKP_PRINTF(4, 5);
+void redislockp_took(redislock *lock, int status);
+void redislockp_hint(redislock *lock, unsigned acl, const char *hint,
+                     const char *suffix);
 
 /* Common checks at the start of every call that talks to Redis: clears
  * the last error; REDISLOCK_ERR_FORKED in a child process. */

@@ -136,14 +136,6 @@ int redislockp_reply_noscript(const redislockp_val *r)
            memcmp(s, "NOSCRIPT", 8) == 0;
 }
 
-int redislockp_acl_refused(const char *msg)
-{
-    return msg != NULL &&
-           (strstr(msg, "NOPERM") != NULL ||
-            strstr(msg, "The user executing the script can't") != NULL ||
-            strstr(msg, "ACL failure in script") != NULL);
-}
-
 int redislockp_int_array(const redislockp_val *r, const char *what,
                          long long *v, size_t min, size_t max, char *errmsg)
 {

@@ -69,15 +69,6 @@ int redislockp_call_format(redislockp_cmd *cmd, const redislockp_call *call,
 /* Is R Redis's NOSCRIPT error? */
 int redislockp_reply_noscript(const redislockp_val *r);
 
-/* Does the error message MSG (or a message that quotes it) say that
- * Redis refused a command on a permission of the user's ACL?  NOPERM (a
- * command refused, a key given to a script, a script's own need()), or a
- * command inside a script refused, which Redis 6 and 7.0 tell with ERR
- * ("The user executing the script can't run this command or subcommand",
- * "... can't access at least one of the keys ...") and 7.2 with "ERR ACL
- * failure in script: ...". */
-int redislockp_acl_refused(const char *msg);
-
 /* A plain command sent after a pipeline's calls, in the same write
  * (WAIT or WAITAOF after a lock operation): its reply comes last. */
 typedef struct redislockp_trailer {

@@ -29,25 +29,36 @@ int redislockp_sentinel_addr(const redisReply *r, const redislockp_url *u,
     long p;
     char *end;
 
-    if (r->type == REDIS_REPLY_ERROR)
+    if (r->type == REDIS_REPLY_ERROR) {
+        char words[REDISLOCKP_ERRMSG_SIZE];
+
+        (void)redislockp_tx_server_error(r, "", words); /* typed */
+        redislockp_err_stage(REDISLOCK_STAGE_SENTINEL);
         return redislockp_tx_fail(errmsg, REDISLOCK_ERR_SERVER,
                                   "sentinel %.200s:%d: %.300s", u->host,
                                   u->port, r->str);
+    }
     if (r->type == REDIS_REPLY_NIL ||
-        (r->type == REDIS_REPLY_ARRAY && r->elements == 0))
+        (r->type == REDIS_REPLY_ARRAY && r->elements == 0)) {
+        redislockp_err_set(REDISLOCK_ERR_SERVER, REDISLOCK_STAGE_SENTINEL,
+                           REDISLOCK_CAUSE_UNKNOWN_MASTER, NULL);
         return redislockp_tx_fail(errmsg, REDISLOCK_ERR_SERVER,
                                   "sentinel %.200s:%d does not know a master "
                                   "named '%.100s'", u->host, u->port, name);
+    }
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
         r->element[0]->type != REDIS_REPLY_STRING ||
         r->element[1]->type != REDIS_REPLY_STRING ||
         r->element[0]->len == 0 || r->element[0]->len >= hostsize ||
         (p = strtol(r->element[1]->str, &end, 10)) < 1 ||
-        p > 65535 || *end != '\0')
+        p > 65535 || *end != '\0') {
+        redislockp_err_set(REDISLOCK_ERR_PROTOCOL, REDISLOCK_STAGE_SENTINEL,
+                           REDISLOCK_CAUSE_OTHER, NULL);
         return redislockp_tx_fail(errmsg, REDISLOCK_ERR_PROTOCOL,
                                   "sentinel %.200s:%d: unexpected reply to "
                                   "SENTINEL GET-MASTER-ADDR-BY-NAME", u->host,
                                   u->port);
+    }
     memcpy(host, r->element[0]->str, r->element[0]->len + 1);
     *port = (int)p;
     return REDISLOCK_OK;
@@ -67,14 +78,18 @@ static int ask(const redislockp_url *u, const char *name, char *host,
 
     argvlen[2] = strlen(name);
     c = redislockp_connect(u, why, &st);
-    if (c == NULL)
+    if (c == NULL) {
+        redislockp_err_stage(REDISLOCK_STAGE_SENTINEL);
         return redislockp_tx_fail(errmsg, st, "sentinel %.200s:%d: %s",
                                   u->host, u->port, why);
+    }
     st = redislockp_tx_command(c, 3, argv, argvlen, &r, why, &sent);
     redisFree(c);
-    if (st != REDISLOCK_OK)
+    if (st != REDISLOCK_OK) {
+        redislockp_err_stage(REDISLOCK_STAGE_SENTINEL);
         return redislockp_tx_fail(errmsg, st, "sentinel %.200s:%d: %s",
                                   u->host, u->port, why);
+    }
     st = redislockp_sentinel_addr(r, u, name, host, hostsize, port, errmsg);
     freeReplyObject(r);
     return st;
@@ -149,6 +164,10 @@ int redislockp_sentinel_discover(redislock_client *cl, int force,
             char why[REDISLOCKP_ERRMSG_SIZE];
 
             conn = verify(&master, host, port, why, &st);
+            /* The master it named, checked: still the sentinels' stage
+             * (its words say which step failed there). */
+            if (conn == NULL)
+                redislockp_err_stage(REDISLOCK_STAGE_SENTINEL);
             if (conn == NULL && st != REDISLOCK_ERR_NOMEM)
                 redislockp_tx_fail(errmsg, st, "sentinel %.200s:%d named "
                                    "%.200s:%d: %.300s", cand[i].host,
@@ -248,6 +267,8 @@ int redislockp_sentinel_master(redislock_client *cl, size_t *node,
         if (known == 0 && tries >= 2)
             break;
     }
+    redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_SENTINEL,
+                       REDISLOCK_CAUSE_TIMEOUT, NULL);
     return redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO,
                               "no master for '%.100s' known yet (the "
                               "sentinels are being asked)",

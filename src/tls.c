@@ -116,6 +116,8 @@ int redislockp_tls_connect(redisContext *c, void *ctx,
 
         if (ok != 1) {
             SSL_free(ssl);
+            redislockp_err_set(REDISLOCK_ERR_INVALID, REDISLOCK_STAGE_TLS,
+                               REDISLOCK_CAUSE_OTHER, NULL);
             return redislockp_tx_fail(errmsg, REDISLOCK_ERR_INVALID,
                                       "TLS: bad host name %.200s", name);
         }
@@ -126,13 +128,19 @@ int redislockp_tls_connect(redisContext *c, void *ctx,
         (void)SSL_set_tlsext_host_name(ssl, name);
     if (redisInitiateSSL(c, ssl) != REDIS_OK) {
         verify = SSL_get_verify_result(ssl);
-        if (verify != X509_V_OK)
+        if (verify != X509_V_OK) {
+            redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_TLS,
+                               REDISLOCK_CAUSE_CERTIFICATE,
+                               X509_verify_cert_error_string(verify));
             redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO,
                                "TLS: the server's certificate was refused: "
                                "%s", X509_verify_cert_error_string(verify));
-        else
+        } else {
+            redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_TLS,
+                               REDISLOCK_CAUSE_OTHER, c->errstr);
             redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO, "TLS handshake: %s",
                                c->errstr);
+        }
         SSL_free(ssl);                 /* not taken on failure */
         return REDISLOCK_ERR_IO;
     }

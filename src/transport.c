@@ -36,6 +36,165 @@ int redislockp_tx_fail(char *errmsg, int status, const char *fmt, ...)
 }
 
 /* ------------------------------------------------------------------------
+ * Typed failures (see transport.h)
+ */
+
+#if defined(__GNUC__) || defined(__clang__)
+static __thread redislock_error_info last_failure;
+#else
+static _Thread_local redislock_error_info last_failure;
+#endif
+
+redislock_error_info *redislockp_err_here(void)
+{
+    return &last_failure;
+}
+
+void redislockp_err_reset(void)
+{
+    memset(&last_failure, 0, sizeof last_failure);
+}
+
+void redislockp_err_set(int status, int stage, int cause, const char *detail)
+{
+    redislock_error_info *e = &last_failure;
+
+    memset(e, 0, sizeof *e);
+    e->status = status;
+    e->stage = stage;
+    e->cause = cause;
+    if (detail != NULL)
+        snprintf(e->detail, sizeof e->detail, "%.255s", detail);
+}
+
+void redislockp_err_stage(int stage)
+{
+    last_failure.stage = stage;
+}
+
+static int starts(const char *s, const char *prefix)
+{
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/* Skip "@user_script:N: " or "user_script:N: " at *P (and the '-' of an
+ * error reply quoted after it). */
+static int skip_script_position(const char **p)
+{
+    const char *s = *p;
+
+    if (*s == '@')
+        s++;
+    if (!starts(s, "user_script:") || s[12] < '0' || s[12] > '9')
+        return 0;
+    for (s += 12; *s >= '0' && *s <= '9'; s++)
+        ;
+    if (!starts(s, ": "))
+        return 0;
+    s += 2;
+    if (*s == '-')
+        s++;
+    *p = s;
+    return 1;
+}
+
+/* An error code (2 to 31 capitals, then a space or the end) at S: its
+ * length, or 0. */
+static size_t code_len(const char *s)
+{
+    size_t n = 0;
+
+    while (s[n] >= 'A' && s[n] <= 'Z')
+        n++;
+    return n >= 2 && n < 32 && (s[n] == ' ' || s[n] == '\0') ? n : 0;
+}
+
+void redislockp_tx_describe(const char *s, size_t len,
+                            redislock_error_info *info)
+{
+    char buf[REDISLOCKP_ERRMSG_SIZE];
+    const char *p = buf, *q;
+    size_t n, k;
+    int generic;
+
+    n = s == NULL ? 0 : len < sizeof buf ? len : sizeof buf - 1;
+    if (n > 0)
+        memcpy(buf, s, n);
+    buf[n] = '\0';
+    generic = starts(buf, "ERR ");      /* Redis's code, if none inside */
+    info->code[0] = '\0';
+    info->detail[0] = '\0';
+    info->origin = REDISLOCK_ORIGIN_COMMAND;
+    /* A refusal on a permission: NOPERM, or a command inside a script
+     * refused, which Redis 6 and 7.0 tell with ERR ("The user executing
+     * the script can't ...") and 7.2 with "ERR ACL failure in script". */
+    info->acl = strstr(buf, "NOPERM") != NULL ||
+                strstr(buf, "The user executing the script can't") != NULL ||
+                strstr(buf, "ACL failure in script") != NULL
+                    ? REDISLOCK_ACL_REFUSED : 0;
+    /* Redis answers a long command from a client that has not
+     * authenticated with a protocol error, a short one with NOAUTH: the
+     * same cause, told the same way. */
+    if (starts(buf, "ERR Protocol error: unauthenticated")) {
+        memcpy(info->code, "NOAUTH", 7);
+        snprintf(info->detail, sizeof info->detail, "%.255s", buf + 4);
+        return;
+    }
+    /* What Lua and the library's scripts add around Redis's words:
+     * Redis 6's "ERR Error running script (call to f_SHA):
+     * @user_script:N: " before a command's error, a Lua error's position
+     * ("user_script:N: "), the scripts' own "ERR redislock NAME.lua: ",
+     * and Redis 7's " script: SHA, on @user_script:N." after them. */
+    for (;;) {
+        if (starts(p, "ERR Error running script") &&
+            (q = strstr(p, "): ")) != NULL) {
+            p = q + 3;
+            if (info->origin == REDISLOCK_ORIGIN_COMMAND)
+                info->origin = REDISLOCK_ORIGIN_SCRIPT_COMMAND;
+        } else if (*p == '@' && skip_script_position(&p)) {
+            if (info->origin == REDISLOCK_ORIGIN_COMMAND)
+                info->origin = REDISLOCK_ORIGIN_SCRIPT_COMMAND;
+        } else if (skip_script_position(&p)) {
+            info->origin = REDISLOCK_ORIGIN_SCRIPT; /* a Lua error */
+        } else if (starts(p, "ERR ") && (p[4] == '@' ||
+                                         starts(p + 4, "user_script:") ||
+                                         starts(p + 4, "redislock "))) {
+            p += 4;
+        } else if (starts(p, "redislock ") &&
+                   (q = strstr(p, ".lua: ")) != NULL &&
+                   memchr(p + 10, ' ', (size_t)(q - p - 10)) == NULL) {
+            p = q + 6;
+            info->origin = REDISLOCK_ORIGIN_SCRIPT;
+        } else {
+            break;
+        }
+    }
+    n = strlen(p);
+    q = strstr(p, " script: ");
+    if (q != NULL) {
+        n = (size_t)(q - p);
+        if (info->origin == REDISLOCK_ORIGIN_COMMAND)
+            info->origin = REDISLOCK_ORIGIN_SCRIPT_COMMAND;
+    }
+    while (n > 0 && (p[n - 1] == '.' || p[n - 1] == ' '))
+        n--;
+    k = code_len(p);
+    if (k > 0 && k <= n) {
+        memcpy(info->code, p, k);
+        info->code[k] = '\0';
+        p += k;
+        n -= k;
+        if (n > 0) {
+            p++;
+            n--;
+        }
+    } else if (generic) {
+        memcpy(info->code, "ERR", 4);
+    }
+    snprintf(info->detail, sizeof info->detail, "%.*s", (int)n, p);
+}
+
+/* ------------------------------------------------------------------------
  * Building commands: RESP arrays of bulk strings, no connection needed.
  */
 
@@ -155,7 +314,7 @@ oom:
  */
 
 /* A read or write that timed out; the outcome of what was sent is
- * unknown.  ("timeout:" starts it: the tool reads that.) */
+ * unknown. */
 #define TIMEOUT_TEXT "timeout: Redis did not answer in time (a client's " \
     "URL sets the command timeout with ?timeout=MS; a borrowed context, " \
     "redisSetTimeout())"
@@ -166,28 +325,43 @@ int redislockp_tx_error(const redisContext *c, int err_no, char *errmsg)
 
     switch (c->err) {
     case REDIS_ERR_OOM:
+        redislockp_err_set(REDISLOCK_ERR_NOMEM, REDISLOCK_STAGE_COMMAND,
+                           REDISLOCK_CAUSE_NONE, NULL);
         return redislockp_tx_fail(errmsg, REDISLOCK_ERR_NOMEM,
                                   "hiredis: out of memory; the connection "
                                   "is unusable and the outcome unknown");
 #ifdef REDIS_ERR_TIMEOUT
     case REDIS_ERR_TIMEOUT:
+        redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_COMMAND,
+                           REDISLOCK_CAUSE_TIMEOUT, what);
         return redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO, TIMEOUT_TEXT);
 #endif
     case REDIS_ERR_IO:
         /* hiredis 0.14 reports a read/write timeout as an I/O error whose
          * errno is EAGAIN (SO_RCVTIMEO/SO_SNDTIMEO): name it. */
-        if (err_no == EAGAIN || err_no == EWOULDBLOCK)
+        if (err_no == EAGAIN || err_no == EWOULDBLOCK) {
+            redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_COMMAND,
+                               REDISLOCK_CAUSE_TIMEOUT, what);
             return redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO, TIMEOUT_TEXT);
+        }
+        redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_COMMAND,
+                           REDISLOCK_CAUSE_IO, what);
         return redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO, "I/O error: %s",
                                   what);
     case REDIS_ERR_EOF:
+        redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_COMMAND,
+                           REDISLOCK_CAUSE_CLOSED, what);
         return redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO,
                                   "connection closed: %s", what);
     case REDIS_ERR_PROTOCOL:
+        redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_COMMAND,
+                           REDISLOCK_CAUSE_PROTOCOL, what);
         return redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO,
                                   "protocol error, connection unusable: %s",
                                   what);
     default:
+        redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_COMMAND,
+                           REDISLOCK_CAUSE_OTHER, what);
         return redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO,
                                   "connection error: %s", what);
     }
@@ -211,6 +385,9 @@ int redislockp_tx_val_error(const redislockp_val *v, const char *prefix,
     const char *s = redislockp_val_str(v, &n);
     int len = n > 400 ? 400 : (int)n;
 
+    redislockp_err_set(REDISLOCK_ERR_SERVER, REDISLOCK_STAGE_COMMAND,
+                       REDISLOCK_CAUSE_NONE, NULL);
+    redislockp_tx_describe(s, n, &last_failure);
     /* Redis answers a long command from a client that has not
      * authenticated with a protocol error, a short one with NOAUTH: the
      * same cause, told the same way. */

@@ -170,6 +170,33 @@ int redislockp_tx_server_error(const redisReply *r, const char *prefix,
 int redislockp_tx_val_error(const redislockp_val *v, const char *prefix,
                             char *errmsg);
 
+/*
+ * Typed failures (redislock_error_info), recorded where they are born.
+ * Every thread has one record of the last failure it met: the transport
+ * fills it for an I/O failure (status, cause, the system's or hiredis's
+ * words; stage COMMAND) and for a Redis error reply (code, origin, ACL
+ * refusal, Redis's words), and the layers above name the stage they know
+ * (connect.c: CONNECT, TLS, AUTH, SELECT, ROLE; sentinel.c, cluster.c)
+ * or record failures of their own.  A handle takes the record when it
+ * records a failure with the same status (error.c, redislockp_fail());
+ * a call on a handle starts with a clean record (redislockp_begin()).
+ * The watchdog's thread has its own, which no handle reads.
+ */
+redislock_error_info *redislockp_err_here(void);
+void redislockp_err_reset(void);
+/* A failure with no Redis error reply: STATUS, STAGE, CAUSE and DETAIL
+ * (may be NULL); code, origin and ACL cleared. */
+void redislockp_err_set(int status, int stage, int cause, const char *detail);
+/* The current failure happened at STAGE (a layer that knows more than the
+ * transport: the connect's steps, the sentinels, the slot map). */
+void redislockp_err_stage(int stage);
+/* What the Redis error text S (LEN bytes) says, into INFO's code (""
+ * when it starts with none), origin, acl (REDISLOCK_ACL_REFUSED or 0)
+ * and detail; the other fields are left alone.  The one reading of an
+ * error reply's text: redislockp_classify() takes its code from here. */
+void redislockp_tx_describe(const char *s, size_t len,
+                            redislock_error_info *info);
+
 /* Raise C's receive timeout, if one is set and it is shorter, to NEED_MS
  * (a reply that is slow on purpose: BLPOP, WAIT); *OLD keeps the old one.
  * 1 if raised (then restore it with redislockp_tx_restore_timeout()). */

@@ -250,9 +250,12 @@ static int fail_waiting(redislock *lock, int st, int registered)
      * a fresh one (or fails at once while reconnects back off). */
     if (registered && st != REDISLOCK_ERR_IO && st != REDISLOCK_ERR_NOMEM &&
         (lock->client != NULL || !redislockp_tx_failed(lock->ctx))) {
+        redislock_error_info saved_info = lock->info;
+
         memcpy(saved, lock->errmsg, sizeof saved);
         (void)leave(lock, false);
         memcpy(lock->errmsg, saved, sizeof saved);
+        lock->info = saved_info;
         lock->state = REDISLOCK_STATE_UNKNOWN;
     }
     return st;
@@ -272,10 +275,11 @@ static int cancel_asked(redislock *lock)
     return __atomic_exchange_n(&lock->wait_cancel, 0, __ATOMIC_SEQ_CST);
 }
 
-/* Is ST, with the handle's message, a refusal on a permission? */
+/* Is ST, with the handle's last error, a refusal on a permission? */
 static int refused(const redislock *lock, int st)
 {
-    return st == REDISLOCK_ERR_SERVER && redislockp_acl_refused(lock->errmsg);
+    return st == REDISLOCK_ERR_SERVER &&
+           (lock->info.acl & REDISLOCK_ACL_REFUSED) != 0;
 }
 
 /* A try of HOW (a waiter's) was refused on a permission: the user may

@@ -20,6 +20,7 @@ int main(void)
         (void (*)(void))redislock_set_context, (void (*)(void))redislock_id,
         (void (*)(void))redislock_strerror,
         (void (*)(void))redislock_last_error,
+        (void (*)(void))redislock_last_error_info,
         (void (*)(void))redislock_version,
         (void (*)(void))redislock_new_counted,
         (void (*)(void))redislock_new_counted_len,

@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "faultproxy.h"
 #include "testutil.h"
 
 static redisContext *c;
@@ -656,6 +657,345 @@ static void test_acl_refusal_forms(void **state)
     release_gets("-ERR boom\r\n", REDISLOCK_ERR_SERVER, false);
 }
 
+/* ------------------------------------------------------------------------
+ * The last failure as data (redislock_last_error_info), typed where it
+ * was born: each stage, cause and code against real servers where one
+ * can make it happen, canned replies for the rest.
+ */
+
+static redislock_error_info info_of(const redislock *lock)
+{
+    redislock_error_info e;
+
+    memset(&e, 0x5a, sizeof e);
+    assert_int_equal(redislock_last_error_info(lock, &e), REDISLOCK_OK);
+    return e;
+}
+
+/* The handle's message ends with " [HINT SUFFIX]", as before the info. */
+static void assert_hint_in_message(const redislock *lock, const char *hint,
+                                   const char *suffix)
+{
+    char want[1024];
+    const char *msg = redislock_last_error(lock);
+    size_t n, m;
+
+    snprintf(want, sizeof want, " [%s%s]", hint, suffix);
+    n = strlen(want);
+    m = strlen(msg);
+    if (m < n || strcmp(msg + m - n, want) != 0)
+        fail_msg("message \"%s\" does not end with \"%s\"", msg, want);
+}
+
+/* A client handle on URL (the client comes back in *CL). */
+static redislock *client_lock(const char *url, redislock_client **cl,
+                              const char *key)
+{
+    char err[256];
+    redislock *lock;
+
+    if (redislock_client_open(url, cl, err, sizeof err) != REDISLOCK_OK)
+        fail_msg("client_open %s: %s", url, err);
+    lock = redislock_new_from_client(*cl, key);
+    assert_non_null(lock);
+    return lock;
+}
+
+static void test_info_null_arguments(void **state)
+{
+    redislock_error_info e;
+    redislock *lock;
+
+    (void)state;
+    memset(&e, 0x5a, sizeof e);
+    assert_int_equal(redislock_last_error_info(NULL, &e),
+                     REDISLOCK_ERR_INVALID);
+    assert_int_equal(e.status, 0);
+    assert_int_equal(e.stage, 0);
+    assert_string_equal(e.code, "");
+    assert_string_equal(e.hint, "");
+    lock = redislock_new(c, "err:info:null");
+    assert_non_null(lock);
+    assert_int_equal(redislock_last_error_info(lock, NULL),
+                     REDISLOCK_ERR_INVALID);
+    /* A new handle has no failure. */
+    e = info_of(lock);
+    assert_int_equal(e.status, REDISLOCK_OK);
+    /* An invalid argument: the status, nothing about Redis. */
+    assert_int_equal(redislock_acquire(lock, NULL), REDISLOCK_ERR_INVALID);
+    e = info_of(lock);
+    assert_int_equal(e.status, REDISLOCK_ERR_INVALID);
+    assert_int_equal(e.stage, REDISLOCK_STAGE_NONE);
+    assert_int_equal(e.cause, REDISLOCK_CAUSE_NONE);
+    assert_string_equal(e.code, "");
+    redislock_free(lock);
+}
+
+/* WRONGTYPE met by a command the lock script ran, with the library's
+ * hint kept apart; the next successful call resets everything. */
+static void test_info_wrongtype_then_success(void **state)
+{
+    char key[64];
+    redislock_error_info e;
+    redislock *lock;
+    bool flag = true;
+
+    (void)state;
+    tu_key(key, sizeof key, "err:info:wt");
+    tu_cmd_ok(c, "HSET %s field value", key);
+    lock = redislock_new(c, key);
+    assert_non_null(lock);
+    assert_int_equal(redislock_acquire(lock, &flag), REDISLOCK_ERR_SERVER);
+    e = info_of(lock);
+    assert_int_equal(e.status, REDISLOCK_ERR_SERVER);
+    assert_int_equal(e.stage, REDISLOCK_STAGE_COMMAND);
+    assert_int_equal(e.cause, REDISLOCK_CAUSE_NONE);
+    assert_int_equal(e.origin, REDISLOCK_ORIGIN_SCRIPT_COMMAND);
+    assert_int_equal(e.acl, 0);
+    assert_string_equal(e.code, "WRONGTYPE");
+    assert_string_equal(e.detail,
+                        "Operation against a key holding the wrong kind of "
+                        "value");
+    assert_string_equal(e.hint,
+                        "the lock key is not a go-zero-format lock (a "
+                        "string): a counted-mode lock, or not a lock; or a "
+                        "companion key (fence, waiters, wake, turn) holds "
+                        "another type");
+    assert_hint_in_message(lock, e.hint, "");
+
+    tu_cmd_ok(c, "DEL %s", key);
+    assert_true(tu_acquire(lock));
+    e = info_of(lock);
+    assert_int_equal(e.status, REDISLOCK_OK);
+    assert_int_equal(e.stage, REDISLOCK_STAGE_NONE);
+    assert_int_equal(e.cause, REDISLOCK_CAUSE_NONE);
+    assert_int_equal(e.origin, REDISLOCK_ORIGIN_NONE);
+    assert_int_equal(e.acl, 0);
+    assert_string_equal(e.code, "");
+    assert_string_equal(e.detail, "");
+    assert_string_equal(e.hint, "");
+    assert_true(tu_release(lock));
+    redislock_free(lock);
+}
+
+/* An ACL refusal: NOPERM, what the user may not do as the hint (and in
+ * the message, as before, with the doc's name), and what needs it. */
+static void test_info_acl_refusal(void **state)
+{
+    char url[256];
+    redislock_client *cl;
+    redislock_error_info e;
+    redislock *lock;
+    bool flag = true;
+
+    (void)state;
+    tu_cmd_ok(c, "ACL SETUSER locker on >s3cret ~other:* +@all");
+    snprintf(url, sizeof url, "redis://locker:s3cret@%s:%s",
+             getenv("REDISLOCK_TEST_HOST"), getenv("REDISLOCK_TEST_PORT"));
+    lock = client_lock(url, &cl, "err:info:acl");
+    assert_int_equal(redislock_acquire(lock, &flag), REDISLOCK_ERR_SERVER);
+    e = info_of(lock);
+    assert_int_equal(e.status, REDISLOCK_ERR_SERVER);
+    assert_int_equal(e.stage, REDISLOCK_STAGE_COMMAND);
+    assert_string_equal(e.code, "NOPERM");
+    assert_true(e.acl & REDISLOCK_ACL_REFUSED);
+    assert_true(e.acl & REDISLOCK_ACL_LOCK);
+    assert_false(e.acl & REDISLOCK_ACL_FENCING);
+    assert_true(strlen(e.detail) > 0);
+    assert_non_null(strstr(e.hint, "go-zero mode needs +evalsha"));
+    assert_hint_in_message(lock, e.hint, " (doc/acl.md)");
+    redislock_free(lock);
+    redislock_client_free(cl);
+    tu_cmd_ok(c, "ACL DELUSER locker");
+}
+
+/* A wrong password: refused at AUTH, with Redis's code. */
+static void test_info_wrong_password(void **state)
+{
+    char url[256];
+    redislock_client *cl;
+    redislock_error_info e;
+    redislock *lock;
+    bool flag = true;
+
+    (void)state;
+    snprintf(url, sizeof url, "redis://nosuchuser:wrong@%s:%s",
+             getenv("REDISLOCK_TEST_HOST"), getenv("REDISLOCK_TEST_PORT"));
+    lock = client_lock(url, &cl, "err:info:auth");
+    assert_int_equal(redislock_acquire(lock, &flag), REDISLOCK_ERR_SERVER);
+    e = info_of(lock);
+    assert_int_equal(e.stage, REDISLOCK_STAGE_AUTH);
+    assert_int_equal(e.origin, REDISLOCK_ORIGIN_COMMAND);
+    assert_string_equal(e.code, "WRONGPASS");
+    assert_int_equal(e.acl, 0);
+    assert_string_equal(e.hint, "");
+    assert_non_null(strstr(redislock_last_error(lock), "AUTH failed: "));
+    /* While the client backs off, the same story, also as data. */
+    assert_int_equal(redislock_acquire(lock, &flag), REDISLOCK_ERR_SERVER);
+    e = info_of(lock);
+    assert_int_equal(e.stage, REDISLOCK_STAGE_AUTH);
+    assert_string_equal(e.code, "WRONGPASS");
+    redislock_free(lock);
+    redislock_client_free(cl);
+}
+
+/* A database the server does not have: refused at SELECT. */
+static void test_info_bad_database(void **state)
+{
+    char url[256];
+    redislock_client *cl;
+    redislock_error_info e;
+    redislock *lock;
+    bool flag = true;
+
+    (void)state;
+    snprintf(url, sizeof url, "redis://%s:%s/100000",
+             getenv("REDISLOCK_TEST_HOST"), getenv("REDISLOCK_TEST_PORT"));
+    lock = client_lock(url, &cl, "err:info:db");
+    assert_int_equal(redislock_acquire(lock, &flag), REDISLOCK_ERR_SERVER);
+    e = info_of(lock);
+    assert_int_equal(e.stage, REDISLOCK_STAGE_SELECT);
+    assert_string_equal(e.code, "ERR");
+    assert_non_null(strstr(e.detail, "out of range"));
+    redislock_free(lock);
+    redislock_client_free(cl);
+}
+
+/* Nothing listens: the connect fails, with the system's words. */
+static void test_info_unreachable(void **state)
+{
+    char url[600];
+    redislock_client *cl;
+    redislock_error_info e;
+    redislock *lock;
+    bool flag = true;
+
+    (void)state;
+    snprintf(url, sizeof url, "unix://%s/no-such.sock",
+             getenv("REDISLOCK_TEST_TMPDIR"));
+    lock = client_lock(url, &cl, "err:info:connect");
+    assert_int_equal(redislock_acquire(lock, &flag), REDISLOCK_ERR_IO);
+    e = info_of(lock);
+    assert_int_equal(e.status, REDISLOCK_ERR_IO);
+    assert_int_equal(e.stage, REDISLOCK_STAGE_CONNECT);
+    assert_int_equal(e.cause, REDISLOCK_CAUSE_UNREACHABLE);
+    assert_string_equal(e.code, "");
+    assert_true(strlen(e.detail) > 0);
+    redislock_free(lock);
+    redislock_client_free(cl);
+}
+
+/* A server that does not answer in time (the proxy holds the command
+ * back), and one whose connection goes (the peer closes). */
+static void test_info_timeout_and_closed(void **state)
+{
+    const char *hangup[] = { NULL };
+    char url[256];
+    redislock_client *cl;
+    redislock_error_info e;
+    redislock *lock;
+    struct canned k;
+    fp_proxy *p;
+    bool flag = true;
+
+    (void)state;
+    p = fp_start(getenv("REDISLOCK_TEST_HOST"),
+                 atoi(getenv("REDISLOCK_TEST_PORT")));
+    assert_non_null(p);
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d?timeout=200", fp_port(p));
+    lock = client_lock(url, &cl, "err:info:timeout");
+    assert_true(tu_acquire(lock));      /* connected */
+    fp_hold(p);
+    assert_int_equal(redislock_extend(lock, &flag), REDISLOCK_ERR_IO);
+    e = info_of(lock);
+    assert_int_equal(e.stage, REDISLOCK_STAGE_COMMAND);
+    assert_int_equal(e.cause, REDISLOCK_CAUSE_TIMEOUT);
+    assert_string_equal(e.code, "");
+    fp_release(p);
+    redislock_free(lock);
+    redislock_client_free(cl);
+    fp_stop(p);
+
+    canned_open(&k, hangup);
+    assert_int_equal(redislock_acquire(k.lock, &flag), REDISLOCK_ERR_IO);
+    e = info_of(k.lock);
+    assert_int_equal(e.stage, REDISLOCK_STAGE_COMMAND);
+    assert_int_equal(e.cause, REDISLOCK_CAUSE_CLOSED);
+    canned_close(&k);
+}
+
+/* Replies no real server of the test gives: a Cluster node's MOVED to a
+ * borrowed context (with the hint), bytes that are not RESP, and the
+ * forms of Redis's errors around scripts. */
+static void info_for_reply(const char *reply, int status,
+                           redislock_error_info *e)
+{
+    const char *replies[] = { reply, NULL };
+    struct canned k;
+    bool flag = true;
+
+    canned_open(&k, replies);
+    assert_int_equal(redislock_acquire(k.lock, &flag), status);
+    *e = info_of(k.lock);
+    if (e->hint[0])
+        assert_hint_in_message(k.lock, e->hint, "");
+    canned_close(&k);
+}
+
+static void test_info_canned_replies(void **state)
+{
+    redislock_error_info e;
+
+    (void)state;
+    info_for_reply("-MOVED 3999 127.0.0.1:7001\r\n", REDISLOCK_ERR_SERVER, &e);
+    assert_int_equal(e.stage, REDISLOCK_STAGE_COMMAND);
+    assert_string_equal(e.code, "MOVED");
+    assert_string_equal(e.detail, "3999 127.0.0.1:7001");
+    assert_string_equal(e.hint, "this server is a Redis Cluster node: use a "
+                        "client opened with a redis://...?cluster=1 URL, "
+                        "which follows redirections");
+
+    info_for_reply("hello\r\n", REDISLOCK_ERR_IO, &e);
+    assert_int_equal(e.cause, REDISLOCK_CAUSE_PROTOCOL);
+
+    /* Redis 6: a command inside the script, wrapped. */
+    info_for_reply("-ERR Error running script (call to f_x): @user_script:1: "
+                   "WRONGTYPE Operation against a key holding the wrong "
+                   "kind of value\r\n", REDISLOCK_ERR_SERVER, &e);
+    assert_string_equal(e.code, "WRONGTYPE");
+    assert_int_equal(e.origin, REDISLOCK_ORIGIN_SCRIPT_COMMAND);
+    assert_string_equal(e.detail, "Operation against a key holding the "
+                        "wrong kind of value");
+    /* Redis 7: the script's position after the words. */
+    info_for_reply("-OOM command not allowed when used memory > 'maxmemory'. "
+                   "script: 0123, on @user_script:1.\r\n",
+                   REDISLOCK_ERR_SERVER, &e);
+    assert_string_equal(e.code, "OOM");
+    assert_int_equal(e.origin, REDISLOCK_ORIGIN_SCRIPT_COMMAND);
+    assert_string_equal(e.detail,
+                        "command not allowed when used memory > 'maxmemory'");
+    /* Lua itself failed. */
+    info_for_reply("-ERR user_script:1: Script attempted to access "
+                   "nonexistent global variable 'x' script: 0123, on "
+                   "@user_script:1.\r\n", REDISLOCK_ERR_SERVER, &e);
+    assert_int_equal(e.origin, REDISLOCK_ORIGIN_SCRIPT);
+    assert_string_equal(e.code, "ERR");
+    assert_string_equal(e.detail, "Script attempted to access nonexistent "
+                        "global variable 'x'");
+    /* An unauthenticated client's long command. */
+    info_for_reply("-ERR Protocol error: unauthenticated multibulk length\r\n",
+                   REDISLOCK_ERR_SERVER, &e);
+    assert_string_equal(e.code, "NOAUTH");
+    /* Redis 7.0's ACL refusal inside a script, told with ERR. */
+    info_for_reply("-ERR The user executing the script can't run this "
+                   "command or subcommand script: x, on @user_script:1.\r\n",
+                   REDISLOCK_ERR_SERVER, &e);
+    assert_true(e.acl & REDISLOCK_ACL_REFUSED);
+    assert_string_equal(e.code, "ERR");
+    assert_string_equal(e.detail, "The user executing the script can't run "
+                        "this command or subcommand");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -676,6 +1016,14 @@ int main(void)
         cmocka_unit_test(test_peer_closes_before_reply),
         cmocka_unit_test(test_noscript_falls_back_to_eval),
         cmocka_unit_test(test_acl_refusal_forms),
+        cmocka_unit_test(test_info_null_arguments),
+        cmocka_unit_test(test_info_wrongtype_then_success),
+        cmocka_unit_test_teardown(test_info_acl_refusal, restore_server),
+        cmocka_unit_test(test_info_wrong_password),
+        cmocka_unit_test(test_info_bad_database),
+        cmocka_unit_test(test_info_unreachable),
+        cmocka_unit_test(test_info_timeout_and_closed),
+        cmocka_unit_test(test_info_canned_replies),
     };
     return TU_RUN_CONNECTED(tests, &c);
 }
