@@ -383,18 +383,13 @@ static int aof_counts(const redislockp_val *r, long long *local,
     return 1;
 }
 
-/* Enough acknowledgements in the reply R of LOCK's WAIT (or WAITAOF)? */
+/* Enough acknowledgements in the reply R of LOCK's WAIT (or WAITAOF)?
+ * (calls.c judges it, for the watchdog's renewals too.) */
 static int ack_enough(const redislock *lock, const redislockp_val *r)
 {
-    long long local, replicas;
+    redislockp_ack a = redislockp_ack_of(lock);
 
-    if (r == NULL)
-        return 0;
-    if (!lock->ack_aof)
-        return redislockp_val_type(r) == REDISLOCKP_V_INTEGER &&
-               redislockp_val_int(r) >= lock->ack_replicas;
-    return aof_counts(r, &local, &replicas) && local >= lock->ack_local &&
-           replicas >= lock->ack_replicas;
+    return redislockp_ack_enough(&a, r);
 }
 
 /* A go-zero acquire or extend that runs late on a master can only set,
@@ -543,30 +538,14 @@ static int quorum_op(redislock *lock, const redislockp_call *call,
 #define ACK_SLACK_MS 1000
 
 /* LOCK's acknowledgement command (WAIT or WAITAOF) into *TR, its numbers
- * in NUM; 0 when the handle asks for none. */
+ * in NUM; 0 when the handle asks for none (calls.c builds it, for the
+ * watchdog's renewals too). */
 static int ack_trailer(const redislock *lock, redislockp_trailer *tr,
                        char num[3][24])
 {
-    int i = 0;
+    redislockp_ack a = redislockp_ack_of(lock);
 
-    if (lock->ack_replicas == 0 && lock->ack_local == 0)
-        return 0;
-    tr->argv[i] = lock->ack_aof ? "WAITAOF" : "WAIT";
-    tr->argvlen[i] = strlen(tr->argv[i]);
-    i++;
-    if (lock->ack_aof) {
-        tr->argvlen[i] = redislockp_tx_decimal(num[0],
-                                               (unsigned long long)lock->ack_local);
-        tr->argv[i++] = num[0];
-    }
-    tr->argvlen[i] = redislockp_tx_decimal(num[1],
-                                           (unsigned long long)lock->ack_replicas);
-    tr->argv[i++] = num[1];
-    tr->argvlen[i] = redislockp_tx_decimal(num[2],
-                                           (unsigned long long)lock->ack_timeout_ms);
-    tr->argv[i++] = num[2];
-    tr->argc = i;
-    return 1;
+    return redislockp_ack_trailer(&a, 0, tr, num);
 }
 
 /* redislockp_op_run(), and with ACK not NULL the handle's acknowledgement
