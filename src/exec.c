@@ -77,6 +77,15 @@ void redislockp_classify(const redislockp_val *r, int cluster, int sentinel,
     }
 }
 
+/* Did the last connection refused to this thread fail only because
+ * every pooled connection was in use?  Then the node is fine: nothing
+ * about the route is in doubt (re-reading the slot map or asking the
+ * sentinels would only add load to a saturated client). */
+static int pool_busy(void)
+{
+    return redislockp_err_here()->cause == REDISLOCK_CAUSE_POOL_BUSY;
+}
+
 /* ------------------------------------------------------------------------
  * Legs
  */
@@ -295,7 +304,7 @@ size_t redislockp_exec_fanout(redislock_client *cl, unsigned slot,
 {
     size_t i, n = cl->nsubs, answered = 0;
     long long sent_at, deadline;
-    int cut = 0;
+    int cut = 0, busy;
 
     for (i = 0; i < n; i++) {
         redislockp_leg *leg = &legs[i];
@@ -320,12 +329,15 @@ size_t redislockp_exec_fanout(redislock_client *cl, unsigned slot,
          * use, or that is slow to connect to, costs its leg, not the
          * operation. */
         leg->st = redislockp_route(leg->cl, slot, &leg->node, leg->msg);
-        if (leg->st == REDISLOCK_OK)
+        busy = 0;
+        if (leg->st == REDISLOCK_OK) {
             leg->c = redislockp_pool_get(leg->cl, leg->node, f->wait_ms,
                                          f->urgent, leg->msg, &leg->st);
+            busy = leg->c == NULL && pool_busy();
+        }
         if (leg->c == NULL) {
             leg_note(leg);
-            if (leg->st == REDISLOCK_ERR_IO)
+            if (leg->st == REDISLOCK_ERR_IO && !busy)
                 redislockp_route_stale(leg->cl);
             leg->done = 1;
             continue;
@@ -486,7 +498,7 @@ int redislockp_exec_one(const redislockp_target *t, const redislockp_fanout *f,
         end_all = start + t->limit_ms;
     for (;;) {
         struct timeval old;
-        int st, changed = 0;
+        int st, changed = 0, busy = 0;
 
         leg_clear(leg);
         leg->asking = asking;
@@ -503,19 +515,21 @@ int redislockp_exec_one(const redislockp_target *t, const redislockp_fanout *f,
             st = node >= 0 ? REDISLOCK_OK
                            : redislockp_route(cl, t->slot, &leg->node,
                                               leg->msg);
-            if (st == REDISLOCK_OK)
+            if (st == REDISLOCK_OK) {
                 leg->c = redislockp_pool_get(cl, leg->node,
                                              left_of(t, start), t->urgent,
                                              leg->msg, &st);
+                busy = leg->c == NULL && pool_busy();
+            }
         }
         leg->cl = cl;
         if (leg->c == NULL) {
             /* Nothing was sent: with sentinels, look for the master again
              * (a failover under way). */
             if (t->follow && sentinel && st == REDISLOCK_ERR_IO &&
-                back_off(cl, &retries, end_all) == 0)
+                !busy && back_off(cl, &retries, end_all) == 0)
                 continue;
-            if (cl != NULL && st == REDISLOCK_ERR_IO)
+            if (cl != NULL && st == REDISLOCK_ERR_IO && !busy)
                 redislockp_route_stale(cl);     /* not reached: ask again */
             leg->st = st;
             break;
