@@ -260,7 +260,6 @@ static void drive(const redislockp_fanout *f, redislockp_leg *legs, size_t n,
     struct pollfd fds[REDISLOCKP_QUORUM_MAX];
     size_t idx[REDISLOCKP_QUORUM_MAX];
     long long end = deadline;
-    size_t waited;
 
     for (;;) {
         long long now = redislockp_now_ms();
@@ -278,16 +277,14 @@ static void drive(const redislockp_fanout *f, redislockp_leg *legs, size_t n,
             if (now + g < end)
                 end = now + g;
         }
-        waited = 0;
         for (i = 0; i < n; i++)
             if (legs[i].asked && !legs[i].done) {
                 fds[k].fd = redislockp_tx_fd(legs[i].c);
                 fds[k].events = POLLIN;
                 fds[k].revents = 0;
                 idx[k++] = i;
-                waited += f->nowait == NULL || !f->nowait[i];
             }
-        if (waited == 0 || now >= end)
+        if (k == 0 || now >= end)
             return;
         rc = poll(fds, k, (int)(end - now));
         if (rc < 0 && errno != EINTR)
@@ -343,12 +340,11 @@ size_t redislockp_exec_fanout(redislock_client *cl, unsigned slot,
             continue;
         }
         /* EVAL with the text when a leg may be cut once the others
-         * decided, or is not waited for: an EVALSHA answered NOSCRIPT
-         * after the cut would never run there (a grant missing on a
-         * master, a release leaving the key).  And with a trailer: a
-         * NOSCRIPT answer would have run the trailer once for nothing. */
-        leg_send(leg, f, f->trailer != NULL || f->vote != NULL ||
-                             f->nowait != NULL);
+         * decided: an EVALSHA answered NOSCRIPT after the cut would never
+         * run there (a grant missing on a master, a release leaving the
+         * key).  And with a trailer: a NOSCRIPT answer would have run the
+         * trailer once for nothing. */
+        leg_send(leg, f, f->trailer != NULL || f->vote != NULL);
     }
     sent_at = redislockp_now_ms();
     deadline = sent_at + f->wait_ms;
@@ -359,18 +355,14 @@ size_t redislockp_exec_fanout(redislock_client *cl, unsigned slot,
 
         if (!leg->asked)
             continue;
-        /* Cut while others decided, or not waited for: nothing wrong with
-         * the node, only this connection is out of step. */
-        if (!leg->done && (cut || (f->nowait != NULL && f->nowait[i])))
+        /* Cut while others decided: nothing wrong with the node, only
+         * this connection is out of step. */
+        if (!leg->done && cut)
             outstanding = 1;
         if (!leg->done) {
             /* Its reply is still on its way: the connection goes. */
             leg->done = 1;
-            if (f->nowait != NULL && f->nowait[i])
-                leg->st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_IO,
-                                             "sent, its reply not waited "
-                                             "for");
-            else if (cut)
+            if (cut)
                 leg->st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_IO,
                                              "no reply yet when the others "
                                              "had decided");

@@ -110,8 +110,6 @@ typedef struct redislockp_fanout {
     int ncalls;
     const redislockp_trailer *trailer;  /* NULL: none */
     const int *mask;                    /* NULL: every member */
-    const int *nowait;                  /* members whose reply nobody
-                                         * waits for (NULL: none) */
     long long wait_ms;                  /* for the replies once sent */
     long long grace_ms;                 /* for stragglers once decided, at
                                          * least (as long again as the
@@ -131,8 +129,8 @@ typedef struct redislockp_fanout {
  * redislockp_legs_end().  The operation is decided once the votes for, or
  * against, reach a majority of all members, or (a majority having
  * answered) neither can any more;
- * without votes, once every leg not in F->nowait is done.
- * With a trailer, votes or legs not waited for, the script goes out as
+ * without votes, once every leg is done.
+ * With a trailer or votes, the script goes out as
  * EVAL with its text: a script cache miss never runs the trailer twice,
  * and a leg cut before its NOSCRIPT answer came would never run the
  * script.  Returns how many legs answered (every reply read).
@@ -171,10 +169,10 @@ typedef struct redislockp_target {
  * Run F's calls (and trailer) on the one server T names, as one pipeline
  * on one connection, then read the replies with blocking reads bounded by
  * the connection's command timeout (as T adjusts it): one write and one
- * read system call in steady state.  F->vote, mask, nowait, wait_ms and
+ * read system call in steady state.  F->vote, mask, wait_ms and
  * grace_ms are not used.  LEG gets the outcome: leg->st REDISLOCK_OK
- * with every reply (RES says what the first means; an error reply, RES->kind not VALUE,
- * also sets leg->st to REDISLOCK_ERR_SERVER with its text in leg->msg),
+ * with every reply (RES says what the first means; an error reply,
+ * RES->kind not VALUE, also sets leg->st to REDISLOCK_ERR_SERVER with its text in leg->msg),
  * or the failure (I/O, out of memory...) with leg->sent telling whether
  * the command may have run.  leg->node is the node that answered.  Free
  * the replies with redislockp_legs_end().  Returns leg->st.

@@ -419,21 +419,32 @@ static void set_context_error(redisContext *c, int type, const char *what)
  * Sending and receiving
  */
 
-int redislockp_tx_raise_timeout(redisContext *c, long long need_ms,
-                                struct timeval *old)
+/* C's receive timeout set to MS when RAISE and it is shorter (none set
+ * stays none), or when lowering and it is longer (or none is set); *OLD
+ * keeps the old one.  1 if changed. */
+static int bound_timeout(redisContext *c, long long ms, int raise,
+                         struct timeval *old)
 {
     socklen_t len = sizeof *old;
     struct timeval tv;
+    long long cur;
+    int none;
 
     if (getsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, old, &len) != 0)
+        return 0;                       /* LCOV_EXCL_LINE: a socket */
+    none = old->tv_sec == 0 && old->tv_usec == 0;
+    cur = (long long)old->tv_sec * 1000 + old->tv_usec / 1000;
+    if (raise ? none || cur >= ms : !none && cur <= ms)
         return 0;
-    if (old->tv_sec == 0 && old->tv_usec == 0)
-        return 0;                       /* no timeout: nothing to raise */
-    if ((long long)old->tv_sec * 1000 + old->tv_usec / 1000 >= need_ms)
-        return 0;
-    tv.tv_sec = (time_t)(need_ms / 1000);
-    tv.tv_usec = (suseconds_t)(need_ms % 1000) * 1000;
+    tv.tv_sec = (time_t)(ms / 1000);
+    tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
     return setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) == 0;
+}
+
+int redislockp_tx_raise_timeout(redisContext *c, long long need_ms,
+                                struct timeval *old)
+{
+    return bound_timeout(c, need_ms, 1, old);
 }
 
 void redislockp_tx_restore_timeout(redisContext *c, const struct timeval *old)
@@ -445,17 +456,7 @@ void redislockp_tx_restore_timeout(redisContext *c, const struct timeval *old)
 int redislockp_tx_lower_timeout(redisContext *c, long long max_ms,
                                 struct timeval *old)
 {
-    socklen_t len = sizeof *old;
-    struct timeval tv;
-
-    if (getsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, old, &len) != 0)
-        return 0;                       /* LCOV_EXCL_LINE: a socket */
-    if ((old->tv_sec != 0 || old->tv_usec != 0) &&
-        (long long)old->tv_sec * 1000 + old->tv_usec / 1000 <= max_ms)
-        return 0;
-    tv.tv_sec = (time_t)(max_ms / 1000);
-    tv.tv_usec = (suseconds_t)(max_ms % 1000) * 1000;
-    return setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) == 0;
+    return bound_timeout(c, max_ms, 0, old);
 }
 
 /* ------------------------------------------------------------------------
