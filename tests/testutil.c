@@ -307,9 +307,10 @@ bool tu_extend(redislock *lock)
 
 void tu_key(char *buf, size_t size, const char *prefix)
 {
-    static unsigned counter;
+    static unsigned counter;    /* tests' threads take keys too */
 
-    snprintf(buf, size, "%s:%ld:%u", prefix, (long)getpid(), ++counter);
+    snprintf(buf, size, "%s:%ld:%u", prefix, (long)getpid(),
+             __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED));
 }
 
 void tu_sleep_ms(long ms)
