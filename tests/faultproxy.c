@@ -446,6 +446,13 @@ static void *loop(void *arg)
         fp_conn **link, *c;
         nfds_t n;
 
+        /* Drain the wake-ups before reading the request: a request
+         * posted after the read leaves its byte in the pipe, and the poll
+         * below returns at once.  (Drained after the read, as it was, a
+         * request posted in between lost its wake-up and the test waited
+         * for ever: t_late hung so, the thread in poll() with the request
+         * posted and the pipe empty.) */
+        drain_wake(p);
         pthread_mutex_lock(&p->lock);
         if (p->stop) {
             pthread_mutex_unlock(&p->lock);
@@ -456,7 +463,6 @@ static void *loop(void *arg)
         p->req = FP_REQ_NONE;
         seq = p->req_seq;
         pthread_mutex_unlock(&p->lock);
-        drain_wake(p);
 
         /* Connections the kernel has completed count as open now. */
         if (accept_all(p) < 0) {
