@@ -176,6 +176,30 @@ int redislockp_client_forked(const redislock_client *cl);
 redisContext *redislockp_pool_get(redislock_client *cl, size_t node,
                                   long long limit_ms, int urgent,
                                   char *errmsg, int *status);
+
+/* redislockp_pool_get() in steps, for callers that connect without
+ * blocking (the quorum's fan-out).  Take: an idle connection (CONN, in
+ * *C), or room to open one, counted (ROOM: dial the URL that
+ * redislockp_pool_url() gives, then report with redislockp_pool_made()),
+ * or FULL (all in use, and not MAY_WAIT), or FAILED (*STATUS, ERRMSG:
+ * forked, a replaced master, backing off after failures).  Made: the
+ * connection C dialled with U (NULL: failed with STATUS and ERRMSG, or
+ * given up with REDISLOCK_OK, which blames nobody), its command timeout
+ * set back to COMMAND_MS, the node's backoff kept. */
+enum {
+    REDISLOCKP_POOL_FAILED = -1,
+    REDISLOCKP_POOL_CONN = 0,
+    REDISLOCKP_POOL_ROOM = 1,
+    REDISLOCKP_POOL_FULL = 2
+};
+int redislockp_pool_take(redislock_client *cl, size_t node,
+                         long long limit_ms, int urgent, int may_wait,
+                         redisContext **c, char *errmsg, int *status);
+redislockp_url redislockp_pool_url(redislock_client *cl, size_t node,
+                                   long long limit_ms, long long *command_ms);
+void redislockp_pool_made(redislock_client *cl, size_t node, redisContext *c,
+                          const redislockp_url *u, long long command_ms,
+                          int status, const char *errmsg);
 /* Give it back; a broken one (BROKEN, or c->err) is closed instead. */
 void redislockp_pool_put(redislock_client *cl, size_t node, redisContext *c,
                          int broken);
@@ -319,13 +343,16 @@ void redislockp_watchdog_shutdown(redislock_client *cl);
 
 /* tls.c: the client's TLS context from U's parameters (REDISLOCK_ERR_
  * INVALID naming a bad file; without TLS built, "built without TLS
- * support"); free it; and the handshake on a connected context C, which
- * checks the server's certificate and name (REDISLOCK_ERR_IO naming the
- * cause). */
+ * support"); free it.  The handshake on C, a connected non-blocking
+ * context: start (*SSL gets the handshake's object, which C owns from
+ * then on) and step it on every wake-up: REDISLOCK_OK with *EVENTS 0
+ * when done, or POLLIN/POLLOUT to wait for; REDISLOCK_ERR_IO naming the
+ * cause (the server's certificate checked against the host name). */
 int redislockp_tls_ctx_new(const redislockp_url *u, void **ctx, char *errmsg);
 void redislockp_tls_ctx_free(void *ctx);
-int redislockp_tls_connect(redisContext *c, void *ctx,
-                           const redislockp_url *u, char *errmsg);
+int redislockp_tls_start(redisContext *c, void *ctx, const redislockp_url *u,
+                         void **ssl, short *events, char *errmsg);
+int redislockp_tls_step(void *ssl, short *events, char *errmsg);
 
 /* connect.c: what ROLE's reply R from U's host and port says:
  * REDISLOCK_OK for a master; else REDISLOCK_ERR_IO with ERRMSG (no master
@@ -336,10 +363,48 @@ int redislockp_role_is_master(const redisReply *r, const redislockp_url *u,
 /* connect.c: the URL's settings for NODE (its host and port). */
 redislockp_url redislockp_node_url(redislock_client *cl, size_t node);
 
-/* connect.c: a new connection for U: connect (connect timeout), close-on-
- * exec, command timeout, then AUTH and SELECT as U says, pipelined in one
- * round trip through the transport.  NULL with ERRMSG and *STATUS
- * (REDISLOCK_ERR_IO, _SERVER for a refused AUTH/SELECT, _NOMEM). */
+/*
+ * connect.c: a new connection for U, made step by step without blocking
+ * (the "dial"): the TCP or unix-socket connect (within the connect
+ * timeout), the TLS handshake (within it again), then AUTH, SELECT and
+ * ROLE as U says, pipelined in one write through the transport, their
+ * replies within the command timeout.  The caller watches
+ * redislockp_dial_fd() for D->events until D->deadline (monotonic ms)
+ * and calls redislockp_dial_step() with what poll() returned (0: the
+ * deadline came), until D->phase is DONE (redislockp_dial_take() gives
+ * the connection: blocking, close-on-exec, command timeout set) or
+ * FAILED (D->status, ERRMSG, the thread's record naming the stage).
+ * redislockp_dial_abort() drops one in progress.  A quorum's fan-out
+ * drives its masters' dials in one poll(); redislockp_connect() drives
+ * one to its end: NULL with ERRMSG and *STATUS (REDISLOCK_ERR_IO,
+ * _SERVER for a refused AUTH/SELECT, _NOMEM).
+ */
+enum {
+    REDISLOCKP_DIAL_TCP,        /* connecting */
+    REDISLOCKP_DIAL_TLS,        /* the handshake */
+    REDISLOCKP_DIAL_SETUP,      /* AUTH/SELECT/ROLE sent, replies due */
+    REDISLOCKP_DIAL_DONE,
+    REDISLOCKP_DIAL_FAILED
+};
+
+typedef struct redislockp_dial {
+    redislockp_url u;           /* its settings (strings borrowed) */
+    redisContext *c;
+    int phase;
+    short events;               /* POLLIN or POLLOUT while in progress */
+    long long deadline;         /* the phase's, monotonic ms */
+    int status;                 /* REDISLOCK_OK, or why it failed */
+    int nsetup, got;            /* set-up replies due, read */
+    const char *names[3];       /* the set-up commands' */
+    void *ssl;                  /* TLS: the handshake's (C owns it) */
+} redislockp_dial;
+
+void redislockp_dial_start(redislockp_dial *d, const redislockp_url *u,
+                           char *errmsg);
+void redislockp_dial_step(redislockp_dial *d, int revents, char *errmsg);
+int redislockp_dial_fd(const redislockp_dial *d);
+redisContext *redislockp_dial_take(redislockp_dial *d);
+void redislockp_dial_abort(redislockp_dial *d);
 redisContext *redislockp_connect(const redislockp_url *u, char *errmsg,
                                  int *status);
 

@@ -8,9 +8,15 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "client.h"
 
@@ -88,110 +94,48 @@ static int stage_of(const char *name)
     return REDISLOCK_STAGE_ROLE;
 }
 
-/* Send the setup commands in CMD (one write) and check each reply: any
- * error reply fails the connection with the first one's text.  The
- * thread's record (transport.h) names the step that failed. */
-static int setup(redisContext *c, redislockp_cmd *cmd, const char **names,
-                 const redislockp_url *u, char *errmsg)
+/* ------------------------------------------------------------------------
+ * A connection made step by step (client.h)
+ */
+
+/* D failed with STATUS (its message in ERRMSG already). */
+static void dial_fail(redislockp_dial *d, int status)
 {
-    redisReply *replies[3] = { NULL, NULL, NULL };
-    int i, st, sent = 0;
-
-    st = redislockp_tx_call(c, cmd, replies, errmsg, &sent);
-    if (st != REDISLOCK_OK) {
-        char why[REDISLOCKP_ERRMSG_SIZE];
-
-        memcpy(why, errmsg, sizeof why);
-        redislockp_err_stage(stage_of(names[0]));
-        return redislockp_tx_fail(errmsg, st, "%s: %.400s", names[0], why);
+    d->status = status;
+    d->phase = REDISLOCKP_DIAL_FAILED;
+    d->events = 0;
+    if (d->c != NULL) {
+        redisFree(d->c);
+        d->c = NULL;
     }
-    for (i = 0; i < cmd->count; i++) {
-        if (st == REDISLOCK_OK && replies[i]->type == REDIS_REPLY_ERROR) {
-            /* Redis's AUTH errors name no password. */
-            char prefix[32];
-
-            snprintf(prefix, sizeof prefix, "%s failed: ", names[i]);
-            st = redislockp_tx_server_error(replies[i], prefix, errmsg);
-            redislockp_err_stage(stage_of(names[i]));
-        } else if (st == REDISLOCK_OK && strcmp(names[i], "ROLE") == 0) {
-            st = redislockp_role_is_master(replies[i], u, errmsg);
-            if (st != REDISLOCK_OK)
-                redislockp_err_set(st, REDISLOCK_STAGE_ROLE,
-                                   REDISLOCK_CAUSE_NOT_MASTER, NULL);
-        }
-        freeReplyObject(replies[i]);
-    }
-    return st;
 }
 
-redisContext *redislockp_connect(const redislockp_url *u, char *errmsg,
-                                 int *status)
+/* D's connect failed with ERR (errno), in its CAUSE. */
+static void dial_connect_failed(redislockp_dial *d, const char *why,
+                                int cause, char *errmsg)
 {
-    struct timeval connect_tv = redislockp_timeval_ms(u->connect_ms);
-    redislockp_cmd cmd;
-    const char *names[3];
-    redisContext *c;
+    const redislockp_url *u = &d->u;
+
+    redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_CONNECT, cause, why);
+    if (u->unix_socket)
+        (void)redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO,
+                                 "connect to socket %.200s: %s", u->host,
+                                 why);
+    else
+        (void)redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO,
+                                 "connect to %.200s port %d: %s", u->host,
+                                 u->port, why);
+    dial_fail(d, REDISLOCK_ERR_IO);
+}
+
+/* The set-up commands for D's URL (AUTH, SELECT, ROLE), pipelined in
+ * CMD, their names in D->names. */
+static void setup_build(redislockp_dial *d, redislockp_cmd *cmd)
+{
+    const redislockp_url *u = &d->u;
     char db[24];
 
-    c = u->unix_socket
-        ? redisConnectUnixWithTimeout(u->host, connect_tv)
-        : redisConnectWithTimeout(u->host, u->port, connect_tv);
-    if (c == NULL) {
-        *status = redislockp_tx_fail(errmsg, REDISLOCK_ERR_NOMEM,
-                                     "connect: out of memory");
-        return NULL;
-    }
-    if (c->err) {
-        /* hiredis tells a connect timeout apart only from 1.0 on; the
-         * system's words say it in both. */
-#ifdef REDIS_ERR_TIMEOUT
-        redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_CONNECT,
-                           c->err == REDIS_ERR_TIMEOUT
-                               ? REDISLOCK_CAUSE_TIMEOUT
-                               : REDISLOCK_CAUSE_UNREACHABLE, c->errstr);
-#else
-        redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_CONNECT,
-                           REDISLOCK_CAUSE_UNREACHABLE, c->errstr);
-#endif
-        if (u->unix_socket)
-            *status = redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO,
-                                         "connect to socket %.200s: %s",
-                                         u->host, c->errstr);
-        else
-            *status = redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO,
-                                         "connect to %.200s port %d: %s",
-                                         u->host, u->port, c->errstr);
-        redisFree(c);
-        return NULL;
-    }
-    /* Not inherited by programs a child process executes. */
-    (void)fcntl(c->fd, F_SETFD, FD_CLOEXEC);
-    redislockp_tx_limit_replies(c);
-    *status = REDISLOCK_OK;
-    if (u->tls) {
-        /* The handshake within the connect timeout: a server that does
-         * not speak TLS must not hang us. */
-        if (redisSetTimeout(c, connect_tv) != REDIS_OK ||
-            (*status = redislockp_tls_connect(c, u->tls_ctx, u, errmsg)) !=
-                REDISLOCK_OK) {
-            if (c->err && *status == REDISLOCK_OK) {
-                redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_TLS, /* LCOV_EXCL_LINE */
-                                   REDISLOCK_CAUSE_OTHER, c->errstr);
-                *status = redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO, /* LCOV_EXCL_LINE */
-                                             "TLS: %s", c->errstr);
-            }
-            redisFree(c);
-            return NULL;
-        }
-    }
-    if (redisSetTimeout(c, redislockp_timeval_ms(u->command_ms)) != REDIS_OK) {
-        *status = redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO, /* LCOV_EXCL_LINE */
-                                     "setting the timeout: %s", c->errstr);
-        redisFree(c);                                          /* LCOV_EXCL_LINE */
-        return NULL;                                           /* LCOV_EXCL_LINE */
-    }
-
-    redislockp_cmd_init(&cmd);
+    redislockp_cmd_init(cmd);
     if (u->password != NULL || u->user != NULL) {
         const char *argv[3] = { "AUTH", NULL, NULL };
         size_t lens[3] = { 4, 0, 0 };
@@ -207,34 +151,300 @@ redisContext *redislockp_connect(const redislockp_url *u, char *errmsg,
         }
         lens[1] = strlen(argv[1]);
         lens[2] = argv[2] ? strlen(argv[2]) : 0;
-        names[cmd.count] = "AUTH";
-        (void)redislockp_cmd_append(&cmd, argc, argv, lens);
+        d->names[cmd->count] = "AUTH";
+        (void)redislockp_cmd_append(cmd, argc, argv, lens);
     }
     if (u->db != 0) {
         const char *argv[2] = { "SELECT", db };
         size_t lens[2] = { 6, 0 };
 
         lens[1] = (size_t)snprintf(db, sizeof db, "%lld", u->db);
-        names[cmd.count] = "SELECT";
-        (void)redislockp_cmd_append(&cmd, 2, argv, lens);
+        d->names[cmd->count] = "SELECT";
+        (void)redislockp_cmd_append(cmd, 2, argv, lens);
     }
     if (u->role_check) {
         static const char *const argv[1] = { "ROLE" };
         static const size_t lens[1] = { 4 };
 
-        names[cmd.count] = "ROLE";
-        (void)redislockp_cmd_append(&cmd, 1, argv, lens);
+        d->names[cmd->count] = "ROLE";
+        (void)redislockp_cmd_append(cmd, 1, argv, lens);
     }
-    *status = REDISLOCK_OK;
+}
+
+/* Reply R to D's set-up command I: REDISLOCK_OK, or why it fails the
+ * connection (the thread's record names the step). */
+static int setup_judge(redislockp_dial *d, int i, const redisReply *r,
+                       char *errmsg)
+{
+    const char *name = d->names[i];
+    int st = REDISLOCK_OK;
+
+    if (r->type == REDIS_REPLY_ERROR) {
+        /* Redis's AUTH errors name no password. */
+        char prefix[32];
+
+        snprintf(prefix, sizeof prefix, "%s failed: ", name);
+        st = redislockp_tx_server_error(r, prefix, errmsg);
+        redislockp_err_stage(stage_of(name));
+    } else if (strcmp(name, "ROLE") == 0) {
+        st = redislockp_role_is_master(r, &d->u, errmsg);
+        if (st != REDISLOCK_OK)
+            redislockp_err_set(st, REDISLOCK_STAGE_ROLE,
+                               REDISLOCK_CAUSE_NOT_MASTER, NULL);
+    }
+    return st;
+}
+
+/* D's connection is up (and its TLS handshake done): from here on it is
+ * a blocking one like every connection of the library (bounded by its
+ * command timeout); send the set-up commands, if any. */
+static void dial_setup(redislockp_dial *d, char *errmsg)
+{
+    redisContext *c = d->c;
+    redislockp_cmd cmd;
+    int flags, st, sent = 0;
+
+    flags = fcntl(c->fd, F_GETFL);
+    if (flags >= 0 && fcntl(c->fd, F_SETFL, flags & ~O_NONBLOCK) == 0)
+        c->flags |= REDIS_BLOCK;        /* hiredis's timeouts need it */
+    if (!(c->flags & REDIS_BLOCK) ||
+        redisSetTimeout(c, redislockp_timeval_ms(d->u.command_ms)) !=
+            REDIS_OK) {
+        (void)redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO, /* LCOV_EXCL_LINE */
+                                 "setting up the connection: %s",
+                                 strerror(errno));
+        redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_CONNECT, /* LCOV_EXCL_LINE */
+                           REDISLOCK_CAUSE_IO, NULL);
+        dial_fail(d, REDISLOCK_ERR_IO);  /* LCOV_EXCL_LINE */
+        return;                          /* LCOV_EXCL_LINE */
+    }
+    setup_build(d, &cmd);
+    d->nsetup = cmd.count;
+    d->got = 0;
+    st = REDISLOCK_OK;
     if (cmd.count > 0 || cmd.oom)
-        *status = setup(c, &cmd, names, u, errmsg);
+        st = redislockp_tx_send(c, &cmd, errmsg, &sent);
     /* The password went into the buffer: wipe it. */
     memset(cmd.buf, 0, cmd.len);
     memset(cmd.inline_buf, 0, sizeof cmd.inline_buf);
     redislockp_cmd_clear(&cmd);
-    if (*status != REDISLOCK_OK) {
-        redisFree(c);
-        return NULL;
+    if (st != REDISLOCK_OK) {
+        char why[REDISLOCKP_ERRMSG_SIZE];
+
+        memcpy(why, errmsg, sizeof why);
+        redislockp_err_stage(stage_of(d->names[0]));
+        (void)redislockp_tx_fail(errmsg, st, "%s: %.400s", d->names[0], why);
+        dial_fail(d, st);
+        return;
+    }
+    if (d->nsetup == 0) {
+        d->phase = REDISLOCKP_DIAL_DONE;
+        d->events = 0;
+        return;
+    }
+    d->phase = REDISLOCKP_DIAL_SETUP;
+    d->events = POLLIN;
+    d->deadline = redislockp_now_ms() + d->u.command_ms;
+}
+
+/* The TCP connect is done: TCP_NODELAY (hiredis sets it only on blocking
+ * connects), then TLS or the set-up. */
+static void dial_connected(redislockp_dial *d, char *errmsg)
+{
+    if (!d->u.unix_socket) {
+        int one = 1;
+
+        (void)setsockopt(d->c->fd, IPPROTO_TCP, TCP_NODELAY, &one,
+                         sizeof one);
+    }
+    if (!d->u.tls) {
+        dial_setup(d, errmsg);
+        return;
+    }
+    d->phase = REDISLOCKP_DIAL_TLS;
+    d->deadline = redislockp_now_ms() + d->u.connect_ms;
+    d->status = redislockp_tls_start(d->c, d->u.tls_ctx, &d->u, &d->ssl,
+                                     &d->events, errmsg);
+    if (d->status != REDISLOCK_OK)
+        dial_fail(d, d->status);
+    else if (d->events == 0)
+        dial_setup(d, errmsg);
+}
+
+void redislockp_dial_start(redislockp_dial *d, const redislockp_url *u,
+                           char *errmsg)
+{
+    memset(d, 0, sizeof *d);
+    d->u = *u;
+    d->status = REDISLOCK_OK;
+    d->phase = REDISLOCKP_DIAL_TCP;
+    d->deadline = redislockp_now_ms() + u->connect_ms;
+    d->c = u->unix_socket ? redisConnectUnixNonBlock(u->host)
+                          : redisConnectNonBlock(u->host, u->port);
+    if (d->c == NULL) {
+        (void)redislockp_tx_fail(errmsg, REDISLOCK_ERR_NOMEM,
+                                 "connect: out of memory");
+        dial_fail(d, REDISLOCK_ERR_NOMEM);
+        return;
+    }
+    if (d->c->err) {
+        /* Refused at once, an unknown host, no socket there. */
+        char why[sizeof d->c->errstr];
+
+        memcpy(why, d->c->errstr, sizeof why);
+        dial_connect_failed(d, why, REDISLOCK_CAUSE_UNREACHABLE, errmsg);
+        return;
+    }
+    /* Not inherited by programs a child process executes. */
+    (void)fcntl(d->c->fd, F_SETFD, FD_CLOEXEC);
+    redislockp_tx_limit_replies(d->c);
+    /* Writable once connected (or failed): ask the socket then. */
+    d->events = POLLOUT;
+}
+
+/* Read what D's set-up replies have come (the socket is readable). */
+static void dial_read_setup(redislockp_dial *d, char *errmsg)
+{
+    int can_read = 1;
+
+    while (d->got < d->nsetup) {
+        redisReply *r;
+        int st = redislockp_tx_next_reply(d->c, can_read, &r, errmsg);
+
+        can_read = 0;
+        if (st != REDISLOCK_OK) {
+            char why[REDISLOCKP_ERRMSG_SIZE];
+
+            memcpy(why, errmsg, sizeof why);
+            redislockp_err_stage(stage_of(d->names[d->got]));
+            (void)redislockp_tx_fail(errmsg, st, "%s: %.400s",
+                                     d->names[d->got], why);
+            dial_fail(d, st);
+            return;
+        }
+        if (r == NULL)
+            return;                     /* more to come */
+        st = setup_judge(d, d->got++, r, errmsg);
+        freeReplyObject(r);
+        if (st != REDISLOCK_OK) {
+            dial_fail(d, st);
+            return;
+        }
+    }
+    d->phase = REDISLOCKP_DIAL_DONE;
+    d->events = 0;
+}
+
+void redislockp_dial_step(redislockp_dial *d, int revents, char *errmsg)
+{
+    if (d->phase >= REDISLOCKP_DIAL_DONE)
+        return;
+    if (revents == 0) {
+        char why[64];
+
+        if (redislockp_now_ms() < d->deadline)
+            return;                     /* woken early: nothing to do */
+        if (d->phase == REDISLOCKP_DIAL_TCP) {
+            dial_connect_failed(d, "Connection timed out",
+                                REDISLOCK_CAUSE_TIMEOUT, errmsg);
+            return;
+        }
+        if (d->phase == REDISLOCKP_DIAL_TLS) {
+            snprintf(why, sizeof why, "no answer within %lld ms",
+                     d->u.connect_ms);
+            redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_TLS,
+                               REDISLOCK_CAUSE_TIMEOUT, why);
+            (void)redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO,
+                                     "TLS handshake: %s", why);
+        } else {
+            snprintf(why, sizeof why, "no reply within %lld ms",
+                     d->u.command_ms);
+            redislockp_err_set(REDISLOCK_ERR_IO, stage_of(d->names[d->got]),
+                               REDISLOCK_CAUSE_TIMEOUT, why);
+            (void)redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO, "%s: %s",
+                                     d->names[d->got], why);
+        }
+        dial_fail(d, REDISLOCK_ERR_IO);
+        return;
+    }
+    switch (d->phase) {
+    case REDISLOCKP_DIAL_TCP: {
+        int err = 0;
+        socklen_t len = sizeof err;
+
+        if (getsockopt(d->c->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+            err = errno;                /* LCOV_EXCL_LINE */
+        if (err != 0) {
+            dial_connect_failed(d, strerror(err),
+                                err == ETIMEDOUT ? REDISLOCK_CAUSE_TIMEOUT
+                                                 : REDISLOCK_CAUSE_UNREACHABLE,
+                                errmsg);
+            return;
+        }
+        dial_connected(d, errmsg);
+        return;
+    }
+    case REDISLOCKP_DIAL_TLS:
+        d->status = redislockp_tls_step(d->ssl, &d->events, errmsg);
+        if (d->status != REDISLOCK_OK)
+            dial_fail(d, d->status);
+        else if (d->events == 0)
+            dial_setup(d, errmsg);
+        return;
+    default:
+        dial_read_setup(d, errmsg);
+        return;
+    }
+}
+
+int redislockp_dial_fd(const redislockp_dial *d)
+{
+    return d->c != NULL ? d->c->fd : -1;
+}
+
+redisContext *redislockp_dial_take(redislockp_dial *d)
+{
+    redisContext *c = NULL;
+
+    if (d->phase == REDISLOCKP_DIAL_DONE) {
+        c = d->c;
+        d->c = NULL;
     }
     return c;
+}
+
+void redislockp_dial_abort(redislockp_dial *d)
+{
+    if (d->c != NULL) {
+        redisFree(d->c);
+        d->c = NULL;
+    }
+    d->phase = REDISLOCKP_DIAL_FAILED;
+    d->events = 0;
+}
+
+redisContext *redislockp_connect(const redislockp_url *u, char *errmsg,
+                                 int *status)
+{
+    redislockp_dial d;
+
+    redislockp_dial_start(&d, u, errmsg);
+    while (d.phase < REDISLOCKP_DIAL_DONE) {
+        struct pollfd p;
+        long long left = d.deadline - redislockp_now_ms();
+        int rc = 0;
+
+        p.fd = redislockp_dial_fd(&d);
+        p.events = d.events;
+        p.revents = 0;
+        if (left > 0) {
+            rc = poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left);
+            if (rc < 0 && errno == EINTR)
+                continue;
+        }
+        redislockp_dial_step(&d, rc > 0 ? (p.revents ? p.revents : POLLIN)
+                                        : 0, errmsg);
+    }
+    *status = d.status;
+    return redislockp_dial_take(&d);
 }

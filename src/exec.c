@@ -252,8 +252,51 @@ static int decided(const redislockp_fanout *f, const redislockp_leg *legs,
            (answered >= maj && yes + pending < maj && no + pending < maj);
 }
 
-/* Drive the legs until all are done, the votes decide (then a grace for
- * stragglers), or the deadline. */
+/* Quorum legs whose connection is being made send their command once it
+ * is up (leg_dialed()). */
+static int as_eval(const redislockp_fanout *f)
+{
+    /* EVAL with the text when a leg may be cut once the others decided:
+     * an EVALSHA answered NOSCRIPT after the cut would never run there
+     * (a grant missing on a master, a release leaving the key).  And with
+     * a trailer: a NOSCRIPT answer would have run the trailer once for
+     * nothing. */
+    return f->trailer != NULL || f->vote != NULL;
+}
+
+/* LEG's dial has ended (DONE or FAILED): report it to the pool, and send
+ * the leg's command on the new connection, or fail the leg. */
+static void leg_dialed(redislockp_leg *leg, const redislockp_fanout *f)
+{
+    redisContext *c = redislockp_dial_take(&leg->dial);
+
+    leg->dialing = 0;
+    redislockp_pool_made(leg->cl, leg->node, c, &leg->dial.u,
+                         leg->command_ms, leg->dial.status, leg->msg);
+    if (c == NULL) {
+        leg->st = leg->dial.status;
+        leg->done = 1;
+        leg_note(leg);
+        if (leg->st == REDISLOCK_ERR_IO)
+            redislockp_route_stale(leg->cl);
+        return;
+    }
+    leg->c = c;
+    leg_send(leg, f, as_eval(f));
+}
+
+/* Step LEG's dial with what poll() said (REVENTS; 0: its deadline may
+ * have come). */
+static void leg_dial_step(redislockp_leg *leg, const redislockp_fanout *f,
+                          int revents)
+{
+    redislockp_dial_step(&leg->dial, revents, leg->msg);
+    if (leg->dial.phase >= REDISLOCKP_DIAL_DONE)
+        leg_dialed(leg, f);
+}
+
+/* Drive the legs (their dials, then their replies) until all are done,
+ * the votes decide (then a grace for stragglers), or the deadline. */
 static void drive(const redislockp_fanout *f, redislockp_leg *legs, size_t n,
                   long long sent_at, long long deadline, int *cut)
 {
@@ -262,7 +305,7 @@ static void drive(const redislockp_fanout *f, redislockp_leg *legs, size_t n,
     long long end = deadline;
 
     for (;;) {
-        long long now = redislockp_now_ms();
+        long long now = redislockp_now_ms(), wake;
         nfds_t k = 0;
         size_t i;
         int rc;
@@ -277,21 +320,44 @@ static void drive(const redislockp_fanout *f, redislockp_leg *legs, size_t n,
             if (now + g < end)
                 end = now + g;
         }
-        for (i = 0; i < n; i++)
-            if (legs[i].asked && !legs[i].done) {
-                fds[k].fd = redislockp_tx_fd(legs[i].c);
+        wake = end;
+        for (i = 0; i < n; i++) {
+            redislockp_leg *leg = &legs[i];
+
+            if (!leg->asked || leg->done)
+                continue;
+            if (leg->dialing) {
+                if (leg->dial.deadline <= now) {
+                    leg_dial_step(leg, f, 0);   /* its time is up */
+                    if (leg->done || !leg->dialing)
+                        continue;
+                }
+                if (leg->dial.deadline < wake)
+                    wake = leg->dial.deadline;
+                fds[k].fd = redislockp_dial_fd(&leg->dial);
+                fds[k].events = leg->dial.events;
+            } else {
+                fds[k].fd = redislockp_tx_fd(leg->c);
                 fds[k].events = POLLIN;
-                fds[k].revents = 0;
-                idx[k++] = i;
             }
+            fds[k].revents = 0;
+            idx[k++] = i;
+        }
         if (k == 0 || now >= end)
             return;
-        rc = poll(fds, k, (int)(end - now));
+        rc = poll(fds, k, (int)(wake - now));
         if (rc < 0 && errno != EINTR)
             return;                     /* LCOV_EXCL_LINE: bad fds only */
-        for (i = 0; rc > 0 && i < k; i++)
-            if (fds[i].revents != 0)
-                leg_read(&legs[idx[i]], f, 1);
+        for (i = 0; rc > 0 && i < k; i++) {
+            redislockp_leg *leg = &legs[idx[i]];
+
+            if (fds[i].revents == 0)
+                continue;
+            if (leg->dialing)
+                leg_dial_step(leg, f, fds[i].revents);
+            else
+                leg_read(leg, f, 1);
+        }
     }
 }
 
@@ -301,7 +367,7 @@ size_t redislockp_exec_fanout(redislock_client *cl, unsigned slot,
 {
     size_t i, n = cl->nsubs, answered = 0;
     long long sent_at, deadline;
-    int cut = 0, busy;
+    int cut = 0, busy, take;
 
     for (i = 0; i < n; i++) {
         redislockp_leg *leg = &legs[i];
@@ -324,27 +390,53 @@ size_t redislockp_exec_fanout(redislock_client *cl, unsigned slot,
         }
         /* A connection within the wait: a master whose pool is all in
          * use, or that is slow to connect to, costs its leg, not the
-         * operation. */
+         * operation.  New connections are made at once, in the poll()
+         * that reads the replies. */
         leg->st = redislockp_route(leg->cl, slot, &leg->node, leg->msg);
-        busy = 0;
-        if (leg->st == REDISLOCK_OK) {
-            leg->c = redislockp_pool_get(leg->cl, leg->node, f->wait_ms,
-                                         f->urgent, leg->msg, &leg->st);
-            busy = leg->c == NULL && pool_busy();
+        take = REDISLOCKP_POOL_FAILED;
+        if (leg->st == REDISLOCK_OK)
+            take = redislockp_pool_take(leg->cl, leg->node, f->wait_ms,
+                                        f->urgent, 0, &leg->c, leg->msg,
+                                        &leg->st);
+        if (take == REDISLOCKP_POOL_CONN) {
+            leg_send(leg, f, as_eval(f));
+        } else if (take == REDISLOCKP_POOL_ROOM) {
+            redislockp_url u = redislockp_pool_url(leg->cl, leg->node,
+                                                   f->wait_ms,
+                                                   &leg->command_ms);
+
+            leg->dialing = 1;
+            redislockp_dial_start(&leg->dial, &u, leg->msg);
+            if (leg->dial.phase >= REDISLOCKP_DIAL_DONE)
+                leg_dialed(leg, f);
+        } else if (take == REDISLOCKP_POOL_FULL) {
+            leg->queued = 1;            /* after the others are sent */
+        } else {
+            leg_note(leg);
+            if (leg->st == REDISLOCK_ERR_IO)
+                redislockp_route_stale(leg->cl);
+            leg->done = 1;
         }
+    }
+    /* Masters whose pools are all in use: wait in turn for a connection
+     * (within the quorum wait), now that the others' commands are on
+     * their way. */
+    for (i = 0; i < n; i++) {
+        redislockp_leg *leg = &legs[i];
+
+        if (!leg->queued)
+            continue;
+        leg->c = redislockp_pool_get(leg->cl, leg->node, f->wait_ms,
+                                     f->urgent, leg->msg, &leg->st);
         if (leg->c == NULL) {
+            busy = pool_busy();
             leg_note(leg);
             if (leg->st == REDISLOCK_ERR_IO && !busy)
                 redislockp_route_stale(leg->cl);
             leg->done = 1;
             continue;
         }
-        /* EVAL with the text when a leg may be cut once the others
-         * decided: an EVALSHA answered NOSCRIPT after the cut would never
-         * run there (a grant missing on a master, a release leaving the
-         * key).  And with a trailer: a NOSCRIPT answer would have run the
-         * trailer once for nothing. */
-        leg_send(leg, f, f->trailer != NULL || f->vote != NULL);
+        leg_send(leg, f, as_eval(f));
     }
     sent_at = redislockp_now_ms();
     deadline = sent_at + f->wait_ms;
@@ -355,6 +447,30 @@ size_t redislockp_exec_fanout(redislock_client *cl, unsigned slot,
 
         if (!leg->asked)
             continue;
+        if (leg->dialing) {
+            /* Its connection is not up yet: given up (no command went);
+             * only a timeout blames the node. */
+            redislockp_dial_abort(&leg->dial);
+            leg->dialing = 0;
+            if (cut) {
+                leg->st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_IO,
+                                             "not connected yet when the "
+                                             "others had decided");
+            } else {
+                leg->st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_IO,
+                                             "not connected within %lld ms "
+                                             "(the quorum wait)",
+                                             f->wait_ms);
+                redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_CONNECT,
+                                   REDISLOCK_CAUSE_TIMEOUT, NULL);
+            }
+            redislockp_pool_made(leg->cl, leg->node, NULL, &leg->dial.u,
+                                 leg->command_ms,
+                                 cut ? REDISLOCK_OK : REDISLOCK_ERR_IO,
+                                 leg->msg);
+            leg->done = 1;
+            leg_note(leg);
+        }
         /* Cut while others decided: nothing wrong with the node, only
          * this connection is out of step. */
         if (!leg->done && cut)

@@ -92,6 +92,11 @@ typedef struct redislockp_leg {
     int asking;                 /* each write starts with ASKING */
     int skip;                   /* replies to drop first (ASKING's) */
     int borrowed;               /* c is the caller's: never given back */
+    int dialing;                /* a quorum leg's connection being made,
+                                 * driven by the fan-out's poll() */
+    int queued;                 /* its node's pool was all in use */
+    redislockp_dial dial;
+    long long command_ms;       /* the URL's, given back to a new one */
     char msg[REDISLOCKP_ERRMSG_SIZE];
     redislock_error_info info;  /* msg as data, for a failed leg of a
                                  * fan-out (see transport.h) */

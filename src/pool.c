@@ -75,22 +75,22 @@ static int pool_wait(redislock_client *cl, size_t node, long long deadline,
     return w->handed;
 }
 
-redisContext *redislockp_pool_get(redislock_client *cl, size_t node,
-                                  long long limit_ms, int urgent,
-                                  char *errmsg, int *status)
+int redislockp_pool_take(redislock_client *cl, size_t node,
+                         long long limit_ms, int urgent, int may_wait,
+                         redisContext **c, char *errmsg, int *status)
 {
-    redisContext *c = NULL;
     redislockp_pool_waiter w;
     redislockp_node *n;
-    redislockp_url u;
-    long long now, wait, deadline = 0, command_ms;
+    long long now, wait, deadline = 0;
     int room = 0;               /* a waiter was given room to open one */
 
+    *c = NULL;
+    *status = REDISLOCK_OK;
     if (redislockp_client_forked(cl)) {
         *status = redislockp_tx_fail(errmsg, REDISLOCK_ERR_FORKED,
                                      "client created in another process: "
                                      "create a new one after fork()");
-        return NULL;
+        return REDISLOCKP_POOL_FAILED;
     }
     pthread_mutex_lock(&cl->mu);
 again:
@@ -107,17 +107,21 @@ again:
         *status = redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO,
                                      "%.200s:%d is no longer the master",
                                      n->host, n->port);
-        return NULL;
+        return REDISLOCKP_POOL_FAILED;
     }
     if (n->nidle > 0) {
-        c = n->idle[--n->nidle];
+        *c = n->idle[--n->nidle];
         if (room)
             redislockp_pool_uncount(cl, node);
         pthread_mutex_unlock(&cl->mu);
-        return c;
+        return REDISLOCKP_POOL_CONN;
     }
     now = redislockp_now_ms();
     if (!room && n->open >= (size_t)cl->url.pool_size) {
+        if (!may_wait) {
+            pthread_mutex_unlock(&cl->mu);
+            return REDISLOCKP_POOL_FULL;
+        }
         /* All of the node's connections are in use: wait in turn for one
          * to come back (or for room to open one), within the command
          * timeout. */
@@ -129,7 +133,8 @@ again:
         if (pool_wait(cl, node, deadline, urgent, &w)) {
             if (w.c != NULL) {
                 pthread_mutex_unlock(&cl->mu);
-                return w.c;
+                *c = w.c;
+                return REDISLOCKP_POOL_CONN;
             }
             room = 1;
             goto again;
@@ -142,7 +147,7 @@ again:
                                      "(pool_size), and none came back "
                                      "within %lld ms", cl->url.pool_size,
                                      wait);
-        return NULL;
+        return REDISLOCKP_POOL_FAILED;
     }
     if (n->failures > 0 && (n->probing || now < n->retry_at)) {
         /* After failures, one thread at a time tries the server again,
@@ -165,37 +170,50 @@ again:
         else
             *status = redislockp_tx_fail(errmsg, st, "%s (another thread "
                                          "is connecting again)", last);
-        return NULL;
+        return REDISLOCKP_POOL_FAILED;
     }
     if (n->failures > 0)
         n->probing = 1;
     if (!room)
         n->open++;              /* this one, while it is being made */
     pthread_mutex_unlock(&cl->mu);
+    return REDISLOCKP_POOL_ROOM;
+}
 
-    u = redislockp_node_url(cl, node);
-    command_ms = u.command_ms;
+redislockp_url redislockp_pool_url(redislock_client *cl, size_t node,
+                                   long long limit_ms, long long *command_ms)
+{
+    redislockp_url u = redislockp_node_url(cl, node);
+
+    *command_ms = u.command_ms;
     /* Within the caller's limit (a lease about to run out), the replies
      * of the connection's set-up (AUTH, SELECT) too; its later commands
-     * get the URL's timeout back. */
+     * get the URL's timeout back (redislockp_pool_made()). */
     if (limit_ms > 0 && limit_ms < u.connect_ms)
         u.connect_ms = limit_ms;
     if (limit_ms > 0 && limit_ms < u.command_ms)
         u.command_ms = limit_ms;
-    c = redislockp_connect(&u, errmsg, status);
-    if (c != NULL && u.command_ms != command_ms)
-        (void)redisSetTimeout(c, redislockp_timeval_ms(command_ms));
+    return u;
+}
 
+void redislockp_pool_made(redislock_client *cl, size_t node, redisContext *c,
+                          const redislockp_url *u, long long command_ms,
+                          int status, const char *errmsg)
+{
+    redislockp_node *n;
+
+    if (c != NULL && u->command_ms != command_ms)
+        (void)redisSetTimeout(c, redislockp_timeval_ms(command_ms));
     pthread_mutex_lock(&cl->mu);
     n = &cl->nodes[node];       /* the array may have grown meanwhile */
     n->probing = 0;
     /* Back off after a failed connect, and after a refused AUTH or SELECT
      * too (retrying a wrong password at once helps nobody). */
-    if (c == NULL && (*status == REDISLOCK_ERR_IO ||
-                      *status == REDISLOCK_ERR_SERVER)) {
+    if (c == NULL && (status == REDISLOCK_ERR_IO ||
+                      status == REDISLOCK_ERR_SERVER)) {
         n->retry_at = redislockp_now_ms() + redislockp_backoff_ms(n->failures);
         n->failures++;
-        n->last_status = *status;
+        n->last_status = status;
         n->last_info = *redislockp_err_here();
         snprintf(n->last_error, sizeof n->last_error, "%s", errmsg);
     } else if (c != NULL) {
@@ -204,6 +222,22 @@ again:
     if (c == NULL)
         redislockp_pool_uncount(cl, node);
     pthread_mutex_unlock(&cl->mu);
+}
+
+redisContext *redislockp_pool_get(redislock_client *cl, size_t node,
+                                  long long limit_ms, int urgent,
+                                  char *errmsg, int *status)
+{
+    redisContext *c;
+    redislockp_url u;
+    long long command_ms;
+
+    if (redislockp_pool_take(cl, node, limit_ms, urgent, 1, &c, errmsg,
+                             status) != REDISLOCKP_POOL_ROOM)
+        return c;
+    u = redislockp_pool_url(cl, node, limit_ms, &command_ms);
+    c = redislockp_connect(&u, errmsg, status);
+    redislockp_pool_made(cl, node, c, &u, command_ms, *status, errmsg);
     return c;
 }
 

@@ -8,10 +8,14 @@
  * or its IP address for a numeric host, which hiredis's own SSL helper
  * does not do; hiredis then runs the connection over it (redisInitiate-
  * SSL), and the transport writes through hiredis with its SIGPIPE guard.
- * The handshake is bounded by the connect timeout.
+ * The handshake runs step by step on the non-blocking socket
+ * (redislockp_tls_step(), driven by connect.c's dial), bounded by the
+ * connect timeout, so that a quorum's masters shake hands at once.
  */
 #include "config.h"
 
+#include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -92,14 +96,71 @@ void redislockp_tls_ctx_free(void *ctx)
     SSL_CTX_free(ctx);
 }
 
-int redislockp_tls_connect(redisContext *c, void *ctx,
-                           const redislockp_url *u, char *errmsg)
+/* The handshake of SSL failed (SSL_get_error() said E): why, as the
+ * status, ERRMSG and the thread's record. */
+static int handshake_failed(SSL *ssl, int e, char *errmsg)
+{
+    long verify = SSL_get_verify_result(ssl);
+    const char *why;
+
+    if (verify != X509_V_OK) {
+        redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_TLS,
+                           REDISLOCK_CAUSE_CERTIFICATE,
+                           X509_verify_cert_error_string(verify));
+        return redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO,
+                                  "TLS: the server's certificate was "
+                                  "refused: %s",
+                                  X509_verify_cert_error_string(verify));
+    }
+    if (e == SSL_ERROR_SYSCALL && ERR_peek_last_error() == 0)
+        why = errno != 0 ? strerror(errno)
+                         : "the server closed the connection";
+    else if (e == SSL_ERROR_ZERO_RETURN)
+        why = "the server closed the connection";  /* LCOV_EXCL_LINE */
+    else
+        why = ssl_error();
+    redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_TLS,
+                       REDISLOCK_CAUSE_OTHER, why);
+    return redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO, "TLS handshake: %s",
+                              why);
+}
+
+int redislockp_tls_step(void *handle, short *events, char *errmsg)
+{
+    SSL *ssl = handle;
+    redislockp_sigpipe guard;
+    int rv, e;
+
+    ERR_clear_error();
+    errno = 0;
+    /* The handshake writes to the socket itself: no SIGPIPE from it. */
+    redislockp_sigpipe_block(&guard);
+    rv = SSL_do_handshake(ssl);
+    e = rv == 1 ? SSL_ERROR_NONE : SSL_get_error(ssl, rv);
+    redislockp_sigpipe_restore(&guard, rv != 1 && e != SSL_ERROR_WANT_READ &&
+                                           e != SSL_ERROR_WANT_WRITE);
+    *events = 0;
+    if (rv == 1)
+        return REDISLOCK_OK;
+    if (e == SSL_ERROR_WANT_READ) {
+        *events = POLLIN;
+        return REDISLOCK_OK;
+    }
+    if (e == SSL_ERROR_WANT_WRITE) {
+        *events = POLLOUT;
+        return REDISLOCK_OK;
+    }
+    return handshake_failed(ssl, e, errmsg);
+}
+
+int redislockp_tls_start(redisContext *c, void *ctx, const redislockp_url *u,
+                         void **out, short *events, char *errmsg)
 {
     const char *name = u->sni != NULL ? u->sni : u->host;
     unsigned char addr[16];
     SSL *ssl;
-    long verify;
 
+    *out = NULL;
     ERR_clear_error();
     ssl = SSL_new(ctx);
     if (ssl == NULL)
@@ -126,25 +187,19 @@ int redislockp_tls_connect(redisContext *c, void *ctx,
     if (inet_pton(AF_INET, name, addr) != 1 &&
         inet_pton(AF_INET6, name, addr) != 1)
         (void)SSL_set_tlsext_host_name(ssl, name);
+    /* On a non-blocking context hiredis starts the handshake and leaves
+     * the rest to us (redislockp_tls_step()); from here on the context
+     * owns SSL. */
     if (redisInitiateSSL(c, ssl) != REDIS_OK) {
-        verify = SSL_get_verify_result(ssl);
-        if (verify != X509_V_OK) {
-            redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_TLS,
-                               REDISLOCK_CAUSE_CERTIFICATE,
-                               X509_verify_cert_error_string(verify));
-            redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO,
-                               "TLS: the server's certificate was refused: "
-                               "%s", X509_verify_cert_error_string(verify));
-        } else {
-            redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_TLS,
-                               REDISLOCK_CAUSE_OTHER, c->errstr);
-            redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO, "TLS handshake: %s",
-                               c->errstr);
-        }
+        redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_TLS,
+                           REDISLOCK_CAUSE_OTHER, c->errstr);
+        redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO, "TLS handshake: %s",
+                           c->errstr);
         SSL_free(ssl);                 /* not taken on failure */
         return REDISLOCK_ERR_IO;
     }
-    return REDISLOCK_OK;
+    *out = ssl;
+    return redislockp_tls_step(ssl, events, errmsg);
 }
 
 #else /* !REDISLOCK_HAVE_TLS */
@@ -162,13 +217,23 @@ void redislockp_tls_ctx_free(void *ctx)
     (void)ctx;
 }
 
-int redislockp_tls_connect(redisContext *c, void *ctx,
-                           const redislockp_url *u, char *errmsg)
+int redislockp_tls_start(redisContext *c, void *ctx, const redislockp_url *u,
+                         void **out, short *events, char *errmsg)
 {
     (void)c;
     (void)ctx;
     (void)u;
+    *out = NULL;
+    *events = 0;
     return redislockp_tx_fail(errmsg, REDISLOCK_ERR_INVALID,
+                              "built without TLS support");
+}
+
+int redislockp_tls_step(void *ssl, short *events, char *errmsg)
+{
+    (void)ssl;
+    *events = 0;
+    return redislockp_tx_fail(errmsg, REDISLOCK_ERR_INVALID, /* LCOV_EXCL_LINE */
                               "built without TLS support");
 }
 

@@ -640,43 +640,63 @@ static int send_plain(redisContext *c, const redislockp_cmd *cmd,
 }
 
 /*
- * The write path through hiredis (TLS): it may raise SIGPIPE, so, like
- * libpq, block SIGPIPE in the calling thread around the write and discard
- * a SIGPIPE the write itself raised; one the thread had pending before is
- * left alone.  pthread_sigmask is per thread, so this is safe with threads.
+ * SIGPIPE around a write the library does not make itself (hiredis's TLS
+ * write, OpenSSL's handshake): like libpq, block SIGPIPE in the calling
+ * thread around the write and discard a SIGPIPE the write itself raised;
+ * one the thread had pending before is left alone.  pthread_sigmask is
+ * per thread, so this is safe with threads.
  */
-static int send_wrapped(redisContext *c, const redislockp_cmd *cmd,
-                        char *errmsg)
+void redislockp_sigpipe_block(redislockp_sigpipe *g)
 {
-    sigset_t pipe_set, old, pending;
-    int was_pending, active, done = 0, rc = REDIS_OK, err_no = 0;
+    sigset_t pipe_set, pending;
 
-    if (redisAppendFormattedCommand(c, cmd->buf, cmd->len) != REDIS_OK)
-        return redislockp_tx_error(c, 0, errmsg); /* LCOV_EXCL_LINE */
     sigemptyset(&pipe_set);
     sigaddset(&pipe_set, SIGPIPE);
-    active = pthread_sigmask(SIG_BLOCK, &pipe_set, &old) == 0;
-    was_pending = sigpending(&pending) == 0 &&
-                  sigismember(&pending, SIGPIPE) == 1;
-    while (!done && rc == REDIS_OK) {
-        errno = 0;
-        rc = redisBufferWrite(c, &done);
-        err_no = errno;
-    }
-    if (active) {
+    g->active = pthread_sigmask(SIG_BLOCK, &pipe_set, &g->old) == 0;
+    g->was_pending = sigpending(&pending) == 0 &&
+                     sigismember(&pending, SIGPIPE) == 1;
+}
+
+void redislockp_sigpipe_restore(redislockp_sigpipe *g, int failed)
+{
+    if (!g->active)
+        return;                                    /* LCOV_EXCL_LINE */
 #ifdef HAVE_SIGTIMEDWAIT
-        if (rc != REDIS_OK && !was_pending && sigpending(&pending) == 0 &&
+    {
+        sigset_t pipe_set, pending;
+
+        sigemptyset(&pipe_set);
+        sigaddset(&pipe_set, SIGPIPE);
+        if (failed && !g->was_pending && sigpending(&pending) == 0 &&
             sigismember(&pending, SIGPIPE) == 1) {
             struct timespec zero = { 0, 0 };
 
             while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR)
                 ;
         }
-#else
-        (void)was_pending; /* such platforms should ignore SIGPIPE */
-#endif
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
     }
+#else
+    (void)failed; /* such platforms should ignore SIGPIPE */
+#endif
+    pthread_sigmask(SIG_SETMASK, &g->old, NULL);
+}
+
+/* The write path through hiredis (TLS): it may raise SIGPIPE. */
+static int send_wrapped(redisContext *c, const redislockp_cmd *cmd,
+                        char *errmsg)
+{
+    redislockp_sigpipe guard;
+    int done = 0, rc = REDIS_OK, err_no = 0;
+
+    if (redisAppendFormattedCommand(c, cmd->buf, cmd->len) != REDIS_OK)
+        return redislockp_tx_error(c, 0, errmsg); /* LCOV_EXCL_LINE */
+    redislockp_sigpipe_block(&guard);
+    while (!done && rc == REDIS_OK) {
+        errno = 0;
+        rc = redisBufferWrite(c, &done);
+        err_no = errno;
+    }
+    redislockp_sigpipe_restore(&guard, rc != REDIS_OK);
     if (rc != REDIS_OK)
         return redislockp_tx_error(c, err_no, errmsg);
     return REDISLOCK_OK;

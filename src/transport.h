@@ -31,6 +31,7 @@
 #ifndef REDISLOCK_TRANSPORT_H
 #define REDISLOCK_TRANSPORT_H
 
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <sys/time.h>
@@ -80,6 +81,17 @@ int redislockp_tx_ready(const redisContext *c, char *errmsg);
  */
 int redislockp_tx_send(redisContext *c, const redislockp_cmd *cmd,
                        char *errmsg, int *sent);
+
+/* SIGPIPE blocked in this thread around a write the library does not
+ * make with send(MSG_NOSIGNAL) (hiredis's TLS write, OpenSSL's
+ * handshake); restore discards a SIGPIPE that write raised (FAILED: the
+ * write failed) and keeps one that was pending before. */
+typedef struct redislockp_sigpipe {
+    sigset_t old;
+    int active, was_pending;
+} redislockp_sigpipe;
+void redislockp_sigpipe_block(redislockp_sigpipe *g);
+void redislockp_sigpipe_restore(redislockp_sigpipe *g, int failed);
 
 /* Read one reply (freeReplyObject() by the caller); a Redis error reply
  * is a reply here (REDISLOCK_OK).  REDISLOCK_ERR_IO / _NOMEM with ERRMSG
