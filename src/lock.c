@@ -154,6 +154,18 @@ static int gives_back(const redislock *lock, int fresh, int granted)
                                                  : fresh_own;
 }
 
+/* CALL was sent and its outcome is unknown: it may yet run (see UNKNOWN
+ * OUTCOMES).  Any such call makes the ID stale for the next holding
+ * (refresh_id()); one that can take holds away (a counted release)
+ * also means that holds a later release leaves cannot be counted on -
+ * a late acquire or extend only adds to them or renews them. */
+static void outcome_unknown(redislock *lock, const redislockp_call *call)
+{
+    lock->id_stale = 1;
+    if (call->script == &redislockp_script_release_counted)
+        lock->late_release = 1;
+}
+
 /* Give back what a refused quorum acquire took (see gives_back()), on
  * every master at once; how many were asked.  Best effort: what is left
  * lapses with its lease.  The masters that did not answer the acquire
@@ -188,7 +200,7 @@ static size_t quorum_undo(redislock *lock, const int *granted,
     for (i = 0; i < n; i++)
         if (mask[i] && legs[i].st != REDISLOCK_OK && legs[i].sent &&
             !lock->id_chosen)
-            lock->id_stale = 1;
+            outcome_unknown(lock, &call);
     redislockp_legs_end(legs, n);
     return any;
 }
@@ -479,7 +491,7 @@ static int quorum_op(redislock *lock, const redislockp_call *call,
             /* Sent, no reply: it may yet run (see UNKNOWN OUTCOMES) -
              * unless all it can do late is harmless. */
             if (mutating && legs[i].sent && !late_harmless(lock, call))
-                lock->id_stale = 1;
+                outcome_unknown(lock, call);
             redislockp_fail_as(lock, &legs[i].info, legs[i].st,
                                "master %zu: %.400s", i + 1, legs[i].msg);
             /* (A master that refused the connection's AUTH or SELECT
@@ -637,7 +649,7 @@ static int op_run_one(redislock *lock, const redislockp_call *call,
     if (mutating && leg.sent && (st == REDISLOCK_ERR_IO ||
                                  st == REDISLOCK_ERR_NOMEM ||
                                  st == REDISLOCK_ERR_PROTOCOL))
-        lock->id_stale = 1;
+        outcome_unknown(lock, call);
     if (st == REDISLOCK_ERR_SERVER && strcmp(res.code, "WRONGTYPE") == 0) {
         /* The one confusion worth naming: a lock of the other mode. */
         redislockp_hint(lock, 0,
@@ -1201,10 +1213,12 @@ int redislock_release(redislock *lock, bool *released)
     }
     if (r.v[0] == 1) {
         *released = true;
-        if (r.v[1] > 0 && lock->id_stale) {
+        if (r.v[1] > 0 && lock->late_release) {
             /* Holds remain, but a release of this ID whose outcome is
              * unknown may still arrive and take the last of them: do not
-             * count on holding the lock (nor renew it). */
+             * count on holding the lock (nor renew it).  (A late acquire,
+             * say a quorum master's cut after the others decided, only
+             * adds a hold: the holds that remain are counted on.) */
             lock->state = REDISLOCK_STATE_OURS;
         } else if (r.v[1] > 0) {        /* counted: holds remain */
             lock->state = REDISLOCK_STATE_OURS;

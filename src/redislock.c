@@ -218,6 +218,7 @@ int redislock_set_id(redislock *lock, const char *id)
     lock->idlen = len;
     lock->id_chosen = 1;
     lock->id_stale = 0;
+    lock->late_release = 0;
     lock->held = 0;
     lock->token = 0;
     lock->state = REDISLOCK_STATE_UNKNOWN;
@@ -243,6 +244,7 @@ void redislockp_refresh_id(redislock *lock)
     redislockp_token_new(lock->id);
     lock->idlen = REDISLOCKP_ID_LEN;
     lock->id_stale = 0;
+    lock->late_release = 0;
     lock->held = 0;
     lock->token = 0;
 }

@@ -100,6 +100,10 @@ struct redislock {
                                         * be on its way (its outcome is
                                         * unknown): a generated ID is
                                         * replaced before the next acquire */
+    int late_release;                  /* ...and one of them is a counted
+                                        * release: holds a release leaves
+                                        * are not counted on (cleared with
+                                        * the ID) */
 
     /* Auto-renewal (client handles; see watchdog.c).  The fields below
      * the line are shared with the watchdog thread: guarded by the

@@ -236,6 +236,62 @@ static void test_counted_mode(void **state)
     redislock_client_free(cl);
 }
 
+/* The holds counted on master I for KEY (a counted-mode hash). */
+static long long holds_on(int i, const char *key)
+{
+    redisContext *c = tu_connect_unix(m[i].socket);
+    redisReply *r = tu_cmd(c, "HGET %s count", key);
+    long long n = r->type == REDIS_REPLY_STRING ? atoll(r->str) : 0;
+
+    freeReplyObject(r);
+    redisFree(c);
+    return n;
+}
+
+/*
+ * Counted mode, one master of five stopped: both acquires are decided
+ * without it, and their commands to it are cut but may still run there
+ * (they do, once it resumes).  A late acquire only adds a hold, so the
+ * release that leaves one of the two holds keeps counting on it (and
+ * renewing it); only a release whose outcome is unknown could take the
+ * last hold.  It used to stop counting on the lock after any cut
+ * command of its ID, so the holding that remained lapsed without a word.
+ */
+static void test_counted_holds_after_a_cut_acquire(void **state)
+{
+    redislock_client *cl = quorum_client();
+    redislock *lock;
+    char key[64];
+    long long deadline;
+    bool ok = false;
+
+    (void)state;
+    tu_key(key, sizeof key, "q:cutcounted");
+    lock = redislock_new_counted_from_client(cl, key);
+    assert_non_null(lock);
+    assert_int_equal(redislock_set_expire_ms(lock, 20000), REDISLOCK_OK);
+    kill(m[4].pid, SIGSTOP);
+    assert_true(tu_acquire(lock));
+    assert_true(tu_acquire(lock));
+    kill(m[4].pid, SIGCONT);
+    /* Both late acquires have run on the resumed master. */
+    deadline = tu_now_ms() + tu_deadline_ms(5000);
+    while (holds_on(4, key) != 2) {
+        if (tu_now_ms() > deadline)
+            fail_msg("master 5 counts %lld holds, not 2, 5 s after it "
+                     "resumed", holds_on(4, key));
+        tu_sleep_ms(10);
+    }
+    assert_true(tu_release(lock));
+    assert_true(redislock_valid_for_ms(lock) > 0);
+    assert_int_equal(redislock_held(lock, &ok), REDISLOCK_OK);
+    assert_true(ok);
+    assert_true(tu_release(lock));
+    copies_become(key, 0);
+    redislock_free(lock);
+    redislock_client_free(cl);
+}
+
 /* A waiter is woken by the release (through the first master's wake-up
  * list), not by its poll: with a poll of 10 s and the holder's lease of
  * 20 s, only a wake-up gets it the lock well within 5 s of a release made
@@ -1221,6 +1277,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_open_errors),
         cmocka_unit_test(test_lock_on_all_masters),
         cmocka_unit_test(test_counted_mode),
+        cmocka_unit_test(test_counted_holds_after_a_cut_acquire),
         cmocka_unit_test(test_the_tool_on_a_quorum),
         cmocka_unit_test(test_waiter_is_woken),
         cmocka_unit_test(test_ttl_and_holds_are_the_majoritys),
