@@ -12,7 +12,8 @@
  * Auto-renewals are acknowledged too: a holding outlives its lease while
  * enough replicas acknowledge (one of two killed), and is lost with
  * REDISLOCK_LOST_NOT_REPLICATED at its acknowledged lease's end when none
- * can (a replica stopped or killed).
+ * can (a replica stopped, killed, or lagging behind a delaying proxy); a
+ * lag that passes in time costs nothing.
  */
 #include "config.h"
 
@@ -23,6 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "faultproxy.h"
 #include "testutil.h"
 
 static tu_server replica[2];
@@ -934,6 +936,232 @@ static void test_renewals_lost_to_a_killed_replica(void **state)
     drop_both(h);
 }
 
+/*
+ * Lagging replicas: alive and connected but behind.  The replica follows
+ * the master through a fault proxy (tests/faultproxy.h) that delays every
+ * chunk, both ways, by a lag: the stream reaches the replica late and its
+ * acknowledgements come back late, so a write is acknowledged twice the
+ * lag after it at the soonest.  With the lag over the WAIT timeouts, no
+ * renewal can be acknowledged (not a matter of timing: the delay is a
+ * floor), while the master keeps the replica online and the replica its
+ * link up.  Unlike a stopped replica, a lagging one keeps taking the
+ * stream, and the lag can pass.
+ */
+static fp_proxy *lag;           /* between the master and replica 0 */
+
+/* Replica 0, through the lag proxy (no delay yet), in sync. */
+static void lagging_replica(void)
+{
+    char extra[128];
+    redisContext *c, *rc;
+
+    if (lag != NULL)
+        return;
+    assert_int_equal(nreplicas, 0);
+    lag = fp_start("127.0.0.1", atoi(getenv("REDISLOCK_TEST_PORT")));
+    assert_non_null(lag);
+    snprintf(extra, sizeof extra, "--replicaof 127.0.0.1 %d", fp_port(lag));
+    tu_server_start(&replica[0], extra);
+    nreplicas = 1;
+    c = tu_connect();
+    tu_wait_replicas_synced(c, "acks:probe", 1, 20000);
+    redisFree(c);
+    rc = tu_connect_unix(replica[0].socket);
+    assert_non_null(rc);
+    assert_true(tu_info_is(rc, "master_link_status", "up"));
+    redisFree(rc);
+}
+
+/* Is the replica online on the master behind C (INFO replication)? */
+static int replica_online(redisContext *c)
+{
+    redisReply *r = tu_cmd(c, "INFO replication");
+    int online = strstr(r->str, "connected_slaves:1\r\n") != NULL &&
+                 strstr(r->str, "state=online") != NULL;
+
+    freeReplyObject(r);
+    return online;
+}
+
+/* The lag is in force, and it is a lag: the master (behind C) counts the
+ * replica online, the replica's link is up, a write is not acknowledged
+ * within 50 ms, and it still reaches the replica. */
+static void replica_lags(redisContext *c)
+{
+    redisContext *rc = tu_connect_unix(replica[0].socket);
+    redisReply *r;
+    char probe[64];
+
+    assert_non_null(rc);
+    tu_key(probe, sizeof probe, "acks:lag-probe");
+    assert_true(replica_online(c));
+    assert_true(tu_info_is(rc, "master_link_status", "up"));
+    tu_cmd_ok(c, "SET %s x", probe);
+    r = tu_cmd(c, "WAIT 1 50");
+    assert_int_equal(r->type, REDIS_REPLY_INTEGER);
+    assert_int_equal(r->integer, 0);
+    freeReplyObject(r);
+    TU_WAIT_UNTIL(exists_on(rc, probe) == 1, 20000,
+                  "a write to reach the lagging replica");
+    tu_cmd_ok(c, "DEL %s", probe);
+    redisFree(rc);
+}
+
+/* A lag that outlasts the lease: renewals run on the masters,
+ * unacknowledged, and each holding is lost when its acknowledged lease
+ * ends, for that reason, while the replica is still online.  A lag of a
+ * third of the lease: a write is acknowledged two thirds of a lease after
+ * it at the soonest, twice the longest a renewal's WAIT waits (half of
+ * what is left of the lease when the renewal is due, and at most 2000
+ * ms). */
+#define LAG_MS (RENEW_LEASE_MS / 3)
+
+static void test_renewals_lost_to_a_lagging_replica(void **state)
+{
+    redisContext *c = tu_connect(), *rc;
+    static two_holdings holdings;
+    two_holdings *h = &holdings;
+    long long end, qend, lagging;
+    bool ok = true;
+
+    (void)state;
+    lagging_replica();
+    hold_both(h, "acks:lag-outlasts");
+    end = lease_end_min(h->one.lock);
+    qend = lease_end_min(h->quorum.lock);
+    fp_delay_ms(lag, LAG_MS);
+    lagging = tu_now_ms();
+    replica_lags(c);
+    lost_for(&h->one, REDISLOCK_LOST_NOT_REPLICATED, end,
+             lagging + RENEW_LEASE_MS, RENEW_LEASE_MS,
+             "the loss on one master of a lagging replica");
+    lost_for(&h->quorum, REDISLOCK_LOST_NOT_REPLICATED, qend,
+             lagging + RENEW_LEASE_MS, RENEW_LEASE_MS,
+             "the loss on a quorum of a lagging replica");
+    /* Lagging all along, never gone. */
+    rc = tu_connect_unix(replica[0].socket);
+    assert_non_null(rc);
+    assert_true(replica_online(c));
+    assert_true(tu_info_is(rc, "master_link_status", "up"));
+    redisFree(rc);
+    fp_delay_ms(lag, 0);
+    assert_int_equal(redislock_release(h->one.lock, &ok), REDISLOCK_ERR_LOST);
+    assert_false(ok);
+    assert_int_equal(redislock_release(h->quorum.lock, &ok),
+                     REDISLOCK_ERR_LOST);
+    assert_false(ok);
+    drop_both(h);
+    /* It catches up. */
+    tu_wait_replicas_synced(c, "acks:probe", 1, 20000);
+    redisFree(c);
+}
+
+/*
+ * A lag that passes before the lease ends: the holding is kept, and the
+ * acknowledged renewal after it clears what the unacknowledged ones
+ * marked, so that a later loss for want of any answer (the client's own
+ * link stalled, through a second proxy) is called unreachable, not
+ * unreplicated.  Timings: renewals a third of the lease apart, each WAIT
+ * at most PASS_ACK_MS, an acknowledgement two lags after its write at the
+ * soonest (more than three WAITs), and a lease long enough for two
+ * unacknowledged rounds, the lag's end and an acknowledged round with a
+ * second to spare.
+ */
+#define PASS_LEASE_MS (tu_wrapped() ? 30000 : 3000)
+#define PASS_ACK_MS (PASS_LEASE_MS / 20)
+#define PASS_LAG_MS (PASS_LEASE_MS / 12)
+
+/* An acquire the replica acknowledged in time (one it did not, on a
+ * loaded machine, was undone: try again). */
+static int acquired_acknowledged(redislock *lock)
+{
+    bool ok = false;
+    int st = redislock_acquire(lock, &ok);
+
+    if (st == REDISLOCK_ERR_NOT_REPLICATED)
+        return 0;
+    if (st != REDISLOCK_OK || !ok)
+        fail_msg("acquire: %s: %s", redislock_strerror(st),
+                 redislock_last_error(lock));
+    return 1;
+}
+
+static void test_renewals_survive_a_passing_lag(void **state)
+{
+    redisContext *c = tu_connect();
+    fp_proxy *front;
+    redislock_client *cl;
+    static watched passing;     /* static: see two_holdings */
+    watched *w = &passing;
+    char front_url[64], key[64];
+    long long waits, end, stalled;
+    bool ok = false;
+    int tries;
+
+    (void)state;
+    lagging_replica();
+    front = fp_start("127.0.0.1", atoi(getenv("REDISLOCK_TEST_PORT")));
+    assert_non_null(front);
+    snprintf(front_url, sizeof front_url, "redis://127.0.0.1:%d",
+             fp_port(front));
+    cl = redislock_client_new(front_url);
+    assert_non_null(cl);
+    tu_key(key, sizeof key, "acks:lag-passes");
+    watch(w, cl, key, 1, PASS_LEASE_MS, PASS_ACK_MS);
+    TU_WAIT_UNTIL(acquired_acknowledged(w->lock), 20000,
+                  "an acquire acknowledged by the replica");
+
+    fp_delay_ms(lag, PASS_LAG_MS);
+    replica_lags(c);
+    /* Two rounds of renewals: the second was sent after the first's
+     * answer, so after the lag began, and its WAIT timed out. */
+    waits = tu_cmdstat_calls(c, "wait");
+    TU_WAIT_UNTIL(lost_now(w->lock) ||
+                      tu_cmdstat_calls(c, "wait") >= waits + 2,
+                  20000, "two rounds of renewals while the replica lags");
+    if (lost_now(w->lock))
+        fail_msg("lost (%s) during the lag, with its lease not over",
+                 redislock_lost_reason_text(redislock_lost_reason(w->lock)));
+    end = lease_end_max(w->lock);
+    if (end == 0)
+        fail_msg("the lease ran out during the lag (a machine too slow "
+                 "for a %d ms lease?)", PASS_LEASE_MS);
+    fp_delay_ms(lag, 0);
+    renewed_past(w->lock, end, "an acknowledged renewal once the lag "
+                 "passed");
+    assert_int_equal(redislock_lost_reason(w->lock), REDISLOCK_LOST_NONE);
+    assert_int_equal(redislock_held(w->lock, &ok), REDISLOCK_OK);
+    assert_true(ok);
+    assert_int_equal(on_replica(0, key), 1);
+
+    /* Stall the client's link before the next renewal is due (a third of
+     * a lease after the acknowledged one), so that no round ran
+     * unacknowledged in between; a test thread too slow for that lets
+     * the link go and tries after the next acknowledged renewal. */
+    for (tries = 0;; tries++) {
+        end = lease_end_min(w->lock);
+        fp_stall(front, 1);
+        stalled = tu_now_ms();
+        if (stalled < end - 2 * PASS_LEASE_MS / 3)
+            break;
+        fp_stall(front, 0);
+        if (tries == 5)
+            fail_msg("could not stall the link before a renewal was due");
+        acknowledged_renewal(w->lock, "an acknowledged renewal to stall "
+                             "after");
+    }
+    lost_for(w, REDISLOCK_LOST_UNREACHABLE, end, stalled + PASS_LEASE_MS,
+             PASS_LEASE_MS, "the loss of a holding whose link stalled "
+             "after a lag had passed");
+    fp_stall(front, 0);
+    assert_int_equal(redislock_release(w->lock, &ok), REDISLOCK_ERR_LOST);
+    assert_false(ok);
+    redislock_free(w->lock);
+    redislock_client_free(cl);
+    fp_stop(front);
+    redisFree(c);
+}
+
 static int teardown(void **state)
 {
     int i;
@@ -943,6 +1171,7 @@ static int teardown(void **state)
         kill(replica[i].pid, SIGCONT);
         tu_server_stop(&replica[i]);
     }
+    fp_stop(lag);
     return 0;
 }
 
@@ -962,6 +1191,8 @@ int main(void)
         cmocka_unit_test(test_quorum_renewals_acknowledged),
         cmocka_unit_test(test_renewals_survive_a_killed_replica),
         cmocka_unit_test(test_renewals_lost_to_a_killed_replica),
+        cmocka_unit_test(test_renewals_survive_a_passing_lag),
+        cmocka_unit_test(test_renewals_lost_to_a_lagging_replica),
     };
     const char *port = getenv("REDISLOCK_TEST_PORT");
 
