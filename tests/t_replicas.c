@@ -9,6 +9,11 @@
  * earlier holding.  The wait is bounded by its own timeout even when the
  * command timeout is shorter.  WAITAOF on a server without it is refused
  * and undone.  Both a client's handles and a borrowed context.
+ * Auto-renewals are acknowledged too: a holding outlives its lease while
+ * enough replicas acknowledge (one of two killed), and is lost with
+ * REDISLOCK_LOST_NOT_REPLICATED at its acknowledged lease's end when none
+ * can (a replica stopped, killed, or lagging behind a delaying proxy); a
+ * lag that passes in time costs nothing.
  */
 #include "config.h"
 
@@ -19,6 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "faultproxy.h"
 #include "testutil.h"
 
 static tu_server replica[2];
@@ -644,7 +650,7 @@ static void test_renewals_acknowledged(void **state)
 
 /* The same on a quorum: two masters of three have the replicas, so a
  * round counts while both acknowledge, and not once they cannot (one of
- * the two replicas killed).  The last test: it leaves one replica. */
+ * the two replicas stopped for good).  It leaves one replica. */
 static void test_quorum_renewals_acknowledged(void **state)
 {
     tu_server plain;
@@ -680,6 +686,489 @@ static void test_quorum_renewals_acknowledged(void **state)
     redisFree(c);
 }
 
+/*
+ * Replicas killed (SIGKILL: the master sees the link drop) while handles
+ * that ask for one acknowledgement are auto-renewed, on one master and on
+ * a quorum (masters 1 and 2 of the harness's server, which share its
+ * replicas, and a plain server that has none).  What the watchdog counts
+ * shows without a round trip: redislock_valid_for_ms() is what is left of
+ * the last acknowledged lease, and only an acknowledged renewal moves its
+ * end (an unacknowledged one runs on the master and counts for nothing).
+ * The loss callback's clock says when a loss was declared.
+ */
+
+/* An auto-renewed handle and what its lost callback saw. */
+typedef struct watched {
+    redislock *lock;
+    long long lost_at;          /* tu_now_ms() in the callback */
+    int lost_why;               /* redislock_lost_reason() there */
+} watched;
+
+/* On the watchdog thread, while the test thread may be reading. */
+static void on_lost(redislock *lock, void *arg)
+{
+    watched *w = arg;
+
+    __atomic_store_n(&w->lost_why, redislock_lost_reason(lock),
+                     __ATOMIC_RELAXED);
+    __atomic_store_n(&w->lost_at, tu_now_ms(), __ATOMIC_RELEASE);
+}
+
+/* W: a handle of CL on KEY auto-renewing a lease of LEASE_MS, asking N
+ * replicas to acknowledge within ACK_MS. */
+static void watch(watched *w, redislock_client *cl, const char *key, int n,
+                  long long lease_ms, long long ack_ms)
+{
+    memset(w, 0, sizeof *w);
+    w->lock = redislock_new_from_client(cl, key);
+    assert_non_null(w->lock);
+    assert_int_equal(redislock_set_expire_ms(w->lock, lease_ms),
+                     REDISLOCK_OK);
+    assert_int_equal(redislock_set_autorenew(w->lock, true), REDISLOCK_OK);
+    assert_int_equal(redislock_set_min_replicas(w->lock, n, ack_ms),
+                     REDISLOCK_OK);
+    assert_int_equal(redislock_set_lost_callback(w->lock, on_lost, w),
+                     REDISLOCK_OK);
+    assert_true(redislock_lost_fd(w->lock) >= 0);
+}
+
+/* The end of LOCK's acknowledged lease by tu_now_ms() (the library's
+ * clock too), 0 once it has run out: at least, with the clock read before
+ * what is left (the library's own end is never earlier), and at most,
+ * with it read after (never later), however long the thread waited
+ * between the two. */
+static long long lease_end_min(const redislock *lock)
+{
+    long long now = tu_now_ms();
+    long long left = redislock_valid_for_ms(lock);
+
+    return left > 0 ? now + left : 0;
+}
+
+static long long lease_end_max(const redislock *lock)
+{
+    long long left = redislock_valid_for_ms(lock);
+
+    return left > 0 ? tu_now_ms() + left : 0;
+}
+
+static int lost_now(redislock *lock)
+{
+    struct pollfd p;
+
+    p.fd = redislock_lost_fd(lock);
+    p.events = POLLIN;
+    p.revents = 0;
+    return poll(&p, 1, 0) == 1;
+}
+
+/* Wait until LOCK's acknowledged lease certainly ends after END: a
+ * renewal sent after END less a lease was acknowledged.  Fails at once if
+ * the lock is lost meanwhile. */
+static void renewed_past(redislock *lock, long long end, const char *what)
+{
+    TU_WAIT_UNTIL(lost_now(lock) || lease_end_min(lock) > end,
+                  end - tu_now_ms() + 20000, "%s", what);
+    if (lost_now(lock))
+        fail_msg("lost (%s) while waiting for %s",
+                 redislock_lost_reason_text(redislock_lost_reason(lock)),
+                 what);
+}
+
+/* Wait for an acknowledged renewal of LOCK: the only thing that moves
+ * the end of its lease. */
+static void acknowledged_renewal(redislock *lock, const char *what)
+{
+    long long end = lease_end_max(lock);
+
+    if (end == 0)
+        fail_msg("no lease left before %s", what);
+    renewed_past(lock, end, what);
+}
+
+/* Wait for W's handle to be reported lost for REASON: not before
+ * NOT_BEFORE (its acknowledged lease's end, read before the fault), and
+ * at most a lease (and half a second; both times the deadline scale)
+ * after LATEST, the latest end that lease can have (the fault's time
+ * plus a lease: no renewal sent after it can be acknowledged). */
+static void lost_for(watched *w, int reason, long long not_before,
+                     long long latest, long long lease_ms, const char *what)
+{
+    long long at, limit = latest + tu_deadline_ms(lease_ms + 500);
+    int why;
+
+    tu_wait_fd(redislock_lost_fd(w->lock), POLLIN,
+               limit - tu_now_ms() + 20000, what);
+    at = __atomic_load_n(&w->lost_at, __ATOMIC_ACQUIRE);
+    why = __atomic_load_n(&w->lost_why, __ATOMIC_RELAXED);
+    if (at == 0)
+        fail_msg("%s: the descriptor says lost, the callback did not run",
+                 what);
+    if (at < not_before)
+        fail_msg("%s: lost %lld ms before its acknowledged lease ended",
+                 what, not_before - at);
+    if (at > limit)
+        fail_msg("%s: lost %lld ms after its acknowledged lease ended at "
+                 "the latest", what, at - latest);
+    printf("# %s: %lld ms after the lease read before the fault\n", what,
+           at - not_before);
+    if (why != reason || redislock_lost_reason(w->lock) != reason)
+        fail_msg("%s: lost for \"%s\" (now \"%s\"), want \"%s\"", what,
+                 redislock_lost_reason_text(why),
+                 redislock_lost_reason_text(redislock_lost_reason(w->lock)),
+                 redislock_lost_reason_text(reason));
+    assert_int_equal(redislock_valid_for_ms(w->lock), 0);
+}
+
+/* The same two holdings, on one master and on a quorum, each with an
+ * acknowledged renewal behind it.  Static in each test: a test that fails
+ * leaves its handles renewing, and their callbacks must not write into a
+ * stack frame that is gone. */
+typedef struct two_holdings {
+    redislock_client *cl, *qcl;
+    tu_server plain;
+    char key[64], qkey[64];
+    watched one, quorum;
+} two_holdings;
+
+static void hold_both(two_holdings *h, const char *prefix)
+{
+    char db1[300], db2[300], p0[300];
+
+    memset(h, 0, sizeof *h);
+    h->cl = redislock_client_new(url);
+    assert_non_null(h->cl);
+    tu_server_start(&h->plain, NULL);
+    snprintf(db1, sizeof db1, "%s/1", url);
+    snprintf(db2, sizeof db2, "%s/2", url);
+    snprintf(p0, sizeof p0, "unix://%s", h->plain.socket);
+    h->qcl = quorum3(db1, db2, p0);
+    tu_key(h->key, sizeof h->key, prefix);
+    tu_key(h->qkey, sizeof h->qkey, prefix);
+    watch(&h->one, h->cl, h->key, 1, RENEW_LEASE_MS, 2000);
+    watch(&h->quorum, h->qcl, h->qkey, 1, RENEW_LEASE_MS, 2000);
+    assert_true(tu_acquire(h->one.lock));
+    assert_true(tu_acquire(h->quorum.lock));
+    acknowledged_renewal(h->one.lock, "an acknowledged renewal on one "
+                         "master");
+    acknowledged_renewal(h->quorum.lock, "an acknowledged renewal on a "
+                         "quorum");
+}
+
+static void drop_both(two_holdings *h)
+{
+    redislock_free(h->one.lock);
+    redislock_free(h->quorum.lock);
+    redislock_client_free(h->cl);
+    redislock_client_free(h->qcl);
+    tu_server_stop(&h->plain);
+}
+
+/* Kill replica I (SIGKILL, by PID) and wait until the master has noticed;
+ * the time it was certainly dead. */
+static long long kill_replica(int i)
+{
+    long long dead;
+
+    assert_int_equal(i, nreplicas - 1);
+    tu_server_kill(&replica[i]);
+    dead = tu_now_ms();
+    nreplicas--;
+    TU_WAIT_UNTIL(connected_replicas() == nreplicas, 20000,
+                  "the master to drop the killed replica (%d left)",
+                  nreplicas);
+    return dead;
+}
+
+/* Two replicas, one acknowledgement asked for, one replica killed: the
+ * other acknowledges, and each holding outlives the lease it could have
+ * had at the kill (a renewal sent after the kill was acknowledged). */
+static void test_renewals_survive_a_killed_replica(void **state)
+{
+    static two_holdings holdings;
+    two_holdings *h = &holdings;
+    long long dead;
+    bool ok = false;
+
+    (void)state;
+    assert_int_equal(nreplicas, 1);
+    add_replica();
+    hold_both(h, "acks:killed-one-of-two");
+    dead = kill_replica(1);
+    renewed_past(h->one.lock, dead + RENEW_LEASE_MS,
+                 "a renewal on one master acknowledged by the replica left");
+    renewed_past(h->quorum.lock, dead + RENEW_LEASE_MS,
+                 "a renewal on a quorum acknowledged by the replica left");
+    assert_int_equal(redislock_lost_reason(h->one.lock), REDISLOCK_LOST_NONE);
+    assert_int_equal(redislock_lost_reason(h->quorum.lock),
+                     REDISLOCK_LOST_NONE);
+    assert_int_equal(redislock_held(h->one.lock, &ok), REDISLOCK_OK);
+    assert_true(ok);
+    assert_int_equal(redislock_held(h->quorum.lock, &ok), REDISLOCK_OK);
+    assert_true(ok);
+    assert_int_equal(on_replica(0, h->key), 1);
+    assert_true(tu_release(h->one.lock));
+    assert_true(tu_release(h->quorum.lock));
+    drop_both(h);
+}
+
+/* The last replica killed: renewals still run on the masters, and none
+ * can be acknowledged; each holding is lost when its acknowledged lease
+ * ends, not before, not much after, and for that reason.  It leaves no
+ * replica. */
+static void test_renewals_lost_to_a_killed_replica(void **state)
+{
+    static two_holdings holdings;
+    two_holdings *h = &holdings;
+    long long end, qend, dead;
+    bool ok = true;
+
+    (void)state;
+    assert_int_equal(nreplicas, 1);
+    hold_both(h, "acks:killed-last");
+    end = lease_end_min(h->one.lock);
+    qend = lease_end_min(h->quorum.lock);
+    dead = kill_replica(0);
+    lost_for(&h->one, REDISLOCK_LOST_NOT_REPLICATED, end,
+             dead + RENEW_LEASE_MS, RENEW_LEASE_MS,
+             "the loss on one master of its only replica");
+    lost_for(&h->quorum, REDISLOCK_LOST_NOT_REPLICATED, qend,
+             dead + RENEW_LEASE_MS, RENEW_LEASE_MS,
+             "the loss on a quorum of its only replica");
+    assert_int_equal(redislock_release(h->one.lock, &ok), REDISLOCK_ERR_LOST);
+    assert_false(ok);
+    assert_int_equal(redislock_release(h->quorum.lock, &ok),
+                     REDISLOCK_ERR_LOST);
+    assert_false(ok);
+    drop_both(h);
+}
+
+/*
+ * Lagging replicas: alive and connected but behind.  The replica follows
+ * the master through a fault proxy (tests/faultproxy.h) that delays every
+ * chunk, both ways, by a lag: the stream reaches the replica late and its
+ * acknowledgements come back late, so a write is acknowledged twice the
+ * lag after it at the soonest.  With the lag over the WAIT timeouts, no
+ * renewal can be acknowledged (not a matter of timing: the delay is a
+ * floor), while the master keeps the replica online and the replica its
+ * link up.  Unlike a stopped replica, a lagging one keeps taking the
+ * stream, and the lag can pass.
+ */
+static fp_proxy *lag;           /* between the master and replica 0 */
+
+/* Replica 0, through the lag proxy (no delay yet), in sync. */
+static void lagging_replica(void)
+{
+    char extra[128];
+    redisContext *c, *rc;
+
+    if (lag != NULL)
+        return;
+    assert_int_equal(nreplicas, 0);
+    lag = fp_start("127.0.0.1", atoi(getenv("REDISLOCK_TEST_PORT")));
+    assert_non_null(lag);
+    snprintf(extra, sizeof extra, "--replicaof 127.0.0.1 %d", fp_port(lag));
+    tu_server_start(&replica[0], extra);
+    nreplicas = 1;
+    c = tu_connect();
+    tu_wait_replicas_synced(c, "acks:probe", 1, 20000);
+    redisFree(c);
+    rc = tu_connect_unix(replica[0].socket);
+    assert_non_null(rc);
+    assert_true(tu_info_is(rc, "master_link_status", "up"));
+    redisFree(rc);
+}
+
+/* Is the replica online on the master behind C (INFO replication)? */
+static int replica_online(redisContext *c)
+{
+    redisReply *r = tu_cmd(c, "INFO replication");
+    int online = strstr(r->str, "connected_slaves:1\r\n") != NULL &&
+                 strstr(r->str, "state=online") != NULL;
+
+    freeReplyObject(r);
+    return online;
+}
+
+/* The lag is in force, and it is a lag: the master (behind C) counts the
+ * replica online, the replica's link is up, a write is not acknowledged
+ * within 50 ms, and it still reaches the replica. */
+static void replica_lags(redisContext *c)
+{
+    redisContext *rc = tu_connect_unix(replica[0].socket);
+    redisReply *r;
+    char probe[64];
+
+    assert_non_null(rc);
+    tu_key(probe, sizeof probe, "acks:lag-probe");
+    assert_true(replica_online(c));
+    assert_true(tu_info_is(rc, "master_link_status", "up"));
+    tu_cmd_ok(c, "SET %s x", probe);
+    r = tu_cmd(c, "WAIT 1 50");
+    assert_int_equal(r->type, REDIS_REPLY_INTEGER);
+    assert_int_equal(r->integer, 0);
+    freeReplyObject(r);
+    TU_WAIT_UNTIL(exists_on(rc, probe) == 1, 20000,
+                  "a write to reach the lagging replica");
+    tu_cmd_ok(c, "DEL %s", probe);
+    redisFree(rc);
+}
+
+/* A lag that outlasts the lease: renewals run on the masters,
+ * unacknowledged, and each holding is lost when its acknowledged lease
+ * ends, for that reason, while the replica is still online.  A lag of a
+ * third of the lease: a write is acknowledged two thirds of a lease after
+ * it at the soonest, twice the longest a renewal's WAIT waits (half of
+ * what is left of the lease when the renewal is due, and at most 2000
+ * ms). */
+#define LAG_MS (RENEW_LEASE_MS / 3)
+
+static void test_renewals_lost_to_a_lagging_replica(void **state)
+{
+    redisContext *c = tu_connect(), *rc;
+    static two_holdings holdings;
+    two_holdings *h = &holdings;
+    long long end, qend, lagging;
+    bool ok = true;
+
+    (void)state;
+    lagging_replica();
+    hold_both(h, "acks:lag-outlasts");
+    end = lease_end_min(h->one.lock);
+    qend = lease_end_min(h->quorum.lock);
+    fp_delay_ms(lag, LAG_MS);
+    lagging = tu_now_ms();
+    replica_lags(c);
+    lost_for(&h->one, REDISLOCK_LOST_NOT_REPLICATED, end,
+             lagging + RENEW_LEASE_MS, RENEW_LEASE_MS,
+             "the loss on one master of a lagging replica");
+    lost_for(&h->quorum, REDISLOCK_LOST_NOT_REPLICATED, qend,
+             lagging + RENEW_LEASE_MS, RENEW_LEASE_MS,
+             "the loss on a quorum of a lagging replica");
+    /* Lagging all along, never gone. */
+    rc = tu_connect_unix(replica[0].socket);
+    assert_non_null(rc);
+    assert_true(replica_online(c));
+    assert_true(tu_info_is(rc, "master_link_status", "up"));
+    redisFree(rc);
+    fp_delay_ms(lag, 0);
+    assert_int_equal(redislock_release(h->one.lock, &ok), REDISLOCK_ERR_LOST);
+    assert_false(ok);
+    assert_int_equal(redislock_release(h->quorum.lock, &ok),
+                     REDISLOCK_ERR_LOST);
+    assert_false(ok);
+    drop_both(h);
+    /* It catches up. */
+    tu_wait_replicas_synced(c, "acks:probe", 1, 20000);
+    redisFree(c);
+}
+
+/*
+ * A lag that passes before the lease ends: the holding is kept, and the
+ * acknowledged renewal after it clears what the unacknowledged ones
+ * marked, so that a later loss for want of any answer (the client's own
+ * link stalled, through a second proxy) is called unreachable, not
+ * unreplicated.  Timings: renewals a third of the lease apart, each WAIT
+ * at most PASS_ACK_MS, an acknowledgement two lags after its write at the
+ * soonest (more than three WAITs), and a lease long enough for two
+ * unacknowledged rounds, the lag's end and an acknowledged round with a
+ * second to spare.
+ */
+#define PASS_LEASE_MS (tu_wrapped() ? 30000 : 3000)
+#define PASS_ACK_MS (PASS_LEASE_MS / 20)
+#define PASS_LAG_MS (PASS_LEASE_MS / 12)
+
+/* An acquire the replica acknowledged in time (one it did not, on a
+ * loaded machine, was undone: try again). */
+static int acquired_acknowledged(redislock *lock)
+{
+    bool ok = false;
+    int st = redislock_acquire(lock, &ok);
+
+    if (st == REDISLOCK_ERR_NOT_REPLICATED)
+        return 0;
+    if (st != REDISLOCK_OK || !ok)
+        fail_msg("acquire: %s: %s", redislock_strerror(st),
+                 redislock_last_error(lock));
+    return 1;
+}
+
+static void test_renewals_survive_a_passing_lag(void **state)
+{
+    redisContext *c = tu_connect();
+    fp_proxy *front;
+    redislock_client *cl;
+    static watched passing;     /* static: see two_holdings */
+    watched *w = &passing;
+    char front_url[64], key[64];
+    long long waits, end, stalled;
+    bool ok = false;
+    int tries;
+
+    (void)state;
+    lagging_replica();
+    front = fp_start("127.0.0.1", atoi(getenv("REDISLOCK_TEST_PORT")));
+    assert_non_null(front);
+    snprintf(front_url, sizeof front_url, "redis://127.0.0.1:%d",
+             fp_port(front));
+    cl = redislock_client_new(front_url);
+    assert_non_null(cl);
+    tu_key(key, sizeof key, "acks:lag-passes");
+    watch(w, cl, key, 1, PASS_LEASE_MS, PASS_ACK_MS);
+    TU_WAIT_UNTIL(acquired_acknowledged(w->lock), 20000,
+                  "an acquire acknowledged by the replica");
+
+    fp_delay_ms(lag, PASS_LAG_MS);
+    replica_lags(c);
+    /* Two rounds of renewals: the second was sent after the first's
+     * answer, so after the lag began, and its WAIT timed out. */
+    waits = tu_cmdstat_calls(c, "wait");
+    TU_WAIT_UNTIL(lost_now(w->lock) ||
+                      tu_cmdstat_calls(c, "wait") >= waits + 2,
+                  20000, "two rounds of renewals while the replica lags");
+    if (lost_now(w->lock))
+        fail_msg("lost (%s) during the lag, with its lease not over",
+                 redislock_lost_reason_text(redislock_lost_reason(w->lock)));
+    end = lease_end_max(w->lock);
+    if (end == 0)
+        fail_msg("the lease ran out during the lag (a machine too slow "
+                 "for a %d ms lease?)", PASS_LEASE_MS);
+    fp_delay_ms(lag, 0);
+    renewed_past(w->lock, end, "an acknowledged renewal once the lag "
+                 "passed");
+    assert_int_equal(redislock_lost_reason(w->lock), REDISLOCK_LOST_NONE);
+    assert_int_equal(redislock_held(w->lock, &ok), REDISLOCK_OK);
+    assert_true(ok);
+    assert_int_equal(on_replica(0, key), 1);
+
+    /* Stall the client's link before the next renewal is due (a third of
+     * a lease after the acknowledged one), so that no round ran
+     * unacknowledged in between; a test thread too slow for that lets
+     * the link go and tries after the next acknowledged renewal. */
+    for (tries = 0;; tries++) {
+        end = lease_end_min(w->lock);
+        fp_stall(front, 1);
+        stalled = tu_now_ms();
+        if (stalled < end - 2 * PASS_LEASE_MS / 3)
+            break;
+        fp_stall(front, 0);
+        if (tries == 5)
+            fail_msg("could not stall the link before a renewal was due");
+        acknowledged_renewal(w->lock, "an acknowledged renewal to stall "
+                             "after");
+    }
+    lost_for(w, REDISLOCK_LOST_UNREACHABLE, end, stalled + PASS_LEASE_MS,
+             PASS_LEASE_MS, "the loss of a holding whose link stalled "
+             "after a lag had passed");
+    fp_stall(front, 0);
+    assert_int_equal(redislock_release(w->lock, &ok), REDISLOCK_ERR_LOST);
+    assert_false(ok);
+    redislock_free(w->lock);
+    redislock_client_free(cl);
+    fp_stop(front);
+    redisFree(c);
+}
+
 static int teardown(void **state)
 {
     int i;
@@ -689,6 +1178,7 @@ static int teardown(void **state)
         kill(replica[i].pid, SIGCONT);
         tu_server_stop(&replica[i]);
     }
+    fp_stop(lag);
     return 0;
 }
 
@@ -706,6 +1196,10 @@ int main(void)
         cmocka_unit_test(test_quorum_acknowledgement),
         cmocka_unit_test(test_renewals_acknowledged),
         cmocka_unit_test(test_quorum_renewals_acknowledged),
+        cmocka_unit_test(test_renewals_survive_a_killed_replica),
+        cmocka_unit_test(test_renewals_lost_to_a_killed_replica),
+        cmocka_unit_test(test_renewals_survive_a_passing_lag),
+        cmocka_unit_test(test_renewals_lost_to_a_lagging_replica),
     };
     const char *port = getenv("REDISLOCK_TEST_PORT");
 
