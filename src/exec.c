@@ -353,10 +353,22 @@ static void drive(const redislockp_fanout *f, redislockp_leg *legs, size_t n,
 
             if (fds[i].revents == 0)
                 continue;
-            if (leg->dialing)
+            if (leg->dialing) {
                 leg_dial_step(leg, f, fds[i].revents);
-            else
+            } else if (redislockp_tx_wrapped(leg->c)) {
+                /* TLS: the rest of a record may be slow to come; wait
+                 * for it no longer than the operation may. */
+                struct timeval old;
+                long long left = end - redislockp_now_ms();
+                int lowered = redislockp_tx_lower_timeout(
+                    leg->c, left > 0 ? left : 1, &old);
+
                 leg_read(leg, f, 1);
+                if (lowered)
+                    redislockp_tx_restore_timeout(leg->c, &old);
+            } else {
+                leg_read(leg, f, 1);
+            }
         }
     }
 }

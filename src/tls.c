@@ -191,10 +191,16 @@ int redislockp_tls_start(redisContext *c, void *ctx, const redislockp_url *u,
      * the rest to us (redislockp_tls_step()); from here on the context
      * owns SSL. */
     if (redisInitiateSSL(c, ssl) != REDIS_OK) {
-        redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_TLS,
-                           REDISLOCK_CAUSE_OTHER, c->errstr);
-        redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO, "TLS handshake: %s",
-                           c->errstr);
+        /* The handshake may have got as far as the server's certificate
+         * already (a quick server on loopback): name a refusal as such. */
+        if (SSL_get_verify_result(ssl) != X509_V_OK) {
+            (void)handshake_failed(ssl, SSL_ERROR_SSL, errmsg);
+        } else {
+            redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_TLS,
+                               REDISLOCK_CAUSE_OTHER, c->errstr);
+            redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO, "TLS handshake: %s",
+                               c->errstr);
+        }
         SSL_free(ssl);                 /* not taken on failure */
         return REDISLOCK_ERR_IO;
     }

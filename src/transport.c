@@ -617,6 +617,11 @@ static int plain_socket(const redisContext *c)
            c->connection_type == REDIS_CONN_UNIX;
 }
 
+int redislockp_tx_wrapped(const redisContext *c)
+{
+    return !plain_socket(c);
+}
+
 static int send_plain(redisContext *c, const redislockp_cmd *cmd,
                       char *errmsg)
 {

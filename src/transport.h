@@ -232,6 +232,11 @@ void redislockp_tx_limit_replies(redisContext *c);
 int redislockp_tx_lower_timeout(redisContext *c, long long max_ms,
                                 struct timeval *old);
 
+/* Does hiredis run C's connection itself (TLS)?  Then a read after poll()
+ * said readable may still wait for the rest of a TLS record, up to the
+ * receive timeout: the fan-out lowers it to what is left of its wait. */
+int redislockp_tx_wrapped(const redisContext *c);
+
 /* Does the context hold commands not yet written (redisAppendCommand)? */
 int redislockp_tx_pending_output(const redisContext *c);
 
