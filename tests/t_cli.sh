@@ -43,7 +43,9 @@ R=$tool
 if [ -n "$wrapper" ]; then
     R="$builddir/libtool --mode=execute $wrapper $tool"
 fi
-cli() { redis-cli -p "$REDISLOCK_TEST_PORT" "$@"; }
+# redis-cli, or the one with-redis.sh was given (REDIS_CLI).
+rcli=${REDISLOCK_TEST_REDIS_CLI:-redis-cli}
+cli() { "$rcli" -p "$REDISLOCK_TEST_PORT" "$@"; }
 REDISLOCK_URL="redis://127.0.0.1:$REDISLOCK_TEST_PORT"
 export REDISLOCK_URL
 unset REDISLOCK_KEY REDISLOCK_OWNER REDISLOCK_TOKEN
@@ -174,7 +176,7 @@ check "COMMAND's exit status passes through; the lock is released" t_status_pass
 t_environment() {
     REDISLOCK_TOKEN=stale $R k2 sh -c \
         'echo "$REDISLOCK_KEY $REDISLOCK_OWNER ${REDISLOCK_TOKEN:-none}";
-         redis-cli -p "$REDISLOCK_TEST_PORT" GET k2' > "$work/env1" || return 1
+         "${REDISLOCK_TEST_REDIS_CLI:-redis-cli}" -p "$REDISLOCK_TEST_PORT" GET k2' > "$work/env1" || return 1
     $R k2 sh -c 'echo "$REDISLOCK_TOKEN"' > "$work/env2" || return 1
     REDISLOCK_TOKEN=stale $R --no-fencing k2 sh -c \
         'echo "${REDISLOCK_TOKEN:-none}"' > "$work/env3" || return 1
@@ -343,7 +345,7 @@ private_server() {
         > /dev/null 2>&1 &
     spid=$!
     i=0
-    until redis-cli -s "$d/sock" PING > /dev/null 2>&1; do
+    until "$rcli" -s "$d/sock" PING > /dev/null 2>&1; do
         i=$((i + 1)); [ $i -lt 100 ] || { kill $spid; return 1; }; sleep 0.05
     done
 }
@@ -712,7 +714,7 @@ t_gozero_interop() {
     $R -n k19 true
     expect_status 75 $? "held by go-zero" || return 1
     cli DEL k19 > /dev/null
-    $R k19 sh -c "redis-cli -p $REDISLOCK_TEST_PORT EVAL '$lua' 1 k19 goid 5000" > "$work/go"
+    $R k19 sh -c "$rcli -p $REDISLOCK_TEST_PORT EVAL '$lua' 1 k19 goid 5000" > "$work/go"
     expect_status 0 $? "tool holding" || return 1
     # go-zero's acquire got nil (empty output): refused.
     [ -z "$(cat "$work/go")" ] || { diag "go-zero got '$(cat "$work/go")'"; return 1; }

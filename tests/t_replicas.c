@@ -7,8 +7,10 @@
  * SIGSTOP): REDISLOCK_ERR_NOT_REPLICATED, *acquired false and nothing left
  * on the master; an extend is reported, not undone; a re-entry keeps the
  * earlier holding.  The wait is bounded by its own timeout even when the
- * command timeout is shorter.  WAITAOF on a server without it is refused
- * and undone.  Both a client's handles and a borrowed context.
+ * command timeout is shorter.  WAITAOF on a server without it (Redis 7.0)
+ * or without appendonly is refused and undone; where the server has it
+ * (Redis 7.2, Valkey: asked with COMMAND INFO), with appendonly on, it is
+ * acknowledged.  Both a client's handles and a borrowed context.
  * Auto-renewals are acknowledged too: a holding outlives its lease while
  * enough replicas acknowledge (one of two killed), and is lost with
  * REDISLOCK_LOST_NOT_REPLICATED at its acknowledged lease's end when none
@@ -342,22 +344,31 @@ static void test_reentry_keeps_the_earlier_holding(void **state)
     redislock_client_free(cl);
 }
 
+/* Does the harness's server know WAITAOF (Redis 7.2, Valkey)?  Asked of
+ * the server itself, not read from its version. */
+static int server_has_waitaof(void)
+{
+    redisContext *c = tu_connect();
+    redisReply *r = tu_cmd(c, "COMMAND INFO WAITAOF");
+    int has = r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
+              r->element[0]->type == REDIS_REPLY_ARRAY;
+
+    freeReplyObject(r);
+    redisFree(c);
+    return has;
+}
+
 /* WAITAOF where the server has none (before 7.2) or no AOF: refused, and
- * the acquire undone. */
+ * the acquire undone; the server's reason is the one it should give. */
 static void test_waitaof_refused_is_undone(void **state)
 {
     redislock_client *cl = redislock_client_new(url);
-    redisContext *c = tu_connect();
-    redisReply *r = tu_cmd(c, "COMMAND INFO WAITAOF");
-    int has_waitaof = r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
-                      r->element[0]->type == REDIS_REPLY_ARRAY;
+    int has_waitaof = server_has_waitaof();
     redislock *lock;
     char key[64];
     bool ok = true;
 
     (void)state;
-    freeReplyObject(r);
-    redisFree(c);
     tu_key(key, sizeof key, "acks:aof");
     lock = redislock_new_from_client(cl, key);
     assert_non_null(lock);
@@ -371,10 +382,120 @@ static void test_waitaof_refused_is_undone(void **state)
            redislock_last_error(lock));
     assert_non_null(strstr(redislock_last_error(lock), "WAITAOF after the "
                            "acquire"));
+    assert_non_null(strstr(redislock_last_error(lock),
+                           has_waitaof ? "appendonly" : "unknown command"));
     assert_non_null(strstr(redislock_last_error(lock), "released"));
     assert_int_equal(on_master(key), 0);
     redislock_free(lock);
     redislock_client_free(cl);
+}
+
+/* Appendonly on (fsync always) or off on server C, the AOF ready: no
+ * rewrite running or waiting. */
+static void set_aof(redisContext *c, int on)
+{
+    long long deadline = tu_now_ms() + 10000;
+
+    tu_cmd_ok(c, "CONFIG SET appendfsync %s", on ? "always" : "everysec");
+    tu_cmd_ok(c, "CONFIG SET appendonly %s", on ? "yes" : "no");
+    for (;;) {
+        redisReply *r = tu_cmd(c, "INFO persistence");
+        int ready = strstr(r->str, on ? "aof_enabled:1" : "aof_enabled:0") &&
+                    strstr(r->str, "aof_rewrite_in_progress:0") &&
+                    strstr(r->str, "aof_rewrite_scheduled:0");
+
+        freeReplyObject(r);
+        if (ready)
+            return;
+        if (tu_now_ms() > deadline)
+            fail_msg("appendonly %s: the AOF not ready", on ? "yes" : "no");
+        tu_sleep_ms(20);
+    }
+}
+
+/* Appendonly on or off on the master and its replicas. */
+static void set_aof_everywhere(int on)
+{
+    redisContext *c = tu_connect();
+    int i;
+
+    set_aof(c, on);
+    redisFree(c);
+    for (i = 0; i < nreplicas; i++) {
+        c = tu_connect_unix(replica[i].socket);
+        assert_non_null(c);
+        set_aof(c, on);
+        redisFree(c);
+    }
+}
+
+/* WAITAOF where the server has it: with appendonly on the master and both
+ * replicas, an acquire and an extend asking for the master's fsync and
+ * both replicas' are acknowledged (one WAITAOF each; the replicas have
+ * the key when acquire returns); with a replica stopped, the acquire is
+ * refused after its timeout and undone.  A replica's fsync may be
+ * acknowledged only with its next once-a-second REPLCONF ACK (Valkey 8.0
+ * took about 600 ms), hence a lease of 10 s, not the default 500 ms.
+ * Nothing to check on a server without WAITAOF (Redis 7.0): the test
+ * above covers it. */
+static void test_waitaof_acknowledged(void **state)
+{
+    redislock_client *cl;
+    redisContext *c;
+    redislock *lock;
+    char key[64];
+    bool ok = true;
+    long long calls, t0, took;
+
+    (void)state;
+    if (!server_has_waitaof()) {
+        printf("# no WAITAOF on this server: nothing to check\n");
+        return;
+    }
+    assert_int_equal(nreplicas, 2);
+    set_aof_everywhere(1);
+    c = tu_connect();
+    cl = redislock_client_new(url);
+    tu_key(key, sizeof key, "acks:aof-acked");
+    lock = redislock_new_from_client(cl, key);
+    assert_non_null(lock);
+    assert_int_equal(redislock_set_expire(lock, 10), REDISLOCK_OK);
+    assert_int_equal(redislock_set_min_replicas_aof(lock, 1, 2, 5000),
+                     REDISLOCK_OK);
+    calls = tu_cmdstat_calls(c, "waitaof");
+    t0 = tu_now_ms();
+    assert_true(tu_acquire(lock));
+    printf("# WAITAOF 1 2 acknowledged the acquire in %lld ms\n",
+           tu_now_ms() - t0);
+    assert_int_equal(tu_cmdstat_calls(c, "waitaof"), calls + 1);
+    assert_int_equal(on_replica(0, key), 1);
+    assert_int_equal(on_replica(1, key), 1);
+    assert_int_equal(redislock_extend(lock, &ok), REDISLOCK_OK);
+    assert_true(ok);
+    assert_int_equal(tu_cmdstat_calls(c, "waitaof"), calls + 2);
+    assert_true(tu_release(lock));
+
+    /* A replica stopped: fsynced by 1 of the 2 asked for (the other's
+     * acknowledgement within the timeout, as its next ACK comes). */
+    kill(replica[1].pid, SIGSTOP);
+    assert_int_equal(redislock_set_min_replicas_aof(lock, 1, 2, 1500),
+                     REDISLOCK_OK);
+    t0 = tu_now_ms();
+    assert_int_equal(redislock_acquire(lock, &ok),
+                     REDISLOCK_ERR_NOT_REPLICATED);
+    took = tu_now_ms() - t0;
+    kill(replica[1].pid, SIGCONT);
+    assert_false(ok);
+    if (strstr(redislock_last_error(lock), "by 1 of 2 replicas") == NULL ||
+        strstr(redislock_last_error(lock), "released") == NULL)
+        fail_msg("last error: %s", redislock_last_error(lock));
+    if (took < 1450 || took > 3000)
+        fail_msg("refused after %lld ms (timeout 1500)", took);
+    assert_int_equal(on_master(key), 0);
+    redislock_free(lock);
+    redislock_client_free(cl);
+    redisFree(c);
+    set_aof_everywhere(0);
 }
 
 /* The scripts flushed from the master (and so NOSCRIPT): the acquire goes
@@ -1191,6 +1312,7 @@ int main(void)
         cmocka_unit_test(test_one_replica),
         cmocka_unit_test(test_two_replicas_and_a_paused_one),
         cmocka_unit_test(test_reentry_keeps_the_earlier_holding),
+        cmocka_unit_test(test_waitaof_acknowledged),
         cmocka_unit_test(test_noscript_with_acks),
         cmocka_unit_test(test_shared_id_is_not_undone),
         cmocka_unit_test(test_quorum_acknowledgement),

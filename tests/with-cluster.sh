@@ -29,11 +29,13 @@ case $replicas in
 esac
 nodes=$((3 * (replicas + 1)))
 
-server=${REDIS_SERVER:-$(command -v redis-server || true)}
-cli=${REDIS_CLI:-$(command -v redis-cli || true)}
+# REDIS_SERVER and REDIS_CLI as for tests/with-redis.sh.
+server=$(command -v "${REDIS_SERVER:-redis-server}" || true)
+cli=$(command -v "${REDIS_CLI:-redis-cli}" || true)
 if [ -z "$server" ] || [ -z "$cli" ]; then
-    [ "${CI:-}" = true ] && { echo "Bail out! redis-server/redis-cli not found"; exit 99; }
-    echo "1..0 # SKIP redis-server/redis-cli not found"
+    what="${REDIS_SERVER:-redis-server}/${REDIS_CLI:-redis-cli}"
+    [ "${CI:-}" = true ] && { echo "Bail out! $what not found"; exit 99; }
+    echo "1..0 # SKIP $what not found"
     exit 0
 fi
 

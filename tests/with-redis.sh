@@ -8,7 +8,8 @@
 # server answering on the port is the very process it started (INFO's
 # process_id), runs COMMAND with
 #     REDISLOCK_TEST_HOST, REDISLOCK_TEST_PORT, REDISLOCK_TEST_SOCKET,
-#     REDISLOCK_TEST_SERVER_PID, REDISLOCK_TEST_REDIS_SERVER, REDISLOCK_TEST_TMPDIR
+#     REDISLOCK_TEST_SERVER_PID, REDISLOCK_TEST_REDIS_SERVER,
+#     REDISLOCK_TEST_REDIS_CLI, REDISLOCK_TEST_TMPDIR
 # in its environment, then stops the server by PID and removes the
 # directory, whatever happened.  COMMAND's exit status is passed through.
 #
@@ -18,17 +19,25 @@
 # (CI=true), where that is a hard error.  With REDISLOCK_TEST_WRAPPER set
 # (e.g. "valgrind --error-exitcode=1"), COMMAND runs under it.  COMMAND is
 # stopped after REDISLOCK_TEST_TIMEOUT seconds (600 by default).
+#
+# The programs: REDIS_SERVER and REDIS_CLI (default redis-server and
+# redis-cli from PATH), and REDIS_SENTINEL for tests/with-sentinel.sh
+# (default: REDIS_SERVER --sentinel).  `make check-valkey` sets them to
+# valkey-server, valkey-cli and valkey-sentinel; every harness script and
+# every server a test starts itself (REDISLOCK_TEST_REDIS_SERVER) follows.
 set -u
 
-server=${REDIS_SERVER:-$(command -v redis-server || true)}
-cli=${REDIS_CLI:-$(command -v redis-cli || true)}
+# A name is looked up in PATH: the tests exec the server by its path.
+server=$(command -v "${REDIS_SERVER:-redis-server}" || true)
+cli=$(command -v "${REDIS_CLI:-redis-cli}" || true)
 
 if [ -z "$server" ] || [ -z "$cli" ]; then
+    what="${REDIS_SERVER:-redis-server}/${REDIS_CLI:-redis-cli}"
     if [ "${CI:-}" = true ]; then
-        echo "Bail out! redis-server/redis-cli not found (install redis-server)"
+        echo "Bail out! $what not found (install redis-server)"
         exit 99
     fi
-    echo "1..0 # SKIP redis-server/redis-cli not found (apt-get install redis-server)"
+    echo "1..0 # SKIP $what not found (apt-get install redis-server)"
     exit 0
 fi
 
@@ -48,14 +57,18 @@ stop() {
     kill -9 "$1" 2>/dev/null
     return 0
 }
+# The names the servers we start run under (a sentinel's too).
+names=$(basename "$server")
+[ -z "${REDIS_SENTINEL:-}" ] || names="$names
+$(basename "$REDIS_SENTINEL")"
 cleanup() {
     # Servers the tests started themselves write a pidfile under $tmp; a
     # test that failed half-way may have left one running.
     for f in "$tmp"/*/redis.pid; do
         [ -f "$f" ] || continue
         p=$(cat "$f")
-        # Only if that PID still is a redis-server.
-        if tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null | grep -q redis-server; then
+        # Only if that PID still is one of our servers.
+        if tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null | grep -qF "$names"; then
             stop "$p"
         fi
     done
@@ -116,9 +129,11 @@ REDISLOCK_TEST_PORT=$port
 REDISLOCK_TEST_SOCKET=$sock
 REDISLOCK_TEST_SERVER_PID=$pid
 REDISLOCK_TEST_REDIS_SERVER=$server
+REDISLOCK_TEST_REDIS_CLI=$cli
 REDISLOCK_TEST_TMPDIR=$tmp
 export REDISLOCK_TEST_HOST REDISLOCK_TEST_PORT REDISLOCK_TEST_SOCKET \
-       REDISLOCK_TEST_SERVER_PID REDISLOCK_TEST_REDIS_SERVER REDISLOCK_TEST_TMPDIR
+       REDISLOCK_TEST_SERVER_PID REDISLOCK_TEST_REDIS_SERVER \
+       REDISLOCK_TEST_REDIS_CLI REDISLOCK_TEST_TMPDIR
 
 # A hung test must fail, not stall the whole run: REDISLOCK_TEST_TIMEOUT
 # seconds (default 600) of wall clock, then TERM, then KILL.

@@ -16,14 +16,29 @@
 # knows the other two and both replicas.  Exit status: COMMAND's; when
 # redis-server or redis-cli is missing, a TAP skip (exit 0) outside CI and
 # a hard error (99) under CI.
+#
+# REDIS_SERVER and REDIS_CLI as for tests/with-redis.sh; the sentinels
+# run as REDIS_SENTINEL CONFIG (e.g. valkey-sentinel) when it is set, as
+# REDIS_SERVER CONFIG --sentinel otherwise.
 set -u
 
-server=${REDIS_SERVER:-$(command -v redis-server || true)}
-cli=${REDIS_CLI:-$(command -v redis-cli || true)}
+server=$(command -v "${REDIS_SERVER:-redis-server}" || true)
+cli=$(command -v "${REDIS_CLI:-redis-cli}" || true)
 if [ -z "$server" ] || [ -z "$cli" ]; then
-    [ "${CI:-}" = true ] && { echo "Bail out! redis-server/redis-cli not found"; exit 99; }
-    echo "1..0 # SKIP redis-server/redis-cli not found"
+    what="${REDIS_SERVER:-redis-server}/${REDIS_CLI:-redis-cli}"
+    [ "${CI:-}" = true ] && { echo "Bail out! $what not found"; exit 99; }
+    echo "1..0 # SKIP $what not found"
     exit 0
+fi
+if [ -n "${REDIS_SENTINEL:-}" ]; then
+    sentinel=$(command -v "$REDIS_SENTINEL" || true)
+    [ -n "$sentinel" ] || {
+        [ "${CI:-}" = true ] && { echo "Bail out! $REDIS_SENTINEL not found"; exit 99; }
+        echo "1..0 # SKIP $REDIS_SENTINEL not found"
+        exit 0
+    }
+else
+    sentinel=
 fi
 name=redislock-test
 here=$(dirname "$0")
@@ -37,11 +52,11 @@ cleanup() {
     sh "$here/stop-servers.sh" $pids
     for port in $ports; do
         # A server the test restarted itself, if it left one: only a
-        # redis-server, named by the pidfile in our directory.
+        # REDIS_SERVER, named by the pidfile in our directory.
         f=$root/sentinel-$port/redis.pid
         p=$(cat "$f" 2>/dev/null)
         if [ -n "$p" ] && { tr '\0' ' ' < "/proc/$p/cmdline"; } 2>/dev/null |
-                grep -q redis-server; then
+                grep -qF "$(basename "$server")"; then
             kill -9 "$p" 2>/dev/null
         fi
         rm -rf "$root/sentinel-$port"
@@ -51,14 +66,15 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 99' INT TERM HUP
 
-# start PORT ARGS...: a redis-server in $root/sentinel-PORT (with a
-# pidfile, so that with-redis.sh's clean-up stops it even if we are
-# killed outright); its PID appended to $pids.
+# start PORT ARGS...: a REDIS_SERVER (or $prog, when set) in
+# $root/sentinel-PORT (with a pidfile, so that with-redis.sh's clean-up
+# stops it even if we are killed outright); its PID appended to $pids.
+prog=
 start() {
     port=$1; shift
     dir=$root/sentinel-$port
     mkdir -p "$dir"
-    ( cd "$dir" && exec "$server" "$@" --port "$port" --bind 127.0.0.1 \
+    ( cd "$dir" && exec "${prog:-$server}" "$@" --port "$port" --bind 127.0.0.1 \
         --pidfile "$dir/redis.pid" --daemonize no --logfile "$dir/log" \
         </dev/null >/dev/null 2>&1 ) &
     pids="$pids $!"
@@ -90,7 +106,13 @@ sentinel down-after-milliseconds $name 1000
 sentinel failover-timeout $name 2000
 sentinel parallel-syncs $name 2
 EOF
-        start $((base + i)) "$dir/sentinel.conf" --sentinel
+        if [ -n "$sentinel" ]; then
+            prog=$sentinel
+            start $((base + i)) "$dir/sentinel.conf"
+            prog=
+        else
+            start $((base + i)) "$dir/sentinel.conf" --sentinel
+        fi
     done
     set -- $pids
     for port in $ports; do
