@@ -501,7 +501,12 @@ REDISLOCK_API int redislock_set_fencing(redislock *lock, bool on);
  * a go-zero-mode re-entry, or an ID shared through redislock_set_id(),
  * nothing, as the key may be an earlier holding) and returns
  * REDISLOCK_ERR_NOT_REPLICATED with *acquired false; an extend returns it
- * with *extended false and is not undone.  A WAIT that Redis refuses (an
+ * with *extended false and is not undone.  Enough, but only after the
+ * lease had run out (TIMEOUT_MS longer than the lease): no grant either,
+ * as the key may have lapsed meanwhile - the same given back and
+ * REDISLOCK_ERR_NOT_REPLICATED (since 0.4.0; it was reported acquired,
+ * with no validity left).  Keep TIMEOUT_MS well below the lease.  A WAIT
+ * that Redis refuses (an
  * ACL without +wait, say) is REDISLOCK_ERR_SERVER, and an acquire is
  * given back the same way.  The WAIT goes out with refused tries and
  * redirected calls too (the script's answer is not known when it is

@@ -1105,6 +1105,21 @@ int redislockp_acquire_once(redislock *lock, redislockp_try how,
                 lock->held = 1;         /* until undo_acquire() says */
             return undo_acquire(lock, fresh, st);
         }
+        if (ack != NULL && fresh &&
+            redislockp_now_ms() - sent >= lock->expire_ms) {
+            /* Acknowledged, but only after the lease had run out: the
+             * key may have lapsed on the master meanwhile, and another
+             * may hold the lock now.  Not ours (as a quorum's grant that
+             * came too late is not): what is left goes back. */
+            redislockp_val_free(ack);
+            lock->held = 1;             /* until undo_acquire() says */
+            st = redislockp_fail(lock, REDISLOCK_ERR_NOT_REPLICATED,
+                                 "the replicas acknowledged the acquire "
+                                 "only after its %lld ms lease had run out "
+                                 "(%lld ms after it was sent)",
+                                 lock->expire_ms, redislockp_now_ms() - sent);
+            return undo_acquire(lock, 1, st);
+        }
         redislockp_val_free(ack);
         ack = NULL;
         saw(lock, 1);

@@ -20,6 +20,7 @@
 #include "config.h"
 
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -427,6 +428,59 @@ static void set_aof_everywhere(int on)
         set_aof(c, on);
         redisFree(c);
     }
+}
+
+/* Resume replica 1 after 800 ms (a thread: the acquire blocks). */
+static void *resume_later(void *arg)
+{
+    (void)arg;
+    tu_sleep_ms(800);
+    kill(replica[1].pid, SIGCONT);
+    return NULL;
+}
+
+/*
+ * The replicas acknowledge the acquire, but only after its 300 ms lease
+ * has run out (replica 2 stopped for 800 ms, the acknowledgement's
+ * timeout 10 s): the key may have lapsed meanwhile and another may have
+ * taken the lock, so it is no grant - REDISLOCK_ERR_NOT_REPLICATED,
+ * *acquired false, nothing of ours left on the master.  It used to
+ * report the lock acquired with no validity left.
+ */
+static void test_late_acknowledgement_is_no_grant(void **state)
+{
+    redislock_client *cl = redislock_client_new(url);
+    redislock *lock;
+    pthread_t tid;
+    char key[64];
+    bool ok = true;
+    int st;
+
+    (void)state;
+    assert_int_equal(nreplicas, 2);
+    tu_key(key, sizeof key, "acks:late");
+    lock = redislock_new_from_client(cl, key);
+    assert_non_null(lock);
+    assert_int_equal(redislock_set_expire_ms(lock, 300), REDISLOCK_OK);
+    assert_int_equal(redislock_set_min_replicas(lock, 2, 10000),
+                     REDISLOCK_OK);
+    kill(replica[1].pid, SIGSTOP);
+    assert_int_equal(pthread_create(&tid, NULL, resume_later, NULL), 0);
+    st = redislock_acquire(lock, &ok);
+    pthread_join(tid, NULL);
+    printf("# %s\n", redislock_last_error(lock));
+    assert_int_equal(st, REDISLOCK_ERR_NOT_REPLICATED);
+    assert_false(ok);
+    assert_non_null(strstr(redislock_last_error(lock),
+                           "lease had run out"));
+    assert_int_equal(redislock_valid_for_ms(lock), 0);
+    assert_int_equal(on_master(key), 0);
+    /* In time, it is a grant as ever. */
+    assert_int_equal(redislock_set_expire_ms(lock, 10000), REDISLOCK_OK);
+    assert_true(tu_acquire(lock));
+    assert_true(tu_release(lock));
+    redislock_free(lock);
+    redislock_client_free(cl);
 }
 
 /* WAITAOF where the server has it: with appendonly on the master and both
@@ -1312,6 +1366,7 @@ int main(void)
         cmocka_unit_test(test_one_replica),
         cmocka_unit_test(test_two_replicas_and_a_paused_one),
         cmocka_unit_test(test_reentry_keeps_the_earlier_holding),
+        cmocka_unit_test(test_late_acknowledgement_is_no_grant),
         cmocka_unit_test(test_waitaof_acknowledged),
         cmocka_unit_test(test_noscript_with_acks),
         cmocka_unit_test(test_shared_id_is_not_undone),
