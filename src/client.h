@@ -397,10 +397,18 @@ typedef struct redislockp_dial {
     int nsetup, got;            /* set-up replies due, read */
     const char *names[3];       /* the set-up commands' */
     void *ssl;                  /* TLS: the handshake's (C owns it) */
+    int async;                  /* an event loop's: stays non-blocking */
+    char *out;                  /* async: set-up not yet written */
+    size_t outlen, outoff;
 } redislockp_dial;
 
 void redislockp_dial_start(redislockp_dial *d, const redislockp_url *u,
                            char *errmsg);
+/* The same for an event loop's connection: it stays non-blocking (no
+ * REDIS_BLOCK, no receive timeout), and its set-up is written as the
+ * socket takes it (D->events says POLLOUT meanwhile). */
+void redislockp_dial_start_async(redislockp_dial *d, const redislockp_url *u,
+                                 char *errmsg);
 void redislockp_dial_step(redislockp_dial *d, int revents, char *errmsg);
 int redislockp_dial_fd(const redislockp_dial *d);
 redisContext *redislockp_dial_take(redislockp_dial *d);

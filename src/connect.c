@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "alloc.h"
 #include "client.h"
 
 /* The pause after FAILURES failed connects: 50 ms, doubling to 2 s (the
@@ -99,8 +100,19 @@ static int stage_of(const char *name)
  */
 
 /* D failed with STATUS (its message in ERRMSG already). */
+/* Wipe and free what D still has to write of its set-up (a password). */
+static void dial_out_free(redislockp_dial *d)
+{
+    if (d->out != NULL) {
+        memset(d->out, 0, d->outlen);
+        redislockp_free(d->out);
+        d->out = NULL;
+    }
+}
+
 static void dial_fail(redislockp_dial *d, int status)
 {
+    dial_out_free(d);
     d->status = status;
     d->phase = REDISLOCKP_DIAL_FAILED;
     d->events = 0;
@@ -195,15 +207,90 @@ static int setup_judge(redislockp_dial *d, int i, const redisReply *r,
     return st;
 }
 
+/* D's set-up failed with ST at its first step (the text in ERRMSG): say
+ * which. */
+static void dial_setup_failed(redislockp_dial *d, int st, char *errmsg)
+{
+    char why[REDISLOCKP_ERRMSG_SIZE];
+
+    memcpy(why, errmsg, sizeof why);
+    redislockp_err_stage(stage_of(d->names[0]));
+    (void)redislockp_tx_fail(errmsg, st, "%s: %.400s", d->names[0], why);
+    dial_fail(d, st);
+}
+
+/* An event loop's dial: write what is left of the set-up, as the socket
+ * takes it; then wait for the replies. */
+static void dial_write_setup(redislockp_dial *d, char *errmsg)
+{
+    int st = redislockp_tx_flush(d->c, d->out, d->outlen, &d->outoff,
+                                 errmsg);
+
+    if (st != REDISLOCK_OK) {
+        dial_setup_failed(d, st, errmsg);
+        return;
+    }
+    if (d->outoff == d->outlen) {
+        dial_out_free(d);               /* handed to the socket */
+        if (!redislockp_tx_unflushed(d->c)) {
+            d->events = POLLIN;
+            return;
+        }
+    }
+    d->events = POLLOUT;
+}
+
+/* An event loop's dial: the connection stays non-blocking, and the
+ * set-up goes out as the socket takes it. */
+static void dial_setup_async(redislockp_dial *d, char *errmsg)
+{
+    redislockp_cmd cmd;
+
+    setup_build(d, &cmd);
+    d->nsetup = cmd.count;
+    d->got = 0;
+    if (!cmd.oom && cmd.count > 0) {
+        d->out = redislockp_malloc(cmd.len);
+        if (d->out != NULL) {
+            memcpy(d->out, cmd.buf, cmd.len);
+            d->outlen = cmd.len;
+            d->outoff = 0;
+        }
+    }
+    memset(cmd.buf, 0, cmd.len);
+    memset(cmd.inline_buf, 0, sizeof cmd.inline_buf);
+    redislockp_cmd_clear(&cmd);
+    if (cmd.oom || (d->nsetup > 0 && d->out == NULL)) {
+        (void)redislockp_tx_fail(errmsg, REDISLOCK_ERR_NOMEM,
+                                 "out of memory building the connection's "
+                                 "set-up");
+        dial_fail(d, REDISLOCK_ERR_NOMEM);
+        return;
+    }
+    if (d->nsetup == 0) {
+        d->phase = REDISLOCKP_DIAL_DONE;
+        d->events = 0;
+        return;
+    }
+    d->phase = REDISLOCKP_DIAL_SETUP;
+    d->deadline = redislockp_now_ms() + d->u.command_ms;
+    dial_write_setup(d, errmsg);
+}
+
 /* D's connection is up (and its TLS handshake done): from here on it is
  * a blocking one like every connection of the library (bounded by its
- * command timeout); send the set-up commands, if any. */
+ * command timeout); send the set-up commands, if any.  (An event loop's
+ * stays non-blocking: dial_setup_async().) */
 static void dial_setup(redislockp_dial *d, char *errmsg)
 {
     redisContext *c = d->c;
     redislockp_cmd cmd;
     int flags, st, sent = 0;
 
+    if (d->async) {
+        dial_setup_async(d, errmsg);
+        return;
+    }
     flags = fcntl(c->fd, F_GETFL);
     if (flags >= 0 && fcntl(c->fd, F_SETFL, flags & ~O_NONBLOCK) == 0)
         c->flags |= REDIS_BLOCK;        /* hiredis's timeouts need it */
@@ -229,12 +316,7 @@ static void dial_setup(redislockp_dial *d, char *errmsg)
     memset(cmd.inline_buf, 0, sizeof cmd.inline_buf);
     redislockp_cmd_clear(&cmd);
     if (st != REDISLOCK_OK) {
-        char why[REDISLOCKP_ERRMSG_SIZE];
-
-        memcpy(why, errmsg, sizeof why);
-        redislockp_err_stage(stage_of(d->names[0]));
-        (void)redislockp_tx_fail(errmsg, st, "%s: %.400s", d->names[0], why);
-        dial_fail(d, st);
+        dial_setup_failed(d, st, errmsg);
         return;
     }
     if (d->nsetup == 0) {
@@ -392,7 +474,10 @@ void redislockp_dial_step(redislockp_dial *d, int revents, char *errmsg)
             dial_setup(d, errmsg);
         return;
     default:
-        dial_read_setup(d, errmsg);
+        if (d->out != NULL || (d->events & POLLOUT))
+            dial_write_setup(d, errmsg);
+        else
+            dial_read_setup(d, errmsg);
         return;
     }
 }
@@ -413,8 +498,16 @@ redisContext *redislockp_dial_take(redislockp_dial *d)
     return c;
 }
 
+void redislockp_dial_start_async(redislockp_dial *d, const redislockp_url *u,
+                                 char *errmsg)
+{
+    redislockp_dial_start(d, u, errmsg);
+    d->async = 1;
+}
+
 void redislockp_dial_abort(redislockp_dial *d)
 {
+    dial_out_free(d);
     if (d->c != NULL) {
         redisFree(d->c);
         d->c = NULL;

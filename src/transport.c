@@ -707,6 +707,58 @@ static int send_wrapped(redisContext *c, const redislockp_cmd *cmd,
     return REDISLOCK_OK;
 }
 
+int redislockp_tx_flush(redisContext *c, const char *buf, size_t len,
+                        size_t *off, char *errmsg)
+{
+    if (c->err)
+        return redislockp_tx_error(c, 0, errmsg);
+    if (plain_socket(c)) {
+        while (*off < len) {
+            ssize_t n = send(c->fd, buf + *off, len - *off,
+                             MSG_NOSIGNAL | MSG_DONTWAIT);
+
+            if (n < 0) {
+                int e = errno;
+
+                if (e == EINTR)
+                    continue;
+                if (e == EAGAIN || e == EWOULDBLOCK)
+                    return REDISLOCK_OK;        /* the rest when writable */
+                set_context_error(c, REDIS_ERR_IO, strerror(e));
+                return redislockp_tx_error(c, e, errmsg);
+            }
+            *off += (size_t)n;
+        }
+        return REDISLOCK_OK;
+    }
+    /* TLS: hiredis keeps the bytes and writes them as the socket takes
+     * them (a non-blocking context), SIGPIPE blocked around it. */
+    if (*off < len) {
+        if (redisAppendFormattedCommand(c, buf + *off, len - *off) !=
+            REDIS_OK)
+            return redislockp_tx_error(c, 0, errmsg); /* LCOV_EXCL_LINE */
+        *off = len;
+    }
+    if (redislockp_tx_pending_output(c)) {
+        redislockp_sigpipe guard;
+        int done = 0, rc, err_no;
+
+        redislockp_sigpipe_block(&guard);
+        errno = 0;
+        rc = redisBufferWrite(c, &done);
+        err_no = errno;
+        redislockp_sigpipe_restore(&guard, rc != REDIS_OK);
+        if (rc != REDIS_OK)
+            return redislockp_tx_error(c, err_no, errmsg);
+    }
+    return REDISLOCK_OK;
+}
+
+int redislockp_tx_unflushed(const redisContext *c)
+{
+    return !plain_socket(c) && redislockp_tx_pending_output(c);
+}
+
 int redislockp_tx_send(redisContext *c, const redislockp_cmd *cmd,
                        char *errmsg, int *sent)
 {

@@ -82,6 +82,19 @@ int redislockp_tx_ready(const redisContext *c, char *errmsg);
 int redislockp_tx_send(redisContext *c, const redislockp_cmd *cmd,
                        char *errmsg, int *sent);
 
+/*
+ * Writing without blocking, for a non-blocking context (an event loop's
+ * connection, aconn.c): write what the socket takes of BUF[*OFF..LEN),
+ * advancing *OFF; REDISLOCK_OK also when the socket is full (wait for
+ * POLLOUT, then call again).  Plain sockets: send(MSG_NOSIGNAL |
+ * MSG_DONTWAIT).  TLS: the bytes move into hiredis's buffer at once
+ * (*OFF = LEN) and hiredis writes them as it can, SIGPIPE blocked;
+ * redislockp_tx_unflushed() says whether some wait there.
+ */
+int redislockp_tx_flush(redisContext *c, const char *buf, size_t len,
+                        size_t *off, char *errmsg);
+int redislockp_tx_unflushed(const redisContext *c);
+
 /* SIGPIPE blocked in this thread around a write the library does not
  * make with send(MSG_NOSIGNAL) (hiredis's TLS write, OpenSSL's
  * handshake); restore discards a SIGPIPE that write raised (FAILED: the

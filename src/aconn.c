@@ -1,0 +1,253 @@
+/*
+ * aconn.c - one connection that never blocks, for an event loop
+ * (aconn.h).
+ */
+#include "config.h"
+
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "aconn.h"
+#include "alloc.h"
+
+void redislockp_aconn_open(redislockp_aconn *a, const redislockp_url *u)
+{
+    memset(a, 0, sizeof *a);
+    a->state = REDISLOCKP_ACONN_DIALING;
+    redislockp_dial_start_async(&a->dial, u, a->errmsg);
+    if (a->dial.phase == REDISLOCKP_DIAL_FAILED) {
+        a->state = REDISLOCKP_ACONN_BROKEN;
+        a->status = a->dial.status;
+    }
+}
+
+/* Free R and what it holds (replies not handed over). */
+static void req_free(redislockp_areq *r)
+{
+    int i;
+
+    for (i = 0; i < r->got; i++)
+        redislockp_val_free(r->reply[i]);
+    redislockp_free(r->buf);
+    redislockp_free(r);
+}
+
+/* A is broken (STATUS, WHY): close it, and fail every queued request.
+ * The queue is taken off A first: a callback may send again (refused
+ * now) or close A again (nothing left to fail). */
+static void fail_all(redislockp_aconn *a, int status, const char *why)
+{
+    redislockp_areq *r = a->head, *next;
+
+    a->head = a->tail = a->wr = NULL;
+    if (a->state != REDISLOCKP_ACONN_BROKEN) {
+        a->state = REDISLOCKP_ACONN_BROKEN;
+        a->status = status;
+        if (why != a->errmsg)
+            snprintf(a->errmsg, sizeof a->errmsg, "%s", why);
+    }
+    redislockp_dial_abort(&a->dial);
+    if (a->c != NULL) {
+        redisFree(a->c);
+        a->c = NULL;
+    }
+    for (; r != NULL; r = next) {
+        char msg[REDISLOCKP_ERRMSG_SIZE];
+
+        next = r->next;
+        snprintf(msg, sizeof msg, "%s", a->errmsg);
+        r->fn(r->arg, a->status, NULL, 0, r->started, msg);
+        req_free(r);
+    }
+}
+
+void redislockp_aconn_close(redislockp_aconn *a, int status, const char *why)
+{
+    fail_all(a, status, why);
+}
+
+int redislockp_aconn_send(redislockp_aconn *a, const redislockp_cmd *cmd,
+                          long long timeout_ms, redislockp_aconn_fn fn,
+                          void *arg, char *errmsg)
+{
+    redislockp_areq *r;
+
+    if (a->state == REDISLOCKP_ACONN_BROKEN)
+        return redislockp_tx_fail(errmsg, a->status ? a->status
+                                                    : REDISLOCK_ERR_IO,
+                                  "%s", a->errmsg);
+    if (cmd->oom)
+        return redislockp_tx_fail(errmsg, REDISLOCK_ERR_NOMEM,
+                                  "out of memory building a command");
+    if (cmd->count < 1 || cmd->count > REDISLOCKP_AREQ_REPLIES)
+        return redislockp_tx_fail(errmsg, REDISLOCK_ERR_INVALID, /* LCOV_EXCL_LINE */
+                                  "internal: %d commands in a request",
+                                  cmd->count);
+    r = redislockp_malloc(sizeof *r);
+    if (r == NULL)
+        return redislockp_tx_fail(errmsg, REDISLOCK_ERR_NOMEM,
+                                  "out of memory queueing a command");
+    memset(r, 0, sizeof *r);
+    r->buf = redislockp_malloc(cmd->len);
+    if (r->buf == NULL) {
+        redislockp_free(r);
+        return redislockp_tx_fail(errmsg, REDISLOCK_ERR_NOMEM,
+                                  "out of memory queueing a command");
+    }
+    memcpy(r->buf, cmd->buf, cmd->len);
+    r->len = cmd->len;
+    r->want = cmd->count;
+    r->deadline = redislockp_now_ms() + (timeout_ms > 0 ? timeout_ms : 1);
+    r->fn = fn;
+    r->arg = arg;
+    if (a->tail != NULL)
+        a->tail->next = r;
+    else
+        a->head = r;
+    a->tail = r;
+    if (a->wr == NULL)
+        a->wr = r;
+    /* Written when the owner next finds the socket writable: never from
+     * here, so that a failure reaches FN from the loop, not this call. */
+    return REDISLOCK_OK;
+}
+
+/* Write what the socket takes of the queued requests. */
+static void flush(redislockp_aconn *a)
+{
+    while (a->wr != NULL) {
+        redislockp_areq *r = a->wr;
+        int st = redislockp_tx_flush(a->c, r->buf, r->len, &r->off,
+                                     a->errmsg);
+
+        if (r->off > 0)
+            r->started = 1;
+        if (st != REDISLOCK_OK) {
+            fail_all(a, st, a->errmsg);
+            return;
+        }
+        if (r->off < r->len)
+            return;                     /* the rest when writable */
+        redislockp_free(r->buf);
+        r->buf = NULL;
+        a->wr = r->next;
+    }
+}
+
+/* Read what has come (CAN_READ: the socket is readable) and hand each
+ * reply to the oldest request; a request whose replies are all in ends
+ * (its callback may send, or close A). */
+static void read_replies(redislockp_aconn *a, int can_read)
+{
+    while (a->state == REDISLOCKP_ACONN_READY) {
+        redislockp_areq *r;
+        redisReply *rep;
+        int st = redislockp_tx_next_reply(a->c, can_read, &rep, a->errmsg);
+
+        can_read = 0;
+        if (st != REDISLOCK_OK) {
+            fail_all(a, st, a->errmsg);
+            return;
+        }
+        if (rep == NULL)
+            return;                     /* more to come */
+        r = a->head;
+        if (r == NULL || r->buf != NULL) {
+            /* A reply to nothing we asked (or before all of it went). */
+            freeReplyObject(rep);
+            fail_all(a, REDISLOCK_ERR_PROTOCOL,
+                     "a reply to no command: the connection is out of step");
+            return;
+        }
+        r->reply[r->got++] = (redislockp_val *)rep;
+        if (r->got < r->want)
+            continue;
+        a->head = r->next;
+        if (a->head == NULL)
+            a->tail = NULL;
+        r->fn(r->arg, REDISLOCK_OK, r->reply, r->got, 1, "");
+        r->got = 0;                     /* the callback owns them */
+        req_free(r);
+    }
+}
+
+void redislockp_aconn_io(redislockp_aconn *a, short revents)
+{
+    if (a->state == REDISLOCKP_ACONN_DIALING) {
+        redislockp_dial_step(&a->dial, revents, a->errmsg);
+        if (a->dial.phase == REDISLOCKP_DIAL_FAILED) {
+            fail_all(a, a->dial.status, a->errmsg);
+        } else if (a->dial.phase == REDISLOCKP_DIAL_DONE) {
+            a->c = redislockp_dial_take(&a->dial);
+            a->state = REDISLOCKP_ACONN_READY;
+            flush(a);
+        }
+        return;
+    }
+    if (a->state != REDISLOCKP_ACONN_READY)
+        return;
+    if (revents & (POLLOUT | POLLERR | POLLHUP))
+        flush(a);
+    if (a->state == REDISLOCKP_ACONN_READY &&
+        (revents & (POLLIN | POLLERR | POLLHUP)))
+        read_replies(a, 1);
+}
+
+long long redislockp_aconn_deadline(const redislockp_aconn *a)
+{
+    const redislockp_areq *r;
+    long long d = 0;
+
+    if (a->state == REDISLOCKP_ACONN_DIALING)
+        d = a->dial.deadline;
+    for (r = a->head; r != NULL; r = r->next)
+        if (d == 0 || r->deadline < d)
+            d = r->deadline;
+    return d;
+}
+
+void redislockp_aconn_tick(redislockp_aconn *a)
+{
+    long long now = redislockp_now_ms();
+    const redislockp_areq *r;
+
+    if (a->state == REDISLOCKP_ACONN_DIALING && now >= a->dial.deadline) {
+        redislockp_dial_step(&a->dial, 0, a->errmsg);
+        if (a->dial.phase == REDISLOCKP_DIAL_FAILED) {
+            fail_all(a, a->dial.status, a->errmsg);
+            return;
+        }
+    }
+    for (r = a->head; r != NULL; r = r->next) {
+        if (now < r->deadline)
+            continue;
+        redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_COMMAND,
+                           REDISLOCK_CAUSE_TIMEOUT, NULL);
+        fail_all(a, REDISLOCK_ERR_IO, "no reply in time (a request's "
+                 "deadline passed with its replies outstanding)");
+        return;
+    }
+}
+
+int redislockp_aconn_fd(const redislockp_aconn *a)
+{
+    if (a->state == REDISLOCKP_ACONN_DIALING)
+        return redislockp_dial_fd(&a->dial);
+    if (a->state == REDISLOCKP_ACONN_READY)
+        return redislockp_tx_fd(a->c);
+    return -1;
+}
+
+short redislockp_aconn_events(const redislockp_aconn *a)
+{
+    if (a->state == REDISLOCKP_ACONN_DIALING)
+        return a->dial.events;
+    if (a->state != REDISLOCKP_ACONN_READY)
+        return 0;
+    /* Readable always: a server that closes an idle connection is seen
+     * at once. */
+    return (short)(POLLIN | (a->wr != NULL || redislockp_tx_unflushed(a->c)
+                                 ? POLLOUT
+                                 : 0));
+}

@@ -1,0 +1,94 @@
+/*
+ * aconn.h - private: one connection that never blocks, for an event
+ * loop (the groundwork of the non-blocking API; no public call uses it
+ * yet).
+ *
+ * Requests are queued in order on one connection and pipelined: each is
+ * written at once (or as the socket takes it), and the replies, which
+ * Redis sends in the order of the commands, are handed to the requests
+ * in that order.  The connection is made by connect.c's dial in its
+ * non-blocking form (connect, TLS handshake, AUTH/SELECT/ROLE); requests
+ * queued meanwhile go out once it is up.
+ *
+ * Its owner drives it: it watches redislockp_aconn_fd() for
+ * redislockp_aconn_events(), calls redislockp_aconn_io() with what
+ * poll() (or the loop) reported, and redislockp_aconn_tick() once the
+ * time returned by redislockp_aconn_deadline() has come.  A request's
+ * callback is called from those two (or from close), never from
+ * redislockp_aconn_send(), exactly once.
+ *
+ * A request whose deadline passes with its replies outstanding breaks
+ * the connection: every reply after it would be read out of step.  All
+ * the requests still queued then fail with REDISLOCK_ERR_IO, and say
+ * whether their bytes may have reached the server (SENT: the outcome is
+ * unknown).
+ */
+#ifndef REDISLOCK_ACONN_H
+#define REDISLOCK_ACONN_H
+
+#include "client.h"
+
+/* Replies one request may expect (a pipeline and its trailer). */
+#define REDISLOCKP_AREQ_REPLIES 66
+
+/* A request's end: STATUS REDISLOCK_OK with its N replies (views the
+ * callback owns: free each with redislockp_val_free()), or the failure
+ * (ERRMSG; SENT: its bytes may have reached the server). */
+typedef void (*redislockp_aconn_fn)(void *arg, int status,
+                                    redislockp_val **replies, int n,
+                                    int sent, const char *errmsg);
+
+typedef struct redislockp_areq {
+    struct redislockp_areq *next;
+    char *buf;                  /* its bytes, until handed to the socket */
+    size_t len, off;
+    int want, got;
+    int started;                /* a byte of it was written */
+    long long deadline;         /* monotonic ms */
+    redislockp_val *reply[REDISLOCKP_AREQ_REPLIES];
+    redislockp_aconn_fn fn;
+    void *arg;
+} redislockp_areq;
+
+enum {
+    REDISLOCKP_ACONN_DIALING,
+    REDISLOCKP_ACONN_READY,
+    REDISLOCKP_ACONN_BROKEN     /* closed: every request fails at once */
+};
+
+typedef struct redislockp_aconn {
+    int state;
+    redislockp_dial dial;
+    redisContext *c;            /* once READY */
+    redislockp_areq *head, *tail;   /* queued, oldest first */
+    redislockp_areq *wr;        /* the first not wholly written */
+    int status;                 /* why it broke */
+    char errmsg[REDISLOCKP_ERRMSG_SIZE];
+} redislockp_aconn;
+
+/* Start connecting A to U (the dial's non-blocking form; U's strings are
+ * borrowed until it is up: a client's URL). */
+void redislockp_aconn_open(redislockp_aconn *a, const redislockp_url *u);
+
+/* Queue CMD (its COUNT commands; their replies come to FN) with a
+ * deadline TIMEOUT_MS from now.  REDISLOCK_OK, or the reason it cannot
+ * even start (out of memory, too many replies, a broken connection):
+ * then FN is never called. */
+int redislockp_aconn_send(redislockp_aconn *a, const redislockp_cmd *cmd,
+                          long long timeout_ms, redislockp_aconn_fn fn,
+                          void *arg, char *errmsg);
+
+/* What to watch now: its descriptor (-1: none) and POLLIN/POLLOUT. */
+int redislockp_aconn_fd(const redislockp_aconn *a);
+short redislockp_aconn_events(const redislockp_aconn *a);
+/* The earliest deadline (monotonic ms) it waits for; 0: none. */
+long long redislockp_aconn_deadline(const redislockp_aconn *a);
+
+/* Readiness REVENTS on its descriptor; the time has come. */
+void redislockp_aconn_io(redislockp_aconn *a, short revents);
+void redislockp_aconn_tick(redislockp_aconn *a);
+
+/* Close it: every queued request fails with STATUS and WHY. */
+void redislockp_aconn_close(redislockp_aconn *a, int status, const char *why);
+
+#endif /* REDISLOCK_ACONN_H */
