@@ -38,6 +38,20 @@
  *      else the library's default, 16.  Exit 1 if a call fails or is
  *      refused, or if the client was seen with more connections than
  *      pool_size (max - baseline).
+ *   S  server cost (issue 20): what one acquire+release cycle costs the
+ *      server, from INFO commandstats (CONFIG RESETSTAT before each
+ *      mode): the usec of the commands the cycle sends (EVALSHA, EVAL,
+ *      BLPOP, WAIT, WAITAOF; a script's own commands are inside its
+ *      time), per cycle, for go-zero's own two scripts (tests/gozero,
+ *      --gozero-dir; the reference) and the library's modes: plain
+ *      (the defaults: fencing off, wake-ups on), nowakeups, fencing,
+ *      waiting (acquire_wait on the free lock), counted, counted with
+ *      fencing.  --rounds rounds (5) of --n cycles (10000) per mode,
+ *      the modes interleaved in each; one line with each mode's median
+ *      usec per cycle, its ratio to go-zero's (median of the rounds'
+ *      ratios, and their range) and the modes over issue 20's bounds
+ *      (1.1 without extra features, 1.5 with them).  Exit 1 if a cycle
+ *      sent other than 2 commands.
  *
  * With --quorum URL,URL,... U and C run on handles of a quorum client
  * (redislock_client_open_quorum(): every operation goes to all masters;
@@ -103,7 +117,7 @@ static const char tls_built[] = "without TLS";
 #endif
 
 static const char usage_text[] =
-    "usage: redislock-bench --workload U|R|C|H|T --port P [options]\n"
+    "usage: redislock-bench --workload U|R|C|H|T|S --port P [options]\n"
     "\n"
     "Workloads (one JSON line each on stdout):\n"
     "  U  uncontended acquire+release cycles; --raw: the same commands\n"
@@ -116,16 +130,25 @@ static const char usage_text[] =
     "  T  --threads threads on ONE client (--url, or redis://HOST:PORT),\n"
     "     a handle and key each, --n acquire+release cycles in all after a\n"
     "     barrier; connected_clients sampled every 20 ms on --port\n"
+    "  S  server cost: usec per acquire+release cycle from INFO\n"
+    "     commandstats, per mode (go-zero's own scripts, plain, no\n"
+    "     wake-ups, fencing, waiting, counted, counted with fencing),\n"
+    "     --rounds interleaved rounds of --n cycles each; ratios to\n"
+    "     go-zero's scripts (median round).  Needs CONFIG RESETSTAT\n"
     "\n"
     "Options:\n"
     "  --host H        server address (127.0.0.1)\n"
     "  --port P        server port (required)\n"
     "  --mode M        gozero (default) or counted\n"
-    "  --n N           cycles (U: 20000, R: 5000, T: 60000 in all) or\n"
+    "  --n N           cycles (U: 20000, R: 5000, T: 60000 in all, S:\n"
+    "                  10000 per mode and round) or\n"
     "                  hand-offs (H: 1000)\n"
     "  --threads N     T: threads sharing the client (512, at most 4096)\n"
     "  --pool-size N   T: redislock_client_set_pool_size(N) (1..64; else\n"
     "                  the URL's pool_size=, else 16)\n"
+    "  --rounds N      S: rounds (5, at most 99)\n"
+    "  --gozero-dir D  S: where go-zero's lockscript.lua and delscript.lua\n"
+    "                  are (the source tree's tests/gozero)\n"
     "  --k K           C: processes (8, at most 1024)\n"
     "  --m M           C: critical sections per process (500)\n"
     "  --wait          C: redislock_acquire_wait() instead of try + 1 ms\n"
@@ -1331,6 +1354,266 @@ static int run_contended(int k, int m, int use_wait)
     return failed || counter != sections;
 }
 
+/* -------------------------------------------------------------------- S */
+
+/*
+ * Server cost (issue 20): what one acquire+release cycle costs the Redis
+ * server, read from INFO commandstats after CONFIG RESETSTAT: the usec of
+ * every command the cycle sends (EVALSHA and EVAL, and BLPOP, WAIT or
+ * WAITAOF should a cycle send them), per cycle.  The commands a script
+ * runs are counted by Redis too (cmdstat_get...), inside the script's
+ * time: they are not added again.  Each mode runs on its own key, the
+ * modes one after the other in every round, the rounds interleaved, so
+ * that go-zero's own scripts (the reference) and the library's meet the
+ * same load; the ratio to go-zero's is taken per round, and the median
+ * round reported.
+ */
+enum s_mode {
+    S_GOZERO,           /* go-zero's lockscript + delscript, EVALSHA */
+    S_PLAIN,            /* redislock_new(): fencing off, wake-ups on */
+    S_NOWAKEUPS,        /* redislock_set_wakeups(false) */
+    S_FENCING,          /* redislock_set_fencing(true) */
+    S_WAITING,          /* redislock_acquire_wait() on the free lock */
+    S_COUNTED,          /* redislock_new_counted() */
+    S_COUNTED_FENCING,  /* counted, fencing on */
+    S_MODES
+};
+
+static const struct {
+    const char *name;
+    double target;      /* issue 20's bound on the ratio; 0: none */
+} s_modes[S_MODES] = {
+    { "gozero", 0 },
+    { "plain", 1.1 },
+    { "nowakeups", 1.1 },
+    { "fencing", 1.5 },
+    { "waiting", 1.5 },
+    { "counted", 1.5 },
+    { "counted_fencing", 1.5 },
+};
+
+/* The commands a cycle may send itself (not those its scripts run). */
+static const char *const s_sent[] = {
+    "evalsha", "eval", "blpop", "wait", "waitaof",
+};
+
+#ifndef REDISLOCK_BENCH_GOZERO_DIR
+#define REDISLOCK_BENCH_GOZERO_DIR "tests/gozero"
+#endif
+static const char *gozero_dir = REDISLOCK_BENCH_GOZERO_DIR;
+
+/* Read DIR/NAME (a go-zero script, for comparison only) and SCRIPT LOAD
+ * it; SHA gets its SHA1. */
+static void gozero_load(redisContext *c, const char *name, char sha[41])
+{
+    char path[1024], body[4096];
+    const char *argv[3] = { "SCRIPT", "LOAD", body };
+    size_t len[3] = { 6, 4, 0 };
+    redisReply *r;
+    FILE *f;
+
+    snprintf(path, sizeof path, "%s/%s", gozero_dir, name);
+    f = fopen(path, "r");
+    if (f == NULL)
+        die(path, strerror(errno));
+    len[2] = fread(body, 1, sizeof body - 1, f);
+    fclose(f);
+    if (len[2] == 0 || len[2] == sizeof body - 1)
+        die(path, "empty or too long");
+    body[len[2]] = '\0';
+    r = redisCommandArgv(c, 3, argv, len);
+    if (r == NULL || r->type != REDIS_REPLY_STRING || r->len != 40)
+        die("SCRIPT LOAD (go-zero)", r && r->type == REDIS_REPLY_ERROR
+                                         ? r->str : c->errstr);
+    memcpy(sha, r->str, 41);
+    freeReplyObject(r);
+}
+
+/* Usec and calls of the commands a cycle sends, since the last reset. */
+static void s_stats(redisContext *admin, long long *usec, long long *calls)
+{
+    redisReply *r = redisCommand(admin, "INFO commandstats");
+    char needle[64];
+    size_t i;
+
+    if (r == NULL || r->type != REDIS_REPLY_STRING)
+        die("INFO commandstats", NULL);
+    *usec = *calls = 0;
+    for (i = 0; i < sizeof s_sent / sizeof s_sent[0]; i++) {
+        const char *p;
+
+        snprintf(needle, sizeof needle, "\ncmdstat_%s:calls=", s_sent[i]);
+        p = strstr(r->str, needle);
+        if (p == NULL)
+            continue;
+        *calls += atoll(p + strlen(needle));
+        p = strstr(p, ",usec=");
+        if (p == NULL)
+            die("INFO commandstats", "no usec field");
+        *usec += atoll(p + 6);
+    }
+    freeReplyObject(r);
+}
+
+static void s_reset(redisContext *admin)
+{
+    redisReply *r = redisCommand(admin, "CONFIG RESETSTAT");
+
+    if (r == NULL || r->type != REDIS_REPLY_STATUS)
+        die("CONFIG RESETSTAT", r && r->type == REDIS_REPLY_ERROR
+                                    ? r->str : admin->errstr);
+    freeReplyObject(r);
+}
+
+struct s_gozero {
+    char lock_sha[41], del_sha[41], id[17], px[24];
+};
+
+static void s_gozero_cycle(redisContext *c, const struct s_gozero *g,
+                           const char *key)
+{
+    redisReply *r = redisCommand(c, "EVALSHA %s 1 %s %s %s", g->lock_sha,
+                                 key, g->id, g->px);
+
+    if (r == NULL || r->type != REDIS_REPLY_STATUS)
+        die("go-zero's lockscript", r && r->type == REDIS_REPLY_ERROR
+                                        ? r->str : "refused");
+    freeReplyObject(r);
+    r = redisCommand(c, "EVALSHA %s 1 %s %s", g->del_sha, key, g->id);
+    if (r == NULL || r->type != REDIS_REPLY_INTEGER || r->integer != 1)
+        die("go-zero's delscript", r && r->type == REDIS_REPLY_ERROR
+                                       ? r->str : "not released");
+    freeReplyObject(r);
+}
+
+static void s_lib_cycle(redislock *lock, int waiting)
+{
+    bool ok = false;
+
+    if (waiting)
+        must(lock, redislock_acquire_wait(lock, 1000, &ok), "acquire_wait");
+    else
+        must(lock, redislock_acquire(lock, &ok), "acquire");
+    if (!ok)
+        die("an uncontended acquire was refused", NULL);
+    must(lock, redislock_release(lock, &ok), "release");
+    if (!ok)
+        die("release found the lock gone", NULL);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return (x > y) - (x < y);
+}
+
+#define S_MAX_ROUNDS 99
+
+static int run_server_cost(long long n, int rounds)
+{
+    redisContext *c = connect_or_die(), *admin = connect_or_die();
+    redislock *lock[S_MODES];
+    struct s_gozero g;
+    double us[S_MODES][S_MAX_ROUNDS], ratio[S_MODES][S_MAX_ROUNDS];
+    double per_call[S_MODES];
+    char key[S_MODES][64], out[4096];
+    long long start, i, usec, calls;
+    int m, k, failed = 0;
+    size_t len;
+
+    gozero_load(admin, "lockscript.lua", g.lock_sha);
+    gozero_load(admin, "delscript.lua", g.del_sha);
+    /* An ID as go-zero makes one (16 random letters and digits): any
+     * 16 characters will do for the server's work. */
+    snprintf(g.id, sizeof g.id, "%016lx", (unsigned long)getpid());
+    snprintf(g.px, sizeof g.px, "%d", EXPIRE_S * 1000 + TOLERANCE_MS);
+    memset(lock, 0, sizeof lock);
+    for (m = 0; m < S_MODES; m++) {
+        snprintf(key[m], sizeof key[m], "bench:S:%s", s_modes[m].name);
+        if (m == S_GOZERO)
+            continue;
+        counted = m == S_COUNTED || m == S_COUNTED_FENCING;
+        lock[m] = new_lock(c, key[m]);
+        if ((m == S_NOWAKEUPS &&
+             redislock_set_wakeups(lock[m], false) != REDISLOCK_OK) ||
+            ((m == S_FENCING || m == S_COUNTED_FENCING) &&
+             redislock_set_fencing(lock[m], true) != REDISLOCK_OK))
+            die("redislock_set_*", NULL);
+    }
+    counted = 0;
+    /* Warm-up: every script cached (NOSCRIPT -> EVAL), buffers grown. */
+    for (m = 0; m < S_MODES; m++)
+        for (i = 0; i < 1000 && i < n; i++) {
+            if (m == S_GOZERO)
+                s_gozero_cycle(c, &g, key[m]);
+            else
+                s_lib_cycle(lock[m], m == S_WAITING);
+        }
+    start = now_us();
+    for (k = 0; k < rounds; k++) {
+        for (m = 0; m < S_MODES; m++) {
+            s_reset(admin);
+            for (i = 0; i < n; i++) {
+                if (m == S_GOZERO)
+                    s_gozero_cycle(c, &g, key[m]);
+                else
+                    s_lib_cycle(lock[m], m == S_WAITING);
+            }
+            s_stats(admin, &usec, &calls);
+            if (calls != 2 * n) {
+                fprintf(stderr, "redislock-bench: S %s: %lld commands in "
+                                "%lld cycles, not 2 a cycle\n",
+                        s_modes[m].name, calls, n);
+                failed = 1;
+            }
+            us[m][k] = (double)usec / (double)n;
+        }
+        for (m = 0; m < S_MODES; m++)
+            ratio[m][k] = us[S_GOZERO][k] > 0 ? us[m][k] / us[S_GOZERO][k] : 0;
+    }
+    start = now_us() - start;
+    /* The median round of each mode (its cost, and its ratio). */
+    len = (size_t)snprintf(out, sizeof out,
+                           "{\"peer\":\"redislock/go-zero\",\"workload\":\"S\","
+                           "\"ops\":%lld,\"seconds\":%.3f,\"rounds\":%d,"
+                           "\"cycles_per_round\":%lld,\"server_us_per_cycle\":{",
+                           n * rounds * S_MODES, (double)start / 1e6, rounds,
+                           n);
+    for (m = 0; m < S_MODES; m++) {
+        qsort(us[m], (size_t)rounds, sizeof us[m][0], cmp_double);
+        qsort(ratio[m], (size_t)rounds, sizeof ratio[m][0], cmp_double);
+        per_call[m] = us[m][rounds / 2];
+        len += (size_t)snprintf(out + len, sizeof out - len, "%s\"%s\":%.3f",
+                                m ? "," : "", s_modes[m].name, per_call[m]);
+    }
+    len += (size_t)snprintf(out + len, sizeof out - len,
+                            "},\"ratio_to_gozero\":{");
+    for (m = 1; m < S_MODES; m++)
+        len += (size_t)snprintf(out + len, sizeof out - len, "%s\"%s\":%.3f",
+                                m > 1 ? "," : "", s_modes[m].name,
+                                ratio[m][rounds / 2]);
+    len += (size_t)snprintf(out + len, sizeof out - len,
+                            "},\"ratio_range\":{");
+    for (m = 1; m < S_MODES; m++)
+        len += (size_t)snprintf(out + len, sizeof out - len,
+                                "%s\"%s\":[%.3f,%.3f]", m > 1 ? "," : "",
+                                s_modes[m].name, ratio[m][0],
+                                ratio[m][rounds - 1]);
+    len += (size_t)snprintf(out + len, sizeof out - len, "},\"over_target\":[");
+    for (m = 1, k = 0; m < S_MODES; m++)
+        if (ratio[m][rounds / 2] > s_modes[m].target)
+            len += (size_t)snprintf(out + len, sizeof out - len, "%s\"%s\"",
+                                    k++ ? "," : "", s_modes[m].name);
+    printf("%s],\"cpu_dma_latency\":\"%s\"}\n", out, dma_note);
+    fflush(stdout);
+    for (m = 0; m < S_MODES; m++)
+        redislock_free(lock[m]);
+    redisFree(c);
+    redisFree(admin);
+    return failed;
+}
+
 /* -------------------------------------------------------------------- H */
 
 struct shared {
@@ -1461,12 +1744,14 @@ int main(int argc, char **argv)
         { "poll-ms", required_argument, NULL, 'P' },
         { "threads", required_argument, NULL, 't' },
         { "pool-size", required_argument, NULL, 'S' },
+        { "rounds", required_argument, NULL, 'R' },
+        { "gozero-dir", required_argument, NULL, 'G' },
         { NULL, 0, NULL, 0 },
     };
     const char *workload = NULL, *url = NULL, *label = "url";
     long long n = -1;
     int k = 8, m = 500, use_wait = 0, raw = 0, dma = 1, opt;
-    int threads = 512, pool = 0;
+    int threads = 512, pool = 0, rounds = 5;
 
     while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (opt) {
@@ -1493,6 +1778,12 @@ int main(int argc, char **argv)
             if (threads < 1 || threads > 4096)
                 usage_error("--threads is 1..4096");
             break;
+        case 'R':
+            rounds = atoi(optarg);
+            if (rounds < 1 || rounds > S_MAX_ROUNDS)
+                usage_error("--rounds is 1..99");
+            break;
+        case 'G': gozero_dir = optarg; break;
         case 'S':
             pool = atoi(optarg);
             if (pool < 1 || pool > 64)
@@ -1520,8 +1811,8 @@ int main(int argc, char **argv)
     if (optind < argc)
         usage_error("unexpected argument");
     if (workload == NULL || strlen(workload) != 1 ||
-        strchr("URCHT", workload[0]) == NULL)
-        usage_error("--workload is U, R, C, H or T");
+        strchr("URCHTS", workload[0]) == NULL)
+        usage_error("--workload is U, R, C, H, T or S");
     if (url != NULL && (strchr("UT", workload[0]) == NULL || raw))
         usage_error("--url is for workloads U (without --raw) and T");
     if (workload[0] == 'T' && port <= 0)
@@ -1571,6 +1862,8 @@ int main(int argc, char **argv)
         return run_contended(k, m, use_wait);
     case 'T':
         return run_threads(url, label, threads, pool, n > 0 ? n : 60000);
+    case 'S':
+        return run_server_cost(n > 0 ? n : 10000, rounds);
     default:
         return run_handoff(n > 0 ? n : 1000);
     }
