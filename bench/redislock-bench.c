@@ -90,7 +90,6 @@
 #define EXPIRE_S 10                     /* redislock_set_expire(lock, 10) */
 #define TOLERANCE_MS 500                /* added by redislock_set_expire() */
 #define POLL_MS 100                     /* default wait poll interval */
-#define REGISTRATION_SLACK_MS 2000      /* registration ttl = poll + this */
 
 #define MAX_ARGS 16
 
@@ -457,7 +456,7 @@ struct raw_cmd {
 struct raw_cycle {
     struct raw_cmd acquire, release;
     char key[64], waiters[80], wake[80], turn[80];
-    char lease_ms[24], registration_ms[24];
+    char lease_ms[24];
 };
 
 static void add_arg(struct raw_cmd *cmd, const char *s)
@@ -484,12 +483,12 @@ static void companion(char *out, size_t size, const char *key,
         snprintf(out, size, "{%s}%s", key, suffix);
 }
 
-/* What src/lock.c sends for one plain redislock_acquire() and one
+/* What src/calls.c sends for one plain redislock_acquire() and one
  * redislock_release() (fencing off, wake-ups on: the defaults):
  *   acquire: EVALSHA <acquire[_counted]> 1 KEY
- *            ID LEASE_MS '0'(fencing) '0'(plain try) REGISTRATION_TTL_MS
+ *            ID LEASE_MS ['0'(fencing), counted mode only]
  *   release: EVALSHA <release[_counted]> 4 KEY WAITERS WAKE TURN
- *            ID '1'(wake a waiter) [LEASE_MS, counted mode only] */
+ *            ID [LEASE_MS, counted mode only] */
 static void raw_build(struct raw_cycle *rc, const char *key, const char *id)
 {
     memset(rc, 0, sizeof *rc);
@@ -499,8 +498,6 @@ static void raw_build(struct raw_cycle *rc, const char *key, const char *id)
     companion(rc->turn, sizeof rc->turn, key, ":turn");
     snprintf(rc->lease_ms, sizeof rc->lease_ms, "%d",
              EXPIRE_S * 1000 + TOLERANCE_MS);
-    snprintf(rc->registration_ms, sizeof rc->registration_ms, "%d",
-             POLL_MS + REGISTRATION_SLACK_MS);
 
     add_arg(&rc->acquire, "EVALSHA");
     add_arg(&rc->acquire, counted ? REDISLOCKP_LUA_ACQUIRE_COUNTED_SHA1
@@ -509,9 +506,8 @@ static void raw_build(struct raw_cycle *rc, const char *key, const char *id)
     add_arg(&rc->acquire, rc->key);
     add_arg(&rc->acquire, id);
     add_arg(&rc->acquire, rc->lease_ms);
-    add_arg(&rc->acquire, "0");
-    add_arg(&rc->acquire, "0");
-    add_arg(&rc->acquire, rc->registration_ms);
+    if (counted)
+        add_arg(&rc->acquire, "0");
 
     add_arg(&rc->release, "EVALSHA");
     add_arg(&rc->release, counted ? REDISLOCKP_LUA_RELEASE_COUNTED_SHA1
@@ -522,7 +518,6 @@ static void raw_build(struct raw_cycle *rc, const char *key, const char *id)
     add_arg(&rc->release, rc->wake);
     add_arg(&rc->release, rc->turn);
     add_arg(&rc->release, id);
-    add_arg(&rc->release, "1");
     if (counted)
         add_arg(&rc->release, rc->lease_ms);
 }
@@ -556,7 +551,9 @@ static void load_scripts(redisContext *c)
 }
 
 /* The checks the library makes of a script's reply (an array of MIN..MAX
- * integers), and that the first says "ours". */
+ * integers, or the bare integer that stands for one: src/scripts.h), and
+ * that it says "ours": a bare acquire's is the token (none here, 0), a
+ * bare release's 1. */
 static void raw_check(redisContext *c, redisReply *r, const char *what,
                       size_t min, size_t max)
 {
@@ -566,6 +563,11 @@ static void raw_check(redisContext *c, redisReply *r, const char *what,
         die(what, c->errstr);
     if (r->type == REDIS_REPLY_ERROR)
         die(what, r->str);              /* NOSCRIPT included: see setup */
+    if (r->type == REDIS_REPLY_INTEGER) {
+        if (r->integer != (max == 3 ? 0 : 1))
+            die(what, "refused");
+        return;
+    }
     if (r->type != REDIS_REPLY_ARRAY || r->elements < min ||
         r->elements > max)
         die(what, "unexpected reply");

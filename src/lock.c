@@ -17,19 +17,26 @@
 #include "redislock_int.h"
 #include "slot.h"
 
-/* An integer-array reply of MIN..MAX elements, read into V. */
+/* An integer-array reply of MIN..MAX elements, read into V; or, where
+ * BARE says, a bare integer standing for one (see src/scripts.h). */
 typedef struct int_reply {
     const char *what;
     size_t min, max, n;
+    redislockp_bare bare;
     long long v[4];
 } int_reply;
 
 static int parse_ints(const redislockp_val *r, void *out, char *errmsg)
 {
     int_reply *ir = out;
-    int st = redislockp_int_array(r, ir->what, ir->v, ir->min, ir->max,
-                                  errmsg);
+    int st;
 
+    if (ir->bare != REDISLOCKP_BARE_NONE &&
+        redislockp_val_type(r) == REDISLOCKP_V_INTEGER) {
+        ir->n = redislockp_bare_ints(ir->bare, redislockp_val_int(r), ir->v);
+        return REDISLOCK_OK;
+    }
+    st = redislockp_int_array(r, ir->what, ir->v, ir->min, ir->max, errmsg);
     ir->n = st == REDISLOCK_OK ? redislockp_val_count(r) : 0;
     return st;
 }
@@ -42,6 +49,9 @@ static int_reply ints(const char *what, size_t min, size_t max)
     ir.min = min;
     ir.max = max;
     ir.n = 0;
+    ir.bare = strcmp(what, "acquire") == 0 ? REDISLOCKP_BARE_ACQUIRE
+            : strcmp(what, "release") == 0 ? REDISLOCKP_BARE_RELEASE
+                                           : REDISLOCKP_BARE_NONE;
     ir.v[0] = ir.v[1] = ir.v[2] = ir.v[3] = 0;
     return ir;
 }
@@ -132,8 +142,7 @@ static long long majority_value(long long *v, size_t n, size_t maj)
 
 static int is_acquire(const redislockp_call *call)
 {
-    return call->script == &redislockp_script_acquire ||
-           call->script == &redislockp_script_acquire_counted;
+    return redislockp_script_is_acquire(call->script);
 }
 
 /* Should an acquire that must be undone (not acknowledged, or granted by
@@ -413,7 +422,7 @@ static int ack_enough(const redislock *lock, const redislockp_val *r)
 static int late_harmless(const redislock *lock, const redislockp_call *call)
 {
     return lock->mode == REDISLOCKP_MODE_GOZERO &&
-           (call->script == &redislockp_script_acquire ||
+           (redislockp_script_is_acquire(call->script) ||
             call->script == &redislockp_script_extend);
 }
 

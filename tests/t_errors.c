@@ -393,7 +393,10 @@ static void test_acquire_reply_handling(void **state)
     acquire_gets("*0\r\n", REDISLOCK_ERR_PROTOCOL, false);
     acquire_gets("+OK\r\n", REDISLOCK_ERR_PROTOCOL, false);
     acquire_gets("$-1\r\n", REDISLOCK_ERR_PROTOCOL, false);
-    acquire_gets(":1\r\n", REDISLOCK_ERR_PROTOCOL, false);
+    /* A bare integer is a granted acquire's token (src/scripts.h). */
+    acquire_gets(":0\r\n", REDISLOCK_OK, true);
+    acquire_gets(":7\r\n", REDISLOCK_OK, true);
+    acquire_gets(":-1\r\n", REDISLOCK_ERR_PROTOCOL, false);
     acquire_gets("-ERR boom\r\n", REDISLOCK_ERR_SERVER, false);
     /* Not RESP at all: hiredis gives up on the connection. */
     acquire_gets("hello\r\n", REDISLOCK_ERR_IO, false);
@@ -409,7 +412,12 @@ static void test_release_reply_handling(void **state)
     release_gets("*2\r\n:0\r\n:3\r\n", REDISLOCK_ERR_PROTOCOL, false);
     release_gets("*2\r\n:1\r\n:-1\r\n", REDISLOCK_ERR_PROTOCOL, false);
     release_gets("*1\r\n:1\r\n", REDISLOCK_ERR_PROTOCOL, false);
-    release_gets(":1\r\n", REDISLOCK_ERR_PROTOCOL, false);
+    /* A bare integer X stands for {X, 0} (src/scripts.h). */
+    release_gets(":1\r\n", REDISLOCK_OK, true);
+    release_gets(":0\r\n", REDISLOCK_OK, false);
+    release_gets(":-1\r\n", REDISLOCK_OK, false);
+    release_gets(":2\r\n", REDISLOCK_ERR_PROTOCOL, false);
+    release_gets(":-2\r\n", REDISLOCK_ERR_PROTOCOL, false);
     release_gets("$-1\r\n", REDISLOCK_ERR_PROTOCOL, false);
     release_gets("+OK\r\n", REDISLOCK_ERR_PROTOCOL, false);
     release_gets("-WRONGTYPE x\r\n", REDISLOCK_ERR_SERVER, false);
