@@ -40,18 +40,19 @@
  *      pool_size (max - baseline).
  *   S  server cost (issue 20): what one acquire+release cycle costs the
  *      server, from INFO commandstats (CONFIG RESETSTAT before each
- *      mode): the usec of the commands the cycle sends (EVALSHA, EVAL,
- *      BLPOP, WAIT, WAITAOF; a script's own commands are inside its
- *      time), per cycle, for go-zero's own two scripts (tests/gozero,
- *      --gozero-dir; the reference) and the library's modes: plain
- *      (the defaults: fencing off, wake-ups on), nowakeups, fencing,
- *      waiting (acquire_wait on the free lock), counted, counted with
- *      fencing.  --rounds rounds (5) of --n cycles (10000) per mode,
- *      the modes interleaved in each; one line with each mode's median
- *      usec per cycle, its ratio to go-zero's (median of the rounds'
- *      ratios, and their range) and the modes over issue 20's bounds
- *      (1.1 without extra features, 1.5 with them).  Exit 1 if a cycle
- *      sent other than 2 commands.
+ *      chunk of cycles): the usec of the commands the cycle sends
+ *      (EVALSHA, EVAL, BLPOP, WAIT, WAITAOF; a script's own commands are
+ *      inside its time), per cycle, for go-zero's own two scripts
+ *      (tests/gozero, --gozero-dir; the reference) and the library's
+ *      modes: plain (the defaults: fencing off, wake-ups on),
+ *      nowakeups, fencing, waiting (acquire_wait on the free lock),
+ *      counted, counted with fencing.  --rounds rounds (9); in each,
+ *      every mode runs a chunk of --n cycles (5000) right after a chunk
+ *      of go-zero's, and the pair gives a ratio.  One line: each mode's
+ *      median usec per cycle, its median ratio to go-zero's and the
+ *      range of its ratios, and the modes over issue 20's bounds (1.1
+ *      without extra features, 1.5 with them).  Exit 1 if a cycle sent
+ *      other than 2 commands.
  *
  * With --quorum URL,URL,... U and C run on handles of a quorum client
  * (redislock_client_open_quorum(): every operation goes to all masters;
@@ -130,22 +131,21 @@ static const char usage_text[] =
     "     a handle and key each, --n acquire+release cycles in all after a\n"
     "     barrier; connected_clients sampled every 20 ms on --port\n"
     "  S  server cost: usec per acquire+release cycle from INFO\n"
-    "     commandstats, per mode (go-zero's own scripts, plain, no\n"
+    "     commandstats (needs CONFIG RESETSTAT), per mode (plain, no\n"
     "     wake-ups, fencing, waiting, counted, counted with fencing),\n"
-    "     --rounds interleaved rounds of --n cycles each; ratios to\n"
-    "     go-zero's scripts (median round).  Needs CONFIG RESETSTAT\n"
+    "     each chunk of --n cycles right after one of go-zero's own\n"
+    "     scripts, --rounds times; median ratios to go-zero's\n"
     "\n"
     "Options:\n"
     "  --host H        server address (127.0.0.1)\n"
     "  --port P        server port (required)\n"
     "  --mode M        gozero (default) or counted\n"
     "  --n N           cycles (U: 20000, R: 5000, T: 60000 in all, S:\n"
-    "                  10000 per mode and round) or\n"
-    "                  hand-offs (H: 1000)\n"
+    "                  5000 a chunk) or hand-offs (H: 1000)\n"
     "  --threads N     T: threads sharing the client (512, at most 4096)\n"
     "  --pool-size N   T: redislock_client_set_pool_size(N) (1..64; else\n"
     "                  the URL's pool_size=, else 16)\n"
-    "  --rounds N      S: rounds (5, at most 99)\n"
+    "  --rounds N      S: rounds (9, at most 99)\n"
     "  --gozero-dir D  S: where go-zero's lockscript.lua and delscript.lua\n"
     "                  are (the source tree's tests/gozero)\n"
     "  --k K           C: processes (8, at most 1024)\n"
@@ -455,7 +455,7 @@ struct raw_cmd {
  * The strings the commands point at live here (and in the lock's ID). */
 struct raw_cycle {
     struct raw_cmd acquire, release;
-    char key[64], waiters[80], wake[80], turn[80];
+    char key[64], waiters[80];
     char lease_ms[24];
 };
 
@@ -487,15 +487,15 @@ static void companion(char *out, size_t size, const char *key,
  * redislock_release() (fencing off, wake-ups on: the defaults):
  *   acquire: EVALSHA <acquire[_counted]> 1 KEY
  *            ID LEASE_MS ['0'(fencing), counted mode only]
- *   release: EVALSHA <release[_counted]> 4 KEY WAITERS WAKE TURN
- *            ID [LEASE_MS, counted mode only] */
+ *   release: EVALSHA <release[_counted]> 2 KEY WAITERS
+ *            ID [LEASE_MS, counted mode only]
+ * (With waiters registered a release goes again with the wake-up list
+ * and the turn too; here nobody waits.) */
 static void raw_build(struct raw_cycle *rc, const char *key, const char *id)
 {
     memset(rc, 0, sizeof *rc);
     snprintf(rc->key, sizeof rc->key, "%s", key);
     companion(rc->waiters, sizeof rc->waiters, key, ":waiters");
-    companion(rc->wake, sizeof rc->wake, key, ":wake");
-    companion(rc->turn, sizeof rc->turn, key, ":turn");
     snprintf(rc->lease_ms, sizeof rc->lease_ms, "%d",
              EXPIRE_S * 1000 + TOLERANCE_MS);
 
@@ -512,11 +512,9 @@ static void raw_build(struct raw_cycle *rc, const char *key, const char *id)
     add_arg(&rc->release, "EVALSHA");
     add_arg(&rc->release, counted ? REDISLOCKP_LUA_RELEASE_COUNTED_SHA1
                                   : REDISLOCKP_LUA_RELEASE_SHA1);
-    add_arg(&rc->release, "4");
+    add_arg(&rc->release, "2");
     add_arg(&rc->release, rc->key);
     add_arg(&rc->release, rc->waiters);
-    add_arg(&rc->release, rc->wake);
-    add_arg(&rc->release, rc->turn);
     add_arg(&rc->release, id);
     if (counted)
         add_arg(&rc->release, rc->lease_ms);
@@ -552,10 +550,10 @@ static void load_scripts(redisContext *c)
 
 /* The checks the library makes of a script's reply (an array of MIN..MAX
  * integers, or the bare integer that stands for one: src/scripts.h), and
- * that it says "ours": a bare acquire's is the token (none here, 0), a
- * bare release's 1. */
+ * that it says "ours": a bare integer OURS (an acquire's token, none here:
+ * 0; a release's 1), or an array whose first is 1. */
 static void raw_check(redisContext *c, redisReply *r, const char *what,
-                      size_t min, size_t max)
+                      size_t min, size_t max, long long ours)
 {
     size_t i;
 
@@ -564,7 +562,7 @@ static void raw_check(redisContext *c, redisReply *r, const char *what,
     if (r->type == REDIS_REPLY_ERROR)
         die(what, r->str);              /* NOSCRIPT included: see setup */
     if (r->type == REDIS_REPLY_INTEGER) {
-        if (r->integer != (max == 3 ? 0 : 1))
+        if (r->integer != ours)
             die(what, "refused");
         return;
     }
@@ -584,11 +582,11 @@ static void raw_cycle_run(redisContext *c, struct raw_cycle *rc)
 
     r = redisCommandArgv(c, rc->acquire.argc, rc->acquire.argv,
                          rc->acquire.len);
-    raw_check(c, r, "raw acquire", 2, 3);
+    raw_check(c, r, "raw acquire", 2, 3, 0);
     freeReplyObject(r);
     r = redisCommandArgv(c, rc->release.argc, rc->release.argv,
                          rc->release.len);
-    raw_check(c, r, "raw release", 2, 2);
+    raw_check(c, r, "raw release", 2, 3, 1);
     freeReplyObject(r);
 }
 
@@ -1503,6 +1501,31 @@ static void s_lib_cycle(redislock *lock, int waiting)
         die("release found the lock gone", NULL);
 }
 
+/* One chunk of N cycles of mode M (LOCK's, or go-zero's G) on KEY:
+ * the server's usec per cycle.  *FAILED is set if a cycle sent other
+ * than 2 commands (not checked with FAILED NULL: a warm-up). */
+static double s_chunk(redisContext *c, redisContext *admin, redislock *lock,
+                      const struct s_gozero *g, const char *key, int m,
+                      long long n, int *failed)
+{
+    long long i, usec, calls;
+
+    s_reset(admin);
+    for (i = 0; i < n; i++) {
+        if (m == S_GOZERO)
+            s_gozero_cycle(c, g, key);
+        else
+            s_lib_cycle(lock, m == S_WAITING);
+    }
+    s_stats(admin, &usec, &calls);
+    if (failed != NULL && calls != 2 * n) {
+        fprintf(stderr, "redislock-bench: S %s: %lld commands in %lld "
+                        "cycles, not 2 a cycle\n", s_modes[m].name, calls, n);
+        *failed = 1;
+    }
+    return (double)usec / (double)n;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -1517,11 +1540,12 @@ static int run_server_cost(long long n, int rounds)
     redisContext *c = connect_or_die(), *admin = connect_or_die();
     redislock *lock[S_MODES];
     struct s_gozero g;
-    double us[S_MODES][S_MAX_ROUNDS], ratio[S_MODES][S_MAX_ROUNDS];
+    /* Go-zero's chunks: one before each mode's, in every round. */
+    double us[S_MODES][S_MAX_ROUNDS * S_MODES], ratio[S_MODES][S_MAX_ROUNDS];
     double per_call[S_MODES];
     char key[S_MODES][64], out[4096];
-    long long start, i, usec, calls;
-    int m, k, failed = 0;
+    long long start;
+    int m, k, ngz = 0, failed = 0;
     size_t len;
 
     gozero_load(admin, "lockscript.lua", g.lock_sha);
@@ -1544,65 +1568,55 @@ static int run_server_cost(long long n, int rounds)
             die("redislock_set_*", NULL);
     }
     counted = 0;
-    /* Warm-up: every script cached (NOSCRIPT -> EVAL), buffers grown. */
+    /* Warm-up: every script cached (NOSCRIPT -> EVAL: more commands than
+     * 2 a cycle, not counted), buffers grown. */
     for (m = 0; m < S_MODES; m++)
-        for (i = 0; i < 1000 && i < n; i++) {
-            if (m == S_GOZERO)
-                s_gozero_cycle(c, &g, key[m]);
-            else
-                s_lib_cycle(lock[m], m == S_WAITING);
-        }
+        (void)s_chunk(c, admin, lock[m], &g, key[m], m, n < 1000 ? n : 1000,
+                      NULL);
+    /* Each mode's chunk right after one of go-zero's: the ratio of the
+     * two, taken a few seconds apart at most, is what a shared machine's
+     * drifting load disturbs least. */
     start = now_us();
     for (k = 0; k < rounds; k++) {
-        for (m = 0; m < S_MODES; m++) {
-            s_reset(admin);
-            for (i = 0; i < n; i++) {
-                if (m == S_GOZERO)
-                    s_gozero_cycle(c, &g, key[m]);
-                else
-                    s_lib_cycle(lock[m], m == S_WAITING);
-            }
-            s_stats(admin, &usec, &calls);
-            if (calls != 2 * n) {
-                fprintf(stderr, "redislock-bench: S %s: %lld commands in "
-                                "%lld cycles, not 2 a cycle\n",
-                        s_modes[m].name, calls, n);
-                failed = 1;
-            }
-            us[m][k] = (double)usec / (double)n;
+        for (m = 1; m < S_MODES; m++) {
+            double gz = s_chunk(c, admin, NULL, &g, key[S_GOZERO], S_GOZERO,
+                                n, &failed);
+
+            us[S_GOZERO][ngz++] = gz;
+            us[m][k] = s_chunk(c, admin, lock[m], &g, key[m], m, n, &failed);
+            ratio[m][k] = gz > 0 ? us[m][k] / gz : 0;
         }
-        for (m = 0; m < S_MODES; m++)
-            ratio[m][k] = us[S_GOZERO][k] > 0 ? us[m][k] / us[S_GOZERO][k] : 0;
     }
     start = now_us() - start;
-    /* The median round of each mode (its cost, and its ratio). */
+    /* The median round of each mode (its cost, and its ratio), flat:
+     * MODE_us, MODE_ratio, MODE_min, MODE_max (the rounds' ratios). */
     len = (size_t)snprintf(out, sizeof out,
                            "{\"peer\":\"redislock/go-zero\",\"workload\":\"S\","
                            "\"ops\":%lld,\"seconds\":%.3f,\"rounds\":%d,"
-                           "\"cycles_per_round\":%lld,\"server_us_per_cycle\":{",
-                           n * rounds * S_MODES, (double)start / 1e6, rounds,
-                           n);
+                           "\"cycles_per_chunk\":%lld",
+                           n * rounds * 2 * (S_MODES - 1), (double)start / 1e6,
+                           rounds, n);
     for (m = 0; m < S_MODES; m++) {
-        qsort(us[m], (size_t)rounds, sizeof us[m][0], cmp_double);
-        qsort(ratio[m], (size_t)rounds, sizeof ratio[m][0], cmp_double);
-        per_call[m] = us[m][rounds / 2];
-        len += (size_t)snprintf(out + len, sizeof out - len, "%s\"%s\":%.3f",
-                                m ? "," : "", s_modes[m].name, per_call[m]);
-    }
-    len += (size_t)snprintf(out + len, sizeof out - len,
-                            "},\"ratio_to_gozero\":{");
-    for (m = 1; m < S_MODES; m++)
-        len += (size_t)snprintf(out + len, sizeof out - len, "%s\"%s\":%.3f",
-                                m > 1 ? "," : "", s_modes[m].name,
-                                ratio[m][rounds / 2]);
-    len += (size_t)snprintf(out + len, sizeof out - len,
-                            "},\"ratio_range\":{");
-    for (m = 1; m < S_MODES; m++)
+        int nr = m == S_GOZERO ? ngz : rounds;
+
+        qsort(us[m], (size_t)nr, sizeof us[m][0], cmp_double);
+        if (m != S_GOZERO)
+            qsort(ratio[m], (size_t)rounds, sizeof ratio[m][0], cmp_double);
+        per_call[m] = us[m][nr / 2];
         len += (size_t)snprintf(out + len, sizeof out - len,
-                                "%s\"%s\":[%.3f,%.3f]", m > 1 ? "," : "",
-                                s_modes[m].name, ratio[m][0],
-                                ratio[m][rounds - 1]);
-    len += (size_t)snprintf(out + len, sizeof out - len, "},\"over_target\":[");
+                                ",\"%s_us\":%.3f", s_modes[m].name,
+                                per_call[m]);
+        if (m == S_GOZERO)
+            continue;
+        len += (size_t)snprintf(out + len, sizeof out - len,
+                                ",\"%s_ratio\":%.3f,\"%s_min\":%.3f,"
+                                "\"%s_max\":%.3f,\"%s_bound\":%.1f",
+                                s_modes[m].name, ratio[m][rounds / 2],
+                                s_modes[m].name, ratio[m][0], s_modes[m].name,
+                                ratio[m][rounds - 1], s_modes[m].name,
+                                s_modes[m].target);
+    }
+    len += (size_t)snprintf(out + len, sizeof out - len, ",\"over_bound\":[");
     for (m = 1, k = 0; m < S_MODES; m++)
         if (ratio[m][rounds / 2] > s_modes[m].target)
             len += (size_t)snprintf(out + len, sizeof out - len, "%s\"%s\"",
@@ -1753,7 +1767,7 @@ int main(int argc, char **argv)
     const char *workload = NULL, *url = NULL, *label = "url";
     long long n = -1;
     int k = 8, m = 500, use_wait = 0, raw = 0, dma = 1, opt;
-    int threads = 512, pool = 0, rounds = 5;
+    int threads = 512, pool = 0, rounds = 9;
 
     while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (opt) {
@@ -1865,7 +1879,7 @@ int main(int argc, char **argv)
     case 'T':
         return run_threads(url, label, threads, pool, n > 0 ? n : 60000);
     case 'S':
-        return run_server_cost(n > 0 ? n : 10000, rounds);
+        return run_server_cost(n > 0 ? n : 5000, rounds);
     default:
         return run_handoff(n > 0 ? n : 1000);
     }

@@ -120,10 +120,17 @@ void redislockp_call_release(redislockp_call *call, const redislock *lock)
      * without wake-ups (off, or refused by the Redis user's ACL: see
      * lock.c) it declares and touches only the lock key.  On a
      * Cluster, a key whose companions cannot share its slot has no
-     * waiters (waiting is refused): release it alone. */
+     * waiters (waiting is refused): release it alone.  With wake-ups it
+     * gives the waiters alone to look at (the script answers 2 when
+     * there are some, having changed nothing: lock.c goes again), or
+     * all three companions once a release has met waiters (until one
+     * meets none), and always on a quorum, whose masters must all do
+     * the same in one round. */
     int wake = lock->wakeups && !lock->wakeups_refused &&
                (lock->companions_ok || !lock->cluster);
-    int nkeys = wake ? REDISLOCKP_RELEASE_K_TURN + 1
+    int hand_over = wake && (lock->waiters_seen || lock->quorum);
+    int nkeys = hand_over ? REDISLOCKP_RELEASE_K_TURN + 1
+              : wake ? REDISLOCKP_RELEASE_K_WAITERS + 1
                      : REDISLOCKP_RELEASE_K_KEY + 1;
 
     redislockp_call_init(call, counted(lock) ? &redislockp_script_release_counted
@@ -131,9 +138,10 @@ void redislockp_call_release(redislockp_call *call, const redislock *lock)
                          nkeys);
     redislockp_call_key(call, REDISLOCKP_RELEASE_K_KEY, lock->key,
                         lock->keylen);
-    if (wake) {
+    if (wake)
         redislockp_call_key(call, REDISLOCKP_RELEASE_K_WAITERS,
                             lock->waiters_key, lock->waiters_keylen);
+    if (hand_over) {
         redislockp_call_key(call, REDISLOCKP_RELEASE_K_WAKE, lock->wake_key,
                             lock->wake_keylen);
         redislockp_call_key(call, REDISLOCKP_RELEASE_K_TURN, lock->turn_key,
@@ -302,7 +310,8 @@ static const redislockp_need waiter_try[] = {
     { REDISLOCKP_FEATURE_WAITING, "ZREM $3 x" },
     { REDISLOCKP_FEATURE_WAITING, "DEL $5" },
 };
-/* Waking a waiter (lib.lua's wake_next, and the release's look). */
+/* Waking a waiter (lib.lua's wake_next, and the release's look: ZCARD,
+ * the only one a release given the waiters alone runs). */
 static const redislockp_need wake_up[] = {
     { REDISLOCKP_FEATURE_WAITING, "ZCARD $3" },
     { REDISLOCKP_FEATURE_WAITING, "TIME" },
@@ -400,6 +409,8 @@ size_t redislockp_call_needs(const redislockp_call *call,
             add(out, max, &k, LIST(counted_release));
         if (call->nkeys > REDISLOCKP_RELEASE_K_TURN)
             add(out, max, &k, LIST(wake_up));
+        else if (call->nkeys > REDISLOCKP_RELEASE_K_WAITERS)
+            add(out, max, &k, wake_up, 1);
     } else if (s == &redislockp_script_extend) {
         add(out, max, &k, LIST(gozero_extend));
     } else if (s == &redislockp_script_extend_counted) {

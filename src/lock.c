@@ -15,6 +15,7 @@
 #include "client.h"
 #include "exec.h"
 #include "redislock_int.h"
+#include "scripts_lua.h"
 #include "slot.h"
 
 /* An integer-array reply of MIN..MAX elements, read into V; or, where
@@ -896,15 +897,31 @@ static int run_release(redislock *lock, redislockp_call *call, int_reply *r)
 {
     int st = redislockp_op_run(lock, call, 1, parse_ints, r);
 
+    /* Given the waiters alone, the script met some and changed nothing
+     * (release.lua): again with the keys to wake one, as the handle's
+     * next releases until one meets nobody waiting. */
+    if (st == REDISLOCK_OK && r->v[0] == 2 &&
+        call->nkeys == REDISLOCKP_RELEASE_K_WAITERS + 1) {
+        lock->waiters_seen = 1;
+        redislockp_call_release(call, lock);
+        *r = ints(r->what, r->min, r->max);
+        st = redislockp_op_run(lock, call, 1, parse_ints, r);
+    }
     if (st == REDISLOCK_ERR_SERVER && call->nkeys > 1 && acl_refused(lock)) {
         lock->wakeups_refused = 1;
         redislockp_call_release(call, lock);
+        *r = ints(r->what, r->min, r->max);
         st = redislockp_op_run(lock, call, 1, parse_ints, r);
         if (st == REDISLOCK_ERR_SERVER && acl_refused(lock))
             lock->wakeups_refused = 0;
     }
     if (st == REDISLOCK_ERR_SERVER)
         explain_refusal(lock, call);
+    /* A release that deleted the key with the wake-up keys and met no
+     * live waiter: the next looks first again. */
+    if (st == REDISLOCK_OK && r->v[0] == 1 && r->v[1] == 0 &&
+        call->nkeys > REDISLOCKP_RELEASE_K_WAKE && r->v[2] == 0)
+        lock->waiters_seen = 0;
     return st;
 }
 
@@ -1020,7 +1037,7 @@ static int check_ack(redislock *lock, const redislockp_val *r,
 static int undo_acquire(redislock *lock, int fresh, int st)
 {
     redislockp_call call;
-    int_reply r = ints("release", 2, 2);
+    int_reply r = ints("release", 2, 3);
     char why[REDISLOCKP_ERRMSG_SIZE];
     redislock_error_info why_info = lock->info;
     int rst;
@@ -1190,7 +1207,7 @@ int redislockp_report_pending_loss(redislock *lock)
 int redislock_release(redislock *lock, bool *released)
 {
     redislockp_call call;
-    int_reply r = ints("release", 2, 2);
+    int_reply r = ints("release", 2, 3);
     long long sent;
     int st, was_lost, was_renewing, was_held;
 
@@ -1213,7 +1230,9 @@ int redislock_release(redislock *lock, bool *released)
     st = run_release(lock, &call, &r);
     if (st == REDISLOCK_OK &&
         (r.v[0] < -1 || r.v[0] > 1 || r.v[1] < 0 ||
-         (r.v[0] != 1 && r.v[1] != 0)))
+         (r.v[0] != 1 && r.v[1] != 0) ||
+         r.v[2] < 0 || r.v[2] > 1 ||
+         (r.v[2] == 1 && (r.v[0] != 1 || r.v[1] != 0))))
         st = redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL,
                              "release: unexpected reply {%lld, %lld}",
                              r.v[0], r.v[1]);

@@ -30,10 +30,10 @@ if redis.call('EXISTS', KEY) == 1 then
     --@need 'HINCRBY', FENCE, 'n', '1'
     --@need 'HSET', KEY, 'token', '1'
   end
-  local count = redis.call('HINCRBY', KEY, 'count', 1)
+  local count = redis.call('HINCRBY', KEY, 'count', '1')
   redis.call('PEXPIRE', KEY, PX)
   if give then
-    token = redis.call('HINCRBY', FENCE, 'n', 1)
+    token = redis.call('HINCRBY', FENCE, 'n', '1')
     redis.call('HSET', KEY, 'token', token)
   end
   return {1, token, count}
@@ -42,8 +42,10 @@ end
 local token = 0
 if FENCING == '1' then
   --@need 'HSET', KEY, 'owner', OWNER, 'count', '1', 'token', '1'
-  token = redis.call('HINCRBY', FENCE, 'n', 1)
+  token = redis.call('HINCRBY', FENCE, 'n', '1')
+  redis.call('HSET', KEY, 'owner', OWNER, 'count', '1', 'token', token)
+else
+  redis.call('HSET', KEY, 'owner', OWNER, 'count', '1', 'token', '0')
 end
-redis.call('HSET', KEY, 'owner', OWNER, 'count', 1, 'token', token)
 redis.call('PEXPIRE', KEY, PX)
 return token

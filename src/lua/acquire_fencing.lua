@@ -11,16 +11,15 @@
 -- when we hold the lock, {0, pttl} when another owner holds it.
 -- A re-entry keeps the token issued to this owner; a holding that began
 -- without fencing gets a new one.
--- What may follow the first write is asked for before it, so an ACL
--- refusal changes nothing.  A free lock: SET NX first (one command to
--- test and take it), then the token; should the counter fail all the
--- same (it holds another type, or n is at its limit), the lock key is
--- deleted again and the counter's error returned: never a holding
--- without its token.
---@need 'HINCRBY', FENCE, 'n', '1'
+-- An ACL refusal changes nothing.  A free lock: SET NX first (one
+-- command to test and take it), then the token; should the counter fail
+-- (refused, it holds another type, or n is at its limit), the lock key
+-- is deleted again and the counter's error returned: never a holding
+-- without its token.  What follows the counter's first write is asked
+-- for before the lock key's: that write cannot be undone.
 --@need 'HSET', FENCE, 'owner', OWNER
 if redis.call('SET', KEY, OWNER, 'NX', 'PX', PX) then
-  local n = redis.pcall('HINCRBY', FENCE, 'n', 1)
+  local n = redis.pcall('HINCRBY', FENCE, 'n', '1')
   if type(n) == 'table' then
     redis.call('DEL', KEY)
     return n
@@ -37,7 +36,7 @@ local n
 if redis.call('HGET', FENCE, 'owner') == OWNER then
   n = tonumber(redis.call('HGET', FENCE, 'n'))
 else
-  n = redis.call('HINCRBY', FENCE, 'n', 1)
+  n = redis.call('HINCRBY', FENCE, 'n', '1')
   redis.call('HSET', FENCE, 'owner', OWNER)
 end
 redis.call('SET', KEY, OWNER, 'PX', PX)

@@ -49,7 +49,7 @@ if FENCING == '1' then
   if not fresh and redis.call('HGET', FENCE, 'owner') == OWNER then
     n = tonumber(redis.call('HGET', FENCE, 'n'))
   else
-    n = redis.call('HINCRBY', FENCE, 'n', 1)
+    n = redis.call('HINCRBY', FENCE, 'n', '1')
     redis.call('HSET', FENCE, 'owner', OWNER)
   end
 end

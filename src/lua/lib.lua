@@ -29,7 +29,7 @@ if left < ttl then
 end
 redis.call('ZADD', WAITERS, now + ttl, OWNER)
 if left < ttl then
-  redis.call('PEXPIRE', WAITERS, ttl)
+  redis.call('PEXPIRE', WAITERS, REGTTL)
 end
 
 --@@ need_took
@@ -70,6 +70,6 @@ redis.call('ZREMRANGEBYSCORE', WAITERS, '-inf', now)
 local woke = redis.call('ZCARD', WAITERS) > 0
 if woke then
   redis.call('RPUSH', WAKE, '1')
-  redis.call('PEXPIRE', WAKE, 2000)
-  redis.call('SET', TURN, '1', 'PX', 1000)
+  redis.call('PEXPIRE', WAKE, '2000')
+  redis.call('SET', TURN, '1', 'PX', '1000')
 end

@@ -6,13 +6,18 @@
 -- WAITERS  the waiters (sorted set, see acquire_wait.lua)
 -- WAKE     the wake-up list that waiters block on
 -- TURN     the turn (see acquire_wait.lua)
---          (WAITERS, WAKE and TURN are given, all three, to wake a
---          waiter; without them the script touches nothing but the lock
---          key, as go-zero's does)
 -- OWNER    our owner ID
--- Returns 1 when the key was ours and is gone, 0 when nobody holds it,
--- -1 when another owner does (bare integers, standing for {1, 0},
--- {0, 0} and {-1, 0}: see src/scripts.h).
+-- Given the lock key alone the script touches nothing else, as go-zero's
+-- does.  Given the waiters too (two keys, the common case), it looks
+-- for them: when some are registered it changes nothing and answers 2,
+-- and the library sends it again with all four keys (and gives all four
+-- at once to the handle's next releases, until one finds no waiter),
+-- which hands the lock over.  Each key given costs the server; most
+-- releases find nobody waiting.
+-- Returns 1 when the key was ours and is gone and nobody waited (a bare
+-- integer, standing for {1, 0}: see src/scripts.h), {1, 0, woke} when
+-- waiters were registered (woke: 1 if a live one was woken), 2 (see
+-- above), 0 when nobody holds the key, -1 when another owner does.
 -- Whether anyone waits, and whether the user may wake them, is settled
 -- before the key is deleted: a refusal changes nothing (and the library
 -- then releases again without wake-ups).
@@ -23,12 +28,14 @@ if holder ~= OWNER then
   end
   return 0
 end
-local wake = TURN and redis.call('ZCARD', WAITERS) > 0
-if wake then
+if WAITERS and redis.call('ZCARD', WAITERS) > 0 then
+  if not TURN then
+    return 2
+  end
   --@ need_wake
+  redis.call('DEL', KEY)
+  --@ wake_next
+  return {1, 0, woke and 1 or 0}
 end
 redis.call('DEL', KEY)
-if wake then
-  --@ wake_next
-end
 return 1

@@ -3,9 +3,12 @@
 -- that leaves holds refreshes the expiry.
 --! KEYS key waiters? wake? turn?
 --! ARGV owner:id px:ms
--- KEYS and OWNER as release.lua's; PX: lease in ms.
--- Returns 1 when the last hold went with the key (a bare integer,
--- standing for {1, 0}), {1, holds left} when holds remain, 0 when nobody
+-- KEYS and OWNER as release.lua's (two keys: look for waiters, four:
+-- wake one); PX: lease in ms.
+-- Returns 1 when the last hold went with the key and nobody waited (a
+-- bare integer, standing for {1, 0}), {1, 0, woke} when waiters were
+-- registered, 2 when they were and the script was given two keys
+-- (nothing changed), {1, holds left} when holds remain, 0 when nobody
 -- holds the key, -1 when another owner does.
 -- The last hold deletes the key before anything else is written: DEL is
 -- allowed when Redis is out of memory (maxmemory reached), and a script
@@ -23,16 +26,18 @@ end
 local holds = tonumber(redis.call('HGET', KEY, 'count') or '0')
 if holds > 1 then
   --@need 'PEXPIRE', KEY, PX
-  local left = redis.call('HINCRBY', KEY, 'count', -1)
+  local left = redis.call('HINCRBY', KEY, 'count', '-1')
   redis.call('PEXPIRE', KEY, PX)
   return {1, left}
 end
-local wake = TURN and redis.call('ZCARD', WAITERS) > 0
-if wake then
+if WAITERS and redis.call('ZCARD', WAITERS) > 0 then
+  if not TURN then
+    return 2
+  end
   --@ need_wake
+  redis.call('DEL', KEY)
+  --@ wake_next
+  return {1, 0, woke and 1 or 0}
 end
 redis.call('DEL', KEY)
-if wake then
-  --@ wake_next
-end
 return 1
