@@ -19,7 +19,7 @@
 # for src/lua/acquire.lua,
 #   REDISLOCKP_LUA_ACQUIRE          the text
 #   REDISLOCKP_LUA_ACQUIRE_SHA1     what Redis's SCRIPT LOAD returns for it
-#   REDISLOCKP_ACQUIRE_K_FENCE      index of a key (0-based), and
+#   REDISLOCKP_ACQUIRE_K_KEY        index of a key (0-based), and
 #   REDISLOCKP_ACQUIRE_A_PX         of an argument, counted after the keys
 #   REDISLOCKP_ACQUIRE_MIN_KEYS, _MAX_KEYS, _NARGS
 # so that the C callers (src/calls.c) and the script cannot disagree.
