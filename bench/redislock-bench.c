@@ -38,6 +38,21 @@
  *      else the library's default, 16.  Exit 1 if a call fails or is
  *      refused, or if the client was seen with more connections than
  *      pool_size (max - baseline).
+ *   S  server cost (issue 20): what one acquire+release cycle costs the
+ *      server, from INFO commandstats (CONFIG RESETSTAT before each
+ *      chunk of cycles): the usec of the commands the cycle sends
+ *      (EVALSHA, EVAL, BLPOP, WAIT, WAITAOF; a script's own commands are
+ *      inside its time), per cycle, for go-zero's own two scripts
+ *      (tests/gozero, --gozero-dir; the reference) and the library's
+ *      modes: plain (the defaults: fencing off, wake-ups on),
+ *      nowakeups, fencing, waiting (acquire_wait on the free lock),
+ *      counted, counted with fencing.  --rounds rounds (9); in each,
+ *      every mode runs a chunk of --n cycles (5000) right after a chunk
+ *      of go-zero's, and the pair gives a ratio.  One line: each mode's
+ *      median usec per cycle, its median ratio to go-zero's and the
+ *      range of its ratios, and the modes over issue 20's bounds (1.1
+ *      without extra features, 1.5 with them).  Exit 1 if a cycle sent
+ *      other than 2 commands.
  *
  * With --quorum URL,URL,... U and C run on handles of a quorum client
  * (redislock_client_open_quorum(): every operation goes to all masters;
@@ -76,7 +91,6 @@
 #define EXPIRE_S 10                     /* redislock_set_expire(lock, 10) */
 #define TOLERANCE_MS 500                /* added by redislock_set_expire() */
 #define POLL_MS 100                     /* default wait poll interval */
-#define REGISTRATION_SLACK_MS 2000      /* registration ttl = poll + this */
 
 #define MAX_ARGS 16
 
@@ -103,7 +117,7 @@ static const char tls_built[] = "without TLS";
 #endif
 
 static const char usage_text[] =
-    "usage: redislock-bench --workload U|R|C|H|T --port P [options]\n"
+    "usage: redislock-bench --workload U|R|C|H|T|S --port P [options]\n"
     "\n"
     "Workloads (one JSON line each on stdout):\n"
     "  U  uncontended acquire+release cycles; --raw: the same commands\n"
@@ -116,16 +130,24 @@ static const char usage_text[] =
     "  T  --threads threads on ONE client (--url, or redis://HOST:PORT),\n"
     "     a handle and key each, --n acquire+release cycles in all after a\n"
     "     barrier; connected_clients sampled every 20 ms on --port\n"
+    "  S  server cost: usec per acquire+release cycle from INFO\n"
+    "     commandstats (needs CONFIG RESETSTAT), per mode (plain, no\n"
+    "     wake-ups, fencing, waiting, counted, counted with fencing),\n"
+    "     each chunk of --n cycles right after one of go-zero's own\n"
+    "     scripts, --rounds times; median ratios to go-zero's\n"
     "\n"
     "Options:\n"
     "  --host H        server address (127.0.0.1)\n"
     "  --port P        server port (required)\n"
     "  --mode M        gozero (default) or counted\n"
-    "  --n N           cycles (U: 20000, R: 5000, T: 60000 in all) or\n"
-    "                  hand-offs (H: 1000)\n"
+    "  --n N           cycles (U: 20000, R: 5000, T: 60000 in all, S:\n"
+    "                  5000 a chunk) or hand-offs (H: 1000)\n"
     "  --threads N     T: threads sharing the client (512, at most 4096)\n"
     "  --pool-size N   T: redislock_client_set_pool_size(N) (1..64; else\n"
     "                  the URL's pool_size=, else 16)\n"
+    "  --rounds N      S: rounds (9, at most 99)\n"
+    "  --gozero-dir D  S: where go-zero's lockscript.lua and delscript.lua\n"
+    "                  are (the source tree's tests/gozero)\n"
     "  --k K           C: processes (8, at most 1024)\n"
     "  --m M           C: critical sections per process (500)\n"
     "  --wait          C: redislock_acquire_wait() instead of try + 1 ms\n"
@@ -433,8 +455,8 @@ struct raw_cmd {
  * The strings the commands point at live here (and in the lock's ID). */
 struct raw_cycle {
     struct raw_cmd acquire, release;
-    char key[64], waiters[80], wake[80], turn[80];
-    char lease_ms[24], registration_ms[24];
+    char key[64], waiters[80];
+    char lease_ms[24];
 };
 
 static void add_arg(struct raw_cmd *cmd, const char *s)
@@ -461,23 +483,21 @@ static void companion(char *out, size_t size, const char *key,
         snprintf(out, size, "{%s}%s", key, suffix);
 }
 
-/* What src/lock.c sends for one plain redislock_acquire() and one
+/* What src/calls.c sends for one plain redislock_acquire() and one
  * redislock_release() (fencing off, wake-ups on: the defaults):
  *   acquire: EVALSHA <acquire[_counted]> 1 KEY
- *            ID LEASE_MS '0'(fencing) '0'(plain try) REGISTRATION_TTL_MS
- *   release: EVALSHA <release[_counted]> 4 KEY WAITERS WAKE TURN
- *            ID '1'(wake a waiter) [LEASE_MS, counted mode only] */
+ *            ID LEASE_MS ['0'(fencing), counted mode only]
+ *   release: EVALSHA <release[_counted]> 2 KEY WAITERS
+ *            ID [LEASE_MS, counted mode only]
+ * (With waiters registered a release goes again with the wake-up list
+ * and the turn too; here nobody waits.) */
 static void raw_build(struct raw_cycle *rc, const char *key, const char *id)
 {
     memset(rc, 0, sizeof *rc);
     snprintf(rc->key, sizeof rc->key, "%s", key);
     companion(rc->waiters, sizeof rc->waiters, key, ":waiters");
-    companion(rc->wake, sizeof rc->wake, key, ":wake");
-    companion(rc->turn, sizeof rc->turn, key, ":turn");
     snprintf(rc->lease_ms, sizeof rc->lease_ms, "%d",
              EXPIRE_S * 1000 + TOLERANCE_MS);
-    snprintf(rc->registration_ms, sizeof rc->registration_ms, "%d",
-             POLL_MS + REGISTRATION_SLACK_MS);
 
     add_arg(&rc->acquire, "EVALSHA");
     add_arg(&rc->acquire, counted ? REDISLOCKP_LUA_ACQUIRE_COUNTED_SHA1
@@ -486,20 +506,16 @@ static void raw_build(struct raw_cycle *rc, const char *key, const char *id)
     add_arg(&rc->acquire, rc->key);
     add_arg(&rc->acquire, id);
     add_arg(&rc->acquire, rc->lease_ms);
-    add_arg(&rc->acquire, "0");
-    add_arg(&rc->acquire, "0");
-    add_arg(&rc->acquire, rc->registration_ms);
+    if (counted)
+        add_arg(&rc->acquire, "0");
 
     add_arg(&rc->release, "EVALSHA");
     add_arg(&rc->release, counted ? REDISLOCKP_LUA_RELEASE_COUNTED_SHA1
                                   : REDISLOCKP_LUA_RELEASE_SHA1);
-    add_arg(&rc->release, "4");
+    add_arg(&rc->release, "2");
     add_arg(&rc->release, rc->key);
     add_arg(&rc->release, rc->waiters);
-    add_arg(&rc->release, rc->wake);
-    add_arg(&rc->release, rc->turn);
     add_arg(&rc->release, id);
-    add_arg(&rc->release, "1");
     if (counted)
         add_arg(&rc->release, rc->lease_ms);
 }
@@ -533,9 +549,11 @@ static void load_scripts(redisContext *c)
 }
 
 /* The checks the library makes of a script's reply (an array of MIN..MAX
- * integers), and that the first says "ours". */
+ * integers, or the bare integer that stands for one: src/scripts.h), and
+ * that it says "ours": a bare integer OURS (an acquire's token, none here:
+ * 0; a release's 1), or an array whose first is 1. */
 static void raw_check(redisContext *c, redisReply *r, const char *what,
-                      size_t min, size_t max)
+                      size_t min, size_t max, long long ours)
 {
     size_t i;
 
@@ -543,6 +561,11 @@ static void raw_check(redisContext *c, redisReply *r, const char *what,
         die(what, c->errstr);
     if (r->type == REDIS_REPLY_ERROR)
         die(what, r->str);              /* NOSCRIPT included: see setup */
+    if (r->type == REDIS_REPLY_INTEGER) {
+        if (r->integer != ours)
+            die(what, "refused");
+        return;
+    }
     if (r->type != REDIS_REPLY_ARRAY || r->elements < min ||
         r->elements > max)
         die(what, "unexpected reply");
@@ -559,11 +582,11 @@ static void raw_cycle_run(redisContext *c, struct raw_cycle *rc)
 
     r = redisCommandArgv(c, rc->acquire.argc, rc->acquire.argv,
                          rc->acquire.len);
-    raw_check(c, r, "raw acquire", 2, 3);
+    raw_check(c, r, "raw acquire", 2, 3, 0);
     freeReplyObject(r);
     r = redisCommandArgv(c, rc->release.argc, rc->release.argv,
                          rc->release.len);
-    raw_check(c, r, "raw release", 2, 2);
+    raw_check(c, r, "raw release", 2, 3, 1);
     freeReplyObject(r);
 }
 
@@ -1331,6 +1354,282 @@ static int run_contended(int k, int m, int use_wait)
     return failed || counter != sections;
 }
 
+/* -------------------------------------------------------------------- S */
+
+/*
+ * Server cost (issue 20): what one acquire+release cycle costs the Redis
+ * server, read from INFO commandstats after CONFIG RESETSTAT: the usec of
+ * every command the cycle sends (EVALSHA and EVAL, and BLPOP, WAIT or
+ * WAITAOF should a cycle send them), per cycle.  The commands a script
+ * runs are counted by Redis too (cmdstat_get...), inside the script's
+ * time: they are not added again.  Each mode runs on its own key, the
+ * modes one after the other in every round, the rounds interleaved, so
+ * that go-zero's own scripts (the reference) and the library's meet the
+ * same load; the ratio to go-zero's is taken per round, and the median
+ * round reported.
+ */
+enum s_mode {
+    S_GOZERO,           /* go-zero's lockscript + delscript, EVALSHA */
+    S_PLAIN,            /* redislock_new(): fencing off, wake-ups on */
+    S_NOWAKEUPS,        /* redislock_set_wakeups(false) */
+    S_FENCING,          /* redislock_set_fencing(true) */
+    S_WAITING,          /* redislock_acquire_wait() on the free lock */
+    S_COUNTED,          /* redislock_new_counted() */
+    S_COUNTED_FENCING,  /* counted, fencing on */
+    S_MODES
+};
+
+static const struct {
+    const char *name;
+    double target;      /* issue 20's bound on the ratio; 0: none */
+} s_modes[S_MODES] = {
+    { "gozero", 0 },
+    { "plain", 1.1 },
+    { "nowakeups", 1.1 },
+    { "fencing", 1.5 },
+    { "waiting", 1.5 },
+    { "counted", 1.5 },
+    { "counted_fencing", 1.5 },
+};
+
+/* The commands a cycle may send itself (not those its scripts run). */
+static const char *const s_sent[] = {
+    "evalsha", "eval", "blpop", "wait", "waitaof",
+};
+
+#ifndef REDISLOCK_BENCH_GOZERO_DIR
+#define REDISLOCK_BENCH_GOZERO_DIR "tests/gozero"
+#endif
+static const char *gozero_dir = REDISLOCK_BENCH_GOZERO_DIR;
+
+/* Read DIR/NAME (a go-zero script, for comparison only) and SCRIPT LOAD
+ * it; SHA gets its SHA1. */
+static void gozero_load(redisContext *c, const char *name, char sha[41])
+{
+    char path[1024], body[4096];
+    const char *argv[3] = { "SCRIPT", "LOAD", body };
+    size_t len[3] = { 6, 4, 0 };
+    redisReply *r;
+    FILE *f;
+
+    snprintf(path, sizeof path, "%s/%s", gozero_dir, name);
+    f = fopen(path, "r");
+    if (f == NULL)
+        die(path, strerror(errno));
+    len[2] = fread(body, 1, sizeof body - 1, f);
+    fclose(f);
+    if (len[2] == 0 || len[2] == sizeof body - 1)
+        die(path, "empty or too long");
+    body[len[2]] = '\0';
+    r = redisCommandArgv(c, 3, argv, len);
+    if (r == NULL || r->type != REDIS_REPLY_STRING || r->len != 40)
+        die("SCRIPT LOAD (go-zero)", r && r->type == REDIS_REPLY_ERROR
+                                         ? r->str : c->errstr);
+    memcpy(sha, r->str, 41);
+    freeReplyObject(r);
+}
+
+/* Usec and calls of the commands a cycle sends, since the last reset. */
+static void s_stats(redisContext *admin, long long *usec, long long *calls)
+{
+    redisReply *r = redisCommand(admin, "INFO commandstats");
+    char needle[64];
+    size_t i;
+
+    if (r == NULL || r->type != REDIS_REPLY_STRING)
+        die("INFO commandstats", NULL);
+    *usec = *calls = 0;
+    for (i = 0; i < sizeof s_sent / sizeof s_sent[0]; i++) {
+        const char *p;
+
+        snprintf(needle, sizeof needle, "\ncmdstat_%s:calls=", s_sent[i]);
+        p = strstr(r->str, needle);
+        if (p == NULL)
+            continue;
+        *calls += atoll(p + strlen(needle));
+        p = strstr(p, ",usec=");
+        if (p == NULL)
+            die("INFO commandstats", "no usec field");
+        *usec += atoll(p + 6);
+    }
+    freeReplyObject(r);
+}
+
+static void s_reset(redisContext *admin)
+{
+    redisReply *r = redisCommand(admin, "CONFIG RESETSTAT");
+
+    if (r == NULL || r->type != REDIS_REPLY_STATUS)
+        die("CONFIG RESETSTAT", r && r->type == REDIS_REPLY_ERROR
+                                    ? r->str : admin->errstr);
+    freeReplyObject(r);
+}
+
+struct s_gozero {
+    char lock_sha[41], del_sha[41], id[17], px[24];
+};
+
+static void s_gozero_cycle(redisContext *c, const struct s_gozero *g,
+                           const char *key)
+{
+    redisReply *r = redisCommand(c, "EVALSHA %s 1 %s %s %s", g->lock_sha,
+                                 key, g->id, g->px);
+
+    if (r == NULL || r->type != REDIS_REPLY_STATUS)
+        die("go-zero's lockscript", r && r->type == REDIS_REPLY_ERROR
+                                        ? r->str : "refused");
+    freeReplyObject(r);
+    r = redisCommand(c, "EVALSHA %s 1 %s %s", g->del_sha, key, g->id);
+    if (r == NULL || r->type != REDIS_REPLY_INTEGER || r->integer != 1)
+        die("go-zero's delscript", r && r->type == REDIS_REPLY_ERROR
+                                       ? r->str : "not released");
+    freeReplyObject(r);
+}
+
+static void s_lib_cycle(redislock *lock, int waiting)
+{
+    bool ok = false;
+
+    if (waiting)
+        must(lock, redislock_acquire_wait(lock, 1000, &ok), "acquire_wait");
+    else
+        must(lock, redislock_acquire(lock, &ok), "acquire");
+    if (!ok)
+        die("an uncontended acquire was refused", NULL);
+    must(lock, redislock_release(lock, &ok), "release");
+    if (!ok)
+        die("release found the lock gone", NULL);
+}
+
+/* One chunk of N cycles of mode M (LOCK's, or go-zero's G) on KEY:
+ * the server's usec per cycle.  *FAILED is set if a cycle sent other
+ * than 2 commands (not checked with FAILED NULL: a warm-up). */
+static double s_chunk(redisContext *c, redisContext *admin, redislock *lock,
+                      const struct s_gozero *g, const char *key, int m,
+                      long long n, int *failed)
+{
+    long long i, usec, calls;
+
+    s_reset(admin);
+    for (i = 0; i < n; i++) {
+        if (m == S_GOZERO)
+            s_gozero_cycle(c, g, key);
+        else
+            s_lib_cycle(lock, m == S_WAITING);
+    }
+    s_stats(admin, &usec, &calls);
+    if (failed != NULL && calls != 2 * n) {
+        fprintf(stderr, "redislock-bench: S %s: %lld commands in %lld "
+                        "cycles, not 2 a cycle\n", s_modes[m].name, calls, n);
+        *failed = 1;
+    }
+    return (double)usec / (double)n;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return (x > y) - (x < y);
+}
+
+#define S_MAX_ROUNDS 99
+
+static int run_server_cost(long long n, int rounds)
+{
+    redisContext *c = connect_or_die(), *admin = connect_or_die();
+    redislock *lock[S_MODES];
+    struct s_gozero g;
+    /* Go-zero's chunks: one before each mode's, in every round. */
+    double us[S_MODES][S_MAX_ROUNDS * S_MODES], ratio[S_MODES][S_MAX_ROUNDS];
+    double per_call[S_MODES];
+    char key[S_MODES][64], out[4096];
+    long long start;
+    int m, k, ngz = 0, failed = 0;
+    size_t len;
+
+    gozero_load(admin, "lockscript.lua", g.lock_sha);
+    gozero_load(admin, "delscript.lua", g.del_sha);
+    /* An ID as go-zero makes one (16 random letters and digits): any
+     * 16 characters will do for the server's work. */
+    snprintf(g.id, sizeof g.id, "%016lx", (unsigned long)getpid());
+    snprintf(g.px, sizeof g.px, "%d", EXPIRE_S * 1000 + TOLERANCE_MS);
+    memset(lock, 0, sizeof lock);
+    for (m = 0; m < S_MODES; m++) {
+        snprintf(key[m], sizeof key[m], "bench:S:%s", s_modes[m].name);
+        if (m == S_GOZERO)
+            continue;
+        counted = m == S_COUNTED || m == S_COUNTED_FENCING;
+        lock[m] = new_lock(c, key[m]);
+        if ((m == S_NOWAKEUPS &&
+             redislock_set_wakeups(lock[m], false) != REDISLOCK_OK) ||
+            ((m == S_FENCING || m == S_COUNTED_FENCING) &&
+             redislock_set_fencing(lock[m], true) != REDISLOCK_OK))
+            die("redislock_set_*", NULL);
+    }
+    counted = 0;
+    /* Warm-up: every script cached (NOSCRIPT -> EVAL: more commands than
+     * 2 a cycle, not counted), buffers grown. */
+    for (m = 0; m < S_MODES; m++)
+        (void)s_chunk(c, admin, lock[m], &g, key[m], m, n < 1000 ? n : 1000,
+                      NULL);
+    /* Each mode's chunk right after one of go-zero's: the ratio of the
+     * two, taken a few seconds apart at most, is what a shared machine's
+     * drifting load disturbs least. */
+    start = now_us();
+    for (k = 0; k < rounds; k++) {
+        for (m = 1; m < S_MODES; m++) {
+            double gz = s_chunk(c, admin, NULL, &g, key[S_GOZERO], S_GOZERO,
+                                n, &failed);
+
+            us[S_GOZERO][ngz++] = gz;
+            us[m][k] = s_chunk(c, admin, lock[m], &g, key[m], m, n, &failed);
+            ratio[m][k] = gz > 0 ? us[m][k] / gz : 0;
+        }
+    }
+    start = now_us() - start;
+    /* The median round of each mode (its cost, and its ratio), flat:
+     * MODE_us, MODE_ratio, MODE_min, MODE_max (the rounds' ratios). */
+    len = (size_t)snprintf(out, sizeof out,
+                           "{\"peer\":\"redislock/go-zero\",\"workload\":\"S\","
+                           "\"ops\":%lld,\"seconds\":%.3f,\"rounds\":%d,"
+                           "\"cycles_per_chunk\":%lld",
+                           n * rounds * 2 * (S_MODES - 1), (double)start / 1e6,
+                           rounds, n);
+    for (m = 0; m < S_MODES; m++) {
+        int nr = m == S_GOZERO ? ngz : rounds;
+
+        qsort(us[m], (size_t)nr, sizeof us[m][0], cmp_double);
+        if (m != S_GOZERO)
+            qsort(ratio[m], (size_t)rounds, sizeof ratio[m][0], cmp_double);
+        per_call[m] = us[m][nr / 2];
+        len += (size_t)snprintf(out + len, sizeof out - len,
+                                ",\"%s_us\":%.3f", s_modes[m].name,
+                                per_call[m]);
+        if (m == S_GOZERO)
+            continue;
+        len += (size_t)snprintf(out + len, sizeof out - len,
+                                ",\"%s_ratio\":%.3f,\"%s_min\":%.3f,"
+                                "\"%s_max\":%.3f,\"%s_bound\":%.1f",
+                                s_modes[m].name, ratio[m][rounds / 2],
+                                s_modes[m].name, ratio[m][0], s_modes[m].name,
+                                ratio[m][rounds - 1], s_modes[m].name,
+                                s_modes[m].target);
+    }
+    len += (size_t)snprintf(out + len, sizeof out - len, ",\"over_bound\":[");
+    for (m = 1, k = 0; m < S_MODES; m++)
+        if (ratio[m][rounds / 2] > s_modes[m].target)
+            len += (size_t)snprintf(out + len, sizeof out - len, "%s\"%s\"",
+                                    k++ ? "," : "", s_modes[m].name);
+    printf("%s],\"cpu_dma_latency\":\"%s\"}\n", out, dma_note);
+    fflush(stdout);
+    for (m = 0; m < S_MODES; m++)
+        redislock_free(lock[m]);
+    redisFree(c);
+    redisFree(admin);
+    return failed;
+}
+
 /* -------------------------------------------------------------------- H */
 
 struct shared {
@@ -1461,12 +1760,14 @@ int main(int argc, char **argv)
         { "poll-ms", required_argument, NULL, 'P' },
         { "threads", required_argument, NULL, 't' },
         { "pool-size", required_argument, NULL, 'S' },
+        { "rounds", required_argument, NULL, 'R' },
+        { "gozero-dir", required_argument, NULL, 'G' },
         { NULL, 0, NULL, 0 },
     };
     const char *workload = NULL, *url = NULL, *label = "url";
     long long n = -1;
     int k = 8, m = 500, use_wait = 0, raw = 0, dma = 1, opt;
-    int threads = 512, pool = 0;
+    int threads = 512, pool = 0, rounds = 9;
 
     while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (opt) {
@@ -1493,6 +1794,12 @@ int main(int argc, char **argv)
             if (threads < 1 || threads > 4096)
                 usage_error("--threads is 1..4096");
             break;
+        case 'R':
+            rounds = atoi(optarg);
+            if (rounds < 1 || rounds > S_MAX_ROUNDS)
+                usage_error("--rounds is 1..99");
+            break;
+        case 'G': gozero_dir = optarg; break;
         case 'S':
             pool = atoi(optarg);
             if (pool < 1 || pool > 64)
@@ -1520,8 +1827,8 @@ int main(int argc, char **argv)
     if (optind < argc)
         usage_error("unexpected argument");
     if (workload == NULL || strlen(workload) != 1 ||
-        strchr("URCHT", workload[0]) == NULL)
-        usage_error("--workload is U, R, C, H or T");
+        strchr("URCHTS", workload[0]) == NULL)
+        usage_error("--workload is U, R, C, H, T or S");
     if (url != NULL && (strchr("UT", workload[0]) == NULL || raw))
         usage_error("--url is for workloads U (without --raw) and T");
     if (workload[0] == 'T' && port <= 0)
@@ -1571,6 +1878,8 @@ int main(int argc, char **argv)
         return run_contended(k, m, use_wait);
     case 'T':
         return run_threads(url, label, threads, pool, n > 0 ? n : 60000);
+    case 'S':
+        return run_server_cost(n > 0 ? n : 5000, rounds);
     default:
         return run_handoff(n > 0 ? n : 1000);
     }

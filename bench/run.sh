@@ -8,6 +8,10 @@
 #   make bench
 #   sh tests/with-redis.sh sh bench/run.sh ./bench/redislock-bench
 #
+# S (issue 20) first: the server's time per acquire+release cycle (INFO
+# commandstats) of each of the library's modes beside go-zero's own two
+# scripts (tests/gozero): 9 rounds, in each every mode's 5,000 cycles right
+# after 5,000 of go-zero's; in a second table after the first.
 # U runs three times each way, interleaved with the bare-hiredis reference,
 # because a shared machine's load drifts between runs; the ratio
 # library/raw is the median of the three pairs.  The library's client
@@ -94,6 +98,10 @@ join() {
     done
     printf '%s' "$out"
 }
+
+# S: the server's cost per cycle, each mode against go-zero's scripts.
+run --workload S --gozero-dir "$here/../tests/gozero"
+sline=$last
 
 # U: library against raw, interleaved, 3 pairs per mode.
 for mode in gozero counted; do
@@ -589,6 +597,37 @@ included), the wait for the lock (C), release to the waiter holding it
 |---|---|---|---|---|---|
 EOF
 cat "$rows"
+
+# The server's cost (S), a row per mode.
+sf() {
+    v=$(field "$sline" "$1")
+    printf '%s' "${v:--}"
+}
+cat <<EOF
+
+Server time per acquire+release cycle (workload S: \`INFO commandstats\`
+after \`CONFIG RESETSTAT\`, the usec of every command the cycle sends,
+the scripts' own commands inside theirs; $(sf rounds) rounds, in each
+every mode's $(sf cycles_per_chunk) cycles right after as many of
+go-zero's; the medians, and the range of the rounds' ratios):
+
+| mode | a cycle | server µs per cycle | ratio to go-zero's scripts | rounds | bound (issue 20) |
+|---|---|---|---|---|---|
+| go-zero's own scripts | \`lockscript\` + \`delscript\` (EVALSHA) | $(sf gozero_us) | 1 | - | - |
+EOF
+for mode in plain nowakeups fencing waiting counted counted_fencing; do
+    case $mode in
+    plain) what="\`redislock_new\`: the defaults (wake-ups on)" ;;
+    nowakeups) what="\`redislock_set_wakeups(lock, false)\`" ;;
+    fencing) what="\`redislock_set_fencing(lock, true)\`" ;;
+    waiting) what="\`redislock_acquire_wait\` on the free lock" ;;
+    counted) what="\`redislock_new_counted\`" ;;
+    counted_fencing) what="counted, with fencing" ;;
+    esac
+    printf '| %s | %s | %s | **%s** | %s to %s | %s |\n' "$mode" "$what" \
+        "$(sf "${mode}_us")" "$(sf "${mode}_ratio")" "$(sf "${mode}_min")" \
+        "$(sf "${mode}_max")" "$(sf "${mode}_bound")"
+done
 if [ -n "$t_fail" ]; then
     echo "run.sh: T failed: $t_fail" >&2
     exit 1

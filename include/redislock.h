@@ -341,6 +341,14 @@ REDISLOCK_API int redislock_set_expire(redislock *lock, int seconds);
  * script (SCRIPT FLUSH, restart, failover), the same call resends it with
  * EVAL and still gives the true outcome.
  *
+ * What it costs the server (since 0.4.0; README, "Server cost"): each
+ * set of features has a script of its own with nothing else in it.  A
+ * plain try without fencing runs go-zero's commands, SET NX first (one
+ * command for a free lock): with its release, about what go-zero's own
+ * two scripts cost.  Fencing adds the counter's two commands, a waiter's
+ * try a look at the turn and leaving the queue, counted mode the hash's
+ * expiry (about 1.4x go-zero's cycle each).
+ *
  * @param acquired  set to true if this handle now holds the lock, false
  *                  if another owner holds it.  Set to false on any error.
  * @return REDISLOCK_OK (see *ACQUIRED); REDISLOCK_ERR_INVALID (LOCK or
@@ -374,6 +382,15 @@ redislock_acquire(redislock *lock, bool *acquired);
  * not touch the waiters' keys changed nothing and is sent again without
  * the wake-up (the lock key alone, owner-checked as ever); the handle's
  * later releases skip it at once (@since 0.4.0; doc/acl.md).
+ *
+ * With wake-ups the release first only looks (since 0.4.0): it gives
+ * the script the waiters' set, one more key and one more command for the
+ * server, not the wake-up list and the turn.  When waiters are
+ * registered it changes nothing and goes again with all three, which
+ * hands the lock over: one more round trip, which the handle's next
+ * releases skip (they give all three at once until one meets nobody
+ * waiting, and so do the releases of a handle that queued in
+ * redislock_acquire_wait()).
  *
  * In counted mode the release that gives up the last hold deletes the
  * key before it writes anything else, so it works even when Redis is out
@@ -478,7 +495,8 @@ REDISLOCK_API int redislock_set_expire_ms(redislock *lock, long long ms);
  * Turn fencing tokens on or off (off by default) for the following
  * acquires.  With fencing on, every fresh acquisition (not a re-entry)
  * increments KEY's fencing counter, a persistent key (see OVERVIEW), in
- * the same script, and redislock_token() returns the new value.  Tokens
+ * the same script (two more commands there, HINCRBY and HSET), and
+ * redislock_token() returns the new value.  Tokens
  * of one lock name only ever grow: across releases, expiries and server
  * restarts, as far as Redis persists the counter (use AOF with
  * appendfsync always for a strict guarantee, and a maxmemory-policy that
@@ -809,10 +827,13 @@ REDISLOCK_API int redislock_cancel_wait(redislock *lock);
  * Whether this handle's releases wake waiters (on by default).  A release
  * that deletes the key hands the lock to one registered waiter of
  * redislock_acquire_wait() (see there), which takes three companion keys
- * (see OVERVIEW).  Turned off, release declares and touches only the lock
- * key, exactly as go-zero's does (for ACL users allowed nothing else: a
- * release that such a user's ACL refuses turns them off by itself, see
- * redislock_release()); waiters then notice the free lock by polling.
+ * (see OVERVIEW): a release looks at the waiters' set (one command), and
+ * only when some wait goes again with the wake-up list and the turn (see
+ * redislock_release()).  Turned off, release declares and touches only
+ * the lock key, exactly as go-zero's does (for ACL users allowed nothing
+ * else: a release that such a user's ACL refuses turns them off by
+ * itself, see redislock_release()); waiters then notice the free lock by
+ * polling.
  * @return REDISLOCK_OK, or REDISLOCK_ERR_INVALID if LOCK is NULL.
  * @since 0.2.0
  */

@@ -22,56 +22,96 @@ static int counted(const redislock *lock)
     return lock->mode == REDISLOCKP_MODE_COUNTED;
 }
 
-/* acquire.lua and acquire_counted.lua share their layout. */
+/*
+ * An acquire runs one of five scripts, each no more than its features
+ * need (issue 20: what the server spends on a lock operation):
+ *   go-zero mode   plain try      acquire.lua          KEY
+ *                  with fencing   acquire_fencing.lua  KEY FENCE
+ *                  a waiter's     acquire_wait.lua     KEY FENCE WAITERS TURN
+ *   counted mode   plain try      acquire_counted.lua  KEY [FENCE]
+ *                  a waiter's     acquire_counted_wait.lua  as acquire_wait
+ * They all begin with the owner and the lease; the waiters' scripts share
+ * one layout, and the counted plain try takes the fencing flag after
+ * them, where the waiters' do.
+ */
 typedef char acquire_layouts_agree[
-    REDISLOCKP_ACQUIRE_K_TURN == REDISLOCKP_ACQUIRE_COUNTED_K_TURN &&
-    REDISLOCKP_ACQUIRE_A_REGTTL == REDISLOCKP_ACQUIRE_COUNTED_A_REGTTL &&
-    REDISLOCKP_ACQUIRE_NARGS == REDISLOCKP_ACQUIRE_COUNTED_NARGS ? 1 : -1];
+    REDISLOCKP_ACQUIRE_A_OWNER == 0 && REDISLOCKP_ACQUIRE_A_PX == 1 &&
+    REDISLOCKP_ACQUIRE_FENCING_K_FENCE == REDISLOCKP_ACQUIRE_WAIT_K_FENCE &&
+    REDISLOCKP_ACQUIRE_FENCING_A_OWNER == 0 &&
+    REDISLOCKP_ACQUIRE_FENCING_A_PX == 1 &&
+    REDISLOCKP_ACQUIRE_WAIT_A_OWNER == 0 && REDISLOCKP_ACQUIRE_WAIT_A_PX == 1 &&
+    REDISLOCKP_ACQUIRE_COUNTED_A_OWNER == 0 &&
+    REDISLOCKP_ACQUIRE_COUNTED_A_PX == 1 &&
+    REDISLOCKP_ACQUIRE_COUNTED_A_FENCING == REDISLOCKP_ACQUIRE_WAIT_A_FENCING &&
+    REDISLOCKP_ACQUIRE_COUNTED_K_FENCE == REDISLOCKP_ACQUIRE_WAIT_K_FENCE &&
+    REDISLOCKP_ACQUIRE_WAIT_K_TURN == REDISLOCKP_ACQUIRE_COUNTED_WAIT_K_TURN &&
+    REDISLOCKP_ACQUIRE_WAIT_K_WAITERS ==
+        REDISLOCKP_ACQUIRE_COUNTED_WAIT_K_WAITERS &&
+    REDISLOCKP_ACQUIRE_WAIT_A_HOW == REDISLOCKP_ACQUIRE_COUNTED_WAIT_A_HOW &&
+    REDISLOCKP_ACQUIRE_WAIT_A_REGTTL ==
+        REDISLOCKP_ACQUIRE_COUNTED_WAIT_A_REGTTL &&
+    REDISLOCKP_ACQUIRE_WAIT_NARGS == REDISLOCKP_ACQUIRE_COUNTED_WAIT_NARGS ?
+    1 : -1];
 
 void redislockp_call_acquire(redislockp_call *call, const redislock *lock,
                              redislockp_try how)
 {
-    int nkeys = how != REDISLOCKP_TRY_PLAIN ? REDISLOCKP_ACQUIRE_K_TURN + 1
-              : lock->fencing ? REDISLOCKP_ACQUIRE_K_FENCE + 1
-                              : REDISLOCKP_ACQUIRE_K_KEY + 1;
+    const redislockp_script *script;
+    int nkeys;
 
-    redislockp_call_init(call, counted(lock) ? &redislockp_script_acquire_counted
-                                             : &redislockp_script_acquire,
-                         nkeys);
+    if (how != REDISLOCKP_TRY_PLAIN) {
+        script = counted(lock) ? &redislockp_script_acquire_counted_wait
+                               : &redislockp_script_acquire_wait;
+        nkeys = REDISLOCKP_ACQUIRE_WAIT_K_TURN + 1;
+    } else if (counted(lock)) {
+        script = &redislockp_script_acquire_counted;
+        nkeys = lock->fencing ? REDISLOCKP_ACQUIRE_COUNTED_K_FENCE + 1 : 1;
+    } else if (lock->fencing) {
+        script = &redislockp_script_acquire_fencing;
+        nkeys = REDISLOCKP_ACQUIRE_FENCING_K_FENCE + 1;
+    } else {
+        script = &redislockp_script_acquire;
+        nkeys = REDISLOCKP_ACQUIRE_K_KEY + 1;
+    }
+    redislockp_call_init(call, script, nkeys);
     redislockp_call_key(call, REDISLOCKP_ACQUIRE_K_KEY, lock->key,
                         lock->keylen);
     /* A waiter's try without fencing gives the counter's place the lock
      * key again: the script does not read it, and an ACL user allowed
      * to wait but not to fence needs no rights on the counter. */
-    if (nkeys > REDISLOCKP_ACQUIRE_K_FENCE && lock->fencing)
-        redislockp_call_key(call, REDISLOCKP_ACQUIRE_K_FENCE, lock->fence_key,
-                            lock->fence_keylen);
-    else if (nkeys > REDISLOCKP_ACQUIRE_K_FENCE)
-        redislockp_call_key(call, REDISLOCKP_ACQUIRE_K_FENCE, lock->key,
+    if (nkeys > REDISLOCKP_ACQUIRE_WAIT_K_FENCE && lock->fencing)
+        redislockp_call_key(call, REDISLOCKP_ACQUIRE_WAIT_K_FENCE,
+                            lock->fence_key, lock->fence_keylen);
+    else if (nkeys > REDISLOCKP_ACQUIRE_WAIT_K_FENCE)
+        redislockp_call_key(call, REDISLOCKP_ACQUIRE_WAIT_K_FENCE, lock->key,
                             lock->keylen);
-    if (nkeys > REDISLOCKP_ACQUIRE_K_TURN) {
-        redislockp_call_key(call, REDISLOCKP_ACQUIRE_K_WAITERS,
+    if (nkeys > REDISLOCKP_ACQUIRE_WAIT_K_TURN) {
+        redislockp_call_key(call, REDISLOCKP_ACQUIRE_WAIT_K_WAITERS,
                             lock->waiters_key, lock->waiters_keylen);
-        redislockp_call_key(call, REDISLOCKP_ACQUIRE_K_TURN, lock->turn_key,
-                            lock->turn_keylen);
+        redislockp_call_key(call, REDISLOCKP_ACQUIRE_WAIT_K_TURN,
+                            lock->turn_key, lock->turn_keylen);
     }
     redislockp_call_arg(call, REDISLOCKP_ACQUIRE_A_OWNER, lock->id,
                         lock->idlen);
     redislockp_call_num(call, REDISLOCKP_ACQUIRE_A_PX, 0, lock->expire_ms);
-    redislockp_call_arg(call, REDISLOCKP_ACQUIRE_A_FENCING,
-                        lock->fencing ? "1" : "0", 1);
-    redislockp_call_arg(call, REDISLOCKP_ACQUIRE_A_HOW,
-                        how == REDISLOCKP_TRY_WOKEN ? "2"
-                        : how == REDISLOCKP_TRY_WAITER ? "1" : "0", 1);
+    if (script->nargs > REDISLOCKP_ACQUIRE_WAIT_A_FENCING)
+        redislockp_call_arg(call, REDISLOCKP_ACQUIRE_WAIT_A_FENCING,
+                            lock->fencing ? "1" : "0", 1);
+    if (how == REDISLOCKP_TRY_PLAIN)
+        return;
+    redislockp_call_arg(call, REDISLOCKP_ACQUIRE_WAIT_A_HOW,
+                        how == REDISLOCKP_TRY_WOKEN ? "2" : "1", 1);
     /* A registration lapses unless the waiter tries again in time: it
      * does at least every poll interval. */
-    redislockp_call_num(call, REDISLOCKP_ACQUIRE_A_REGTTL, 1,
+    redislockp_call_num(call, REDISLOCKP_ACQUIRE_WAIT_A_REGTTL, 1,
                         lock->poll_ms + REDISLOCKP_REGISTRATION_SLACK_MS);
 }
 
 typedef char release_layouts_agree[
     REDISLOCKP_RELEASE_K_TURN == REDISLOCKP_RELEASE_COUNTED_K_TURN &&
-    REDISLOCKP_RELEASE_A_WAKEUPS == REDISLOCKP_RELEASE_COUNTED_A_WAKEUPS ?
+    REDISLOCKP_RELEASE_K_WAITERS == REDISLOCKP_RELEASE_COUNTED_K_WAITERS &&
+    REDISLOCKP_RELEASE_K_WAKE == REDISLOCKP_RELEASE_COUNTED_K_WAKE &&
+    REDISLOCKP_RELEASE_A_OWNER == REDISLOCKP_RELEASE_COUNTED_A_OWNER ?
     1 : -1];
 
 void redislockp_call_release(redislockp_call *call, const redislock *lock)
@@ -80,10 +120,17 @@ void redislockp_call_release(redislockp_call *call, const redislock *lock)
      * without wake-ups (off, or refused by the Redis user's ACL: see
      * lock.c) it declares and touches only the lock key.  On a
      * Cluster, a key whose companions cannot share its slot has no
-     * waiters (waiting is refused): release it alone. */
+     * waiters (waiting is refused): release it alone.  With wake-ups it
+     * gives the waiters alone to look at (the script answers 2 when
+     * there are some, having changed nothing: lock.c goes again), or
+     * all three companions once a release has met waiters (until one
+     * meets none), and always on a quorum, whose masters must all do
+     * the same in one round. */
     int wake = lock->wakeups && !lock->wakeups_refused &&
                (lock->companions_ok || !lock->cluster);
-    int nkeys = wake ? REDISLOCKP_RELEASE_K_TURN + 1
+    int hand_over = wake && (lock->waiters_seen || lock->quorum);
+    int nkeys = hand_over ? REDISLOCKP_RELEASE_K_TURN + 1
+              : wake ? REDISLOCKP_RELEASE_K_WAITERS + 1
                      : REDISLOCKP_RELEASE_K_KEY + 1;
 
     redislockp_call_init(call, counted(lock) ? &redislockp_script_release_counted
@@ -91,9 +138,10 @@ void redislockp_call_release(redislockp_call *call, const redislock *lock)
                          nkeys);
     redislockp_call_key(call, REDISLOCKP_RELEASE_K_KEY, lock->key,
                         lock->keylen);
-    if (wake) {
+    if (wake)
         redislockp_call_key(call, REDISLOCKP_RELEASE_K_WAITERS,
                             lock->waiters_key, lock->waiters_keylen);
+    if (hand_over) {
         redislockp_call_key(call, REDISLOCKP_RELEASE_K_WAKE, lock->wake_key,
                             lock->wake_keylen);
         redislockp_call_key(call, REDISLOCKP_RELEASE_K_TURN, lock->turn_key,
@@ -101,8 +149,6 @@ void redislockp_call_release(redislockp_call *call, const redislock *lock)
     }
     redislockp_call_arg(call, REDISLOCKP_RELEASE_A_OWNER, lock->id,
                         lock->idlen);
-    redislockp_call_arg(call, REDISLOCKP_RELEASE_A_WAKEUPS, wake ? "1" : "0",
-                        1);
     if (counted(lock))
         redislockp_call_num(call, REDISLOCKP_RELEASE_COUNTED_A_PX, 0,
                             lock->expire_ms);
@@ -253,9 +299,10 @@ static const redislockp_need counted_status[] = {
 static const redislockp_need counted_fencing[] = {
     { REDISLOCKP_FEATURE_FENCING, "HINCRBY $2 n 1" },
 };
-/* A waiter's tries (acquire.lua with HOW 1 or 2, register(), took()). */
+/* A waiter's tries (acquire_wait.lua, acquire_counted_wait.lua: HOW,
+ * lib.lua's register and took). */
 static const redislockp_need waiter_try[] = {
-    { REDISLOCKP_FEATURE_WAITING, "EXISTS $5" },
+    { REDISLOCKP_FEATURE_WAITING, "EXISTS $1 $5" },
     { REDISLOCKP_FEATURE_WAITING, "TIME" },
     { REDISLOCKP_FEATURE_WAITING, "PTTL $3" },
     { REDISLOCKP_FEATURE_WAITING, "ZADD $3 1 x" },
@@ -263,7 +310,8 @@ static const redislockp_need waiter_try[] = {
     { REDISLOCKP_FEATURE_WAITING, "ZREM $3 x" },
     { REDISLOCKP_FEATURE_WAITING, "DEL $5" },
 };
-/* Waking a waiter (lib.lua's wake_next(), and the release's look). */
+/* Waking a waiter (lib.lua's wake_next, and the release's look: ZCARD,
+ * the only one a release given the waiters alone runs). */
 static const redislockp_need wake_up[] = {
     { REDISLOCKP_FEATURE_WAITING, "ZCARD $3" },
     { REDISLOCKP_FEATURE_WAITING, "TIME" },
@@ -334,21 +382,24 @@ size_t redislockp_call_needs(const redislockp_call *call,
     size_t k = 0;
     int i;
 
-    if (s == &redislockp_script_acquire ||
-        s == &redislockp_script_acquire_counted) {
-        int gozero = s == &redislockp_script_acquire;
+    if (redislockp_script_is_acquire(s)) {
+        int gozero = !redislockp_script_is_counted(s);
+        int waiter = s == &redislockp_script_acquire_wait ||
+                     s == &redislockp_script_acquire_counted_wait;
 
         if (gozero)
             add(out, max, &k, LIST(gozero_acquire));
         else
             add(out, max, &k, LIST(counted_acquire));
-        if (flag(call, REDISLOCKP_ACQUIRE_A_FENCING)) {
+        if (s == &redislockp_script_acquire_fencing ||
+            (s != &redislockp_script_acquire &&
+             flag(call, REDISLOCKP_ACQUIRE_WAIT_A_FENCING))) {
             if (gozero)
                 add(out, max, &k, LIST(gozero_fencing));
             else
                 add(out, max, &k, LIST(counted_fencing));
         }
-        if (flag(call, REDISLOCKP_ACQUIRE_A_HOW))
+        if (waiter)
             add(out, max, &k, LIST(waiter_try));
     } else if (s == &redislockp_script_release ||
                s == &redislockp_script_release_counted) {
@@ -356,8 +407,10 @@ size_t redislockp_call_needs(const redislockp_call *call,
             add(out, max, &k, LIST(gozero_release));
         else
             add(out, max, &k, LIST(counted_release));
-        if (flag(call, REDISLOCKP_RELEASE_A_WAKEUPS))
+        if (call->nkeys > REDISLOCKP_RELEASE_K_TURN)
             add(out, max, &k, LIST(wake_up));
+        else if (call->nkeys > REDISLOCKP_RELEASE_K_WAITERS)
+            add(out, max, &k, wake_up, 1);
     } else if (s == &redislockp_script_extend) {
         add(out, max, &k, LIST(gozero_extend));
     } else if (s == &redislockp_script_extend_counted) {

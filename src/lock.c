@@ -15,21 +15,29 @@
 #include "client.h"
 #include "exec.h"
 #include "redislock_int.h"
+#include "scripts_lua.h"
 #include "slot.h"
 
-/* An integer-array reply of MIN..MAX elements, read into V. */
+/* An integer-array reply of MIN..MAX elements, read into V; or, where
+ * BARE says, a bare integer standing for one (see src/scripts.h). */
 typedef struct int_reply {
     const char *what;
     size_t min, max, n;
+    redislockp_bare bare;
     long long v[4];
 } int_reply;
 
 static int parse_ints(const redislockp_val *r, void *out, char *errmsg)
 {
     int_reply *ir = out;
-    int st = redislockp_int_array(r, ir->what, ir->v, ir->min, ir->max,
-                                  errmsg);
+    int st;
 
+    if (ir->bare != REDISLOCKP_BARE_NONE &&
+        redislockp_val_type(r) == REDISLOCKP_V_INTEGER) {
+        ir->n = redislockp_bare_ints(ir->bare, redislockp_val_int(r), ir->v);
+        return REDISLOCK_OK;
+    }
+    st = redislockp_int_array(r, ir->what, ir->v, ir->min, ir->max, errmsg);
     ir->n = st == REDISLOCK_OK ? redislockp_val_count(r) : 0;
     return st;
 }
@@ -42,6 +50,9 @@ static int_reply ints(const char *what, size_t min, size_t max)
     ir.min = min;
     ir.max = max;
     ir.n = 0;
+    ir.bare = strcmp(what, "acquire") == 0 ? REDISLOCKP_BARE_ACQUIRE
+            : strcmp(what, "release") == 0 ? REDISLOCKP_BARE_RELEASE
+                                           : REDISLOCKP_BARE_NONE;
     ir.v[0] = ir.v[1] = ir.v[2] = ir.v[3] = 0;
     return ir;
 }
@@ -132,8 +143,7 @@ static long long majority_value(long long *v, size_t n, size_t maj)
 
 static int is_acquire(const redislockp_call *call)
 {
-    return call->script == &redislockp_script_acquire ||
-           call->script == &redislockp_script_acquire_counted;
+    return redislockp_script_is_acquire(call->script);
 }
 
 /* Should an acquire that must be undone (not acknowledged, or granted by
@@ -413,7 +423,7 @@ static int ack_enough(const redislock *lock, const redislockp_val *r)
 static int late_harmless(const redislock *lock, const redislockp_call *call)
 {
     return lock->mode == REDISLOCKP_MODE_GOZERO &&
-           (call->script == &redislockp_script_acquire ||
+           (redislockp_script_is_acquire(call->script) ||
             call->script == &redislockp_script_extend);
 }
 
@@ -887,15 +897,31 @@ static int run_release(redislock *lock, redislockp_call *call, int_reply *r)
 {
     int st = redislockp_op_run(lock, call, 1, parse_ints, r);
 
+    /* Given the waiters alone, the script met some and changed nothing
+     * (release.lua): again with the keys to wake one, as the handle's
+     * next releases until one meets nobody waiting. */
+    if (st == REDISLOCK_OK && r->v[0] == 2 &&
+        call->nkeys == REDISLOCKP_RELEASE_K_WAITERS + 1) {
+        lock->waiters_seen = 1;
+        redislockp_call_release(call, lock);
+        *r = ints(r->what, r->min, r->max);
+        st = redislockp_op_run(lock, call, 1, parse_ints, r);
+    }
     if (st == REDISLOCK_ERR_SERVER && call->nkeys > 1 && acl_refused(lock)) {
         lock->wakeups_refused = 1;
         redislockp_call_release(call, lock);
+        *r = ints(r->what, r->min, r->max);
         st = redislockp_op_run(lock, call, 1, parse_ints, r);
         if (st == REDISLOCK_ERR_SERVER && acl_refused(lock))
             lock->wakeups_refused = 0;
     }
     if (st == REDISLOCK_ERR_SERVER)
         explain_refusal(lock, call);
+    /* A release that deleted the key with the wake-up keys and met no
+     * live waiter: the next looks first again. */
+    if (st == REDISLOCK_OK && r->v[0] == 1 && r->v[1] == 0 &&
+        call->nkeys > REDISLOCKP_RELEASE_K_WAKE && r->v[2] == 0)
+        lock->waiters_seen = 0;
     return st;
 }
 
@@ -1011,7 +1037,7 @@ static int check_ack(redislock *lock, const redislockp_val *r,
 static int undo_acquire(redislock *lock, int fresh, int st)
 {
     redislockp_call call;
-    int_reply r = ints("release", 2, 2);
+    int_reply r = ints("release", 2, 3);
     char why[REDISLOCKP_ERRMSG_SIZE];
     redislock_error_info why_info = lock->info;
     int rst;
@@ -1181,7 +1207,7 @@ int redislockp_report_pending_loss(redislock *lock)
 int redislock_release(redislock *lock, bool *released)
 {
     redislockp_call call;
-    int_reply r = ints("release", 2, 2);
+    int_reply r = ints("release", 2, 3);
     long long sent;
     int st, was_lost, was_renewing, was_held;
 
@@ -1204,7 +1230,9 @@ int redislock_release(redislock *lock, bool *released)
     st = run_release(lock, &call, &r);
     if (st == REDISLOCK_OK &&
         (r.v[0] < -1 || r.v[0] > 1 || r.v[1] < 0 ||
-         (r.v[0] != 1 && r.v[1] != 0)))
+         (r.v[0] != 1 && r.v[1] != 0) ||
+         r.v[2] < 0 || r.v[2] > 1 ||
+         (r.v[2] == 1 && (r.v[0] != 1 || r.v[1] != 0))))
         st = redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL,
                              "release: unexpected reply {%lld, %lld}",
                              r.v[0], r.v[1]);

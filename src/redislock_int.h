@@ -79,6 +79,10 @@ struct redislock {
     int wakeups;                       /* releases wake waiters */
     int wakeups_refused;               /* the Redis user may not wake
                                         * them: releases skip it */
+    int waiters_seen;                  /* the last release that deleted
+                                        * the key met waiters: the next
+                                        * gives the wake-up keys at once
+                                        * (calls.c) */
     int waiting_refused;               /* the Redis user may not wait
                                         * (waiters' keys or BLPOP):
                                         * acquire_wait polls instead */

@@ -27,10 +27,13 @@
     }
 
 SCRIPT(acquire, ACQUIRE);
+SCRIPT(acquire_fencing, ACQUIRE_FENCING);
+SCRIPT(acquire_wait, ACQUIRE_WAIT);
 SCRIPT(release, RELEASE);
 SCRIPT(extend, EXTEND);
 SCRIPT(status, STATUS);
 SCRIPT(acquire_counted, ACQUIRE_COUNTED);
+SCRIPT(acquire_counted_wait, ACQUIRE_COUNTED_WAIT);
 SCRIPT(release_counted, RELEASE_COUNTED);
 SCRIPT(extend_counted, EXTEND_COUNTED);
 SCRIPT(status_counted, STATUS_COUNTED);
@@ -38,6 +41,37 @@ SCRIPT(leave, LEAVE);
 SCRIPT(inspect, INSPECT);
 SCRIPT(companions, COMPANIONS);
 SCRIPT(permissions, PERMISSIONS);
+
+int redislockp_script_is_acquire(const redislockp_script *s)
+{
+    return s == &redislockp_script_acquire ||
+           s == &redislockp_script_acquire_fencing ||
+           s == &redislockp_script_acquire_wait ||
+           s == &redislockp_script_acquire_counted ||
+           s == &redislockp_script_acquire_counted_wait;
+}
+
+int redislockp_script_is_counted(const redislockp_script *s)
+{
+    return s == &redislockp_script_acquire_counted ||
+           s == &redislockp_script_acquire_counted_wait ||
+           s == &redislockp_script_release_counted ||
+           s == &redislockp_script_extend_counted ||
+           s == &redislockp_script_status_counted;
+}
+
+size_t redislockp_bare_ints(redislockp_bare bare, long long x, long long *v)
+{
+    if (bare == REDISLOCKP_BARE_ACQUIRE) {
+        v[0] = 1;
+        v[1] = x;
+        v[2] = 1;
+        return 3;
+    }
+    v[0] = x;
+    v[1] = 0;
+    return 2;
+}
 
 /* EVALSHA sha numkeys: the fixed part before the keys and arguments. */
 #define FIXED_ARGS 3

@@ -21,10 +21,13 @@ typedef struct redislockp_script {
 } redislockp_script;
 
 extern const redislockp_script redislockp_script_acquire;
+extern const redislockp_script redislockp_script_acquire_fencing;
+extern const redislockp_script redislockp_script_acquire_wait;
 extern const redislockp_script redislockp_script_release;
 extern const redislockp_script redislockp_script_extend;
 extern const redislockp_script redislockp_script_status;
 extern const redislockp_script redislockp_script_acquire_counted;
+extern const redislockp_script redislockp_script_acquire_counted_wait;
 extern const redislockp_script redislockp_script_release_counted;
 extern const redislockp_script redislockp_script_extend_counted;
 extern const redislockp_script redislockp_script_status_counted;
@@ -32,6 +35,31 @@ extern const redislockp_script redislockp_script_leave;
 extern const redislockp_script redislockp_script_inspect;
 extern const redislockp_script redislockp_script_companions;
 extern const redislockp_script redislockp_script_permissions;
+
+/* The acquire scripts (either mode, plain or a waiter's), and those of
+ * counted mode. */
+int redislockp_script_is_acquire(const redislockp_script *s);
+int redislockp_script_is_counted(const redislockp_script *s);
+
+/*
+ * Replies.  A script answers with an array of integers; on the paths
+ * every lock operation takes (a granted acquire, a release), with a bare
+ * integer instead, which costs the server less than an array (a Lua
+ * table made, then read back: about as much as one more command in the
+ * script, issue 20).  It stands for the array:
+ *   an acquire's T    {1, T, 1}   held, fencing token T (0: none), 1 hold
+ *   a release's X     {X, 0}      1 released, 0 free, -1 another's
+ * Any other answer of those scripts is the array itself.
+ */
+typedef enum redislockp_bare {
+    REDISLOCKP_BARE_NONE,               /* arrays only */
+    REDISLOCKP_BARE_ACQUIRE,
+    REDISLOCKP_BARE_RELEASE
+} redislockp_bare;
+
+/* The array the bare integer X stands for, into V (room for 3); returns
+ * its length. */
+size_t redislockp_bare_ints(redislockp_bare bare, long long x, long long *v);
 
 /* The most keys and arguments of any script. */
 #define REDISLOCKP_MAX_KEYS 4

@@ -376,6 +376,11 @@ int redislock_acquire_wait(redislock *lock, long long timeout_ms,
             return end_wait(lock, st, woken, registered);
         if (*acquired) {
             (void)cancel_asked(lock);   /* too late: the wait is over */
+            /* Others are likely queued behind a waiter that had to
+             * queue: its release gives the wake-up keys at once (see
+             * redislockp_call_release()). */
+            if (registered)
+                lock->waiters_seen = 1;
             return REDISLOCK_OK;        /* the script deregistered us */
         }
         if (how != REDISLOCKP_TRY_PLAIN)

@@ -393,7 +393,10 @@ static void test_acquire_reply_handling(void **state)
     acquire_gets("*0\r\n", REDISLOCK_ERR_PROTOCOL, false);
     acquire_gets("+OK\r\n", REDISLOCK_ERR_PROTOCOL, false);
     acquire_gets("$-1\r\n", REDISLOCK_ERR_PROTOCOL, false);
-    acquire_gets(":1\r\n", REDISLOCK_ERR_PROTOCOL, false);
+    /* A bare integer is a granted acquire's token (src/scripts.h). */
+    acquire_gets(":0\r\n", REDISLOCK_OK, true);
+    acquire_gets(":7\r\n", REDISLOCK_OK, true);
+    acquire_gets(":-1\r\n", REDISLOCK_ERR_PROTOCOL, false);
     acquire_gets("-ERR boom\r\n", REDISLOCK_ERR_SERVER, false);
     /* Not RESP at all: hiredis gives up on the connection. */
     acquire_gets("hello\r\n", REDISLOCK_ERR_IO, false);
@@ -405,14 +408,54 @@ static void test_release_reply_handling(void **state)
     release_gets("*2\r\n:1\r\n:0\r\n", REDISLOCK_OK, true);
     release_gets("*2\r\n:0\r\n:0\r\n", REDISLOCK_OK, false);
     release_gets("*2\r\n:-1\r\n:0\r\n", REDISLOCK_OK, false);
-    release_gets("*2\r\n:2\r\n:0\r\n", REDISLOCK_ERR_PROTOCOL, false);
+    release_gets("*2\r\n:3\r\n:0\r\n", REDISLOCK_ERR_PROTOCOL, false);
     release_gets("*2\r\n:0\r\n:3\r\n", REDISLOCK_ERR_PROTOCOL, false);
     release_gets("*2\r\n:1\r\n:-1\r\n", REDISLOCK_ERR_PROTOCOL, false);
     release_gets("*1\r\n:1\r\n", REDISLOCK_ERR_PROTOCOL, false);
-    release_gets(":1\r\n", REDISLOCK_ERR_PROTOCOL, false);
+    /* A bare integer X stands for {X, 0} (src/scripts.h). */
+    release_gets(":1\r\n", REDISLOCK_OK, true);
+    release_gets(":0\r\n", REDISLOCK_OK, false);
+    release_gets(":-1\r\n", REDISLOCK_OK, false);
+    release_gets(":3\r\n", REDISLOCK_ERR_PROTOCOL, false);
+    release_gets(":-2\r\n", REDISLOCK_ERR_PROTOCOL, false);
+    /* A third element: were waiters registered (a release that was
+     * given the keys to wake one)? */
+    release_gets("*3\r\n:1\r\n:0\r\n:1\r\n", REDISLOCK_OK, true);
+    release_gets("*3\r\n:1\r\n:0\r\n:0\r\n", REDISLOCK_OK, true);
+    release_gets("*3\r\n:1\r\n:0\r\n:2\r\n", REDISLOCK_ERR_PROTOCOL, false);
+    release_gets("*3\r\n:0\r\n:0\r\n:1\r\n", REDISLOCK_ERR_PROTOCOL, false);
     release_gets("$-1\r\n", REDISLOCK_ERR_PROTOCOL, false);
     release_gets("+OK\r\n", REDISLOCK_ERR_PROTOCOL, false);
     release_gets("-WRONGTYPE x\r\n", REDISLOCK_ERR_SERVER, false);
+}
+
+/* A release given the waiters alone that met some (2: nothing done) goes
+ * again with the wake-up list and the turn, and so does the handle's
+ * next release, at once; one that meets nobody waiting (bare 1, or a
+ * third element 0) makes the next look first again. */
+static void test_release_meets_waiters(void **state)
+{
+    const char *replies[] = { ":2\r\n", "*3\r\n:1\r\n:0\r\n:1\r\n",
+                              "*3\r\n:1\r\n:0\r\n:0\r\n", ":1\r\n", NULL };
+    const char *sent, *p;
+    struct canned k;
+    bool released = false;
+    int i, wake = 0, waiters = 0;
+
+    (void)state;
+    canned_open(&k, replies);
+    for (i = 0; i < 3; i++) {
+        assert_int_equal(redislock_release(k.lock, &released), REDISLOCK_OK);
+        assert_true(released);
+    }
+    sent = canned_close(&k);
+    for (p = sent; (p = strstr(p, "{canned}:waiters")) != NULL; p++)
+        waiters++;
+    for (p = sent; (p = strstr(p, "{canned}:wake")) != NULL; p++)
+        wake++;
+    /* Four releases sent: two keys, four, four, then two again. */
+    assert_int_equal(waiters, 4);
+    assert_int_equal(wake, 2);
 }
 
 /* One call against canned replies: returns the status; *B the bool. */
@@ -1011,6 +1054,7 @@ int main(void)
         cmocka_unit_test(test_pending_command_is_refused),
         cmocka_unit_test(test_acquire_reply_handling),
         cmocka_unit_test(test_release_reply_handling),
+        cmocka_unit_test(test_release_meets_waiters),
         cmocka_unit_test(test_extend_and_status_reply_handling),
         cmocka_unit_test(test_wait_reply_handling),
         cmocka_unit_test(test_peer_closes_before_reply),

@@ -1,7 +1,8 @@
 /*
  * t_fencing.c - fencing tokens: off by default, strictly increasing across
  * releases, expiries, owners and a server restart with AOF; stable across
- * re-entry; a stalled holder fenced off by a token-checking store; and the
+ * re-entry; a counter that cannot count leaves no holding; a stalled
+ * holder fenced off by a token-checking store; and the
  * companion keys in the lock key's slot on a real (one-node) Cluster.
  */
 #include "config.h"
@@ -134,6 +135,51 @@ static void test_reentry_keeps_the_token(void **state)
         ;
     redislock_free(lock);
     redislock_free(twin);
+}
+
+/* A counter that cannot give a token (it holds another type, or n is at
+ * its limit) fails the acquire with the server's error and leaves no
+ * holding behind: go-zero's plain try takes the key first (SET NX) and
+ * deletes it again (acquire_fencing.lua), counted mode fails before its
+ * first write.  The counter is left as it was. */
+static void test_broken_counter_leaves_no_holding(void **state)
+{
+    static const struct {
+        const char *set;                /* the counter, broken */
+        const char *error;              /* what the server says */
+    } broken[] = {
+        { "SET %s not-a-hash", "WRONGTYPE" },
+        { "HSET %s n 9223372036854775807", "overflow" },
+    };
+    char key[64], fence[80];
+    redislock *lock, *plain;
+    bool ok = true;
+    size_t i;
+
+    tu_key(key, sizeof key, "fence:broken");
+    snprintf(fence, sizeof fence, "{%s}:fence", key);
+    lock = fenced(state, c, key);
+    plain = tu_new_lock(state, c, key);
+    for (i = 0; i < sizeof broken / sizeof broken[0]; i++) {
+        tu_cmd_ok(c, "DEL %s", fence);
+        tu_cmd_ok(c, broken[i].set, fence);
+        assert_int_equal(redislock_acquire(lock, &ok), REDISLOCK_ERR_SERVER);
+        assert_false(ok);
+        if (strstr(redislock_last_error(lock), broken[i].error) == NULL)
+            fail_msg("case %zu: \"%s\" does not say %s", i,
+                     redislock_last_error(lock), broken[i].error);
+        assert_int_equal(exists(key), 0);
+        assert_int_equal(exists(fence), 1);
+        /* Without fencing the lock is there to take. */
+        assert_true(tu_acquire(plain));
+        assert_true(tu_release(plain));
+    }
+    tu_cmd_ok(c, "DEL %s", fence);
+    assert_true(tu_acquire(lock));
+    assert_int_equal(token(lock), 1);
+    assert_true(tu_release(lock));
+    redislock_free(lock);
+    redislock_free(plain);
 }
 
 static void test_token_arguments(void **state)
@@ -314,6 +360,7 @@ int main(void)
         TU_BOTH_MODES(test_off_by_default),
         TU_BOTH_MODES(test_tokens_strictly_increase),
         TU_BOTH_MODES(test_reentry_keeps_the_token),
+        TU_BOTH_MODES(test_broken_counter_leaves_no_holding),
         TU_BOTH_MODES(test_token_arguments),
         TU_BOTH_MODES(test_tokens_survive_a_restart),
         TU_BOTH_MODES(test_stalled_holder_is_fenced_off),

@@ -3,11 +3,11 @@
 -- live, and the fencing counter (the last token issued for the key).
 --! KEYS key waiters fence
 --! ARGV
---! USES now_ms
 -- KEY      the lock key (declared for Cluster routing; not read)
 -- WAITERS  the waiters (sorted set scored by when each lapses)
 -- FENCE    the fencing counter (a hash {n, ...})
 -- Returns {waiters, fence}.
-local waiters = redis.call('ZCOUNT', WAITERS, now_ms(), '+inf')
+--@ now
+local waiters = redis.call('ZCOUNT', WAITERS, now, '+inf')
 local n = redis.call('HGET', FENCE, 'n')
 return {waiters, tonumber(n or '0') or 0}

@@ -8,21 +8,41 @@
 #                                          at the end: callers give the
 #                                          first N keys); no names: the
 #                                          script is given no key
-#   --! ARGV owner:id px:ms fencing:flag   names, with a type to check:
-#                                          id (not empty), ms (integer >= 1),
-#                                          flag ('0' or '1'), how ('0'..'2')
-#   --! USES now_ms register               sections of LIB.lua it needs
+#   --! ARGV owner:id px:ms fencing:flag   names, each with the type the
+#                                          C side guarantees: id (not
+#                                          empty), ms (integer >= 1), flag
+#                                          ('0' or '1'), how ('0'..'2')
 # From them the text sent to Redis gets, in front of the script, locals
-# named after the layout (KEY = KEYS[1], OWNER = ARGV[1], ...), a check of
-# the number and the types of the arguments (a call that does not match
-# the layout gets an error reply, never a wrong key), and the LIB.lua
-# sections; and the C header gets, for src/lua/acquire.lua,
+# named after the layout (KEY = KEYS[1], OWNER = ARGV[1], ...) and a check
+# of the number of keys and arguments (a call that does not match the
+# layout gets an error reply, never a wrong key); and the C header gets,
+# for src/lua/acquire.lua,
 #   REDISLOCKP_LUA_ACQUIRE          the text
 #   REDISLOCKP_LUA_ACQUIRE_SHA1     what Redis's SCRIPT LOAD returns for it
-#   REDISLOCKP_ACQUIRE_K_FENCE      index of a key (0-based), and
+#   REDISLOCKP_ACQUIRE_K_KEY        index of a key (0-based), and
 #   REDISLOCKP_ACQUIRE_A_PX         of an argument, counted after the keys
 #   REDISLOCKP_ACQUIRE_MIN_KEYS, _MAX_KEYS, _NARGS
 # so that the C callers (src/calls.c) and the script cannot disagree.
+#
+# The values are not checked in Lua: every call is built in src/calls.c
+# from a handle's settings, which their setters validate (an owner ID of
+# printable characters, a lease of at least 1 ms), and from literal flags;
+# redislockp_call_format() (src/scripts.c) refuses a call that leaves a
+# key or an argument out.  A check per argument and per call costs the
+# server more than the lock operation's own commands (issue 20); the type
+# names stay on the ARGV line as the contract.
+#
+# Code shared by scripts is written once, in LIB.lua, and inlined: a line
+#   --@ wake_next
+# alone in a script (indented as the code around it) is replaced by
+# LIB.lua's section of that name (headed "--@@ wake_next" there),
+# indented alike (a section may itself name another); and a line
+#   --@need 'ZREM', WAITERS, OWNER
+# by a check that the Redis user may run that command (its name and
+# arguments as redis.call takes them), which fails the script with NOPERM
+# naming the command if not (see LIB.lua).  Inlined rather than called:
+# a Lua function is made afresh by every call of the script that defines
+# it, which costs the server more than the code it saves.
 set -eu
 
 sha1() {
@@ -62,17 +82,53 @@ for f in "$@"; do
         for (i = 1; i <= n; i++) s = s (i > 1 ? ", " : "") t "[" i "]"
         return s "\n"
     }
-    BEGIN {
-        # The sections of the library, by name.
-        while ((getline line < lib) > 0) {
-            if (line ~ /^--@ /) { sec = substr(line, 5); order[++nsec] = sec; continue }
-            if (sec != "") text[sec] = text[sec] line "\n"
+    # LINE of the script (or of a section, indented by INDENT) into the
+    # body, with its --@ lines expanded; DEPTH guards against a section
+    # that names itself.
+    function emit(line, indent, depth,    ind, name, args, cmd, j) {
+        if (line ~ /^[ \t]*--@need /) {
+            ind = line
+            sub(/--@need .*/, "", ind)
+            args = line
+            sub(/^[ \t]*--@need /, "", args)
+            cmd = args
+            sub(/,.*/, "", cmd)
+            gsub(/[\047"]/, "", cmd)
+            ind = indent ind
+            print ind "if redis.acl_check_cmd and not redis.acl_check_cmd(" args ") then" > body
+            print ind "  error({err = \"NOPERM redislock: this user may not run " cmd \
+                  ", which the script would run after its first write (it changed nothing)\"})" > body
+            print ind "end" > body
+            return
         }
+        if (line ~ /^[ \t]*--@/) {
+            if (line !~ /^[ \t]*--@ [a-z_]+$/) fail("bad line: " line)
+            ind = line
+            sub(/--@ .*/, "", ind)
+            name = line
+            sub(/^[ \t]*--@ /, "", name)
+            if (!(name in nlines)) fail("no section " name " in the library")
+            if (depth > 8) fail("section " name " names itself")
+            for (j = 1; j <= nlines[name]; j++)
+                emit(text[name, j], indent ind, depth + 1)
+            return
+        }
+        print (line == "" ? "" : indent line) > body
+    }
+    BEGIN {
+        # The sections of the library, by name: their lines (text[NAME,
+        # i]), without the blank lines that end them.
+        while ((getline line < lib) > 0) {
+            if (line ~ /^--@@ /) { sec = substr(line, 6); nlines[sec] = 0; continue }
+            if (sec != "") text[sec, ++nlines[sec]] = line
+        }
+        for (sec in nlines)
+            while (nlines[sec] > 0 && text[sec, nlines[sec]] == "") nlines[sec]--
         close(lib)
     }
     /^--! KEYS/ { nk = split(substr($0, 10), k, " "); seen_k = 1; next_line(); next }
     /^--! ARGV/ { na = split(substr($0, 10), a, " "); seen_a = 1; next_line(); next }
-    /^--! USES/ { nu = split(substr($0, 10), u, " "); next_line(); next }
+    /^--! / { fail("unknown line: " $0) }
     { lines[++n] = $0 }
     function next_line() { lines[++n] = $0 }
     END {
@@ -101,32 +157,15 @@ for f in "$@"; do
         out = out locals(aname, na, "ARGV")
         # The call must match the layout.
         err = "return redis.error_reply(\"ERR redislock " script ": "
-        out = out "if #KEYS < " minkeys " or #KEYS > " nk " or #ARGV ~= " na " then\n"
+        out = out "if " (minkeys == nk ? "#KEYS ~= " nk : "#KEYS < " minkeys " or #KEYS > " nk) \
+              " or #ARGV ~= " na " then\n"
         out = out "  " err "called with \" .. #KEYS .. \" keys and \" .. #ARGV .. \" arguments, not " \
               (minkeys == nk ? nk : minkeys ".." nk) " and " na "\")\nend\n"
-        for (i = 1; i <= na; i++) {
-            v = up(aname[i])
-            if (atype[i] == "id") cond = v " == \"\""
-            else if (atype[i] == "ms") cond = "not string.match(" v ", \"^[1-9][0-9]*$\")"
-            else if (atype[i] == "flag") cond = v " ~= \"0\" and " v " ~= \"1\""
-            else if (atype[i] == "how") cond = "not string.match(" v ", \"^[012]$\")"
-            else if (atype[i] == "") continue
-            else fail("unknown type " atype[i] " of " aname[i])
-            out = out "if " cond " then\n  " err aname[i] " is not " \
-                  (atype[i] == "id" ? "an owner ID" : atype[i] == "ms" ? "a positive integer" : \
-                   atype[i] == "flag" ? "0 or 1" : "0, 1 or 2") "\")\nend\n"
-        }
-        # Sections in the order of the library (a section may use those
-        # before it), whatever the order on the USES line.
-        for (i = 1; i <= nu; i++) {
-            if (!(u[i] in text)) fail("no section " u[i] " in the library")
-            used[u[i]] = 1
-        }
-        for (i = 1; i <= nsec; i++)
-            if (order[i] in used)
-                out = out text[order[i]]
+        for (i = 1; i <= na; i++)
+            if (atype[i] !~ /^(id|ms|flag|how|)$/)
+                fail("unknown type " atype[i] " of " aname[i])
         printf "%s", out > body
-        for (i = 1; i <= n; i++) print lines[i] > body
+        for (i = 1; i <= n; i++) emit(lines[i], "", 0)
         close(body)
         # The layout for C.
         for (i = 1; i <= nk; i++)

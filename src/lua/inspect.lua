@@ -9,28 +9,28 @@
 -- 2 for a counted lock (a hash with an owner field), 3 for anything else
 -- (owner '' and 0 holds).
 
--- R, redis.pcall's answer: was it WRONGTYPE (the key holds another
--- type)?  Any other error (an ACL refusal, say) is the script's.
-local function wrong_type(r)
-  if type(r) == 'table' and r['err'] then
-    if string.find(r['err'], 'WRONGTYPE', 1, true) then
-      return true
-    end
-    error(r)
-  end
-  return false
-end
-
+-- A redis.pcall answer that is a table is an error: WRONGTYPE (the key
+-- holds another type) is an answer here; any other error (an ACL
+-- refusal, say) is the script's.
 local value = redis.pcall('GET', KEY)
-if not wrong_type(value) then
+if type(value) ~= 'table' then
   if not value then
     return {0, -2, '', 0}
   end
   return {1, redis.call('PTTL', KEY), value, 1}
 end
+if not string.find(value['err'], 'WRONGTYPE', 1, true) then
+  error(value)
+end
 local pttl = redis.call('PTTL', KEY)
 local owner = redis.pcall('HGET', KEY, 'owner')
-if wrong_type(owner) or not owner then
+if type(owner) == 'table' then
+  if not string.find(owner['err'], 'WRONGTYPE', 1, true) then
+    error(owner)
+  end
+  return {3, pttl, '', 0}
+end
+if not owner then
   return {3, pttl, '', 0}
 end
 local count = tonumber(redis.call('HGET', KEY, 'count') or '0')

@@ -3,7 +3,6 @@
 -- it passes the turn on to the next waiter, or ends it.
 --! KEYS key waiters wake turn
 --! ARGV owner:id woken:flag
---! USES now_ms need wake_next
 -- KEY      the lock key
 -- WAITERS  the waiters
 -- WAKE     the wake-up list
@@ -13,11 +12,14 @@
 -- Reads first; the writes after the first are asked for before it.
 local pass = WOKEN == '1' and redis.call('EXISTS', KEY) == 0
 if pass then
-  need_wake()
-  need('DEL', TURN)
+  --@ need_wake
+  --@need 'DEL', TURN
 end
 redis.call('ZREM', WAITERS, OWNER)
-if pass and not wake_next() then
-  redis.call('DEL', TURN)
+if pass then
+  --@ wake_next
+  if not woke then
+    redis.call('DEL', TURN)
+  end
 end
 return 1

@@ -1,93 +1,75 @@
--- lib.lua: Lua shared by the scripts, written once.  src/lua/embed.sh
--- copies the sections a script names on its "--! USES" line in front of
--- the script, after the locals its "--! KEYS" and "--! ARGV" lines
--- declare (KEY, OWNER, ...), which the sections use by those names.
+-- lib.lua: Lua shared by the scripts, written once and inlined: a line
+-- "--@ NAME" in a script (or in a section) is replaced by the section
+-- headed "--@@ NAME" below (see src/lua/embed.sh), which uses the
+-- script's locals by the layout's names (KEY, OWNER, WAITERS, ...) and
+-- defines the locals it says.
+--
+-- ACL checks: Redis checks a script's commands one by one as they run
+-- and undoes nothing, so a refusal after the script's first write would
+-- leave its change half made.  A script therefore asks, before its first
+-- write, about every command that may follow that write: a line
+-- "--@need CMD, ARG..." refuses the whole script with NOPERM unless the
+-- user may run that command.  Redis 7.0 and later can tell
+-- (redis.acl_check_cmd); an older one is taken to allow everything
+-- (doc/acl.md says what that means).
 
---@ now_ms
--- The server's clock in milliseconds.
-local function now_ms()
-  local t = redis.call('TIME')
-  return t[1] * 1000 + math.floor(t[2] / 1000)
+--@@ now
+-- NOW: the server's clock in milliseconds.
+local now = redis.call('TIME')
+now = now[1] * 1000 + math.floor(now[2] / 1000)
+
+--@@ register
+-- Register OWNER as a waiter until REGTTL ms from now.  Reads first, then
+-- the writes, asked for before the first.
+local ttl = tonumber(REGTTL)
+--@ now
+local left = redis.call('PTTL', WAITERS)
+if left < ttl then
+  --@need 'PEXPIRE', WAITERS, REGTTL
+end
+redis.call('ZADD', WAITERS, now + ttl, OWNER)
+if left < ttl then
+  redis.call('PEXPIRE', WAITERS, REGTTL)
 end
 
---@ need
--- Refuse the whole script unless the Redis user may run a command (its
--- name and arguments, as redis.call takes them).  Redis checks a script's
--- commands one by one as they run and undoes nothing, so a refusal after
--- the script's first write would leave its change half made: a script
--- asks here, before its first write, about every command that may follow
--- that write.  The error is NOPERM, as Redis's own refusals.  Redis 7.0
--- and later can tell (redis.acl_check_cmd); an older one is taken to
--- allow everything (doc/acl.md says what that means).
-local function need(...)
-  if redis.acl_check_cmd and not redis.acl_check_cmd(...) then
-    local cmd = ...
-    error({err = 'NOPERM redislock: this user may not run ' .. cmd ..
-                 ', which the script would run after its first write' ..
-                 ' (it changed nothing)'})
-  end
+--@@ need_took
+-- Before the first write of a waiter's try that takes the lock: may it
+-- then leave the waiters and, woken (HOW '2'), end the turn (took)?
+--@need 'ZREM', WAITERS, OWNER
+if HOW == '2' then
+  --@need 'DEL', TURN
 end
 
---@ register
--- Register OWNER as a waiter until REGTTL ms from now (needs now_ms,
--- need).  Reads first, then the writes, asked for before the first.
-local function register()
-  local ttl = tonumber(REGTTL)
-  local at = now_ms() + ttl
-  local left = redis.call('PTTL', WAITERS)
-  if left < ttl then
-    need('PEXPIRE', WAITERS, REGTTL)
-  end
-  redis.call('ZADD', WAITERS, at, OWNER)
-  if left < ttl then
-    redis.call('PEXPIRE', WAITERS, ttl)
-  end
-end
-
---@ took
+--@@ took
 -- A waiter's try took the lock: it waits no more; a woken waiter's try
--- also ends its turn.  need_took() asks for took()'s writes (needs need).
-local function need_took()
-  if HOW ~= '0' then
-    need('ZREM', WAITERS, OWNER)
-    if HOW == '2' then
-      need('DEL', TURN)
-    end
-  end
+-- also ends its turn.
+redis.call('ZREM', WAITERS, OWNER)
+if HOW == '2' then
+  redis.call('DEL', TURN)
 end
 
-local function took()
-  if HOW ~= '0' then
-    redis.call('ZREM', WAITERS, OWNER)
-    if HOW == '2' then
-      redis.call('DEL', TURN)
-    end
-  end
-end
+--@@ need_wake
+-- Before the first write of a script that may wake a waiter: may the
+-- user run all that wake_next runs?
+--@need 'TIME'
+--@need 'ZREMRANGEBYSCORE', WAITERS, '-inf', '0'
+--@need 'ZCARD', WAITERS
+--@need 'RPUSH', WAKE, '1'
+--@need 'PEXPIRE', WAKE, '2000'
+--@need 'SET', TURN, '1', 'PX', '1000'
 
---@ wake_next
+--@@ wake_next
 -- The lock is free: hand it to one live waiter, if any, by pushing one
--- wake-up and setting the turn (needs now_ms).  Returns whether it did.
--- Call it only after the script's first write: a script that has written
--- may go on writing when Redis is out of memory (maxmemory), so a release
--- that deleted the key is never refused half-way.  Before that write,
--- need_wake() asks whether the user may run all it runs (needs need).
-local function need_wake()
-  need('TIME')
-  need('ZREMRANGEBYSCORE', WAITERS, '-inf', '0')
-  need('ZCARD', WAITERS)
-  need('RPUSH', WAKE, '1')
-  need('PEXPIRE', WAKE, '2000')
-  need('SET', TURN, '1', 'PX', '1000')
-end
-
-local function wake_next()
-  redis.call('ZREMRANGEBYSCORE', WAITERS, '-inf', now_ms())
-  if redis.call('ZCARD', WAITERS) > 0 then
-    redis.call('RPUSH', WAKE, '1')
-    redis.call('PEXPIRE', WAKE, 2000)
-    redis.call('SET', TURN, '1', 'PX', 1000)
-    return true
-  end
-  return false
+-- wake-up and setting the turn; WOKE says whether it did.  Only after the
+-- script's first write: a script that has written may go on writing when
+-- Redis is out of memory (maxmemory), so a release that deleted the key
+-- is never refused half-way.  Before that write, need_wake asks whether
+-- the user may run all this.
+--@ now
+redis.call('ZREMRANGEBYSCORE', WAITERS, '-inf', now)
+local woke = redis.call('ZCARD', WAITERS) > 0
+if woke then
+  redis.call('RPUSH', WAKE, '1')
+  redis.call('PEXPIRE', WAKE, '2000')
+  redis.call('SET', TURN, '1', 'PX', '1000')
 end

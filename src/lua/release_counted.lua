@@ -2,35 +2,42 @@
 -- one registered waiter is woken) only when the last hold does.  A release
 -- that leaves holds refreshes the expiry.
 --! KEYS key waiters? wake? turn?
---! ARGV owner:id wakeups:flag px:ms
---! USES now_ms need wake_next
--- KEYS and the first two arguments as release.lua; PX: lease in ms.
--- Returns {1, holds left}, {0, 0} when nobody holds the key, {-1, 0} when
--- another owner does.
+--! ARGV owner:id px:ms
+-- KEYS and OWNER as release.lua's (two keys: look for waiters, four:
+-- wake one); PX: lease in ms.
+-- Returns 1 when the last hold went with the key and nobody waited (a
+-- bare integer, standing for {1, 0}), {1, 0, woke} when waiters were
+-- registered, 2 when they were and the script was given two keys
+-- (nothing changed), {1, holds left} when holds remain, 0 when nobody
+-- holds the key, -1 when another owner does.
 -- The last hold deletes the key before anything else is written: DEL is
 -- allowed when Redis is out of memory (maxmemory reached), and a script
 -- that has written may go on, so that release is never refused.  What
--- may follow the first write is asked for before it (need()), as are
--- the wake-ups (see release.lua).
-if redis.call('EXISTS', KEY) == 0 then
-  return {0, 0}
+-- may follow the first write is asked for before it, as are the
+-- wake-ups (see release.lua).
+local owner = redis.call('HGET', KEY, 'owner')
+if owner ~= OWNER then
+  -- A hash without an owner is not ours either.
+  if owner or redis.call('EXISTS', KEY) == 1 then
+    return -1
+  end
+  return 0
 end
-if redis.call('HGET', KEY, 'owner') ~= OWNER then
-  return {-1, 0}
-end
-local holds = tonumber(redis.call('HGET', KEY, 'count') or '0')
-if holds > 1 then
-  need('PEXPIRE', KEY, PX)
-  local left = redis.call('HINCRBY', KEY, 'count', -1)
+local holds = redis.call('HGET', KEY, 'count')
+if holds ~= '1' and tonumber(holds or '0') > 1 then
+  --@need 'PEXPIRE', KEY, PX
+  local left = redis.call('HINCRBY', KEY, 'count', '-1')
   redis.call('PEXPIRE', KEY, PX)
   return {1, left}
 end
-local wake = WAKEUPS == '1' and redis.call('ZCARD', WAITERS) > 0
-if wake then
-  need_wake()
+if WAITERS and redis.call('ZCARD', WAITERS) > 0 then
+  if not TURN then
+    return 2
+  end
+  --@ need_wake
+  redis.call('DEL', KEY)
+  --@ wake_next
+  return {1, 0, woke and 1 or 0}
 end
 redis.call('DEL', KEY)
-if wake then
-  wake_next()
-end
-return {1, 0}
+return 1
