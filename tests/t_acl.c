@@ -503,7 +503,8 @@ static void test_release_refused_before_its_delete(void **state)
 }
 
 /* No PEXPIRE: a counted acquire would leave a hash without expiry (a
- * lock for ever) if it were refused after its HSET. */
+ * lock for ever) if it were refused after its HSET; it deletes the hash
+ * it has just made again (acquire_counted.lua). */
 static void test_counted_acquire_refused_before_its_write(void **state)
 {
     char key[64], before[1024], after[1024];

@@ -14,9 +14,12 @@
 -- A string key (a go-zero-format lock) makes HGET fail with WRONGTYPE:
 -- an error, never a changed key.
 -- An ACL refusal changes nothing: what may follow the first write is
--- asked for before it.  The expiry comes after the first write of a
--- holding, so each acquire asks for PEXPIRE: a key left without one
--- would hold the lock for ever.
+-- asked for before it, or undone.  The expiry comes after the first
+-- write of a holding, and a key left without one would hold the lock for
+-- ever: a fresh holding without fencing (the common case) deletes the
+-- key it has just made should PEXPIRE fail (a user that may release it
+-- may delete it); the others ask for PEXPIRE first, as their first write
+-- cannot be undone so.
 -- acquire_counted_wait.lua is a waiter's try.
 if redis.call('EXISTS', KEY) == 1 then
   if redis.call('HGET', KEY, 'owner') ~= OWNER then
@@ -38,14 +41,18 @@ if redis.call('EXISTS', KEY) == 1 then
   end
   return {1, token, count}
 end
---@need 'PEXPIRE', KEY, PX
-local token = 0
-if FENCING == '1' then
-  --@need 'HSET', KEY, 'owner', OWNER, 'count', '1', 'token', '1'
-  token = redis.call('HINCRBY', FENCE, 'n', '1')
-  redis.call('HSET', KEY, 'owner', OWNER, 'count', '1', 'token', token)
-else
+if FENCING ~= '1' then
   redis.call('HSET', KEY, 'owner', OWNER, 'count', '1', 'token', '0')
+  local e = redis.pcall('PEXPIRE', KEY, PX)
+  if type(e) == 'table' then
+    redis.call('DEL', KEY)
+    return e
+  end
+  return 0
 end
+--@need 'PEXPIRE', KEY, PX
+--@need 'HSET', KEY, 'owner', OWNER, 'count', '1', 'token', '1'
+local token = redis.call('HINCRBY', FENCE, 'n', '1')
+redis.call('HSET', KEY, 'owner', OWNER, 'count', '1', 'token', token)
 redis.call('PEXPIRE', KEY, PX)
 return token

@@ -23,8 +23,8 @@ if owner ~= OWNER then
   end
   return 0
 end
-local holds = tonumber(redis.call('HGET', KEY, 'count') or '0')
-if holds > 1 then
+local holds = redis.call('HGET', KEY, 'count')
+if holds ~= '1' and tonumber(holds or '0') > 1 then
   --@need 'PEXPIRE', KEY, PX
   local left = redis.call('HINCRBY', KEY, 'count', '-1')
   redis.call('PEXPIRE', KEY, PX)
