@@ -411,6 +411,8 @@ void redislockp_dial_start_async(redislockp_dial *d, const redislockp_url *u,
                                  char *errmsg);
 void redislockp_dial_step(redislockp_dial *d, int revents, char *errmsg);
 int redislockp_dial_fd(const redislockp_dial *d);
+/* The stage (REDISLOCK_STAGE_*) D is at: for a failure met there. */
+int redislockp_dial_stage(const redislockp_dial *d);
 redisContext *redislockp_dial_take(redislockp_dial *d);
 void redislockp_dial_abort(redislockp_dial *d);
 redisContext *redislockp_connect(const redislockp_url *u, char *errmsg,

@@ -219,8 +219,8 @@ static void dial_setup_failed(redislockp_dial *d, int st, char *errmsg)
     dial_fail(d, st);
 }
 
-/* An event loop's dial: write what is left of the set-up, as the socket
- * takes it; then wait for the replies. */
+/* Write what is left of D's set-up, as the socket takes it; then wait
+ * for the replies. */
 static void dial_write_setup(redislockp_dial *d, char *errmsg)
 {
     int st = redislockp_tx_flush(d->c, d->out, d->outlen, &d->outoff,
@@ -240,9 +240,38 @@ static void dial_write_setup(redislockp_dial *d, char *errmsg)
     d->events = POLLOUT;
 }
 
-/* An event loop's dial: the connection stays non-blocking, and the
- * set-up goes out as the socket takes it. */
-static void dial_setup_async(redislockp_dial *d, char *errmsg)
+/* D is done.  A connection for the library's threads becomes a blocking
+ * one like all of them (its reads bounded by the command timeout); an
+ * event loop's stays non-blocking. */
+static void dial_done(redislockp_dial *d, char *errmsg)
+{
+    redisContext *c = d->c;
+    int flags;
+
+    d->phase = REDISLOCKP_DIAL_DONE;
+    d->events = 0;
+    if (d->async)
+        return;
+    flags = fcntl(c->fd, F_GETFL);
+    if (flags >= 0 && fcntl(c->fd, F_SETFL, flags & ~O_NONBLOCK) == 0)
+        c->flags |= REDIS_BLOCK;        /* hiredis's timeouts need it */
+    if (!(c->flags & REDIS_BLOCK) ||
+        redisSetTimeout(c, redislockp_timeval_ms(d->u.command_ms)) !=
+            REDIS_OK) {
+        (void)redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO, /* LCOV_EXCL_LINE */
+                                 "setting up the connection: %s",
+                                 c->err ? c->errstr : strerror(errno));
+        redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_CONNECT, /* LCOV_EXCL_LINE */
+                           REDISLOCK_CAUSE_IO, NULL);
+        dial_fail(d, REDISLOCK_ERR_IO);  /* LCOV_EXCL_LINE */
+    }
+}
+
+/* D's connection is up (and its TLS handshake done): the set-up commands
+ * go out as the socket takes them and their replies are read as they
+ * come, the socket still non-blocking (a TLS record read in part never
+ * blocks the caller's other connections); then dial_done(). */
+static void dial_setup(redislockp_dial *d, char *errmsg)
 {
     redislockp_cmd cmd;
 
@@ -257,6 +286,7 @@ static void dial_setup_async(redislockp_dial *d, char *errmsg)
             d->outoff = 0;
         }
     }
+    /* The password went into the buffer: wipe it. */
     memset(cmd.buf, 0, cmd.len);
     memset(cmd.inline_buf, 0, sizeof cmd.inline_buf);
     redislockp_cmd_clear(&cmd);
@@ -268,8 +298,7 @@ static void dial_setup_async(redislockp_dial *d, char *errmsg)
         return;
     }
     if (d->nsetup == 0) {
-        d->phase = REDISLOCKP_DIAL_DONE;
-        d->events = 0;
+        dial_done(d, errmsg);
         return;
     }
     d->phase = REDISLOCKP_DIAL_SETUP;
@@ -277,60 +306,8 @@ static void dial_setup_async(redislockp_dial *d, char *errmsg)
     dial_write_setup(d, errmsg);
 }
 
-/* D's connection is up (and its TLS handshake done): from here on it is
- * a blocking one like every connection of the library (bounded by its
- * command timeout); send the set-up commands, if any.  (An event loop's
- * stays non-blocking: dial_setup_async().) */
-static void dial_setup(redislockp_dial *d, char *errmsg)
-{
-    redisContext *c = d->c;
-    redislockp_cmd cmd;
-    int flags, st, sent = 0;
-
-    if (d->async) {
-        dial_setup_async(d, errmsg);
-        return;
-    }
-    flags = fcntl(c->fd, F_GETFL);
-    if (flags >= 0 && fcntl(c->fd, F_SETFL, flags & ~O_NONBLOCK) == 0)
-        c->flags |= REDIS_BLOCK;        /* hiredis's timeouts need it */
-    if (!(c->flags & REDIS_BLOCK) ||
-        redisSetTimeout(c, redislockp_timeval_ms(d->u.command_ms)) !=
-            REDIS_OK) {
-        (void)redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO, /* LCOV_EXCL_LINE */
-                                 "setting up the connection: %s",
-                                 strerror(errno));
-        redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_CONNECT, /* LCOV_EXCL_LINE */
-                           REDISLOCK_CAUSE_IO, NULL);
-        dial_fail(d, REDISLOCK_ERR_IO);  /* LCOV_EXCL_LINE */
-        return;                          /* LCOV_EXCL_LINE */
-    }
-    setup_build(d, &cmd);
-    d->nsetup = cmd.count;
-    d->got = 0;
-    st = REDISLOCK_OK;
-    if (cmd.count > 0 || cmd.oom)
-        st = redislockp_tx_send(c, &cmd, errmsg, &sent);
-    /* The password went into the buffer: wipe it. */
-    memset(cmd.buf, 0, cmd.len);
-    memset(cmd.inline_buf, 0, sizeof cmd.inline_buf);
-    redislockp_cmd_clear(&cmd);
-    if (st != REDISLOCK_OK) {
-        dial_setup_failed(d, st, errmsg);
-        return;
-    }
-    if (d->nsetup == 0) {
-        d->phase = REDISLOCKP_DIAL_DONE;
-        d->events = 0;
-        return;
-    }
-    d->phase = REDISLOCKP_DIAL_SETUP;
-    d->events = POLLIN;
-    d->deadline = redislockp_now_ms() + d->u.command_ms;
-}
-
-/* The TCP connect is done: TCP_NODELAY (hiredis sets it only on blocking
- * connects), then TLS or the set-up. */
+/* The TCP connect is done: TCP_NODELAY (hiredis 1.x sets it only on
+ * blocking connects; 0.14 on both), then TLS or the set-up. */
 static void dial_connected(redislockp_dial *d, char *errmsg)
 {
     if (!d->u.unix_socket) {
@@ -413,14 +390,26 @@ static void dial_read_setup(redislockp_dial *d, char *errmsg)
             return;
         }
     }
-    d->phase = REDISLOCKP_DIAL_DONE;
-    d->events = 0;
+    dial_done(d, errmsg);
 }
 
 void redislockp_dial_step(redislockp_dial *d, int revents, char *errmsg)
 {
     if (d->phase >= REDISLOCKP_DIAL_DONE)
         return;
+    if (revents == 0 && redislockp_now_ms() >= d->deadline &&
+        d->c != NULL) {
+        /* The time is up - unless the socket is ready and the caller was
+         * busy elsewhere (another master's wait): look before blaming the
+         * server. */
+        struct pollfd p;
+
+        p.fd = d->c->fd;
+        p.events = d->events;
+        p.revents = 0;
+        if (poll(&p, 1, 0) > 0 && p.revents != 0)
+            revents = p.revents;
+    }
     if (revents == 0) {
         char why[64];
 
@@ -482,6 +471,17 @@ void redislockp_dial_step(redislockp_dial *d, int revents, char *errmsg)
     }
 }
 
+int redislockp_dial_stage(const redislockp_dial *d)
+{
+    if (d->phase == REDISLOCKP_DIAL_TCP)
+        return REDISLOCK_STAGE_CONNECT;
+    if (d->phase == REDISLOCKP_DIAL_TLS)
+        return REDISLOCK_STAGE_TLS;
+    if (d->phase == REDISLOCKP_DIAL_SETUP && d->got < d->nsetup)
+        return stage_of(d->names[d->got]);
+    return REDISLOCK_STAGE_CONNECT;
+}
+
 int redislockp_dial_fd(const redislockp_dial *d)
 {
     return d->c != NULL ? d->c->fd : -1;
@@ -534,6 +534,18 @@ redisContext *redislockp_connect(const redislockp_url *u, char *errmsg,
             rc = poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left);
             if (rc < 0 && errno == EINTR)
                 continue;
+            if (rc < 0) {
+                /* Only for a bad descriptor or no memory: give up. */
+                (void)redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO, /* LCOV_EXCL_LINE */
+                                         "connect: poll: %s",
+                                         strerror(errno));
+                redislockp_err_set(REDISLOCK_ERR_IO, /* LCOV_EXCL_LINE */
+                                   REDISLOCK_STAGE_CONNECT,
+                                   REDISLOCK_CAUSE_IO, NULL);
+                redislockp_dial_abort(&d);      /* LCOV_EXCL_LINE */
+                d.status = REDISLOCK_ERR_IO;    /* LCOV_EXCL_LINE */
+                break;                          /* LCOV_EXCL_LINE */
+            }
         }
         redislockp_dial_step(&d, rc > 0 ? (p.revents ? p.revents : POLLIN)
                                         : 0, errmsg);

@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
@@ -264,9 +265,22 @@ static int as_eval(const redislockp_fanout *f)
     return f->trailer != NULL || f->vote != NULL;
 }
 
+/* Send LEG's command on its connection; its reply is due within the
+ * quorum wait from now (each leg's own: a leg that had to connect first
+ * is not charged for the others' time). */
+static void fan_send(redislockp_leg *leg, const redislockp_fanout *f)
+{
+    leg_send(leg, f, as_eval(f));
+    leg->due = redislockp_now_ms() + f->wait_ms;
+}
+
 /* LEG's dial has ended (DONE or FAILED): report it to the pool, and send
- * the leg's command on the new connection, or fail the leg. */
-static void leg_dialed(redislockp_leg *leg, const redislockp_fanout *f)
+ * the leg's command on the new connection - unless the others have
+ * decided meanwhile (CUT): then the connection goes back to the pool
+ * unused, as a command sent now would only run unanswered (an outcome
+ * unknown for nothing) - or fail the leg. */
+static void leg_dialed(redislockp_leg *leg, const redislockp_fanout *f,
+                       int cut)
 {
     redisContext *c = redislockp_dial_take(&leg->dial);
 
@@ -281,31 +295,43 @@ static void leg_dialed(redislockp_leg *leg, const redislockp_fanout *f)
             redislockp_route_stale(leg->cl);
         return;
     }
+    if (cut) {
+        redislockp_conn_back(leg->cl, leg->node, c, REDISLOCK_OK);
+        leg->st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_IO,
+                                     "connected only after the others had "
+                                     "decided (not sent)");
+        redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_CONNECT,
+                           REDISLOCK_CAUSE_TIMEOUT, NULL);
+        leg->done = 1;
+        leg_note(leg);
+        return;
+    }
     leg->c = c;
-    leg_send(leg, f, as_eval(f));
+    fan_send(leg, f);
 }
 
 /* Step LEG's dial with what poll() said (REVENTS; 0: its deadline may
  * have come). */
 static void leg_dial_step(redislockp_leg *leg, const redislockp_fanout *f,
-                          int revents)
+                          int revents, int cut)
 {
     redislockp_dial_step(&leg->dial, revents, leg->msg);
     if (leg->dial.phase >= REDISLOCKP_DIAL_DONE)
-        leg_dialed(leg, f);
+        leg_dialed(leg, f, cut);
 }
 
-/* Drive the legs (their dials, then their replies) until all are done,
- * the votes decide (then a grace for stragglers), or the deadline. */
+/* Drive the legs (their dials, then their replies) until every leg is
+ * done or past its own reply deadline (leg->due), or the votes decide
+ * (then a grace for the stragglers). */
 static void drive(const redislockp_fanout *f, redislockp_leg *legs, size_t n,
-                  long long sent_at, long long deadline, int *cut)
+                  long long sent_at, int *cut)
 {
     struct pollfd fds[REDISLOCKP_QUORUM_MAX];
     size_t idx[REDISLOCKP_QUORUM_MAX];
-    long long end = deadline;
+    long long cut_end = 0;
 
     for (;;) {
-        long long now = redislockp_now_ms(), wake;
+        long long now = redislockp_now_ms(), wake = LLONG_MAX;
         nfds_t k = 0;
         size_t i;
         int rc;
@@ -317,35 +343,41 @@ static void drive(const redislockp_fanout *f, redislockp_leg *legs, size_t n,
                                                       : f->grace_ms;
 
             *cut = 1;
-            if (now + g < end)
-                end = now + g;
+            cut_end = now + g;
         }
-        wake = end;
+        if (*cut) {
+            if (now >= cut_end)
+                return;
+            wake = cut_end;
+        }
         for (i = 0; i < n; i++) {
             redislockp_leg *leg = &legs[i];
 
             if (!leg->asked || leg->done)
                 continue;
+            if (leg->dialing && leg->dial.deadline <= now)
+                leg_dial_step(leg, f, 0, *cut);   /* its time is up */
+            if (leg->done)
+                continue;
             if (leg->dialing) {
-                if (leg->dial.deadline <= now) {
-                    leg_dial_step(leg, f, 0);   /* its time is up */
-                    if (leg->done || !leg->dialing)
-                        continue;
-                }
                 if (leg->dial.deadline < wake)
                     wake = leg->dial.deadline;
                 fds[k].fd = redislockp_dial_fd(&leg->dial);
                 fds[k].events = leg->dial.events;
             } else {
+                if (leg->due <= now)
+                    continue;           /* no reply in time: given up */
+                if (leg->due < wake)
+                    wake = leg->due;
                 fds[k].fd = redislockp_tx_fd(leg->c);
                 fds[k].events = POLLIN;
             }
             fds[k].revents = 0;
             idx[k++] = i;
         }
-        if (k == 0 || now >= end)
+        if (k == 0)
             return;
-        rc = poll(fds, k, (int)(wake - now));
+        rc = poll(fds, k, wake - now > INT_MAX ? INT_MAX : (int)(wake - now));
         if (rc < 0 && errno != EINTR)
             return;                     /* LCOV_EXCL_LINE: bad fds only */
         for (i = 0; rc > 0 && i < k; i++) {
@@ -354,12 +386,14 @@ static void drive(const redislockp_fanout *f, redislockp_leg *legs, size_t n,
             if (fds[i].revents == 0)
                 continue;
             if (leg->dialing) {
-                leg_dial_step(leg, f, fds[i].revents);
+                leg_dial_step(leg, f, fds[i].revents, *cut);
             } else if (redislockp_tx_wrapped(leg->c)) {
                 /* TLS: the rest of a record may be slow to come; wait
-                 * for it no longer than the operation may. */
+                 * for it no longer than the leg may. */
                 struct timeval old;
-                long long left = end - redislockp_now_ms();
+                long long until = *cut && cut_end < leg->due ? cut_end
+                                                             : leg->due;
+                long long left = until - redislockp_now_ms();
                 int lowered = redislockp_tx_lower_timeout(
                     leg->c, left > 0 ? left : 1, &old);
 
@@ -378,7 +412,7 @@ size_t redislockp_exec_fanout(redislock_client *cl, unsigned slot,
                               redislockp_leg *legs)
 {
     size_t i, n = cl->nsubs, answered = 0;
-    long long sent_at, deadline;
+    long long sent_at;
     int cut = 0, busy, take;
 
     for (i = 0; i < n; i++) {
@@ -411,7 +445,7 @@ size_t redislockp_exec_fanout(redislock_client *cl, unsigned slot,
                                         f->urgent, 0, &leg->c, leg->msg,
                                         &leg->st);
         if (take == REDISLOCKP_POOL_CONN) {
-            leg_send(leg, f, as_eval(f));
+            fan_send(leg, f);
         } else if (take == REDISLOCKP_POOL_ROOM) {
             redislockp_url u = redislockp_pool_url(leg->cl, leg->node,
                                                    f->wait_ms,
@@ -420,7 +454,7 @@ size_t redislockp_exec_fanout(redislock_client *cl, unsigned slot,
             leg->dialing = 1;
             redislockp_dial_start(&leg->dial, &u, leg->msg);
             if (leg->dial.phase >= REDISLOCKP_DIAL_DONE)
-                leg_dialed(leg, f);
+                leg_dialed(leg, f, 0);
         } else if (take == REDISLOCKP_POOL_FULL) {
             leg->queued = 1;            /* after the others are sent */
         } else {
@@ -448,11 +482,10 @@ size_t redislockp_exec_fanout(redislock_client *cl, unsigned slot,
             leg->done = 1;
             continue;
         }
-        leg_send(leg, f, as_eval(f));
+        fan_send(leg, f);
     }
     sent_at = redislockp_now_ms();
-    deadline = sent_at + f->wait_ms;
-    drive(f, legs, n, sent_at, deadline, &cut);
+    drive(f, legs, n, sent_at, &cut);
     for (i = 0; i < n; i++) {
         redislockp_leg *leg = &legs[i];
         int outstanding = 0;
@@ -462,20 +495,19 @@ size_t redislockp_exec_fanout(redislock_client *cl, unsigned slot,
         if (leg->dialing) {
             /* Its connection is not up yet: given up (no command went);
              * only a timeout blames the node. */
+            int stage = redislockp_dial_stage(&leg->dial);
+
             redislockp_dial_abort(&leg->dial);
             leg->dialing = 0;
-            if (cut) {
+            if (cut)
                 leg->st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_IO,
                                              "not connected yet when the "
                                              "others had decided");
-            } else {
+            else
                 leg->st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_IO,
-                                             "not connected within %lld ms "
-                                             "(the quorum wait)",
-                                             f->wait_ms);
-                redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_CONNECT,
-                                   REDISLOCK_CAUSE_TIMEOUT, NULL);
-            }
+                                             "not connected in time");
+            redislockp_err_set(REDISLOCK_ERR_IO, stage,
+                               REDISLOCK_CAUSE_TIMEOUT, NULL);
             redislockp_pool_made(leg->cl, leg->node, NULL, &leg->dial.u,
                                  leg->command_ms,
                                  cut ? REDISLOCK_OK : REDISLOCK_ERR_IO,
@@ -490,11 +522,13 @@ size_t redislockp_exec_fanout(redislock_client *cl, unsigned slot,
         if (!leg->done) {
             /* Its reply is still on its way: the connection goes. */
             leg->done = 1;
-            if (cut)
+            if (cut) {
                 leg->st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_IO,
                                              "no reply yet when the others "
                                              "had decided");
-            else {
+                redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_COMMAND,
+                                   REDISLOCK_CAUSE_TIMEOUT, NULL);
+            } else {
                 leg->st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_IO,
                                              "no reply within %lld ms (the "
                                              "quorum wait)", f->wait_ms);

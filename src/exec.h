@@ -97,6 +97,8 @@ typedef struct redislockp_leg {
     int queued;                 /* its node's pool was all in use */
     redislockp_dial dial;
     long long command_ms;       /* the URL's, given back to a new one */
+    long long due;              /* a quorum leg's reply deadline, from
+                                 * its own send (monotonic ms) */
     char msg[REDISLOCKP_ERRMSG_SIZE];
     redislock_error_info info;  /* msg as data, for a failed leg of a
                                  * fan-out (see transport.h) */

@@ -98,12 +98,14 @@ void redislockp_tls_ctx_free(void *ctx)
 
 /* The handshake of SSL failed (SSL_get_error() said E): why, as the
  * status, ERRMSG and the thread's record. */
-static int handshake_failed(SSL *ssl, int e, char *errmsg)
+static int handshake_failed(SSL *ssl, int e, int err_no, char *errmsg)
 {
     long verify = SSL_get_verify_result(ssl);
     const char *why;
 
-    if (verify != X509_V_OK) {
+    /* A refusal only where the certificate is checked (not insecure=1,
+     * where a verify result is computed but not enforced). */
+    if (verify != X509_V_OK && SSL_get_verify_mode(ssl) != SSL_VERIFY_NONE) {
         redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_TLS,
                            REDISLOCK_CAUSE_CERTIFICATE,
                            X509_verify_cert_error_string(verify));
@@ -113,8 +115,8 @@ static int handshake_failed(SSL *ssl, int e, char *errmsg)
                                   X509_verify_cert_error_string(verify));
     }
     if (e == SSL_ERROR_SYSCALL && ERR_peek_last_error() == 0)
-        why = errno != 0 ? strerror(errno)
-                         : "the server closed the connection";
+        why = err_no != 0 ? strerror(err_no)
+                          : "the server closed the connection";
     else if (e == SSL_ERROR_ZERO_RETURN)
         why = "the server closed the connection";  /* LCOV_EXCL_LINE */
     else
@@ -129,13 +131,14 @@ int redislockp_tls_step(void *handle, short *events, char *errmsg)
 {
     SSL *ssl = handle;
     redislockp_sigpipe guard;
-    int rv, e;
+    int rv, e, err_no;
 
     ERR_clear_error();
     errno = 0;
     /* The handshake writes to the socket itself: no SIGPIPE from it. */
     redislockp_sigpipe_block(&guard);
     rv = SSL_do_handshake(ssl);
+    err_no = errno;
     e = rv == 1 ? SSL_ERROR_NONE : SSL_get_error(ssl, rv);
     redislockp_sigpipe_restore(&guard, rv != 1 && e != SSL_ERROR_WANT_READ &&
                                            e != SSL_ERROR_WANT_WRITE);
@@ -150,7 +153,7 @@ int redislockp_tls_step(void *handle, short *events, char *errmsg)
         *events = POLLOUT;
         return REDISLOCK_OK;
     }
-    return handshake_failed(ssl, e, errmsg);
+    return handshake_failed(ssl, e, err_no, errmsg);
 }
 
 int redislockp_tls_start(redisContext *c, void *ctx, const redislockp_url *u,
@@ -193,8 +196,9 @@ int redislockp_tls_start(redisContext *c, void *ctx, const redislockp_url *u,
     if (redisInitiateSSL(c, ssl) != REDIS_OK) {
         /* The handshake may have got as far as the server's certificate
          * already (a quick server on loopback): name a refusal as such. */
-        if (SSL_get_verify_result(ssl) != X509_V_OK) {
-            (void)handshake_failed(ssl, SSL_ERROR_SSL, errmsg);
+        if (SSL_get_verify_result(ssl) != X509_V_OK &&
+            SSL_get_verify_mode(ssl) != SSL_VERIFY_NONE) {
+            (void)handshake_failed(ssl, SSL_ERROR_SSL, 0, errmsg);
         } else {
             redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_TLS,
                                REDISLOCK_CAUSE_OTHER, c->errstr);

@@ -24,6 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "faultproxy.h"
 #include "testutil.h"
 
 #define MASTERS 5
@@ -290,6 +291,69 @@ static void test_counted_holds_after_a_cut_acquire(void **state)
     copies_become(key, 0);
     redislock_free(lock);
     redislock_client_free(cl);
+}
+
+/*
+ * Two of three masters far away (a fault proxy delays each way by 100 ms:
+ * a round trip of 200 ms), and no connection made yet; each new
+ * connection sends SELECT (db=N) first.  Connecting (one round trip)
+ * and the command (another) each fit the quorum wait of 350 ms; the two
+ * together do not.  Each leg's reply is due within the wait from its
+ * own send, so the acquire succeeds; timed from before the connects, it
+ * failed every time ("no reply within the quorum wait"), and backed off
+ * from healthy masters.
+ */
+static void test_far_masters_connect_then_answer(void **state)
+{
+    fp_proxy *far[2];
+    char buf[3][300];
+    const char *u[3];
+    redislock_client *cl = NULL;
+    redislock *lock;
+    char err[512], key[64];
+    int i, port = atoi(getenv("REDISLOCK_TEST_PORT"));
+
+    (void)state;
+    for (i = 0; i < 2; i++) {
+        far[i] = fp_start("127.0.0.1", port);
+        assert_non_null(far[i]);
+        fp_delay_ms(far[i], 100);
+        snprintf(buf[i], sizeof buf[i], "redis://127.0.0.1:%d/%d",
+                 fp_port(far[i]), 5 + i);
+        u[i] = buf[i];
+    }
+    snprintf(buf[2], sizeof buf[2], "unix://%s?db=7",
+             getenv("REDISLOCK_TEST_SOCKET"));
+    u[2] = buf[2];
+    if (redislock_client_open_quorum(u, 3, &cl, err, sizeof err) !=
+        REDISLOCK_OK)
+        fail_msg("open_quorum: %s", err);
+    assert_int_equal(redislock_client_set_quorum_wait(cl, 350),
+                     REDISLOCK_OK);
+    tu_key(key, sizeof key, "q:far");
+    lock = redislock_new_from_client(cl, key);
+    assert_non_null(lock);
+    assert_int_equal(redislock_set_expire_ms(lock, 20000), REDISLOCK_OK);
+    if (!tu_acquire(lock))
+        fail_msg("refused: %s", redislock_last_error(lock));
+    assert_true(tu_release(lock));
+    redislock_free(lock);
+    redislock_client_free(cl);
+    for (i = 0; i < 2; i++)
+        fp_stop(far[i]);
+}
+
+/* Every master running again (a test that stops some and fails midway
+ * must not leave the next ones hanging). */
+static int resume_masters(void **state)
+{
+    int i;
+
+    (void)state;
+    for (i = 0; i < MASTERS; i++)
+        if (up[i])
+            kill(m[i].pid, SIGCONT);
+    return 0;
 }
 
 /* A waiter is woken by the release (through the first master's wake-up
@@ -1277,7 +1341,9 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_open_errors),
         cmocka_unit_test(test_lock_on_all_masters),
         cmocka_unit_test(test_counted_mode),
-        cmocka_unit_test(test_counted_holds_after_a_cut_acquire),
+        cmocka_unit_test_teardown(test_counted_holds_after_a_cut_acquire,
+                                  resume_masters),
+        cmocka_unit_test(test_far_masters_connect_then_answer),
         cmocka_unit_test(test_the_tool_on_a_quorum),
         cmocka_unit_test(test_waiter_is_woken),
         cmocka_unit_test(test_ttl_and_holds_are_the_majoritys),
@@ -1289,7 +1355,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_processes_never_overlap),
         cmocka_unit_test(test_two_masters_down),
         cmocka_unit_test(test_three_masters_down),
-        cmocka_unit_test(test_stopped_masters),
+        cmocka_unit_test_teardown(test_stopped_masters, resume_masters),
         cmocka_unit_test(test_autorenew_across_masters),
         cmocka_unit_test(test_restart_without_persistence_can_double_grant),
         cmocka_unit_test(test_restart_during_a_run),
