@@ -965,7 +965,10 @@ redislock_client_open(const char *url, redislock_client **client,
  *   ms, at most the command timeout (redislock_client_set_quorum_wait()).
  *   So one or two stopped masters of five cost nothing, and with a
  *   majority stopped an operation fails within the quorum wait.  A
- *   connection whose reply is still outstanding is closed.
+ *   connection whose reply is still outstanding is closed.  New
+ *   connections to the masters are made at once (connect, TLS, AUTH,
+ *   SELECT: each step within the quorum wait too), and a master's reply
+ *   is due within the quorum wait from when its command went out.
  * - Fencing is refused (REDISLOCK_ERR_INVALID): independent masters have
  *   no shared counter.  Replica acknowledgement (set_min_replicas) asks
  *   each master's replicas (WAIT after the script, once per operation);
