@@ -1376,6 +1376,11 @@ enum s_mode {
     S_WAITING,          /* redislock_acquire_wait() on the free lock */
     S_COUNTED,          /* redislock_new_counted() */
     S_COUNTED_FENCING,  /* counted, fencing on */
+    /* The same through FCALL (a client with scripts=functions): */
+    S_FN_PLAIN,
+    S_FN_FENCING,
+    S_FN_WAITING,
+    S_FN_COUNTED,
     S_MODES
 };
 
@@ -1390,11 +1395,15 @@ static const struct {
     { "waiting", 1.5 },
     { "counted", 1.5 },
     { "counted_fencing", 1.5 },
+    { "fn_plain", 1.1 },
+    { "fn_fencing", 1.5 },
+    { "fn_waiting", 1.5 },
+    { "fn_counted", 1.5 },
 };
 
 /* The commands a cycle may send itself (not those its scripts run). */
 static const char *const s_sent[] = {
-    "evalsha", "eval", "blpop", "wait", "waitaof",
+    "evalsha", "eval", "fcall", "blpop", "wait", "waitaof",
 };
 
 #ifndef REDISLOCK_BENCH_GOZERO_DIR
@@ -1515,7 +1524,7 @@ static double s_chunk(redisContext *c, redisContext *admin, redislock *lock,
         if (m == S_GOZERO)
             s_gozero_cycle(c, g, key);
         else
-            s_lib_cycle(lock, m == S_WAITING);
+            s_lib_cycle(lock, m == S_WAITING || m == S_FN_WAITING);
     }
     s_stats(admin, &usec, &calls);
     if (failed != NULL && calls != 2 * n) {
@@ -1539,6 +1548,8 @@ static int run_server_cost(long long n, int rounds)
 {
     redisContext *c = connect_or_die(), *admin = connect_or_die();
     redislock *lock[S_MODES];
+    redislock_client *fn_client;
+    char fn_url[300];
     struct s_gozero g;
     /* Go-zero's chunks: one before each mode's, in every round. */
     double us[S_MODES][S_MAX_ROUNDS * S_MODES], ratio[S_MODES][S_MAX_ROUNDS];
@@ -1555,15 +1566,23 @@ static int run_server_cost(long long n, int rounds)
     snprintf(g.id, sizeof g.id, "%016lx", (unsigned long)getpid());
     snprintf(g.px, sizeof g.px, "%d", EXPIRE_S * 1000 + TOLERANCE_MS);
     memset(lock, 0, sizeof lock);
+    snprintf(fn_url, sizeof fn_url, "redis://%s:%d?scripts=functions", host,
+             port);
+    fn_client = redislock_client_new(fn_url);
+    if (fn_client == NULL)
+        die("redislock_client_new", fn_url);
     for (m = 0; m < S_MODES; m++) {
         snprintf(key[m], sizeof key[m], "bench:S:%s", s_modes[m].name);
         if (m == S_GOZERO)
             continue;
-        counted = m == S_COUNTED || m == S_COUNTED_FENCING;
-        lock[m] = new_lock(c, key[m]);
+        counted = m == S_COUNTED || m == S_COUNTED_FENCING ||
+                  m == S_FN_COUNTED;
+        lock[m] = m >= S_FN_PLAIN ? new_client_lock(fn_client, key[m])
+                                  : new_lock(c, key[m]);
         if ((m == S_NOWAKEUPS &&
              redislock_set_wakeups(lock[m], false) != REDISLOCK_OK) ||
-            ((m == S_FENCING || m == S_COUNTED_FENCING) &&
+            ((m == S_FENCING || m == S_COUNTED_FENCING ||
+              m == S_FN_FENCING) &&
              redislock_set_fencing(lock[m], true) != REDISLOCK_OK))
             die("redislock_set_*", NULL);
     }
@@ -1625,6 +1644,7 @@ static int run_server_cost(long long n, int rounds)
     fflush(stdout);
     for (m = 0; m < S_MODES; m++)
         redislock_free(lock[m]);
+    redislock_client_free(fn_client);
     redisFree(c);
     redisFree(admin);
     return failed;

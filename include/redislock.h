@@ -1020,6 +1020,43 @@ redislock_client_open_quorum(const char *const *urls, size_t n,
 REDISLOCK_API int redislock_client_set_pool_size(redislock_client *client,
                                                  int n);
 
+/** How a client runs the lock logic on the server: redislock_client_set_scripts(). */
+typedef enum redislock_scripts {
+    REDISLOCK_SCRIPTS_EVAL = 0,         /* EVALSHA, EVAL when the server
+                                         * lacks the script (the default) */
+    REDISLOCK_SCRIPTS_FUNCTIONS = 1     /* FCALL of a Function library */
+} redislock_scripts;
+
+/**
+ * Choose how CLIENT runs the lock logic (the URL's scripts=eval or
+ * scripts=functions).  REDISLOCK_SCRIPTS_EVAL, the default: Lua scripts
+ * by EVALSHA, sent again as EVAL with their text on a server that lacks
+ * them (and always as EVAL on a quorum client, or with a replicas'
+ * acknowledgement).  REDISLOCK_SCRIPTS_FUNCTIONS (Redis 7.0 and later,
+ * Valkey): the same scripts as the functions of one Function library,
+ * called with FCALL, with the same keys and arguments.  The library's
+ * name carries its version, redislock_<12 hex digits>, and so does each
+ * function's: two versions of this library share a server.  A server
+ * that answers "ERR Function not found" (a new node, FUNCTION FLUSH, a
+ * failover to a server that never had it, a key moved to another Cluster
+ * master) gets FUNCTION LOAD and the call again, one more round trip, in
+ * the operation.  A quorum client, and an operation that waits for the
+ * replicas' acknowledgement, send FUNCTION LOAD in front of the call, in
+ * the same write, to a master not yet known to have the library, so that
+ * the call never needs a second round trip to run there.  The Redis user
+ * needs +fcall and +function|load, or only +fcall if an administrator
+ * loaded the library first (one operation in this mode as a user that
+ * may load it does; see doc/acl.md).  A user that may not load it, on a server that lacks it,
+ * gets REDISLOCK_ERR_SERVER saying so.  The keys written, and go-zero's
+ * exclusion, are those of EVAL mode.  On a quorum client, for every
+ * master.  Takes effect at the next operation.  Thread-safe.
+ * @return REDISLOCK_OK; REDISLOCK_ERR_INVALID for NULL or an unknown
+ *         MODE; REDISLOCK_ERR_FORKED in a fork child.
+ * @since 0.4.0
+ */
+REDISLOCK_API int redislock_client_set_scripts(redislock_client *client,
+                                               redislock_scripts mode);
+
 /**
  * Set how long an operation of the quorum client CLIENT waits for its
  * masters' replies once sent: MS milliseconds (1..3600000), or 0 for the

@@ -170,6 +170,27 @@ int redislock_client_set_pool_size(redislock_client *cl, int n)
     return REDISLOCK_OK;
 }
 
+int redislock_client_set_scripts(redislock_client *cl,
+                                 redislock_scripts mode)
+{
+    size_t i;
+
+    if (cl == NULL || (mode != REDISLOCK_SCRIPTS_EVAL &&
+                       mode != REDISLOCK_SCRIPTS_FUNCTIONS))
+        return REDISLOCK_ERR_INVALID;
+    if (redislockp_client_forked(cl))
+        return REDISLOCK_ERR_FORKED;
+    /* Under mu, for whoever copies the URL; atomic, for the executor,
+     * which reads it without mu. */
+    pthread_mutex_lock(&cl->mu);
+    __atomic_store_n(&cl->url.functions,
+                     mode == REDISLOCK_SCRIPTS_FUNCTIONS, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&cl->mu);
+    for (i = 0; i < cl->nsubs; i++)
+        (void)redislock_client_set_scripts(cl->subs[i], mode);
+    return REDISLOCK_OK;
+}
+
 int redislock_client_set_timeouts(redislock_client *cl, long long connect_ms,
                                   long long command_ms)
 {

@@ -43,6 +43,9 @@ typedef struct redislockp_url {
     long long connect_ms;
     long long command_ms;
     long long pool_size;        /* connections per node at most */
+    int functions;              /* scripts=functions: FCALL of the Function
+                                 * library, not EVALSHA; written under mu
+                                 * with __atomic, read with __atomic */
 } redislockp_url;
 
 /* Parse URL into *U (which the caller clears with redislockp_url_clear);
@@ -90,6 +93,10 @@ typedef struct redislockp_node {
                                  * or being made */
     size_t blocking;            /* of them, in a waiter's BLPOP */
     redislockp_pool_waiter *wait_head, *wait_tail;  /* waiting for one */
+    int has_library;            /* scripts=functions: the node answered
+                                 * an FCALL of ours, or loaded the
+                                 * library, in an operation that
+                                 * checked; 0: not known (exec.c) */
     unsigned failures;          /* connects failed in a row */
     int probing;                /* a thread retries after failures */
     long long retry_at;         /* no connect before this (monotonic ms) */

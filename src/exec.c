@@ -52,6 +52,8 @@ void redislockp_classify(const redislockp_val *r, int cluster, int sentinel,
     res->kind = REDISLOCKP_SERVER;
     if (redislockp_reply_noscript(r)) {
         res->kind = REDISLOCKP_NOSCRIPT;
+    } else if (redislockp_reply_nofunc(r)) {
+        res->kind = REDISLOCKP_NOFUNC;
     } else if (len >= 18 && memcmp(s, "ERR Protocol error", 18) == 0) {
         res->kind = REDISLOCKP_CLOSING;
     } else if (sentinel) {
@@ -88,6 +90,105 @@ static int pool_busy(void)
 }
 
 /* ------------------------------------------------------------------------
+ * The Function library (scripts=functions)
+ *
+ * A call goes as FCALL; a server answers "Function not found" when it
+ * lacks the library (a new node, FUNCTION FLUSH, a failover to a server
+ * that never had it, a key moved to another Cluster master), and the leg
+ * then sends FUNCTION LOAD and the calls again, in one write (leg_again).
+ * Where EVAL mode sends the text every time (a trailer, which a miss
+ * would run for nothing; a quorum's legs, which may be cut once the
+ * others decided, when a call that needs a second round trip would never
+ * run), the library goes in front of the calls, in the same write, to a
+ * node not known to have it: the leg is "tracked", and its node's
+ * has_library says what the last tracked leg found.  A tracked leg that
+ * fails, or is cut, makes it unknown again.  FUNCTION LOAD has no
+ * REPLACE: a server that has this version answers "already exists"
+ * before compiling anything, and another version's library, under
+ * another name, is left alone.
+ */
+
+static void leg_note(redislockp_leg *leg);
+
+static int uses_functions(const redislock_client *cl)
+{
+    return cl != NULL && __atomic_load_n(&cl->url.functions, __ATOMIC_RELAXED);
+}
+
+/* Node NODE of CL has the library: SET 0 or 1, or -1 to ask. */
+static int node_library(redislock_client *cl, size_t node, int set)
+{
+    int v = 0;
+
+    pthread_mutex_lock(&cl->mu);
+    if (node < cl->nnodes) {
+        if (set >= 0)
+            cl->nodes[node].has_library = set;
+        v = cl->nodes[node].has_library;
+    }
+    pthread_mutex_unlock(&cl->mu);
+    return v;
+}
+
+/* Is R FUNCTION LOAD's answer that the library is there (its name, or
+ * "already exists": another client loaded it first)? */
+static int library_there(const redislockp_val *r)
+{
+    static const char there[] = "already exists";
+    size_t len;
+    const char *s;
+
+    if (redislockp_val_type(r) != REDISLOCKP_V_ERROR)
+        return 1;
+    s = redislockp_val_str(r, &len);
+    return s != NULL && len >= sizeof there - 1 &&
+           memcmp(s + len - (sizeof there - 1), there, sizeof there - 1) == 0;
+}
+
+/* LEG, in functions mode, has every reply: a call still answered
+ * "Function not found" (after loading the library) fails the leg, saying
+ * why the load did not help; a tracked leg notes what it found. */
+static void leg_library_end(redislockp_leg *leg, const redislockp_fanout *f)
+{
+    int i, n, missing = 0;
+
+    if (!leg->functions || leg->st != REDISLOCK_OK)
+        return;
+    (void)calls_of(f, &n);
+    for (i = 0; i < n && i < leg->got; i++)
+        missing |= redislockp_reply_nofunc(leg->reply[i]);
+    if (missing) {
+        char prefix[200];
+
+        snprintf(prefix, sizeof prefix, "the Function library %s is not on "
+                 "this server, and FUNCTION LOAD failed: ",
+                 redislockp_library_name);
+        if (leg->load_reply != NULL && !library_there(leg->load_reply))
+            leg->st = redislockp_tx_val_error(leg->load_reply, prefix,
+                                              leg->msg);
+        else
+            leg->st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_SERVER,
+                                         "%sthe server still answers "
+                                         "\"Function not found\"", prefix);
+        leg_note(leg);
+        if (leg->tracked)
+            (void)node_library(leg->cl, leg->node, 0);
+        return;
+    }
+    /* Unknown before (loaded in front), or loaded again: known now. */
+    if (leg->tracked == 2 || (leg->tracked && leg->reloading))
+        (void)node_library(leg->cl, leg->node, 1);
+}
+
+/* A tracked LEG ended without its replies (failed, cut): whether its
+ * node has the library is not known any more. */
+static void leg_library_lost(redislockp_leg *leg)
+{
+    if (leg->tracked && leg->st != REDISLOCK_OK && leg->cl != NULL)
+        (void)node_library(leg->cl, leg->node, 0);
+}
+
+/* ------------------------------------------------------------------------
  * Legs
  */
 
@@ -116,22 +217,37 @@ static void leg_asking(redislockp_leg *leg, redislockp_cmd *cmd)
         (void)redislockp_cmd_append(cmd, 1, asking_argv, asking_len);
 }
 
-/* Write LEG's command: its calls (as EVAL with their text if BODY), and
- * TRAILER after them. */
+/* Write LEG's command: its calls (as EVAL with their text if BODY; as
+ * FCALL in functions mode, the library in front if BODY and its node is
+ * not known to have it), and TRAILER after them. */
 static void leg_send(redislockp_leg *leg, const redislockp_fanout *f,
                      int body)
 {
     const redislockp_trailer *tr = f->trailer;
     const redislockp_call *const *calls;
+    redislockp_send how = body ? REDISLOCKP_SEND_EVAL : REDISLOCKP_SEND_EVALSHA;
     redislockp_cmd cmd;
     int i, n;
 
     calls = calls_of(f, &n);
     redislockp_cmd_init(&cmd);
-    leg_asking(leg, &cmd);
     leg->st = REDISLOCK_OK;
+    leg->functions = uses_functions(leg->cl);
+    leg->loading = leg->reloading = leg->tracked = 0;
+    if (leg->functions) {
+        how = REDISLOCKP_SEND_FCALL;
+        if (body && n > 0) {
+            leg->tracked = node_library(leg->cl, leg->node, -1) ? 1 : 2;
+            leg->loading = leg->tracked == 2;
+        }
+        if (leg->loading && redislockp_library_load(&cmd) != 0)
+            leg->st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_NOMEM,
+                                         "out of memory building a "
+                                         "command");
+    }
+    leg_asking(leg, &cmd);
     for (i = 0; leg->st == REDISLOCK_OK && i < n; i++)
-        leg->st = redislockp_call_format(&cmd, calls[i], body, leg->msg);
+        leg->st = redislockp_call_format(&cmd, calls[i], how, leg->msg);
     if (leg->st == REDISLOCK_OK && tr != NULL &&
         redislockp_cmd_append(&cmd, tr->argc, tr->argv, tr->argvlen) != 0)
         leg->st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_NOMEM,
@@ -142,7 +258,7 @@ static void leg_send(redislockp_leg *leg, const redislockp_fanout *f,
         leg->st = redislockp_tx_send(leg->c, &cmd, leg->msg, &sent);
         leg->sent |= sent;
         leg->skip = leg->asking;
-        leg->want = cmd.count - leg->asking;
+        leg->want = cmd.count - leg->asking - leg->loading;
         leg->got = 0;
     }
     if (leg->st != REDISLOCK_OK) {
@@ -153,30 +269,66 @@ static void leg_send(redislockp_leg *leg, const redislockp_fanout *f,
 }
 
 /* All of LEG's replies are in: the calls answered NOSCRIPT (never with a
- * trailer: those went as EVAL) go out again as EVAL, in one write. */
+ * trailer: those went as EVAL) go out again as EVAL, in one write; in
+ * functions mode, those answered "Function not found" go again as FCALL
+ * after FUNCTION LOAD, in one write, the trailer too (its answer came
+ * before the calls ran).  The one place a server's missing script or
+ * library is made good, for one server and a quorum alike. */
 static void leg_again(redislockp_leg *leg, const redislockp_fanout *f)
 {
+    const redislockp_trailer *tr = f->trailer;
     const redislockp_call *const *calls;
     redislockp_cmd cmd;
-    int i, n, sent = 0;
+    int i, k, n, sent = 0, load = 0;
 
     calls = calls_of(f, &n);
     redislockp_cmd_init(&cmd);
-    leg_asking(leg, &cmd);
     leg->again_want = leg->again_got = 0;
-    for (i = 0; leg->st == REDISLOCK_OK && i < n; i++)
-        if (redislockp_reply_noscript(leg->reply[i])) {
-            leg->st = redislockp_call_format(&cmd, calls[i], 1, leg->msg);
+    for (i = 0; i < n; i++)
+        if (redislockp_reply_noscript(leg->reply[i]) ||
+            (leg->functions && redislockp_reply_nofunc(leg->reply[i]))) {
+            load |= leg->functions;
             leg->again_idx[leg->again_want++] = i;
         }
+    if (load && tr != NULL)
+        leg->again_idx[leg->again_want++] = n;
+    if (load) {
+        if (redislockp_library_load(&cmd) != 0)
+            leg->st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_NOMEM,
+                                         "out of memory building a "
+                                         "command");
+        leg->loading = 1;
+        leg->reloading = 1;
+        redislockp_val_free(leg->load_reply);
+        leg->load_reply = NULL;
+    }
+    leg_asking(leg, &cmd);
+    for (k = 0; leg->st == REDISLOCK_OK && k < leg->again_want; k++) {
+        i = leg->again_idx[k];
+        if (i == n) {
+            if (redislockp_cmd_append(&cmd, tr->argc, tr->argv,
+                                      tr->argvlen) != 0)
+                leg->st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_NOMEM,
+                                             "out of memory building a "
+                                             "command");
+        } else {
+            leg->st = redislockp_call_format(&cmd, calls[i],
+                                             leg->functions
+                                                 ? REDISLOCKP_SEND_FCALL
+                                                 : REDISLOCKP_SEND_EVAL,
+                                             leg->msg);
+        }
+    }
     if (leg->st == REDISLOCK_OK && leg->again_want > 0) {
         leg->st = redislockp_tx_send(leg->c, &cmd, leg->msg, &sent);
         leg->sent |= sent;
         leg->skip = leg->asking;
         leg->again = 1;
     }
-    if (leg->st != REDISLOCK_OK || leg->again_want == 0)
+    if (leg->st != REDISLOCK_OK || leg->again_want == 0) {
         leg->done = 1;
+        leg_library_end(leg, f);
+    }
     leg_note(leg);
     redislockp_cmd_clear(&cmd);
 }
@@ -197,6 +349,12 @@ static void leg_read(redislockp_leg *leg, const redislockp_fanout *f,
         }
         if (r == NULL)
             return;                     /* more to come */
+        if (leg->loading > 0) {         /* FUNCTION LOAD's */
+            leg->loading--;
+            redislockp_val_free(leg->load_reply);
+            leg->load_reply = (redislockp_val *)r;
+            continue;
+        }
         if (leg->skip > 0) {            /* ASKING's "OK" */
             leg->skip--;
             freeReplyObject(r);
@@ -208,6 +366,8 @@ static void leg_read(redislockp_leg *leg, const redislockp_fanout *f,
             redislockp_val_free(leg->reply[k]);
             leg->reply[k] = (redislockp_val *)r;
             leg->done = leg->again_got == leg->again_want;
+            if (leg->done)
+                leg_library_end(leg, f);
             continue;
         }
         leg->reply[leg->got++] = (redislockp_val *)r;
@@ -346,9 +506,19 @@ static void drive(const redislockp_fanout *f, redislockp_leg *legs, size_t n,
             cut_end = now + g;
         }
         if (*cut) {
-            if (now >= cut_end)
-                return;
-            wake = cut_end;
+            /* A leg loading the library (scripts=functions) is not cut:
+             * its call would never run there.  The others wait with it,
+             * each until its own reply deadline. */
+            int reloading = 0;
+
+            for (i = 0; i < n; i++)
+                reloading |= legs[i].asked && !legs[i].done &&
+                             legs[i].reloading;
+            if (!reloading) {
+                if (now >= cut_end)
+                    return;
+                wake = cut_end;
+            }
         }
         for (i = 0; i < n; i++) {
             redislockp_leg *leg = &legs[i];
@@ -539,6 +709,7 @@ size_t redislockp_exec_fanout(redislock_client *cl, unsigned slot,
         }
         if (leg->st == REDISLOCK_OK)
             answered++;
+        leg_library_lost(leg);
         if (leg->c != NULL && outstanding)
             redislockp_pool_drop(leg->cl, leg->node, leg->c);
         else if (leg->c != NULL)
@@ -568,6 +739,7 @@ static void leg_clear(redislockp_leg *leg)
     leg->c = NULL;
     leg->want = leg->got = leg->again = leg->skip = 0;
     leg->again_want = leg->again_got = 0;
+    leg->loading = leg->reloading = leg->tracked = 0;
     leg->st = REDISLOCK_OK;
     leg->done = leg->sent = 0;
     leg->msg[0] = '\0';
@@ -704,6 +876,7 @@ int redislockp_exec_one(const redislockp_target *t, const redislockp_fanout *f,
         if (changed)
             redislockp_tx_restore_timeout(leg->c, &old);
         any_sent |= leg->sent;
+        leg_library_lost(leg);
         if (leg->st != REDISLOCK_OK) {
             if (!leg->borrowed)
                 redislockp_conn_back(cl, leg->node, leg->c, leg->st);
@@ -776,9 +949,12 @@ void redislockp_legs_end(redislockp_leg *legs, size_t n)
     size_t i;
     int j;
 
-    for (i = 0; i < n; i++)
+    for (i = 0; i < n; i++) {
         for (j = 0; j < REDISLOCKP_LEG_REPLIES; j++) {
             redislockp_val_free(legs[i].reply[j]);
             legs[i].reply[j] = NULL;
         }
+        redislockp_val_free(legs[i].load_reply);
+        legs[i].load_reply = NULL;
+    }
 }

@@ -40,6 +40,10 @@ typedef enum redislockp_kind {
     REDISLOCKP_NOT_MASTER,      /* Sentinel: READONLY, LOADING, MASTERDOWN,
                                  * UNBLOCKED - not (or no more) the master */
     REDISLOCKP_NOSCRIPT,        /* the script cache lacks the script */
+    REDISLOCKP_NOFUNC,          /* scripts=functions: the server lacks
+                                 * the library ("ERR Function not found"),
+                                 * still after loading it (the load's
+                                 * refusal is in the leg's message) */
     REDISLOCKP_CLOSING,         /* "ERR Protocol error": the server closes
                                  * the connection after this reply */
     REDISLOCKP_SERVER           /* any other error reply */
@@ -83,7 +87,15 @@ typedef struct redislockp_leg {
     int again;                  /* reading the replies of the calls sent
                                  * again as EVAL (NOSCRIPT) */
     int again_want, again_got;
-    int again_idx[REDISLOCKP_LEG_CALLS];
+    int again_idx[REDISLOCKP_LEG_REPLIES];
+    int functions;              /* its calls go as FCALL (scripts=functions) */
+    int loading;                /* FUNCTION LOAD's reply comes first */
+    int reloading;              /* its calls went again after "Function
+                                 * not found": never cut (exec.c) */
+    int tracked;                /* it says whether its node has the library
+                                 * (node->has_library), and loaded it in
+                                 * front of the calls if not known */
+    redislockp_val *load_reply; /* FUNCTION LOAD's refusal, if any */
     int sent;                   /* a byte may have left: until its reply
                                  * is read, the command may yet run */
     int st;                     /* REDISLOCK_OK, or why the leg failed
@@ -140,7 +152,11 @@ typedef struct redislockp_fanout {
  * With a trailer or votes, the script goes out as
  * EVAL with its text: a script cache miss never runs the trailer twice,
  * and a leg cut before its NOSCRIPT answer came would never run the
- * script.  Returns how many legs answered (every reply read).
+ * script.  With scripts=functions, FCALL, after FUNCTION LOAD in the same
+ * write to a master not known to have the library; a leg answered
+ * "Function not found" (the library flushed since) loads it and calls
+ * again, and is never cut while it does.  Returns how many legs answered
+ * (every reply read).
  */
 size_t redislockp_exec_fanout(redislock_client *cl, unsigned slot,
                               const redislockp_fanout *f,

@@ -22,6 +22,7 @@
         REDISLOCKP_##NAME##_NARGS <= REDISLOCKP_MAX_ARGS ? 1 : -1]; \
     const redislockp_script redislockp_script_##name = { \
         #name, REDISLOCKP_LUA_##NAME, REDISLOCKP_LUA_##NAME##_SHA1, \
+        REDISLOCKP_LUA_##NAME##_FUNCTION, \
         REDISLOCKP_##NAME##_MIN_KEYS, REDISLOCKP_##NAME##_MAX_KEYS, \
         REDISLOCKP_##NAME##_NARGS \
     }
@@ -41,6 +42,17 @@ SCRIPT(leave, LEAVE);
 SCRIPT(inspect, INSPECT);
 SCRIPT(companions, COMPANIONS);
 SCRIPT(permissions, PERMISSIONS);
+
+const char redislockp_library_name[] = REDISLOCKP_LIBRARY_NAME;
+
+int redislockp_library_load(redislockp_cmd *cmd)
+{
+    static const char *const argv[3] = { "FUNCTION", "LOAD",
+                                         REDISLOCKP_LIBRARY };
+    static const size_t argvlen[3] = { 8, 4, sizeof REDISLOCKP_LIBRARY - 1 };
+
+    return redislockp_cmd_append(cmd, 3, argv, argvlen);
+}
 
 int redislockp_script_is_acquire(const redislockp_script *s)
 {
@@ -73,7 +85,8 @@ size_t redislockp_bare_ints(redislockp_bare bare, long long x, long long *v)
     return 2;
 }
 
-/* EVALSHA sha numkeys: the fixed part before the keys and arguments. */
+/* EVALSHA sha numkeys (or FCALL function numkeys): the fixed part before
+ * the keys and arguments. */
 #define FIXED_ARGS 3
 
 void redislockp_call_init(redislockp_call *call,
@@ -117,7 +130,7 @@ void redislockp_call_num(redislockp_call *call, int i, int slot, long long v)
 }
 
 int redislockp_call_format(redislockp_cmd *cmd, const redislockp_call *call,
-                           int body, char *errmsg)
+                           redislockp_send how, char *errmsg)
 {
     const redislockp_script *s = call->script;
     const char *argv[FIXED_ARGS + REDISLOCKP_MAX_KEYS + REDISLOCKP_MAX_ARGS];
@@ -147,10 +160,22 @@ int redislockp_call_format(redislockp_cmd *cmd, const redislockp_call *call,
         argv[n] = call->arg[i];
         argvlen[n++] = call->arglen[i];
     }
-    argv[0] = body ? "EVAL" : "EVALSHA";
-    argvlen[0] = body ? 4 : 7;
-    argv[1] = body ? s->body : s->sha1;
-    argvlen[1] = body ? strlen(s->body) : 40;
+    switch (how) {
+    case REDISLOCKP_SEND_EVAL:
+        argv[0] = "EVAL";
+        argv[1] = s->body;
+        break;
+    case REDISLOCKP_SEND_FCALL:
+        argv[0] = "FCALL";
+        argv[1] = s->function;
+        break;
+    default:
+        argv[0] = "EVALSHA";
+        argv[1] = s->sha1;
+        break;
+    }
+    argvlen[0] = strlen(argv[0]);
+    argvlen[1] = strlen(argv[1]);
     numkeys[0] = (char)('0' + call->nkeys);
     numkeys[1] = '\0';
     argv[2] = numkeys;
@@ -168,6 +193,16 @@ int redislockp_reply_noscript(const redislockp_val *r)
 
     return redislockp_val_type(r) == REDISLOCKP_V_ERROR && len >= 8 &&
            memcmp(s, "NOSCRIPT", 8) == 0;
+}
+
+int redislockp_reply_nofunc(const redislockp_val *r)
+{
+    static const char text[] = "ERR Function not found";
+    size_t len;
+    const char *s = redislockp_val_str(r, &len);
+
+    return redislockp_val_type(r) == REDISLOCKP_V_ERROR &&
+           len >= sizeof text - 1 && memcmp(s, text, sizeof text - 1) == 0;
 }
 
 int redislockp_int_array(const redislockp_val *r, const char *what,

@@ -17,6 +17,7 @@ typedef struct redislockp_script {
     const char *name;                  /* "acquire" */
     const char *body;                  /* the text sent with EVAL */
     const char *sha1;                  /* 40 hex chars */
+    const char *function;              /* its name in the library (FCALL) */
     int min_keys, max_keys, nargs;     /* its layout (--! lines) */
 } redislockp_script;
 
@@ -88,14 +89,42 @@ void redislockp_call_arg(redislockp_call *call, int i, const char *arg,
 void redislockp_call_num(redislockp_call *call, int i, int slot,
                          long long v);
 
-/* Append CALL to CMD as EVALSHA, or with BODY as EVAL.  0, or -1 (out of
- * memory, or a call that does not match its script's layout, which is a
- * bug: the message says which) with ERRMSG set. */
+/* How a call goes out: by SHA1, with the script's text (which also
+ * caches it), or as a call of the Function library's function. */
+typedef enum redislockp_send {
+    REDISLOCKP_SEND_EVALSHA = 0,
+    REDISLOCKP_SEND_EVAL = 1,
+    REDISLOCKP_SEND_FCALL = 2
+} redislockp_send;
+
+/* Append CALL to CMD as HOW says.  0, or -1 (out of memory, or a call
+ * that does not match its script's layout, which is a bug: the message
+ * says which) with ERRMSG set. */
 int redislockp_call_format(redislockp_cmd *cmd, const redislockp_call *call,
-                           int body, char *errmsg);
+                           redislockp_send how, char *errmsg);
+
+/*
+ * The Function library (the client option scripts=functions): every
+ * script as a function of one library, loaded with FUNCTION LOAD on a
+ * server that lacks it.  Its name carries its version, the SHA1 of its
+ * text (redislock_<12 hex digits>), and so does every function's
+ * (function names are global to a server): two versions of the library
+ * share a server, each called by its own redislock.  Without REPLACE:
+ * loading a version already there changes nothing (the server answers
+ * "ERR Library ... already exists" before compiling anything).
+ */
+extern const char redislockp_library_name[];
+
+/* Append FUNCTION LOAD with the library's text to CMD; -1 when out of
+ * memory. */
+int redislockp_library_load(redislockp_cmd *cmd);
 
 /* Is R Redis's NOSCRIPT error? */
 int redislockp_reply_noscript(const redislockp_val *r);
+
+/* Is R the error of an FCALL of a function the server does not have
+ * ("ERR Function not found", Redis 7.0 and Valkey 8.0 alike)? */
+int redislockp_reply_nofunc(const redislockp_val *r);
 
 /* A plain command sent after a pipeline's calls, in the same write
  * (WAIT or WAITAOF after a lock operation): its reply comes last. */

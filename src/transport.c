@@ -78,16 +78,19 @@ static int starts(const char *s, const char *prefix)
 }
 
 /* Skip "@user_script:N: " or "user_script:N: " at *P (and the '-' of an
- * error reply quoted after it). */
+ * error reply quoted after it); a function's position reads
+ * "@user_function:N: " (scripts=functions). */
 static int skip_script_position(const char **p)
 {
     const char *s = *p;
+    size_t k;
 
     if (*s == '@')
         s++;
-    if (!starts(s, "user_script:") || s[12] < '0' || s[12] > '9')
+    k = starts(s, "user_script:") ? 12 : starts(s, "user_function:") ? 14 : 0;
+    if (k == 0 || s[k] < '0' || s[k] > '9')
         return 0;
-    for (s += 12; *s >= '0' && *s <= '9'; s++)
+    for (s += k; *s >= '0' && *s <= '9'; s++)
         ;
     if (!starts(s, ": "))
         return 0;
@@ -144,7 +147,8 @@ void redislockp_tx_describe(const char *s, size_t len,
      * Redis 6's "ERR Error running script (call to f_SHA):
      * @user_script:N: " before a command's error, a Lua error's position
      * ("user_script:N: "), the scripts' own "ERR redislock NAME.lua: ",
-     * and Redis 7's " script: SHA, on @user_script:N." after them. */
+     * and Redis 7's " script: SHA, on @user_script:N." after them (a
+     * function's: " script: NAME, on @user_function:N."). */
     for (;;) {
         if (starts(p, "ERR Error running script") &&
             (q = strstr(p, "): ")) != NULL) {
@@ -158,6 +162,7 @@ void redislockp_tx_describe(const char *s, size_t len,
             info->origin = REDISLOCK_ORIGIN_SCRIPT; /* a Lua error */
         } else if (starts(p, "ERR ") && (p[4] == '@' ||
                                          starts(p + 4, "user_script:") ||
+                                         starts(p + 4, "user_function:") ||
                                          starts(p + 4, "redislock "))) {
             p += 4;
         } else if (starts(p, "redislock ") &&

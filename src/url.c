@@ -12,7 +12,8 @@
  * host may be an IPv6 address in brackets.  user and password may hold
  * %XX escapes.  Parameters: db (unix and sentinel URLs; for redis:// the
  * path is the db), connect_timeout and timeout (milliseconds), cluster (0 or 1: the
- * hosts are seeds of a Redis Cluster; several hosts need it).  Error messages name
+ * hosts are seeds of a Redis Cluster; several hosts need it), pool_size,
+ * scripts (eval or functions).  Error messages name
  * the part that is wrong and never repeat the user's password.
  */
 #include "config.h"
@@ -234,6 +235,17 @@ static int params(redislockp_url *u, const char *q, size_t len, char *err,
                 fail(err, errsize, "URL: %s", "out of memory");
                 return -2;
             }
+        } else if (strcmp(name, "scripts") == 0) {
+            size_t vlen = (size_t)(stop - eq - 1);
+
+            if (vlen == 9 && memcmp(eq + 1, "functions", 9) == 0)
+                u->functions = 1;
+            else if (vlen == 4 && memcmp(eq + 1, "eval", 4) == 0)
+                u->functions = 0;
+            else
+                return fail(err, errsize, "URL: %s", "scripts is eval "
+                            "(EVALSHA, the default) or functions (FCALL; "
+                            "Redis 7.0 and later)");
         } else if (strcmp(name, "insecure") == 0) {
             v = number(eq + 1, (size_t)(stop - eq - 1), 0, 1);
             if (v < 0)
@@ -248,7 +260,8 @@ static int params(redislockp_url *u, const char *q, size_t len, char *err,
         } else {
             return fail(err, errsize,
                         "URL: unknown parameter '%s' (known: db, "
-                        "connect_timeout, timeout, cluster, pool_size, for "
+                        "connect_timeout, timeout, cluster, pool_size, "
+                        "scripts, for "
                         "rediss://: cacert, cacertdir, cert, key, sni, "
                         "insecure, and for redis-sentinel://: "
                         "sentinel_user, sentinel_password)", name);

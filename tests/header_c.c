@@ -47,6 +47,7 @@ int main(void)
         (void (*)(void))redislock_client_set_timeouts,
         (void (*)(void))redislock_client_set_quorum_wait,
         (void (*)(void))redislock_client_set_pool_size,
+        (void (*)(void))redislock_client_set_scripts,
         (void (*)(void))redislock_client_ping,
         (void (*)(void))redislock_new_from_client,
         (void (*)(void))redislock_new_counted_from_client,

@@ -3,6 +3,7 @@
 -- live, and the fencing counter (the last token issued for the key).
 --! KEYS key waiters fence
 --! ARGV
+--! FLAGS no-writes
 -- KEY      the lock key (declared for Cluster routing; not read)
 -- WAITERS  the waiters (sorted set scored by when each lapses)
 -- FENCE    the fencing counter (a hash {n, ...})

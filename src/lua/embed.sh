@@ -66,7 +66,7 @@ for f in "$@"; do
     name=$(echo "$base" | tr 'a-z-' 'A-Z_')
     # The text sent to Redis, then the C constants of the layout.
     awk -v lib="$lib" -v script="$base.lua" -v body="$tmp/body" \
-        -v consts="$tmp/consts" -v NAME="$name" '
+        -v consts="$tmp/consts" -v flags="$tmp/flags" -v NAME="$name" '
     function fail(msg) {
         print "embed.sh: " script ": " msg > "/dev/stderr"
         exit 1
@@ -128,6 +128,7 @@ for f in "$@"; do
     }
     /^--! KEYS/ { nk = split(substr($0, 10), k, " "); seen_k = 1; next_line(); next }
     /^--! ARGV/ { na = split(substr($0, 10), a, " "); seen_a = 1; next_line(); next }
+    /^--! FLAGS/ { nf = split(substr($0, 11), fl, " "); next_line(); next }
     /^--! / { fail("unknown line: " $0) }
     { lines[++n] = $0 }
     function next_line() { lines[++n] = $0 }
@@ -176,6 +177,14 @@ for f in "$@"; do
         printf "#define REDISLOCKP_%s_MAX_KEYS %d\n", NAME, nk > consts
         printf "#define REDISLOCKP_%s_NARGS %d\n", NAME, na > consts
         close(consts)
+        # The flags of its Redis Function.
+        s = ""
+        for (i = 1; i <= nf; i++) {
+            if (fl[i] !~ /^(no-writes|allow-oom)$/) fail("unknown flag " fl[i])
+            s = s (i > 1 ? ", " : "") "\047" fl[i] "\047"
+        }
+        printf "%s", s > flags
+        close(flags)
     }' "$f"
     echo
     echo "#define REDISLOCKP_LUA_${name}_SHA1 \"$(sha1 "$tmp/body")\""
@@ -185,4 +194,33 @@ for f in "$@"; do
     sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/    "/' -e 's/$/\\n" \\/' "$tmp/body"
     echo '    ""'
     cat "$tmp/consts"
+    # Its Redis Function, for the library (below): the same text as the
+    # body of function(KEYS, ARGV), named redislock_VERSION_NAME.
+    {
+        echo "redis.register_function{function_name = 'redislock_@V@_$base', flags = {$(cat "$tmp/flags")},"
+        echo "callback = function(KEYS, ARGV)"
+        cat "$tmp/body"
+        echo "end}"
+    } >> "$tmp/functions"
+    echo "$base" >> "$tmp/names"
 done
+
+# The Redis Function library (FUNCTION LOAD, FCALL): every script above
+# as a function.  Its version is the SHA1 of its functions' text (12 hex
+# digits), in the library's name and in every function's, since function
+# names are global to the server: two versions of redislock share a
+# server, each calling its own.
+v=$(sha1 "$tmp/functions" | cut -c1-12)
+echo
+echo "#define REDISLOCKP_LIBRARY_VERSION \"$v\""
+echo "#define REDISLOCKP_LIBRARY_NAME \"redislock_$v\""
+while read -r base; do
+    name=$(echo "$base" | tr 'a-z-' 'A-Z_')
+    echo "#define REDISLOCKP_LUA_${name}_FUNCTION \"redislock_${v}_$base\""
+done < "$tmp/names"
+echo "#define REDISLOCKP_LIBRARY \\"
+{
+    echo "#!lua name=redislock_$v"
+    sed -e "s/@V@/$v/" "$tmp/functions"
+} | sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/    "/' -e 's/$/\\n" \\/'
+echo '    ""'

@@ -1,6 +1,7 @@
 -- extend.lua: go-zero-compatible mode.  Reset the expiry of a lock we hold.
 --! KEYS key
 --! ARGV owner:id px:ms
+--! FLAGS allow-oom
 -- KEY    the lock key
 -- OWNER  our owner ID
 -- PX     lease in milliseconds

@@ -1,6 +1,7 @@
 -- extend_counted.lua: counted mode.  Reset the expiry of a lock we hold.
 --! KEYS key
 --! ARGV owner:id px:ms
+--! FLAGS allow-oom
 -- KEYS/ARGV and replies as extend.lua.
 if redis.call('EXISTS', KEY) == 0 then
   return {0}

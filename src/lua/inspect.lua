@@ -4,6 +4,7 @@
 -- a user allowed a mode's commands may look too.
 --! KEYS key
 --! ARGV
+--! FLAGS no-writes
 -- Returns {kind, pttl, owner, holds}: kind 0 when there is no key (pttl
 -- -2), 1 for a go-zero lock (a string: its value is the owner, 1 hold),
 -- 2 for a counted lock (a hash with an owner field), 3 for anything else

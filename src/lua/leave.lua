@@ -3,6 +3,7 @@
 -- it passes the turn on to the next waiter, or ends it.
 --! KEYS key waiters wake turn
 --! ARGV owner:id woken:flag
+--! FLAGS allow-oom
 -- KEY      the lock key
 -- WAITERS  the waiters
 -- WAKE     the wake-up list

@@ -4,6 +4,7 @@
 -- before running it, and that check may be the very refusal to explain.
 --! KEYS
 --! ARGV need key fence waiters wake turn
+--! FLAGS no-writes
 -- NEED     the commands the refused operation may run, one a line, each
 --          as words separated by spaces (its name, then its arguments);
 --          the words $1 to $5 stand for the five keys below

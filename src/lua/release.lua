@@ -2,6 +2,7 @@
 -- our owner ID, and hand it to one registered waiter, if any.
 --! KEYS key waiters? wake? turn?
 --! ARGV owner:id
+--! FLAGS allow-oom
 -- KEY      the lock key
 -- WAITERS  the waiters (sorted set, see acquire_wait.lua)
 -- WAKE     the wake-up list that waiters block on

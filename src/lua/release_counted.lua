@@ -3,6 +3,7 @@
 -- that leaves holds refreshes the expiry.
 --! KEYS key waiters? wake? turn?
 --! ARGV owner:id px:ms
+--! FLAGS allow-oom
 -- KEYS and OWNER as release.lua's (two keys: look for waiters, four:
 -- wake one); PX: lease in ms.
 -- Returns 1 when the last hold went with the key and nobody waited (a

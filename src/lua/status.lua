@@ -2,6 +2,7 @@
 -- reading nothing but the lock key.
 --! KEYS key
 --! ARGV owner:id
+--! FLAGS no-writes
 -- KEY      the lock key
 -- OWNER    our owner ID
 -- Returns {1, pttl, 1, 0} when we hold it, {-1, pttl, 0, 0} when another

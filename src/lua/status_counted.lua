@@ -2,6 +2,7 @@
 -- reading nothing but the lock key.
 --! KEYS key
 --! ARGV owner:id
+--! FLAGS no-writes
 -- KEYS/ARGV and replies as status.lua; the third field is our hold count,
 -- the fourth the holding's token.
 if redis.call('EXISTS', KEY) == 0 then
