@@ -691,25 +691,36 @@ void redislockp_sigpipe_restore(redislockp_sigpipe *g, int failed)
     pthread_sigmask(SIG_SETMASK, &g->old, NULL);
 }
 
-/* The write path through hiredis (TLS): it may raise SIGPIPE. */
-static int send_wrapped(redisContext *c, const redislockp_cmd *cmd,
-                        char *errmsg)
+/* One write of hiredis's buffer (TLS), SIGPIPE blocked around it: *DONE
+ * once the buffer is empty.  On a non-blocking context a full socket
+ * writes nothing and is not an error. */
+static int wrapped_write(redisContext *c, int *done, char *errmsg)
 {
     redislockp_sigpipe guard;
-    int done = 0, rc = REDIS_OK, err_no = 0;
+    int rc, err_no;
 
-    if (redisAppendFormattedCommand(c, cmd->buf, cmd->len) != REDIS_OK)
-        return redislockp_tx_error(c, 0, errmsg); /* LCOV_EXCL_LINE */
     redislockp_sigpipe_block(&guard);
-    while (!done && rc == REDIS_OK) {
-        errno = 0;
-        rc = redisBufferWrite(c, &done);
-        err_no = errno;
-    }
+    errno = 0;
+    rc = redisBufferWrite(c, done);
+    err_no = errno;
     redislockp_sigpipe_restore(&guard, rc != REDIS_OK);
     if (rc != REDIS_OK)
         return redislockp_tx_error(c, err_no, errmsg);
     return REDISLOCK_OK;
+}
+
+/* The write path through hiredis (TLS), on a blocking context: until the
+ * buffer is written (or the send timeout). */
+static int send_wrapped(redisContext *c, const redislockp_cmd *cmd,
+                        char *errmsg)
+{
+    int done = 0, st = REDISLOCK_OK;
+
+    if (redisAppendFormattedCommand(c, cmd->buf, cmd->len) != REDIS_OK)
+        return redislockp_tx_error(c, 0, errmsg); /* LCOV_EXCL_LINE */
+    while (!done && st == REDISLOCK_OK)
+        st = wrapped_write(c, &done, errmsg);
+    return st;
 }
 
 int redislockp_tx_flush(redisContext *c, const char *buf, size_t len,
@@ -745,16 +756,9 @@ int redislockp_tx_flush(redisContext *c, const char *buf, size_t len,
         *off = len;
     }
     if (redislockp_tx_pending_output(c)) {
-        redislockp_sigpipe guard;
-        int done = 0, rc, err_no;
+        int done = 0;
 
-        redislockp_sigpipe_block(&guard);
-        errno = 0;
-        rc = redisBufferWrite(c, &done);
-        err_no = errno;
-        redislockp_sigpipe_restore(&guard, rc != REDIS_OK);
-        if (rc != REDIS_OK)
-            return redislockp_tx_error(c, err_no, errmsg);
+        return wrapped_write(c, &done, errmsg);
     }
     return REDISLOCK_OK;
 }
