@@ -583,7 +583,7 @@ size_t redislockp_exec_fanout(redislock_client *cl, unsigned slot,
 {
     size_t i, n = cl->nsubs, answered = 0;
     long long sent_at;
-    int cut = 0, busy, take;
+    int cut = 0, busy, take, full = 0;
 
     for (i = 0; i < n; i++) {
         redislockp_leg *leg = &legs[i];
@@ -610,7 +610,9 @@ size_t redislockp_exec_fanout(redislock_client *cl, unsigned slot,
          * that reads the replies. */
         leg->st = redislockp_route(leg->cl, slot, &leg->node, leg->msg);
         take = REDISLOCKP_POOL_FAILED;
-        if (leg->st == REDISLOCK_OK)
+        if (leg->st == REDISLOCK_OK && full)
+            take = REDISLOCKP_POOL_FULL;
+        else if (leg->st == REDISLOCK_OK)
             take = redislockp_pool_take(leg->cl, leg->node, f->wait_ms,
                                         f->urgent, 0, &leg->c, leg->msg,
                                         &leg->st);
@@ -626,7 +628,14 @@ size_t redislockp_exec_fanout(redislock_client *cl, unsigned slot,
             if (leg->dial.phase >= REDISLOCKP_DIAL_DONE)
                 leg_dialed(leg, f, 0);
         } else if (take == REDISLOCKP_POOL_FULL) {
-            leg->queued = 1;            /* after the others are sent */
+            /* Waited for after the others are sent - and so are all the
+             * masters after it: a thread waits for master I's connection
+             * holding only masters before I's, in the same order as every
+             * other thread, so no two wait for each other (taking the
+             * later ones first deadlocked threads sharing pool_size=1
+             * until the wait ran out). */
+            leg->queued = 1;
+            full = 1;
         } else {
             leg_note(leg);
             if (leg->st == REDISLOCK_ERR_IO)

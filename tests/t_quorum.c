@@ -343,6 +343,74 @@ static void test_far_masters_connect_then_answer(void **state)
         fp_stop(far[i]);
 }
 
+/*
+ * One connection per master (pool_size=1) shared by four threads: a
+ * thread that finds a master's connection in use waits for it in turn
+ * (after its other masters' commands went out), within the quorum wait;
+ * every cycle of every thread gets its lock.
+ */
+struct pooled {
+    redislock_client *cl;
+    int ok;
+};
+
+static void *pooled_run(void *arg)
+{
+    struct pooled *a = arg;
+    char key[64];
+    redislock *lock;
+    int i;
+
+    tu_key(key, sizeof key, "q:pool1");
+    lock = redislock_new_from_client(a->cl, key);
+    if (lock == NULL)
+        return NULL;
+    for (i = 0; i < 25; i++) {
+        bool got = false, rel = false;
+
+        if (redislock_acquire(lock, &got) == REDISLOCK_OK && got &&
+            redislock_release(lock, &rel) == REDISLOCK_OK && rel)
+            a->ok++;
+    }
+    redislock_free(lock);
+    return NULL;
+}
+
+static void test_threads_share_one_connection_per_master(void **state)
+{
+    char buf[MASTERS][420];
+    const char *u[MASTERS];
+    redislock_client *cl = NULL;
+    struct pooled a[4];
+    pthread_t tid[4];
+    char err[512];
+    int i, total = 0;
+
+    (void)state;
+    for (i = 0; i < MASTERS; i++) {
+        snprintf(buf[i], sizeof buf[i], "%s&pool_size=1", urls[i]);
+        u[i] = buf[i];
+    }
+    if (redislock_client_open_quorum(u, MASTERS, &cl, err, sizeof err) !=
+        REDISLOCK_OK)
+        fail_msg("open_quorum: %s", err);
+    assert_int_equal(redislock_client_set_quorum_wait(cl, 5000),
+                     REDISLOCK_OK);
+    for (i = 0; i < 4; i++) {
+        a[i].cl = cl;
+        a[i].ok = 0;
+        assert_int_equal(pthread_create(&tid[i], NULL, pooled_run, &a[i]),
+                         0);
+    }
+    for (i = 0; i < 4; i++) {
+        pthread_join(tid[i], NULL);
+        total += a[i].ok;
+    }
+    printf("# pool_size=1, 4 threads: %d of 100 cycles\n", total);
+    assert_int_equal(total, 100);
+    redislock_client_free(cl);
+}
+
 /* Every master running again (a test that stops some and fails midway
  * must not leave the next ones hanging). */
 static int resume_masters(void **state)
@@ -1344,6 +1412,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_teardown(test_counted_holds_after_a_cut_acquire,
                                   resume_masters),
         cmocka_unit_test(test_far_masters_connect_then_answer),
+        cmocka_unit_test(test_threads_share_one_connection_per_master),
         cmocka_unit_test(test_the_tool_on_a_quorum),
         cmocka_unit_test(test_waiter_is_woken),
         cmocka_unit_test(test_ttl_and_holds_are_the_majoritys),
