@@ -43,6 +43,8 @@
 
 #include <redislock.h>
 
+#include "json.h"
+
 /* Exit statuses of the tool itself (redislock.1, EXIT STATUS). */
 enum {
     EXIT_USAGE = 64,          /* bad option, URL or argument */
@@ -1289,62 +1291,6 @@ static void print_escaped(const char *s)
     putchar('\n');
 }
 
-/* The length of the valid UTF-8 sequence at P (RFC 3629: no overlong
- * forms, no surrogates, nothing above U+10FFFF), or 0. */
-static size_t utf8_len(const unsigned char *p)
-{
-    unsigned long cp, min;
-    size_t need, i;
-
-    if (p[0] < 0x80)
-        return 1;
-    if (p[0] >= 0xc2 && p[0] <= 0xdf) {
-        need = 1, cp = p[0] & 0x1f, min = 0x80;
-    } else if (p[0] >= 0xe0 && p[0] <= 0xef) {
-        need = 2, cp = p[0] & 0x0f, min = 0x800;
-    } else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
-        need = 3, cp = p[0] & 0x07, min = 0x10000;
-    } else {
-        return 0;
-    }
-    for (i = 1; i <= need; i++) {
-        if ((p[i] & 0xc0) != 0x80)    /* the terminating NUL stops here */
-            return 0;
-        cp = cp << 6 | (p[i] & 0x3f);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-        return 0;
-    return need + 1;
-}
-
-/* S as a JSON string: escaped, and valid UTF-8 (a byte that is not part
- * of a valid sequence becomes U+FFFD). */
-static void print_json_string(const char *s)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    size_t n;
-
-    putchar('"');
-    while (*p) {
-        n = utf8_len(p);
-        if (*p == '"' || *p == '\\') {
-            printf("\\%c", *p);
-        } else if (*p < 0x20 || *p == 0x7f) {
-            printf("\\u%04x", *p);
-        } else if (n > 1) {
-            fwrite(p, 1, n, stdout);
-            p += n;
-            continue;
-        } else if (n == 0) {
-            printf("\\ufffd");
-        } else {
-            putchar(*p);
-        }
-        p++;
-    }
-    putchar('"');
-}
-
 /* The companions (waiters, fencing counter): -1 when they could not be
  * read (an ACL user allowed only the lock key, say): unknown, and -v
  * says why. */
@@ -1388,11 +1334,11 @@ static void print_status_json(const char *key, const struct holder *h,
     bool lock = h->shape == SHAPE_GOZERO || h->shape == SHAPE_COUNTED;
 
     printf("{\"key\":");
-    print_json_string(key);
+    cli_json_string(key);
     printf(",\"held\":%s,\"mode\":%s,\"owner\":",
            h->shape == SHAPE_FREE ? "false" : "true", modes[h->shape]);
     if (lock)
-        print_json_string(h->owner);
+        cli_json_string(h->owner);
     else
         printf("null");
     if (h->shape == SHAPE_FREE)
