@@ -418,9 +418,8 @@ static const struct mode {
     const char *why;
 } modes[] = {
     { "scripts", NEED(N_EVALSHA) | NEED(N_EVAL),
-      "the library runs every lock operation as a Lua script (EVALSHA, "
-      "and EVAL when the server has not cached it yet); it has no other "
-      "mode yet" },
+      "every lock operation runs as a Lua script (EVALSHA, or EVAL when "
+      "the server has not cached it); the library has no other mode yet" },
 };
 
 struct replica_view {
@@ -474,6 +473,8 @@ struct node {
     long long min_replicas;           /* min-replicas-to-write; -1 unknown,
                                        * -2 on (INFO), its number unknown */
     long long min_replicas_lag;       /* min-replicas-max-lag; -1 unknown */
+    long long good_replicas;          /* INFO's min_slaves_good_slaves;
+                                       * -1 unknown (or the rule is off) */
     struct replica_view replicas[MAX_REPLICAS];
     int nreplicas;                    /* shown */
     long long connected_replicas;     /* INFO's count; -1 unknown */
@@ -570,6 +571,7 @@ static struct node *add_node(struct check *k, struct target *t,
     n->maxmemory = n->used_memory = -1;
     n->min_replicas = n->min_replicas_lag = -1;
     n->connected_replicas = -1;
+    n->good_replicas = -1;
     n->link_down_s = -1;
     k->nnodes++;
     return n;
@@ -792,6 +794,7 @@ static void read_info(struct node *n, const char *info)
         n->min_replicas =
             info_get(info, "min_slaves_good_slaves", buf, sizeof buf) ? -2
                                                                       : 0;
+    n->good_replicas = info_number(info, "min_slaves_good_slaves", -1);
     n->connected_replicas = info_number(info, "connected_slaves", -1);
     offset = info_number(info, "master_repl_offset", -1);
     for (i = 0; n->nreplicas < MAX_REPLICAS && i < 1000; i++) {
@@ -1567,6 +1570,14 @@ static void judge_replication(struct node *n)
                         "got; find out why", addr, v->lag);
         }
     }
+    if (n->good_replicas >= 0 && n->min_replicas > 0 &&
+        n->min_replicas_lag != 0 && n->good_replicas < n->min_replicas)
+        finding(n, true, "min-replicas-to-write is %lld, but %lld replica%s "
+                "acknowledged within min-replicas-max-lag: Redis refuses "
+                "writes (NOREPLICAS), lock acquires included; bring the "
+                "replicas back, or lower min-replicas-to-write",
+                n->min_replicas, n->good_replicas,
+                n->good_replicas == 1 ? "" : "s");
     if (n->connected_replicas > 0 && n->min_replicas == 0)
         finding(n, true, "%lld replica%s and min-replicas-to-write 0: the "
                 "master grants a lock before any replica has it, so after "

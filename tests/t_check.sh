@@ -170,7 +170,7 @@ t_clean() {
     has "$work/clean" '^redislock --check: 1 server, judged against a 30000 ms lease$' &&
     has "$work/clean" "^127\.0\.0\.1:$clean \(master: the URL's server\)$" &&
     has "$work/clean" '^  server: +(Redis|Valkey) [0-9]+\.[0-9]+\.[0-9]+, master$' &&
-    has "$work/clean" '^  mode: +scripts: the library runs every lock operation as a Lua script' &&
+    has "$work/clean" '^  mode: +scripts: every lock operation runs as a Lua script \(EVALSHA, or EVAL when the server has not cached it\); the library has no other mode yet$' &&
     has "$work/clean" '^  may run: +EVALSHA yes, EVAL yes, BLPOP yes, WAIT yes$' &&
     has "$work/clean" '^  persistence: AOF, appendfsync everysec; RDB snapshots off$' &&
     has "$work/clean" '^  memory: +no maxmemory, maxmemory-policy noeviction$' &&
@@ -352,6 +352,15 @@ t_replica_stopped() {
     $R -u "redis://127.0.0.1:$clean?timeout=500&connect_timeout=500" -e 30 --check > "$work/r3" 2>&1
     st3=$?
     $R -u "redis://127.0.0.1:$clean?timeout=500&connect_timeout=500" -e 30 --check --json > "$work/r3.json" 2>&1
+    # A replica that lags past min-replicas-max-lag: no write is taken.
+    ccli CONFIG SET min-replicas-max-lag 1 > /dev/null
+    i=0
+    until ccli INFO replication | tr -d '\r' | grep -qx 'min_slaves_good_slaves:0'; do
+        i=$((i + 1)); [ $i -lt 100 ] || break
+        sleep 0.05
+    done
+    $R -u "redis://127.0.0.1:$clean?timeout=500&connect_timeout=500" -e 30 --check > "$work/r4" 2>&1
+    st4=$?
     ccli CONFIG SET min-replicas-to-write 0 > /dev/null
     stop_server $rpid
     ccli REPLICAOF NO ONE > /dev/null
@@ -367,9 +376,11 @@ t_replica_stopped() {
     has "$work/r3" '^  cannot be reached: no answer within 500 ms' &&
     has "$work/r3" '^  warning: this replica cannot be read: it may be stopped or cut off' || return 1
     json_is "$work/r3.json" '[(s["expected_role"], s["reached"]) for s in J["servers"]]' "[('master', True), ('replica', False)]" &&
-    json_is "$work/r3.json" 'J["servers"][0]["replicas"][0]["lag_s"] >= 2, J["exit_status"]' "(True, 1)"
+    json_is "$work/r3.json" 'J["servers"][0]["replicas"][0]["lag_s"] >= 2, J["exit_status"]' "(True, 1)" || return 1
+    expect_status 1 $st4 "too few good replicas" || return 1
+    has "$work/r4" '^  warning: min-replicas-to-write is 1, but 0 replicas acknowledged within min-replicas-max-lag: Redis refuses writes \(NOREPLICAS\), lock acquires included'
 }
-check "replicas: min-replicas-to-write 0 warns; a replica stopped (SIGSTOP) shows its lag and cannot be read" t_replica_stopped
+check "replicas: min-replicas-to-write 0 warns; a replica stopped (SIGSTOP) shows its lag, cannot be read, and leaves too few good replicas" t_replica_stopped
 
 # A slow server: another client keeps it busy 10 ms at a time (DEBUG
 # SLEEP), so that a round trip waits for it; against a 50 ms lease the
@@ -466,6 +477,52 @@ t_sentinel() {
     has "$work/se.nomaster" '^  cannot be reached: no sentinel named the master \(sentinel 127\.0\.0\.1:[0-9]+ knows no master no-such-master\)$'
 }
 check "Sentinel: the master the sentinels name and its replicas; an unknown master: 69" t_sentinel
+
+# rediss://: the check reaches the server through the library only (a
+# TLS build, and a redis-server with TLS; skipped otherwise).
+t_tls() {
+    $R -u "rediss://127.0.0.1:1" --check > "$work/tls0" 2>&1
+    if grep -q 'built without TLS' "$work/tls0"; then
+        diag "built without TLS: skipped"; return 0
+    fi
+    sh "$srcdir/tests/tls-certs.sh" "$work/certs" || return 1
+    d="$REDISLOCK_TEST_TMPDIR/tls"
+    mkdir -p "$d"
+    tpid=
+    attempt=0
+    while [ $attempt -lt 20 ] && [ -z "$tpid" ]; do
+        attempt=$((attempt + 1))
+        tport=$(( ( $(od -An -N2 -tu2 /dev/urandom) % span ) + 11000 ))
+        "$server" --port 0 --tls-port "$tport" --bind 127.0.0.1 \
+            --tls-cert-file "$work/certs/server.crt" \
+            --tls-key-file "$work/certs/server.key" \
+            --tls-ca-cert-file "$work/certs/ca.crt" --tls-auth-clients no \
+            --dir "$d" --pidfile "$d/redis.pid" --daemonize no \
+            --logfile "$d/log" --appendonly yes --save '' \
+            < /dev/null > /dev/null 2>&1 &
+        tpid=$!
+        sh "$srcdir/tests/wait-server.sh" "$tpid" redis-cli --tls \
+            --cacert "$work/certs/ca.crt" -h 127.0.0.1 -p "$tport" ||
+            { stop_server "$tpid"; tpid=; }
+        # A redis-server without TLS exits at once: no use trying again.
+        grep -q -i 'tls' "$d/log" 2> /dev/null && [ -z "$tpid" ] &&
+            ! grep -q 'Address already in use' "$d/log" &&
+            { diag "redis-server without TLS: skipped"; return 0; }
+    done
+    [ -n "$tpid" ] || { diag "no TLS server"; return 1; }
+    u="rediss://127.0.0.1:$tport?cacert=$work/certs/ca.crt"
+    $R -u "$u" -e 30 --check > "$work/tls1" 2>&1
+    st=$?
+    stop_server "$tpid"
+    expect_status 1 $st "over TLS" || return 1
+    has "$work/tls1" "^127\.0\.0\.1:$tport \(master: over TLS\)$" &&
+    has "$work/tls1" '^  round trip: +median [0-9.]+ ms, p99 [0-9.]+ ms over 300 PINGs through the library ' &&
+    has "$work/tls1" '^  warning: over TLS the check reaches the server only through the library: it answers, but its version, persistence, memory policy, replicas and this user.s permissions were not read' || return 1
+    $R -u "$u" --check > "$work/tls2" 2>&1
+    expect_status 69 $? "over TLS, the server gone" || return 1
+    has "$work/tls2" '^  cannot be reached: '
+}
+check "rediss:// (a TLS build): reached through the library only, which a warning says; 69 when gone" t_tls
 
 t_usage() {
     for args in "--check k" "--check --status k" "--check -c true" \
