@@ -1748,9 +1748,12 @@ static void print_node_text(const struct node *n, const char *origin,
         return;
     }
     if (n->found != FOUND_TLS) {
-        printf("  server:      %s %s, %s%s\n", n->product,
-               n->version[0] ? n->version : "(version unknown)",
-               role_text(n), n->cluster_mode ? " in a Cluster" : "");
+        if (n->product[0] == '\0')
+            printf("  server:      unknown (INFO was refused)\n");
+        else
+            printf("  server:      %s %s, %s%s\n", n->product,
+                   n->version[0] ? n->version : "(version unknown)",
+                   role_text(n), n->cluster_mode ? " in a Cluster" : "");
         if (n->mode != NULL) {
             printf("  mode:        %s: %s\n", n->mode, n->mode_why);
             buf[0] = '\0';
@@ -2030,7 +2033,7 @@ int check_run(struct check *k, long long lease_ms, bool json,
               const char *origin)
 {
     struct sigaction sa;
-    int i, j, warnings = 0, unreachable = 0, rc;
+    int i, j, warnings = 0, notes = 0, unreachable = 0, rc;
     bool oom = false, first;
     struct node *n;
     char addr[96];
@@ -2082,7 +2085,10 @@ int check_run(struct check *k, long long lease_ms, bool json,
                     "the locks it has not got");
         }
         for (j = 0; j < n->nfindings; j++)
-            warnings += n->findings[j].warn;
+            if (n->findings[j].warn)
+                warnings++;
+            else
+                notes++;
     }
     if (k->full)
         fprintf(stderr, "redislock: more than %d servers: the rest were "
@@ -2102,6 +2108,8 @@ int check_run(struct check *k, long long lease_ms, bool json,
         first = false;
         json_key("warnings", &first);
         printf("%d", warnings);
+        json_key("notes", &first);
+        printf("%d", notes);
         json_key("unreachable", &first);
         printf("%d", unreachable);
         json_key("exit_status", &first);
@@ -2118,9 +2126,12 @@ int check_run(struct check *k, long long lease_ms, bool json,
             printf("%d server%s cannot be reached; ", unreachable,
                    unreachable == 1 ? "" : "s");
         if (warnings)
-            printf("%d warning%s.\n", warnings, warnings == 1 ? "" : "s");
+            printf("%d warning%s", warnings, warnings == 1 ? "" : "s");
         else
-            printf("no warnings.\n");
+            printf("no warnings");
+        if (notes)
+            printf(", %d note%s", notes, notes == 1 ? "" : "s");
+        printf(".\n");
     }
     if (fflush(stdout) != 0)
         return CHECK_SYSTEM;

@@ -181,7 +181,7 @@ t_clean() {
     $R -u "redis://127.0.0.1:$clean" -e 30 --check --json > "$work/clean.json" 2>&1
     expect_status 0 $? "--json of a clean server" || return 1
     [ "$(wc -l < "$work/clean.json")" -eq 1 ] || { diag "not one line"; return 1; }
-    json_is "$work/clean.json" 'J["exit_status"], J["warnings"], J["unreachable"], J["lease_ms"], J["pings"]' "(0, 0, 0, 30000, 300)" &&
+    json_is "$work/clean.json" 'J["exit_status"], J["warnings"], J["notes"], J["unreachable"], J["lease_ms"], J["pings"]' "(0, 0, 0, 0, 30000, 300)" &&
     json_is "$work/clean.json" 'len(J["servers"])' 1 &&
     json_is "$work/clean.json" '[J["servers"][0][k] for k in ("reached", "expected_role", "role", "mode", "aof", "appendfsync", "rdb", "maxmemory", "maxmemory_policy", "min_replicas_to_write", "replicas", "findings")]' \
         "[True, 'master', 'master', 'scripts', True, 'everysec', False, 0, 'noeviction', 0, [], []]" &&
@@ -297,7 +297,7 @@ t_acl_no_blpop_wait() {
     has "$work/b1" '^  warning: the user may not run BLPOP: waiters \(redislock -w, redislock_acquire_wait\(\)\) poll instead of being woken, and may lose their place in line; give the user \+blpop \(doc/acl\.md\)$' &&
     # Without replicas, WAIT is a note only.
     has "$work/b1" '^  note: the user may not run WAIT: replica acknowledgement \(redislock_set_min_replicas\(\)\) fails here; give the user \+wait if you use it$' &&
-    has "$work/b1" '^1 warning\.$'
+    has "$work/b1" '^1 warning, 1 note\.$'
 }
 check "an ACL user without BLPOP and WAIT: scripts still, a warning for BLPOP, a note for WAIT" t_acl_no_blpop_wait
 
@@ -320,6 +320,34 @@ t_acl_no_config() {
     has "$work/c2" '^  warning: maxmemory-policy allkeys-lfu with maxmemory 100\.0 MiB: '
 }
 check "CONFIG GET refused: INFO's values serve, what is unknown is said (a note)" t_acl_no_config
+
+# The rule of doc/acl.md for everything the tool does: no INFO, no
+# CONFIG, no PING.  The mode and permissions are still told; the rest is
+# unknown, which notes say (exit 0: nothing found to warn about).
+t_acl_doc_rule() {
+    rule=$(grep "^ACL SETUSER lock-fence " "$srcdir/doc/acl.md") ||
+        { diag "doc/acl.md has no rule lock-fence"; return 1; }
+    set -f
+    # shellcheck disable=SC2086
+    got=$(ccli $rule 2>&1)
+    set +f
+    [ "$got" = OK ] || { diag "$rule: $got"; return 1; }
+    $R -u "redis://lock-fence:secret@127.0.0.1:$clean" --no-auth-warning -e 30 --check > "$work/d1" 2>&1
+    st=$?
+    $R -u "redis://lock-fence:secret@127.0.0.1:$clean" --no-auth-warning -e 30 --check --json > "$work/d1.json" 2>&1
+    ccli ACL DELUSER lock-fence > /dev/null
+    expect_status 0 $st "the doc/acl.md rule" || { sed 's/^/#   /' "$work/d1"; return 1; }
+    has "$work/d1" '^  server: +unknown \(INFO was refused\)$' &&
+    has "$work/d1" '^  mode: +scripts: ' &&
+    has "$work/d1" '^  may run: +EVALSHA yes, EVAL yes, BLPOP yes, WAIT no$' &&
+    has "$work/d1" '^  persistence: unknown$' &&
+    has "$work/d1" '^  note: persistence is unknown \(neither INFO nor CONFIG GET answered\)' &&
+    has "$work/d1" "^  note: could not read everything: INFO was refused \(NOPERM .*\): the version, the role and the replicas are unknown; CONFIG GET was refused" &&
+    has "$work/d1" '^  round trip: +median ' &&
+    has "$work/d1" '^no warnings, 3 notes\.$' || return 1
+    json_is "$work/d1.json" 'J["servers"][0]["server"], J["servers"][0]["aof"], J["servers"][0]["maxmemory"], J["warnings"], J["notes"]' "(None, None, None, 0, 3)"
+}
+check "an ACL user as doc/acl.md makes it (no INFO, CONFIG, PING): mode and permissions told, the rest noted as unknown" t_acl_doc_rule
 
 t_replica_stopped() {
     tcp_server replica "$server" --appendonly yes --save '' \
