@@ -108,6 +108,7 @@ struct target {
     char *master;                     /* a Sentinel URL's master name */
     long long db;
     long long connect_ms, command_ms;
+    bool functions;                   /* scripts=functions: FCALL */
     redislock_client *client;         /* rediss://: the library's way in */
 };
 
@@ -265,6 +266,8 @@ static bool parameters(struct target *t, const char *q, size_t len)
             t->connect_ms = number(eq + 1, vlen);
         } else if (nlen == 7 && strncmp(q, "cluster", 7) == 0) {
             t->cluster = number(eq + 1, vlen) == 1;
+        } else if (nlen == 7 && strncmp(q, "scripts", 7) == 0) {
+            t->functions = vlen == 9 && strncmp(eq + 1, "functions", 9) == 0;
         } else if (nlen == 13 && strncmp(q, "sentinel_user", 13) == 0) {
             free(t->sentinel_user);
             if ((t->sentinel_user = decode(eq + 1, vlen)) == NULL)
@@ -382,8 +385,8 @@ enum { MAY_UNUSED = -2, MAY_UNKNOWN = -1, MAY_NO = 0, MAY_YES = 1 };
  * gets it: with its arguments where Redis would read keys from them, so
  * that none is read out of bounds; BLPOP alone, so that no key is checked
  * (which keys a lock uses depends on its name: doc/acl.md). */
-enum need { N_EVALSHA, N_EVAL, N_BLPOP, N_WAIT, N_SELECT, N_ROLE,
-            N_CLUSTER_SLOTS, N_ASKING, NEEDS };
+enum need { N_EVALSHA, N_EVAL, N_FCALL, N_FUNCTION_LOAD, N_BLPOP, N_WAIT,
+            N_SELECT, N_ROLE, N_CLUSTER_SLOTS, N_ASKING, NEEDS };
 
 static const struct {
     const char *name;                 /* as shown */
@@ -393,6 +396,8 @@ static const struct {
     { "EVALSHA", "evalsha",
       "evalsha 0000000000000000000000000000000000000000 0" },
     { "EVAL", "eval", "eval x 0" },
+    { "FCALL", "fcall", "fcall x 0" },
+    { "FUNCTION LOAD", "function_load", "function load x" },
     { "BLPOP", "blpop", "blpop" },
     { "WAIT", "wait", "wait 0 0" },
     { "SELECT", "select", "select 0" },
@@ -403,23 +408,29 @@ static const struct {
 
 #define NEED(n) (1u << (n))
 
-/* The ways the library can run lock operations on a server, best first:
- * the first whose commands this user may run is the mode reported.
- * Today the library has one, Lua scripts (EVALSHA, with EVAL when the
- * server has not cached the script).  Others are being built (Redis
- * Functions through FCALL, a mode without scripts); each will be one more
- * entry here, with the commands it needs added to needs[] (and what the
- * server must offer, such as a loaded library, checked where the entry's
- * NEEDS are), and nothing else in the check changes.  No entry may be
+/* The modes the library runs lock operations in.  The URL chooses one
+ * (scripts=eval, the default, or scripts=functions); the check tells
+ * whether this user may run what it needs there.  A mode the library
+ * gains (one without scripts is being built) is one more entry here, with
+ * its commands in needs[] and what selects it; nothing else in the check
+ * changes, but for what the server must offer besides permissions (as
+ * functions need a loaded library: probe_access()).  No entry may be
  * added before the library has the mode. */
 static const struct mode {
-    const char *name;
+    const char *name;                 /* as shown */
+    bool functions;                   /* chosen by scripts=functions */
     unsigned needs;                   /* NEED() bits it cannot do without */
+    const char *give;                 /* the ACL rules that grant them */
     const char *why;
 } modes[] = {
-    { "scripts", NEED(N_EVALSHA) | NEED(N_EVAL),
+    { "scripts", false, NEED(N_EVALSHA) | NEED(N_EVAL), "+evalsha +eval",
       "every lock operation runs as a Lua script (EVALSHA, or EVAL when "
-      "the server has not cached it); the library has no other mode yet" },
+      "the server has not cached it), the URL's default (scripts=eval)" },
+    { "functions", true, NEED(N_FCALL) | NEED(N_FUNCTION_LOAD),
+      "+fcall +function|load",
+      "every lock operation is an FCALL of redislock's Redis Function "
+      "library, loaded where it is missing (FUNCTION LOAD), as the URL "
+      "asks (scripts=functions)" },
 };
 
 struct replica_view {
@@ -454,9 +465,13 @@ struct node {
 
     /* mode and permissions (masters) */
     const char *mode;                 /* a modes[] name, "none", or NULL */
-    char mode_why[400];
+    char mode_why[512];
+    char mode_fix[160];               /* with "none": what to do */
     int may[NEEDS];
     char eval_error[160];             /* what a refused EVAL said */
+    int nlibraries;                   /* redislock Function libraries
+                                       * loaded; -1 unknown or not asked */
+    char libraries[160];              /* their names */
 
     /* persistence: 1 yes, 0 no, -1 unknown */
     int aof;
@@ -565,6 +580,7 @@ static struct node *add_node(struct check *k, struct target *t,
     n->at.port = port;
     n->t = t;
     n->major = n->minor = -1;
+    n->nlibraries = -1;
     for (j = 0; j < NEEDS; j++)
         n->may[j] = MAY_UNUSED;
     n->aof = n->rdb = -1;
@@ -925,11 +941,12 @@ static const char probe_script[] =
 
 /* Whether the user may run command NEED, found by running it (Redis
  * before 7.0, or a user who may not run the probe script): what it
- * does is harmless.  BLPOP cannot be tried without a key. */
+ * does is harmless (an unknown script or function, a library that does
+ * not parse).  BLPOP cannot be tried without a key. */
 static int try_command(struct node *n, redisContext *c, enum need need)
 {
     static const char zeros[] = "0000000000000000000000000000000000000000";
-    const char *argv[3];
+    const char *argv[3], *allowed = NULL;
     char db[24];
     redisReply *r;
     int argc = 0, may;
@@ -937,6 +954,17 @@ static int try_command(struct node *n, redisContext *c, enum need need)
     switch (need) {
     case N_EVALSHA:
         argv[argc++] = "EVALSHA", argv[argc++] = zeros, argv[argc++] = "0";
+        allowed = "NOSCRIPT";
+        break;
+    case N_FCALL:
+        argv[argc++] = "FCALL", argv[argc++] = "redislock-check-none";
+        argv[argc++] = "0";
+        allowed = "ERR";              /* no such function */
+        break;
+    case N_FUNCTION_LOAD:
+        argv[argc++] = "FUNCTION", argv[argc++] = "LOAD";
+        argv[argc++] = "redislock-check: not a library";
+        allowed = "ERR";              /* it does not parse */
         break;
     case N_WAIT:
         argv[argc++] = "WAIT", argv[argc++] = "0", argv[argc++] = "0";
@@ -963,32 +991,111 @@ static int try_command(struct node *n, redisContext *c, enum need need)
     r = command(c, n->t->command_ms, argc, argv, n->error, sizeof n->error);
     if (r == NULL)
         return -3;
-    may = !is_error(r) || error_code_is(r, "NOSCRIPT") ? MAY_YES
+    may = !is_error(r) || (allowed && error_code_is(r, allowed)) ? MAY_YES
           : error_code_is(r, "NOPERM") ? MAY_NO : MAY_UNKNOWN;
     freeReplyObject(r);
     return may;
 }
 
-/* Fill N->may[] for what N's URL kind needs, and choose N->mode.  False
+/* The names of the given bits of N's needs whose permission is WANT,
+ * "A, B", into BUF. */
+static void need_names(const struct node *n, unsigned bits, int want,
+                       char *buf, size_t size)
+{
+    size_t len;
+    int i;
+
+    buf[0] = '\0';
+    for (i = 0; i < NEEDS; i++)
+        if ((bits & NEED(i)) && n->may[i] == want) {
+            len = strlen(buf);
+            snprintf(buf + len, size - len, "%s%s", len ? ", " : "",
+                     needs[i].name);
+        }
+}
+
+/* Which redislock Function libraries N has (FUNCTION LIST): into
+ * N->nlibraries and N->libraries, or -1 when it cannot be read.  False
  * when the connection died. */
+static bool read_libraries(struct node *n, redisContext *c)
+{
+    const char *argv[4] = { "FUNCTION", "LIST", "LIBRARYNAME",
+                            "redislock_*" };
+    const redisReply *lib, *k, *v;
+    char name[64];
+    redisReply *r;
+    size_t i, j, len;
+
+    r = command(c, n->t->command_ms, 4, argv, n->error, sizeof n->error);
+    if (r == NULL)
+        return false;
+    if (r->type == REDIS_REPLY_ARRAY) {
+        n->nlibraries = 0;
+        for (i = 0; i < r->elements; i++) {
+            lib = r->element[i];
+            if (lib->type != REDIS_REPLY_ARRAY)
+                continue;
+            for (j = 0; j + 1 < lib->elements; j += 2) {
+                k = lib->element[j];
+                v = lib->element[j + 1];
+                if (k->type != REDIS_REPLY_STRING ||
+                    v->type != REDIS_REPLY_STRING || k->str == NULL ||
+                    v->str == NULL || strcmp(k->str, "library_name") != 0)
+                    continue;
+                copy_text(name, sizeof name, v->str, (size_t)v->len);
+                len = strlen(n->libraries);
+                snprintf(n->libraries + len, sizeof n->libraries - len,
+                         "%s%s", len ? ", " : "", name);
+                n->nlibraries++;
+            }
+        }
+    } else {
+        unread(n, "which Function libraries are loaded is unknown "
+                  "(FUNCTION LIST was refused)");
+    }
+    freeReplyObject(r);
+    return true;
+}
+
+/* Fill N->may[] with what N's URL mode and kind need, and tell N->mode:
+ * the URL's, if this user may run it there, else "none" (N->mode_why
+ * says why, N->mode_fix what to do).  False when the connection died. */
 static bool probe_access(struct node *n, redisContext *c)
 {
+    const struct mode *m = &modes[0];
     const char *argv[3 + NEEDS];
     int argc = 0, idx[NEEDS], nidx = 0, i, got;
     unsigned missing, unknown;
-    char why[300];
+    char names[300];
     size_t k, len;
     redisReply *r;
     bool ran = false;
 
-    n->may[N_EVALSHA] = n->may[N_EVAL] = n->may[N_BLPOP] =
-        n->may[N_WAIT] = MAY_UNKNOWN;
+    for (k = 0; k < sizeof modes / sizeof modes[0]; k++)
+        if (modes[k].functions == n->t->functions)
+            m = &modes[k];
+    for (i = 0; i < NEEDS; i++)
+        if (m->needs & NEED(i))
+            n->may[i] = MAY_UNKNOWN;
+    n->may[N_BLPOP] = n->may[N_WAIT] = MAY_UNKNOWN;
     if (n->t->db != 0)
         n->may[N_SELECT] = MAY_UNKNOWN;
     if (n->t->sentinel)
         n->may[N_ROLE] = MAY_UNKNOWN;
     if (n->t->cluster)
         n->may[N_CLUSTER_SLOTS] = n->may[N_ASKING] = MAY_UNKNOWN;
+
+    if (m->functions && n->major >= 0 && n->major < 7 &&
+        strcmp(n->product, "Valkey") != 0) {
+        n->mode = "none";
+        snprintf(n->mode_why, sizeof n->mode_why, "the URL asks for "
+                 "scripts=functions, and %s %s has no Functions (7.0 and "
+                 "later)", n->product, n->version);
+        snprintf(n->mode_fix, sizeof n->mode_fix, "drop scripts=functions "
+                 "from the URL (or upgrade the server)");
+        return true;
+    }
+
     argv[argc++] = "EVAL";
     argv[argc++] = probe_script;
     argv[argc++] = "0";
@@ -1009,11 +1116,13 @@ static bool probe_access(struct node *n, redisContext *c)
                                  : MAY_UNKNOWN;
         ran = true;
     } else if (r->type == REDIS_REPLY_INTEGER) {
-        n->may[N_EVAL] = MAY_YES;      /* before 7.0: it ran */
+        if (n->may[N_EVAL] != MAY_UNUSED)
+            n->may[N_EVAL] = MAY_YES;  /* before 7.0: it ran */
     } else if (is_error(r)) {
         reply_text(r, n->eval_error, sizeof n->eval_error);
         /* A server busy or loading may allow it all the same. */
-        if (!error_code_is(r, "BUSY") && !error_code_is(r, "LOADING"))
+        if (n->may[N_EVAL] != MAY_UNUSED && !error_code_is(r, "BUSY") &&
+            !error_code_is(r, "LOADING"))
             n->may[N_EVAL] = MAY_NO;
     }
     freeReplyObject(r);
@@ -1031,47 +1140,69 @@ static bool probe_access(struct node *n, redisContext *c)
                       "script can ask Redis, from 7.0 on, and BLPOP "
                       "cannot be tried without a lock's key)");
     }
+    if (m->functions && !read_libraries(n, c))
+        return false;
 
-    /* The first mode whose commands are all allowed (or not known to be
-     * refused) is the one the library will use. */
-    n->mode = "none";
-    for (k = 0; k < sizeof modes / sizeof modes[0]; k++) {
-        missing = unknown = 0;
-        for (i = 0; i < NEEDS; i++) {
-            if (!(modes[k].needs & NEED(i)))
-                continue;
-            if (n->may[i] == MAY_NO)
-                missing |= NEED(i);
-            else if (n->may[i] != MAY_YES)
-                unknown |= NEED(i);
-        }
-        if (missing != 0)
+    missing = unknown = 0;
+    for (i = 0; i < NEEDS; i++) {
+        if (!(m->needs & NEED(i)))
             continue;
-        n->mode = modes[k].name;
-        snprintf(n->mode_why, sizeof n->mode_why, "%s", modes[k].why);
-        if (unknown != 0) {
-            why[0] = '\0';
-            for (i = 0; i < NEEDS; i++)
-                if (unknown & NEED(i)) {
-                    len = strlen(why);
-                    snprintf(why + len, sizeof why - len, "%s%s",
-                             len ? ", " : "", needs[i].name);
-                }
+        if (n->may[i] == MAY_NO)
+            missing |= NEED(i);
+        else if (n->may[i] != MAY_YES)
+            unknown |= NEED(i);
+    }
+    /* A user who may not load the Function library can still call it
+     * once it is loaded (by an administrator, or by a user who may); the
+     * check cannot tell whether what is loaded is this version's. */
+    if (m->functions && (missing & NEED(N_FUNCTION_LOAD)) &&
+        n->nlibraries != 0) {
+        missing &= ~NEED(N_FUNCTION_LOAD);
+        if (n->nlibraries > 0)
+            finding(n, false, "the user may not load the Function library "
+                    "(FUNCTION LOAD): lock operations run while an "
+                    "administrator keeps this redislock version's library "
+                    "loaded, here and after every FUNCTION FLUSH, restart "
+                    "or failover (loaded now: %s; doc/acl.md)",
+                    n->libraries);
+        else
+            unknown |= NEED(N_FUNCTION_LOAD);
+    }
+    if (missing == 0) {
+        n->mode = m->name;
+        snprintf(n->mode_why, sizeof n->mode_why, "%s", m->why);
+        if (m->functions && n->nlibraries > 0) {
             len = strlen(n->mode_why);
             snprintf(n->mode_why + len, sizeof n->mode_why - len,
-                     " (whether this user may run %s is unknown)", why);
+                     "; loaded here: %s", n->libraries);
+        } else if (m->functions && n->nlibraries == 0) {
+            len = strlen(n->mode_why);
+            snprintf(n->mode_why + len, sizeof n->mode_why - len,
+                     "; not loaded here yet (the first operation loads "
+                     "it)");
+        }
+        if (unknown != 0) {
+            need_names(n, unknown, MAY_UNKNOWN, names, sizeof names);
+            len = strlen(n->mode_why);
+            snprintf(n->mode_why + len, sizeof n->mode_why - len,
+                     " (whether this user may run %s is unknown)", names);
         }
         return true;
     }
-    why[0] = '\0';
-    for (i = 0; i < NEEDS; i++)
-        if ((modes[0].needs & NEED(i)) && n->may[i] == MAY_NO) {
-            len = strlen(why);
-            snprintf(why + len, sizeof why - len, "%s%s", len ? ", " : "",
-                     needs[i].name);
-        }
-    snprintf(n->mode_why, sizeof n->mode_why, "no mode of the library can "
-             "run here: its only mode, scripts, needs %s", why);
+    n->mode = "none";
+    need_names(n, missing, MAY_NO, names, sizeof names);
+    if (m->functions && (missing & NEED(N_FUNCTION_LOAD)))
+        snprintf(n->mode_why, sizeof n->mode_why, "the URL's mode, "
+                 "functions (scripts=functions), needs %s, which this user "
+                 "may not run, and no redislock Function library is loaded "
+                 "here", names);
+    else
+        snprintf(n->mode_why, sizeof n->mode_why, "the URL's mode, %s, "
+                 "needs %s, which this user may not run", m->name, names);
+    snprintf(n->mode_fix, sizeof n->mode_fix, "give the user %s "
+             "(doc/acl.md)%s", m->give,
+             m->functions ? ", or have an administrator load the library"
+                          : "");
     return true;
 }
 
@@ -1597,14 +1728,14 @@ static void judge_access(struct node *n)
     bool have_replicas = n->connected_replicas > 0;
 
     if (strcmp(n->mode, "none") == 0) {
-        if (n->eval_error[0] && n->may[N_EVAL] == MAY_NO)
+        if (!n->t->functions && n->eval_error[0] && n->may[N_EVAL] == MAY_NO)
             finding(n, true, "EVAL is refused here (%s): no lock operation "
                     "can run, every one being a script; give the user "
                     "+evalsha +eval (doc/acl.md), or enable scripting",
                     n->eval_error);
         else
-            finding(n, true, "%s: no lock operation can run; give the user "
-                    "+evalsha +eval (doc/acl.md)", n->mode_why);
+            finding(n, true, "%s: no lock operation can run; %s",
+                    n->mode_why, n->mode_fix);
     }
     if (n->may[N_BLPOP] == MAY_NO)
         finding(n, true, "the user may not run BLPOP: waiters "
@@ -1907,6 +2038,26 @@ static void print_node_json(const struct node *n)
                              : n->may[i] == MAY_NO ? "false" : "null");
             }
             printf("}");
+        }
+        json_key("function_libraries", &first);
+        if (n->nlibraries < 0) {
+            printf("null");
+        } else {
+            const char *p = n->libraries;
+            char name[64];
+            size_t len;
+
+            printf("[");
+            while (*p) {
+                len = strcspn(p, ",");
+                copy_text(name, sizeof name, p, len);
+                printf("%s", p == n->libraries ? "" : ",");
+                cli_json_string(name);
+                p += len;
+                while (*p == ',' || *p == ' ')
+                    p++;
+            }
+            printf("]");
         }
         json_key("aof", &first);
         printf("%s", n->aof == 1 ? "true" : n->aof == 0 ? "false" : "null");

@@ -41,6 +41,8 @@ if [ -n "$wrapper" ]; then
 fi
 export R
 server=$REDISLOCK_TEST_REDIS_SERVER
+# redis-cli, or valkey-cli under make check-valkey.
+rcli=${REDISLOCK_TEST_REDIS_CLI:-redis-cli}
 unset REDISLOCK_URL
 
 n=0
@@ -129,7 +131,7 @@ tcp_server() {
             --pidfile "$d/redis.pid" --daemonize no --logfile "$d/log" \
             $debug "$@" < /dev/null > /dev/null 2>&1 &
         spid=$!
-        sh "$srcdir/tests/wait-server.sh" "$spid" redis-cli -h 127.0.0.1 \
+        sh "$srcdir/tests/wait-server.sh" "$spid" "$rcli" -h 127.0.0.1 \
             -p "$port" && return 0
         kill "$spid" 2> /dev/null; wait "$spid" 2> /dev/null
     done
@@ -159,7 +161,7 @@ tcp_server clean "$server" --appendonly yes --appendfsync everysec \
     --save '' --repl-diskless-sync-delay 0 || { echo "Bail out! no server"; exit 99; }
 clean=$port
 clean_pid=$spid
-ccli() { redis-cli -h 127.0.0.1 -p "$clean" "$@"; }
+ccli() { "$rcli" -h 127.0.0.1 -p "$clean" "$@"; }
 user_url() { echo "redis://$1:pw@127.0.0.1:$clean"; }
 
 # ---------------------------------------------------------------------------
@@ -170,7 +172,7 @@ t_clean() {
     has "$work/clean" '^redislock --check: 1 server, judged against a 30000 ms lease$' &&
     has "$work/clean" "^127\.0\.0\.1:$clean \(master: the URL's server\)$" &&
     has "$work/clean" '^  server: +(Redis|Valkey) [0-9]+\.[0-9]+\.[0-9]+, master$' &&
-    has "$work/clean" '^  mode: +scripts: every lock operation runs as a Lua script \(EVALSHA, or EVAL when the server has not cached it\); the library has no other mode yet$' &&
+    has "$work/clean" '^  mode: +scripts: every lock operation runs as a Lua script \(EVALSHA, or EVAL when the server has not cached it\), the URL.s default \(scripts=eval\)$' &&
     has "$work/clean" '^  may run: +EVALSHA yes, EVAL yes, BLPOP yes, WAIT yes$' &&
     has "$work/clean" '^  persistence: AOF, appendfsync everysec; RDB snapshots off$' &&
     has "$work/clean" '^  memory: +no maxmemory, maxmemory-policy noeviction$' &&
@@ -221,10 +223,10 @@ t_no_persistence() {
     json_is "$work/p1.json" 'J["lease_ms"], J["warnings"], J["servers"][0]["aof"], J["servers"][0]["rdb"]' "(500, 1, False, False)" &&
     json_is "$work/p1.json" '[f["level"] for f in J["servers"][0]["findings"]]' "['warning']" || return 1
     # RDB snapshots only.
-    redis-cli -p "$REDISLOCK_TEST_PORT" CONFIG SET save "3600 1 300 100" > /dev/null
+    "$rcli" -p "$REDISLOCK_TEST_PORT" CONFIG SET save "3600 1 300 100" > /dev/null
     $R -u "redis://127.0.0.1:$REDISLOCK_TEST_PORT" --check > "$work/p2" 2>&1
     st=$?
-    redis-cli -p "$REDISLOCK_TEST_PORT" CONFIG SET save "" > /dev/null
+    "$rcli" -p "$REDISLOCK_TEST_PORT" CONFIG SET save "" > /dev/null
     expect_status 1 $st "RDB only" || return 1
     has "$work/p2" '^  persistence: RDB snapshots only \(save "3600 1 300 100"\)$' &&
     has "$work/p2" '^  warning: RDB snapshots only \(save "3600 1 300 100", appendonly no\): a restart forgets the locks taken since the last snapshot, and fencing counters go back to it; set appendonly yes' || return 1
@@ -276,12 +278,12 @@ t_acl_no_scripting() {
     st2=$?
     ccli ACL DELUSER noscript noeval > /dev/null
     expect_status 1 $st "a user without scripting" || return 1
-    has "$work/a1" '^  mode: +none: no mode of the library can run here: its only mode, scripts, needs EVALSHA, EVAL$' &&
+    has "$work/a1" '^  mode: +none: the URL.s mode, scripts, needs EVALSHA, EVAL, which this user may not run$' &&
     has "$work/a1" '^  may run: +EVALSHA no, EVAL no, BLPOP unknown, WAIT yes$' &&
     has "$work/a1" "^  warning: EVAL is refused here \(NOPERM .*'eval'.*\): no lock operation can run, every one being a script; give the user \+evalsha \+eval \(doc/acl\.md\)" || return 1
     json_is "$work/a1.json" 'J["servers"][0]["mode"], J["servers"][0]["may_run"]' "('none', {'evalsha': False, 'eval': False, 'blpop': None, 'wait': True})" || return 1
     expect_status 1 $st2 "a user without EVAL" || return 1
-    has "$work/a2" '^  mode: +none: .* needs EVAL$' &&
+    has "$work/a2" '^  mode: +none: the URL.s mode, scripts, needs EVAL, which this user may not run$' &&
     has "$work/a2" '^  may run: +EVALSHA yes, EVAL no,'
 }
 check "an ACL user without scripting (or without EVAL): mode none, exit 1, what to give it" t_acl_no_scripting
@@ -349,6 +351,40 @@ t_acl_doc_rule() {
 }
 check "an ACL user as doc/acl.md makes it (no INFO, CONFIG, PING): mode and permissions told, the rest noted as unknown" t_acl_doc_rule
 
+# Functions mode (scripts=functions in the URL): FCALL and FUNCTION LOAD;
+# a user who may not load the library runs once it is loaded (a note),
+# not before (a warning).
+t_functions() {
+    [ "${major:-0}" -ge 7 ] || { diag "no Functions before 7.0: skipped"; return 0; }
+    u="redis://127.0.0.1:$clean?scripts=functions"
+    ccli FUNCTION FLUSH > /dev/null
+    $R -u "$u" -e 30 --check > "$work/f1" 2>&1
+    st1=$?
+    $R -u "$u" k-functions true || { diag "a lock in functions mode"; return 1; }
+    $R -u "$u" -e 30 --check --json > "$work/f2.json" 2>&1
+    st2=$?
+    ccli ACL SETUSER noload on '>pw' '~*' '+@all' '-function|load' > /dev/null
+    fu="redis://noload:pw@127.0.0.1:$clean?scripts=functions"
+    $R -u "$fu" --no-auth-warning -e 30 --check > "$work/f3" 2>&1
+    st3=$?
+    ccli FUNCTION FLUSH > /dev/null
+    $R -u "$fu" --no-auth-warning -e 30 --check > "$work/f4" 2>&1
+    st4=$?
+    ccli ACL DELUSER noload > /dev/null
+    expect_status 0 $st1 "functions, not loaded yet" || { sed 's/^/#   /' "$work/f1"; return 1; }
+    has "$work/f1" '^  mode: +functions: every lock operation is an FCALL of redislock.s Redis Function library, loaded where it is missing \(FUNCTION LOAD\), as the URL asks \(scripts=functions\); not loaded here yet \(the first operation loads it\)$' &&
+    has "$work/f1" '^  may run: +FCALL yes, FUNCTION LOAD yes, BLPOP yes, WAIT yes$' || return 1
+    expect_status 0 $st2 "functions, loaded" || return 1
+    json_is "$work/f2.json" 'J["servers"][0]["mode"], J["servers"][0]["may_run"]["fcall"], [l[:10] for l in J["servers"][0]["function_libraries"]]' "('functions', True, ['redislock_'])" || return 1
+    expect_status 0 $st3 "a user who may not load, the library loaded" || return 1
+    has "$work/f3" '^  may run: +FCALL yes, FUNCTION LOAD no, BLPOP yes, WAIT yes$' &&
+    has "$work/f3" '^  note: the user may not load the Function library \(FUNCTION LOAD\): lock operations run while an administrator keeps this redislock version.s library loaded' || return 1
+    expect_status 1 $st4 "a user who may not load, no library" || return 1
+    has "$work/f4" '^  mode: +none: the URL.s mode, functions \(scripts=functions\), needs FUNCTION LOAD, which this user may not run, and no redislock Function library is loaded here$' &&
+    has "$work/f4" '^  warning: .*: no lock operation can run; give the user \+fcall \+function\|load \(doc/acl\.md\), or have an administrator load the library$'
+}
+check "functions mode (scripts=functions): FCALL, FUNCTION LOAD, the library loaded or not" t_functions
+
 t_replica_stopped() {
     tcp_server replica "$server" --appendonly yes --save '' \
         --replicaof 127.0.0.1 "$clean" || return 1
@@ -357,7 +393,7 @@ t_replica_stopped() {
     i=0
     # In sync, and done writing its first AOF (a replica stopped in the
     # middle of it would refuse to shut down).
-    until [ "$(redis-cli -p "$rport" INFO | tr -d '\r' |
+    until [ "$("$rcli" -p "$rport" INFO | tr -d '\r' |
                grep -Ec '^(master_link_status:up|aof_rewrite_in_progress:0|aof_rewrite_scheduled:0)$')" -eq 3 ]; do
         i=$((i + 1)); [ $i -lt 400 ] || { diag "the replica never synced"; stop_server $rpid; return 1; }
         sleep 0.05
@@ -373,7 +409,7 @@ t_replica_stopped() {
     # The replica stopped: the master sees its acknowledgements stop.
     kill -STOP $rpid
     i=0
-    until redis-cli -p "$clean" INFO replication | grep -Eq "^slave0:.*,lag=([2-9]|[1-9][0-9]+)"; do
+    until "$rcli" -p "$clean" INFO replication | grep -Eq "^slave0:.*,lag=([2-9]|[1-9][0-9]+)"; do
         i=$((i + 1)); [ $i -lt 200 ] || { diag "no lag"; stop_server $rpid; return 1; }
         sleep 0.05
     done
@@ -414,9 +450,9 @@ check "replicas: min-replicas-to-write 0 warns; a replica stopped (SIGSTOP) show
 # SLEEP), so that a round trip waits for it; against a 50 ms lease the
 # 99th percentile is well over a tenth.
 t_round_trip() {
-    redis-cli -p "$clean" DEBUG SLEEP 0 > /dev/null 2>&1 ||
+    "$rcli" -p "$clean" DEBUG SLEEP 0 > /dev/null 2>&1 ||
         { diag "DEBUG not available: skipped"; return 0; }
-    redis-cli -p "$clean" -r 1500 DEBUG SLEEP 0.01 > /dev/null 2>&1 &
+    "$rcli" -p "$clean" -r 1500 DEBUG SLEEP 0.01 > /dev/null 2>&1 &
     busy=$!
     $R -u "redis://127.0.0.1:$clean" -e 0.05 --check > "$work/t1" 2>&1
     st=$?
@@ -529,7 +565,7 @@ t_tls() {
             --logfile "$d/log" --appendonly yes --save '' \
             < /dev/null > /dev/null 2>&1 &
         tpid=$!
-        sh "$srcdir/tests/wait-server.sh" "$tpid" redis-cli --tls \
+        sh "$srcdir/tests/wait-server.sh" "$tpid" "$rcli" --tls \
             --cacert "$work/certs/ca.crt" -h 127.0.0.1 -p "$tport" ||
             { stop_server "$tpid"; tpid=; }
         # A redis-server without TLS exits at once: no use trying again.
