@@ -5,6 +5,7 @@
  *   redislock [OPTIONS] KEY [--] COMMAND [ARG...]
  *   redislock [OPTIONS] KEY -c 'SHELL COMMAND'
  *   redislock [OPTIONS] --status KEY
+ *   redislock [-u URL]... [-e SECONDS] --check
  *
  * It takes the lock (waiting as told), runs COMMAND with the lock's owner
  * ID and fencing token in its environment while the library's watchdog
@@ -13,7 +14,9 @@
  * grace period) and the tool exits with its "lost" status.  redislock.1
  * documents the options and every exit status; the code below follows it.
  *
- * Only the public API of libredislock is used.
+ * Only the public API of libredislock is used; --check (check.c) also
+ * opens connections of its own with hiredis, for what the API does not
+ * offer (INFO, CONFIG GET, a look at the user's permissions).
  */
 #include "config.h"
 
@@ -42,6 +45,9 @@
 #include <unistd.h>
 
 #include <redislock.h>
+
+#include "check.h"
+#include "json.h"
 
 /* Exit statuses of the tool itself (redislock.1, EXIT STATUS). */
 enum {
@@ -79,6 +85,7 @@ struct options {
     char *shell_command;              /* -c */
     char **command;                   /* COMMAND [ARG...], NULL-terminated */
     long long expire_ms;
+    bool expire_given;                /* -e was given */
     long long wait_ms;                /* -1: wait for ever */
     long long grace_ms;
     int busy_code;
@@ -87,7 +94,8 @@ struct options {
     bool fencing;
     bool verbose;
     bool status;
-    bool json;                        /* --json, with --status */
+    bool json;                        /* --json, with --status or --check */
+    bool check;                       /* --check: the servers' setup */
 };
 
 static const char *progname = "redislock";
@@ -125,6 +133,7 @@ static void usage(FILE *f)
 "Usage: %s [OPTIONS] KEY [--] COMMAND [ARG...]\n"
 "       %s [OPTIONS] KEY -c SHELL-COMMAND\n"
 "       %s [OPTIONS] --status KEY\n"
+"       %s [-u URL]... [-e SECONDS] [--json] --check\n"
 "Run COMMAND while holding the Redis lock KEY (flock(1) across machines).\n"
 "\n"
 "  -u, --url URL          Redis to use (default $REDISLOCK_URL, else\n"
@@ -150,7 +159,11 @@ static void usage(FILE *f)
 "      --id ID            owner ID to use (share a holding on purpose)\n"
 "      --no-fencing       do not issue a fencing token\n"
 "      --status           show who holds KEY; exit 0 if held, 1 if free\n"
-"      --json             with --status: one JSON object instead\n"
+"      --check            check the servers' setup for safe locks\n"
+"                         (persistence, eviction, replicas, permissions,\n"
+"                         round trip); exit 0 if nothing needs a\n"
+"                         warning, 1 if something does\n"
+"      --json             with --status or --check: one JSON object\n"
 "  -v, --verbose          say what happens (who holds KEY while waiting),\n"
 "                         on standard error\n"
 "  -h, --help             show this help\n"
@@ -162,7 +175,7 @@ static void usage(FILE *f)
 "COMMAND ran, 126 COMMAND not runnable, 127 not found.\n"
 "COMMAND's environment gets REDISLOCK_KEY, REDISLOCK_OWNER and\n"
 "REDISLOCK_TOKEN.  See redislock(1).\n",
-            progname, progname, progname);
+            progname, progname, progname, progname);
 }
 
 /* flock(1)'s options that redislock has not, or has with another meaning
@@ -292,7 +305,7 @@ static bool parse_signal(const char *s, int *sig)
 }
 
 enum { OPT_ID = 256, OPT_NO_FENCING, OPT_STATUS, OPT_JSON, OPT_URL_FILE,
-       OPT_NO_AUTH_WARNING };
+       OPT_NO_AUTH_WARNING, OPT_CHECK };
 
 #define MAX_URL_FILE 8192             /* bytes of a --url-file */
 
@@ -395,6 +408,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         { "no-fencing", no_argument, NULL, OPT_NO_FENCING },
         { "status", no_argument, NULL, OPT_STATUS },
         { "json", no_argument, NULL, OPT_JSON },
+        { "check", no_argument, NULL, OPT_CHECK },
         { "verbose", no_argument, NULL, 'v' },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
@@ -442,6 +456,7 @@ static int parse_args(int argc, char **argv, struct options *o)
             o->auth_warning = false;
             break;
         case 'e':
+            o->expire_given = true;
             if (parse_seconds(optarg, 1, &o->expire_ms))
                 break;
             if (strtod(optarg, &end) == 0 && end == optarg)
@@ -490,6 +505,9 @@ static int parse_args(int argc, char **argv, struct options *o)
         case OPT_JSON:
             o->json = true;
             break;
+        case OPT_CHECK:
+            o->check = true;
+            break;
         case 'v':
             o->verbose = true;
             break;
@@ -524,6 +542,13 @@ static int parse_args(int argc, char **argv, struct options *o)
         }
     }
 
+    if (o->check) {
+        if (o->status)
+            return usage_error("%s", "give either --check or --status");
+        if (optind < argc || o->shell_command)
+            return usage_error("%s", "--check takes no KEY or COMMAND");
+        return 0;
+    }
     if (optind >= argc)
         return usage_error("%s", "no KEY given");
     o->key = argv[optind++];
@@ -541,7 +566,7 @@ static int parse_args(int argc, char **argv, struct options *o)
     if (optind < argc && strcmp(argv[optind], "--") == 0)
         optind++;
     if (o->json && !o->status)
-        return usage_error("%s", "--json goes with --status");
+        return usage_error("%s", "--json goes with --status or --check");
     if (o->status) {
         if (optind < argc || o->shell_command)
             return usage_error("%s", "--status takes KEY and no COMMAND");
@@ -1289,62 +1314,6 @@ static void print_escaped(const char *s)
     putchar('\n');
 }
 
-/* The length of the valid UTF-8 sequence at P (RFC 3629: no overlong
- * forms, no surrogates, nothing above U+10FFFF), or 0. */
-static size_t utf8_len(const unsigned char *p)
-{
-    unsigned long cp, min;
-    size_t need, i;
-
-    if (p[0] < 0x80)
-        return 1;
-    if (p[0] >= 0xc2 && p[0] <= 0xdf) {
-        need = 1, cp = p[0] & 0x1f, min = 0x80;
-    } else if (p[0] >= 0xe0 && p[0] <= 0xef) {
-        need = 2, cp = p[0] & 0x0f, min = 0x800;
-    } else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
-        need = 3, cp = p[0] & 0x07, min = 0x10000;
-    } else {
-        return 0;
-    }
-    for (i = 1; i <= need; i++) {
-        if ((p[i] & 0xc0) != 0x80)    /* the terminating NUL stops here */
-            return 0;
-        cp = cp << 6 | (p[i] & 0x3f);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-        return 0;
-    return need + 1;
-}
-
-/* S as a JSON string: escaped, and valid UTF-8 (a byte that is not part
- * of a valid sequence becomes U+FFFD). */
-static void print_json_string(const char *s)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    size_t n;
-
-    putchar('"');
-    while (*p) {
-        n = utf8_len(p);
-        if (*p == '"' || *p == '\\') {
-            printf("\\%c", *p);
-        } else if (*p < 0x20 || *p == 0x7f) {
-            printf("\\u%04x", *p);
-        } else if (n > 1) {
-            fwrite(p, 1, n, stdout);
-            p += n;
-            continue;
-        } else if (n == 0) {
-            printf("\\ufffd");
-        } else {
-            putchar(*p);
-        }
-        p++;
-    }
-    putchar('"');
-}
-
 /* The companions (waiters, fencing counter): -1 when they could not be
  * read (an ACL user allowed only the lock key, say): unknown, and -v
  * says why. */
@@ -1388,11 +1357,11 @@ static void print_status_json(const char *key, const struct holder *h,
     bool lock = h->shape == SHAPE_GOZERO || h->shape == SHAPE_COUNTED;
 
     printf("{\"key\":");
-    print_json_string(key);
+    cli_json_string(key);
     printf(",\"held\":%s,\"mode\":%s,\"owner\":",
            h->shape == SHAPE_FREE ? "false" : "true", modes[h->shape]);
     if (lock)
-        print_json_string(h->owner);
+        cli_json_string(h->owner);
     else
         printf("null");
     if (h->shape == SHAPE_FREE)
@@ -2464,6 +2433,30 @@ static int run(redislock *lock, redislock_client *client,
     return EXIT_SYSTEM;
 }
 
+/* --check, with the URLs of O, which CLIENT (freed here) was opened
+ * from: the exit status. */
+static int check(struct options *o, redislock_client *client)
+{
+    struct check *c;
+    int rc;
+
+    redislock_client_free(client);
+    c = check_new(o->nurls > 1 ? o->urls : &o->url,
+                  o->nurls > 1 ? o->nurls : 1);
+    /* The check has its own copy of the URLs now. */
+    hide_passwords(o);
+    if (c == NULL) {
+        say("out of memory");
+        rc = EXIT_SYSTEM;
+    } else {
+        rc = check_run(c, o->expire_given ? o->expire_ms : 0, o->json,
+                       url_origin(o));
+    }
+    check_free(c);
+    options_free(o);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     struct options o;
@@ -2491,6 +2484,8 @@ int main(int argc, char **argv)
         options_free(&o);
         return st == REDISLOCK_ERR_NOMEM ? EXIT_SYSTEM : EXIT_USAGE;
     }
+    if (o.check)
+        return check(&o, client);
     /* The client has its own copy of the URLs now. */
     hide_passwords(&o);
     lock = o.counted ? redislock_new_counted_from_client(client, o.key)

@@ -1,0 +1,2290 @@
+/*
+ * check.c - redislock --check: is each Redis server a lock uses set up so
+ * that the lock is safe there?
+ *
+ * A lock on Redis is only as safe as the server's configuration, and the
+ * usual mistakes are silent: an evicting maxmemory-policy drops lock keys,
+ * a server without persistence forgets every lock when it restarts (and
+ * sends fencing counters back), a master whose replicas are not waited for
+ * can grant a lock twice across a failover, a round trip that is a large
+ * part of the lease leaves renewals no time.  For every server behind the
+ * URLs (the server of a plain URL, each master of a Cluster's slot map,
+ * the master the sentinels name, a quorum's masters, and every replica
+ * those masters report), the check reads:
+ *
+ *   - INFO: version and kind (Redis, Valkey), role, persistence, memory,
+ *     replication, and its replicas with their lag;
+ *   - CONFIG GET: appendfsync and the RDB save points, which INFO lacks,
+ *     and the rest again (a server may refuse CONFIG GET: managed ones
+ *     rename or forbid it; then INFO's values serve, and what neither
+ *     gave is said to be unknown);
+ *   - on a master, which mode the library runs lock operations in there
+ *     and whether this user may run what it needs: one read-only script
+ *     asks Redis (7.0 and later: redis.acl_check_cmd) about each command;
+ *   - the round trip: PINGS PINGs, their median and 99th percentile.
+ *
+ * Then it judges: each finding is a line saying what is risky and what to
+ * set.  Warnings make the exit status 1; notes (what could not be read,
+ * what is harmless now) do not.
+ *
+ * The library has no public way to send INFO, CONFIG GET or a script on
+ * its client's connections, nor to list the nodes behind a URL, so the
+ * check opens connections of its own with hiredis (which the tool links
+ * anyway), to the addresses the URLs name and the servers report, with the
+ * URL's user, password and timeouts.  It speaks plain TCP and unix sockets
+ * only: a rediss:// server is reached through the library alone
+ * (redislock_client_ping()), which tells whether it answers and how fast,
+ * and nothing more (a warning says so).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+
+#include <hiredis/hiredis.h>
+#include <redislock.h>
+
+#include "check.h"
+#include "json.h"
+
+/* Exit statuses (as redislock.c's, redislock.1 EXIT STATUS). */
+enum { CHECK_OK = 0, CHECK_WARNED = 1, CHECK_UNREACHABLE = 69,
+       CHECK_SYSTEM = 71 };
+
+/* How many PINGs give the round trip's median and 99th percentile. */
+#define PINGS 300
+
+/* The lease judged against unless -e gives one: the library's default,
+ * which redislock_new() documents (an expiry of 0 s: a PX of 500 ms,
+ * go-zero's). */
+#define LIBRARY_LEASE_MS 500
+
+/* A round trip whose 99th percentile reaches a tenth of the lease gets a
+ * warning.  A tenth, because that is what the library itself allows a
+ * round trip: a quorum waits for its masters a tenth of the lease by
+ * default (redislock_client_set_quorum_wait()), and the watchdog, which
+ * renews every third of the lease, must get a renewal (and a retry after
+ * a failed one) through well before the lease ends. */
+#define RTT_SHARE 10
+
+/* A replica that has not acknowledged for this many seconds gets a
+ * warning.  Replicas acknowledge every second, so INFO's lag is 0 or 1
+ * while they keep up; 2 is an acknowledgement missed. */
+#define LAG_WARN_S 2
+
+/* Memory this full (percent of maxmemory, with noeviction) gets a
+ * warning: acquires will soon be refused. */
+#define MEMORY_FULL_PERCENT 90
+
+#define MAX_NODES 128                 /* servers checked, replicas too */
+#define MAX_REPLICAS 16               /* replicas shown for one master */
+#define MAX_FINDINGS 24               /* findings of one server */
+
+/* ------------------------------------------------------------------------
+ * The URLs, as far as the check needs them.  redislock_client_open() has
+ * accepted them already (its messages say what is wrong with a bad one),
+ * so this reads them without judging; only what the check connects with
+ * is kept: the addresses, the logins, the database, the timeouts. */
+
+struct hostport {
+    char *host;                       /* a unix socket's path if port 0 */
+    int port;
+};
+
+struct target {
+    int index;                        /* its place among the URLs, from 1 */
+    bool tls, cluster, sentinel;
+    struct hostport *hosts;           /* the server, seeds or sentinels */
+    size_t nhosts;
+    char *user, *password;            /* for the servers; NULL: none */
+    char *sentinel_user, *sentinel_password;
+    char *master;                     /* a Sentinel URL's master name */
+    long long db;
+    long long connect_ms, command_ms;
+    bool functions;                   /* scripts=functions: FCALL */
+    redislock_client *client;         /* rediss://: the library's way in */
+};
+
+/* S as text to show: bytes that are not printable ASCII become '?', so
+ * that what a server says cannot forge lines. */
+static void copy_text(char *dst, size_t size, const char *src, size_t len)
+{
+    size_t i;
+
+    if (size == 0)
+        return;
+    if (len >= size)
+        len = size - 1;
+    for (i = 0; i < len; i++)
+        dst[i] = src[i] >= 0x20 && src[i] < 0x7f ? src[i] : '?';
+    dst[len] = '\0';
+}
+
+static void wipe_free(char *s)
+{
+    volatile char *v = s;
+
+    if (s == NULL)
+        return;
+    while (*v)
+        *v++ = '\0';
+    free(s);
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* LEN bytes of S with %XX escapes decoded (the library has checked
+ * them); NULL when memory ran out. */
+static char *decode(const char *s, size_t len)
+{
+    char *out = malloc(len + 1);
+    size_t i, n = 0;
+
+    if (out == NULL)
+        return NULL;
+    for (i = 0; i < len; i++) {
+        if (s[i] == '%' && i + 2 < len && hexval(s[i + 1]) >= 0 &&
+            hexval(s[i + 2]) >= 0) {
+            out[n++] = (char)(hexval(s[i + 1]) * 16 + hexval(s[i + 2]));
+            i += 2;
+        } else {
+            out[n++] = s[i];
+        }
+    }
+    out[n] = '\0';
+    return out;
+}
+
+static char *copy(const char *s, size_t len)
+{
+    char *out = malloc(len + 1);
+
+    if (out != NULL) {
+        memcpy(out, s, len);
+        out[len] = '\0';
+    }
+    return out;
+}
+
+/* A decimal number of LEN bytes at S (the library has checked it). */
+static long long number(const char *s, size_t len)
+{
+    long long v = 0;
+    size_t i;
+
+    for (i = 0; i < len && s[i] >= '0' && s[i] <= '9'; i++)
+        v = v * 10 + (s[i] - '0');
+    return v;
+}
+
+/* "[user][:password]", LEN bytes at S, into *USER and *PASSWORD. */
+static bool userinfo(const char *s, size_t len, char **user, char **password)
+{
+    const char *colon = memchr(s, ':', len);
+    size_t ulen = colon ? (size_t)(colon - s) : len;
+
+    if (ulen > 0 && (*user = decode(s, ulen)) == NULL)
+        return false;
+    if (colon != NULL &&
+        (*password = decode(colon + 1, (size_t)(s + len - colon - 1))) == NULL)
+        return false;
+    return true;
+}
+
+/* "host[:port]" or "[v6]:port", P..E, appended to T's hosts. */
+static bool add_host(struct target *t, const char *p, const char *e,
+                     int default_port)
+{
+    struct hostport *hosts;
+    const char *hend, *port = NULL;
+    char *host;
+
+    if (p < e && *p == '[') {
+        hend = memchr(p, ']', (size_t)(e - p));
+        if (hend == NULL)
+            hend = e;
+        host = copy(p + 1, (size_t)(hend - p - 1));
+        if (hend + 1 < e && hend[1] == ':')
+            port = hend + 2;
+    } else {
+        hend = memchr(p, ':', (size_t)(e - p));
+        if (hend == NULL)
+            hend = e;
+        host = copy(p, (size_t)(hend - p));
+        if (hend < e)
+            port = hend + 1;
+    }
+    hosts = host ? realloc(t->hosts, (t->nhosts + 1) * sizeof *hosts) : NULL;
+    if (hosts == NULL) {
+        free(host);
+        return false;
+    }
+    t->hosts = hosts;
+    hosts[t->nhosts].host = host;
+    hosts[t->nhosts].port = port ? (int)number(port, (size_t)(e - port))
+                                 : default_port;
+    t->nhosts++;
+    return true;
+}
+
+/* The parameters "name=value&...", LEN bytes at Q, that the check uses. */
+static bool parameters(struct target *t, const char *q, size_t len)
+{
+    const char *end = q + len, *stop, *eq;
+    size_t nlen, vlen;
+
+    for (; q < end; q = stop + 1) {
+        stop = memchr(q, '&', (size_t)(end - q));
+        if (stop == NULL)
+            stop = end;
+        eq = memchr(q, '=', (size_t)(stop - q));
+        if (eq == NULL)
+            continue;
+        nlen = (size_t)(eq - q);
+        vlen = (size_t)(stop - eq - 1);
+        if (nlen == 2 && strncmp(q, "db", 2) == 0) {
+            t->db = number(eq + 1, vlen);
+        } else if (nlen == 7 && strncmp(q, "timeout", 7) == 0) {
+            t->command_ms = number(eq + 1, vlen);
+        } else if (nlen == 15 && strncmp(q, "connect_timeout", 15) == 0) {
+            t->connect_ms = number(eq + 1, vlen);
+        } else if (nlen == 7 && strncmp(q, "cluster", 7) == 0) {
+            t->cluster = number(eq + 1, vlen) == 1;
+        } else if (nlen == 7 && strncmp(q, "scripts", 7) == 0) {
+            t->functions = vlen == 9 && strncmp(eq + 1, "functions", 9) == 0;
+        } else if (nlen == 13 && strncmp(q, "sentinel_user", 13) == 0) {
+            free(t->sentinel_user);
+            if ((t->sentinel_user = decode(eq + 1, vlen)) == NULL)
+                return false;
+        } else if (nlen == 17 && strncmp(q, "sentinel_password", 17) == 0) {
+            wipe_free(t->sentinel_password);
+            if ((t->sentinel_password = decode(eq + 1, vlen)) == NULL)
+                return false;
+        }
+    }
+    return true;
+}
+
+/* URL into T (zeroed); false when memory ran out.  The grammar is the
+ * library's (redislock_client_open(3)); the URL has passed its checks. */
+static bool parse_url(const char *url, struct target *t)
+{
+    const char *rest, *end, *q, *p, *at = NULL, *slash, *hostend, *comma;
+    int default_port;
+
+    t->connect_ms = t->command_ms = 5000;
+    /* The query starts after the userinfo, which ends at the last '@'. */
+    rest = strrchr(url, '@');
+    rest = rest != NULL ? rest + 1 : url;
+    end = url + strlen(url);
+    q = strchr(rest, '?');
+    if (q != NULL)
+        end = q;
+    if (strncmp(url, "unix://", 7) == 0) {
+        p = url + 7;
+        if (*p != '/')
+            for (q = p; q + 1 < end; q++)
+                if (q[0] == '@' && q[1] == '/')
+                    at = q;
+        if (at != NULL) {
+            if (!userinfo(p, (size_t)(at - p), &t->user, &t->password))
+                return false;
+            p = at + 1;
+        }
+        t->hosts = calloc(1, sizeof *t->hosts);
+        if (t->hosts == NULL ||
+            (t->hosts[0].host = copy(p, (size_t)(end - p))) == NULL)
+            return false;
+        t->nhosts = 1;
+    } else {
+        t->tls = url[5] == 's';
+        t->sentinel = url[5 + t->tls] == '-';
+        default_port = t->sentinel ? 26379 : 6379;
+        p = strstr(url, "://") + 3;
+        q = rest > p ? rest : p;
+        slash = memchr(q, '/', (size_t)(end - q));
+        hostend = slash ? slash : end;
+        for (q = p; q < hostend; q++)
+            if (*q == '@')
+                at = q;
+        if (at != NULL) {
+            if (!userinfo(p, (size_t)(at - p), &t->user, &t->password))
+                return false;
+            p = at + 1;
+        }
+        for (;;) {
+            comma = memchr(p, ',', (size_t)(hostend - p));
+            if (!add_host(t, p, comma ? comma : hostend, default_port))
+                return false;
+            if (comma == NULL)
+                break;
+            p = comma + 1;
+        }
+        if (t->sentinel && slash != NULL) {
+            t->master = decode(slash + 1, (size_t)(end - slash - 1));
+            if (t->master == NULL)
+                return false;
+        } else if (slash != NULL) {
+            t->db = number(slash + 1, (size_t)(end - slash - 1));
+        }
+    }
+    return *end != '?' || parameters(t, end + 1, strlen(end + 1));
+}
+
+static void target_clear(struct target *t)
+{
+    size_t i;
+
+    for (i = 0; i < t->nhosts; i++)
+        free(t->hosts[i].host);
+    free(t->hosts);
+    free(t->user);
+    wipe_free(t->password);
+    free(t->sentinel_user);
+    wipe_free(t->sentinel_password);
+    free(t->master);
+    redislock_client_free(t->client);
+    memset(t, 0, sizeof *t);
+}
+
+/* ------------------------------------------------------------------------
+ * The servers, and what was read of each. */
+
+/* How a server came to be checked. */
+enum found {
+    FOUND_URL,                        /* a plain URL's server */
+    FOUND_SENTINEL,                   /* the master the sentinels name */
+    FOUND_SLOTS,                      /* in a Cluster's slot map */
+    FOUND_REPLICA,                    /* a replica a master reported */
+    FOUND_TLS                         /* rediss://: through the library */
+};
+
+/* What this user may run, command by command (see needs[]). */
+enum { MAY_UNUSED = -2, MAY_UNKNOWN = -1, MAY_NO = 0, MAY_YES = 1 };
+
+/* The commands whose permission the check asks about: those of the
+ * library's modes (modes[] below), the waiters' BLPOP, the replica
+ * acknowledgement's WAIT, and what the URL's kind makes the library send
+ * on each new connection.  WORDS is the command as redis.acl_check_cmd()
+ * gets it: with its arguments where Redis would read keys from them, so
+ * that none is read out of bounds; BLPOP alone, so that no key is checked
+ * (which keys a lock uses depends on its name: doc/acl.md). */
+enum need { N_EVALSHA, N_EVAL, N_FCALL, N_FUNCTION_LOAD, N_BLPOP, N_WAIT,
+            N_SELECT, N_ROLE, N_CLUSTER_SLOTS, N_ASKING, NEEDS };
+
+static const struct {
+    const char *name;                 /* as shown */
+    const char *json;                 /* its name in --json */
+    const char *words;                /* for redis.acl_check_cmd() */
+} needs[NEEDS] = {
+    { "EVALSHA", "evalsha",
+      "evalsha 0000000000000000000000000000000000000000 0" },
+    { "EVAL", "eval", "eval x 0" },
+    { "FCALL", "fcall", "fcall x 0" },
+    { "FUNCTION LOAD", "function_load", "function load x" },
+    { "BLPOP", "blpop", "blpop" },
+    { "WAIT", "wait", "wait 0 0" },
+    { "SELECT", "select", "select 0" },
+    { "ROLE", "role", "role" },
+    { "CLUSTER SLOTS", "cluster_slots", "cluster slots" },
+    { "ASKING", "asking", "asking" },
+};
+
+#define NEED(n) (1u << (n))
+
+/* The modes the library runs lock operations in.  The URL chooses one
+ * (scripts=eval, the default, or scripts=functions); the check tells
+ * whether this user may run what it needs there.  A mode the library
+ * gains (one without scripts is being built) is one more entry here, with
+ * its commands in needs[] and what selects it; nothing else in the check
+ * changes, but for what the server must offer besides permissions (as
+ * functions need a loaded library: probe_access()).  No entry may be
+ * added before the library has the mode. */
+static const struct mode {
+    const char *name;                 /* as shown */
+    bool functions;                   /* chosen by scripts=functions */
+    unsigned needs;                   /* NEED() bits it cannot do without */
+    const char *give;                 /* the ACL rules that grant them */
+    const char *why;
+} modes[] = {
+    { "scripts", false, NEED(N_EVALSHA) | NEED(N_EVAL), "+evalsha +eval",
+      "every lock operation runs as a Lua script (EVALSHA, or EVAL when "
+      "the server has not cached it), the URL's default (scripts=eval)" },
+    { "functions", true, NEED(N_FCALL) | NEED(N_FUNCTION_LOAD),
+      "+fcall +function|load",
+      "every lock operation is an FCALL of redislock's Redis Function "
+      "library, loaded where it is missing (FUNCTION LOAD), as the URL "
+      "asks (scripts=functions)" },
+};
+
+struct replica_view {
+    char host[64];
+    int port;
+    char state[24];                   /* online, wait_bgsave, ... */
+    long long lag;                    /* s since its last ack; -1 unknown */
+    long long behind;                 /* bytes; -1 unknown */
+};
+
+struct finding {
+    bool warn;                        /* a warning, else a note */
+    char text[640];
+};
+
+struct node {
+    struct hostport at;               /* host owned */
+    struct target *t;
+    bool master;                      /* locks are taken here */
+    enum found found;
+    char via[160];                    /* how it was found */
+    bool reached;                     /* the check could read it */
+    char error[320];                  /* why not */
+
+    /* INFO server; role */
+    char product[16];                 /* Redis, Valkey, or the server's */
+    char version[32];
+    int major, minor;
+    char role[16];                    /* master, slave; "" unknown */
+    bool cluster_mode;
+    char cluster_state[16];           /* CLUSTER INFO; "" unknown */
+
+    /* mode and permissions (masters) */
+    const char *mode;                 /* a modes[] name, "none", or NULL */
+    char mode_why[512];
+    char mode_fix[160];               /* with "none": what to do */
+    int may[NEEDS];
+    char eval_error[160];             /* what a refused EVAL said */
+    int nlibraries;                   /* redislock Function libraries
+                                       * loaded; -1 unknown or not asked */
+    char libraries[160];              /* their names */
+
+    /* persistence: 1 yes, 0 no, -1 unknown */
+    int aof;
+    char appendfsync[16];             /* "" unknown */
+    int rdb;                          /* save points set */
+    char save[128];
+    bool rdb_failed, aof_failed;
+
+    /* memory: -1 unknown */
+    long long maxmemory, used_memory;
+    char policy[32];                  /* "" unknown */
+
+    /* replication */
+    long long min_replicas;           /* min-replicas-to-write; -1 unknown,
+                                       * -2 on (INFO), its number unknown */
+    long long min_replicas_lag;       /* min-replicas-max-lag; -1 unknown */
+    long long good_replicas;          /* INFO's min_slaves_good_slaves;
+                                       * -1 unknown (or the rule is off) */
+    struct replica_view replicas[MAX_REPLICAS];
+    int nreplicas;                    /* shown */
+    long long connected_replicas;     /* INFO's count; -1 unknown */
+    char master_host[64];             /* a replica's master */
+    int master_port;
+    char master_link[8];              /* up, down; "" unknown */
+    long long link_down_s;            /* -1 unknown */
+
+    /* the round trip */
+    int pings;                        /* 0: not measured */
+    double median_ms, p99_ms;
+
+    char unread[400];                 /* what could not be read, said once */
+    struct finding findings[MAX_FINDINGS];
+    int nfindings;
+};
+
+struct check {
+    struct target targets[16];
+    int ntargets;
+    struct node *nodes;               /* MAX_NODES of them */
+    int nnodes;
+    bool full;                        /* more servers than MAX_NODES */
+};
+
+static void finding(struct node *n, bool warn, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void finding(struct node *n, bool warn, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (n->nfindings == MAX_FINDINGS)
+        return;
+    n->findings[n->nfindings].warn = warn;
+    va_start(ap, fmt);
+    vsnprintf(n->findings[n->nfindings].text,
+              sizeof n->findings[n->nfindings].text, fmt, ap);
+    va_end(ap);
+    n->nfindings++;
+}
+
+/* Add TEXT to what N could not read. */
+static void unread(struct node *n, const char *text)
+{
+    size_t len = strlen(n->unread);
+
+    snprintf(n->unread + len, sizeof n->unread - len, "%s%s",
+             len ? "; " : "", text);
+}
+
+/* HOST and PORT as shown: host:port, [v6]:port, the socket's path (PORT
+ * 0), or HOST as it is (PORT -1: a node that stands for servers that
+ * could not be found, named by HOST). */
+static void address(const char *host, int port, char *buf, size_t size)
+{
+    if (port <= 0)
+        snprintf(buf, size, "%s", host);
+    else if (strchr(host, ':') != NULL)
+        snprintf(buf, size, "[%s]:%d", host, port);
+    else
+        snprintf(buf, size, "%s:%d", host, port);
+}
+
+/* The node at HOST:PORT (PORT 0: a socket) of target T, added unless
+ * already there; NULL when it was there, or there is no room (K->full),
+ * or memory ran out (*OOM). */
+static struct node *add_node(struct check *k, struct target *t,
+                             const char *host, int port, bool *oom)
+{
+    struct node *n;
+    int i, j;
+
+    for (i = 0; i < k->nnodes; i++)
+        if (k->nodes[i].at.port == port &&
+            strcmp(k->nodes[i].at.host, host) == 0)
+            return NULL;
+    if (k->nnodes == MAX_NODES) {
+        k->full = true;
+        return NULL;
+    }
+    n = &k->nodes[k->nnodes];
+    memset(n, 0, sizeof *n);
+    n->at.host = strdup(host);
+    if (n->at.host == NULL) {
+        *oom = true;
+        return NULL;
+    }
+    n->at.port = port;
+    n->t = t;
+    n->major = n->minor = -1;
+    n->nlibraries = -1;
+    for (j = 0; j < NEEDS; j++)
+        n->may[j] = MAY_UNUSED;
+    n->aof = n->rdb = -1;
+    n->maxmemory = n->used_memory = -1;
+    n->min_replicas = n->min_replicas_lag = -1;
+    n->connected_replicas = -1;
+    n->good_replicas = -1;
+    n->link_down_s = -1;
+    k->nnodes++;
+    return n;
+}
+
+/* ------------------------------------------------------------------------
+ * Talking to a server */
+
+static long long now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static struct timeval timeval_ms(long long ms)
+{
+    struct timeval tv;
+
+    tv.tv_sec = (time_t)(ms / 1000);
+    tv.tv_usec = (suseconds_t)(ms % 1000 * 1000);
+    return tv;
+}
+
+/* The command ARGV (ARGC words) on C: its reply, which the caller frees;
+ * or NULL with ERR saying why (the connection is then dead). */
+static redisReply *command(redisContext *c, long long timeout_ms, int argc,
+                           const char **argv, char *err, size_t size)
+{
+    long long start = now_ns();
+    redisReply *r = redisCommandArgv(c, argc, argv, NULL);
+
+    if (r != NULL)
+        return r;
+    if (c->err == REDIS_ERR_OOM)
+        snprintf(err, size, "out of memory");
+    else if ((now_ns() - start) / 1000000 >= timeout_ms * 9 / 10)
+        snprintf(err, size, "no answer within %lld ms (the URL's "
+                 "?timeout=MS sets how long to wait)", timeout_ms);
+    else if (c->err == REDIS_ERR_EOF)
+        snprintf(err, size, "the server closed the connection");
+    else
+        snprintf(err, size, "%s", c->errstr[0] ? c->errstr
+                                               : "the connection failed");
+    return NULL;
+}
+
+static bool is_error(const redisReply *r)
+{
+    return r->type == REDIS_REPLY_ERROR;
+}
+
+/* Does the error reply R have the code CODE (its first word)? */
+static bool error_code_is(const redisReply *r, const char *code)
+{
+    size_t n = strlen(code);
+
+    return is_error(r) && r->str != NULL && strncmp(r->str, code, n) == 0 &&
+           (r->str[n] == ' ' || r->str[n] == '\0');
+}
+
+/* R's text (a status, an error, a string), shown safely, into BUF. */
+static void reply_text(const redisReply *r, char *buf, size_t size)
+{
+    if ((r->type == REDIS_REPLY_ERROR || r->type == REDIS_REPLY_STATUS ||
+         r->type == REDIS_REPLY_STRING) && r->str != NULL)
+        copy_text(buf, size, r->str, (size_t)r->len);
+    else
+        snprintf(buf, size, "a reply of type %d", r->type);
+}
+
+/* A connection to AT, logged in as T says (SENTINEL: as its sentinels
+ * want); NULL with ERR saying why. */
+static redisContext *dial(const struct hostport *at, const struct target *t,
+                          bool sentinel, char *err, size_t size)
+{
+    const char *user = sentinel ? t->sentinel_user : t->user;
+    const char *password = sentinel ? t->sentinel_password : t->password;
+    const char *argv[3];
+    redisContext *c;
+    redisReply *r;
+    char text[200];
+    int argc = 0;
+
+    c = at->port ? redisConnectWithTimeout(at->host, at->port,
+                                           timeval_ms(t->connect_ms))
+                 : redisConnectUnixWithTimeout(at->host,
+                                               timeval_ms(t->connect_ms));
+    if (c == NULL) {
+        snprintf(err, size, "out of memory");
+        return NULL;
+    }
+    if (c->err) {
+        snprintf(err, size, "%s", c->errstr);
+        redisFree(c);
+        return NULL;
+    }
+    if (redisSetTimeout(c, timeval_ms(t->command_ms)) != REDIS_OK) {
+        snprintf(err, size, "cannot set a timeout: %s", c->errstr);
+        redisFree(c);
+        return NULL;
+    }
+    if (user == NULL && password == NULL)
+        return c;
+    argv[argc++] = "AUTH";
+    if (user != NULL)
+        argv[argc++] = user;
+    argv[argc++] = password != NULL ? password : "";
+    r = command(c, t->command_ms, argc, argv, err, size);
+    if (r == NULL) {
+        redisFree(c);
+        return NULL;
+    }
+    if (is_error(r)) {
+        reply_text(r, text, sizeof text);
+        snprintf(err, size, "the login was refused: %s", text);
+        freeReplyObject(r);
+        redisFree(c);
+        return NULL;
+    }
+    freeReplyObject(r);
+    return c;
+}
+
+/* The value of FIELD in INFO's text, up to the end of its line, into BUF;
+ * false if INFO has no such field. */
+static bool info_get(const char *info, const char *field, char *buf,
+                     size_t size)
+{
+    size_t n = strlen(field), len;
+    const char *p = info, *v;
+
+    while (p != NULL && *p != '\0') {
+        if (strncmp(p, field, n) == 0 && p[n] == ':') {
+            v = p + n + 1;
+            len = strcspn(v, "\r\n");
+            copy_text(buf, size, v, len);
+            return true;
+        }
+        p = strchr(p, '\n');
+        if (p != NULL)
+            p++;
+    }
+    return false;
+}
+
+/* FIELD of INFO as a number; DEFAULT_ if absent or not a number. */
+static long long info_number(const char *info, const char *field,
+                             long long default_)
+{
+    char buf[32], *end;
+    long long v;
+
+    if (!info_get(info, field, buf, sizeof buf))
+        return default_;
+    errno = 0;
+    v = strtoll(buf, &end, 10);
+    return end == buf || errno != 0 ? default_ : v;
+}
+
+/* A value of "k=v,k=v,..." (INFO's replica lines): K's into BUF. */
+static bool pair_get(const char *list, const char *k, char *buf, size_t size)
+{
+    size_t n = strlen(k);
+    const char *p = list;
+
+    while (p != NULL && *p != '\0') {
+        if (strncmp(p, k, n) == 0 && p[n] == '=') {
+            copy_text(buf, size, p + n + 1, strcspn(p + n + 1, ","));
+            return true;
+        }
+        p = strchr(p, ',');
+        if (p != NULL)
+            p++;
+    }
+    return false;
+}
+
+/* What INFO says of N: server, role, persistence, memory, replication. */
+static void read_info(struct node *n, const char *info)
+{
+    char buf[256], line[16];
+    long long offset;
+    int i;
+
+    if (info_get(info, "server_name", buf, sizeof buf) &&
+        strcmp(buf, "valkey") == 0) {
+        snprintf(n->product, sizeof n->product, "Valkey");
+        info_get(info, "valkey_version", n->version, sizeof n->version);
+    } else {
+        if (info_get(info, "server_name", buf, sizeof buf))
+            copy_text(n->product, sizeof n->product, buf, strlen(buf));
+        else
+            snprintf(n->product, sizeof n->product, "Redis");
+        info_get(info, "redis_version", n->version, sizeof n->version);
+    }
+    if (sscanf(n->version, "%d.%d", &n->major, &n->minor) != 2)
+        n->major = n->minor = -1;
+    if ((info_get(info, "redis_mode", buf, sizeof buf) ||
+         info_get(info, "server_mode", buf, sizeof buf)) &&
+        strcmp(buf, "cluster") == 0)
+        n->cluster_mode = true;
+    info_get(info, "role", n->role, sizeof n->role);
+
+    if (info_get(info, "aof_enabled", buf, sizeof buf))
+        n->aof = strcmp(buf, "0") != 0;
+    if (info_get(info, "rdb_last_bgsave_status", buf, sizeof buf))
+        n->rdb_failed = strcmp(buf, "ok") != 0;
+    if (info_get(info, "aof_last_write_status", buf, sizeof buf))
+        n->aof_failed = n->aof == 1 && strcmp(buf, "ok") != 0;
+
+    n->maxmemory = info_number(info, "maxmemory", -1);
+    n->used_memory = info_number(info, "used_memory", -1);
+    info_get(info, "maxmemory_policy", n->policy, sizeof n->policy);
+
+    /* min_slaves_good_slaves is there exactly when min-replicas-to-write
+     * (and its max lag) is in force; the number itself is CONFIG's. */
+    if (n->role[0] != '\0')
+        n->min_replicas =
+            info_get(info, "min_slaves_good_slaves", buf, sizeof buf) ? -2
+                                                                      : 0;
+    n->good_replicas = info_number(info, "min_slaves_good_slaves", -1);
+    n->connected_replicas = info_number(info, "connected_slaves", -1);
+    offset = info_number(info, "master_repl_offset", -1);
+    for (i = 0; n->nreplicas < MAX_REPLICAS && i < 1000; i++) {
+        struct replica_view *v = &n->replicas[n->nreplicas];
+        long long off;
+
+        snprintf(line, sizeof line, "slave%d", i);
+        if (!info_get(info, line, buf, sizeof buf))
+            break;
+        memset(v, 0, sizeof *v);
+        if (!pair_get(buf, "ip", v->host, sizeof v->host))
+            continue;
+        v->port = (int)strtol(pair_get(buf, "port", line, sizeof line)
+                                  ? line : "0", NULL, 10);
+        if (!pair_get(buf, "state", v->state, sizeof v->state))
+            v->state[0] = '\0';
+        v->lag = pair_get(buf, "lag", line, sizeof line)
+                     ? strtoll(line, NULL, 10) : -1;
+        off = pair_get(buf, "offset", line, sizeof line)
+                  ? strtoll(line, NULL, 10) : -1;
+        v->behind = off >= 0 && offset >= off ? offset - off : -1;
+        if (v->port > 0)
+            n->nreplicas++;
+    }
+    info_get(info, "master_host", n->master_host, sizeof n->master_host);
+    n->master_port = (int)info_number(info, "master_port", 0);
+    info_get(info, "master_link_status", n->master_link,
+             sizeof n->master_link);
+    n->link_down_s = info_number(info, "master_link_down_since_seconds", -1);
+}
+
+/* CONFIG GET NAME into BUF: 1 read, 0 no such parameter, -1 refused
+ * (N->unread then says so; no more are asked), -2 the connection died
+ * (N->error says why). */
+static int config_get(struct node *n, redisContext *c, const char *name,
+                      char *buf, size_t size, bool *refused)
+{
+    const char *argv[3] = { "CONFIG", "GET", name };
+    char text[200], why[260];
+    redisReply *r;
+    int got = 0;
+
+    if (*refused)
+        return -1;
+    r = command(c, n->t->command_ms, 3, argv, n->error, sizeof n->error);
+    if (r == NULL)
+        return -2;
+    if (is_error(r)) {
+        reply_text(r, text, sizeof text);
+        snprintf(why, sizeof why, "CONFIG GET was refused (%s)", text);
+        unread(n, why);
+        *refused = true;
+        got = -1;
+    } else if (r->type == REDIS_REPLY_ARRAY && r->elements >= 2 &&
+               r->element[1]->type == REDIS_REPLY_STRING) {
+        copy_text(buf, size, r->element[1]->str,
+                  (size_t)r->element[1]->len);
+        got = 1;
+    }
+    freeReplyObject(r);
+    return got;
+}
+
+/* CONFIG GET of what INFO does not say (appendfsync, save) and of what
+ * it says too (CONFIG's word wins where both answer).  False when the
+ * connection died. */
+static bool read_config(struct node *n, redisContext *c)
+{
+    char buf[128];
+    bool refused = false;
+    int rc;
+
+    if ((rc = config_get(n, c, "appendonly", buf, sizeof buf, &refused)) == -2)
+        return false;
+    if (rc == 1)
+        n->aof = strcmp(buf, "yes") == 0;
+    if ((rc = config_get(n, c, "appendfsync", n->appendfsync,
+                         sizeof n->appendfsync, &refused)) == -2)
+        return false;
+    if ((rc = config_get(n, c, "save", n->save, sizeof n->save,
+                         &refused)) == -2)
+        return false;
+    if (rc == 1)
+        n->rdb = n->save[0] != '\0';
+    if ((rc = config_get(n, c, "maxmemory", buf, sizeof buf, &refused)) == -2)
+        return false;
+    if (rc == 1)
+        n->maxmemory = strtoll(buf, NULL, 10);
+    if ((rc = config_get(n, c, "maxmemory-policy", n->policy,
+                         sizeof n->policy, &refused)) == -2)
+        return false;
+    if ((rc = config_get(n, c, "min-replicas-to-write", buf, sizeof buf,
+                         &refused)) == -2)
+        return false;
+    if (rc == 1)
+        n->min_replicas = strtoll(buf, NULL, 10);
+    if ((rc = config_get(n, c, "min-replicas-max-lag", buf, sizeof buf,
+                         &refused)) == -2)
+        return false;
+    if (rc == 1)
+        n->min_replicas_lag = strtoll(buf, NULL, 10);
+    if (refused) {
+        if (n->appendfsync[0] == '\0' && n->aof != 0)
+            unread(n, "appendfsync is unknown");
+        if (n->rdb < 0)
+            unread(n, "whether RDB snapshots are on is unknown");
+    }
+    return true;
+}
+
+/* ------------------------------------------------------------------------
+ * Which mode, and what this user may run (masters) */
+
+/* Asks Redis (7.0 and later: redis.acl_check_cmd) whether this user may
+ * run each command of ARGV, one a line (its name, then its arguments):
+ * 1, 0, or -1 when Redis could not tell; -1 alone before 7.0.  Read only,
+ * given no key. */
+static const char probe_script[] =
+    "if not redis.acl_check_cmd then return -1 end\n"
+    "local r = {}\n"
+    "for i, line in ipairs(ARGV) do\n"
+    "  local words = {}\n"
+    "  for w in string.gmatch(line, '%S+') do words[#words + 1] = w end\n"
+    "  local known, allowed = pcall(redis.acl_check_cmd, unpack(words))\n"
+    "  r[i] = known and (allowed and 1 or 0) or -1\n"
+    "end\n"
+    "return r\n";
+
+/* Whether the user may run command NEED, found by running it (Redis
+ * before 7.0, or a user who may not run the probe script): what it
+ * does is harmless (an unknown script or function, a library that does
+ * not parse).  BLPOP cannot be tried without a key. */
+static int try_command(struct node *n, redisContext *c, enum need need)
+{
+    static const char zeros[] = "0000000000000000000000000000000000000000";
+    const char *argv[3], *allowed = NULL;
+    char db[24];
+    redisReply *r;
+    int argc = 0, may;
+
+    switch (need) {
+    case N_EVALSHA:
+        argv[argc++] = "EVALSHA", argv[argc++] = zeros, argv[argc++] = "0";
+        allowed = "NOSCRIPT";
+        break;
+    case N_FCALL:
+        argv[argc++] = "FCALL", argv[argc++] = "redislock-check-none";
+        argv[argc++] = "0";
+        allowed = "ERR";              /* no such function */
+        break;
+    case N_FUNCTION_LOAD:
+        argv[argc++] = "FUNCTION", argv[argc++] = "LOAD";
+        argv[argc++] = "redislock-check: not a library";
+        allowed = "ERR";              /* it does not parse */
+        break;
+    case N_WAIT:
+        argv[argc++] = "WAIT", argv[argc++] = "0", argv[argc++] = "0";
+        break;
+    case N_SELECT:
+        snprintf(db, sizeof db, "%lld", n->t->db);
+        argv[argc++] = "SELECT", argv[argc++] = db;
+        break;
+    case N_ROLE:
+        argv[argc++] = "ROLE";
+        break;
+    case N_CLUSTER_SLOTS:
+        argv[argc++] = "CLUSTER", argv[argc++] = "SLOTS";
+        break;
+    case N_ASKING:
+        argv[argc++] = "ASKING";
+        break;
+    case N_EVAL:
+    case N_BLPOP:
+    case NEEDS:
+    default:
+        return MAY_UNKNOWN;
+    }
+    r = command(c, n->t->command_ms, argc, argv, n->error, sizeof n->error);
+    if (r == NULL)
+        return -3;
+    may = !is_error(r) || (allowed && error_code_is(r, allowed)) ? MAY_YES
+          : error_code_is(r, "NOPERM") ? MAY_NO : MAY_UNKNOWN;
+    freeReplyObject(r);
+    return may;
+}
+
+/* The names of the given bits of N's needs whose permission is WANT,
+ * "A, B", into BUF. */
+static void need_names(const struct node *n, unsigned bits, int want,
+                       char *buf, size_t size)
+{
+    size_t len;
+    int i;
+
+    buf[0] = '\0';
+    for (i = 0; i < NEEDS; i++)
+        if ((bits & NEED(i)) && n->may[i] == want) {
+            len = strlen(buf);
+            snprintf(buf + len, size - len, "%s%s", len ? ", " : "",
+                     needs[i].name);
+        }
+}
+
+/* Which redislock Function libraries N has (FUNCTION LIST): into
+ * N->nlibraries and N->libraries, or -1 when it cannot be read.  False
+ * when the connection died. */
+static bool read_libraries(struct node *n, redisContext *c)
+{
+    const char *argv[4] = { "FUNCTION", "LIST", "LIBRARYNAME",
+                            "redislock_*" };
+    const redisReply *lib, *k, *v;
+    char name[64];
+    redisReply *r;
+    size_t i, j, len;
+
+    r = command(c, n->t->command_ms, 4, argv, n->error, sizeof n->error);
+    if (r == NULL)
+        return false;
+    if (r->type == REDIS_REPLY_ARRAY) {
+        n->nlibraries = 0;
+        for (i = 0; i < r->elements; i++) {
+            lib = r->element[i];
+            if (lib->type != REDIS_REPLY_ARRAY)
+                continue;
+            for (j = 0; j + 1 < lib->elements; j += 2) {
+                k = lib->element[j];
+                v = lib->element[j + 1];
+                if (k->type != REDIS_REPLY_STRING ||
+                    v->type != REDIS_REPLY_STRING || k->str == NULL ||
+                    v->str == NULL || strcmp(k->str, "library_name") != 0)
+                    continue;
+                copy_text(name, sizeof name, v->str, (size_t)v->len);
+                len = strlen(n->libraries);
+                snprintf(n->libraries + len, sizeof n->libraries - len,
+                         "%s%s", len ? ", " : "", name);
+                n->nlibraries++;
+            }
+        }
+    } else {
+        unread(n, "which Function libraries are loaded is unknown "
+                  "(FUNCTION LIST was refused)");
+    }
+    freeReplyObject(r);
+    return true;
+}
+
+/* Fill N->may[] with what N's URL mode and kind need, and tell N->mode:
+ * the URL's, if this user may run it there, else "none" (N->mode_why
+ * says why, N->mode_fix what to do).  False when the connection died. */
+static bool probe_access(struct node *n, redisContext *c)
+{
+    const struct mode *m = &modes[0];
+    const char *argv[3 + NEEDS];
+    int argc = 0, idx[NEEDS], nidx = 0, i, got;
+    unsigned missing, unknown;
+    char names[300];
+    size_t k, len;
+    redisReply *r;
+    bool ran = false;
+
+    for (k = 0; k < sizeof modes / sizeof modes[0]; k++)
+        if (modes[k].functions == n->t->functions)
+            m = &modes[k];
+    for (i = 0; i < NEEDS; i++)
+        if (m->needs & NEED(i))
+            n->may[i] = MAY_UNKNOWN;
+    n->may[N_BLPOP] = n->may[N_WAIT] = MAY_UNKNOWN;
+    if (n->t->db != 0)
+        n->may[N_SELECT] = MAY_UNKNOWN;
+    if (n->t->sentinel)
+        n->may[N_ROLE] = MAY_UNKNOWN;
+    if (n->t->cluster)
+        n->may[N_CLUSTER_SLOTS] = n->may[N_ASKING] = MAY_UNKNOWN;
+
+    if (m->functions && n->major >= 0 && n->major < 7 &&
+        strcmp(n->product, "Valkey") != 0) {
+        n->mode = "none";
+        snprintf(n->mode_why, sizeof n->mode_why, "the URL asks for "
+                 "scripts=functions, and %s %s has no Functions (7.0 and "
+                 "later)", n->product, n->version);
+        snprintf(n->mode_fix, sizeof n->mode_fix, "drop scripts=functions "
+                 "from the URL (or upgrade the server)");
+        return true;
+    }
+
+    argv[argc++] = "EVAL";
+    argv[argc++] = probe_script;
+    argv[argc++] = "0";
+    for (i = 0; i < NEEDS; i++) {
+        if (n->may[i] == MAY_UNUSED)
+            continue;
+        idx[nidx++] = i;
+        argv[argc++] = needs[i].words;
+    }
+    r = command(c, n->t->command_ms, argc, argv, n->error, sizeof n->error);
+    if (r == NULL)
+        return false;
+    if (r->type == REDIS_REPLY_ARRAY && r->elements == (size_t)nidx) {
+        for (k = 0; k < r->elements; k++)
+            if (r->element[k]->type == REDIS_REPLY_INTEGER)
+                n->may[idx[k]] = r->element[k]->integer == 1 ? MAY_YES
+                                 : r->element[k]->integer == 0 ? MAY_NO
+                                 : MAY_UNKNOWN;
+        ran = true;
+    } else if (r->type == REDIS_REPLY_INTEGER) {
+        if (n->may[N_EVAL] != MAY_UNUSED)
+            n->may[N_EVAL] = MAY_YES;  /* before 7.0: it ran */
+    } else if (is_error(r)) {
+        reply_text(r, n->eval_error, sizeof n->eval_error);
+        /* A server busy or loading may allow it all the same. */
+        if (n->may[N_EVAL] != MAY_UNUSED && !error_code_is(r, "BUSY") &&
+            !error_code_is(r, "LOADING"))
+            n->may[N_EVAL] = MAY_NO;
+    }
+    freeReplyObject(r);
+    if (!ran) {
+        for (i = 0; i < NEEDS; i++) {
+            if (i == N_EVAL || n->may[i] == MAY_UNUSED)
+                continue;
+            got = try_command(n, c, (enum need)i);
+            if (got == -3)
+                return false;
+            n->may[i] = got;
+        }
+        if (n->may[N_BLPOP] == MAY_UNKNOWN)
+            unread(n, "whether the user may run BLPOP is unknown (only a "
+                      "script can ask Redis, from 7.0 on, and BLPOP "
+                      "cannot be tried without a lock's key)");
+    }
+    if (m->functions && !read_libraries(n, c))
+        return false;
+
+    missing = unknown = 0;
+    for (i = 0; i < NEEDS; i++) {
+        if (!(m->needs & NEED(i)))
+            continue;
+        if (n->may[i] == MAY_NO)
+            missing |= NEED(i);
+        else if (n->may[i] != MAY_YES)
+            unknown |= NEED(i);
+    }
+    /* A user who may not load the Function library can still call it
+     * once it is loaded (by an administrator, or by a user who may); the
+     * check cannot tell whether what is loaded is this version's. */
+    if (m->functions && (missing & NEED(N_FUNCTION_LOAD)) &&
+        n->nlibraries != 0) {
+        missing &= ~NEED(N_FUNCTION_LOAD);
+        if (n->nlibraries > 0)
+            finding(n, false, "the user may not load the Function library "
+                    "(FUNCTION LOAD): lock operations run while an "
+                    "administrator keeps this redislock version's library "
+                    "loaded, here and after every FUNCTION FLUSH, restart "
+                    "or failover (loaded now: %s; doc/acl.md)",
+                    n->libraries);
+        else
+            unknown |= NEED(N_FUNCTION_LOAD);
+    }
+    if (missing == 0) {
+        n->mode = m->name;
+        snprintf(n->mode_why, sizeof n->mode_why, "%s", m->why);
+        if (m->functions && n->nlibraries > 0) {
+            len = strlen(n->mode_why);
+            snprintf(n->mode_why + len, sizeof n->mode_why - len,
+                     "; loaded here: %s", n->libraries);
+        } else if (m->functions && n->nlibraries == 0) {
+            len = strlen(n->mode_why);
+            snprintf(n->mode_why + len, sizeof n->mode_why - len,
+                     "; not loaded here yet (the first operation loads "
+                     "it)");
+        }
+        if (unknown != 0) {
+            need_names(n, unknown, MAY_UNKNOWN, names, sizeof names);
+            len = strlen(n->mode_why);
+            snprintf(n->mode_why + len, sizeof n->mode_why - len,
+                     " (whether this user may run %s is unknown)", names);
+        }
+        return true;
+    }
+    n->mode = "none";
+    need_names(n, missing, MAY_NO, names, sizeof names);
+    if (m->functions && (missing & NEED(N_FUNCTION_LOAD)))
+        snprintf(n->mode_why, sizeof n->mode_why, "the URL's mode, "
+                 "functions (scripts=functions), needs %s, which this user "
+                 "may not run, and no redislock Function library is loaded "
+                 "here", names);
+    else
+        snprintf(n->mode_why, sizeof n->mode_why, "the URL's mode, %s, "
+                 "needs %s, which this user may not run", m->name, names);
+    snprintf(n->mode_fix, sizeof n->mode_fix, "give the user %s "
+             "(doc/acl.md)%s", m->give,
+             m->functions ? ", or have an administrator load the library"
+                          : "");
+    return true;
+}
+
+/* ------------------------------------------------------------------------
+ * The round trip */
+
+static int compare_ll(const void *a, const void *b)
+{
+    long long x = *(const long long *)a, y = *(const long long *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+/* PINGS PINGs, one after the other: their median and 99th percentile
+ * (nearest rank).  A refused PING is a round trip too.  False when the
+ * connection died. */
+static bool measure(struct node *n, redisContext *c)
+{
+    long long t[PINGS];
+    const char *argv[1] = { "PING" };
+    redisReply *r;
+    long long start;
+    int i;
+
+    for (i = 0; i < PINGS; i++) {
+        start = now_ns();
+        r = command(c, n->t->command_ms, 1, argv, n->error, sizeof n->error);
+        if (r == NULL)
+            return false;
+        t[i] = now_ns() - start;
+        freeReplyObject(r);
+    }
+    qsort(t, PINGS, sizeof t[0], compare_ll);
+    n->pings = PINGS;
+    n->median_ms = (double)(t[PINGS / 2 - 1] + t[PINGS / 2]) / 2e6;
+    n->p99_ms = (double)t[(PINGS * 99 + 99) / 100 - 1] / 1e6;
+    return true;
+}
+
+/* The same through the library, for a server the check cannot open a
+ * connection to itself (rediss://): redislock_client_ping(), which on a
+ * Cluster reads the slot map. */
+static bool measure_library(struct node *n)
+{
+    long long t[PINGS];
+    long long start;
+    int i, st;
+
+    for (i = 0; i < PINGS; i++) {
+        start = now_ns();
+        st = redislock_client_ping(n->t->client, n->error, sizeof n->error);
+        if (st != REDISLOCK_OK)
+            return false;
+        t[i] = now_ns() - start;
+    }
+    qsort(t, PINGS, sizeof t[0], compare_ll);
+    n->pings = PINGS;
+    n->median_ms = (double)(t[PINGS / 2 - 1] + t[PINGS / 2]) / 2e6;
+    n->p99_ms = (double)t[(PINGS * 99 + 99) / 100 - 1] / 1e6;
+    return true;
+}
+
+/* ------------------------------------------------------------------------
+ * Finding the servers */
+
+/* The master the sentinels of T name, added to K; false when memory ran
+ * out.  If none answers, a node that says so (unreached). */
+static bool ask_sentinels(struct check *k, struct target *t)
+{
+    const char *argv[3] = { "SENTINEL", "GET-MASTER-ADDR-BY-NAME", t->master };
+    char err[320] = "", addr[96], port[16], host[64];
+    struct node *n;
+    redisContext *c;
+    redisReply *r;
+    bool oom = false;
+    size_t i;
+
+    for (i = 0; i < t->nhosts; i++) {
+        c = dial(&t->hosts[i], t, true, err, sizeof err);
+        if (c == NULL)
+            continue;
+        r = command(c, t->command_ms, 3, argv, err, sizeof err);
+        redisFree(c);
+        if (r == NULL)
+            continue;
+        address(t->hosts[i].host, t->hosts[i].port, addr, sizeof addr);
+        if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+            r->element[0]->type == REDIS_REPLY_STRING &&
+            r->element[1]->type == REDIS_REPLY_STRING) {
+            copy_text(host, sizeof host, r->element[0]->str,
+                      (size_t)r->element[0]->len);
+            copy_text(port, sizeof port, r->element[1]->str,
+                      (size_t)r->element[1]->len);
+            freeReplyObject(r);
+            n = add_node(k, t, host, atoi(port), &oom);
+            if (n != NULL) {
+                n->master = true;
+                n->found = FOUND_SENTINEL;
+                snprintf(n->via, sizeof n->via, "the master sentinel %s "
+                         "names for %s", addr, t->master);
+            }
+            return !oom;
+        }
+        if (is_error(r)) {
+            char text[200];
+
+            reply_text(r, text, sizeof text);
+            snprintf(err, sizeof err, "sentinel %s refused: %s", addr, text);
+        } else {
+            snprintf(err, sizeof err, "sentinel %s knows no master %s", addr,
+                     t->master);
+        }
+        freeReplyObject(r);
+    }
+    address(t->hosts[0].host, t->hosts[0].port, addr, sizeof addr);
+    n = add_node(k, t, addr, -1, &oom);   /* port -1: not an address */
+    if (n != NULL) {
+        n->master = true;
+        n->found = FOUND_SENTINEL;
+        snprintf(n->via, sizeof n->via, "the master %s, which no sentinel "
+                 "named", t->master);
+        snprintf(n->error, sizeof n->error, "no sentinel named the master "
+                 "(%s)", err);
+    }
+    return !oom;
+}
+
+/* Add the node of an element of CLUSTER SLOTS ([host, port, id, ...]),
+ * asked of SEED.  False when memory ran out. */
+static bool add_slot_node(struct check *k, struct target *t,
+                          const redisReply *e, const struct hostport *seed,
+                          bool master, const char *master_addr)
+{
+    char host[64];
+    struct node *n;
+    bool oom = false;
+
+    if (e->type != REDIS_REPLY_ARRAY || e->elements < 2 ||
+        e->element[0]->type != REDIS_REPLY_STRING ||
+        e->element[1]->type != REDIS_REPLY_INTEGER)
+        return true;
+    copy_text(host, sizeof host, e->element[0]->str,
+              (size_t)e->element[0]->len);
+    if (strcmp(host, "?") == 0)
+        return true;                  /* an endpoint it does not know */
+    n = add_node(k, t, host[0] ? host : seed->host,
+                 (int)e->element[1]->integer, &oom);
+    if (n != NULL) {
+        n->master = master;
+        n->found = master ? FOUND_SLOTS : FOUND_REPLICA;
+        if (master)
+            snprintf(n->via, sizeof n->via, "a master in the Cluster's "
+                     "slot map");
+        else
+            snprintf(n->via, sizeof n->via, "a replica of %s in the "
+                     "Cluster's slot map", master_addr);
+    }
+    return !oom;
+}
+
+/* Every master and replica of T's Cluster, from the first seed whose
+ * CLUSTER SLOTS answers; false when memory ran out.  If none answers, a
+ * node that says so (unreached). */
+static bool read_slots(struct check *k, struct target *t)
+{
+    const char *argv[2] = { "CLUSTER", "SLOTS" };
+    char err[320] = "", addr[96], maddr[96], text[200];
+    const redisReply *e, *m;
+    struct node *n;
+    redisContext *c;
+    redisReply *r;
+    bool oom = false;
+    size_t i, j, s;
+
+    for (i = 0; i < t->nhosts; i++) {
+        c = dial(&t->hosts[i], t, false, err, sizeof err);
+        if (c == NULL)
+            continue;
+        r = command(c, t->command_ms, 2, argv, err, sizeof err);
+        redisFree(c);
+        if (r == NULL)
+            continue;
+        address(t->hosts[i].host, t->hosts[i].port, addr, sizeof addr);
+        if (r->type != REDIS_REPLY_ARRAY || r->elements == 0) {
+            if (is_error(r)) {
+                reply_text(r, text, sizeof text);
+                snprintf(err, sizeof err, "%s refused CLUSTER SLOTS: %s",
+                         addr, text);
+            } else {
+                snprintf(err, sizeof err, "%s has no slot map", addr);
+            }
+            freeReplyObject(r);
+            continue;
+        }
+        for (s = 0; s < r->elements; s++) {
+            e = r->element[s];
+            if (e->type != REDIS_REPLY_ARRAY || e->elements < 3)
+                continue;
+            m = e->element[2];
+            if (!add_slot_node(k, t, m, &t->hosts[i], true, NULL))
+                goto oom;
+            if (m->type == REDIS_REPLY_ARRAY && m->elements >= 2 &&
+                m->element[0]->type == REDIS_REPLY_STRING &&
+                m->element[1]->type == REDIS_REPLY_INTEGER) {
+                copy_text(text, sizeof text, m->element[0]->str,
+                          (size_t)m->element[0]->len);
+                address(text[0] ? text : t->hosts[i].host,
+                        (int)m->element[1]->integer, maddr, sizeof maddr);
+            } else {
+                snprintf(maddr, sizeof maddr, "a master");
+            }
+            for (j = 3; j < e->elements; j++)
+                if (!add_slot_node(k, t, e->element[j], &t->hosts[i], false,
+                                   maddr))
+                    goto oom;
+        }
+        freeReplyObject(r);
+        return true;
+oom:
+        freeReplyObject(r);
+        return false;
+    }
+    address(t->hosts[0].host, t->hosts[0].port, addr, sizeof addr);
+    n = add_node(k, t, addr, -1, &oom);
+    if (n != NULL) {
+        n->master = true;
+        n->found = FOUND_SLOTS;
+        snprintf(n->via, sizeof n->via, "the Cluster's seeds");
+        snprintf(n->error, sizeof n->error, "no seed gave the slot map (%s)",
+                 err);
+    }
+    return !oom;
+}
+
+/* The servers of target T, added to K; false when memory ran out. */
+static bool find_servers(struct check *k, struct target *t, int ntargets)
+{
+    struct node *n;
+    char addr[96];
+    bool oom = false;
+
+    if (t->tls) {
+        address(t->hosts[0].host, t->hosts[0].port, addr, sizeof addr);
+        n = add_node(k, t, t->hosts[0].host, t->hosts[0].port, &oom);
+        if (n != NULL) {
+            n->master = true;
+            n->found = FOUND_TLS;
+            if (t->sentinel)
+                snprintf(n->via, sizeof n->via, "the master the sentinels "
+                         "(%s, ...) name for %s, over TLS", addr, t->master);
+            else if (t->cluster)
+                snprintf(n->via, sizeof n->via, "the Cluster seeded by %s, "
+                         "over TLS", addr);
+            else
+                snprintf(n->via, sizeof n->via, "over TLS");
+        }
+        return !oom;
+    }
+    if (t->sentinel)
+        return ask_sentinels(k, t);
+    if (t->cluster)
+        return read_slots(k, t);
+    n = add_node(k, t, t->hosts[0].host, t->hosts[0].port, &oom);
+    if (n != NULL) {
+        n->master = true;
+        n->found = FOUND_URL;
+        if (ntargets > 1)
+            snprintf(n->via, sizeof n->via, "master %d of the quorum's %d",
+                     t->index, ntargets);
+        else
+            snprintf(n->via, sizeof n->via, "the URL's server");
+    }
+    return !oom;
+}
+
+/* ------------------------------------------------------------------------
+ * Checking one server */
+
+/* Read everything of N over a connection of the check's own. */
+static void inspect(struct node *n)
+{
+    const char *info_argv[1] = { "INFO" };
+    const char *cluster_argv[2] = { "CLUSTER", "INFO" };
+    char text[200], why[300];
+    redisContext *c;
+    redisReply *r;
+
+    c = dial(&n->at, n->t, false, n->error, sizeof n->error);
+    if (c == NULL)
+        return;
+    r = command(c, n->t->command_ms, 1, info_argv, n->error, sizeof n->error);
+    if (r == NULL)
+        goto out;
+    if (r->type == REDIS_REPLY_STRING && r->str != NULL) {
+        read_info(n, r->str);
+    } else {
+        reply_text(r, text, sizeof text);
+        snprintf(why, sizeof why, "INFO was refused (%s): the version, the "
+                 "role and the replicas are unknown", text);
+        unread(n, why);
+    }
+    freeReplyObject(r);
+    if (!read_config(n, c))
+        goto out;
+    if (n->master && strcmp(n->role, "slave") != 0 && !probe_access(n, c))
+        goto out;
+    if (n->cluster_mode && n->master) {
+        r = command(c, n->t->command_ms, 2, cluster_argv, n->error,
+                    sizeof n->error);
+        if (r == NULL)
+            goto out;
+        if (r->type == REDIS_REPLY_STRING && r->str != NULL)
+            info_get(r->str, "cluster_state", n->cluster_state,
+                     sizeof n->cluster_state);
+        freeReplyObject(r);
+    }
+    if (!measure(n, c))
+        goto out;
+    n->reached = true;
+out:
+    redisFree(c);
+}
+
+/* A rediss:// server: only what the library tells. */
+static void inspect_library(struct node *n)
+{
+    if (!measure_library(n))
+        return;
+    n->reached = true;
+    snprintf(n->product, sizeof n->product, "unknown");
+}
+
+/* ------------------------------------------------------------------------
+ * Judging */
+
+/* BYTES as text: "100.0 MiB". */
+static void size_text(long long bytes, char *buf, size_t size)
+{
+    static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+    double v = (double)bytes;
+    int u = 0;
+
+    while (v >= 1024 && u < 4) {
+        v /= 1024;
+        u++;
+    }
+    if (u == 0)
+        snprintf(buf, size, "%lld B", bytes);
+    else
+        snprintf(buf, size, "%.1f %s", v, units[u]);
+}
+
+/* PART of WHOLE as a percentage: "12%", "0.35%", "under 0.01%". */
+static void percent_text(double part, double whole, char *buf, size_t size)
+{
+    double p = part * 100 / whole;
+
+    if (p < 0.01)
+        snprintf(buf, size, "under 0.01%%");
+    else if (p < 10)
+        snprintf(buf, size, "%.2f%%", p);
+    else
+        snprintf(buf, size, "%.0f%%", p);
+}
+
+/* "on this replica (a failover may promote it)", for the findings that
+ * matter once a replica is the master. */
+static const char *promoted(const struct node *n)
+{
+    return n->master ? "" : " (on this replica, once a failover makes it "
+                            "the master)";
+}
+
+static void judge_persistence(struct node *n)
+{
+    if (n->aof_failed)
+        finding(n, true, "the last AOF write failed (aof_last_write_status): "
+                "Redis refuses writes, lock acquires included, until one "
+                "succeeds; see the server's log (disk full? permissions?)");
+    if (n->rdb_failed && n->rdb != 0)
+        finding(n, true, "the last RDB snapshot failed "
+                "(rdb_last_bgsave_status): Redis refuses writes, lock "
+                "acquires included, while snapshots fail "
+                "(stop-writes-on-bgsave-error); see the server's log");
+    if (n->aof == 1) {
+        if (strcmp(n->appendfsync, "no") == 0)
+            finding(n, true, "appendfsync no: the kernel writes the AOF to "
+                    "disk when it likes (about every 30 s), so a machine "
+                    "crash loses that much of the locks and fencing "
+                    "counters%s; set appendfsync everysec (or always)",
+                    promoted(n));
+        return;
+    }
+    if (n->aof == 0 && n->rdb == 0)
+        finding(n, true, "no persistence (appendonly no, no RDB save "
+                "points): a restart forgets every lock, and fencing counters "
+                "start again from 0, so tokens go backwards%s; set "
+                "appendonly yes (with appendfsync everysec or always)",
+                promoted(n));
+    else if (n->aof == 0 && n->rdb == 1)
+        finding(n, true, "RDB snapshots only (save \"%s\", appendonly no): a "
+                "restart forgets the locks taken since the last snapshot, "
+                "and fencing counters go back to it%s; set appendonly yes "
+                "(with appendfsync everysec or always)", n->save,
+                promoted(n));
+    else if (n->aof == 0)
+        finding(n, true, "no AOF (appendonly no; the RDB save points are "
+                "unknown): a restart forgets the locks taken since the last "
+                "snapshot, if there is one, and fencing counters go back%s; "
+                "set appendonly yes (with appendfsync everysec or always)",
+                promoted(n));
+    else
+        finding(n, false, "persistence is unknown (neither INFO nor CONFIG "
+                "GET answered): a server without AOF forgets its locks when "
+                "it restarts; make sure appendonly is yes");
+}
+
+static void judge_memory(struct node *n)
+{
+    char max[32], used[32];
+    bool evicting = n->policy[0] != '\0' &&
+                    strcmp(n->policy, "noeviction") != 0;
+
+    size_text(n->maxmemory, max, sizeof max);
+    if (evicting && n->maxmemory > 0) {
+        if (strncmp(n->policy, "volatile-", 9) == 0)
+            finding(n, true, "maxmemory-policy %s with maxmemory %s: when "
+                    "memory runs short Redis evicts keys that have an "
+                    "expiry, and every lock key has one, so another owner "
+                    "gets the lock while the first still works%s; set "
+                    "maxmemory-policy noeviction (a full server then "
+                    "refuses new locks, which callers see as an error)",
+                    n->policy, max, promoted(n));
+        else
+            finding(n, true, "maxmemory-policy %s with maxmemory %s: when "
+                    "memory runs short Redis evicts any key, lock keys "
+                    "(another owner then gets the lock while the first "
+                    "still works) and fencing counters (tokens go "
+                    "backwards)%s; set maxmemory-policy noeviction (a full "
+                    "server then refuses new locks, which callers see as an "
+                    "error)", n->policy, max, promoted(n));
+    } else if (evicting && n->maxmemory == 0) {
+        finding(n, false, "maxmemory-policy %s does nothing while maxmemory "
+                "is 0 (no limit), but would evict lock keys once a limit is "
+                "set; set maxmemory-policy noeviction", n->policy);
+    } else if (!evicting && n->maxmemory > 0 && n->used_memory >= 0 &&
+               n->used_memory >= n->maxmemory / 100 * MEMORY_FULL_PERCENT) {
+        size_text(n->used_memory, used, sizeof used);
+        finding(n, true, "memory is %lld%% full (used_memory %s of "
+                "maxmemory %s, noeviction): once it is full Redis refuses "
+                "new locks (OOM); raise maxmemory or free memory",
+                n->used_memory * 100 / n->maxmemory, used, max);
+    }
+    if (n->policy[0] == '\0' || n->maxmemory < 0)
+        unread(n, "maxmemory or its policy is unknown");
+}
+
+static void judge_replication(struct node *n)
+{
+    char addr[96];
+    int i;
+
+    if (!n->master) {
+        if (strcmp(n->master_link, "down") == 0) {
+            if (n->link_down_s >= 0)
+                finding(n, true, "this replica's link to its master is down "
+                        "(for %lld s): it gets none of the new locks, and a "
+                        "failover to it would lose them; see both servers' "
+                        "logs", n->link_down_s);
+            else
+                finding(n, true, "this replica's link to its master is down: "
+                        "it gets none of the new locks, and a failover to "
+                        "it would lose them; see both servers' logs");
+        }
+        return;
+    }
+    for (i = 0; i < n->nreplicas; i++) {
+        const struct replica_view *v = &n->replicas[i];
+
+        address(v->host, v->port, addr, sizeof addr);
+        if (v->state[0] && strcmp(v->state, "online") != 0)
+            finding(n, true, "replica %s is not in sync (state %s): it has "
+                    "not got the locks yet, and a failover to it now would "
+                    "lose them", addr, v->state);
+        else if (v->lag >= LAG_WARN_S) {
+            if (v->behind > 0)
+                finding(n, true, "replica %s last acknowledged %lld s ago "
+                        "and is %lld bytes behind: it is stopped, "
+                        "overloaded or cut off, and a failover to it now "
+                        "would lose the newest locks; find out why",
+                        addr, v->lag, v->behind);
+            else
+                finding(n, true, "replica %s last acknowledged %lld s ago: "
+                        "it is stopped, overloaded or cut off, and a "
+                        "failover to it would lose the locks it has not "
+                        "got; find out why", addr, v->lag);
+        }
+    }
+    if (n->good_replicas >= 0 && n->min_replicas > 0 &&
+        n->min_replicas_lag != 0 && n->good_replicas < n->min_replicas)
+        finding(n, true, "min-replicas-to-write is %lld, but %lld replica%s "
+                "acknowledged within min-replicas-max-lag: Redis refuses "
+                "writes (NOREPLICAS), lock acquires included; bring the "
+                "replicas back, or lower min-replicas-to-write",
+                n->min_replicas, n->good_replicas,
+                n->good_replicas == 1 ? "" : "s");
+    if (n->connected_replicas > 0 && n->min_replicas == 0)
+        finding(n, true, "%lld replica%s and min-replicas-to-write 0: the "
+                "master grants a lock before any replica has it, so after "
+                "a failover the new master can grant it again; set "
+                "min-replicas-to-write 1 and min-replicas-max-lag 10 (or "
+                "have the library wait for replicas: "
+                "redislock_set_min_replicas())", n->connected_replicas,
+                n->connected_replicas == 1 ? "" : "s");
+    else if (n->t->sentinel && n->connected_replicas == 0)
+        finding(n, true, "no replica is connected: Sentinel has nothing to "
+                "fail over to, and the locks live on this server alone; "
+                "check the replicas");
+}
+
+static void judge_access(struct node *n)
+{
+    bool have_replicas = n->connected_replicas > 0;
+
+    if (strcmp(n->mode, "none") == 0) {
+        if (!n->t->functions && n->eval_error[0] && n->may[N_EVAL] == MAY_NO)
+            finding(n, true, "EVAL is refused here (%s): no lock operation "
+                    "can run, every one being a script; give the user "
+                    "+evalsha +eval (doc/acl.md), or enable scripting",
+                    n->eval_error);
+        else
+            finding(n, true, "%s: no lock operation can run; %s",
+                    n->mode_why, n->mode_fix);
+    }
+    if (n->may[N_BLPOP] == MAY_NO)
+        finding(n, true, "the user may not run BLPOP: waiters "
+                "(redislock -w, redislock_acquire_wait()) poll instead of "
+                "being woken, and may lose their place in line; give the "
+                "user +blpop (doc/acl.md)");
+    if (n->may[N_WAIT] == MAY_NO)
+        finding(n, have_replicas, "the user may not run WAIT: replica "
+                "acknowledgement (redislock_set_min_replicas()) fails here%s; "
+                "give the user +wait if you use it",
+                have_replicas ? ", though this master has replicas" : "");
+    if (n->may[N_SELECT] == MAY_NO)
+        finding(n, true, "the user may not run SELECT, which the library "
+                "sends on each new connection for the URL's database %lld: "
+                "every connection is refused; give the user +select",
+                n->t->db);
+    if (n->may[N_ROLE] == MAY_NO)
+        finding(n, true, "the user may not run ROLE, which the library "
+                "sends on each new connection to the master the sentinels "
+                "name (to make sure it is one): every connection is "
+                "refused; give the user +role");
+    if (n->may[N_CLUSTER_SLOTS] == MAY_NO || n->may[N_ASKING] == MAY_NO)
+        finding(n, true, "the user may not run %s, which the library needs "
+                "on a Cluster (the slot map, and keys that are moving); "
+                "give the user +cluster|slots +asking",
+                n->may[N_CLUSTER_SLOTS] == MAY_NO ? "CLUSTER SLOTS"
+                                                  : "ASKING");
+}
+
+/* What N's facts mean, against a lease of LEASE_MS. */
+static void judge(struct node *n, long long lease_ms)
+{
+    char addr[96], share[32];
+
+    if (!n->reached)
+        return;
+    if (n->found == FOUND_TLS) {
+        finding(n, true, "over TLS the check reaches the server only "
+                "through the library: it answers, but its version, "
+                "persistence, memory policy, replicas and this user's "
+                "permissions were not read; check them with redis-cli --tls "
+                "(INFO, CONFIG GET)");
+    }
+    if (n->major >= 0 && n->major < 6 && strcmp(n->product, "Valkey") != 0)
+        finding(n, true, "%s %s is older than 6.0, which the library needs; "
+                "upgrade the server", n->product, n->version);
+    else if (n->master && n->major >= 0 && n->major < 7 &&
+             strcmp(n->product, "Valkey") != 0)
+        finding(n, false, "before 7.0 a script cannot check the user's "
+                "permissions before its first write, so a user given only "
+                "some of a feature's commands can see a lock script refused "
+                "half-way (doc/acl.md); give each feature's commands whole");
+    if (n->master && strcmp(n->role, "slave") == 0) {
+        address(n->master_host, n->master_port, addr, sizeof addr);
+        if (n->found == FOUND_SENTINEL)
+            finding(n, true, "the sentinels name this server as the master, "
+                    "but it is a replica (of %s): a failover is under way, "
+                    "or the sentinels are out of date", addr);
+        else
+            finding(n, true, "this server is a replica (of %s): it refuses "
+                    "lock writes (READONLY); use its master's URL", addr);
+    }
+    if (n->cluster_mode && !n->t->cluster && n->found != FOUND_TLS)
+        finding(n, true, "this server is a Redis Cluster node: add "
+                "?cluster=1 to the URL, so that each lock goes to the "
+                "master of its key's slot");
+    if (n->cluster_state[0] && strcmp(n->cluster_state, "ok") != 0)
+        finding(n, true, "the Cluster's state is %s (CLUSTER INFO): it "
+                "refuses commands, lock operations included, until it is ok "
+                "again", n->cluster_state);
+    if (n->found != FOUND_TLS) {
+        if (n->master && n->mode != NULL)
+            judge_access(n);
+        judge_persistence(n);
+        judge_memory(n);
+        judge_replication(n);
+    }
+    if (n->master && n->pings > 0 &&
+        n->p99_ms * RTT_SHARE >= (double)lease_ms) {
+        percent_text(n->p99_ms, (double)lease_ms, share, sizeof share);
+        finding(n, true, "the round trip's 99th percentile, %.3f ms, is %s "
+                "of the %lld ms lease (a warning from %d%%): renewals, and "
+                "a quorum's decisions, may not finish in time; use a longer "
+                "lease (-e, redislock_set_expire_ms()) or a server closer to "
+                "the clients", n->p99_ms, share, lease_ms, 100 / RTT_SHARE);
+    }
+    if (n->unread[0])
+        finding(n, false, "could not read everything: %s", n->unread);
+}
+
+/* ------------------------------------------------------------------------
+ * Reporting */
+
+static const char *may_text(int may)
+{
+    return may == MAY_YES ? "yes" : may == MAY_NO ? "no" : "unknown";
+}
+
+static void persistence_text(const struct node *n, char *buf, size_t size)
+{
+    if (n->aof == 1)
+        snprintf(buf, size, "AOF, appendfsync %s; RDB snapshots %s",
+                 n->appendfsync[0] ? n->appendfsync : "unknown",
+                 n->rdb == 1 ? "on" : n->rdb == 0 ? "off" : "unknown");
+    else if (n->aof == 0 && n->rdb == 1)
+        snprintf(buf, size, "RDB snapshots only (save \"%s\")", n->save);
+    else if (n->aof == 0 && n->rdb == 0)
+        snprintf(buf, size, "none");
+    else if (n->aof == 0)
+        snprintf(buf, size, "no AOF; RDB snapshots unknown");
+    else
+        snprintf(buf, size, "unknown");
+}
+
+/* The role as shown: master, replica, or what INFO said. */
+static const char *role_text(const struct node *n)
+{
+    if (strcmp(n->role, "slave") == 0)
+        return "replica";
+    if (n->role[0])
+        return n->role;
+    return n->master ? "master" : "replica";
+}
+
+static void print_node_text(const struct node *n, const char *origin,
+                            long long lease_ms)
+{
+    char addr[96], buf[256];
+    size_t len;
+    int i;
+
+    address(n->at.host, n->at.port, addr, sizeof addr);
+    printf("\n%s (%s: %s)\n", addr, n->master ? "master" : "replica",
+           n->via);
+    if (!n->reached) {
+        printf("  cannot be reached: %s%s\n", n->error,
+               n->master && n->found != FOUND_REPLICA ? origin : "");
+        for (i = 0; i < n->nfindings; i++)
+            printf("  %s: %s\n", n->findings[i].warn ? "warning" : "note",
+                   n->findings[i].text);
+        return;
+    }
+    if (n->found != FOUND_TLS) {
+        if (n->product[0] == '\0')
+            printf("  server:      unknown (INFO was refused)\n");
+        else
+            printf("  server:      %s %s, %s%s\n", n->product,
+                   n->version[0] ? n->version : "(version unknown)",
+                   role_text(n), n->cluster_mode ? " in a Cluster" : "");
+        if (n->mode != NULL) {
+            printf("  mode:        %s: %s\n", n->mode, n->mode_why);
+            buf[0] = '\0';
+            for (i = 0; i < NEEDS; i++) {
+                if (n->may[i] == MAY_UNUSED)
+                    continue;
+                len = strlen(buf);
+                snprintf(buf + len, sizeof buf - len, "%s%s %s",
+                         len ? ", " : "", needs[i].name, may_text(n->may[i]));
+            }
+            printf("  may run:     %s\n", buf);
+        }
+        persistence_text(n, buf, sizeof buf);
+        printf("  persistence: %s\n", buf);
+        if (n->maxmemory == 0)
+            snprintf(buf, sizeof buf, "no maxmemory");
+        else if (n->maxmemory > 0)
+            size_text(n->maxmemory, buf, sizeof buf);
+        else
+            snprintf(buf, sizeof buf, "maxmemory unknown");
+        printf("  memory:      %s%s, maxmemory-policy %s\n",
+               n->maxmemory > 0 ? "maxmemory " : "", buf,
+               n->policy[0] ? n->policy : "unknown");
+        if (strcmp(n->role, "slave") == 0) {
+            address(n->master_host, n->master_port, buf, sizeof buf);
+            printf("  replication: replica of %s, link %s\n", buf,
+                   n->master_link[0] ? n->master_link : "unknown");
+        } else if (n->connected_replicas == 0) {
+            printf("  replication: no replicas");
+        } else if (n->connected_replicas > 0) {
+            printf("  replication: %lld replica%s", n->connected_replicas,
+                   n->connected_replicas == 1 ? "" : "s");
+        }
+        if (strcmp(n->role, "slave") != 0 && n->connected_replicas >= 0) {
+            for (i = 0; i < n->nreplicas; i++) {
+                address(n->replicas[i].host, n->replicas[i].port, buf,
+                        sizeof buf);
+                printf("%s %s %s, lag %lld s", i ? ";" : ":", buf,
+                       n->replicas[i].state, n->replicas[i].lag);
+                if (n->replicas[i].behind >= 0)
+                    printf(", %lld bytes behind", n->replicas[i].behind);
+            }
+            if (n->min_replicas >= 0)
+                printf("; min-replicas-to-write %lld", n->min_replicas);
+            else if (n->min_replicas == -2)
+                printf("; min-replicas-to-write on");
+            else
+                printf("; min-replicas-to-write unknown");
+            printf("\n");
+        }
+    }
+    if (n->pings > 0) {
+        percent_text(n->p99_ms, (double)lease_ms, buf, sizeof buf);
+        printf("  round trip:  median %.3f ms, p99 %.3f ms over %d PINGs%s "
+               "(p99 is %s of the %lld ms lease)\n", n->median_ms,
+               n->p99_ms, n->pings,
+               n->found == FOUND_TLS ? " through the library" : "", buf,
+               lease_ms);
+    }
+    for (i = 0; i < n->nfindings; i++)
+        printf("  %s: %s\n", n->findings[i].warn ? "warning" : "note",
+               n->findings[i].text);
+}
+
+/* Fields of --json: "name":value, each after a comma but the first. */
+static void json_key(const char *name, bool *first)
+{
+    printf("%s\"%s\":", *first ? "" : ",", name);
+    *first = false;
+}
+
+static void json_str_or_null(const char *s)
+{
+    if (s != NULL && s[0] != '\0')
+        cli_json_string(s);
+    else
+        printf("null");
+}
+
+static void json_num_or_null(long long v)
+{
+    if (v >= 0)
+        printf("%lld", v);
+    else
+        printf("null");
+}
+
+static const char *found_name(enum found f)
+{
+    switch (f) {
+    case FOUND_URL:
+        return "url";
+    case FOUND_SENTINEL:
+        return "sentinel";
+    case FOUND_SLOTS:
+        return "cluster";
+    case FOUND_REPLICA:
+        return "replica";
+    case FOUND_TLS:
+    default:
+        return "tls";
+    }
+}
+
+static void print_node_json(const struct node *n)
+{
+    char addr[96];
+    bool first = true, f2;
+    int i;
+
+    address(n->at.host, n->at.port, addr, sizeof addr);
+    printf("{");
+    json_key("address", &first);
+    cli_json_string(addr);
+    json_key("url", &first);
+    printf("%d", n->t->index);
+    json_key("expected_role", &first);
+    printf("\"%s\"", n->master ? "master" : "replica");
+    json_key("found", &first);
+    printf("\"%s\"", found_name(n->found));
+    json_key("via", &first);
+    cli_json_string(n->via);
+    json_key("reached", &first);
+    printf("%s", n->reached ? "true" : "false");
+    json_key("error", &first);
+    json_str_or_null(n->reached ? NULL : n->error);
+    if (n->reached && n->found != FOUND_TLS) {
+        json_key("server", &first);
+        json_str_or_null(n->product[0] ? n->product : NULL);
+        json_key("version", &first);
+        json_str_or_null(n->version);
+        json_key("role", &first);
+        json_str_or_null(n->role[0] ? role_text(n) : NULL);
+        json_key("cluster", &first);
+        printf("%s", n->cluster_mode ? "true" : "false");
+        json_key("mode", &first);
+        json_str_or_null(n->mode);
+        json_key("mode_reason", &first);
+        json_str_or_null(n->mode ? n->mode_why : NULL);
+        json_key("may_run", &first);
+        if (n->mode == NULL) {
+            printf("null");
+        } else {
+            f2 = true;
+            printf("{");
+            for (i = 0; i < NEEDS; i++) {
+                if (n->may[i] == MAY_UNUSED)
+                    continue;
+                json_key(needs[i].json, &f2);
+                printf("%s", n->may[i] == MAY_YES ? "true"
+                             : n->may[i] == MAY_NO ? "false" : "null");
+            }
+            printf("}");
+        }
+        json_key("function_libraries", &first);
+        if (n->nlibraries < 0) {
+            printf("null");
+        } else {
+            const char *p = n->libraries;
+            char name[64];
+            size_t len;
+
+            printf("[");
+            while (*p) {
+                len = strcspn(p, ",");
+                copy_text(name, sizeof name, p, len);
+                printf("%s", p == n->libraries ? "" : ",");
+                cli_json_string(name);
+                p += len;
+                while (*p == ',' || *p == ' ')
+                    p++;
+            }
+            printf("]");
+        }
+        json_key("aof", &first);
+        printf("%s", n->aof == 1 ? "true" : n->aof == 0 ? "false" : "null");
+        json_key("appendfsync", &first);
+        json_str_or_null(n->appendfsync);
+        json_key("rdb", &first);
+        printf("%s", n->rdb == 1 ? "true" : n->rdb == 0 ? "false" : "null");
+        json_key("save", &first);
+        if (n->rdb >= 0)
+            cli_json_string(n->save);
+        else
+            printf("null");
+        json_key("maxmemory", &first);
+        json_num_or_null(n->maxmemory);
+        json_key("maxmemory_policy", &first);
+        json_str_or_null(n->policy);
+        json_key("used_memory", &first);
+        json_num_or_null(n->used_memory);
+        json_key("min_replicas_to_write", &first);
+        json_num_or_null(n->min_replicas);
+        json_key("replicas", &first);
+        printf("[");
+        for (i = 0; i < n->nreplicas; i++) {
+            address(n->replicas[i].host, n->replicas[i].port, addr,
+                    sizeof addr);
+            f2 = true;
+            printf("%s{", i ? "," : "");
+            json_key("address", &f2);
+            cli_json_string(addr);
+            json_key("state", &f2);
+            json_str_or_null(n->replicas[i].state);
+            json_key("lag_s", &f2);
+            json_num_or_null(n->replicas[i].lag);
+            json_key("behind_bytes", &f2);
+            json_num_or_null(n->replicas[i].behind);
+            printf("}");
+        }
+        printf("]");
+        json_key("master", &first);
+        if (strcmp(n->role, "slave") == 0) {
+            address(n->master_host, n->master_port, addr, sizeof addr);
+            f2 = true;
+            printf("{");
+            json_key("address", &f2);
+            cli_json_string(addr);
+            json_key("link", &f2);
+            json_str_or_null(n->master_link);
+            printf("}");
+        } else {
+            printf("null");
+        }
+    }
+    json_key("rtt_ms", &first);
+    if (n->pings > 0)
+        printf("{\"pings\":%d,\"median\":%.3f,\"p99\":%.3f}", n->pings,
+               n->median_ms, n->p99_ms);
+    else
+        printf("null");
+    json_key("findings", &first);
+    printf("[");
+    for (i = 0; i < n->nfindings; i++) {
+        printf("%s{\"level\":\"%s\",\"text\":", i ? "," : "",
+               n->findings[i].warn ? "warning" : "note");
+        cli_json_string(n->findings[i].text);
+        printf("}");
+    }
+    printf("]}");
+}
+
+/* ------------------------------------------------------------------------
+ * The check */
+
+struct check *check_new(const char *const *urls, int n)
+{
+    struct check *k;
+    char err[256];
+    int i;
+
+    if (n < 1 || n > (int)(sizeof k->targets / sizeof k->targets[0]))
+        return NULL;
+    k = calloc(1, sizeof *k);
+    if (k == NULL)
+        return NULL;
+    k->nodes = calloc(MAX_NODES, sizeof *k->nodes);
+    if (k->nodes == NULL) {
+        free(k);
+        return NULL;
+    }
+    for (i = 0; i < n; i++) {
+        struct target *t = &k->targets[i];
+
+        k->ntargets++;
+        t->index = i + 1;
+        if (!parse_url(urls[i], t))
+            goto oom;
+        /* Over TLS the library is the way in (it has the URL's CA,
+         * certificates and host check); it copies the URL now. */
+        if (t->tls &&
+            redislock_client_open(urls[i], &t->client, err, sizeof err) !=
+                REDISLOCK_OK)
+            goto oom;
+    }
+    return k;
+oom:
+    check_free(k);
+    return NULL;
+}
+
+void check_free(struct check *k)
+{
+    int i;
+
+    if (k == NULL)
+        return;
+    for (i = 0; i < k->nnodes; i++)
+        free(k->nodes[i].at.host);
+    free(k->nodes);
+    for (i = 0; i < k->ntargets; i++)
+        target_clear(&k->targets[i]);
+    free(k);
+}
+
+int check_run(struct check *k, long long lease_ms, bool json,
+              const char *origin)
+{
+    struct sigaction sa;
+    int i, j, warnings = 0, notes = 0, unreachable = 0, rc;
+    bool oom = false, first;
+    struct node *n;
+    char addr[96];
+
+    if (lease_ms <= 0)
+        lease_ms = LIBRARY_LEASE_MS;
+    /* A server that closes the connection must not kill the check with
+     * SIGPIPE (no COMMAND runs in this mode to inherit the change). */
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = SIG_IGN;
+    sigemptyset(&sa.sa_mask);
+    (void)sigaction(SIGPIPE, &sa, NULL);
+
+    for (i = 0; i < k->ntargets && !oom; i++)
+        oom = !find_servers(k, &k->targets[i], k->ntargets);
+    /* Replicas join the list as their masters report them. */
+    for (i = 0; i < k->nnodes && !oom; i++) {
+        n = &k->nodes[i];
+        if (n->error[0] == '\0' && n->found == FOUND_TLS)
+            inspect_library(n);
+        else if (n->error[0] == '\0')
+            inspect(n);
+        if (!n->reached || !n->master)
+            continue;
+        for (j = 0; j < n->nreplicas && !oom; j++) {
+            struct node *r = add_node(k, n->t, n->replicas[j].host,
+                                      n->replicas[j].port, &oom);
+
+            if (r != NULL) {
+                r->master = false;
+                r->found = FOUND_REPLICA;
+                address(n->at.host, n->at.port, addr, sizeof addr);
+                snprintf(r->via, sizeof r->via, "a replica of %s", addr);
+            }
+        }
+    }
+    if (oom) {
+        fprintf(stderr, "redislock: out of memory\n");
+        return CHECK_SYSTEM;
+    }
+    for (i = 0; i < k->nnodes; i++) {
+        n = &k->nodes[i];
+        judge(n, lease_ms);
+        if (!n->reached && n->master) {
+            unreachable++;
+        } else if (!n->reached) {
+            finding(n, true, "this replica cannot be read: it may be "
+                    "stopped or cut off, and a failover to it would lose "
+                    "the locks it has not got");
+        }
+        for (j = 0; j < n->nfindings; j++)
+            if (n->findings[j].warn)
+                warnings++;
+            else
+                notes++;
+    }
+    if (k->full)
+        fprintf(stderr, "redislock: more than %d servers: the rest were "
+                "not checked\n", MAX_NODES);
+    rc = unreachable ? CHECK_UNREACHABLE
+         : warnings ? CHECK_WARNED : CHECK_OK;
+
+    if (json) {
+        printf("{\"lease_ms\":%lld,\"pings\":%d,\"rtt_warning_percent\":%d,"
+               "\"servers\":[", lease_ms, PINGS, 100 / RTT_SHARE);
+        for (i = 0; i < k->nnodes; i++) {
+            if (i)
+                printf(",");
+            print_node_json(&k->nodes[i]);
+        }
+        printf("]");
+        first = false;
+        json_key("warnings", &first);
+        printf("%d", warnings);
+        json_key("notes", &first);
+        printf("%d", notes);
+        json_key("unreachable", &first);
+        printf("%d", unreachable);
+        json_key("exit_status", &first);
+        printf("%d}\n", rc);
+    } else {
+        printf("redislock --check: %d server%s, judged against a %lld ms "
+               "lease%s\n", k->nnodes, k->nnodes == 1 ? "" : "s", lease_ms,
+               lease_ms == LIBRARY_LEASE_MS
+                   ? " (the library's default; -e sets another)" : "");
+        for (i = 0; i < k->nnodes; i++)
+            print_node_text(&k->nodes[i], i == 0 ? origin : "", lease_ms);
+        printf("\n");
+        if (unreachable)
+            printf("%d server%s cannot be reached; ", unreachable,
+                   unreachable == 1 ? "" : "s");
+        if (warnings)
+            printf("%d warning%s", warnings, warnings == 1 ? "" : "s");
+        else
+            printf("no warnings");
+        if (notes)
+            printf(", %d note%s", notes, notes == 1 ? "" : "s");
+        printf(".\n");
+    }
+    if (fflush(stdout) != 0)
+        return CHECK_SYSTEM;
+    return rc;
+}

@@ -1,0 +1,33 @@
+/*
+ * check.h - redislock --check: what cli/check.c offers the rest of the
+ * redislock(1) command.
+ */
+#ifndef REDISLOCK_CLI_CHECK_H
+#define REDISLOCK_CLI_CHECK_H
+
+#include <stdbool.h>
+
+/* The servers to check and what the check found. */
+struct check;
+
+/* A check of the servers of URLS (N of them: one, or a quorum's masters),
+ * which redislock_client_open() or redislock_client_open_quorum() has
+ * accepted.  What the check needs of them (passwords included) is copied,
+ * so the caller may wipe its own copies at once.  NULL when memory ran
+ * out. */
+struct check *check_new(const char *const *urls, int n);
+
+/* Check every server, print what was found on standard output (one JSON
+ * object with JSON), and return the exit status: 0 when nothing needs a
+ * warning, 1 when something does, 69 when a server that locks are taken
+ * on cannot be reached (or refuses the login), 71 when memory ran out.
+ * LEASE_MS is the lease to judge the round trip against (0: the
+ * library's default).  ORIGIN is said after a failure to reach the first
+ * URL's server (where that URL came from; "" for -u). */
+int check_run(struct check *c, long long lease_ms, bool json,
+              const char *origin);
+
+/* Free C (wiping the passwords it copied); NULL is fine. */
+void check_free(struct check *c);
+
+#endif
