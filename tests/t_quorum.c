@@ -34,20 +34,35 @@ static int up[MASTERS];
 static char urls_buf[MASTERS][400];
 static const char *urls[MASTERS];
 
-static redislock_client *quorum_client(void)
+/* A quorum client over the masters, each URL with PARAMS appended
+ * ("&db=1"; "" for none), waiting WAIT_MS for their replies. */
+static redislock_client *quorum_client_with(const char *params,
+                                            long long wait_ms)
 {
+    char buf[MASTERS][420];
+    const char *u[MASTERS];
     redislock_client *cl = NULL;
     char err[512];
+    int i;
 
-    if (redislock_client_open_quorum(urls, MASTERS, &cl, err, sizeof err) !=
+    for (i = 0; i < MASTERS; i++) {
+        snprintf(buf[i], sizeof buf[i], "%s%s", urls[i], params);
+        u[i] = buf[i];
+    }
+    if (redislock_client_open_quorum(u, MASTERS, &cl, err, sizeof err) !=
         REDISLOCK_OK)
         fail_msg("open_quorum: %s", err);
+    assert_int_equal(redislock_client_set_quorum_wait(cl, wait_ms),
+                     REDISLOCK_OK);
+    return cl;
+}
+
+static redislock_client *quorum_client(void)
+{
     /* Masters that are up answer within the wait even on a loaded
      * machine (a CPU hog: make check-stress); the default (a tenth of a
      * lease, 50 ms for the 500 ms default) is test_stopped_masters'. */
-    assert_int_equal(redislock_client_set_quorum_wait(cl, 2000),
-                     REDISLOCK_OK);
-    return cl;
+    return quorum_client_with("", 2000);
 }
 
 /* On how many masters (that are up) KEY exists. */
@@ -378,24 +393,13 @@ static void *pooled_run(void *arg)
 
 static void test_threads_share_one_connection_per_master(void **state)
 {
-    char buf[MASTERS][420];
-    const char *u[MASTERS];
-    redislock_client *cl = NULL;
+    redislock_client *cl;
     struct pooled a[4];
     pthread_t tid[4];
-    char err[512];
     int i, total = 0;
 
     (void)state;
-    for (i = 0; i < MASTERS; i++) {
-        snprintf(buf[i], sizeof buf[i], "%s&pool_size=1", urls[i]);
-        u[i] = buf[i];
-    }
-    if (redislock_client_open_quorum(u, MASTERS, &cl, err, sizeof err) !=
-        REDISLOCK_OK)
-        fail_msg("open_quorum: %s", err);
-    assert_int_equal(redislock_client_set_quorum_wait(cl, 5000),
-                     REDISLOCK_OK);
+    cl = quorum_client_with("&pool_size=1", 5000);
     for (i = 0; i < 4; i++) {
         a[i].cl = cl;
         a[i].ok = 0;
@@ -1000,23 +1004,10 @@ static void stopped_round(redislock_client *cl, int stopped)
  */
 static void fresh_connections_with_stopped_masters(void)
 {
-    char buf[MASTERS][420];
-    const char *u[MASTERS];
-    redislock_client *cl = NULL;
+    redislock_client *cl = quorum_client_with("&db=1", 1000);
     redislock *lock;
-    char err[512];
     long long t0, took;
-    int i;
 
-    for (i = 0; i < MASTERS; i++) {
-        snprintf(buf[i], sizeof buf[i], "%s&db=1", urls[i]);
-        u[i] = buf[i];
-    }
-    if (redislock_client_open_quorum(u, MASTERS, &cl, err, sizeof err) !=
-        REDISLOCK_OK)
-        fail_msg("open_quorum: %s", err);
-    assert_int_equal(redislock_client_set_quorum_wait(cl, 1000),
-                     REDISLOCK_OK);
     lock = redislock_new_from_client(cl, "q:fresh");
     assert_non_null(lock);
     t0 = tu_now_ms();
