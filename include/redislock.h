@@ -1024,7 +1024,10 @@ REDISLOCK_API int redislock_client_set_pool_size(redislock_client *client,
 typedef enum redislock_scripts {
     REDISLOCK_SCRIPTS_EVAL = 0,         /* EVALSHA, EVAL when the server
                                          * lacks the script (the default) */
-    REDISLOCK_SCRIPTS_FUNCTIONS = 1     /* FCALL of a Function library */
+    REDISLOCK_SCRIPTS_FUNCTIONS = 1,    /* FCALL of a Function library */
+    REDISLOCK_SCRIPTS_NONE = 2          /* no script: plain commands
+                                         * (go-zero mode without fencing;
+                                         * since 0.4.0) */
 } redislock_scripts;
 
 /**

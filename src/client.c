@@ -176,7 +176,8 @@ int redislock_client_set_scripts(redislock_client *cl,
     size_t i;
 
     if (cl == NULL || (mode != REDISLOCK_SCRIPTS_EVAL &&
-                       mode != REDISLOCK_SCRIPTS_FUNCTIONS))
+                       mode != REDISLOCK_SCRIPTS_FUNCTIONS &&
+                       mode != REDISLOCK_SCRIPTS_NONE))
         return REDISLOCK_ERR_INVALID;
     if (redislockp_client_forked(cl))
         return REDISLOCK_ERR_FORKED;
@@ -185,6 +186,8 @@ int redislock_client_set_scripts(redislock_client *cl,
     pthread_mutex_lock(&cl->mu);
     __atomic_store_n(&cl->url.functions,
                      mode == REDISLOCK_SCRIPTS_FUNCTIONS, __ATOMIC_RELAXED);
+    __atomic_store_n(&cl->url.noscripts, mode == REDISLOCK_SCRIPTS_NONE,
+                     __ATOMIC_RELAXED);
     pthread_mutex_unlock(&cl->mu);
     for (i = 0; i < cl->nsubs; i++)
         (void)redislock_client_set_scripts(cl->subs[i], mode);

@@ -46,6 +46,8 @@ typedef struct redislockp_url {
     int functions;              /* scripts=functions: FCALL of the Function
                                  * library, not EVALSHA; written under mu
                                  * with __atomic, read with __atomic */
+    int noscripts;              /* scripts=none: plain commands (plain.c);
+                                 * as functions */
 } redislockp_url;
 
 /* Parse URL into *U (which the caller clears with redislockp_url_clear);
@@ -97,6 +99,9 @@ typedef struct redislockp_node {
                                  * an FCALL of ours, or loaded the
                                  * library, in an operation that
                                  * checked; 0: not known (exec.c) */
+    int plain_forms[3];         /* scripts=none: SET IFEQ, DELIFEQ, DELEX
+                                 * work here (1), do not (-1), not known
+                                 * (0) (plain.c) */
     unsigned failures;          /* connects failed in a row */
     int probing;                /* a thread retries after failures */
     long long retry_at;         /* no connect before this (monotonic ms) */
@@ -136,6 +141,9 @@ struct redislock_client {
     redislock_client **subs;    /* quorum: one client per master */
     size_t nsubs;
     long long quorum_wait_ms;   /* quorum: 0 for the default; atomic */
+    int scripts_refused;        /* a server refused scripting to this
+                                 * user: go-zero mode runs without
+                                 * (plain.c); atomic */
     pthread_mutex_t mu;
     redislockp_node *nodes;     /* [0]: the URL's server (standalone) */
     size_t nnodes, capnodes;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "exec.h"
+#include "plain.h"
 
 static const char *const asking_argv[1] = { "ASKING" };
 static const size_t asking_len[1] = { 6 };
@@ -113,6 +114,14 @@ static void leg_note(redislockp_leg *leg);
 static int uses_functions(const redislock_client *cl)
 {
     return cl != NULL && __atomic_load_n(&cl->url.functions, __ATOMIC_RELAXED);
+}
+
+/* scripts=none, or a server refused scripting to this user (plain.c). */
+static int uses_plain(const redislock_client *cl)
+{
+    return cl != NULL &&
+           (__atomic_load_n(&cl->url.noscripts, __ATOMIC_RELAXED) ||
+            __atomic_load_n(&cl->scripts_refused, __ATOMIC_RELAXED));
 }
 
 /* Node NODE of CL has the library: SET 0 or 1, or -1 to ask. */
@@ -604,6 +613,19 @@ size_t redislockp_exec_fanout(redislock_client *cl, unsigned slot,
             leg->st = REDISLOCK_ERR_INVALID;
             continue;
         }
+        if ((uses_plain(cl) || uses_plain(leg->cl)) &&
+            (f->call != NULL || f->ncalls > 0)) {
+            /* A quorum's legs are one write each, cut once the others
+             * decided: a conversation of several round trips has no
+             * place there (yet). */
+            leg->done = 1;
+            leg->st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_INVALID,
+                                         "scripts=none: a quorum client "
+                                         "needs the library's scripts "
+                                         "(scripts=eval or functions)");
+            leg_note(leg);
+            continue;
+        }
         /* A connection within the wait: a master whose pool is all in
          * use, or that is slow to connect to, costs its leg, not the
          * operation.  New connections are made at once, in the poll()
@@ -741,6 +763,53 @@ static void drive_one(const redislockp_fanout *f, redislockp_leg *leg)
         leg_read(leg, f, 1);
 }
 
+/* scripts=none: run LEG's calls as plain commands (plain.c), each a
+ * short conversation on the leg's connection, the trailer with the last
+ * call's final step. */
+static void leg_plain(redislockp_leg *leg, const redislockp_fanout *f)
+{
+    const redislockp_call *const *calls;
+    redislockp_val *trr = NULL;
+    int i, n;
+
+    calls = calls_of(f, &n);
+    leg->want = n + (f->trailer != NULL);
+    leg->got = 0;
+    leg->st = REDISLOCK_OK;
+    for (i = 0; i < n && leg->st == REDISLOCK_OK; i++) {
+        int last = i == n - 1, sent = 0;
+
+        leg->st = redislockp_plain_call(leg->cl, leg->node, leg->c,
+                                        leg->asking, calls[i],
+                                        last ? f->trailer : NULL,
+                                        &leg->reply[i], last ? &trr : NULL,
+                                        &sent, leg->msg);
+        leg->sent |= sent;
+        if (leg->st == REDISLOCK_OK)
+            leg->got++;
+    }
+    if (leg->st == REDISLOCK_OK && f->trailer != NULL)
+        leg->reply[leg->got++] = trr;
+    else
+        redislockp_val_free(trr);
+    leg->done = 1;
+    leg_note(leg);
+}
+
+/* Can every call of F run without scripts?  Else the first that cannot
+ * says why, in ERRMSG. */
+static int plain_can(const redislockp_fanout *f, char *errmsg)
+{
+    const redislockp_call *const *calls;
+    int i, n;
+
+    calls = calls_of(f, &n);
+    for (i = 0; i < n; i++)
+        if (!redislockp_plain_can(calls[i], errmsg))
+            return 0;
+    return 1;
+}
+
 /* Free LEG's replies, for another try. */
 static void leg_clear(redislockp_leg *leg)
 {
@@ -815,6 +884,7 @@ int redislockp_exec_one(const redislockp_target *t, const redislockp_fanout *f,
     long long start = redislockp_now_ms(), end_all = start;
     long node = t->node;
     int asking = 0, redirects = 0, retries = 0, any_sent = 0;
+    int plain = uses_plain(cl), scripted;
 
     memset(leg, 0, sizeof *leg);
     redislockp_classify(NULL, 0, 0, res);
@@ -831,12 +901,17 @@ int redislockp_exec_one(const redislockp_target *t, const redislockp_fanout *f,
         end_all = start + redislockp_client_url(cl).command_ms;
     if (t->limit_ms > 0 && start + t->limit_ms < end_all)
         end_all = start + t->limit_ms;
+    scripted = f->call != NULL || f->ncalls > 0;
     for (;;) {
         struct timeval old;
         int st, changed = 0, busy = 0;
 
         leg_clear(leg);
         leg->asking = asking;
+        if (plain && scripted && !plain_can(f, leg->msg)) {
+            leg->st = REDISLOCK_ERR_INVALID;
+            break;
+        }
         /* A connection. */
         if (cl == NULL) {
             leg->c = t->ctx;
@@ -879,9 +954,12 @@ int redislockp_exec_one(const redislockp_target *t, const redislockp_fanout *f,
                                                   &old);
         /* With a trailer (WAIT), EVAL with the text: a NOSCRIPT answer
          * would have run the trailer before the calls ran. */
-        leg_send(leg, f, f->trailer != NULL &&
-                             (f->call != NULL || f->ncalls > 0));
-        drive_one(f, leg);
+        if (plain && scripted) {
+            leg_plain(leg, f);
+        } else {
+            leg_send(leg, f, f->trailer != NULL && scripted);
+            drive_one(f, leg);
+        }
         if (changed)
             redislockp_tx_restore_timeout(leg->c, &old);
         any_sent |= leg->sent;
@@ -900,7 +978,22 @@ int redislockp_exec_one(const redislockp_target *t, const redislockp_fanout *f,
             break;
         }
         /* An error reply: the command did not run, so following a
-         * redirection cannot run it twice. */
+         * redirection cannot run it twice - nor running it without
+         * scripts, when the server refused scripting itself to this user
+         * (NOPERM, or EVALSHA unknown: renamed, disabled): go-zero mode
+         * goes on with plain commands, from now on for the client. */
+        if (!plain && scripted && res->kind == REDISLOCKP_SERVER &&
+            redislockp_plain_refusal(leg->reply[0]) &&
+            plain_can(f, NULL)) {
+            if (!leg->borrowed)
+                redislockp_conn_back(cl, leg->node, leg->c, REDISLOCK_OK);
+            leg->c = NULL;
+            if (cl != NULL)
+                __atomic_store_n(&cl->scripts_refused, 1, __ATOMIC_RELAXED);
+            plain = 1;
+            any_sent = 0;
+            continue;
+        }
         redislockp_tx_val_error(leg->reply[0], "", leg->msg);
         if (!leg->borrowed)
             redislockp_conn_back(cl, leg->node, leg->c,

@@ -585,6 +585,20 @@ void redislockp_val_free(redislockp_val *v)
     freeReplyObject(v);
 }
 
+redislockp_val *redislockp_val_parse(const char *resp, size_t len)
+{
+    redisReader *rd = redisReaderCreate();
+    void *r = NULL;
+
+    if (rd == NULL)
+        return NULL;
+    if (redisReaderFeed(rd, resp, len) != REDIS_OK ||
+        redisReaderGetReply(rd, &r) != REDIS_OK)
+        r = NULL;
+    redisReaderFree(rd);
+    return (redislockp_val *)r;
+}
+
 /* hiredis keeps unsent commands in c->obuf, an sds string: its length is
  * in the header just before the characters (sds.h's sdslen(), which we do
  * not include so as not to depend on hiredis's internal headers).  Both

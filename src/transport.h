@@ -168,6 +168,13 @@ int redislockp_val_type_number(const redislockp_val *v);
  * out of its leg), with everything in it; NULL is fine. */
 void redislockp_val_free(redislockp_val *v);
 
+/* A reply made from RESP text (RESP, LEN bytes: one whole reply), as if
+ * a server had sent it, made by hiredis's reader (so that
+ * redislockp_val_free() frees it whatever allocators hiredis uses):
+ * what scripts=none answers for a script (plain.c).  NULL when out of
+ * memory or not one whole reply. */
+redislockp_val *redislockp_val_parse(const char *resp, size_t len);
+
 /* Send CMD and read its cmd->count replies into REPLIES (NULL where none
  * came: all are freed on error). */
 int redislockp_tx_call(redisContext *c, const redislockp_cmd *cmd,

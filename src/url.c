@@ -13,7 +13,7 @@
  * %XX escapes.  Parameters: db (unix and sentinel URLs; for redis:// the
  * path is the db), connect_timeout and timeout (milliseconds), cluster (0 or 1: the
  * hosts are seeds of a Redis Cluster; several hosts need it), pool_size,
- * scripts (eval or functions).  Error messages name
+ * scripts (eval, functions or none).  Error messages name
  * the part that is wrong and never repeat the user's password.
  */
 #include "config.h"
@@ -238,14 +238,16 @@ static int params(redislockp_url *u, const char *q, size_t len, char *err,
         } else if (strcmp(name, "scripts") == 0) {
             size_t vlen = (size_t)(stop - eq - 1);
 
+            u->functions = u->noscripts = 0;
             if (vlen == 9 && memcmp(eq + 1, "functions", 9) == 0)
                 u->functions = 1;
-            else if (vlen == 4 && memcmp(eq + 1, "eval", 4) == 0)
-                u->functions = 0;
-            else
+            else if (vlen == 4 && memcmp(eq + 1, "none", 4) == 0)
+                u->noscripts = 1;
+            else if (vlen != 4 || memcmp(eq + 1, "eval", 4) != 0)
                 return fail(err, errsize, "URL: %s", "scripts is eval "
-                            "(EVALSHA, the default) or functions (FCALL; "
-                            "Redis 7.0 and later)");
+                            "(EVALSHA, the default), functions (FCALL; "
+                            "Redis 7.0 and later) or none (plain "
+                            "commands; go-zero mode without fencing)");
         } else if (strcmp(name, "insecure") == 0) {
             v = number(eq + 1, (size_t)(stop - eq - 1), 0, 1);
             if (v < 0)

@@ -1,0 +1,1130 @@
+/*
+ * plain.c - scripts=none: go-zero mode's scripts as plain commands (see
+ * plain.h for the round trips and the rules).
+ *
+ * A conversation is a few steps on one connection; each step is one
+ * write and its replies.  Reads that decide a write go out under WATCH,
+ * and the write as MULTI ... EXEC: EXEC runs it only if no watched key
+ * changed (or expired) since the WATCH, which makes read-then-write as
+ * atomic as a script.  Every conversation ends with EXEC or UNWATCH (or
+ * with no WATCH at all), so the connection goes back to the pool with no
+ * watch left on it.
+ */
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plain.h"
+#include "scripts_lua.h"
+#include "transport.h"
+
+/* Replies one step may have (ASKING's included). */
+#define STEP_MAX 16
+
+typedef struct conv {
+    redislock_client *cl;
+    size_t node;
+    redisContext *c;
+    int asking;
+    const redislockp_trailer *tr;
+    redislockp_cmd cmd;
+    redisReply *r[STEP_MAX];    /* the step's replies, ASKING's dropped */
+    int n;
+    int first_err;              /* index of the first error reply, or -1 */
+    int with_tr;                /* the step carried the trailer (last) */
+    int sent;                   /* a step that writes may have run */
+    char *msg;
+} conv;
+
+static const redislockp_val *at(const conv *v, int i)
+{
+    return i < v->n ? redislockp_val_of(v->r[i]) : NULL;
+}
+
+static void drop(conv *v)
+{
+    int i;
+
+    for (i = 0; i < v->n; i++)
+        redislockp_val_free((redislockp_val *)v->r[i]);
+    v->n = 0;
+    v->first_err = -1;
+}
+
+static void begin(conv *v)
+{
+    static const char *const asking_argv[] = {"ASKING"};
+    static const size_t asking_len[] = {6};
+
+    drop(v);
+    redislockp_cmd_reset(&v->cmd);
+    v->with_tr = 0;
+    if (v->asking)
+        (void)redislockp_cmd_append(&v->cmd, 1, asking_argv, asking_len);
+}
+
+/* Append one command: FMT has a letter per word, 's' a C string, 'b' a
+ * binary string and its length (two arguments), 'n' a long long. */
+static void add(conv *v, const char *fmt, ...)
+{
+    const char *argv[10];
+    size_t len[10];
+    char num[4][24];
+    int argc = 0, nn = 0;
+    va_list ap;
+
+    va_start(ap, fmt);
+    for (; *fmt != '\0' && argc < 10; fmt++) {
+        if (*fmt == 's') {
+            argv[argc] = va_arg(ap, const char *);
+            len[argc] = strlen(argv[argc]);
+        } else if (*fmt == 'b') {
+            argv[argc] = va_arg(ap, const char *);
+            len[argc] = va_arg(ap, size_t);
+        } else {
+            long long x = va_arg(ap, long long);
+
+            snprintf(num[nn], sizeof num[nn], "%lld", x);
+            argv[argc] = num[nn];
+            len[argc] = strlen(num[nn++]);
+        }
+        argc++;
+    }
+    va_end(ap);
+    (void)redislockp_cmd_append(&v->cmd, argc, argv, len); /* oom: send refuses */
+}
+
+/* The trailer after the step's commands: this step may end the
+ * conversation. */
+static void add_trailer(conv *v)
+{
+    if (v->tr == NULL)
+        return;
+    (void)redislockp_cmd_append(&v->cmd, v->tr->argc, v->tr->argv,
+                                v->tr->argvlen);
+    v->with_tr = 1;
+}
+
+/* Send the step and read its replies.  WRITES: the step may change the
+ * data (the call is "sent" once a byte of it left). */
+static int run(conv *v, int writes)
+{
+    redisReply *r[STEP_MAX + 1];
+    int i, sent = 0, st, skip = v->asking;
+
+    if (v->cmd.count > STEP_MAX + 1)
+        return redislockp_tx_fail(v->msg, REDISLOCK_ERR_INVALID, /* LCOV_EXCL_LINE */
+                                  "internal: %d commands in a step",
+                                  v->cmd.count);
+    st = redislockp_tx_call(v->c, &v->cmd, r, v->msg, &sent);
+    if (writes)
+        v->sent |= sent;
+    if (st != REDISLOCK_OK)
+        return st;
+    if (skip)
+        redislockp_val_free((redislockp_val *)r[0]);
+    v->n = 0;
+    v->first_err = -1;
+    for (i = skip; i < v->cmd.count; i++) {
+        /* The trailer's answer is the caller's to judge. */
+        if (v->first_err < 0 && !(v->with_tr && i == v->cmd.count - 1) &&
+            redislockp_val_type(redislockp_val_of(r[i])) ==
+                REDISLOCKP_V_ERROR)
+            v->first_err = v->n;
+        v->r[v->n++] = r[i];
+    }
+    return REDISLOCK_OK;
+}
+
+/* Take reply I out of the step (the caller frees it). */
+static redislockp_val *take(conv *v, int i)
+{
+    redislockp_val *r = (redislockp_val *)v->r[i];
+
+    v->r[i] = NULL;
+    return r;
+}
+
+/* The call's answer: an array of the N integers in X, or with BARE the
+ * integer X[0] alone. */
+static int answer_ints(conv *v, redislockp_val **out, int bare, int n, ...)
+{
+    char buf[256];
+    size_t len = 0;
+    va_list ap;
+    int i;
+
+    va_start(ap, n);
+    if (!bare)
+        len += (size_t)snprintf(buf, sizeof buf, "*%d\r\n", n);
+    for (i = 0; i < n; i++)
+        len += (size_t)snprintf(buf + len, sizeof buf - len, ":%lld\r\n",
+                                va_arg(ap, long long));
+    va_end(ap);
+    *out = redislockp_val_parse(buf, len);
+    if (*out == NULL)
+        return redislockp_tx_fail(v->msg, REDISLOCK_ERR_NOMEM,
+                                  "out of memory making a reply");
+    return REDISLOCK_OK;
+}
+
+/* An error reply of ours, with the text of the error reply E. */
+static int answer_copy(conv *v, const redislockp_val *e, redislockp_val **out)
+{
+    size_t len;
+    const char *s = redislockp_val_str(e, &len);
+    char buf[600];
+    int n = snprintf(buf, sizeof buf, "-%.*s\r\n",
+                     (int)(len < 500 ? len : 500), s != NULL ? s : "");
+
+    *out = redislockp_val_parse(buf, (size_t)n);
+    if (*out == NULL)
+        return redislockp_tx_fail(v->msg, REDISLOCK_ERR_NOMEM,
+                                  "out of memory making a reply");
+    return REDISLOCK_OK;
+}
+
+/* Does reply R hold the string S (LEN bytes)? */
+static int is_str(const redislockp_val *r, const char *s, size_t len)
+{
+    size_t n;
+    const char *t;
+
+    if (redislockp_val_type(r) != REDISLOCKP_V_STRING)
+        return 0;
+    t = redislockp_val_str(r, &n);
+    return n == len && (len == 0 || memcmp(t, s, len) == 0);
+}
+
+static int is_nil(const redislockp_val *r)
+{
+    return redislockp_val_type(r) == REDISLOCKP_V_NIL;
+}
+
+/* Is R an error whose text starts with (or, for ANYWHERE, holds) WORDS,
+ * in any case? */
+static int error_says(const redislockp_val *r, const char *words,
+                      int anywhere)
+{
+    size_t len, wl = strlen(words), i;
+    const char *s;
+
+    if (redislockp_val_type(r) != REDISLOCKP_V_ERROR)
+        return 0;
+    s = redislockp_val_str(r, &len);
+    for (i = 0; s != NULL && i + wl <= len; i++) {
+        size_t k;
+
+        for (k = 0; k < wl; k++) {
+            char a = s[i + k], b = words[k];
+
+            if (a >= 'A' && a <= 'Z')
+                a = (char)(a - 'A' + 'a');
+            if (a != b)
+                break;
+        }
+        if (k == wl)
+            return 1;
+        if (!anywhere)
+            break;
+    }
+    return 0;
+}
+
+/* TIME's answer as milliseconds; -1 if it is not one. */
+static long long time_ms(const redislockp_val *r)
+{
+    const char *s, *u;
+    size_t sl, ul;
+    char a[32], b[32];
+
+    if (redislockp_val_count(r) != 2)
+        return -1;
+    s = redislockp_val_str(redislockp_val_at(r, 0), &sl);
+    u = redislockp_val_str(redislockp_val_at(r, 1), &ul);
+    if (s == NULL || u == NULL || sl == 0 || ul == 0 || sl >= sizeof a ||
+        ul >= sizeof b)
+        return -1;
+    memcpy(a, s, sl);
+    a[sl] = '\0';
+    memcpy(b, u, ul);
+    b[ul] = '\0';
+    return strtoll(a, NULL, 10) * 1000 + strtoll(b, NULL, 10) / 1000;
+}
+
+/* A protocol surprise in step reply I. */
+static int surprise(conv *v, const char *what, int i)
+{
+    return redislockp_tx_fail(v->msg, REDISLOCK_ERR_PROTOCOL,
+                              "scripts=none, %s: unexpected reply of type "
+                              "%d", what,
+                              redislockp_val_type_number(at(v, i)));
+}
+
+/* ------------------------------------------------------------------------
+ * What each node has, learned by trying: 0 not known, 1 yes, -1 no.
+ */
+
+enum { FORM_IFEQ, FORM_DELIFEQ, FORM_DELEX };
+
+static int form(conv *v, int which)
+{
+    int x = 0;
+
+    if (v->cl == NULL)
+        return 0;
+    pthread_mutex_lock(&v->cl->mu);
+    if (v->node < v->cl->nnodes)
+        x = v->cl->nodes[v->node].plain_forms[which];
+    pthread_mutex_unlock(&v->cl->mu);
+    return x;
+}
+
+static void set_form(conv *v, int which, int x)
+{
+    if (v->cl == NULL)
+        return;
+    pthread_mutex_lock(&v->cl->mu);
+    if (v->node < v->cl->nnodes)
+        v->cl->nodes[v->node].plain_forms[which] = x;
+    pthread_mutex_unlock(&v->cl->mu);
+}
+
+/* ------------------------------------------------------------------------
+ * Endings
+ */
+
+/* The step's first error reply is the call's answer; a WATCH still on
+ * goes first (UNWATCH, its own round trip). */
+static int answer_error(conv *v, redislockp_val **out, int watching)
+{
+    redislockp_val *e = take(v, v->first_err);
+    int st = REDISLOCK_OK;
+
+    if (watching) {
+        begin(v);
+        add(v, "s", "UNWATCH");
+        add_trailer(v);
+        st = run(v, 0);
+    }
+    if (st != REDISLOCK_OK) {
+        redislockp_val_free(e);
+        return st;
+    }
+    *out = e;
+    return REDISLOCK_OK;
+}
+
+/* EXEC's answer (reply I): 1 ran (its array of results; an error among
+ * them is the call's answer, in *OUT), 0 refused (a watched key changed:
+ * try again), or a failure status < 0 (the message said). */
+static int exec_ran(conv *v, int i, redislockp_val **out, int *ran)
+{
+    const redislockp_val *r = at(v, i);
+    size_t k;
+
+    *ran = 0;
+    if (v->first_err >= 0) {
+        /* A command refused as it was queued (OOM, NOPERM, MOVED...):
+         * EXECABORT, nothing ran; its own error says why. */
+        *out = take(v, v->first_err);
+        *ran = 1;
+        return REDISLOCK_OK;
+    }
+    if (is_nil(r))
+        return REDISLOCK_OK;
+    if (redislockp_val_type(r) != REDISLOCKP_V_ARRAY)
+        return surprise(v, "EXEC", i);
+    *ran = 1;
+    for (k = 0; k < redislockp_val_count(r); k++) {
+        const redislockp_val *e = redislockp_val_at(r, k);
+
+        if (redislockp_val_type(e) == REDISLOCKP_V_ERROR)
+            return answer_copy(v, e, out);
+    }
+    return REDISLOCK_OK;
+}
+
+/* No try of REDISLOCKP_PLAIN_TRIES got through EXEC. */
+static int too_many(conv *v, const char *what)
+{
+    return redislockp_tx_fail(v->msg, REDISLOCK_ERR_SERVER,
+                              "scripts=none, %s: the lock's keys changed "
+                              "between the read and EXEC in %d tries in a "
+                              "row", what, REDISLOCKP_PLAIN_TRIES);
+}
+
+/* UNWATCH, with the trailer: the conversation ends without a write. */
+static int unwatch(conv *v)
+{
+    begin(v);
+    add(v, "s", "UNWATCH");
+    add_trailer(v);
+    return run(v, 0);
+}
+
+/* ------------------------------------------------------------------------
+ * The scripts
+ */
+
+#define KEY(call, i) (call)->key[i], (call)->keylen[i]
+#define ARG(call, i) (call)->arg[i], (call)->arglen[i]
+
+/* acquire.lua: take the lock, or refresh it if ours. */
+static int acquire(conv *v, const redislockp_call *call, redislockp_val **out)
+{
+    const char *id = call->arg[REDISLOCKP_ACQUIRE_A_OWNER];
+    size_t idlen = call->arglen[REDISLOCKP_ACQUIRE_A_OWNER];
+    int tries, st, ran;
+
+    for (tries = 0; tries < REDISLOCKP_PLAIN_TRIES; tries++) {
+        const redislockp_val *holder;
+
+        begin(v);
+        add(v, "sbbssb", "SET", KEY(call, REDISLOCKP_ACQUIRE_K_KEY),
+            ARG(call, REDISLOCKP_ACQUIRE_A_OWNER), "NX", "PX",
+            ARG(call, REDISLOCKP_ACQUIRE_A_PX));
+        add(v, "sb", "GET", KEY(call, REDISLOCKP_ACQUIRE_K_KEY));
+        add(v, "sb", "PTTL", KEY(call, REDISLOCKP_ACQUIRE_K_KEY));
+        add_trailer(v);
+        if ((st = run(v, 1)) != REDISLOCK_OK)
+            return st;
+        if (redislockp_val_type(at(v, 0)) == REDISLOCKP_V_STATUS)
+            return answer_ints(v, out, 1, 1, 0LL);
+        if (v->first_err >= 0)
+            return answer_error(v, out, 0);
+        holder = at(v, 1);
+        if (is_nil(holder) || redislockp_val_int(at(v, 2)) == -2)
+            continue;                   /* gone meanwhile: again */
+        if (!is_str(holder, id, idlen))
+            return answer_ints(v, out, 0, 2, 0LL,
+                               redislockp_val_int(at(v, 2)));
+        /* Ours: a re-entry refreshes the lease. */
+        if (form(v, FORM_IFEQ) >= 0) {
+            begin(v);
+            add(v, "sbbsbsb", "SET", KEY(call, REDISLOCKP_ACQUIRE_K_KEY),
+                id, idlen, "IFEQ", id, idlen, "PX",
+                ARG(call, REDISLOCKP_ACQUIRE_A_PX));
+            add_trailer(v);
+            if ((st = run(v, 1)) != REDISLOCK_OK)
+                return st;
+            if (redislockp_val_type(at(v, 0)) == REDISLOCKP_V_STATUS) {
+                set_form(v, FORM_IFEQ, 1);
+                return answer_ints(v, out, 1, 1, 0LL);
+            }
+            if (is_nil(at(v, 0))) {
+                set_form(v, FORM_IFEQ, 1);
+                continue;               /* not ours any more: look again */
+            }
+            if (!error_says(at(v, 0), "err syntax error", 0))
+                return answer_error(v, out, 0);
+            set_form(v, FORM_IFEQ, -1);
+        }
+        begin(v);
+        add(v, "sb", "WATCH", KEY(call, REDISLOCKP_ACQUIRE_K_KEY));
+        add(v, "sb", "GET", KEY(call, REDISLOCKP_ACQUIRE_K_KEY));
+        if ((st = run(v, 0)) != REDISLOCK_OK)
+            return st;
+        if (v->first_err >= 0)
+            return answer_error(v, out, 1);
+        if (!is_str(at(v, 1), id, idlen)) {
+            if ((st = unwatch(v)) != REDISLOCK_OK)
+                return st;
+            continue;
+        }
+        begin(v);
+        add(v, "s", "MULTI");
+        add(v, "sbbsb", "SET", KEY(call, REDISLOCKP_ACQUIRE_K_KEY), id,
+            idlen, "PX", ARG(call, REDISLOCKP_ACQUIRE_A_PX));
+        add(v, "s", "EXEC");
+        add_trailer(v);
+        if ((st = run(v, 1)) != REDISLOCK_OK)
+            return st;
+        if ((st = exec_ran(v, 2, out, &ran)) != REDISLOCK_OK || *out != NULL)
+            return st;
+        if (ran)
+            return answer_ints(v, out, 1, 1, 0LL);
+    }
+    return too_many(v, "acquire");
+}
+
+/* ZADD the waiter (lib.lua's register) under the watch, MULTI..EXEC;
+ * answer {0, PTTL} if it ran. */
+static int register_waiter(conv *v, const redislockp_call *call,
+                           long long now, long long waiters_pttl,
+                           long long pttl, redislockp_val **out, int *ran)
+{
+    long long ttl = strtoll(call->arg[REDISLOCKP_ACQUIRE_WAIT_A_REGTTL], NULL,
+                            10);
+    int st;
+
+    begin(v);
+    add(v, "s", "MULTI");
+    add(v, "sbnb", "ZADD", KEY(call, REDISLOCKP_ACQUIRE_WAIT_K_WAITERS),
+        now + ttl, ARG(call, REDISLOCKP_ACQUIRE_WAIT_A_OWNER));
+    if (waiters_pttl < ttl)
+        add(v, "sbn", "PEXPIRE", KEY(call, REDISLOCKP_ACQUIRE_WAIT_K_WAITERS),
+            ttl);
+    add(v, "s", "EXEC");
+    add_trailer(v);
+    if ((st = run(v, 1)) != REDISLOCK_OK)
+        return st;
+    if ((st = exec_ran(v, waiters_pttl < ttl ? 3 : 2, out, ran)) !=
+            REDISLOCK_OK || *out != NULL || !*ran)
+        return st;
+    return answer_ints(v, out, 0, 2, 0LL, pttl);
+}
+
+/* acquire_wait.lua without fencing: a waiter's try. */
+static int acquire_wait(conv *v, const redislockp_call *call,
+                        redislockp_val **out)
+{
+    const char *id = call->arg[REDISLOCKP_ACQUIRE_WAIT_A_OWNER];
+    size_t idlen = call->arglen[REDISLOCKP_ACQUIRE_WAIT_A_OWNER];
+    int woken = call->arg[REDISLOCKP_ACQUIRE_WAIT_A_HOW][0] == '2';
+    int tries, st, ran;
+
+    for (tries = 0; tries < REDISLOCKP_PLAIN_TRIES; tries++) {
+        const redislockp_val *holder;
+        long long pttl, now, wpttl;
+        int turn, k;
+
+        begin(v);
+        add(v, "sbb", "WATCH", KEY(call, REDISLOCKP_ACQUIRE_WAIT_K_KEY),
+            KEY(call, REDISLOCKP_ACQUIRE_WAIT_K_TURN));
+        add(v, "sb", "GET", KEY(call, REDISLOCKP_ACQUIRE_WAIT_K_KEY));
+        add(v, "sb", "PTTL", KEY(call, REDISLOCKP_ACQUIRE_WAIT_K_KEY));
+        add(v, "sb", "EXISTS", KEY(call, REDISLOCKP_ACQUIRE_WAIT_K_TURN));
+        add(v, "s", "TIME");
+        add(v, "sb", "PTTL", KEY(call, REDISLOCKP_ACQUIRE_WAIT_K_WAITERS));
+        if ((st = run(v, 0)) != REDISLOCK_OK)
+            return st;
+        if (v->first_err >= 0)
+            return answer_error(v, out, v->first_err > 0);
+        holder = at(v, 1);
+        pttl = redislockp_val_int(at(v, 2));
+        turn = redislockp_val_int(at(v, 3)) > 0;
+        now = time_ms(at(v, 4));
+        wpttl = redislockp_val_int(at(v, 5));
+        if (now < 0)
+            return surprise(v, "TIME", 4);
+        if (!is_nil(holder) && !is_str(holder, id, idlen)) {
+            if ((st = register_waiter(v, call, now, wpttl, pttl, out,
+                                      &ran)) != REDISLOCK_OK ||
+                *out != NULL)
+                return st;
+            continue;                   /* EXEC refused: again */
+        }
+        if (is_nil(holder) && !woken && turn) {
+            /* Free, but the turn of a waiter woken for it. */
+            if ((st = register_waiter(v, call, now, wpttl, -3, out,
+                                      &ran)) != REDISLOCK_OK ||
+                *out != NULL)
+                return st;
+            continue;
+        }
+        /* Free (and no turn, or ours), or ours already: take it. */
+        begin(v);
+        add(v, "s", "MULTI");
+        add(v, "sbbsb", "SET", KEY(call, REDISLOCKP_ACQUIRE_WAIT_K_KEY), id,
+            idlen, "PX", ARG(call, REDISLOCKP_ACQUIRE_WAIT_A_PX));
+        add(v, "sbb", "ZREM", KEY(call, REDISLOCKP_ACQUIRE_WAIT_K_WAITERS),
+            id, idlen);
+        k = 3;
+        if (woken) {
+            add(v, "sb", "DEL", KEY(call, REDISLOCKP_ACQUIRE_WAIT_K_TURN));
+            k = 4;
+        }
+        add(v, "s", "EXEC");
+        add_trailer(v);
+        if ((st = run(v, 1)) != REDISLOCK_OK)
+            return st;
+        if ((st = exec_ran(v, k, out, &ran)) != REDISLOCK_OK || *out != NULL)
+            return st;
+        if (ran)
+            return answer_ints(v, out, 1, 1, 0LL);
+    }
+    return too_many(v, "a waiter's try");
+}
+
+/* The highest-scored waiters of reply R (ZREVRANGEBYSCORE WITHSCORES):
+ * is one of them live at NOW, other than ID (NULL: anyone)? */
+static int live_waiter(const redislockp_val *r, long long now,
+                       const char *id, size_t idlen)
+{
+    size_t i, n = redislockp_val_count(r);
+
+    for (i = 0; i + 1 < n; i += 2) {
+        const redislockp_val *m = redislockp_val_at(r, i);
+        const char *s;
+        size_t len;
+        char buf[40];
+
+        if (id != NULL && is_str(m, id, idlen))
+            continue;
+        s = redislockp_val_str(redislockp_val_at(r, i + 1), &len);
+        if (s == NULL || len == 0 || len >= sizeof buf)
+            continue;
+        memcpy(buf, s, len);
+        buf[len] = '\0';
+        return strtod(buf, NULL) > (double)now;
+    }
+    return 0;
+}
+
+/* lib.lua's wake_next, queued in a transaction: prune the waiters that
+ * lapsed by NOW, and if LIVE, push one wake-up and set the turn (or,
+ * with END_TURN and none live, end the turn).  Returns the commands
+ * queued. */
+static int queue_wake(conv *v, const char *waiters, size_t wl,
+                      const char *wake, size_t kl, const char *turn,
+                      size_t tl, long long now, int live, int end_turn)
+{
+    add(v, "sbsn", "ZREMRANGEBYSCORE", waiters, wl, "-inf", now);
+    if (live) {
+        add(v, "sbs", "RPUSH", wake, kl, "1");
+        add(v, "sbs", "PEXPIRE", wake, kl, "2000");
+        add(v, "sbsss", "SET", turn, tl, "1", "PX", "1000");
+        return 4;
+    }
+    if (end_turn) {
+        add(v, "sb", "DEL", turn, tl);
+        return 2;
+    }
+    return 1;
+}
+
+/* release.lua with the lock key alone, by DELIFEQ or DELEX ... IFEQ:
+ * 1 done, 0 the server has neither (the caller goes on), < 0 failed. */
+static int release_one_command(conv *v, const redislockp_call *call,
+                               redislockp_val **out)
+{
+    int which, st;
+
+    for (which = FORM_DELIFEQ; which <= FORM_DELEX; which++) {
+        if (form(v, which) < 0)
+            continue;
+        begin(v);
+        if (which == FORM_DELIFEQ)
+            add(v, "sbb", "DELIFEQ", KEY(call, REDISLOCKP_RELEASE_K_KEY),
+                ARG(call, REDISLOCKP_RELEASE_A_OWNER));
+        else
+            add(v, "sbsb", "DELEX", KEY(call, REDISLOCKP_RELEASE_K_KEY),
+                "IFEQ", ARG(call, REDISLOCKP_RELEASE_A_OWNER));
+        add_trailer(v);
+        if ((st = run(v, 1)) != REDISLOCK_OK)
+            return st;
+        /* Unknown here, or not allowed to this user: the transaction
+         * does without. */
+        if (error_says(at(v, 0), "err unknown command", 0) ||
+            error_says(at(v, 0), "err syntax error", 0) ||
+            error_says(at(v, 0), "noperm", 0)) {
+            set_form(v, which, -1);
+            continue;
+        }
+        if (v->first_err >= 0) {
+            st = answer_error(v, out, 0);
+            return st == REDISLOCK_OK ? 1 : st;
+        }
+        if (redislockp_val_type(at(v, 0)) != REDISLOCKP_V_INTEGER)
+            return surprise(v, which == FORM_DELIFEQ ? "DELIFEQ" : "DELEX",
+                            0);
+        set_form(v, which, 1);
+        if (redislockp_val_int(at(v, 0)) == 1)
+            st = answer_ints(v, out, 1, 1, 1LL);
+        else {
+            /* Not deleted: free, or another's?  (Read after: the answer
+             * only says which, as the script's did.) */
+            begin(v);
+            add(v, "sb", "EXISTS", KEY(call, REDISLOCKP_RELEASE_K_KEY));
+            add_trailer(v);
+            if ((st = run(v, 0)) != REDISLOCK_OK)
+                return st;
+            if (v->first_err >= 0)
+                st = answer_error(v, out, 0);
+            else
+                st = answer_ints(v, out, 1, 1,
+                                 redislockp_val_int(at(v, 0)) > 0 ? -1LL
+                                                                  : 0LL);
+        }
+        return st == REDISLOCK_OK ? 1 : st;
+    }
+    return 0;
+}
+
+/* release.lua: delete the lock if ours, looking for waiters (two keys)
+ * or waking one (four). */
+static int release(conv *v, const redislockp_call *call, redislockp_val **out)
+{
+    const char *id = call->arg[REDISLOCKP_RELEASE_A_OWNER];
+    size_t idlen = call->arglen[REDISLOCKP_RELEASE_A_OWNER];
+    int nkeys = call->nkeys, tries, st, ran;
+
+    if (nkeys == 1 && (st = release_one_command(v, call, out)) != 0)
+        return st < 0 ? st : REDISLOCK_OK;
+    for (tries = 0; tries < REDISLOCKP_PLAIN_TRIES; tries++) {
+        long long now = 0;
+        int any = 0, live = 0, k;
+
+        begin(v);
+        if (nkeys == 1)
+            add(v, "sb", "WATCH", KEY(call, REDISLOCKP_RELEASE_K_KEY));
+        else
+            add(v, "sbb", "WATCH", KEY(call, REDISLOCKP_RELEASE_K_KEY),
+                KEY(call, REDISLOCKP_RELEASE_K_WAITERS));
+        add(v, "sb", "GET", KEY(call, REDISLOCKP_RELEASE_K_KEY));
+        if (nkeys == 2)
+            add(v, "sb", "ZCARD", KEY(call, REDISLOCKP_RELEASE_K_WAITERS));
+        if (nkeys > 2) {
+            add(v, "s", "TIME");
+            add(v, "sbssssss", "ZREVRANGEBYSCORE",
+                KEY(call, REDISLOCKP_RELEASE_K_WAITERS), "+inf", "-inf",
+                "WITHSCORES", "LIMIT", "0", "1");
+        }
+        if ((st = run(v, 0)) != REDISLOCK_OK)
+            return st;
+        if (v->first_err >= 0)
+            return answer_error(v, out, v->first_err > 0);
+        if (!is_str(at(v, 1), id, idlen)) {
+            long long x = is_nil(at(v, 1)) ? 0 : -1;
+
+            if ((st = unwatch(v)) != REDISLOCK_OK)
+                return st;
+            return answer_ints(v, out, 1, 1, x);
+        }
+        if (nkeys == 2 && redislockp_val_int(at(v, 2)) > 0) {
+            /* Waiters: the library sends it again with the keys to wake
+             * one (release.lua's 2). */
+            if ((st = unwatch(v)) != REDISLOCK_OK)
+                return st;
+            return answer_ints(v, out, 1, 1, 2LL);
+        }
+        if (nkeys > 2) {
+            now = time_ms(at(v, 2));
+            if (now < 0)
+                return surprise(v, "TIME", 2);
+            any = redislockp_val_count(at(v, 3)) > 0;
+            live = live_waiter(at(v, 3), now, NULL, 0);
+        }
+        begin(v);
+        add(v, "s", "MULTI");
+        add(v, "sb", "DEL", KEY(call, REDISLOCKP_RELEASE_K_KEY));
+        k = 2;
+        if (any)
+            k += queue_wake(v, KEY(call, REDISLOCKP_RELEASE_K_WAITERS),
+                            KEY(call, REDISLOCKP_RELEASE_K_WAKE),
+                            KEY(call, REDISLOCKP_RELEASE_K_TURN), now, live,
+                            0);
+        add(v, "s", "EXEC");
+        add_trailer(v);
+        if ((st = run(v, 1)) != REDISLOCK_OK)
+            return st;
+        if ((st = exec_ran(v, k, out, &ran)) != REDISLOCK_OK || *out != NULL)
+            return st;
+        if (ran)
+            return any ? answer_ints(v, out, 0, 3, 1LL, 0LL, (long long)live)
+                       : answer_ints(v, out, 1, 1, 1LL);
+    }
+    return too_many(v, "release");
+}
+
+/* extend.lua: reset the lease of a lock we hold. */
+static int extend(conv *v, const redislockp_call *call, redislockp_val **out)
+{
+    const char *id = call->arg[REDISLOCKP_EXTEND_A_OWNER];
+    size_t idlen = call->arglen[REDISLOCKP_EXTEND_A_OWNER];
+    int tries, st, ran;
+
+    for (tries = 0; tries < REDISLOCKP_PLAIN_TRIES; tries++) {
+        if (form(v, FORM_IFEQ) >= 0) {
+            begin(v);
+            add(v, "sbbsbsb", "SET", KEY(call, REDISLOCKP_EXTEND_K_KEY), id,
+                idlen, "IFEQ", id, idlen, "PX",
+                ARG(call, REDISLOCKP_EXTEND_A_PX));
+            add(v, "sb", "EXISTS", KEY(call, REDISLOCKP_EXTEND_K_KEY));
+            add_trailer(v);
+            if ((st = run(v, 1)) != REDISLOCK_OK)
+                return st;
+            if (redislockp_val_type(at(v, 0)) == REDISLOCKP_V_STATUS) {
+                set_form(v, FORM_IFEQ, 1);
+                return answer_ints(v, out, 0, 1, 1LL);
+            }
+            if (is_nil(at(v, 0))) {
+                set_form(v, FORM_IFEQ, 1);
+                return answer_ints(v, out, 0, 1,
+                                   redislockp_val_int(at(v, 1)) > 0 ? -1LL
+                                                                    : 0LL);
+            }
+            if (!error_says(at(v, 0), "err syntax error", 0))
+                return answer_error(v, out, 0);
+            set_form(v, FORM_IFEQ, -1);
+        }
+        begin(v);
+        add(v, "sb", "WATCH", KEY(call, REDISLOCKP_EXTEND_K_KEY));
+        add(v, "sb", "GET", KEY(call, REDISLOCKP_EXTEND_K_KEY));
+        if ((st = run(v, 0)) != REDISLOCK_OK)
+            return st;
+        if (v->first_err >= 0)
+            return answer_error(v, out, 1);
+        if (!is_str(at(v, 1), id, idlen)) {
+            long long x = is_nil(at(v, 1)) ? 0 : -1;
+
+            if ((st = unwatch(v)) != REDISLOCK_OK)
+                return st;
+            return answer_ints(v, out, 0, 1, x);
+        }
+        begin(v);
+        add(v, "s", "MULTI");
+        add(v, "sbb", "PEXPIRE", KEY(call, REDISLOCKP_EXTEND_K_KEY),
+            ARG(call, REDISLOCKP_EXTEND_A_PX));
+        add(v, "s", "EXEC");
+        add_trailer(v);
+        if ((st = run(v, 1)) != REDISLOCK_OK)
+            return st;
+        if ((st = exec_ran(v, 2, out, &ran)) != REDISLOCK_OK || *out != NULL)
+            return st;
+        if (ran)
+            return answer_ints(v, out, 0, 1, 1LL);
+    }
+    return too_many(v, "extend");
+}
+
+/* leave.lua: a waiter leaves; woken, it passes its turn on. */
+static int leave(conv *v, const redislockp_call *call, redislockp_val **out)
+{
+    const char *id = call->arg[REDISLOCKP_LEAVE_A_OWNER];
+    size_t idlen = call->arglen[REDISLOCKP_LEAVE_A_OWNER];
+    int woken = call->arg[REDISLOCKP_LEAVE_A_WOKEN][0] == '1';
+    int tries, st, ran;
+
+    for (tries = 0; tries < REDISLOCKP_PLAIN_TRIES; tries++) {
+        long long now;
+        int pass, live, k;
+
+        begin(v);
+        add(v, "sbb", "WATCH", KEY(call, REDISLOCKP_LEAVE_K_KEY),
+            KEY(call, REDISLOCKP_LEAVE_K_WAITERS));
+        add(v, "sb", "EXISTS", KEY(call, REDISLOCKP_LEAVE_K_KEY));
+        add(v, "s", "TIME");
+        add(v, "sbssssss", "ZREVRANGEBYSCORE",
+            KEY(call, REDISLOCKP_LEAVE_K_WAITERS), "+inf", "-inf",
+            "WITHSCORES", "LIMIT", "0", "2");
+        if ((st = run(v, 0)) != REDISLOCK_OK)
+            return st;
+        if (v->first_err >= 0)
+            return answer_error(v, out, v->first_err > 0);
+        now = time_ms(at(v, 2));
+        if (now < 0)
+            return surprise(v, "TIME", 2);
+        pass = woken && redislockp_val_int(at(v, 1)) == 0;
+        live = pass && live_waiter(at(v, 3), now, id, idlen);
+        begin(v);
+        add(v, "s", "MULTI");
+        add(v, "sbb", "ZREM", KEY(call, REDISLOCKP_LEAVE_K_WAITERS), id,
+            idlen);
+        k = 2;
+        if (pass)
+            k += queue_wake(v, KEY(call, REDISLOCKP_LEAVE_K_WAITERS),
+                            KEY(call, REDISLOCKP_LEAVE_K_WAKE),
+                            KEY(call, REDISLOCKP_LEAVE_K_TURN), now, live, 1);
+        add(v, "s", "EXEC");
+        add_trailer(v);
+        if ((st = run(v, 1)) != REDISLOCK_OK)
+            return st;
+        if ((st = exec_ran(v, k, out, &ran)) != REDISLOCK_OK || *out != NULL)
+            return st;
+        if (ran)
+            return answer_ints(v, out, 1, 1, 1LL);
+    }
+    return too_many(v, "leave");
+}
+
+/* status.lua: who holds the lock, one atomic read. */
+static int status(conv *v, const redislockp_call *call, redislockp_val **out)
+{
+    const redislockp_val *r, *holder;
+    int st, ran;
+
+    begin(v);
+    add(v, "s", "MULTI");
+    add(v, "sb", "GET", KEY(call, REDISLOCKP_STATUS_K_KEY));
+    add(v, "sb", "PTTL", KEY(call, REDISLOCKP_STATUS_K_KEY));
+    add(v, "s", "EXEC");
+    add_trailer(v);
+    if ((st = run(v, 0)) != REDISLOCK_OK)
+        return st;
+    if ((st = exec_ran(v, 3, out, &ran)) != REDISLOCK_OK || *out != NULL)
+        return st;
+    r = at(v, 3);
+    if (!ran || redislockp_val_count(r) != 2)
+        return surprise(v, "EXEC", 3);
+    holder = redislockp_val_at(r, 0);
+    if (is_str(holder, ARG(call, REDISLOCKP_STATUS_A_OWNER)))
+        return answer_ints(v, out, 0, 4, 1LL,
+                           redislockp_val_int(redislockp_val_at(r, 1)), 1LL,
+                           0LL);
+    if (!is_nil(holder))
+        return answer_ints(v, out, 0, 4, -1LL,
+                           redislockp_val_int(redislockp_val_at(r, 1)), 0LL,
+                           0LL);
+    return answer_ints(v, out, 0, 4, 0LL, -2LL, 0LL, 0LL);
+}
+
+/* inspect.lua: what the lock key holds, whoever holds it: GET and PTTL,
+ * and for a hash (GET's WRONGTYPE) HGET owner and count - the commands
+ * the lock's own mode runs, as the script does. */
+static int inspect(conv *v, const redislockp_call *call, redislockp_val **out)
+{
+    const redislockp_val *r, *value;
+    const char *s;
+    size_t len, n;
+    long long pttl, count = 1;
+    char *buf;
+    int st, ran, kind = 1;
+
+    begin(v);
+    add(v, "s", "MULTI");
+    add(v, "sb", "GET", KEY(call, REDISLOCKP_INSPECT_K_KEY));
+    add(v, "sb", "PTTL", KEY(call, REDISLOCKP_INSPECT_K_KEY));
+    add(v, "s", "EXEC");
+    if ((st = run(v, 0)) != REDISLOCK_OK)
+        return st;
+    if (v->first_err >= 0)
+        return answer_error(v, out, 0);
+    r = at(v, 3);
+    if (redislockp_val_count(r) != 2)
+        return surprise(v, "EXEC", 3);
+    value = redislockp_val_at(r, 0);
+    pttl = redislockp_val_int(redislockp_val_at(r, 1));
+    if (is_nil(value))
+        return answer_ints(v, out, 0, 4, 0LL, -2LL, 0LL, 0LL);
+    if (redislockp_val_type(value) == REDISLOCKP_V_ERROR &&
+        !error_says(value, "wrongtype", 0))
+        return answer_copy(v, value, out);
+    if (redislockp_val_type(value) == REDISLOCKP_V_ERROR) {
+        const redislockp_val *c;
+        char num[32];
+
+        begin(v);
+        add(v, "s", "MULTI");
+        add(v, "sbs", "HGET", KEY(call, REDISLOCKP_INSPECT_K_KEY), "owner");
+        add(v, "sbs", "HGET", KEY(call, REDISLOCKP_INSPECT_K_KEY), "count");
+        add(v, "sb", "PTTL", KEY(call, REDISLOCKP_INSPECT_K_KEY));
+        add(v, "s", "EXEC");
+        if ((st = run(v, 0)) != REDISLOCK_OK)
+            return st;
+        if ((st = exec_ran(v, 4, out, &ran)) != REDISLOCK_OK ||
+            (*out != NULL &&
+             !error_says(*out, "wrongtype", 0)))
+            return st;
+        if (*out != NULL) {             /* not a hash either */
+            redislockp_val_free(*out);
+            *out = NULL;
+            return answer_ints(v, out, 0, 4, 3LL, pttl, 0LL, 0LL);
+        }
+        r = at(v, 4);
+        if (!ran || redislockp_val_count(r) != 3)
+            return surprise(v, "EXEC", 4);
+        value = redislockp_val_at(r, 0);
+        pttl = redislockp_val_int(redislockp_val_at(r, 2));
+        if (is_nil(value))
+            return answer_ints(v, out, 0, 4, 3LL, pttl, 0LL, 0LL);
+        c = redislockp_val_at(r, 1);
+        s = redislockp_val_str(c, &len);
+        count = -1;
+        if (is_nil(c)) {
+            count = 0;
+        } else if (s != NULL && len > 0 && len < sizeof num) {
+            char *end;
+
+            memcpy(num, s, len);
+            num[len] = '\0';
+            count = strtoll(num, &end, 10);
+            if (*end != '\0')
+                count = -1;
+        }
+        if (count < 0 || count > 2147483647)
+            return answer_ints(v, out, 0, 4, 3LL, pttl, 0LL, 0LL);
+        kind = 2;
+    }
+    /* {kind, pttl, owner, holds}: the owner is a string. */
+    s = redislockp_val_str(value, &len);
+    buf = malloc(len + 128);
+    if (buf == NULL)
+        return redislockp_tx_fail(v->msg, REDISLOCK_ERR_NOMEM,
+                                  "out of memory making a reply");
+    n = (size_t)sprintf(buf, "*4\r\n:%d\r\n:%lld\r\n$%zu\r\n", kind, pttl,
+                        len);
+    if (len > 0)
+        memcpy(buf + n, s, len);
+    n += len;
+    n += (size_t)sprintf(buf + n, "\r\n:%lld\r\n", count);
+    *out = redislockp_val_parse(buf, n);
+    free(buf);
+    return *out != NULL ? REDISLOCK_OK
+                        : redislockp_tx_fail(v->msg, REDISLOCK_ERR_NOMEM,
+                                             "out of memory making a reply");
+}
+
+/* companions.lua: live waiters and the fencing counter. */
+static int companions(conv *v, const redislockp_call *call,
+                      redislockp_val **out)
+{
+    const redislockp_val *r;
+    long long now, n = 0;
+    int st, ran;
+
+    begin(v);
+    add(v, "s", "TIME");
+    if ((st = run(v, 0)) != REDISLOCK_OK)
+        return st;
+    if (v->first_err >= 0)
+        return answer_error(v, out, 0);
+    now = time_ms(at(v, 0));
+    if (now < 0)
+        return surprise(v, "TIME", 0);
+    begin(v);
+    add(v, "s", "MULTI");
+    add(v, "sbns", "ZCOUNT", KEY(call, REDISLOCKP_COMPANIONS_K_WAITERS), now,
+        "+inf");
+    add(v, "sbs", "HGET", KEY(call, REDISLOCKP_COMPANIONS_K_FENCE), "n");
+    add(v, "s", "EXEC");
+    add_trailer(v);
+    if ((st = run(v, 0)) != REDISLOCK_OK)
+        return st;
+    if ((st = exec_ran(v, 3, out, &ran)) != REDISLOCK_OK || *out != NULL)
+        return st;
+    r = at(v, 3);
+    if (!ran || redislockp_val_count(r) != 2)
+        return surprise(v, "EXEC", 3);
+    {
+        const char *s;
+        size_t len;
+        char num[32];
+
+        s = redislockp_val_str(redislockp_val_at(r, 1), &len);
+        if (s != NULL && len < sizeof num) {
+            memcpy(num, s, len);
+            num[len] = '\0';
+            n = strtoll(num, NULL, 10);
+        }
+    }
+    return answer_ints(v, out, 0, 2,
+                       redislockp_val_int(redislockp_val_at(r, 0)), n);
+}
+
+/* ------------------------------------------------------------------------
+ * Entry points
+ */
+
+int redislockp_plain_can(const redislockp_call *call, char *errmsg)
+{
+    const redislockp_script *s = call->script;
+
+    if (s == &redislockp_script_acquire || s == &redislockp_script_release ||
+        s == &redislockp_script_extend || s == &redislockp_script_status ||
+        s == &redislockp_script_leave || s == &redislockp_script_inspect ||
+        s == &redislockp_script_companions)
+        return 1;
+    if (s == &redislockp_script_acquire_wait &&
+        call->arg[REDISLOCKP_ACQUIRE_WAIT_A_FENCING][0] != '1')
+        return 1;
+    if (errmsg != NULL)
+        (void)redislockp_tx_fail(errmsg, REDISLOCK_ERR_INVALID,
+                                 "%s needs the library's scripts (atomic "
+                                 "multi-key logic), and this client runs "
+                                 "without them (scripts=none, or the server "
+                                 "refused scripting to this user): use "
+                                 "go-zero mode without fencing, or allow "
+                                 "+evalsha +eval (doc/acl.md)",
+                                 redislockp_script_is_counted(s)
+                                     ? "counted mode"
+                                 : s == &redislockp_script_permissions
+                                     ? "the permission check"
+                                     : "fencing");
+    return 0;
+}
+
+int redislockp_plain_call(redislock_client *cl, size_t node, redisContext *c,
+                          int asking, const redislockp_call *call,
+                          const redislockp_trailer *tr,
+                          redislockp_val **reply, redislockp_val **tr_reply,
+                          int *sent, char *errmsg)
+{
+    const redislockp_script *s = call->script;
+    conv v;
+    int st;
+
+    memset(&v, 0, sizeof v);
+    v.cl = cl;
+    v.node = node;
+    v.c = c;
+    v.asking = asking;
+    v.tr = tr;
+    v.msg = errmsg;
+    v.first_err = -1;
+    *reply = NULL;
+    if (tr_reply != NULL)
+        *tr_reply = NULL;
+    redislockp_cmd_init(&v.cmd);
+    if (!redislockp_plain_can(call, errmsg))
+        st = REDISLOCK_ERR_INVALID;
+    else if (s == &redislockp_script_acquire)
+        st = acquire(&v, call, reply);
+    else if (s == &redislockp_script_acquire_wait)
+        st = acquire_wait(&v, call, reply);
+    else if (s == &redislockp_script_release)
+        st = release(&v, call, reply);
+    else if (s == &redislockp_script_extend)
+        st = extend(&v, call, reply);
+    else if (s == &redislockp_script_status)
+        st = status(&v, call, reply);
+    else if (s == &redislockp_script_leave)
+        st = leave(&v, call, reply);
+    else if (s == &redislockp_script_inspect)
+        st = inspect(&v, call, reply);
+    else
+        st = companions(&v, call, reply);
+    if (st == REDISLOCK_OK && tr != NULL && tr_reply != NULL) {
+        if (v.with_tr && v.n > 0) {
+            *tr_reply = take(&v, v.n - 1);
+        } else {
+            /* The conversation ended on a step without the trailer (an
+             * error reply that stopped it): the trailer on its own. */
+            begin(&v);
+            add_trailer(&v);
+            st = run(&v, 0);
+            if (st == REDISLOCK_OK)
+                *tr_reply = take(&v, 0);
+        }
+    }
+    if (st != REDISLOCK_OK) {
+        redislockp_val_free(*reply);
+        *reply = NULL;
+    }
+    drop(&v);
+    redislockp_cmd_clear(&v.cmd);
+    *sent = v.sent;
+    return st;
+}
+
+int redislockp_plain_refusal(const redislockp_val *r)
+{
+    static const char *const cmds[] = {"'evalsha'", "'eval'", "'fcall'",
+                                       "'evalsha_ro'", "'fcall_ro'"};
+    size_t i;
+
+    if (redislockp_val_type(r) != REDISLOCKP_V_ERROR)
+        return 0;
+    if (error_says(r, "noperm", 0) || error_says(r, "err unknown command", 0))
+        for (i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+            if (error_says(r, cmds[i], 1))
+                return 1;
+    /* Older servers quote unknown commands with backquotes. */
+    return error_says(r, "err unknown command `evalsha`", 0) ||
+           error_says(r, "err unknown command `eval`", 0) ||
+           error_says(r, "err unknown command `fcall`", 0);
+}

@@ -1,0 +1,73 @@
+/*
+ * plain.h - private: scripts=none, go-zero mode without any script.  Each
+ * script that go-zero mode sends is run as plain commands on one
+ * connection, and answers what the script would have (src/scripts.h),
+ * so that everything above the executor is the same in every mode.
+ *
+ * How (round trips, RT, on a server without the one-command forms):
+ *   acquire      SET NX PX, GET, PTTL in one write: 1 RT when the lock is
+ *                free or another's; a re-entry adds SET ... IFEQ (1 RT)
+ *                or, without IFEQ, WATCH + GET then MULTI SET EXEC (2).
+ *   release      DELIFEQ (or DELEX ... IFEQ): 1 RT; without them, and
+ *                whenever waiters are looked for: WATCH + GET (+ the
+ *                waiters) then MULTI DEL (+ the wake-up) EXEC: 2 RT.
+ *   extend       SET ... IFEQ ... PX: 1 RT; without it WATCH + GET then
+ *                MULTI PEXPIRE EXEC: 2 RT.
+ *   a waiter's   WATCH + GET + PTTL + EXISTS turn + TIME, then MULTI
+ *   try          (take, or register) EXEC: 2 RT.
+ *   status       MULTI GET PTTL EXEC: 1 RT.
+ * A transaction that EXEC refuses (a watched key changed between the
+ * read and EXEC) ran nothing: the conversation starts again, at most
+ * REDISLOCKP_PLAIN_TRIES times.  A lock key read as ours and then
+ * changed can only have expired or been taken: the next read tells.
+ *
+ * Unknown outcomes: only the step that writes (SET NX, SET IFEQ,
+ * DELIFEQ, EXEC) makes the call "sent" (it may have run); a late EXEC
+ * still checks its WATCH, so a release delayed past its lease deletes
+ * nothing that another owner took meanwhile (Redis aborts a transaction
+ * whose watched key expired or changed).
+ *
+ * Which one-command forms a server has is learned by trying them, never
+ * from its version: "ERR syntax error" to SET ... IFEQ, "unknown
+ * command" to DELIFEQ and DELEX, remembered per node; a server that
+ * stops answering them (a failover to an older one) is asked again.
+ *
+ * Counted mode and fencing need the scripts' atomic multi-key logic:
+ * their calls are refused (REDISLOCK_ERR_INVALID, saying why and what
+ * to do).
+ */
+#ifndef REDISLOCK_PLAIN_H
+#define REDISLOCK_PLAIN_H
+
+#include "client.h"
+#include "scripts.h"
+
+/* Transactions started again, at most, when EXEC finds a watched key
+ * changed. */
+#define REDISLOCKP_PLAIN_TRIES 16
+
+/* Can CALL run without scripts (a go-zero-mode script without fencing)?
+ * 0 with the reason in ERRMSG otherwise. */
+int redislockp_plain_can(const redislockp_call *call, char *errmsg);
+
+/*
+ * Run CALL on C (node NODE of CL, which remembers the node's one-command
+ * forms; CL NULL: tried every time), every write preceded by ASKING if
+ * ASKING, and TR (NULL: none) in the same write as the step that ends
+ * the conversation.  *REPLY gets the script's answer, or the error reply
+ * that stopped it (nothing written after it); *TR_REPLY the trailer's.
+ * Returns REDISLOCK_OK, or the failure (ERRMSG) with *SENT telling
+ * whether a step that writes may have run.
+ */
+int redislockp_plain_call(redislock_client *cl, size_t node, redisContext *c,
+                          int asking, const redislockp_call *call,
+                          const redislockp_trailer *tr,
+                          redislockp_val **reply, redislockp_val **tr_reply,
+                          int *sent, char *errmsg);
+
+/* Is R the server's refusal of scripting itself (EVALSHA, EVAL or FCALL
+ * refused to this user by its ACL, or unknown: renamed or disabled), as
+ * opposed to a refusal of a command inside a script? */
+int redislockp_plain_refusal(const redislockp_val *r);
+
+#endif /* REDISLOCK_PLAIN_H */
