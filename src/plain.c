@@ -21,14 +21,19 @@
 #include "scripts_lua.h"
 #include "transport.h"
 
-/* Replies one step may have (ASKING's included). */
+/* Replies one step may have (ASKING's not counted). */
 #define STEP_MAX 16
 
 typedef struct conv {
     redislock_client *cl;
     size_t node;
     redisContext *c;
-    int asking;
+    int asking;                 /* Cluster ASK: ASKING before each command
+                                 * outside MULTI (a transaction keeps the
+                                 * flag from before its MULTI to EXEC) */
+    int in_multi;
+    int nasking;                /* ASKINGs in the step */
+    unsigned char is_asking[2 * STEP_MAX + 2];
     const redislockp_trailer *tr;
     redislockp_cmd cmd;
     redisReply *r[STEP_MAX];    /* the step's replies, ASKING's dropped */
@@ -56,14 +61,35 @@ static void drop(conv *v)
 
 static void begin(conv *v)
 {
-    static const char *const asking_argv[] = {"ASKING"};
-    static const size_t asking_len[] = {6};
-
     drop(v);
     redislockp_cmd_reset(&v->cmd);
     v->with_tr = 0;
-    if (v->asking)
+    v->in_multi = 0;
+    v->nasking = 0;
+}
+
+/* Append ARGC words: ASKING in front where the Cluster asks for it. */
+static void append(conv *v, int argc, const char *const *argv,
+                   const size_t *len)
+{
+    static const char *const asking_argv[] = {"ASKING"};
+    static const size_t asking_len[] = {6};
+    int multi = len[0] == 5 && memcmp(argv[0], "MULTI", 5) == 0;
+    int exec = len[0] == 4 && memcmp(argv[0], "EXEC", 4) == 0;
+
+    if (v->cmd.count >= (int)sizeof v->is_asking - 1)
+        return;                         /* run() refuses the step */
+    if (v->asking && !v->in_multi) {
+        v->is_asking[v->cmd.count] = 1;
         (void)redislockp_cmd_append(&v->cmd, 1, asking_argv, asking_len);
+        v->nasking++;
+    }
+    v->is_asking[v->cmd.count] = 0;
+    (void)redislockp_cmd_append(&v->cmd, argc, argv, len); /* oom: send refuses */
+    if (multi)
+        v->in_multi = 1;
+    if (exec)
+        v->in_multi = 0;
 }
 
 /* Append one command: FMT has a letter per word, 's' a C string, 'b' a
@@ -94,7 +120,7 @@ static void add(conv *v, const char *fmt, ...)
         argc++;
     }
     va_end(ap);
-    (void)redislockp_cmd_append(&v->cmd, argc, argv, len); /* oom: send refuses */
+    append(v, argc, argv, len);
 }
 
 /* The trailer after the step's commands: this step may end the
@@ -103,8 +129,7 @@ static void add_trailer(conv *v)
 {
     if (v->tr == NULL)
         return;
-    (void)redislockp_cmd_append(&v->cmd, v->tr->argc, v->tr->argv,
-                                v->tr->argvlen);
+    append(v, v->tr->argc, v->tr->argv, v->tr->argvlen);
     v->with_tr = 1;
 }
 
@@ -112,10 +137,11 @@ static void add_trailer(conv *v)
  * data (the call is "sent" once a byte of it left). */
 static int run(conv *v, int writes)
 {
-    redisReply *r[STEP_MAX + 1];
-    int i, sent = 0, st, skip = v->asking;
+    redisReply *r[2 * STEP_MAX + 2];
+    int i, sent = 0, st;
 
-    if (v->cmd.count > STEP_MAX + 1)
+    if (v->cmd.count - v->nasking > STEP_MAX ||
+        v->cmd.count >= (int)sizeof v->is_asking)
         return redislockp_tx_fail(v->msg, REDISLOCK_ERR_INVALID, /* LCOV_EXCL_LINE */
                                   "internal: %d commands in a step",
                                   v->cmd.count);
@@ -124,11 +150,13 @@ static int run(conv *v, int writes)
         v->sent |= sent;
     if (st != REDISLOCK_OK)
         return st;
-    if (skip)
-        redislockp_val_free((redislockp_val *)r[0]);
     v->n = 0;
     v->first_err = -1;
-    for (i = skip; i < v->cmd.count; i++) {
+    for (i = 0; i < v->cmd.count; i++) {
+        if (v->is_asking[i]) {          /* ASKING's OK */
+            redislockp_val_free((redislockp_val *)r[i]);
+            continue;
+        }
         /* The trailer's answer is the caller's to judge. */
         if (v->first_err < 0 && !(v->with_tr && i == v->cmd.count - 1) &&
             redislockp_val_type(redislockp_val_of(r[i])) ==
