@@ -1381,6 +1381,9 @@ enum s_mode {
     S_FN_FENCING,
     S_FN_WAITING,
     S_FN_COUNTED,
+    /* Without scripts (a client with scripts=none: plain commands): */
+    S_NONE_PLAIN,
+    S_NONE_NOWAKEUPS,
     S_MODES
 };
 
@@ -1399,7 +1402,15 @@ static const struct {
     { "fn_fencing", 1.5 },
     { "fn_waiting", 1.5 },
     { "fn_counted", 1.5 },
+    { "none_plain", 0 },
+    { "none_nowakeups", 0 },
 };
+
+/* A mode without scripts: the cycle sends every command itself. */
+static int s_none(int m)
+{
+    return m == S_NONE_PLAIN || m == S_NONE_NOWAKEUPS;
+}
 
 /* The commands a cycle may send itself (not those its scripts run). */
 static const char *const s_sent[] = {
@@ -1439,7 +1450,8 @@ static void gozero_load(redisContext *c, const char *name, char sha[41])
 }
 
 /* Usec and calls of the commands a cycle sends, since the last reset. */
-static void s_stats(redisContext *admin, long long *usec, long long *calls)
+static void s_stats(redisContext *admin, long long *usec, long long *calls,
+                    int all)
 {
     redisReply *r = redisCommand(admin, "INFO commandstats");
     char needle[64];
@@ -1448,6 +1460,29 @@ static void s_stats(redisContext *admin, long long *usec, long long *calls)
     if (r == NULL || r->type != REDIS_REPLY_STRING)
         die("INFO commandstats", NULL);
     *usec = *calls = 0;
+    if (all) {
+        /* Every command but the bench's own (CONFIG RESETSTAT, INFO). */
+        const char *p = r->str;
+
+        while ((p = strstr(p, "\ncmdstat_")) != NULL) {
+            const char *name = p + 9, *q;
+
+            p = name;
+            if (strncmp(name, "config", 6) == 0 ||
+                strncmp(name, "info:", 5) == 0)
+                continue;
+            q = strstr(p, ":calls=");
+            if (q == NULL)
+                break;
+            *calls += atoll(q + 7);
+            q = strstr(q, ",usec=");
+            if (q == NULL)
+                die("INFO commandstats", "no usec field");
+            *usec += atoll(q + 6);
+        }
+        freeReplyObject(r);
+        return;
+    }
     for (i = 0; i < sizeof s_sent / sizeof s_sent[0]; i++) {
         const char *p;
 
@@ -1513,6 +1548,9 @@ static void s_lib_cycle(redislock *lock, int waiting)
 /* One chunk of N cycles of mode M (LOCK's, or go-zero's G) on KEY:
  * the server's usec per cycle.  *FAILED is set if a cycle sent other
  * than 2 commands (not checked with FAILED NULL: a warm-up). */
+/* Commands per cycle of the modes without scripts (the last chunk's). */
+static double s_cmds[S_MODES];
+
 static double s_chunk(redisContext *c, redisContext *admin, redislock *lock,
                       const struct s_gozero *g, const char *key, int m,
                       long long n, int *failed)
@@ -1526,8 +1564,10 @@ static double s_chunk(redisContext *c, redisContext *admin, redislock *lock,
         else
             s_lib_cycle(lock, m == S_WAITING || m == S_FN_WAITING);
     }
-    s_stats(admin, &usec, &calls);
-    if (failed != NULL && calls != 2 * n) {
+    s_stats(admin, &usec, &calls, s_none(m));
+    if (s_none(m)) {
+        s_cmds[m] = (double)calls / (double)n;
+    } else if (failed != NULL && calls != 2 * n) {
         fprintf(stderr, "redislock-bench: S %s: %lld commands in %lld "
                         "cycles, not 2 a cycle\n", s_modes[m].name, calls, n);
         *failed = 1;
@@ -1548,8 +1588,8 @@ static int run_server_cost(long long n, int rounds)
 {
     redisContext *c = connect_or_die(), *admin = connect_or_die();
     redislock *lock[S_MODES];
-    redislock_client *fn_client;
-    char fn_url[300];
+    redislock_client *fn_client, *none_client;
+    char fn_url[300], none_url[300];
     struct s_gozero g;
     /* Go-zero's chunks: one before each mode's, in every round. */
     double us[S_MODES][S_MAX_ROUNDS * S_MODES], ratio[S_MODES][S_MAX_ROUNDS];
@@ -1571,15 +1611,21 @@ static int run_server_cost(long long n, int rounds)
     fn_client = redislock_client_new(fn_url);
     if (fn_client == NULL)
         die("redislock_client_new", fn_url);
+    snprintf(none_url, sizeof none_url, "redis://%s:%d?scripts=none", host,
+             port);
+    none_client = redislock_client_new(none_url);
+    if (none_client == NULL)
+        die("redislock_client_new", none_url);
     for (m = 0; m < S_MODES; m++) {
         snprintf(key[m], sizeof key[m], "bench:S:%s", s_modes[m].name);
         if (m == S_GOZERO)
             continue;
         counted = m == S_COUNTED || m == S_COUNTED_FENCING ||
                   m == S_FN_COUNTED;
-        lock[m] = m >= S_FN_PLAIN ? new_client_lock(fn_client, key[m])
-                                  : new_lock(c, key[m]);
-        if ((m == S_NOWAKEUPS &&
+        lock[m] = s_none(m) ? new_client_lock(none_client, key[m])
+                  : m >= S_FN_PLAIN ? new_client_lock(fn_client, key[m])
+                                    : new_lock(c, key[m]);
+        if (((m == S_NOWAKEUPS || m == S_NONE_NOWAKEUPS) &&
              redislock_set_wakeups(lock[m], false) != REDISLOCK_OK) ||
             ((m == S_FENCING || m == S_COUNTED_FENCING ||
               m == S_FN_FENCING) &&
@@ -1627,6 +1673,10 @@ static int run_server_cost(long long n, int rounds)
                                 per_call[m]);
         if (m == S_GOZERO)
             continue;
+        if (s_none(m))
+            len += (size_t)snprintf(out + len, sizeof out - len,
+                                    ",\"%s_cmds\":%.2f", s_modes[m].name,
+                                    s_cmds[m]);
         len += (size_t)snprintf(out + len, sizeof out - len,
                                 ",\"%s_ratio\":%.3f,\"%s_min\":%.3f,"
                                 "\"%s_max\":%.3f,\"%s_bound\":%.1f",
@@ -1637,7 +1687,7 @@ static int run_server_cost(long long n, int rounds)
     }
     len += (size_t)snprintf(out + len, sizeof out - len, ",\"over_bound\":[");
     for (m = 1, k = 0; m < S_MODES; m++)
-        if (ratio[m][rounds / 2] > s_modes[m].target)
+        if (s_modes[m].target > 0 && ratio[m][rounds / 2] > s_modes[m].target)
             len += (size_t)snprintf(out + len, sizeof out - len, "%s\"%s\"",
                                     k++ ? "," : "", s_modes[m].name);
     printf("%s],\"cpu_dma_latency\":\"%s\"}\n", out, dma_note);
@@ -1645,6 +1695,7 @@ static int run_server_cost(long long n, int rounds)
     for (m = 0; m < S_MODES; m++)
         redislock_free(lock[m]);
     redislock_client_free(fn_client);
+    redislock_client_free(none_client);
     redisFree(c);
     redisFree(admin);
     return failed;
