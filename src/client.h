@@ -141,9 +141,10 @@ struct redislock_client {
     redislock_client **subs;    /* quorum: one client per master */
     size_t nsubs;
     long long quorum_wait_ms;   /* quorum: 0 for the default; atomic */
-    int scripts_refused;        /* a server refused scripting to this
-                                 * user: go-zero mode runs without
-                                 * (plain.c); atomic */
+    long long scripts_refused_until; /* a server refused scripting to
+                                 * this user: go-zero mode runs without
+                                 * (plain.c) until then (monotonic ms;
+                                 * 0: never refused); atomic */
     pthread_mutex_t mu;
     redislockp_node *nodes;     /* [0]: the URL's server (standalone) */
     size_t nnodes, capnodes;

@@ -116,12 +116,18 @@ static int uses_functions(const redislock_client *cl)
     return cl != NULL && __atomic_load_n(&cl->url.functions, __ATOMIC_RELAXED);
 }
 
-/* scripts=none, or a server refused scripting to this user (plain.c). */
+/* scripts=none (2), or a server refused scripting to this user lately
+ * (1: go-zero mode runs without scripts; plain.c), or neither (0). */
 static int uses_plain(const redislock_client *cl)
 {
-    return cl != NULL &&
-           (__atomic_load_n(&cl->url.noscripts, __ATOMIC_RELAXED) ||
-            __atomic_load_n(&cl->scripts_refused, __ATOMIC_RELAXED));
+    long long until;
+
+    if (cl == NULL)
+        return 0;
+    if (__atomic_load_n(&cl->url.noscripts, __ATOMIC_RELAXED))
+        return 2;
+    until = __atomic_load_n(&cl->scripts_refused_until, __ATOMIC_RELAXED);
+    return until != 0 && redislockp_now_ms() < until;
 }
 
 /* Node NODE of CL has the library: SET 0 or 1, or -1 to ask. */
@@ -909,8 +915,14 @@ int redislockp_exec_one(const redislockp_target *t, const redislockp_fanout *f,
         leg_clear(leg);
         leg->asking = asking;
         if (plain && scripted && !plain_can(f, leg->msg)) {
-            leg->st = REDISLOCK_ERR_INVALID;
-            break;
+            /* Counted mode, fencing: scripts or nothing.  Refused by
+             * the client's choice; after a server's refusal, asked for
+             * all the same (the refusal, or the rights back, tell). */
+            if (plain == 2) {
+                leg->st = REDISLOCK_ERR_INVALID;
+                break;
+            }
+            plain = 0;
         }
         /* A connection. */
         if (cl == NULL) {
@@ -981,7 +993,9 @@ int redislockp_exec_one(const redislockp_target *t, const redislockp_fanout *f,
          * redirection cannot run it twice - nor running it without
          * scripts, when the server refused scripting itself to this user
          * (NOPERM, or EVALSHA unknown: renamed, disabled): go-zero mode
-         * goes on with plain commands, from now on for the client. */
+         * goes on with plain commands, for the client's operations of
+         * the next REDISLOCKP_PLAIN_RETRY_MS (then scripts are tried
+         * again: rights given back, a failover to another server). */
         if (!plain && scripted && res->kind == REDISLOCKP_SERVER &&
             redislockp_plain_refusal(leg->reply[0]) &&
             plain_can(f, NULL)) {
@@ -989,7 +1003,10 @@ int redislockp_exec_one(const redislockp_target *t, const redislockp_fanout *f,
                 redislockp_conn_back(cl, leg->node, leg->c, REDISLOCK_OK);
             leg->c = NULL;
             if (cl != NULL)
-                __atomic_store_n(&cl->scripts_refused, 1, __ATOMIC_RELAXED);
+                __atomic_store_n(&cl->scripts_refused_until,
+                                 redislockp_now_ms() +
+                                     REDISLOCKP_PLAIN_RETRY_MS,
+                                 __ATOMIC_RELAXED);
             plain = 1;
             any_sent = 0;
             continue;

@@ -33,8 +33,9 @@
  * stops answering them (a failover to an older one) is asked again.
  *
  * Counted mode and fencing need the scripts' atomic multi-key logic:
- * their calls are refused (REDISLOCK_ERR_INVALID, saying why and what
- * to do).
+ * with scripts=none their calls are refused (REDISLOCK_ERR_INVALID,
+ * saying why and what to do); after a server's refusal they are sent as
+ * scripts all the same, and its refusal is their answer.
  */
 #ifndef REDISLOCK_PLAIN_H
 #define REDISLOCK_PLAIN_H
@@ -45,6 +46,13 @@
 /* Transactions started again, at most, when EXEC finds a watched key
  * changed. */
 #define REDISLOCKP_PLAIN_TRIES 16
+
+/* After a server refused scripting itself (not scripts=none), go-zero
+ * mode runs without scripts this long, then tries them again (one
+ * refused call, which runs nothing, each time): rights given back, or a
+ * failover to a server that allows them, bring the scripts back.
+ * Counted mode and fencing keep asking for their scripts meanwhile. */
+#define REDISLOCKP_PLAIN_RETRY_MS 30000
 
 /* Can CALL run without scripts (a go-zero-mode script without fencing)?
  * 0 with the reason in ERRMSG otherwise. */
