@@ -14,6 +14,7 @@
 
 #include "client.h"
 #include "exec.h"
+#include "plain.h"
 #include "redislock_int.h"
 #include "scripts_lua.h"
 #include "slot.h"
@@ -849,8 +850,17 @@ static void explain_refusal(redislock *lock, const redislockp_call *call)
     memcpy(words, lock->errmsg, sizeof words);
     redislockp_call_permissions(&probe, lock, need);
     st = redislockp_op_run(lock, &probe, 0, parse_int, &line);
-    if (st != REDISLOCK_OK && acl_refused(lock)) {
-        snprintf(hint, sizeof hint, "every lock operation runs a script: "
+    if (st != REDISLOCK_OK && acl_refused(lock) &&
+        redislockp_plain_can(call, NULL)) {
+        /* Scripts refused, and this call ran without them (src/plain.h):
+         * Redis's words name the plain command refused. */
+        memcpy(lock->errmsg, words, sizeof words);
+        lock->info = refusal;
+        snprintf(hint, sizeof hint, "without scripts, go-zero mode needs "
+                 "+watch +unwatch +multi +exec besides its commands");
+        acl = REDISLOCK_ACL_SCRIPTS;
+    } else if (st != REDISLOCK_OK && acl_refused(lock)) {
+        snprintf(hint, sizeof hint, "counted mode and fencing run scripts: "
                  "the Redis user needs +evalsha and +eval");
         acl = REDISLOCK_ACL_SCRIPTS;
     } else if (st == REDISLOCK_OK && line >= 1 && (size_t)line <= n) {

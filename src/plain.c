@@ -31,9 +31,11 @@ typedef struct conv {
     int asking;                 /* Cluster ASK: ASKING before each command
                                  * outside MULTI (a transaction keeps the
                                  * flag from before its MULTI to EXEC) */
-    int in_multi;
+    int in_multi;               /* appending inside MULTI */
+    int watching, queuing;      /* the server's state: WATCH on, MULTI
+                                 * accepted (commands are queued) */
     int nasking;                /* ASKINGs in the step */
-    unsigned char is_asking[2 * STEP_MAX + 2];
+    unsigned char kind[2 * STEP_MAX + 2];   /* each command's, K_* */
     const redislockp_trailer *tr;
     redislockp_cmd cmd;
     redisReply *r[STEP_MAX];    /* the step's replies, ASKING's dropped */
@@ -43,6 +45,8 @@ typedef struct conv {
     int sent;                   /* a step that writes may have run */
     char *msg;
 } conv;
+
+enum { K_OTHER, K_ASKING, K_WATCH, K_UNWATCH, K_MULTI, K_END };
 
 static const redislockp_val *at(const conv *v, int i)
 {
@@ -64,7 +68,7 @@ static void begin(conv *v)
     drop(v);
     redislockp_cmd_reset(&v->cmd);
     v->with_tr = 0;
-    v->in_multi = 0;
+    v->in_multi = v->queuing;
     v->nasking = 0;
 }
 
@@ -74,21 +78,30 @@ static void append(conv *v, int argc, const char *const *argv,
 {
     static const char *const asking_argv[] = {"ASKING"};
     static const size_t asking_len[] = {6};
-    int multi = len[0] == 5 && memcmp(argv[0], "MULTI", 5) == 0;
-    int exec = len[0] == 4 && memcmp(argv[0], "EXEC", 4) == 0;
+    int k = K_OTHER;
 
-    if (v->cmd.count >= (int)sizeof v->is_asking - 1)
+#define IS(w) (len[0] == sizeof w - 1 && memcmp(argv[0], w, sizeof w - 1) == 0)
+    if (IS("WATCH"))
+        k = K_WATCH;
+    else if (IS("UNWATCH"))
+        k = K_UNWATCH;
+    else if (IS("MULTI"))
+        k = K_MULTI;
+    else if (IS("EXEC") || IS("DISCARD"))
+        k = K_END;
+#undef IS
+    if (v->cmd.count >= (int)sizeof v->kind - 1)
         return;                         /* run() refuses the step */
     if (v->asking && !v->in_multi) {
-        v->is_asking[v->cmd.count] = 1;
+        v->kind[v->cmd.count] = K_ASKING;
         (void)redislockp_cmd_append(&v->cmd, 1, asking_argv, asking_len);
         v->nasking++;
     }
-    v->is_asking[v->cmd.count] = 0;
+    v->kind[v->cmd.count] = (unsigned char)k;
     (void)redislockp_cmd_append(&v->cmd, argc, argv, len); /* oom: send refuses */
-    if (multi)
+    if (k == K_MULTI)
         v->in_multi = 1;
-    if (exec)
+    if (k == K_END)
         v->in_multi = 0;
 }
 
@@ -141,7 +154,7 @@ static int run(conv *v, int writes)
     int i, sent = 0, st;
 
     if (v->cmd.count - v->nasking > STEP_MAX ||
-        v->cmd.count >= (int)sizeof v->is_asking)
+        v->cmd.count >= (int)sizeof v->kind)
         return redislockp_tx_fail(v->msg, REDISLOCK_ERR_INVALID, /* LCOV_EXCL_LINE */
                                   "internal: %d commands in a step",
                                   v->cmd.count);
@@ -153,7 +166,19 @@ static int run(conv *v, int writes)
     v->n = 0;
     v->first_err = -1;
     for (i = 0; i < v->cmd.count; i++) {
-        if (v->is_asking[i]) {          /* ASKING's OK */
+        int failed = redislockp_val_type(redislockp_val_of(r[i])) ==
+                     REDISLOCKP_V_ERROR;
+
+        /* What the server holds for the connection now. */
+        if (v->kind[i] == K_WATCH && !failed)
+            v->watching = 1;
+        else if (v->kind[i] == K_UNWATCH && !failed)
+            v->watching = 0;
+        else if (v->kind[i] == K_MULTI && !failed)
+            v->queuing = 1;
+        else if (v->kind[i] == K_END)
+            v->watching = v->queuing = 0;
+        if (v->kind[i] == K_ASKING) {   /* ASKING's OK */
             redislockp_val_free((redislockp_val *)r[i]);
             continue;
         }
@@ -325,19 +350,25 @@ static void set_form(conv *v, int which, int x)
  * Endings
  */
 
-/* The step's first error reply is the call's answer; a WATCH still on
- * goes first (UNWATCH, its own round trip). */
-static int answer_error(conv *v, redislockp_val **out, int watching)
+/* End the conversation without a write: DISCARD if a MULTI is open (it
+ * ends the WATCH too), else UNWATCH; with the trailer. */
+static int let_go(conv *v)
+{
+    begin(v);
+    add(v, "s", v->queuing ? "DISCARD" : "UNWATCH");
+    add_trailer(v);
+    return run(v, 0);
+}
+
+/* The step's first error reply is the call's answer; a WATCH or a MULTI
+ * still open on the connection is ended first (its own round trip). */
+static int answer_error(conv *v, redislockp_val **out)
 {
     redislockp_val *e = take(v, v->first_err);
     int st = REDISLOCK_OK;
 
-    if (watching) {
-        begin(v);
-        add(v, "s", "UNWATCH");
-        add_trailer(v);
-        st = run(v, 0);
-    }
+    if (v->watching || v->queuing)
+        st = let_go(v);
     if (st != REDISLOCK_OK) {
         redislockp_val_free(e);
         return st;
@@ -385,15 +416,6 @@ static int too_many(conv *v, const char *what)
                               "row", what, REDISLOCKP_PLAIN_TRIES);
 }
 
-/* UNWATCH, with the trailer: the conversation ends without a write. */
-static int unwatch(conv *v)
-{
-    begin(v);
-    add(v, "s", "UNWATCH");
-    add_trailer(v);
-    return run(v, 0);
-}
-
 /* ------------------------------------------------------------------------
  * The scripts
  */
@@ -423,7 +445,7 @@ static int acquire(conv *v, const redislockp_call *call, redislockp_val **out)
         if (redislockp_val_type(at(v, 0)) == REDISLOCKP_V_STATUS)
             return answer_ints(v, out, 1, 1, 0LL);
         if (v->first_err >= 0)
-            return answer_error(v, out, 0);
+            return answer_error(v, out);
         holder = at(v, 1);
         if (is_nil(holder) || redislockp_val_int(at(v, 2)) == -2)
             continue;                   /* gone meanwhile: again */
@@ -448,30 +470,30 @@ static int acquire(conv *v, const redislockp_call *call, redislockp_val **out)
                 continue;               /* not ours any more: look again */
             }
             if (!error_says(at(v, 0), "err syntax error", 0))
-                return answer_error(v, out, 0);
+                return answer_error(v, out);
             set_form(v, FORM_IFEQ, -1);
         }
         begin(v);
         add(v, "sb", "WATCH", KEY(call, REDISLOCKP_ACQUIRE_K_KEY));
         add(v, "sb", "GET", KEY(call, REDISLOCKP_ACQUIRE_K_KEY));
+        add(v, "s", "MULTI");
         if ((st = run(v, 0)) != REDISLOCK_OK)
             return st;
         if (v->first_err >= 0)
-            return answer_error(v, out, 1);
+            return answer_error(v, out);
         if (!is_str(at(v, 1), id, idlen)) {
-            if ((st = unwatch(v)) != REDISLOCK_OK)
+            if ((st = let_go(v)) != REDISLOCK_OK)
                 return st;
             continue;
         }
         begin(v);
-        add(v, "s", "MULTI");
         add(v, "sbbsb", "SET", KEY(call, REDISLOCKP_ACQUIRE_K_KEY), id,
             idlen, "PX", ARG(call, REDISLOCKP_ACQUIRE_A_PX));
         add(v, "s", "EXEC");
         add_trailer(v);
         if ((st = run(v, 1)) != REDISLOCK_OK)
             return st;
-        if ((st = exec_ran(v, 2, out, &ran)) != REDISLOCK_OK || *out != NULL)
+        if ((st = exec_ran(v, 1, out, &ran)) != REDISLOCK_OK || *out != NULL)
             return st;
         if (ran)
             return answer_ints(v, out, 1, 1, 0LL);
@@ -490,7 +512,6 @@ static int register_waiter(conv *v, const redislockp_call *call,
     int st;
 
     begin(v);
-    add(v, "s", "MULTI");
     add(v, "sbnb", "ZADD", KEY(call, REDISLOCKP_ACQUIRE_WAIT_K_WAITERS),
         now + ttl, ARG(call, REDISLOCKP_ACQUIRE_WAIT_A_OWNER));
     if (waiters_pttl < ttl)
@@ -500,7 +521,7 @@ static int register_waiter(conv *v, const redislockp_call *call,
     add_trailer(v);
     if ((st = run(v, 1)) != REDISLOCK_OK)
         return st;
-    if ((st = exec_ran(v, waiters_pttl < ttl ? 3 : 2, out, ran)) !=
+    if ((st = exec_ran(v, waiters_pttl < ttl ? 2 : 1, out, ran)) !=
             REDISLOCK_OK || *out != NULL || !*ran)
         return st;
     return answer_ints(v, out, 0, 2, 0LL, pttl);
@@ -528,17 +549,18 @@ static int acquire_wait(conv *v, const redislockp_call *call,
         add(v, "sb", "EXISTS", KEY(call, REDISLOCKP_ACQUIRE_WAIT_K_TURN));
         add(v, "s", "TIME");
         add(v, "sb", "PTTL", KEY(call, REDISLOCKP_ACQUIRE_WAIT_K_WAITERS));
+        add(v, "s", "MULTI");
         if ((st = run(v, 0)) != REDISLOCK_OK)
             return st;
         if (v->first_err >= 0)
-            return answer_error(v, out, v->first_err > 0);
+            return answer_error(v, out);
         holder = at(v, 1);
         pttl = redislockp_val_int(at(v, 2));
         turn = redislockp_val_int(at(v, 3)) > 0;
         now = time_ms(at(v, 4));
         wpttl = redislockp_val_int(at(v, 5));
         if (now < 0)
-            return surprise(v, "TIME", 4);
+            return surprise(v, "TIME", 4);    /* the connection is closed */
         if (!is_nil(holder) && !is_str(holder, id, idlen)) {
             if ((st = register_waiter(v, call, now, wpttl, pttl, out,
                                       &ran)) != REDISLOCK_OK ||
@@ -556,15 +578,14 @@ static int acquire_wait(conv *v, const redislockp_call *call,
         }
         /* Free (and no turn, or ours), or ours already: take it. */
         begin(v);
-        add(v, "s", "MULTI");
         add(v, "sbbsb", "SET", KEY(call, REDISLOCKP_ACQUIRE_WAIT_K_KEY), id,
             idlen, "PX", ARG(call, REDISLOCKP_ACQUIRE_WAIT_A_PX));
         add(v, "sbb", "ZREM", KEY(call, REDISLOCKP_ACQUIRE_WAIT_K_WAITERS),
             id, idlen);
-        k = 3;
+        k = 2;
         if (woken) {
             add(v, "sb", "DEL", KEY(call, REDISLOCKP_ACQUIRE_WAIT_K_TURN));
-            k = 4;
+            k = 3;
         }
         add(v, "s", "EXEC");
         add_trailer(v);
@@ -654,7 +675,7 @@ static int release_one_command(conv *v, const redislockp_call *call,
             continue;
         }
         if (v->first_err >= 0) {
-            st = answer_error(v, out, 0);
+            st = answer_error(v, out);
             return st == REDISLOCK_OK ? 1 : st;
         }
         if (redislockp_val_type(at(v, 0)) != REDISLOCKP_V_INTEGER)
@@ -672,7 +693,7 @@ static int release_one_command(conv *v, const redislockp_call *call,
             if ((st = run(v, 0)) != REDISLOCK_OK)
                 return st;
             if (v->first_err >= 0)
-                st = answer_error(v, out, 0);
+                st = answer_error(v, out);
             else
                 st = answer_ints(v, out, 1, 1,
                                  redislockp_val_int(at(v, 0)) > 0 ? -1LL
@@ -712,21 +733,22 @@ static int release(conv *v, const redislockp_call *call, redislockp_val **out)
                 KEY(call, REDISLOCKP_RELEASE_K_WAITERS), "+inf", "-inf",
                 "WITHSCORES", "LIMIT", "0", "1");
         }
+        add(v, "s", "MULTI");
         if ((st = run(v, 0)) != REDISLOCK_OK)
             return st;
         if (v->first_err >= 0)
-            return answer_error(v, out, v->first_err > 0);
+            return answer_error(v, out);
         if (!is_str(at(v, 1), id, idlen)) {
             long long x = is_nil(at(v, 1)) ? 0 : -1;
 
-            if ((st = unwatch(v)) != REDISLOCK_OK)
+            if ((st = let_go(v)) != REDISLOCK_OK)
                 return st;
             return answer_ints(v, out, 1, 1, x);
         }
         if (nkeys == 2 && redislockp_val_int(at(v, 2)) > 0) {
             /* Waiters: the library sends it again with the keys to wake
              * one (release.lua's 2). */
-            if ((st = unwatch(v)) != REDISLOCK_OK)
+            if ((st = let_go(v)) != REDISLOCK_OK)
                 return st;
             return answer_ints(v, out, 1, 1, 2LL);
         }
@@ -738,9 +760,8 @@ static int release(conv *v, const redislockp_call *call, redislockp_val **out)
             live = live_waiter(at(v, 3), now, NULL, 0);
         }
         begin(v);
-        add(v, "s", "MULTI");
         add(v, "sb", "DEL", KEY(call, REDISLOCKP_RELEASE_K_KEY));
-        k = 2;
+        k = 1;
         if (any)
             k += queue_wake(v, KEY(call, REDISLOCKP_RELEASE_K_WAITERS),
                             KEY(call, REDISLOCKP_RELEASE_K_WAKE),
@@ -787,32 +808,32 @@ static int extend(conv *v, const redislockp_call *call, redislockp_val **out)
                                                                     : 0LL);
             }
             if (!error_says(at(v, 0), "err syntax error", 0))
-                return answer_error(v, out, 0);
+                return answer_error(v, out);
             set_form(v, FORM_IFEQ, -1);
         }
         begin(v);
         add(v, "sb", "WATCH", KEY(call, REDISLOCKP_EXTEND_K_KEY));
         add(v, "sb", "GET", KEY(call, REDISLOCKP_EXTEND_K_KEY));
+        add(v, "s", "MULTI");
         if ((st = run(v, 0)) != REDISLOCK_OK)
             return st;
         if (v->first_err >= 0)
-            return answer_error(v, out, 1);
+            return answer_error(v, out);
         if (!is_str(at(v, 1), id, idlen)) {
             long long x = is_nil(at(v, 1)) ? 0 : -1;
 
-            if ((st = unwatch(v)) != REDISLOCK_OK)
+            if ((st = let_go(v)) != REDISLOCK_OK)
                 return st;
             return answer_ints(v, out, 0, 1, x);
         }
         begin(v);
-        add(v, "s", "MULTI");
         add(v, "sbb", "PEXPIRE", KEY(call, REDISLOCKP_EXTEND_K_KEY),
             ARG(call, REDISLOCKP_EXTEND_A_PX));
         add(v, "s", "EXEC");
         add_trailer(v);
         if ((st = run(v, 1)) != REDISLOCK_OK)
             return st;
-        if ((st = exec_ran(v, 2, out, &ran)) != REDISLOCK_OK || *out != NULL)
+        if ((st = exec_ran(v, 1, out, &ran)) != REDISLOCK_OK || *out != NULL)
             return st;
         if (ran)
             return answer_ints(v, out, 0, 1, 1LL);
@@ -840,20 +861,20 @@ static int leave(conv *v, const redislockp_call *call, redislockp_val **out)
         add(v, "sbssssss", "ZREVRANGEBYSCORE",
             KEY(call, REDISLOCKP_LEAVE_K_WAITERS), "+inf", "-inf",
             "WITHSCORES", "LIMIT", "0", "2");
+        add(v, "s", "MULTI");
         if ((st = run(v, 0)) != REDISLOCK_OK)
             return st;
         if (v->first_err >= 0)
-            return answer_error(v, out, v->first_err > 0);
+            return answer_error(v, out);
         now = time_ms(at(v, 2));
         if (now < 0)
             return surprise(v, "TIME", 2);
         pass = woken && redislockp_val_int(at(v, 1)) == 0;
         live = pass && live_waiter(at(v, 3), now, id, idlen);
         begin(v);
-        add(v, "s", "MULTI");
         add(v, "sbb", "ZREM", KEY(call, REDISLOCKP_LEAVE_K_WAITERS), id,
             idlen);
-        k = 2;
+        k = 1;
         if (pass)
             k += queue_wake(v, KEY(call, REDISLOCKP_LEAVE_K_WAITERS),
                             KEY(call, REDISLOCKP_LEAVE_K_WAKE),
@@ -901,6 +922,31 @@ static int status(conv *v, const redislockp_call *call, redislockp_val **out)
     return answer_ints(v, out, 0, 4, 0LL, -2LL, 0LL, 0LL);
 }
 
+/* inspect.lua's answer {kind, pttl, owner, holds}: OWNER (LEN bytes) a
+ * string, "" when there is none. */
+static int answer_inspect(conv *v, redislockp_val **out, int kind,
+                          long long pttl, const char *owner, size_t len,
+                          long long count)
+{
+    char *buf = malloc(len + 128);
+    size_t n;
+
+    *out = NULL;
+    if (buf != NULL) {
+        n = (size_t)sprintf(buf, "*4\r\n:%d\r\n:%lld\r\n$%zu\r\n", kind,
+                            pttl, len);
+        if (len > 0)
+            memcpy(buf + n, owner, len);
+        n += len;
+        n += (size_t)sprintf(buf + n, "\r\n:%lld\r\n", count);
+        *out = redislockp_val_parse(buf, n);
+        free(buf);
+    }
+    return *out != NULL ? REDISLOCK_OK
+                        : redislockp_tx_fail(v->msg, REDISLOCK_ERR_NOMEM,
+                                             "out of memory making a reply");
+}
+
 /* inspect.lua: what the lock key holds, whoever holds it: GET and PTTL,
  * and for a hash (GET's WRONGTYPE) HGET owner and count - the commands
  * the lock's own mode runs, as the script does. */
@@ -908,9 +954,8 @@ static int inspect(conv *v, const redislockp_call *call, redislockp_val **out)
 {
     const redislockp_val *r, *value;
     const char *s;
-    size_t len, n;
+    size_t len;
     long long pttl, count = 1;
-    char *buf;
     int st, ran, kind = 1;
 
     begin(v);
@@ -921,14 +966,14 @@ static int inspect(conv *v, const redislockp_call *call, redislockp_val **out)
     if ((st = run(v, 0)) != REDISLOCK_OK)
         return st;
     if (v->first_err >= 0)
-        return answer_error(v, out, 0);
+        return answer_error(v, out);
     r = at(v, 3);
     if (redislockp_val_count(r) != 2)
         return surprise(v, "EXEC", 3);
     value = redislockp_val_at(r, 0);
     pttl = redislockp_val_int(redislockp_val_at(r, 1));
     if (is_nil(value))
-        return answer_ints(v, out, 0, 4, 0LL, -2LL, 0LL, 0LL);
+        return answer_inspect(v, out, 0, -2, "", 0, 0);
     if (redislockp_val_type(value) == REDISLOCKP_V_ERROR &&
         !error_says(value, "wrongtype", 0))
         return answer_copy(v, value, out);
@@ -951,7 +996,7 @@ static int inspect(conv *v, const redislockp_call *call, redislockp_val **out)
         if (*out != NULL) {             /* not a hash either */
             redislockp_val_free(*out);
             *out = NULL;
-            return answer_ints(v, out, 0, 4, 3LL, pttl, 0LL, 0LL);
+            return answer_inspect(v, out, 3, pttl, "", 0, 0);
         }
         r = at(v, 4);
         if (!ran || redislockp_val_count(r) != 3)
@@ -959,7 +1004,7 @@ static int inspect(conv *v, const redislockp_call *call, redislockp_val **out)
         value = redislockp_val_at(r, 0);
         pttl = redislockp_val_int(redislockp_val_at(r, 2));
         if (is_nil(value))
-            return answer_ints(v, out, 0, 4, 3LL, pttl, 0LL, 0LL);
+            return answer_inspect(v, out, 3, pttl, "", 0, 0);
         c = redislockp_val_at(r, 1);
         s = redislockp_val_str(c, &len);
         count = -1;
@@ -975,26 +1020,11 @@ static int inspect(conv *v, const redislockp_call *call, redislockp_val **out)
                 count = -1;
         }
         if (count < 0 || count > 2147483647)
-            return answer_ints(v, out, 0, 4, 3LL, pttl, 0LL, 0LL);
+            return answer_inspect(v, out, 3, pttl, "", 0, 0);
         kind = 2;
     }
-    /* {kind, pttl, owner, holds}: the owner is a string. */
     s = redislockp_val_str(value, &len);
-    buf = malloc(len + 128);
-    if (buf == NULL)
-        return redislockp_tx_fail(v->msg, REDISLOCK_ERR_NOMEM,
-                                  "out of memory making a reply");
-    n = (size_t)sprintf(buf, "*4\r\n:%d\r\n:%lld\r\n$%zu\r\n", kind, pttl,
-                        len);
-    if (len > 0)
-        memcpy(buf + n, s, len);
-    n += len;
-    n += (size_t)sprintf(buf + n, "\r\n:%lld\r\n", count);
-    *out = redislockp_val_parse(buf, n);
-    free(buf);
-    return *out != NULL ? REDISLOCK_OK
-                        : redislockp_tx_fail(v->msg, REDISLOCK_ERR_NOMEM,
-                                             "out of memory making a reply");
+    return answer_inspect(v, out, kind, pttl, s != NULL ? s : "", len, count);
 }
 
 /* companions.lua: live waiters and the fencing counter. */
@@ -1010,7 +1040,7 @@ static int companions(conv *v, const redislockp_call *call,
     if ((st = run(v, 0)) != REDISLOCK_OK)
         return st;
     if (v->first_err >= 0)
-        return answer_error(v, out, 0);
+        return answer_error(v, out);
     now = time_ms(at(v, 0));
     if (now < 0)
         return surprise(v, "TIME", 0);

@@ -637,8 +637,8 @@ static void test_no_script_rights(void **state)
     assert_int_equal(redislock_acquire(lock, &ok), REDISLOCK_ERR_SERVER);
     assert_false(ok);
     if (strstr(redislock_last_error(lock), "NOPERM") == NULL ||
-        strstr(redislock_last_error(lock), "[every lock operation runs a "
-               "script: the Redis user needs +evalsha and +eval "
+        strstr(redislock_last_error(lock), "[counted mode and fencing run "
+               "scripts: the Redis user needs +evalsha and +eval "
                "(doc/acl.md)]") == NULL)
         fail_msg("last_error: %s", redislock_last_error(lock));
     assert_int_equal(tu_pttl(c, key, strlen(key)), -2);
