@@ -988,7 +988,11 @@ redislock_client_open(const char *url, redislock_client **client,
  *   SELECT: each step within the quorum wait too), and a master's reply
  *   is due within the quorum wait from when its command went out.
  * - Fencing is refused (REDISLOCK_ERR_INVALID): independent masters have
- *   no shared counter.  Replica acknowledgement (set_min_replicas) asks
+ *   no shared counter.  So is every operation with scripts=none in a
+ *   master's URL (REDISLOCK_SCRIPTS_NONE): a quorum sends each master one
+ *   write per operation, which a conversation of plain commands cannot
+ *   be; and a master that refuses scripts to the user fails its share,
+ *   with no fallback to plain commands.  Replica acknowledgement (set_min_replicas) asks
  *   each master's replicas (WAIT after the script, once per operation);
  *   the operation succeeds on a majority of masters that did it *and* had
  *   it acknowledged; a majority that did it without enough acknowledgement
