@@ -2649,6 +2649,8 @@ int main(int argc, char **argv)
     }
     if (o.check)
         return check(&o, client);
+    /* The client has its own copy of the URLs now. */
+    hide_passwords(&o);
     rc = settle_fencing(&o);
     if (rc != 0) {
         redislock_client_free(client);
@@ -2656,8 +2658,6 @@ int main(int argc, char **argv)
         return rc;
     }
     o.client = client;
-    /* The client has its own copy of the URLs now. */
-    hide_passwords(&o);
     lock = o.counted ? redislock_new_counted_from_client(client, o.key)
                      : redislock_new_from_client(client, o.key);
     if (lock == NULL) {
