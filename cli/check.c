@@ -19,8 +19,14 @@
  *     rename or forbid it; then INFO's values serve, and what neither
  *     gave is said to be unknown);
  *   - on a master, which mode the library runs lock operations in there
- *     and whether this user may run what it needs: one read-only script
- *     asks Redis (7.0 and later: redis.acl_check_cmd) about each command;
+ *     (the URL's scripts=eval, functions or none, or none where the
+ *     server refuses this user scripting itself, as the library then
+ *     falls back) and whether this user may run what it needs: one
+ *     read-only script asks Redis (7.0 and later: redis.acl_check_cmd)
+ *     about each command, or where it cannot run, each is tried in a
+ *     form that changes nothing; without scripts, also which one-command
+ *     forms the server has (SET IFEQ, DELIFEQ, DELEX), as the library
+ *     finds them;
  *   - the round trip: PINGS PINGs, their median and 99th percentile.
  *
  * Then it judges: each finding is a line saying what is risky and what to
@@ -47,6 +53,7 @@
 #include <string.h>
 #include <sys/time.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <hiredis/hiredis.h>
 #include <redislock.h>
@@ -98,6 +105,9 @@ struct hostport {
     int port;
 };
 
+/* The URL's scripts= (redislock_client_set_scripts()). */
+enum { SCRIPTS_EVAL, SCRIPTS_FUNCTIONS, SCRIPTS_NONE };
+
 struct target {
     int index;                        /* its place among the URLs, from 1 */
     bool tls, cluster, sentinel;
@@ -108,7 +118,9 @@ struct target {
     char *master;                     /* a Sentinel URL's master name */
     long long db;
     long long connect_ms, command_ms;
-    bool functions;                   /* scripts=functions: FCALL */
+    int scripts;                      /* the URL's scripts=: SCRIPTS_* */
+    bool quorum;                      /* one of several URLs: a quorum's
+                                       * master (which needs scripts) */
     redislock_client *client;         /* rediss://: the library's way in */
 };
 
@@ -267,7 +279,11 @@ static bool parameters(struct target *t, const char *q, size_t len)
         } else if (nlen == 7 && strncmp(q, "cluster", 7) == 0) {
             t->cluster = number(eq + 1, vlen) == 1;
         } else if (nlen == 7 && strncmp(q, "scripts", 7) == 0) {
-            t->functions = vlen == 9 && strncmp(eq + 1, "functions", 9) == 0;
+            t->scripts = vlen == 9 && strncmp(eq + 1, "functions", 9) == 0
+                             ? SCRIPTS_FUNCTIONS
+                         : vlen == 4 && strncmp(eq + 1, "none", 4) == 0
+                             ? SCRIPTS_NONE
+                             : SCRIPTS_EVAL;
         } else if (nlen == 13 && strncmp(q, "sentinel_user", 13) == 0) {
             free(t->sentinel_user);
             if ((t->sentinel_user = decode(eq + 1, vlen)) == NULL)
@@ -379,14 +395,21 @@ enum found {
 enum { MAY_UNUSED = -2, MAY_UNKNOWN = -1, MAY_NO = 0, MAY_YES = 1 };
 
 /* The commands whose permission the check asks about: those of the
- * library's modes (modes[] below), the waiters' BLPOP, the replica
+ * library's modes (modes[] below), the waiters' BLPOP (and, without
+ * scripts, the rest of waiting's commands), the replica
  * acknowledgement's WAIT, and what the URL's kind makes the library send
  * on each new connection.  WORDS is the command as redis.acl_check_cmd()
  * gets it: with its arguments where Redis would read keys from them, so
- * that none is read out of bounds; BLPOP alone, so that no key is checked
- * (which keys a lock uses depends on its name: doc/acl.md). */
-enum need { N_EVALSHA, N_EVAL, N_FCALL, N_FUNCTION_LOAD, N_BLPOP, N_WAIT,
-            N_SELECT, N_ROLE, N_CLUSTER_SLOTS, N_ASKING, NEEDS };
+ * that none is read out of bounds; the plain commands and BLPOP alone, so
+ * that no key is checked (which keys a lock uses depends on its name:
+ * doc/acl.md).  The order is the order shown. */
+enum need { N_EVALSHA, N_EVAL, N_FCALL, N_FUNCTION_LOAD,
+            N_WATCH, N_UNWATCH, N_MULTI, N_EXEC, N_GET, N_SET, N_DEL,
+            N_PEXPIRE, N_PTTL, N_EXISTS,
+            N_TIME, N_ZADD, N_ZREM, N_ZCARD, N_ZREVRANGEBYSCORE,
+            N_ZREMRANGEBYSCORE, N_RPUSH,
+            N_BLPOP, N_WAIT, N_SELECT, N_ROLE, N_CLUSTER_SLOTS, N_ASKING,
+            NEEDS };
 
 static const struct {
     const char *name;                 /* as shown */
@@ -398,6 +421,23 @@ static const struct {
     { "EVAL", "eval", "eval x 0" },
     { "FCALL", "fcall", "fcall x 0" },
     { "FUNCTION LOAD", "function_load", "function load x" },
+    { "WATCH", "watch", "watch" },
+    { "UNWATCH", "unwatch", "unwatch" },
+    { "MULTI", "multi", "multi" },
+    { "EXEC", "exec", "exec" },
+    { "GET", "get", "get" },
+    { "SET", "set", "set" },
+    { "DEL", "del", "del" },
+    { "PEXPIRE", "pexpire", "pexpire" },
+    { "PTTL", "pttl", "pttl" },
+    { "EXISTS", "exists", "exists" },
+    { "TIME", "time", "time" },
+    { "ZADD", "zadd", "zadd" },
+    { "ZREM", "zrem", "zrem" },
+    { "ZCARD", "zcard", "zcard" },
+    { "ZREVRANGEBYSCORE", "zrevrangebyscore", "zrevrangebyscore" },
+    { "ZREMRANGEBYSCORE", "zremrangebyscore", "zremrangebyscore" },
+    { "RPUSH", "rpush", "rpush" },
     { "BLPOP", "blpop", "blpop" },
     { "WAIT", "wait", "wait 0 0" },
     { "SELECT", "select", "select 0" },
@@ -408,29 +448,83 @@ static const struct {
 
 #define NEED(n) (1u << (n))
 
+/* What go-zero mode needs without scripts (src/plain.c), on the lock
+ * key; and what waiting and wake-ups need besides BLPOP, on the
+ * waiters, the wake-up list and the turn (doc/acl.md, "No scripts"). */
+#define PLAIN_NEEDS                                                       \
+    (NEED(N_WATCH) | NEED(N_UNWATCH) | NEED(N_MULTI) | NEED(N_EXEC) |    \
+     NEED(N_GET) | NEED(N_SET) | NEED(N_DEL) | NEED(N_PEXPIRE) |         \
+     NEED(N_PTTL) | NEED(N_EXISTS))
+#define PLAIN_WAITING_NEEDS                                               \
+    (NEED(N_TIME) | NEED(N_ZADD) | NEED(N_ZREM) | NEED(N_ZCARD) |        \
+     NEED(N_ZREVRANGEBYSCORE) | NEED(N_ZREMRANGEBYSCORE) | NEED(N_RPUSH))
+/* The commands whose refusal makes a client of the library run go-zero
+ * mode without scripts (plain.c's refusal of scripting itself). */
+#define SCRIPT_NEEDS (NEED(N_EVALSHA) | NEED(N_EVAL) | NEED(N_FCALL))
+
 /* The modes the library runs lock operations in.  The URL chooses one
- * (scripts=eval, the default, or scripts=functions); the check tells
- * whether this user may run what it needs there.  A mode the library
- * gains (one without scripts is being built) is one more entry here, with
- * its commands in needs[] and what selects it; nothing else in the check
- * changes, but for what the server must offer besides permissions (as
- * functions need a loaded library: probe_access()).  No entry may be
- * added before the library has the mode. */
+ * (scripts=eval, the default, scripts=functions or scripts=none); the
+ * check tells whether this user may run what it needs there.  A client
+ * whose server refuses it scripting itself runs the "none" mode's
+ * commands instead (go-zero mode only; probe_access()).  A mode the
+ * library gains is one more entry here, with its commands in needs[] and
+ * what selects it; nothing else in the check changes, but for what the
+ * server must offer besides permissions (as functions need a loaded
+ * library, and plain commands one-command forms: probe_access()).  No
+ * entry may be added before the library has the mode. */
 static const struct mode {
-    const char *name;                 /* as shown */
-    bool functions;                   /* chosen by scripts=functions */
+    const char *name;                 /* as shown, and in --json */
+    const char *label;                /* as shown: the name, and what it
+                                       * means where the name cannot say */
+    int scripts;                      /* the URL's scripts= choosing it */
     unsigned needs;                   /* NEED() bits it cannot do without */
     const char *give;                 /* the ACL rules that grant them */
     const char *why;
 } modes[] = {
-    { "scripts", false, NEED(N_EVALSHA) | NEED(N_EVAL), "+evalsha +eval",
+    { "scripts", "scripts", SCRIPTS_EVAL, NEED(N_EVALSHA) | NEED(N_EVAL),
+      "+evalsha +eval",
       "every lock operation runs as a Lua script (EVALSHA, or EVAL when "
       "the server has not cached it), the URL's default (scripts=eval)" },
-    { "functions", true, NEED(N_FCALL) | NEED(N_FUNCTION_LOAD),
-      "+fcall +function|load",
+    { "functions", "functions", SCRIPTS_FUNCTIONS,
+      NEED(N_FCALL) | NEED(N_FUNCTION_LOAD), "+fcall +function|load",
       "every lock operation is an FCALL of redislock's Redis Function "
       "library, loaded where it is missing (FUNCTION LOAD), as the URL "
       "asks (scripts=functions)" },
+    { "none", "none (plain commands; go-zero mode without fencing)",
+      SCRIPTS_NONE, PLAIN_NEEDS,
+      "+get +set +del +pexpire +pttl +exists +watch +unwatch +multi +exec",
+      "every go-zero operation runs as plain commands (the reads under "
+      "WATCH, the writes in MULTI ... EXEC), as the URL asks "
+      "(scripts=none); counted mode and fencing cannot run" },
+};
+
+/* The mode the URL's scripts= (SCRIPTS) chooses. */
+static const struct mode *url_mode(int scripts)
+{
+    size_t k;
+
+    for (k = 0; k < sizeof modes / sizeof modes[0]; k++)
+        if (modes[k].scripts == scripts)
+            return &modes[k];
+    return &modes[0];
+}
+
+/* What the check found of a one-command form (forms[]). */
+enum { FORM_UNKNOWN = -1, FORM_NO = 0, FORM_YES = 1, FORM_REFUSED = 2 };
+
+/* The one-command forms go-zero mode uses without scripts where the
+ * server has them (src/plain.c): a re-entry and an extend in one round
+ * trip, a release without wake-ups in one. */
+enum form { F_SET_IFEQ, F_DELIFEQ, F_DELEX, FORMS };
+
+static const struct {
+    const char *name;                 /* as shown */
+    const char *json;                 /* its name in --json */
+    const char *command;              /* the command it is a form of */
+} forms[FORMS] = {
+    { "SET IFEQ", "set_ifeq", "set" },
+    { "DELIFEQ", "delifeq", "delifeq" },
+    { "DELEX", "delex", "delex" },
 };
 
 struct replica_view {
@@ -464,10 +558,15 @@ struct node {
     char cluster_state[16];           /* CLUSTER INFO; "" unknown */
 
     /* mode and permissions (masters) */
-    const char *mode;                 /* a modes[] name, "none", or NULL */
-    char mode_why[512];
-    char mode_fix[160];               /* with "none": what to do */
+    const char *mode;                 /* a modes[] name, "unusable" (no
+                                       * mode can run), or NULL (not
+                                       * asked) */
+    bool fallback;                    /* mode "none" by the server's
+                                       * refusal of scripts, not the URL */
+    char mode_why[1024];
+    char mode_fix[240];               /* with "unusable": what to do */
     int may[NEEDS];
+    int forms[FORMS];                 /* with mode "none": FORM_* */
     char eval_error[160];             /* what a refused EVAL said */
     int nlibraries;                   /* redislock Function libraries
                                        * loaded; -1 unknown or not asked */
@@ -583,6 +682,8 @@ static struct node *add_node(struct check *k, struct target *t,
     n->nlibraries = -1;
     for (j = 0; j < NEEDS; j++)
         n->may[j] = MAY_UNUSED;
+    for (j = 0; j < FORMS; j++)
+        n->forms[j] = FORM_UNKNOWN;
     n->aof = n->rdb = -1;
     n->maxmemory = n->used_memory = -1;
     n->min_replicas = n->min_replicas_lag = -1;
@@ -942,7 +1043,8 @@ static const char probe_script[] =
 /* Whether the user may run command NEED, found by running it (Redis
  * before 7.0, or a user who may not run the probe script): what it
  * does is harmless (an unknown script or function, a library that does
- * not parse).  BLPOP cannot be tried without a key. */
+ * not parse).  The plain commands and BLPOP, which take a key, are
+ * try_plain()'s. */
 static int try_command(struct node *n, redisContext *c, enum need need)
 {
     static const char zeros[] = "0000000000000000000000000000000000000000";
@@ -1057,27 +1159,284 @@ static bool read_libraries(struct node *n, redisContext *c)
     return true;
 }
 
+/* What REPLY, to a command of the check's own tried on its scratch key,
+ * says of this user's permission to run that command: refused (NOPERM
+ * naming the command as one it may not run, or the command unknown here:
+ * renamed or disabled, which the library cannot run either), or allowed
+ * (any other answer, a refusal of the scratch key or a redirection to
+ * another Cluster node included: Redis checks the command first). */
+static int tried(const redisReply *r)
+{
+    if (error_code_is(r, "NOPERM"))
+        return r->str != NULL && strstr(r->str, "permissions to run") != NULL
+                   ? MAY_NO : MAY_YES;
+    if (is_error(r) && r->str != NULL &&
+        strncmp(r->str, "ERR unknown command", 19) == 0)
+        return MAY_NO;
+    return MAY_YES;
+}
+
+/* Is there, anywhere in R (COMMAND DOCS's nested answer), the word
+ * WORD, in any case (a token of the command's syntax)? */
+static bool reply_has_word(const redisReply *r, const char *word)
+{
+    size_t i, n = strlen(word);
+
+    if ((r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS) &&
+        r->str != NULL && (size_t)r->len == n) {
+        for (i = 0; i < n; i++)
+            if ((r->str[i] | 0x20) != (word[i] | 0x20))
+                break;
+        if (i == n)
+            return true;
+    }
+    if (r->type == REDIS_REPLY_ARRAY)
+        for (i = 0; i < r->elements; i++)
+            if (reply_has_word(r->element[i], word))
+                return true;
+    return false;
+}
+
+/* The commands of BITS (PLAIN_NEEDS and PLAIN_WAITING_NEEDS, BLPOP) that
+ * N->may[] does not know yet, found by running them on a connection of
+ * their own, on a scratch key no lock has, in forms that change nothing
+ * there (SET ... XX, ZADD XX, PEXPIRE of a key that is not there, EXEC
+ * without MULTI); RPUSH and BLPOP are only queued in a MULTI, which the
+ * connection's close throws away, and stay unknown if MULTI is refused.
+ * With FORMS, also which one-command forms the server has for this
+ * user, as the library finds them: SET ... IFEQ (a "syntax error"
+ * without it), DELIFEQ, DELEX ... IFEQ (unknown commands without them),
+ * none of which creates the key; COMMAND DOCS SET tells of IFEQ where
+ * the scratch key is refused.  False when memory ran out (N->error). */
+static bool try_plain(struct node *n, unsigned bits, bool with_forms)
+{
+    char key[64], err[320];
+    const char *argv[10];
+    redisContext *c;
+    redisReply *r;
+    int i, argc, got;
+    bool multi = false;
+
+    snprintf(key, sizeof key, "redislock-check:%ld:%lld", (long)getpid(),
+             now_ns());
+    c = dial(&n->at, n->t, false, err, sizeof err);
+    if (c == NULL) {
+        unread(n, "the plain commands could not be tried (a connection "
+                  "for it failed)");
+        return strcmp(err, "out of memory") != 0;
+    }
+    for (i = 0; i < NEEDS; i++) {
+        if (!(bits & NEED(i)) || n->may[i] != MAY_UNKNOWN)
+            continue;
+        argc = 0;
+        argv[argc++] = needs[i].name;
+        switch (i) {
+        case N_WATCH: case N_GET: case N_DEL: case N_PTTL: case N_EXISTS:
+        case N_ZCARD:
+            argv[argc++] = key;
+            break;
+        case N_SET:
+            argv[argc++] = key, argv[argc++] = "x", argv[argc++] = "XX";
+            break;
+        case N_PEXPIRE:
+            argv[argc++] = key, argv[argc++] = "1";
+            break;
+        case N_ZADD:
+            argv[argc++] = key, argv[argc++] = "XX", argv[argc++] = "0";
+            argv[argc++] = "m";
+            break;
+        case N_ZREM:
+            argv[argc++] = key, argv[argc++] = "m";
+            break;
+        case N_ZREVRANGEBYSCORE:
+            argv[argc++] = key, argv[argc++] = "+inf", argv[argc++] = "-inf";
+            argv[argc++] = "LIMIT", argv[argc++] = "0", argv[argc++] = "1";
+            break;
+        case N_ZREMRANGEBYSCORE:
+            argv[argc++] = key, argv[argc++] = "-inf", argv[argc++] = "-inf";
+            break;
+        case N_UNWATCH: case N_EXEC: case N_TIME:
+            break;
+        default:                      /* MULTI, RPUSH, BLPOP: below */
+            continue;
+        }
+        r = command(c, n->t->command_ms, argc, argv, err, sizeof err);
+        if (r == NULL)
+            goto dead;
+        n->may[i] = tried(r);
+        freeReplyObject(r);
+    }
+    if (with_forms) {
+        static const char *const set_ifeq[] = { "SET", NULL, "x", "IFEQ",
+                                                "x" };
+        static const char *const delifeq[] = { "DELIFEQ", NULL, "x" };
+        static const char *const delex[] = { "DELEX", NULL, "IFEQ", "x" };
+        const char *const *form[FORMS] = { set_ifeq, delifeq, delex };
+        const int nform[FORMS] = { 5, 3, 4 };
+        const char *docs[3] = { "COMMAND", "DOCS", "SET" };
+        int f;
+
+        for (f = 0; f < FORMS; f++) {
+            memcpy(argv, form[f], (size_t)nform[f] * sizeof argv[0]);
+            argv[1] = key;
+            r = command(c, n->t->command_ms, nform[f], argv, err, sizeof err);
+            if (r == NULL)
+                goto dead;
+            if (tried(r) == MAY_NO && error_code_is(r, "NOPERM"))
+                n->forms[f] = FORM_REFUSED;
+            else if (tried(r) == MAY_NO)
+                n->forms[f] = FORM_NO;            /* unknown command */
+            else if (f == F_SET_IFEQ && is_error(r) && r->str != NULL &&
+                     strncmp(r->str, "ERR syntax error", 16) == 0)
+                n->forms[f] = FORM_NO;
+            else if (f == F_SET_IFEQ)
+                /* Refused on the key, or redirected: the answer does not
+                 * tell whether IFEQ was understood. */
+                n->forms[f] = is_error(r) ? FORM_UNKNOWN : FORM_YES;
+            else if (is_error(r) && !error_code_is(r, "NOPERM") &&
+                     !error_code_is(r, "MOVED") && !error_code_is(r, "ASK"))
+                n->forms[f] = FORM_UNKNOWN;
+            else
+                n->forms[f] = FORM_YES;
+            freeReplyObject(r);
+        }
+        if (n->forms[F_SET_IFEQ] == FORM_UNKNOWN) {
+            r = command(c, n->t->command_ms, 3, docs, err, sizeof err);
+            if (r == NULL)
+                goto dead;
+            if (r->type == REDIS_REPLY_ARRAY && r->elements > 0)
+                n->forms[F_SET_IFEQ] = reply_has_word(r, "IFEQ") ? FORM_YES
+                                                                 : FORM_NO;
+            freeReplyObject(r);
+        }
+    }
+    if ((bits & (NEED(N_MULTI) | NEED(N_RPUSH) | NEED(N_BLPOP))) &&
+        (n->may[N_MULTI] == MAY_UNKNOWN || n->may[N_RPUSH] == MAY_UNKNOWN ||
+         n->may[N_BLPOP] == MAY_UNKNOWN)) {
+        argv[0] = "MULTI";
+        r = command(c, n->t->command_ms, 1, argv, err, sizeof err);
+        if (r == NULL)
+            goto dead;
+        got = tried(r);
+        multi = !is_error(r);
+        freeReplyObject(r);
+        if (n->may[N_MULTI] != MAY_UNUSED)
+            n->may[N_MULTI] = got;
+        for (i = N_RPUSH; multi && i <= N_BLPOP; i += N_BLPOP - N_RPUSH) {
+            if (n->may[i] != MAY_UNKNOWN || !(bits & NEED(i)))
+                continue;
+            argv[0] = needs[i].name, argv[1] = key;
+            argv[2] = i == N_RPUSH ? "x" : "0";
+            r = command(c, n->t->command_ms, 3, argv, err, sizeof err);
+            if (r == NULL)
+                goto dead;
+            n->may[i] = tried(r);
+            freeReplyObject(r);
+        }
+    }
+    redisFree(c);                     /* a MULTI left open runs nothing */
+    return true;
+dead:
+    redisFree(c);
+    if (strcmp(err, "out of memory") == 0)
+        return false;
+    unread(n, "the plain commands could not all be tried (the connection "
+              "for it failed)");
+    return true;
+}
+
+/* Ask Redis whether this user may run the commands of N->may[] that are
+ * MAY_UNKNOWN, through the probe script on C (7.0 and later), or where
+ * it cannot run, by trying them (try_command(), try_plain(); with FORMS
+ * asking for the one-command forms too).  *RAN: the script ran.  False
+ * when the connection died (N->error says why). */
+static bool ask(struct node *n, redisContext *c, bool with_forms, bool *ran)
+{
+    const char *argv[3 + NEEDS];
+    int argc = 0, idx[NEEDS], nidx = 0, i, got;
+    unsigned plain = 0;
+    redisReply *r;
+    size_t k;
+
+    *ran = false;
+    argv[argc++] = "EVAL";
+    argv[argc++] = probe_script;
+    argv[argc++] = "0";
+    for (i = 0; i < NEEDS; i++) {
+        if (n->may[i] != MAY_UNKNOWN)
+            continue;
+        idx[nidx++] = i;
+        argv[argc++] = needs[i].words;
+    }
+    if (nidx > 0) {
+        r = command(c, n->t->command_ms, argc, argv, n->error,
+                    sizeof n->error);
+        if (r == NULL)
+            return false;
+        if (r->type == REDIS_REPLY_ARRAY && r->elements == (size_t)nidx) {
+            for (k = 0; k < r->elements; k++)
+                if (r->element[k]->type == REDIS_REPLY_INTEGER)
+                    n->may[idx[k]] = r->element[k]->integer == 1 ? MAY_YES
+                                     : r->element[k]->integer == 0 ? MAY_NO
+                                     : MAY_UNKNOWN;
+            *ran = true;
+        } else if (r->type == REDIS_REPLY_INTEGER) {
+            if (n->may[N_EVAL] != MAY_UNUSED)
+                n->may[N_EVAL] = MAY_YES;  /* before 7.0: it ran */
+        } else if (is_error(r)) {
+            reply_text(r, n->eval_error, sizeof n->eval_error);
+            /* A server busy or loading may allow it all the same. */
+            if (n->may[N_EVAL] != MAY_UNUSED && !error_code_is(r, "BUSY") &&
+                !error_code_is(r, "LOADING"))
+                n->may[N_EVAL] = MAY_NO;
+        }
+        freeReplyObject(r);
+    }
+    if (!*ran) {
+        for (i = 0; i < NEEDS; i++) {
+            if (n->may[i] != MAY_UNKNOWN)
+                continue;
+            if ((PLAIN_NEEDS | PLAIN_WAITING_NEEDS | NEED(N_BLPOP)) &
+                NEED(i)) {
+                plain |= NEED(i);
+                continue;
+            }
+            got = try_command(n, c, (enum need)i);
+            if (got == -3)
+                return false;
+            n->may[i] = got;
+        }
+    }
+    if ((plain != 0 || with_forms) &&
+        !try_plain(n, plain, with_forms)) {
+        snprintf(n->error, sizeof n->error, "out of memory");
+        return false;
+    }
+    return true;
+}
+
 /* Fill N->may[] with what N's URL mode and kind need, and tell N->mode:
- * the URL's, if this user may run it there, else "none" (N->mode_why
+ * the URL's, if this user may run it there; else "none" when the server
+ * refuses this user scripting itself and go-zero mode can run without
+ * (as the library then does: N->fallback); else "unusable" (N->mode_why
  * says why, N->mode_fix what to do).  False when the connection died. */
 static bool probe_access(struct node *n, redisContext *c)
 {
-    const struct mode *m = &modes[0];
-    const char *argv[3 + NEEDS];
-    int argc = 0, idx[NEEDS], nidx = 0, i, got;
-    unsigned missing, unknown;
-    char names[300];
-    size_t k, len;
-    redisReply *r;
-    bool ran = false;
+    const struct mode *m = url_mode(n->t->scripts), *none = url_mode(SCRIPTS_NONE);
+    unsigned missing, unknown, plain_missing;
+    char names[300], plain_names[300], cause[512];
+    size_t len;
+    bool ran, old_functions;
+    int i;
 
-    for (k = 0; k < sizeof modes / sizeof modes[0]; k++)
-        if (modes[k].functions == n->t->functions)
-            m = &modes[k];
     for (i = 0; i < NEEDS; i++)
         if (m->needs & NEED(i))
             n->may[i] = MAY_UNKNOWN;
     n->may[N_BLPOP] = n->may[N_WAIT] = MAY_UNKNOWN;
+    if (m->scripts == SCRIPTS_NONE)
+        for (i = 0; i < NEEDS; i++)
+            if (PLAIN_WAITING_NEEDS & NEED(i))
+                n->may[i] = MAY_UNKNOWN;
     if (n->t->db != 0)
         n->may[N_SELECT] = MAY_UNKNOWN;
     if (n->t->sentinel)
@@ -1085,62 +1444,32 @@ static bool probe_access(struct node *n, redisContext *c)
     if (n->t->cluster)
         n->may[N_CLUSTER_SLOTS] = n->may[N_ASKING] = MAY_UNKNOWN;
 
-    if (m->functions && n->major >= 0 && n->major < 7 &&
-        strcmp(n->product, "Valkey") != 0) {
-        n->mode = "none";
+    if (m->scripts == SCRIPTS_NONE && n->t->quorum) {
+        n->mode = "unusable";
         snprintf(n->mode_why, sizeof n->mode_why, "the URL asks for "
-                 "scripts=functions, and %s %s has no Functions (7.0 and "
-                 "later)", n->product, n->version);
-        snprintf(n->mode_fix, sizeof n->mode_fix, "drop scripts=functions "
-                 "from the URL (or upgrade the server)");
+                 "scripts=none, and a quorum client needs the library's "
+                 "scripts on every master (the library refuses its every "
+                 "operation)");
+        snprintf(n->mode_fix, sizeof n->mode_fix, "drop scripts=none from "
+                 "the quorum's URLs");
         return true;
     }
-
-    argv[argc++] = "EVAL";
-    argv[argc++] = probe_script;
-    argv[argc++] = "0";
-    for (i = 0; i < NEEDS; i++) {
-        if (n->may[i] == MAY_UNUSED)
-            continue;
-        idx[nidx++] = i;
-        argv[argc++] = needs[i].words;
+    /* Functions before Redis 7.0: FCALL is an unknown command there,
+     * which the library takes for a refusal of scripting. */
+    old_functions = m->scripts == SCRIPTS_FUNCTIONS && n->major >= 0 &&
+                    n->major < 7 && strcmp(n->product, "Valkey") != 0;
+    if (old_functions) {
+        n->may[N_FCALL] = MAY_NO;
+        n->may[N_FUNCTION_LOAD] = MAY_UNUSED;
     }
-    r = command(c, n->t->command_ms, argc, argv, n->error, sizeof n->error);
-    if (r == NULL)
+    if (!ask(n, c, m->scripts == SCRIPTS_NONE, &ran))
         return false;
-    if (r->type == REDIS_REPLY_ARRAY && r->elements == (size_t)nidx) {
-        for (k = 0; k < r->elements; k++)
-            if (r->element[k]->type == REDIS_REPLY_INTEGER)
-                n->may[idx[k]] = r->element[k]->integer == 1 ? MAY_YES
-                                 : r->element[k]->integer == 0 ? MAY_NO
-                                 : MAY_UNKNOWN;
-        ran = true;
-    } else if (r->type == REDIS_REPLY_INTEGER) {
-        if (n->may[N_EVAL] != MAY_UNUSED)
-            n->may[N_EVAL] = MAY_YES;  /* before 7.0: it ran */
-    } else if (is_error(r)) {
-        reply_text(r, n->eval_error, sizeof n->eval_error);
-        /* A server busy or loading may allow it all the same. */
-        if (n->may[N_EVAL] != MAY_UNUSED && !error_code_is(r, "BUSY") &&
-            !error_code_is(r, "LOADING"))
-            n->may[N_EVAL] = MAY_NO;
-    }
-    freeReplyObject(r);
-    if (!ran) {
-        for (i = 0; i < NEEDS; i++) {
-            if (i == N_EVAL || n->may[i] == MAY_UNUSED)
-                continue;
-            got = try_command(n, c, (enum need)i);
-            if (got == -3)
-                return false;
-            n->may[i] = got;
-        }
-        if (n->may[N_BLPOP] == MAY_UNKNOWN)
-            unread(n, "whether the user may run BLPOP is unknown (only a "
-                      "script can ask Redis, from 7.0 on, and BLPOP "
-                      "cannot be tried without a lock's key)");
-    }
-    if (m->functions && !read_libraries(n, c))
+    if (n->may[N_BLPOP] == MAY_UNKNOWN)
+        unread(n, "whether the user may run BLPOP is unknown (only a "
+                  "script can ask Redis, from 7.0 on, and BLPOP cannot be "
+                  "tried without a lock's key outside a transaction)");
+    if (m->scripts == SCRIPTS_FUNCTIONS && !old_functions &&
+        !read_libraries(n, c))
         return false;
 
     missing = unknown = 0;
@@ -1155,8 +1484,8 @@ static bool probe_access(struct node *n, redisContext *c)
     /* A user who may not load the Function library can still call it
      * once it is loaded (by an administrator, or by a user who may); the
      * check cannot tell whether what is loaded is this version's. */
-    if (m->functions && (missing & NEED(N_FUNCTION_LOAD)) &&
-        n->nlibraries != 0) {
+    if (m->scripts == SCRIPTS_FUNCTIONS && !old_functions &&
+        (missing & NEED(N_FUNCTION_LOAD)) && n->nlibraries != 0) {
         missing &= ~NEED(N_FUNCTION_LOAD);
         if (n->nlibraries > 0)
             finding(n, false, "the user may not load the Function library "
@@ -1171,11 +1500,11 @@ static bool probe_access(struct node *n, redisContext *c)
     if (missing == 0) {
         n->mode = m->name;
         snprintf(n->mode_why, sizeof n->mode_why, "%s", m->why);
-        if (m->functions && n->nlibraries > 0) {
+        if (m->scripts == SCRIPTS_FUNCTIONS && n->nlibraries > 0) {
             len = strlen(n->mode_why);
             snprintf(n->mode_why + len, sizeof n->mode_why - len,
                      "; loaded here: %s", n->libraries);
-        } else if (m->functions && n->nlibraries == 0) {
+        } else if (m->scripts == SCRIPTS_FUNCTIONS && n->nlibraries == 0) {
             len = strlen(n->mode_why);
             snprintf(n->mode_why + len, sizeof n->mode_why - len,
                      "; not loaded here yet (the first operation loads "
@@ -1189,20 +1518,84 @@ static bool probe_access(struct node *n, redisContext *c)
         }
         return true;
     }
-    n->mode = "none";
     need_names(n, missing, MAY_NO, names, sizeof names);
-    if (m->functions && (missing & NEED(N_FUNCTION_LOAD)))
+    if (old_functions)
+        snprintf(cause, sizeof cause, "%s %s has no Functions (7.0 and "
+                 "later), which the URL's mode, functions, needs",
+                 n->product, n->version);
+    else
+        snprintf(cause, sizeof cause, "this user may not run %s, which "
+                 "the URL's mode, %s, needs", names, m->name);
+    /* Scripting itself refused (or FCALL unknown): go-zero mode goes on
+     * without scripts, if this user may run the plain commands; a quorum
+     * does not. */
+    if (m->scripts != SCRIPTS_NONE && (missing & ~SCRIPT_NEEDS) == 0 &&
+        !n->t->quorum) {
+        for (i = 0; i < NEEDS; i++)
+            if (((PLAIN_NEEDS | PLAIN_WAITING_NEEDS) & NEED(i)) &&
+                n->may[i] == MAY_UNUSED)
+                n->may[i] = MAY_UNKNOWN;
+        if (!ask(n, c, true, &ran))
+            return false;
+        plain_missing = unknown = 0;
+        for (i = 0; i < NEEDS; i++)
+            if ((none->needs & NEED(i)) && n->may[i] == MAY_NO)
+                plain_missing |= NEED(i);
+            else if ((none->needs & NEED(i)) && n->may[i] != MAY_YES)
+                unknown |= NEED(i);
+        if (plain_missing == 0) {
+            n->mode = none->name;
+            n->fallback = true;
+            snprintf(n->mode_why, sizeof n->mode_why, "%s: the library "
+                     "runs go-zero mode on plain commands instead (the "
+                     "reads under WATCH, the writes in MULTI ... EXEC), "
+                     "and tries scripts again every 30 s; counted mode "
+                     "and fencing cannot run", cause);
+            if (unknown != 0) {
+                need_names(n, unknown, MAY_UNKNOWN, names, sizeof names);
+                len = strlen(n->mode_why);
+                snprintf(n->mode_why + len, sizeof n->mode_why - len,
+                         " (whether this user may run %s is unknown)",
+                         names);
+            }
+            return true;
+        }
+        need_names(n, plain_missing, MAY_NO, plain_names,
+                   sizeof plain_names);
+        n->mode = "unusable";
+        snprintf(n->mode_why, sizeof n->mode_why, "%s, and go-zero mode "
+                 "without scripts, which the library falls back to, needs "
+                 "%s, which this user may not run either", cause,
+                 plain_names);
+        snprintf(n->mode_fix, sizeof n->mode_fix, "give the user %s "
+                 "(doc/acl.md), or %s for go-zero mode without scripts",
+                 m->give, none->give);
+        return true;
+    }
+    n->mode = "unusable";
+    if (old_functions)
+        snprintf(n->mode_why, sizeof n->mode_why, "%s (a quorum client "
+                 "does not fall back to plain commands)", cause);
+    else if (m->scripts == SCRIPTS_FUNCTIONS &&
+             (missing & NEED(N_FUNCTION_LOAD)))
         snprintf(n->mode_why, sizeof n->mode_why, "the URL's mode, "
                  "functions (scripts=functions), needs %s, which this user "
                  "may not run, and no redislock Function library is loaded "
                  "here", names);
     else
         snprintf(n->mode_why, sizeof n->mode_why, "the URL's mode, %s, "
-                 "needs %s, which this user may not run", m->name, names);
-    snprintf(n->mode_fix, sizeof n->mode_fix, "give the user %s "
-             "(doc/acl.md)%s", m->give,
-             m->functions ? ", or have an administrator load the library"
-                          : "");
+                 "needs %s, which this user may not run%s", m->name, names,
+                 m->scripts != SCRIPTS_NONE && n->t->quorum
+                     ? " (a quorum client does not fall back to plain "
+                       "commands)" : "");
+    if (old_functions)
+        snprintf(n->mode_fix, sizeof n->mode_fix, "drop scripts=functions "
+                 "from the URL (or upgrade the server)");
+    else
+        snprintf(n->mode_fix, sizeof n->mode_fix, "give the user %s "
+                 "(doc/acl.md)%s", m->give,
+                 m->scripts == SCRIPTS_FUNCTIONS
+                     ? ", or have an administrator load the library" : "");
     return true;
 }
 
@@ -1726,16 +2119,49 @@ static void judge_replication(struct node *n)
 static void judge_access(struct node *n)
 {
     bool have_replicas = n->connected_replicas > 0;
+    unsigned waiting = 0;
+    char names[300], give[300];
+    size_t len;
+    int i;
 
-    if (strcmp(n->mode, "none") == 0) {
-        if (!n->t->functions && n->eval_error[0] && n->may[N_EVAL] == MAY_NO)
+    if (strcmp(n->mode, "unusable") == 0) {
+        if (n->t->scripts == SCRIPTS_EVAL && n->eval_error[0] &&
+            n->may[N_EVAL] == MAY_NO && n->t->quorum)
             finding(n, true, "EVAL is refused here (%s): no lock operation "
-                    "can run, every one being a script; give the user "
-                    "+evalsha +eval (doc/acl.md), or enable scripting",
-                    n->eval_error);
+                    "of a quorum can run, every one being a script; give "
+                    "the user +evalsha +eval (doc/acl.md), or enable "
+                    "scripting", n->eval_error);
         else
             finding(n, true, "%s: no lock operation can run; %s",
                     n->mode_why, n->mode_fix);
+    } else if (n->fallback) {
+        finding(n, true, "the library runs go-zero mode here without "
+                "scripts, as this user may not run them: counted mode and "
+                "fencing fail (and so does redislock without --no-fencing); "
+                "give the user %s (doc/acl.md), or put scripts=none in the "
+                "URL to choose this mode (redislock then issues no fencing "
+                "token)", url_mode(n->t->scripts)->give);
+    }
+    if (n->mode != NULL && strcmp(n->mode, "none") == 0) {
+        /* Without scripts, waiting runs these commands itself. */
+        for (i = 0; i < NEEDS; i++)
+            if ((PLAIN_WAITING_NEEDS & NEED(i)) && n->may[i] == MAY_NO)
+                waiting |= NEED(i);
+        if (waiting != 0) {
+            need_names(n, waiting, MAY_NO, names, sizeof names);
+            give[0] = '\0';
+            for (i = 0; i < NEEDS; i++)
+                if (waiting & NEED(i)) {
+                    len = strlen(give);
+                    snprintf(give + len, sizeof give - len, "%s+%s",
+                             len ? " " : "", needs[i].json);
+                }
+            finding(n, true, "the user may not run %s, which waiting and "
+                    "wake-ups need without scripts: waiters (redislock -w, "
+                    "redislock_acquire_wait()) poll instead of being woken, "
+                    "and may lose their place in line; give the user %s "
+                    "(doc/acl.md)", names, give);
+        }
     }
     if (n->may[N_BLPOP] == MAY_NO)
         finding(n, true, "the user may not run BLPOP: waiters "
@@ -1860,10 +2286,49 @@ static const char *role_text(const struct node *n)
     return n->master ? "master" : "replica";
 }
 
+/* The mode MODE as shown: its label. */
+static const char *mode_label(const char *mode)
+{
+    size_t k;
+
+    for (k = 0; k < sizeof modes / sizeof modes[0]; k++)
+        if (strcmp(modes[k].name, mode) == 0)
+            return modes[k].label;
+    return mode;
+}
+
+/* What N's one-command forms are, and what they make of the round trips
+ * (src/plain.h), into BUF: "SET IFEQ yes, DELIFEQ no, DELEX no: ...". */
+static void forms_text(const struct node *n, char *buf, size_t size)
+{
+    static const char *const word[] = { "no", "yes", "refused" };
+    int f, ifeq = n->forms[F_SET_IFEQ], del;
+    size_t len;
+
+    buf[0] = '\0';
+    for (f = 0; f < FORMS; f++) {
+        len = strlen(buf);
+        snprintf(buf + len, size - len, "%s%s %s", f ? ", " : "",
+                 forms[f].name, n->forms[f] == FORM_UNKNOWN
+                                    ? "unknown" : word[n->forms[f]]);
+    }
+    del = n->forms[F_DELIFEQ] == FORM_YES || n->forms[F_DELEX] == FORM_YES
+              ? FORM_YES
+          : n->forms[F_DELIFEQ] == FORM_UNKNOWN ||
+                  n->forms[F_DELEX] == FORM_UNKNOWN
+              ? FORM_UNKNOWN : FORM_NO;
+    len = strlen(buf);
+    snprintf(buf + len, size - len, " (a re-entry takes %s round trips, an "
+             "extend %s, a release without wake-ups %s)",
+             ifeq == FORM_YES ? "2" : ifeq == FORM_UNKNOWN ? "2 or 3" : "3",
+             ifeq == FORM_YES ? "1" : ifeq == FORM_UNKNOWN ? "1 or 2" : "2",
+             del == FORM_YES ? "1" : del == FORM_UNKNOWN ? "1 or 2" : "2");
+}
+
 static void print_node_text(const struct node *n, const char *origin,
                             long long lease_ms)
 {
-    char addr[96], buf[256];
+    char addr[96], buf[1024];
     size_t len;
     int i;
 
@@ -1886,7 +2351,8 @@ static void print_node_text(const struct node *n, const char *origin,
                    n->version[0] ? n->version : "(version unknown)",
                    role_text(n), n->cluster_mode ? " in a Cluster" : "");
         if (n->mode != NULL) {
-            printf("  mode:        %s: %s\n", n->mode, n->mode_why);
+            printf("  mode:        %s: %s\n", mode_label(n->mode),
+                   n->mode_why);
             buf[0] = '\0';
             for (i = 0; i < NEEDS; i++) {
                 if (n->may[i] == MAY_UNUSED)
@@ -1896,6 +2362,10 @@ static void print_node_text(const struct node *n, const char *origin,
                          len ? ", " : "", needs[i].name, may_text(n->may[i]));
             }
             printf("  may run:     %s\n", buf);
+            if (strcmp(n->mode, "none") == 0) {
+                forms_text(n, buf, sizeof buf);
+                printf("  one-command: %s\n", buf);
+            }
         }
         persistence_text(n, buf, sizeof buf);
         printf("  persistence: %s\n", buf);
@@ -2039,6 +2509,20 @@ static void print_node_json(const struct node *n)
             }
             printf("}");
         }
+        json_key("plain_forms", &first);
+        if (n->mode == NULL || strcmp(n->mode, "none") != 0) {
+            printf("null");
+        } else {
+            f2 = true;
+            printf("{");
+            for (i = 0; i < FORMS; i++) {
+                json_key(forms[i].json, &f2);
+                printf("%s", n->forms[i] == FORM_YES ? "true"
+                             : n->forms[i] == FORM_UNKNOWN ? "null"
+                                                           : "false");
+            }
+            printf("}");
+        }
         json_key("function_libraries", &first);
         if (n->nlibraries < 0) {
             printf("null");
@@ -2151,6 +2635,7 @@ struct check *check_new(const char *const *urls, int n)
 
         k->ntargets++;
         t->index = i + 1;
+        t->quorum = n > 1;
         if (!parse_url(urls[i], t))
             goto oom;
         /* Over TLS the library is the way in (it has the URL's CA,

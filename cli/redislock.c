@@ -71,6 +71,15 @@ enum {
 /* Where the URL comes from, for messages about it. */
 enum url_from { URL_OPTION, URL_ENV, URL_DEFAULT };
 
+/* The URL's scripts= (any of the URLs', for a quorum: none wins, then
+ * functions), as redislock_client_open() reads it. */
+enum scripts { SCRIPTS_EVAL, SCRIPTS_FUNCTIONS, SCRIPTS_NONE };
+
+/* Whether a fencing token is issued, and why: by default (on, unless the
+ * URL says scripts=none or there are several -u), --fencing (a token or
+ * nothing runs), --no-fencing. */
+enum fencing_from { FENCING_DEFAULT, FENCING_ASKED, FENCING_REFUSED };
+
 struct options {
     const char *url;                  /* the first (or only) URL */
     enum url_from url_from;
@@ -92,6 +101,11 @@ struct options {
     int lost_signal;                  /* 0: do not signal COMMAND */
     bool counted;
     bool fencing;
+    enum fencing_from fencing_from;   /* why fencing is as it is */
+    enum scripts scripts;             /* what the URLs' scripts= asks */
+    redislock_client *client;         /* once opened (for a look, after a
+                                       * failure, at what the server
+                                       * refused) */
     bool verbose;
     bool status;
     bool json;                        /* --json, with --status or --check */
@@ -157,6 +171,9 @@ static void usage(FILE *f)
 "  -k, --kill-after SECONDS  then KILL its processes after SECONDS\n"
 "                         (default 5)\n"
 "      --id ID            owner ID to use (share a holding on purpose)\n"
+"      --fencing          a fencing token, or do not run (the default\n"
+"                         issues one unless the URL says scripts=none\n"
+"                         or several -u are given)\n"
 "      --no-fencing       do not issue a fencing token\n"
 "      --status           show who holds KEY; exit 0 if held, 1 if free\n"
 "      --check            check the servers' setup for safe locks\n"
@@ -305,7 +322,7 @@ static bool parse_signal(const char *s, int *sig)
 }
 
 enum { OPT_ID = 256, OPT_NO_FENCING, OPT_STATUS, OPT_JSON, OPT_URL_FILE,
-       OPT_NO_AUTH_WARNING, OPT_CHECK };
+       OPT_NO_AUTH_WARNING, OPT_CHECK, OPT_FENCING };
 
 #define MAX_URL_FILE 8192             /* bytes of a --url-file */
 
@@ -405,6 +422,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         { "lost-signal", required_argument, NULL, 's' },
         { "kill-after", required_argument, NULL, 'k' },
         { "id", required_argument, NULL, OPT_ID },
+        { "fencing", no_argument, NULL, OPT_FENCING },
         { "no-fencing", no_argument, NULL, OPT_NO_FENCING },
         { "status", no_argument, NULL, OPT_STATUS },
         { "json", no_argument, NULL, OPT_JSON },
@@ -496,8 +514,13 @@ static int parse_args(int argc, char **argv, struct options *o)
         case OPT_ID:
             o->id = optarg;
             break;
+        case OPT_FENCING:
+            o->fencing = true;
+            o->fencing_from = FENCING_ASKED;
+            break;
         case OPT_NO_FENCING:
             o->fencing = false;
+            o->fencing_from = FENCING_REFUSED;
             break;
         case OPT_STATUS:
             o->status = true;
@@ -1010,6 +1033,89 @@ static void hide_passwords(const struct options *o)
             "(--no-auth-warning: no warning)");
 }
 
+/* What URL's scripts= asks (the last one given; eval without one).  Its
+ * query starts after the userinfo, at the first '?' after the last '@',
+ * where redislock_client_open() finds it; the library has accepted the
+ * URL, so a value is one it knows. */
+static enum scripts url_scripts(const char *url)
+{
+    const char *q = strrchr(url, '@'), *p;
+    enum scripts s = SCRIPTS_EVAL;
+    size_t len;
+
+    q = strchr(q != NULL ? q + 1 : url, '?');
+    for (p = q != NULL ? q + 1 : ""; *p != '\0'; p += len) {
+        len = strcspn(p, "&");
+        if (len == 12 && strncmp(p, "scripts=none", 12) == 0)
+            s = SCRIPTS_NONE;
+        else if (len == 17 && strncmp(p, "scripts=functions", 17) == 0)
+            s = SCRIPTS_FUNCTIONS;
+        else if (starts(p, "scripts="))
+            s = SCRIPTS_EVAL;
+        if (p[len] == '&')
+            len++;
+    }
+    return s;
+}
+
+/* What O's URLs ask of scripts: none if any says none (a quorum's
+ * masters then cannot run), else functions if any says so. */
+static enum scripts urls_scripts(const struct options *o)
+{
+    enum scripts s = SCRIPTS_EVAL, u;
+    int i;
+
+    if (o->nurls <= 1)
+        return url_scripts(o->url);
+    for (i = 0; i < o->nurls; i++)
+        if ((u = url_scripts(o->urls[i])) > s)
+            s = u;
+    return s;
+}
+
+/* Settle fencing with what the URLs allow (redislock(1), --fencing): a
+ * quorum's masters share no counter, and go-zero mode without scripts
+ * (scripts=none) cannot draw a token with the lock.  Off by default
+ * then (-v says so); asked for with --fencing, a usage error.  So is
+ * what cannot run at all there: counted mode without scripts, a quorum
+ * with scripts=none.  0, or the exit status. */
+static int settle_fencing(struct options *o)
+{
+    o->scripts = urls_scripts(o);
+    if (o->scripts == SCRIPTS_NONE && o->nurls > 1)
+        return usage_error("%s", "scripts=none: a quorum (several -u) "
+                           "needs the library's scripts; drop scripts=none "
+                           "from its URLs");
+    if (o->status)
+        return 0;
+    if (o->scripts == SCRIPTS_NONE && o->counted)
+        return usage_error("%s", "-m counted needs the library's scripts "
+                           "(a hold count changes with the lock, "
+                           "atomically), and the URL says scripts=none: "
+                           "drop scripts=none from the URL, or leave out "
+                           "-m counted");
+    if (o->fencing_from == FENCING_ASKED && o->scripts == SCRIPTS_NONE)
+        return usage_error("%s", "--fencing needs the library's scripts (a "
+                           "token is drawn with the lock, atomically), and "
+                           "the URL says scripts=none: drop scripts=none "
+                           "from the URL, or leave out --fencing");
+    if (o->fencing_from == FENCING_ASKED && o->nurls > 1)
+        return usage_error("%s", "--fencing: a quorum (several -u) has no "
+                           "fencing counter, as its masters share none; "
+                           "leave out --fencing");
+    if (o->fencing_from == FENCING_DEFAULT && o->nurls > 1) {
+        o->fencing = false;
+    } else if (o->fencing_from == FENCING_DEFAULT &&
+               o->scripts == SCRIPTS_NONE) {
+        o->fencing = false;
+        if (o->verbose)
+            say("no fencing token: the URL says scripts=none (go-zero mode "
+                "on plain commands, which cannot draw a token with the "
+                "lock); REDISLOCK_TOKEN is not set");
+    }
+    return 0;
+}
+
 /* Does KEY have a Cluster hash tag?  (The rule of redislock.h, COMPANION
  * KEYS: a '{' with a '}' after it and something in between.) */
 static bool has_hash_tag(const char *key)
@@ -1189,6 +1295,60 @@ static void as_said(const char *raw, int st, char *buf, size_t size)
     snprintf(buf, size, "%.*s", (int)n, raw);
 }
 
+/* After a call of O's that fencing or counted mode made (neither runs
+ * without the library's scripts), which failed with status ST, as E
+ * describes: did the server refuse this user scripting itself (NOPERM on
+ * EVALSHA, EVAL or FCALL, or those unknown), where go-zero mode without
+ * fencing would run (on plain commands, as the library runs it once a
+ * server refuses it scripts)?  E cannot tell that from a refusal of a
+ * key given to the script (REDISLOCK_ACL_SCRIPTS either way); a look at
+ * the key through a go-zero handle, which runs either way unless the key
+ * is refused, does (one more round trip, on this failure only). */
+static bool scripting_refused(const struct options *o, int st,
+                              const redislock_error_info *e)
+{
+    redislock *peek;
+    bool held, yes;
+
+    if (o->client == NULL || o->nurls > 1 || o->scripts == SCRIPTS_NONE ||
+        !(o->fencing || o->counted) || st != REDISLOCK_ERR_SERVER ||
+        e->stage != REDISLOCK_STAGE_COMMAND ||
+        e->origin != REDISLOCK_ORIGIN_COMMAND ||
+        !((e->acl & REDISLOCK_ACL_SCRIPTS) ||
+          (e->acl == 0 && code_is(e, "ERR"))))
+        return false;
+    peek = redislock_new_from_client(o->client, o->key);
+    yes = peek != NULL && redislock_held(peek, &held) == REDISLOCK_OK;
+    redislock_free(peek);
+    return yes;
+}
+
+/* What to say when scripting_refused(): what needs the scripts, and the
+ * two ways out. */
+static void scripting_text(const struct options *o, char *buf, size_t size)
+{
+    const char *cmds = o->scripts == SCRIPTS_FUNCTIONS ? "FCALL"
+                                                       : "EVALSHA, EVAL";
+    const char *give = o->scripts == SCRIPTS_FUNCTIONS
+                           ? "+fcall +function|load" : "+evalsha +eval";
+    const char *off = !o->fencing ? ""
+                      : o->fencing_from == FENCING_ASKED ? "drop --fencing"
+                                                         : "add --no-fencing";
+
+    if (o->counted)
+        snprintf(buf, size, "Redis will not run the library's scripts (%s) "
+                 "for this user, and counted mode needs them: leave out -m "
+                 "counted%s%s (go-zero mode then runs on plain commands, "
+                 "without a token), or allow %s (see redislock(1), NOTES)",
+                 cmds, *off ? " and " : "", off, give);
+    else
+        snprintf(buf, size, "Redis will not run the library's scripts (%s) "
+                 "for this user, and the fencing token needs them: %s "
+                 "(go-zero mode then runs on plain commands, without a "
+                 "token) or allow %s (see redislock(1), NOTES)", cmds, off,
+                 give);
+}
+
 /* Say in BUF what went wrong with LOCK's last call, status ST, which F
  * describes (taken with failure_of() right after the call). */
 static void describe(redislock *lock, int st, const struct options *o,
@@ -1197,6 +1357,10 @@ static void describe(redislock *lock, int st, const struct options *o,
     const redislock_error_info *e = &f->info;
     size_t n;
 
+    if (scripting_refused(o, st, e)) {
+        scripting_text(o, buf, size);
+        return;
+    }
     switch (st) {
     case REDISLOCK_ERR_IO:
         /* Where the connection was made (connect, TLS, the sentinels,
@@ -2475,7 +2639,6 @@ int main(int argc, char **argv)
         /* Several masters: a quorum, which has no fencing counter. */
         st = redislock_client_open_quorum(o.urls, (size_t)o.nurls, &client,
                                           err, sizeof err);
-        o.fencing = false;
     } else {
         st = redislock_client_open(o.url, &client, err, sizeof err);
     }
@@ -2488,6 +2651,13 @@ int main(int argc, char **argv)
         return check(&o, client);
     /* The client has its own copy of the URLs now. */
     hide_passwords(&o);
+    rc = settle_fencing(&o);
+    if (rc != 0) {
+        redislock_client_free(client);
+        options_free(&o);
+        return rc;
+    }
+    o.client = client;
     lock = o.counted ? redislock_new_counted_from_client(client, o.key)
                      : redislock_new_from_client(client, o.key);
     if (lock == NULL) {

@@ -49,7 +49,11 @@
  *   redislock_acquire_wait() polls; without what fencing or counted mode
  *   needs, the call fails with REDISLOCK_ERR_SERVER and
  *   redislock_last_error() names the command and key refused and what the
- *   feature needs.
+ *   feature needs.  A user that may not run scripts at all still gets
+ *   go-zero mode without fencing: a client runs it on plain commands,
+ *   with WATCH and MULTI/EXEC, when its URL says scripts=none and, for a
+ *   while, when a server refuses it scripting (see
+ *   redislock_client_set_scripts(); @since 0.4.0).
  *
  * OWNERSHIP
  *   - The constructors (redislock_new*(), redislock_client_open(),
@@ -153,7 +157,8 @@
  *   In steady state each acquire, release, extend, held, ttl, hold_count
  *   and inspect is one EVALSHA: one send() and one read() (recv() with
  *   hiredis 1.x) system call, on a borrowed context and on a client's
- *   handle alike (the client's pool is a mutex, taken without a system
+ *   handle alike (without scripts, one of each per round trip: see
+ *   redislock_client_set_scripts()) (the client's pool is a mutex, taken without a system
  *   call when uncontended).  An auto-renewed handle adds the watchdog's
  *   hand-over at acquire and release (futex calls when the watchdog
  *   thread is woken).
@@ -333,7 +338,8 @@ REDISLOCK_API int redislock_set_expire(redislock *lock, int seconds);
  * Try once to acquire the lock (go-zero: Acquire).  Never waits; see
  * redislock_acquire_wait() for that.
  *
- * One round trip in steady state (EVALSHA).  If the key already holds
+ * One round trip in steady state (EVALSHA; without scripts, see
+ * redislock_client_set_scripts()).  If the key already holds
  * this handle's owner ID, the call succeeds and refreshes the lease
  * (re-entry; in counted mode it also adds a hold); otherwise the key is
  * created only if absent (go-zero mode: SET NX PX), with the lease set by
@@ -421,7 +427,10 @@ redislock_release(redislock *lock, bool *released);
  * others refresh the expiry); each release gives one up and refreshes the
  * expiry; the key is deleted when the last hold goes.  The count lives in
  * Redis, in the key itself, so it expires with the lease: a lapsed lock
- * has no holds left.
+ * has no holds left.  Counted mode needs the library's scripts: on a
+ * server that refuses them to the user its operations fail with
+ * REDISLOCK_ERR_SERVER (NOPERM), changing nothing, and on a client with
+ * scripts=none with REDISLOCK_ERR_INVALID (redislock_client_set_scripts()).
  *
  * @param c    borrowed, as in redislock_new().
  * @param key  NUL-terminated, non-empty; copied.
@@ -502,7 +511,11 @@ REDISLOCK_API int redislock_set_expire_ms(redislock *lock, long long ms);
  * appendfsync always for a strict guarantee, and a maxmemory-policy that
  * does not evict keys without a TTL).  One counter key stays per lock name
  * used with fencing; delete it only when retiring the name.  Tokens are
- * exact up to 2^53.
+ * exact up to 2^53.  Fencing needs the library's scripts: on a client
+ * with scripts=none (REDISLOCK_SCRIPTS_NONE) an acquire with fencing on
+ * fails with REDISLOCK_ERR_INVALID, sending nothing; against a server
+ * that refuses scripts to the user, with REDISLOCK_ERR_SERVER (NOPERM),
+ * changing nothing.
  *
  * @return REDISLOCK_OK, or REDISLOCK_ERR_INVALID if LOCK is NULL, or ON
  *         on a quorum client (independent masters share no counter).
@@ -880,7 +893,12 @@ typedef struct redislock_client redislock_client;
  * last '@') or unix://[user[:password]@]/path/to/socket (the userinfo ends
  * at the last "@/"; @since 0.2.0 as well), either followed by ?param=value&...
  * with db (unix only), connect_timeout and timeout (milliseconds,
- * 1..3600000; default 5000 each; timeout applies to each command's reply).
+ * 1..3600000; default 5000 each; timeout applies to each command's reply),
+ * pool_size (1..64, default 16: redislock_client_set_pool_size(); @since
+ * 0.4.0) and scripts (eval, the default, functions or none: how the lock
+ * logic runs, redislock_client_set_scripts(); @since 0.4.0; none is
+ * go-zero mode on plain commands, without fencing, counted mode or a
+ * quorum).
  *
  * Redis Cluster (@since 0.3.0): redis://[userinfo@]h1[:p1],h2[:p2]...?cluster=1
  * - the hosts are seeds; the client reads the slot map (CLUSTER SLOTS)
@@ -970,7 +988,11 @@ redislock_client_open(const char *url, redislock_client **client,
  *   SELECT: each step within the quorum wait too), and a master's reply
  *   is due within the quorum wait from when its command went out.
  * - Fencing is refused (REDISLOCK_ERR_INVALID): independent masters have
- *   no shared counter.  Replica acknowledgement (set_min_replicas) asks
+ *   no shared counter.  So is every operation with scripts=none in a
+ *   master's URL (REDISLOCK_SCRIPTS_NONE): a quorum sends each master one
+ *   write per operation, which a conversation of plain commands cannot
+ *   be; and a master that refuses scripts to the user fails its share,
+ *   with no fallback to plain commands.  Replica acknowledgement (set_min_replicas) asks
  *   each master's replicas (WAIT after the script, once per operation);
  *   the operation succeeds on a majority of masters that did it *and* had
  *   it acknowledged; a majority that did it without enough acknowledgement
@@ -1031,28 +1053,98 @@ typedef enum redislock_scripts {
 } redislock_scripts;
 
 /**
- * Choose how CLIENT runs the lock logic (the URL's scripts=eval or
- * scripts=functions).  REDISLOCK_SCRIPTS_EVAL, the default: Lua scripts
- * by EVALSHA, sent again as EVAL with their text on a server that lacks
- * them (and always as EVAL on a quorum client, or with a replicas'
- * acknowledgement).  REDISLOCK_SCRIPTS_FUNCTIONS (Redis 7.0 and later,
- * Valkey): the same scripts as the functions of one Function library,
- * called with FCALL, with the same keys and arguments.  The library's
- * name carries its version, redislock_<12 hex digits>, and so does each
- * function's: two versions of this library share a server.  A server
- * that answers "ERR Function not found" (a new node, FUNCTION FLUSH, a
- * failover to a server that never had it, a key moved to another Cluster
- * master) gets FUNCTION LOAD and the call again, one more round trip, in
- * the operation.  A quorum client, and an operation that waits for the
- * replicas' acknowledgement, send FUNCTION LOAD in front of the call, in
- * the same write, to a master not yet known to have the library, so that
- * the call never needs a second round trip to run there.  The Redis user
- * needs +fcall and +function|load, or only +fcall if an administrator
- * loaded the library first (one operation in this mode as a user that
- * may load it does; see doc/acl.md).  A user that may not load it, on a server that lacks it,
- * gets REDISLOCK_ERR_SERVER saying so.  The keys written, and go-zero's
- * exclusion, are those of EVAL mode.  On a quorum client, for every
- * master.  Takes effect at the next operation.  Thread-safe.
+ * Choose how CLIENT runs the lock logic (the URL's scripts=eval,
+ * scripts=functions or scripts=none).
+ *
+ * REDISLOCK_SCRIPTS_EVAL, the default: Lua scripts by EVALSHA, sent again
+ * as EVAL with their text on a server that lacks them (and always as EVAL
+ * on a quorum client, or with a replicas' acknowledgement).  One round
+ * trip per operation; two once after SCRIPT FLUSH, a restart or a
+ * failover (NOSCRIPT, then EVAL), and for the first release of a handle
+ * that meets waiters (it looks, then hands the lock over; see
+ * redislock_release()).
+ *
+ * REDISLOCK_SCRIPTS_FUNCTIONS (Redis 7.0 and later, Valkey): the same
+ * scripts as the functions of one Function library, called with FCALL,
+ * with the same keys and arguments.  The library's name carries its
+ * version, redislock_<12 hex digits>, and so does each function's: two
+ * versions of this library share a server.  A server that answers "ERR
+ * Function not found" (a new node, FUNCTION FLUSH, a failover to a server
+ * that never had it, a key moved to another Cluster master) gets FUNCTION
+ * LOAD and the call again, one more round trip, in the operation.  A
+ * quorum client, and an operation that waits for the replicas'
+ * acknowledgement, send FUNCTION LOAD in front of the call, in the same
+ * write, to a master not yet known to have the library, so that the call
+ * never needs a second round trip to run there.  The Redis user needs
+ * +fcall and +function|load, or only +fcall if an administrator loaded
+ * the library first (one operation in this mode as a user that may load
+ * it does; see doc/acl.md).  A user that may not load it, on a server
+ * that lacks it, gets REDISLOCK_ERR_SERVER saying so.
+ *
+ * REDISLOCK_SCRIPTS_NONE (@since 0.4.0), for servers that refuse
+ * scripting (managed services, ACLs without @scripting): go-zero mode
+ * without any script.  Each operation is a short conversation of plain
+ * commands on one connection: the reads that decide a write go under
+ * WATCH, the write as MULTI ... EXEC, which runs nothing if a watched key
+ * changed meanwhile (the conversation then starts again, at most 16
+ * times, else REDISLOCK_ERR_SERVER).  Where the server has them, one
+ * command replaces a transaction: SET ... IFEQ for a re-entry and an
+ * extend (Valkey 8.1+, Redis 8.4+), DELIFEQ (Valkey 9.0+) or DELEX ...
+ * IFEQ (Redis 8.4+) for a release without wake-ups; the client learns
+ * which by trying them, once per server (again after a failover), never
+ * from the version.  The keys and their contents are those of the other
+ * modes: go-zero processes, clients with scripts and clients without
+ * exclude each other on one key, and waiters of either kind wake each
+ * other.  Only a step that writes makes an operation's outcome unknown
+ * when its reply is lost (see UNKNOWN OUTCOMES); a late EXEC still
+ * checks its WATCH, so it cannot delete or extend a holding that began
+ * meanwhile.
+ *   What runs: acquire and re-entry, release (with wake-ups), extend,
+ *   redislock_acquire_wait() with wake-ups and turns, held, ttl,
+ *   hold_count, inspect and inspect_companions of go-zero handles,
+ *   auto-renewal and loss notice, replica acknowledgement (WAIT, in the
+ *   write that ends the conversation), Cluster and Sentinel.
+ *   What is refused, with REDISLOCK_ERR_INVALID, nothing sent, and a
+ *   message naming why and what to do: every operation of a counted
+ *   handle, an acquire with fencing on (redislock_set_fencing()), and
+ *   every operation of a quorum client (its masters must run scripts).
+ *   Round trips (RT) per operation, steady state: acquire of a free (or
+ *   another's) lock 1 (SET NX, GET, PTTL in one write); a re-entry 2 with
+ *   SET IFEQ, 3 without; release 2 (WATCH, GET, ZCARD of the waiters,
+ *   then MULTI DEL EXEC), the first of a handle to meet waiters 4 (it
+ *   looks, then hands the lock over), with wake-ups off 1 by DELIFEQ or
+ *   DELEX (2 if the lock was no longer ours), 2 without them; extend 1
+ *   with SET IFEQ, 2 without; a waiter's try 2; held, ttl, hold_count
+ *   and inspect 1 (an inspect of a hash 2); inspect_companions 2;
+ *   auto-renewal one extend per lock (where scripts renew all due locks
+ *   of a server in one pipelined round trip).  Once per server, each
+ *   one-command form it lacks costs the round trip that tried it; a
+ *   transaction refused under contention, one more conversation.
+ *   Rights (doc/acl.md, "No scripts", rule lock-plain): +get +set +del
+ *   +pexpire +pttl +exists +watch +unwatch +multi +exec on the lock key
+ *   (+delifeq or +delex where the server has them), and for waiting and
+ *   wake-ups +time +zadd +zrem +zcard +zrevrangebyscore +zremrangebyscore
+ *   +rpush +blpop on the waiters, the wake-up list and the turn; no
+ *   +evalsha, +eval, +fcall.
+ *
+ * A server's refusal (@since 0.4.0): on a client in EVAL or FUNCTIONS
+ * mode, a server that refuses scripting itself to the user (NOPERM for
+ * EVALSHA, EVAL or FCALL, or those commands unknown: renamed, disabled)
+ * ran nothing; a go-zero call without fencing goes again without
+ * scripts, at once, in the same operation, and the client's go-zero
+ * operations run so for the next 30 seconds, then try a script again (one
+ * refused round trip every 30 s while the refusal lasts): rights given
+ * back, or a failover to a server that allows scripts, bring the scripts
+ * back.  Counted-mode and fencing calls are sent as scripts all the same,
+ * and the refusal is their answer (REDISLOCK_ERR_SERVER, nothing changed;
+ * the redislock(1) tool then suggests --no-fencing).  A handle on a
+ * borrowed redisContext falls back the same way in each operation (the
+ * refused round trip first, each time) and tries the one-command forms
+ * each time: use a client.  A quorum client does not fall back.
+ *
+ * The keys written, and go-zero's exclusion, are those of EVAL mode in
+ * every mode.  On a quorum client, for every master.  Takes effect at the
+ * next operation.  Thread-safe.
  * @return REDISLOCK_OK; REDISLOCK_ERR_INVALID for NULL or an unknown
  *         MODE; REDISLOCK_ERR_FORKED in a fork child.
  * @since 0.4.0

@@ -266,6 +266,11 @@ t_evicting() {
 }
 check "an evicting maxmemory-policy: exit 1 (allkeys-*, volatile-*), a note without maxmemory" t_evicting
 
+# A user who may not run scripts: the library runs go-zero mode without
+# them (mode none, by the server's refusal: a warning, as counted mode
+# and fencing fail), if it may run the plain commands, which are tried
+# (EVAL being refused, no script can ask); without MULTI as well, no mode
+# can run.  The same on a quorum's master, which does not fall back.
 t_acl_no_scripting() {
     ccli ACL SETUSER noscript on '>pw' '~*' '+@all' '-@scripting' > /dev/null
     $R -u "$(user_url noscript)" --no-auth-warning -e 30 --check > "$work/a1" 2>&1
@@ -276,17 +281,119 @@ t_acl_no_scripting() {
     ccli ACL SETUSER noeval on '>pw' '~*' '+@all' '-eval' > /dev/null
     $R -u "$(user_url noeval)" --no-auth-warning -e 30 --check > "$work/a2" 2>&1
     st2=$?
-    ccli ACL DELUSER noscript noeval > /dev/null
+    ccli ACL SETUSER nomulti on '>pw' '~*' '+@all' '-@scripting' '-multi' > /dev/null
+    $R -u "$(user_url nomulti)" --no-auth-warning -e 30 --check > "$work/a3" 2>&1
+    st3=$?
+    $R -u "$(user_url nomulti)" --no-auth-warning -e 30 --check --json > "$work/a3.json" 2>&1
+    # A quorum's master does not fall back (three URLs of one server: one
+    # server checked, as the quorum's first master).
+    $R -u "$(user_url noscript)" -u "$(user_url noscript)" -u "$(user_url noscript)" \
+        --no-auth-warning -e 30 --check > "$work/a4" 2>&1
+    st4=$?
+    ccli ACL DELUSER noscript noeval nomulti > /dev/null
     expect_status 1 $st "a user without scripting" || return 1
-    has "$work/a1" '^  mode: +none: the URL.s mode, scripts, needs EVALSHA, EVAL, which this user may not run$' &&
-    has "$work/a1" '^  may run: +EVALSHA no, EVAL no, BLPOP unknown, WAIT yes$' &&
-    has "$work/a1" "^  warning: EVAL is refused here \(NOPERM .*'eval'.*\): no lock operation can run, every one being a script; give the user \+evalsha \+eval \(doc/acl\.md\)" || return 1
-    json_is "$work/a1.json" 'J["servers"][0]["mode"], J["servers"][0]["may_run"]' "('none', {'evalsha': False, 'eval': False, 'blpop': None, 'wait': True})" || return 1
+    has "$work/a1" '^  mode: +none \(plain commands; go-zero mode without fencing\): this user may not run EVALSHA, EVAL, which the URL.s mode, scripts, needs: the library runs go-zero mode on plain commands instead \(the reads under WATCH, the writes in MULTI \.\.\. EXEC\), and tries scripts again every 30 s; counted mode and fencing cannot run$' &&
+    has "$work/a1" '^  may run: +EVALSHA no, EVAL no, WATCH yes, UNWATCH yes, MULTI yes, EXEC yes, GET yes, SET yes, DEL yes, PEXPIRE yes, PTTL yes, EXISTS yes, TIME yes, ZADD yes, ZREM yes, ZCARD yes, ZREVRANGEBYSCORE yes, ZREMRANGEBYSCORE yes, RPUSH yes, BLPOP yes, WAIT yes$' &&
+    has "$work/a1" '^  one-command: SET IFEQ (yes|no), DELIFEQ (yes|no), DELEX (yes|no) \(a re-entry takes [23] round trips, an extend [12], a release without wake-ups [12]\)$' &&
+    has "$work/a1" '^  warning: the library runs go-zero mode here without scripts, as this user may not run them: counted mode and fencing fail \(and so does redislock without --no-fencing\); give the user \+evalsha \+eval \(doc/acl\.md\), or put scripts=none in the URL to choose this mode \(redislock then issues no fencing token\)$' &&
+    has "$work/a1" '^1 warning\.$' || return 1
+    json_is "$work/a1.json" 'J["servers"][0]["mode"], {k: v for k, v in J["servers"][0]["may_run"].items() if k in ("evalsha", "eval", "watch", "multi", "exec", "blpop", "wait")}, sorted(J["servers"][0]["plain_forms"])' "('none', {'evalsha': False, 'eval': False, 'watch': True, 'multi': True, 'exec': True, 'blpop': True, 'wait': True}, ['delex', 'delifeq', 'set_ifeq'])" || return 1
     expect_status 1 $st2 "a user without EVAL" || return 1
-    has "$work/a2" '^  mode: +none: the URL.s mode, scripts, needs EVAL, which this user may not run$' &&
-    has "$work/a2" '^  may run: +EVALSHA yes, EVAL no,'
+    has "$work/a2" '^  mode: +none \(plain commands; go-zero mode without fencing\): this user may not run EVAL, which the URL.s mode, scripts, needs: ' &&
+    has "$work/a2" '^  may run: +EVALSHA yes, EVAL no, WATCH yes,' || return 1
+    expect_status 1 $st3 "a user without scripting and MULTI" || return 1
+    has "$work/a3" '^  mode: +unusable: this user may not run EVALSHA, EVAL, which the URL.s mode, scripts, needs, and go-zero mode without scripts, which the library falls back to, needs MULTI, which this user may not run either$' &&
+    has "$work/a3" '^  may run: +EVALSHA no, EVAL no, WATCH yes, UNWATCH yes, MULTI no, EXEC yes, ' &&
+    has "$work/a3" '^  warning: this user may not run EVALSHA, EVAL, .*: no lock operation can run; give the user \+evalsha \+eval \(doc/acl\.md\), or \+get \+set \+del \+pexpire \+pttl \+exists \+watch \+unwatch \+multi \+exec for go-zero mode without scripts$' &&
+    lacks "$work/a3" '^  one-command:' || return 1
+    json_is "$work/a3.json" 'J["servers"][0]["mode"], J["servers"][0]["plain_forms"], J["exit_status"]' "('unusable', None, 1)" || return 1
+    expect_status 1 $st4 "a quorum's master without scripting" || return 1
+    has "$work/a4" '^  mode: +unusable: the URL.s mode, scripts, needs EVALSHA, EVAL, which this user may not run \(a quorum client does not fall back to plain commands\)$' &&
+    has "$work/a4" "^  warning: EVAL is refused here \(NOPERM .*'eval'.*\): no lock operation of a quorum can run, every one being a script; give the user \+evalsha \+eval \(doc/acl\.md\)"
 }
-check "an ACL user without scripting (or without EVAL): mode none, exit 1, what to give it" t_acl_no_scripting
+check "an ACL user without scripting (or EVAL): mode none by the refusal (a warning), unusable without MULTI or on a quorum; what to give it" t_acl_no_scripting
+
+# What a server has of the one-command forms (Redis's and Valkey's release
+# notes: SET IFEQ from Valkey 8.1 and Redis 8.4, DELIFEQ from Valkey 9.0,
+# DELEX from Redis 8.4), for the server whose redis-cli is given ($1...),
+# as the check's line says it: "SET IFEQ yes, DELIFEQ no, DELEX no".
+expected_forms() {
+    "$@" INFO server | tr -d '\r' | awk -F: '
+        $1 == "server_name" { name = $2 }
+        $1 == "valkey_version" { v = $2 }
+        $1 == "redis_version" && v == "" { rv = $2 }
+        END {
+            if (name == "valkey") ver = v; else ver = rv
+            split(ver, p, "."); n = p[1] * 100 + p[2]
+            if (name == "valkey") { ifeq = n >= 801; delifeq = n >= 900; delex = 0 }
+            else { ifeq = n >= 804; delifeq = 0; delex = n >= 804 }
+            printf "SET IFEQ %s, DELIFEQ %s, DELEX %s\n", ifeq ? "yes" : "no",
+                delifeq ? "yes" : "no", delex ? "yes" : "no"
+        }'
+}
+
+# scripts=none in the URL: the plain commands, and waiting's, told; which
+# one-command forms the server has (an informational line); no warning.
+# The doc/acl.md rule for it (lock-plain, no INFO, no COMMAND, keys
+# locks:* only) sees them too, SET IFEQ but unknown.  With scripts=none on
+# a quorum: nothing can run.
+t_scripts_none() {
+    u="redis://127.0.0.1:$clean?scripts=none"
+    want=$(expected_forms ccli)
+    $R -u "$u" -e 30 --check > "$work/n1" 2>&1
+    st=$?
+    $R -u "$u" -e 30 --check --json > "$work/n1.json" 2>&1
+    st1=$?
+    expect_status 0 $st "scripts=none, a clean server" || { sed 's/^/#   /' "$work/n1"; return 1; }
+    has "$work/n1" '^  mode: +none \(plain commands; go-zero mode without fencing\): every go-zero operation runs as plain commands \(the reads under WATCH, the writes in MULTI \.\.\. EXEC\), as the URL asks \(scripts=none\); counted mode and fencing cannot run$' &&
+    has "$work/n1" '^  may run: +WATCH yes, UNWATCH yes, MULTI yes, EXEC yes, GET yes, SET yes, DEL yes, PEXPIRE yes, PTTL yes, EXISTS yes, TIME yes, ZADD yes, ZREM yes, ZCARD yes, ZREVRANGEBYSCORE yes, ZREMRANGEBYSCORE yes, RPUSH yes, BLPOP yes, WAIT yes$' &&
+    has "$work/n1" "^  one-command: $want \\(" &&
+    has "$work/n1" '^no warnings\.$' || return 1
+    expect_status 0 $st1 "scripts=none, --json" || return 1
+    json_is "$work/n1.json" 'J["servers"][0]["mode"], J["servers"][0]["mode_reason"][:29], J["servers"][0]["may_run"]["exec"], J["servers"][0]["findings"]' "('none', 'every go-zero operation runs ', True, [])" &&
+    json_is "$work/n1.json" '", ".join("%s %s" % (n, "yes" if J["servers"][0]["plain_forms"][k] else "no") for n, k in (("SET IFEQ", "set_ifeq"), ("DELIFEQ", "delifeq"), ("DELEX", "delex")))' "$want" || return 1
+    rule=$(grep "^ACL SETUSER lock-plain " "$srcdir/doc/acl.md") ||
+        { diag "doc/acl.md has no rule lock-plain"; return 1; }
+    set -f
+    # shellcheck disable=SC2086
+    got=$(ccli $rule 2>&1)
+    set +f
+    [ "$got" = OK ] || { diag "$rule: $got"; return 1; }
+    $R -u "redis://lock-plain:secret@127.0.0.1:$clean?scripts=none" --no-auth-warning -e 30 --check > "$work/n2" 2>&1
+    st=$?
+    ccli ACL DELUSER lock-plain > /dev/null
+    expect_status 0 $st "the lock-plain rule of doc/acl.md" || { sed 's/^/#   /' "$work/n2"; return 1; }
+    has "$work/n2" '^  may run: +WATCH yes, UNWATCH yes, MULTI yes, EXEC yes, GET yes, SET yes, DEL yes, PEXPIRE yes, PTTL yes, EXISTS yes, TIME yes, ZADD yes, ZREM yes, ZCARD yes, ZREVRANGEBYSCORE yes, ZREMRANGEBYSCORE yes, RPUSH yes, BLPOP yes, WAIT no$' &&
+    has "$work/n2" "^  one-command: SET IFEQ unknown, ${want#SET IFEQ *, } \\(" &&
+    lacks "$work/n2" '^  warning:' || return 1
+    $R -u "$u" -u "$u" -u "$u" -e 30 --check > "$work/n3" 2>&1
+    expect_status 1 $? "scripts=none on a quorum" || return 1
+    has "$work/n3" '^  mode: +unusable: the URL asks for scripts=none, and a quorum client needs the library.s scripts on every master \(the library refuses its every operation\)$' &&
+    has "$work/n3" '^  warning: .*: no lock operation can run; drop scripts=none from the quorum.s URLs$'
+}
+check "scripts=none: mode none, the plain commands and one-command forms told, no warning; the lock-plain rule; a quorum cannot" t_scripts_none
+
+# The one-command forms on the servers that have them, when present:
+# REDISLOCK_TEST_FORMS_SERVERS lists their programs (e.g. a Valkey 9.1
+# and a Redis 8.6 built from Debian's sid and experimental sources).
+t_forms_servers() {
+    [ -n "${REDISLOCK_TEST_FORMS_SERVERS:-}" ] ||
+        { diag "REDISLOCK_TEST_FORMS_SERVERS not set: skipped"; return 0; }
+    nf=0
+    for bin in $REDISLOCK_TEST_FORMS_SERVERS; do
+        nf=$((nf + 1))
+        tcp_server "forms$nf" "$bin" --appendonly yes --save '' || return 1
+        fpid=$spid; fport=$port
+        want=$(expected_forms "$rcli" -h 127.0.0.1 -p "$fport")
+        $R -u "redis://127.0.0.1:$fport?scripts=none" -e 30 --check > "$work/fs$nf" 2>&1
+        st=$?
+        stop_server $fpid
+        diag "$bin: $want"
+        expect_status 0 $st "$bin" || { sed 's/^/#   /' "$work/fs$nf"; return 1; }
+        has "$work/fs$nf" "^  one-command: $want \\(" || return 1
+    done
+}
+check "the one-command forms of newer servers (REDISLOCK_TEST_FORMS_SERVERS, when present)" t_forms_servers
 
 t_acl_no_blpop_wait() {
     ccli ACL SETUSER nowait on '>pw' '~locks:*' '+@all' '-blpop' '-wait' > /dev/null
@@ -380,7 +487,7 @@ t_functions() {
     has "$work/f3" '^  may run: +FCALL yes, FUNCTION LOAD no, BLPOP yes, WAIT yes$' &&
     has "$work/f3" '^  note: the user may not load the Function library \(FUNCTION LOAD\): lock operations run while an administrator keeps this redislock version.s library loaded' || return 1
     expect_status 1 $st4 "a user who may not load, no library" || return 1
-    has "$work/f4" '^  mode: +none: the URL.s mode, functions \(scripts=functions\), needs FUNCTION LOAD, which this user may not run, and no redislock Function library is loaded here$' &&
+    has "$work/f4" '^  mode: +unusable: the URL.s mode, functions \(scripts=functions\), needs FUNCTION LOAD, which this user may not run, and no redislock Function library is loaded here$' &&
     has "$work/f4" '^  warning: .*: no lock operation can run; give the user \+fcall \+function\|load \(doc/acl\.md\), or have an administrator load the library$'
 }
 check "functions mode (scripts=functions): FCALL, FUNCTION LOAD, the library loaded or not" t_functions

@@ -1221,6 +1221,105 @@ t_acl_status_rule() {
 }
 check "ACL, status rule of doc/acl.md: --status and --json in full, COMMAND and -w refused by name" t_acl_status_rule
 
+# scripts=none in the URL: go-zero mode on plain commands (no EVALSHA,
+# no EVAL reaches the server), which cannot draw a fencing token: none
+# by default (no REDISLOCK_TOKEN, no counter key; -v says why); --fencing
+# and -m counted, which need the scripts, are usage errors naming why,
+# and so is a quorum with scripts=none.  A holder's --status works.
+t_scripts_none() {
+    u="redis://127.0.0.1:$REDISLOCK_TEST_PORT?scripts=none"
+    cli CONFIG RESETSTAT > /dev/null
+    $R -u "$u" kn1 sh -c 'echo "${REDISLOCK_TOKEN-unset} $REDISLOCK_KEY" > "$0"; "$1" -u "$2" --status kn1 > "$0.status"' \
+        "$work/kn1" "$tool" "$u" 2> "$work/kn1.err"
+    expect_status 0 $? "a run with scripts=none" || { diag "$(cat "$work/kn1.err")"; return 1; }
+    [ "$(cat "$work/kn1")" = "unset kn1" ] || { diag "$(cat "$work/kn1")"; return 1; }
+    [ ! -s "$work/kn1.err" ] || { diag "$(cat "$work/kn1.err")"; return 1; }
+    grep -qx 'state: held' "$work/kn1.status" && grep -qx 'mode: go-zero' "$work/kn1.status" &&
+        grep -qx 'fence: 0' "$work/kn1.status" || { diag "$(cat "$work/kn1.status")"; return 1; }
+    [ "$(cli EXISTS kn1 '{kn1}:fence' '{kn1}:waiters')" = 0 ] || { diag "keys left"; return 1; }
+    cli INFO commandstats | tr -d '\r' > "$work/kn1.stats"
+    if grep -Eq '^cmdstat_(evalsha|eval|fcall):' "$work/kn1.stats" ||
+       ! grep -q '^cmdstat_exec:' "$work/kn1.stats"; then
+        diag "scripts sent, or no transaction: $(grep -E '^cmdstat_(eval|evalsha|fcall|exec|multi|watch):' "$work/kn1.stats" | tr '\n' ' ')"
+        return 1
+    fi
+    # -v says why there is no token.
+    $R -u "$u" -v -n kn1 true 2> "$work/kn1v.err"
+    expect_status 0 $? "-v" || { diag "$(cat "$work/kn1v.err")"; return 1; }
+    grep -qx 'redislock: no fencing token: the URL says scripts=none (go-zero mode on plain commands, which cannot draw a token with the lock); REDISLOCK_TOKEN is not set' "$work/kn1v.err" ||
+        { diag "$(cat "$work/kn1v.err")"; return 1; }
+    # From $REDISLOCK_URL as well.
+    REDISLOCK_URL=$u $R kn1 sh -c 'echo "${REDISLOCK_TOKEN-unset}" > "$0"' "$work/kn1e" 2> "$work/kn1e.err"
+    expect_status 0 $? "scripts=none from REDISLOCK_URL" || { diag "$(cat "$work/kn1e.err")"; return 1; }
+    [ "$(cat "$work/kn1e")" = unset ] || return 1
+    # What cannot run without scripts: a usage error, nothing sent.
+    $R -u "$u" --fencing kn1 touch "$work/kn1.ran" 2> "$work/kn1f.err"
+    expect_status 64 $? "--fencing with scripts=none" || return 1
+    grep -qx 'redislock: --fencing needs the library.s scripts (a token is drawn with the lock, atomically), and the URL says scripts=none: drop scripts=none from the URL, or leave out --fencing' "$work/kn1f.err" ||
+        { diag "$(cat "$work/kn1f.err")"; return 1; }
+    $R -u "$u" -m counted --no-fencing kn1 touch "$work/kn1.ran" 2> "$work/kn1c.err"
+    expect_status 64 $? "-m counted with scripts=none" || return 1
+    grep -qx 'redislock: -m counted needs the library.s scripts (a hold count changes with the lock, atomically), and the URL says scripts=none: drop scripts=none from the URL, or leave out -m counted' "$work/kn1c.err" ||
+        { diag "$(cat "$work/kn1c.err")"; return 1; }
+    q="redis://127.0.0.1:$REDISLOCK_TEST_PORT"
+    $R -u "$q" -u "$u" -u "$q" kn1 touch "$work/kn1.ran" 2> "$work/kn1q.err"
+    expect_status 64 $? "a quorum with scripts=none" || return 1
+    grep -q '^redislock: scripts=none: a quorum (several -u) needs the library.s scripts; drop scripts=none from its URLs$' "$work/kn1q.err" ||
+        { diag "$(cat "$work/kn1q.err")"; return 1; }
+    $R -u "$q" -u "$q" -u "$q" --fencing kn1 touch "$work/kn1.ran" 2> "$work/kn1qf.err"
+    expect_status 64 $? "--fencing on a quorum" || return 1
+    grep -q '^redislock: --fencing: a quorum (several -u) has no fencing counter' "$work/kn1qf.err" ||
+        { diag "$(cat "$work/kn1qf.err")"; return 1; }
+    [ ! -e "$work/kn1.ran" ] || return 1
+    [ "$(cli EXISTS kn1)" = 0 ] || return 1
+    # --fencing with scripts: a token, as by default.
+    $R --fencing kn1 sh -c 'echo "$REDISLOCK_TOKEN" > "$0"' "$work/kn1t" || return 1
+    grep -Eqx '[1-9][0-9]*' "$work/kn1t" || { diag "$(cat "$work/kn1t")"; return 1; }
+    cli DEL '{kn1}:fence' > /dev/null
+}
+check "scripts=none: no fencing token by default (-v says why), no script sent; --fencing, -m counted and a quorum are usage errors" t_scripts_none
+
+# A user who may not run scripts (the scripts=none rule of doc/acl.md,
+# lock-plain), with the default URL: go-zero mode runs on plain commands
+# with --no-fencing, and is woken as a waiter by a scripted release; the
+# default (a fencing token) and -m counted fail, having written nothing,
+# saying what to do.
+t_acl_plain_rule() {
+    acl_user lock-plain || return 1
+    u=$(acl_url lock-plain)
+    $R -u "$u" --no-auth-warning --no-fencing locks:p1 sh -c 'echo "${REDISLOCK_TOKEN-unset} $REDISLOCK_KEY" > "$0"' "$work/p1.ran" 2> "$work/p1.err"
+    expect_status 0 $? "a run with --no-fencing" || { diag "$(cat "$work/p1.err")"; return 1; }
+    [ "$(cat "$work/p1.ran")" = "unset locks:p1" ] || return 1
+    [ ! -s "$work/p1.err" ] || { diag "$(cat "$work/p1.err")"; return 1; }
+    $R -u "$u" --no-auth-warning locks:p1 touch "$work/p1.fenced" 2> "$work/p1f.err"
+    expect_status 69 $? "fencing without scripts" || return 1
+    grep -qx 'redislock: cannot acquire the lock locks:p1: Redis will not run the library.s scripts (EVALSHA, EVAL) for this user, and the fencing token needs them: add --no-fencing (go-zero mode then runs on plain commands, without a token) or allow +evalsha +eval (see redislock(1), NOTES)' "$work/p1f.err" ||
+        { diag "$(cat "$work/p1f.err")"; return 1; }
+    $R -u "$u" --no-auth-warning -m counted locks:p1 touch "$work/p1.fenced" 2> "$work/p1c.err"
+    expect_status 69 $? "counted mode without scripts" || return 1
+    grep -qx 'redislock: cannot acquire the lock locks:p1: Redis will not run the library.s scripts (EVALSHA, EVAL) for this user, and counted mode needs them: leave out -m counted and add --no-fencing (go-zero mode then runs on plain commands, without a token), or allow +evalsha +eval (see redislock(1), NOTES)' "$work/p1c.err" ||
+        { diag "$(cat "$work/p1c.err")"; return 1; }
+    [ ! -e "$work/p1.fenced" ] || return 1
+    [ "$(cli EXISTS locks:p1 '{locks:p1}:fence' '{locks:p1}:waiters')" = 0 ] || { diag "keys written"; return 1; }
+    # A waiter without scripts, woken by a holder with them.
+    $R -e 30 locks:p2 sh -c "touch '$work/p2.held'; while [ ! -e '$work/p2.go' ]; do sleep 0.05; done" &
+    holder=$!
+    wait_file "$work/p2.held" || return 1
+    $R -u "$u" --no-auth-warning --no-fencing -v -w 20 locks:p2 touch "$work/p2.got" 2> "$work/p2.err" &
+    waiter=$!
+    wait_key '{locks:p2}:waiters' || return 1
+    touch "$work/p2.go"
+    wait $holder
+    expect_status 0 $? "holder" || return 1
+    wait $waiter
+    expect_status 0 $? "the waiter" || { diag "$(cat "$work/p2.err")"; return 1; }
+    [ -e "$work/p2.got" ] || return 1
+    grep -q '^redislock: got the lock locks:p2 after ' "$work/p2.err" || { diag "$(cat "$work/p2.err")"; return 1; }
+    [ "$(cli EXISTS locks:p2 '{locks:p2}:waiters')" = 0 ] || { diag "keys left"; return 1; }
+    cli ACL DELUSER lock-plain > /dev/null
+}
+check "ACL, scripts=none rule of doc/acl.md: --no-fencing runs on plain commands and is woken; fencing and -m counted say add --no-fencing or allow +evalsha +eval" t_acl_plain_rule
+
 if [ -n "$vglogs" ]; then
     t_valgrind_clean() {
         bad=$(find "$vglogs" -name '*.log' -size +0c)
