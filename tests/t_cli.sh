@@ -1225,7 +1225,7 @@ check "ACL, status rule of doc/acl.md: --status and --json in full, COMMAND and 
 # no EVAL reaches the server), which cannot draw a fencing token: none
 # by default (no REDISLOCK_TOKEN, no counter key; -v says why); --fencing
 # and -m counted, which need the scripts, are usage errors naming why,
-# and so is a quorum with scripts=none.  A holder's --status works.
+# and so is a quorum with scripts=none.  --status works, held and free.
 t_scripts_none() {
     u="redis://127.0.0.1:$REDISLOCK_TEST_PORT?scripts=none"
     cli CONFIG RESETSTAT > /dev/null
@@ -1237,6 +1237,10 @@ t_scripts_none() {
     grep -qx 'state: held' "$work/kn1.status" && grep -qx 'mode: go-zero' "$work/kn1.status" &&
         grep -qx 'fence: 0' "$work/kn1.status" || { diag "$(cat "$work/kn1.status")"; return 1; }
     [ "$(cli EXISTS kn1 '{kn1}:fence' '{kn1}:waiters')" = 0 ] || { diag "keys left"; return 1; }
+    # And on the free lock: exit 1, "free" (inspect's owner is "").
+    $R -u "$u" --status kn1 > "$work/kn1.free" 2>&1
+    expect_status 1 $? "--status of a free lock with scripts=none" || { diag "$(cat "$work/kn1.free")"; return 1; }
+    grep -qx 'state: free' "$work/kn1.free" || { diag "$(cat "$work/kn1.free")"; return 1; }
     cli INFO commandstats | tr -d '\r' > "$work/kn1.stats"
     if grep -Eq '^cmdstat_(evalsha|eval|fcall):' "$work/kn1.stats" ||
        ! grep -q '^cmdstat_exec:' "$work/kn1.stats"; then
