@@ -1022,6 +1022,369 @@ static void test_unserved_slot_gives_up_in_time(void **state)
     redislock_client_free(cl);
 }
 
+/* ------------------------------------------------------------------------
+ * scripts=functions on a Cluster: the library loaded on each master the
+ * client's keys live on, and again where a master lacks it - flushed, a
+ * slot's new owner (ASK, MOVED), a replica promoted - in the operation
+ * that finds it missing.  Run after the tests above (roles may have
+ * changed: the masters are read from CLUSTER SLOTS).
+ */
+
+static char fn_url[300];
+
+/* Every node says cluster_state:ok. */
+static int all_ok(void)
+{
+    int i, ok = 1;
+
+    for (i = 0; i < 6 && ok; i++) {
+        redisContext *c = connect_port(ports[i]);
+
+        ok = cluster_ok(c);
+        redisFree(c);
+    }
+    return ok;
+}
+
+/* The ports of the masters serving slots (node 0's CLUSTER SLOTS). */
+static void masters_now(int out[3])
+{
+    redisContext *c = node(0);
+    redisReply *r = tu_cmd(c, "CLUSTER SLOTS");
+    int n = 0, k;
+    size_t i;
+
+    for (i = 0; i < r->elements; i++) {
+        int p = (int)r->element[i]->element[2]->element[1]->integer;
+
+        for (k = 0; k < n && out[k] != p; k++)
+            ;
+        if (k == n && n < 3)
+            out[n++] = p;
+    }
+    freeReplyObject(r);
+    redisFree(c);
+    assert_int_equal(n, 3);
+}
+
+/* INFO commandstats FIELD of COMMAND on the node on PORT. */
+static long long stat_at(int port, const char *command, const char *field)
+{
+    redisContext *c = connect_port(port);
+    long long v = tu_cmdstat_field(c, command, field);
+
+    redisFree(c);
+    return v;
+}
+
+/* FCALLs the node on PORT answered with an error ("Function not
+ * found"). */
+static long long fcall_failed(int port)
+{
+    return stat_at(port, "fcall", "failed_calls");
+}
+
+static long long libraries_at(int port)
+{
+    redisContext *c = connect_port(port);
+    long long n = tu_libraries(c);
+
+    redisFree(c);
+    return n;
+}
+
+static long long scripts_at(int port)
+{
+    redisContext *c = connect_port(port);
+    long long n = tu_script_calls(c);
+
+    redisFree(c);
+    return n;
+}
+
+static void flush_functions(int port)
+{
+    redisContext *c = connect_port(port);
+
+    tu_cmd_ok(c, "FUNCTION FLUSH");
+    redisFree(c);
+}
+
+/* PTTL of KEY on the node on PORT (-2: not there). */
+static long long pttl_at(int port, const char *key)
+{
+    redisContext *c = connect_port(port);
+    long long v = tu_pttl(c, key, strlen(key));
+
+    redisFree(c);
+    return v;
+}
+
+/* The nodes have Functions (Redis 7.0+, Valkey); else skip the test. */
+static void need_functions(void)
+{
+    redisContext *c = node(0);
+    int has = tu_has_functions(c);
+
+    redisFree(c);
+    if (!has)
+        skip();
+}
+
+/* No EVAL or EVALSHA on any node since BEFORE (scripts_at per port). */
+static void no_scripts_since(const long long before[6])
+{
+    int i;
+
+    for (i = 0; i < 6; i++)
+        if (scripts_at(ports[i]) != before[i])
+            fail_msg("node on port %d ran %lld EVAL/EVALSHA in functions "
+                     "mode", ports[i], scripts_at(ports[i]) - before[i]);
+}
+
+/*
+ * Keys on all three masters: each master gets the library with the first
+ * operation there.  After FUNCTION FLUSH on one master, the next
+ * operation on a key there meets "Function not found" once, loads it
+ * again and succeeds; the other masters are not asked to load it.
+ */
+static void test_functions_on_every_master(void **state)
+{
+    redislock_client *cl;
+    redislock *locks[3];
+    long long scripts[6], failed[3];
+    int ms[3], i, n;
+    char key[3][32];
+
+    (void)state;
+    need_functions();
+    TU_WAIT_UNTIL(all_ok(), 30000, "cluster_state:ok on every node");
+    masters_now(ms);
+    for (i = 0; i < 6; i++)
+        scripts[i] = scripts_at(ports[i]);
+    for (i = 0; i < 3; i++)
+        flush_functions(ms[i]);
+    cl = redislock_client_new(fn_url);
+    assert_non_null(cl);
+    for (i = 0; i < 3; i++) {
+        /* A key whose slot master I serves. */
+        for (n = 0;; n++) {
+            snprintf(key[i], sizeof key[i], "fn:%d", n);
+            if (master_of(redislockp_key_slot(key[i], strlen(key[i]))) ==
+                ms[i])
+                break;
+        }
+        locks[i] = redislock_new_from_client(cl, key[i]);
+        assert_non_null(locks[i]);
+        assert_int_equal(libraries_at(ms[i]), 0);
+        assert_true(tu_acquire(locks[i]));
+        assert_true(pttl_at(ms[i], key[i]) > 0);
+        assert_int_equal(libraries_at(ms[i]), 1);
+        assert_true(tu_extend(locks[i]));
+        assert_true(tu_release(locks[i]));
+        assert_int_equal(pttl_at(ms[i], key[i]), -2);
+    }
+
+    flush_functions(ms[1]);
+    for (i = 0; i < 3; i++)
+        failed[i] = fcall_failed(ms[i]);
+    for (i = 0; i < 3; i++) {
+        assert_true(tu_acquire(locks[i]));
+        assert_true(pttl_at(ms[i], key[i]) > 0);
+        assert_true(tu_release(locks[i]));
+    }
+    assert_int_equal(libraries_at(ms[1]), 1);
+    /* One "Function not found", on the flushed master alone. */
+    assert_int_equal(fcall_failed(ms[0]), failed[0]);
+    assert_int_equal(fcall_failed(ms[1]), failed[1] + 1);
+    assert_int_equal(fcall_failed(ms[2]), failed[2]);
+    no_scripts_since(scripts);
+    for (i = 0; i < 3; i++)
+        redislock_free(locks[i]);
+    redislock_client_free(cl);
+}
+
+/*
+ * A key's slot moves to a master whose library was flushed.  While it
+ * migrates, the source answers ASK: the importing master is asked with
+ * ASKING, answers "Function not found", and gets FUNCTION LOAD, ASKING
+ * and the call.  Once moved, a client whose slot map is older than the
+ * move meets MOVED from the old owner and loads the library on the new
+ * one (flushed again).
+ */
+static void test_functions_follow_a_moving_slot(void **state)
+{
+    const char *key = "{fnslot}:lock";
+    unsigned slot = redislockp_key_slot(key, strlen(key));
+    int from = master_of(slot), to = other_master(from), i;
+    char from_id[64], to_id[64];
+    redislock_client *cl, *old_map;
+    redislock *lock, *old;
+    redisContext *src, *dst;
+    long long scripts[6], failed, moved;
+
+    (void)state;
+    need_functions();
+    for (i = 0; i < 6; i++)
+        scripts[i] = scripts_at(ports[i]);
+    node_id(from, from_id, sizeof from_id);
+    node_id(to, to_id, sizeof to_id);
+    cl = redislock_client_new(fn_url);
+    old_map = redislock_client_new(fn_url);
+    assert_non_null(cl);
+    assert_non_null(old_map);
+    lock = redislock_new_from_client(cl, key);
+    old = redislock_new_from_client(old_map, key);
+    assert_non_null(lock);
+    assert_non_null(old);
+    /* Both clients read the map; the library on FROM. */
+    assert_true(tu_acquire(lock));
+    assert_true(tu_release(lock));
+    assert_true(tu_acquire(old));
+    assert_true(tu_release(old));
+
+    flush_functions(to);
+    assert_int_equal(libraries_at(to), 0);
+    src = connect_port(from);
+    dst = connect_port(to);
+    tu_cmd_ok(dst, "CLUSTER SETSLOT %u IMPORTING %s", slot, from_id);
+    tu_cmd_ok(src, "CLUSTER SETSLOT %u MIGRATING %s", slot, to_id);
+    failed = fcall_failed(to);
+    assert_true(tu_acquire(lock));      /* ASK, then the library on TO */
+    tu_cmd_ok(dst, "ASKING");
+    assert_true(tu_pttl(dst, key, strlen(key)) > 0);
+    assert_int_equal(libraries_at(to), 1);
+    assert_int_equal(fcall_failed(to), failed + 1);
+
+    /* The move finished (every master; a replica refuses, it learns
+     * from its master); the release then finds the lock on TO.  (Not
+     * before: the release names the waiters' list too, which is on
+     * neither node, and the importing node answers TRYAGAIN to a call
+     * whose keys are not all there.) */
+    for (i = 0; i < 6; i++) {
+        redisContext *c = connect_port(ports[i]);
+
+        freeReplyObject(redisCommand(c, "CLUSTER SETSLOT %u NODE %s", slot,
+                                     to_id));
+        redisFree(c);
+    }
+    TU_WAIT_UNTIL(master_of(slot) == to, 10000,
+                  "node 0 to map slot %u to port %d", slot, to);
+    assert_true(tu_release(lock));
+    assert_int_equal(pttl_at(to, key), -2);
+    flush_functions(to);
+    failed = fcall_failed(to);
+    moved = redirections(from);
+    assert_true(tu_acquire(old));       /* MOVED, then the library on TO */
+    assert_true(redirections(from) > moved);
+    assert_true(pttl_at(to, key) > 0);
+    assert_int_equal(libraries_at(to), 1);
+    assert_int_equal(fcall_failed(to), failed + 1);
+    assert_true(tu_release(old));
+    assert_int_equal(pttl_at(to, key), -2);
+    no_scripts_since(scripts);
+    redisFree(src);
+    redisFree(dst);
+    redislock_free(lock);
+    redislock_free(old);
+    redislock_client_free(cl);
+    redislock_client_free(old_map);
+}
+
+/* The port of a replica of the master on PORT (CLUSTER REPLICAS). */
+static int replica_of(int port)
+{
+    char id[64];
+    redisContext *c;
+    redisReply *r;
+    int replica = 0;
+
+    node_id(port, id, sizeof id);
+    c = connect_port(port);
+    r = tu_cmd(c, "CLUSTER REPLICAS %s", id);
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    assert_true(r->elements >= 1);
+    {
+        /* "<id> <ip>:<port>@<bus> ..." */
+        const char *colon = strchr(r->element[0]->str, ':');
+
+        assert_non_null(colon);
+        replica = atoi(colon + 1);
+    }
+    freeReplyObject(r);
+    redisFree(c);
+    assert_true(replica > 0);
+    return replica;
+}
+
+/*
+ * A replica promoted by CLUSTER FAILOVER has the library (FUNCTION LOAD
+ * is replicated): a lock taken before the failover is extended and
+ * released on the new master with no "Function not found" and no
+ * FUNCTION LOAD there.  After FUNCTION FLUSH on the new master, the next
+ * operation loads it again.
+ */
+static void test_functions_after_a_failover(void **state)
+{
+    const char *key = "{fnfo}:lock", *key2 = "{fnfo}:second";
+    unsigned slot = redislockp_key_slot(key, strlen(key));
+    int master, replica, i;
+    redislock_client *cl;
+    redislock *lock, *second;
+    redisContext *c;
+    long long scripts[6], failed, loads;
+
+    (void)state;
+    need_functions();
+    TU_WAIT_UNTIL(all_ok(), 30000, "cluster_state:ok on every node");
+    master = master_of(slot);
+    replica = replica_of(master);
+    for (i = 0; i < 6; i++)
+        scripts[i] = scripts_at(ports[i]);
+    flush_functions(master);
+    cl = redislock_client_new(fn_url);
+    assert_non_null(cl);
+    lock = redislock_new_from_client(cl, key);
+    second = redislock_new_from_client(cl, key2);
+    assert_non_null(lock);
+    assert_non_null(second);
+    assert_int_equal(redislock_set_expire(lock, 30), REDISLOCK_OK);
+    assert_true(tu_acquire(lock));          /* the library on MASTER */
+    assert_int_equal(libraries_at(master), 1);
+    /* The replica has what the master has: the library, the lock. */
+    c = connect_port(master);
+    tu_wait_replicas_synced(c, "{fnfo}:probe", 1, 30000);
+    redisFree(c);
+    assert_int_equal(libraries_at(replica), 1);
+    failed = fcall_failed(replica);
+    loads = stat_at(replica, "function|load", "calls");
+
+    c = connect_port(replica);
+    tu_cmd_ok(c, "CLUSTER FAILOVER");
+    redisFree(c);
+    TU_WAIT_UNTIL(master_of(slot) == replica, 30000,
+                  "node 0 to name port %d master of slot %u after CLUSTER "
+                  "FAILOVER", replica, slot);
+    assert_true(tu_extend(lock));
+    assert_true(pttl_at(replica, key) > 0);
+    assert_true(tu_release(lock));          /* the lock was replicated */
+    assert_int_equal(pttl_at(replica, key), -2);
+    assert_int_equal(fcall_failed(replica), failed);
+    assert_int_equal(stat_at(replica, "function|load", "calls"), loads);
+
+    flush_functions(replica);
+    failed = fcall_failed(replica);
+    assert_true(tu_acquire(second));
+    assert_true(pttl_at(replica, key2) > 0);
+    assert_int_equal(libraries_at(replica), 1);
+    assert_int_equal(fcall_failed(replica), failed + 1);
+    assert_true(tu_release(second));
+    no_scripts_since(scripts);
+    redislock_free(lock);
+    redislock_free(second);
+    redislock_client_free(cl);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -1041,6 +1404,9 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_manual_failover),
         cmocka_unit_test(test_waiter_follows_its_slot),
         cmocka_unit_test(test_unserved_slot_gives_up_in_time),
+        cmocka_unit_test(test_functions_on_every_master),
+        cmocka_unit_test(test_functions_follow_a_moving_slot),
+        cmocka_unit_test(test_functions_after_a_failover),
     };
     const char *p = getenv("REDISLOCK_TEST_CLUSTER_PORTS");
     int i;
@@ -1058,5 +1424,6 @@ int main(int argc, char **argv)
     snprintf(url, sizeof url,
              "redis://127.0.0.1:%d,127.0.0.1:%d?cluster=1&timeout=2000",
              ports[3], ports[0]);
+    snprintf(fn_url, sizeof fn_url, "%s&scripts=functions", url);
     return TU_RUN(tests, NULL, NULL);
 }

@@ -1357,6 +1357,219 @@ static void test_the_tool_on_a_quorum(void **state)
     assert_int_equal(WEXITSTATUS(rc), 0);
 }
 
+/* ------------------------------------------------------------------------
+ * scripts=functions on a quorum: the lock logic as a Function library on
+ * every master.  A master that lacks it (FUNCTION FLUSH) gets it again in
+ * the operation that finds it missing, and the operation keeps its
+ * majority; a master whose last leg was cut (stopped) gets FUNCTION LOAD
+ * in front of its next call, in the same write.
+ */
+
+static redisContext *master_conn(int i)
+{
+    redisContext *c = tu_connect_unix(m[i].socket);
+
+    assert_non_null(c);
+    return c;
+}
+
+/* Master I's INFO commandstats FIELD of COMMAND (tu_cmdstat_field). */
+static long long master_stat(int i, const char *command, const char *field)
+{
+    redisContext *c = master_conn(i);
+    long long v = tu_cmdstat_field(c, command, field);
+
+    redisFree(c);
+    return v;
+}
+
+/* Function libraries named redislock_* on master I. */
+static long long master_libraries(int i)
+{
+    redisContext *c = master_conn(i);
+    long long n = tu_libraries(c);
+
+    redisFree(c);
+    return n;
+}
+
+static void master_flush_functions(int i)
+{
+    redisContext *c = master_conn(i);
+
+    tu_cmd_ok(c, "FUNCTION FLUSH");
+    redisFree(c);
+}
+
+/* EVAL and EVALSHA calls master I has served. */
+static long long master_scripts(int i)
+{
+    redisContext *c = master_conn(i);
+    long long n = tu_script_calls(c);
+
+    redisFree(c);
+    return n;
+}
+
+/* Does KEY exist on master I (which must be running)? */
+static int key_on(int i, const char *key)
+{
+    redisContext *c = master_conn(i);
+    redisReply *r = tu_cmd(c, "EXISTS %s", key);
+    int n = (int)r->integer;
+
+    freeReplyObject(r);
+    redisFree(c);
+    return n;
+}
+
+/* Every master has Functions (Redis 7.0+, Valkey); else the test is
+ * skipped. */
+static void need_functions(void)
+{
+    int i;
+
+    for (i = 0; i < MASTERS; i++) {
+        redisContext *c = master_conn(i);
+        int has = tu_has_functions(c);
+
+        redisFree(c);
+        if (!has)
+            skip();
+    }
+}
+
+/*
+ * Acquire and release with every master up, the library loaded on each;
+ * then FUNCTION FLUSH on one master before an acquire, each master in
+ * turn: the acquire is granted, and the flushed master gets the library
+ * again (exactly one FUNCTION LOAD there) and the lock too, as the call
+ * runs there once loaded.  Whether its leg met "Function not found" and
+ * loaded it in a second round trip, or sent FUNCTION LOAD in front
+ * because an earlier leg there was cut (has_library unknown), is counted
+ * and printed.  No EVAL or EVALSHA reaches any master.
+ */
+static void test_functions_on_a_quorum(void **state)
+{
+    redislock_client *cl;
+    redislock *lock;
+    long long scripts[MASTERS];
+    char key[64];
+    int i, k, reloaded = 0;
+
+    (void)state;
+    need_functions();
+    for (i = 0; i < MASTERS; i++) {
+        master_flush_functions(i);
+        scripts[i] = master_scripts(i);
+    }
+    cl = quorum_client_with("&scripts=functions", 2000);
+    tu_key(key, sizeof key, "q:fn");
+    lock = redislock_new_from_client(cl, key);
+    assert_non_null(lock);
+    assert_int_equal(redislock_set_expire_ms(lock, 10000), REDISLOCK_OK);
+    assert_true(tu_acquire(lock));
+    copies_become(key, MASTERS);
+    assert_true(tu_extend(lock));
+    assert_true(tu_release(lock));
+    copies_become(key, 0);
+    for (i = 0; i < MASTERS; i++)
+        TU_WAIT_UNTIL(master_libraries(i) == 1, 5000,
+                      "the library on master %d", i + 1);
+
+    for (k = 0; k < MASTERS; k++) {
+        long long failed, loads;
+
+        master_flush_functions(k);
+        failed = master_stat(k, "fcall", "failed_calls");
+        loads = master_stat(k, "function|load", "calls");
+        assert_true(tu_acquire(lock));
+        /* The lock on all five: the flushed master's call ran, after its
+         * FUNCTION LOAD (a leg cut once the others decided runs late). */
+        copies_become(key, MASTERS);
+        TU_WAIT_UNTIL(master_libraries(k) == 1, 5000,
+                      "the library on master %d again after FUNCTION FLUSH",
+                      k + 1);
+        assert_int_equal(master_stat(k, "function|load", "calls"), loads + 1);
+        reloaded += master_stat(k, "fcall", "failed_calls") > failed;
+        assert_true(tu_release(lock));
+        copies_become(key, 0);
+    }
+    printf("# FUNCTION FLUSH on one master of 5 before an acquire: %d "
+           "reloaded after \"Function not found\", %d loaded in front\n",
+           reloaded, MASTERS - reloaded);
+    for (i = 0; i < MASTERS; i++)
+        if (master_scripts(i) != scripts[i])
+            fail_msg("master %d ran %lld EVAL/EVALSHA in functions mode",
+                     i + 1, master_scripts(i) - scripts[i]);
+    redislock_free(lock);
+    redislock_client_free(cl);
+}
+
+/*
+ * A stopped master (SIGSTOP) and another one flushed: the acquire is
+ * granted by the other three, at once - the flushed master's reload is
+ * waited for, the stopped master is not.  The stopped master's leg was
+ * cut, so whether it has the library is unknown: once it runs again
+ * (its late acquire done) and is flushed too, the release sends it
+ * FUNCTION LOAD in front of the call, in one write - no call there is
+ * answered "Function not found" - and the lock goes from all five.
+ */
+static void test_functions_with_a_stopped_master(void **state)
+{
+    redislock_client *cl;
+    redislock *lock;
+    long long t0, took, calls, failed, loads;
+    char key[64];
+
+    (void)state;
+    need_functions();
+    cl = quorum_client_with("&scripts=functions", 2000);
+    tu_key(key, sizeof key, "q:fnstopped");
+    lock = redislock_new_from_client(cl, key);
+    assert_non_null(lock);
+    assert_int_equal(redislock_set_expire_ms(lock, 20000), REDISLOCK_OK);
+    /* Warm: a connection to each master, the library known on each. */
+    assert_true(tu_acquire(lock));
+    copies_become(key, MASTERS);
+    assert_true(tu_release(lock));
+    copies_become(key, 0);
+
+    calls = master_stat(4, "fcall", "calls");
+    master_flush_functions(1);
+    kill(m[4].pid, SIGSTOP);
+    t0 = tu_now_ms();
+    assert_true(tu_acquire(lock));
+    took = tu_now_ms() - t0;
+    printf("# master 5 stopped, master 2 flushed: acquire %lld ms\n", took);
+    if (took > 1500)
+        fail_msg("acquire took %lld ms: it waited for the stopped master "
+                 "(quorum wait 2000 ms)", took);
+    /* On the four running masters (a leg cut once the others decided
+     * runs late), the flushed one with the library again. */
+    TU_WAIT_UNTIL(key_on(0, key) && key_on(1, key) && key_on(2, key) &&
+                  key_on(3, key), 5000, "the lock on masters 1 to 4");
+    TU_WAIT_UNTIL(master_libraries(1) == 1, 5000,
+                  "the library on master 2 again after FUNCTION FLUSH");
+
+    kill(m[4].pid, SIGCONT);
+    /* Its late acquire runs (the library still there). */
+    TU_WAIT_UNTIL(master_stat(4, "fcall", "calls") > calls && key_on(4, key),
+                  5000, "master 5 to run the acquire sent while stopped");
+    master_flush_functions(4);
+    failed = master_stat(4, "fcall", "failed_calls");
+    loads = master_stat(4, "function|load", "calls");
+    assert_true(tu_release(lock));
+    copies_become(key, 0);
+    assert_int_equal(master_libraries(4), 1);
+    assert_int_equal(master_stat(4, "function|load", "calls"), loads + 1);
+    if (master_stat(4, "fcall", "failed_calls") != failed)
+        fail_msg("master 5 answered \"Function not found\": the library "
+                 "was not sent in front of the call");
+    redislock_free(lock);
+    redislock_client_free(cl);
+}
+
 static int setup(void **state)
 {
     const char *tmp = getenv("REDISLOCK_TEST_TMPDIR");
@@ -1419,6 +1632,9 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_autorenew_across_masters),
         cmocka_unit_test(test_restart_without_persistence_can_double_grant),
         cmocka_unit_test(test_restart_during_a_run),
+        cmocka_unit_test(test_functions_on_a_quorum),
+        cmocka_unit_test_teardown(test_functions_with_a_stopped_master,
+                                  resume_masters),
     };
     struct CMUnitTest some[sizeof tests / sizeof tests[0]];
     size_t i, n = 0;

@@ -736,6 +736,163 @@ static void test_killed_master_with_acks(void **state)
         fail_msg("no lock granted for %lld ms", gap);
 }
 
+/* ------------------------------------------------------------------------
+ * scripts=functions through the sentinels: the library loaded on the
+ * master, replicated with FUNCTION LOAD, and served by the replica the
+ * failover promotes; loaded again after FUNCTION FLUSH on the new master.
+ * No EVAL or EVALSHA on either.  Runs after the kill tests: one replica
+ * may be all there is.
+ */
+
+static long long stat_at(int port, const char *command, const char *field)
+{
+    redisContext *c = connect_port(port);
+    long long v = tu_cmdstat_field(c, command, field);
+
+    redisFree(c);
+    return v;
+}
+
+static long long libraries_at(int port)
+{
+    redisContext *c = connect_port(port);
+    long long n = tu_libraries(c);
+
+    redisFree(c);
+    return n;
+}
+
+static long long scripts_at(int port)
+{
+    redisContext *c = connect_port(port);
+    long long n = tu_script_calls(c);
+
+    redisFree(c);
+    return n;
+}
+
+/* Do the sentinels name a master other than NOT? */
+static int named_other_than(int not_port)
+{
+    int p = ask_master_port();
+
+    return p > 0 && p != not_port;
+}
+
+/* Is the server on PORT a replica of MASTER, in sync (the sentinels
+ * demoted it: they close its clients' connections as they do)? */
+static int follows(int port, int master)
+{
+    redisContext *c = connect_port(port);
+    int yes = tu_info_is(c, "role", "slave") &&
+              tu_info_num(c, "master_port") == master &&
+              tu_info_is(c, "master_link_status", "up");
+
+    redisFree(c);
+    return yes;
+}
+
+static void test_functions_across_a_failover(void **state)
+{
+    char fn_url[600];
+    redislock_client *cl;
+    redislock *lock, *second;
+    redisContext *c;
+    int before, after, i, st;
+    long long scripts[3], fn_failed, loads, t0, settled, named;
+    long long settled_after;
+    bool ok = false;
+
+    (void)state;
+    t0 = tu_now_ms();
+    wait_settled(1);
+    settled = tu_now_ms() - t0;
+    before = sentinel_master_port();
+    c = connect_port(before);
+    if (!tu_has_functions(c)) {
+        redisFree(c);
+        skip();
+    }
+    tu_cmd_ok(c, "FUNCTION FLUSH");
+    redisFree(c);
+    snprintf(fn_url, sizeof fn_url, "%s&scripts=functions", url);
+    cl = redislock_client_new(fn_url);
+    assert_non_null(cl);
+    lock = redislock_new_from_client(cl, "sentinel:fn");
+    second = redislock_new_from_client(cl, "sentinel:fn2");
+    assert_non_null(lock);
+    assert_non_null(second);
+    assert_int_equal(redislock_set_expire(lock, 30), REDISLOCK_OK);
+    for (i = 0; i < 3; i++)
+        scripts[i] = data_pid[i] > 0 ? scripts_at(data_port[i]) : 0;
+    assert_true(tu_acquire(lock));          /* loads the library */
+    assert_int_equal(libraries_at(before), 1);
+    assert_int_equal(has_key(before, "sentinel:fn"), 1);
+    /* The replicas have the library and the lock before the failover. */
+    wait_for_replicas(1);
+
+    t0 = tu_now_ms();
+    assert_true(sentinel_failover());
+    TU_WAIT_UNTIL(named_other_than(before), 30000,
+                  "the sentinels to name a master other than port %d",
+                  before);
+    named = tu_now_ms() - t0;
+    wait_settled(1);
+    after = sentinel_master_port();
+    assert_int_not_equal(after, before);
+    settled_after = tu_now_ms() - t0;
+    TU_WAIT_UNTIL(follows(before, after), 30000, "port %d, the old master, "
+                  "to replicate port %d", before, after);
+    printf("# settled before the failover after %lld ms; after SENTINEL "
+           "FAILOVER: %d -> %d named in %lld ms, settled in %lld ms, the old "
+           "master a replica in %lld ms\n", settled, before, after, named,
+           settled_after, tu_now_ms() - t0);
+    assert_int_equal(libraries_at(after), 1);      /* replicated */
+    fn_failed = stat_at(after, "fcall", "failed_calls");
+    loads = stat_at(after, "function|load", "calls");
+    /* The client's idle connection to the old master was closed by the
+     * sentinels (CLIENT KILL TYPE normal as they demoted it): a call on
+     * it reports REDISLOCK_ERR_IO, as documented for a connection that
+     * fails, and the next one asks the sentinels. */
+    st = redislock_extend(lock, &ok);
+    if (st == REDISLOCK_ERR_IO) {
+        printf("# the first call after the failover: %s\n",
+               redislock_last_error(lock));
+        if (strstr(redislock_last_error(lock), "closed") == NULL)
+            fail_msg("extend: %s", redislock_last_error(lock));
+        st = redislock_extend(lock, &ok);
+    }
+    if (st != REDISLOCK_OK)
+        fail_msg("extend: %s", redislock_last_error(lock));
+    assert_true(ok);
+    assert_true(has_key(after, "sentinel:fn"));
+    assert_true(tu_release(lock));          /* the lock was replicated */
+    assert_int_equal(has_key(after, "sentinel:fn"), 0);
+    /* Served by the replicated library: no "Function not found", no
+     * FUNCTION LOAD. */
+    assert_int_equal(stat_at(after, "fcall", "failed_calls"), fn_failed);
+    assert_int_equal(stat_at(after, "function|load", "calls"), loads);
+
+    /* FUNCTION FLUSH on the new master: loaded again. */
+    c = connect_port(after);
+    tu_cmd_ok(c, "FUNCTION FLUSH");
+    redisFree(c);
+    assert_true(tu_acquire(second));
+    assert_int_equal(has_key(after, "sentinel:fn2"), 1);
+    assert_int_equal(libraries_at(after), 1);
+    assert_int_equal(stat_at(after, "fcall", "failed_calls"), fn_failed + 1);
+    assert_true(tu_release(second));
+    assert_int_equal(has_key(after, "sentinel:fn2"), 0);
+    /* FCALL alone: no EVAL or EVALSHA on any server (both masters). */
+    for (i = 0; i < 3; i++)
+        if (data_pid[i] > 0 && scripts_at(data_port[i]) != scripts[i])
+            fail_msg("port %d ran %lld EVAL/EVALSHA in functions mode",
+                     data_port[i], scripts_at(data_port[i]) - scripts[i]);
+    redislock_free(lock);
+    redislock_free(second);
+    redislock_client_free(cl);
+}
+
 static int teardown(void **state)
 {
     (void)state;
@@ -759,6 +916,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_sentinel_failover_with_acks),
         cmocka_unit_test(test_killed_master_is_followed),
         cmocka_unit_test(test_killed_master_with_acks),
+        cmocka_unit_test(test_functions_across_a_failover),
     };
     const char *p = getenv("REDISLOCK_TEST_SENTINEL_PORTS");
     const char *d = getenv("REDISLOCK_TEST_SENTINEL_DATA");

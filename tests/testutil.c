@@ -697,3 +697,58 @@ int tu_run_beside(const char *script, const char *argv0)
     printf("Bail out! cannot run %s\n", path);
     return 99;
 }
+
+/* ------------------------------------------------------------------------
+ * The Function library (scripts=functions)
+ */
+
+long long tu_cmdstat_field(redisContext *c, const char *command,
+                           const char *field)
+{
+    redisReply *r = tu_cmd(c, "INFO commandstats");
+    char needle[64];
+    const char *line, *end, *p;
+    long long v = 0;
+    size_t flen = strlen(field);
+
+    assert_int_equal(r->type, REDIS_REPLY_STRING);
+    snprintf(needle, sizeof needle, "cmdstat_%s:", command);
+    line = strstr(r->str, needle);
+    if (line != NULL) {
+        end = strchr(line, '\n');
+        if (end == NULL)
+            end = line + strlen(line);
+        /* FIELD= right after ':' or ',' ("calls" is also the end of
+         * "failed_calls"). */
+        for (p = line + strlen(needle) - 1; p != NULL && p < end;
+             p = strpbrk(p + 1, ",\n")) {
+            if (p + 1 + flen < end && memcmp(p + 1, field, flen) == 0 &&
+                p[1 + flen] == '=') {
+                v = atoll(p + 2 + flen);
+                break;
+            }
+        }
+    }
+    freeReplyObject(r);
+    return v;
+}
+
+int tu_has_functions(redisContext *c)
+{
+    redisReply *r = tu_cmd(c, "FUNCTION STATS");
+    int has = r->type != REDIS_REPLY_ERROR;
+
+    freeReplyObject(r);
+    return has;
+}
+
+long long tu_libraries(redisContext *c)
+{
+    redisReply *r = tu_cmd(c, "FUNCTION LIST LIBRARYNAME redislock_*");
+    long long n;
+
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    n = (long long)r->elements;
+    freeReplyObject(r);
+    return n;
+}

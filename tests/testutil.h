@@ -202,4 +202,17 @@ void tu_server_kill(tu_server *s);
 /* Stop and reap the server (SIGTERM, then SIGKILL). */
 void tu_server_stop(tu_server *s);
 
+/*
+ * scripts=functions.  A field of the INFO commandstats line of COMMAND
+ * ("fcall", "function|load") on C's server: FIELD "calls",
+ * "failed_calls" (an FCALL answered "Function not found" is one),
+ * "rejected_calls"; 0 if the command has no line yet.
+ */
+long long tu_cmdstat_field(redisContext *c, const char *command,
+                           const char *field);
+/* Does C's server have Functions (FUNCTION STATS: Redis 7.0+, Valkey)? */
+int tu_has_functions(redisContext *c);
+/* Function libraries named redislock_* on C's server (FUNCTION LIST). */
+long long tu_libraries(redisContext *c);
+
 #endif /* REDISLOCK_TESTUTIL_H */
