@@ -1111,7 +1111,7 @@ typedef enum redislock_scripts {
  *   Round trips (RT) per operation, steady state: acquire of a free (or
  *   another's) lock 1 (SET NX, GET, PTTL in one write); a re-entry 2 with
  *   SET IFEQ, 3 without; release 2 (WATCH, GET, ZCARD of the waiters,
- *   then MULTI DEL EXEC), the first of a handle to meet waiters 4 (it
+ *   MULTI, then DEL EXEC), the first of a handle to meet waiters 4 (it
  *   looks, then hands the lock over), with wake-ups off 1 by DELIFEQ or
  *   DELEX (2 if the lock was no longer ours), 2 without them; extend 1
  *   with SET IFEQ, 2 without; a waiter's try 2; held, ttl, hold_count
@@ -1125,7 +1125,13 @@ typedef enum redislock_scripts {
  *   (+delifeq or +delex where the server has them), and for waiting and
  *   wake-ups +time +zadd +zrem +zcard +zrevrangebyscore +zremrangebyscore
  *   +rpush +blpop on the waiters, the wake-up list and the turn; no
- *   +evalsha, +eval, +fcall.
+ *   +evalsha, +eval, +fcall.  Waiting needs Redis 7.0 or Valkey (a
+ *   registration's PEXPIRE ... NX and GT).
+ *   Out of memory (maxmemory reached, noeviction), the server refuses the
+ *   commands queued in a transaction and SET: an extend then fails (the
+ *   holding lapses with its lease, and auto-renewal reports the loss),
+ *   and so does a release, except by DELIFEQ or DELEX with wake-ups off;
+ *   the scripts' releases and renewals are allowed then.
  *
  * A server's refusal (@since 0.4.0): on a client in EVAL or FUNCTIONS
  * mode, a server that refuses scripting itself to the user (NOPERM for

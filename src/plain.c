@@ -407,6 +407,15 @@ static int exec_ran(conv *v, int i, redislockp_val **out, int *ran)
     return REDISLOCK_OK;
 }
 
+/* Is the first result in EXEC's array R the integer 0? */
+static int first_is_zero(const redislockp_val *r)
+{
+    const redislockp_val *e = redislockp_val_at(r, 0);
+
+    return redislockp_val_type(e) == REDISLOCKP_V_INTEGER &&
+           redislockp_val_int(e) == 0;
+}
+
 /* No try of REDISLOCKP_PLAIN_TRIES got through EXEC. */
 static int too_many(conv *v, const char *what)
 {
@@ -469,6 +478,8 @@ static int acquire(conv *v, const redislockp_call *call, redislockp_val **out)
                 set_form(v, FORM_IFEQ, 1);
                 continue;               /* not ours any more: look again */
             }
+            if (v->first_err < 0)
+                return surprise(v, "SET IFEQ", 0);
             if (!error_says(at(v, 0), "err syntax error", 0))
                 return answer_error(v, out);
             set_form(v, FORM_IFEQ, -1);
@@ -502,10 +513,15 @@ static int acquire(conv *v, const redislockp_call *call, redislockp_val **out)
 }
 
 /* ZADD the waiter (lib.lua's register) under the watch, MULTI..EXEC;
- * answer {0, PTTL} if it ran. */
+ * answer {0, PTTL} if it ran.  The waiters' set lives at least TTL more
+ * (the script's "if PTTL < TTL then PEXPIRE"): NX gives a set without an
+ * expiry one, GT lengthens a shorter one - decided by the server at
+ * EXEC, as the set is not watched (other waiters come and go; a set
+ * emptied meanwhile and made again by the ZADD still gets its expiry).
+ * PEXPIRE's NX and GT need Redis 7.0 or Valkey. */
 static int register_waiter(conv *v, const redislockp_call *call,
-                           long long now, long long waiters_pttl,
-                           long long pttl, redislockp_val **out, int *ran)
+                           long long now, long long pttl,
+                           redislockp_val **out, int *ran)
 {
     long long ttl = strtoll(call->arg[REDISLOCKP_ACQUIRE_WAIT_A_REGTTL], NULL,
                             10);
@@ -514,14 +530,15 @@ static int register_waiter(conv *v, const redislockp_call *call,
     begin(v);
     add(v, "sbnb", "ZADD", KEY(call, REDISLOCKP_ACQUIRE_WAIT_K_WAITERS),
         now + ttl, ARG(call, REDISLOCKP_ACQUIRE_WAIT_A_OWNER));
-    if (waiters_pttl < ttl)
-        add(v, "sbn", "PEXPIRE", KEY(call, REDISLOCKP_ACQUIRE_WAIT_K_WAITERS),
-            ttl);
+    add(v, "sbns", "PEXPIRE", KEY(call, REDISLOCKP_ACQUIRE_WAIT_K_WAITERS),
+        ttl, "NX");
+    add(v, "sbns", "PEXPIRE", KEY(call, REDISLOCKP_ACQUIRE_WAIT_K_WAITERS),
+        ttl, "GT");
     add(v, "s", "EXEC");
     add_trailer(v);
     if ((st = run(v, 1)) != REDISLOCK_OK)
         return st;
-    if ((st = exec_ran(v, waiters_pttl < ttl ? 2 : 1, out, ran)) !=
+    if ((st = exec_ran(v, 3, out, ran)) !=
             REDISLOCK_OK || *out != NULL || !*ran)
         return st;
     return answer_ints(v, out, 0, 2, 0LL, pttl);
@@ -538,7 +555,7 @@ static int acquire_wait(conv *v, const redislockp_call *call,
 
     for (tries = 0; tries < REDISLOCKP_PLAIN_TRIES; tries++) {
         const redislockp_val *holder;
-        long long pttl, now, wpttl;
+        long long pttl, now;
         int turn, k;
 
         begin(v);
@@ -548,7 +565,6 @@ static int acquire_wait(conv *v, const redislockp_call *call,
         add(v, "sb", "PTTL", KEY(call, REDISLOCKP_ACQUIRE_WAIT_K_KEY));
         add(v, "sb", "EXISTS", KEY(call, REDISLOCKP_ACQUIRE_WAIT_K_TURN));
         add(v, "s", "TIME");
-        add(v, "sb", "PTTL", KEY(call, REDISLOCKP_ACQUIRE_WAIT_K_WAITERS));
         add(v, "s", "MULTI");
         if ((st = run(v, 0)) != REDISLOCK_OK)
             return st;
@@ -558,11 +574,10 @@ static int acquire_wait(conv *v, const redislockp_call *call,
         pttl = redislockp_val_int(at(v, 2));
         turn = redislockp_val_int(at(v, 3)) > 0;
         now = time_ms(at(v, 4));
-        wpttl = redislockp_val_int(at(v, 5));
         if (now < 0)
             return surprise(v, "TIME", 4);    /* the connection is closed */
         if (!is_nil(holder) && !is_str(holder, id, idlen)) {
-            if ((st = register_waiter(v, call, now, wpttl, pttl, out,
+            if ((st = register_waiter(v, call, now, pttl, out,
                                       &ran)) != REDISLOCK_OK ||
                 *out != NULL)
                 return st;
@@ -570,7 +585,7 @@ static int acquire_wait(conv *v, const redislockp_call *call,
         }
         if (is_nil(holder) && !woken && turn) {
             /* Free, but the turn of a waiter woken for it. */
-            if ((st = register_waiter(v, call, now, wpttl, -3, out,
+            if ((st = register_waiter(v, call, now, -3, out,
                                       &ran)) != REDISLOCK_OK ||
                 *out != NULL)
                 return st;
@@ -773,6 +788,10 @@ static int release(conv *v, const redislockp_call *call, redislockp_val **out)
             return st;
         if ((st = exec_ran(v, k, out, &ran)) != REDISLOCK_OK || *out != NULL)
             return st;
+        /* DEL found nothing: the key lapsed after the WATCH, on a
+         * server that lets EXEC run then (before Redis 6.0.9). */
+        if (ran && first_is_zero(at(v, k)))
+            return answer_ints(v, out, 1, 1, 0LL);
         if (ran)
             return any ? answer_ints(v, out, 0, 3, 1LL, 0LL, (long long)live)
                        : answer_ints(v, out, 1, 1, 1LL);
@@ -807,6 +826,8 @@ static int extend(conv *v, const redislockp_call *call, redislockp_val **out)
                                    redislockp_val_int(at(v, 1)) > 0 ? -1LL
                                                                     : 0LL);
             }
+            if (v->first_err < 0)
+                return surprise(v, "SET IFEQ", 0);
             if (!error_says(at(v, 0), "err syntax error", 0))
                 return answer_error(v, out);
             set_form(v, FORM_IFEQ, -1);
@@ -836,7 +857,8 @@ static int extend(conv *v, const redislockp_call *call, redislockp_val **out)
         if ((st = exec_ran(v, 1, out, &ran)) != REDISLOCK_OK || *out != NULL)
             return st;
         if (ran)
-            return answer_ints(v, out, 0, 1, 1LL);
+            return answer_ints(v, out, 0, 1,
+                               first_is_zero(at(v, 1)) ? 0LL : 1LL);
     }
     return too_many(v, "extend");
 }
@@ -1094,10 +1116,9 @@ int redislockp_plain_can(const redislockp_call *call, char *errmsg)
         (void)redislockp_tx_fail(errmsg, REDISLOCK_ERR_INVALID,
                                  "%s needs the library's scripts (atomic "
                                  "multi-key logic), and this client runs "
-                                 "without them (scripts=none, or the server "
-                                 "refused scripting to this user): use "
-                                 "go-zero mode without fencing, or allow "
-                                 "+evalsha +eval (doc/acl.md)",
+                                 "without them (scripts=none): use "
+                                 "go-zero mode without fencing, or drop "
+                                 "scripts=none (doc/acl.md)",
                                  redislockp_script_is_counted(s)
                                      ? "counted mode"
                                  : s == &redislockp_script_permissions

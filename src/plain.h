@@ -7,15 +7,20 @@
  * How (round trips, RT, on a server without the one-command forms):
  *   acquire      SET NX PX, GET, PTTL in one write: 1 RT when the lock is
  *                free or another's; a re-entry adds SET ... IFEQ (1 RT)
- *                or, without IFEQ, WATCH + GET then MULTI SET EXEC (2).
+ *                or, without IFEQ, WATCH + GET + MULTI then SET EXEC (2).
  *   release      DELIFEQ (or DELEX ... IFEQ): 1 RT; without them, and
  *                whenever waiters are looked for: WATCH + GET (+ the
- *                waiters) then MULTI DEL (+ the wake-up) EXEC: 2 RT.
- *   extend       SET ... IFEQ ... PX: 1 RT; without it WATCH + GET then
- *                MULTI PEXPIRE EXEC: 2 RT.
- *   a waiter's   WATCH + GET + PTTL + EXISTS turn + TIME, then MULTI
+ *                waiters) + MULTI, then DEL (+ the wake-up) EXEC: 2 RT.
+ *   extend       SET ... IFEQ ... PX: 1 RT; without it WATCH + GET +
+ *                MULTI then PEXPIRE EXEC: 2 RT.
+ *   a waiter's   WATCH + GET + PTTL + EXISTS turn + TIME + MULTI, then
  *   try          (take, or register) EXEC: 2 RT.
  *   status       MULTI GET PTTL EXEC: 1 RT.
+ * MULTI ends the reading step: a refused MULTI (a user without +multi)
+ * is seen before anything that writes goes out.  Out of memory the
+ * server refuses commands queued in MULTI (Redis 7.0) and SET ... IFEQ:
+ * unlike the scripts (allow-oom), extends fail then, and releases but
+ * by DELIFEQ/DELEX.
  * A transaction that EXEC refuses (a watched key changed between the
  * read and EXEC) ran nothing: the conversation starts again, at most
  * REDISLOCKP_PLAIN_TRIES times.  A lock key read as ours and then
