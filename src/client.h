@@ -90,6 +90,8 @@ typedef struct redislockp_node {
     int gone;                   /* not in the last slot map, or a master
                                  * the sentinels replaced */
     redisContext *idle[REDISLOCKP_POOL_IDLE];
+    long long idle_at[REDISLOCKP_POOL_IDLE];  /* when each was put back
+                                 * (monotonic ms) */
     size_t nidle;
     size_t open;                /* connections that exist: idle, in use
                                  * or being made */
@@ -109,6 +111,11 @@ typedef struct redislockp_node {
     char last_error[256];       /* message, repeated while backing off */
     redislock_error_info last_info; /* and as data (transport.h) */
 } redislockp_node;
+
+/* An idle pooled connection this old (ms) is looked at before it is
+ * used again (one poll() with no wait: closed by the server?); younger
+ * ones, the steady state of a busy client, are used at once. */
+#define REDISLOCKP_IDLE_PROBE_MS 100
 
 /* The slot map is refreshed at most this often (ms), whoever asks. */
 #define REDISLOCKP_MAP_REFRESH_MS 100

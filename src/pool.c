@@ -7,6 +7,7 @@
  */
 #include "config.h"
 
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -75,6 +76,23 @@ static int pool_wait(redislock_client *cl, size_t node, long long deadline,
     return w->handed;
 }
 
+/* Has the server closed idle connection C (or sent it what nobody asked
+ * for)?  Its socket reads as ready: the end of the stream, a reset.  An
+ * idle connection's replies were all read, so anything there means it
+ * is no longer usable: a CLIENT KILL (Sentinel kills the clients of a
+ * master it demotes), the server's idle timeout, a restart.  Without
+ * this, the next operation wrote its command into a dead connection
+ * and failed (REDISLOCK_ERR_IO, outcome unknown) where nothing had run. */
+static int closed_by_peer(const redisContext *c)
+{
+    struct pollfd p;
+
+    p.fd = redislockp_tx_fd(c);
+    p.events = POLLIN;
+    p.revents = 0;
+    return p.fd >= 0 && poll(&p, 1, 0) == 1 && p.revents != 0;
+}
+
 int redislockp_pool_take(redislock_client *cl, size_t node,
                          long long limit_ms, int urgent, int may_wait,
                          redisContext **c, char *errmsg, int *status)
@@ -109,14 +127,22 @@ again:
                                      n->host, n->port);
         return REDISLOCKP_POOL_FAILED;
     }
-    if (n->nidle > 0) {
-        *c = n->idle[--n->nidle];
+    now = redislockp_now_ms();
+    while (n->nidle > 0) {
+        redisContext *ic = n->idle[--n->nidle];
+
+        if (now - n->idle_at[n->nidle] >= REDISLOCKP_IDLE_PROBE_MS &&
+            closed_by_peer(ic)) {
+            redislockp_pool_forget(cl, node, 1);
+            redisFree(ic);
+            continue;
+        }
+        *c = ic;
         if (room)
             redislockp_pool_uncount(cl, node);
         pthread_mutex_unlock(&cl->mu);
         return REDISLOCKP_POOL_CONN;
     }
-    now = redislockp_now_ms();
     if (!room && n->open >= (size_t)cl->url.pool_size) {
         if (!may_wait) {
             pthread_mutex_unlock(&cl->mu);
@@ -258,6 +284,7 @@ void redislockp_pool_put(redislock_client *cl, size_t node, redisContext *c,
     if (good && redislockp_pool_hand(n, c)) {
         c = NULL;                       /* to the first waiter, in turn */
     } else if (good && n->nidle < REDISLOCKP_POOL_IDLE) {
+        n->idle_at[n->nidle] = redislockp_now_ms();
         n->idle[n->nidle++] = c;
         c = NULL;
     } else if (broken) {

@@ -209,6 +209,8 @@ int redislockp_sentinel_discover(redislock_client *cl, int force,
         cl->nodes[node].failures = 0;
         cl->sentinel_first = (first + answered) % n;
         if (redislockp_pool_adopt(cl, node) == 0) {
+            cl->nodes[node].idle_at[cl->nodes[node].nidle] =
+                redislockp_now_ms();
             cl->nodes[node].idle[cl->nodes[node].nidle++] = conn;
             conn = NULL;
         }

@@ -1048,6 +1048,50 @@ static void test_pool_size_changes_at_once(void **state)
     fp_stop(p);
 }
 
+/* A pooled connection the server closed while idle (CLIENT KILL, as
+ * Sentinel does to the clients of a master it demotes) is not used again:
+ * the next operation connects anew and succeeds, with nothing reported
+ * (it used to write into the dead connection and fail, "connection
+ * closed", although nothing had run). */
+static void test_idle_connection_closed_by_the_server(void **state)
+{
+    redislock_client *cl;
+    redislock *lock;
+    redisReply *r;
+    char key[64];
+    bool ok = false;
+    long long before;
+
+    (void)state;
+    cl = redislock_client_new(tcp_url);
+    assert_non_null(cl);
+    tu_key(key, sizeof key, "client:idle-killed");
+    lock = redislock_new_from_client(cl, key);
+    assert_non_null(lock);
+    assert_int_equal(redislock_acquire(lock, &ok), REDISLOCK_OK);
+    assert_true(ok);
+    assert_int_equal(redislock_release(lock, &ok), REDISLOCK_OK);
+    assert_true(ok);
+    before = tu_info_num(c, "connected_clients");
+    r = redisCommand(c, "CLIENT KILL TYPE normal SKIPME yes");
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_INTEGER);
+    assert_true(r->integer >= 1);
+    freeReplyObject(r);
+    TU_WAIT_UNTIL(tu_info_num(c, "connected_clients") < before, 5000,
+                  "the killed connections to be gone");
+    /* The subject: the pooled connection has been idle long enough to
+     * be looked at before its next use (REDISLOCKP_IDLE_PROBE_MS). */
+    usleep(150 * 1000);
+    assert_int_equal(redislock_acquire(lock, &ok), REDISLOCK_OK);
+    assert_true(ok);
+    assert_string_equal(redislock_last_error(lock), "");
+    assert_int_equal(redislock_release(lock, &ok), REDISLOCK_OK);
+    assert_true(ok);
+    redislock_free(lock);
+    redislock_client_free(cl);
+}
+
 static void test_reconnects_after_restart(void **state)
 {
     tu_server s;
@@ -1139,6 +1183,7 @@ int main(void)
         cmocka_unit_test(test_pool_wait_times_out),
         cmocka_unit_test(test_renewals_first_in_line),
         cmocka_unit_test(test_pool_size_changes_at_once),
+        cmocka_unit_test(test_idle_connection_closed_by_the_server),
         cmocka_unit_test(test_reconnects_after_restart),
         cmocka_unit_test(test_forked_child_cannot_use_the_client),
     };
