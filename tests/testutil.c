@@ -489,7 +489,9 @@ void tu_assert_pttl_left(redisContext *c, const void *key, size_t len,
 
 static void server_spawn(tu_server *s, const char *extra)
 {
-    const char *server = getenv("REDISLOCK_TEST_REDIS_SERVER");
+    const char *server = s->program != NULL
+                             ? s->program
+                             : getenv("REDISLOCK_TEST_REDIS_SERVER");
     char logfile[300], pidfile[300];
     char extra_copy[2048];
     char *argv[64];
@@ -591,12 +593,19 @@ static void server_spawn(tu_server *s, const char *extra)
 
 void tu_server_start(tu_server *s, const char *extra)
 {
+    tu_server_start_with(s, NULL, extra);
+}
+
+void tu_server_start_with(tu_server *s, const char *program,
+                          const char *extra)
+{
     const char *tmp = getenv("REDISLOCK_TEST_TMPDIR");
     static unsigned n;
 
     if (tmp == NULL)
         fail_msg("no REDISLOCK_TEST_TMPDIR: run through with-redis.sh");
     memset(s, 0, sizeof *s);
+    s->program = program;
     snprintf(s->dir, sizeof s->dir, "%s/extra-%ld-%u", tmp, (long)getpid(),
              ++n);
     assert_int_equal(mkdir(s->dir, 0700), 0);

@@ -189,12 +189,18 @@ typedef struct tu_server {
     pid_t pid;
     char socket[256];
     char dir[200];
+    const char *program;        /* NULL: REDISLOCK_TEST_REDIS_SERVER */
 } tu_server;
 
 /* Start redis-server on a unix socket in a new directory under the
  * harness's temporary directory, with EXTRA config lines (may be NULL,
  * e.g. "replicaof 127.0.0.1 1").  Fails the test if it cannot. */
 void tu_server_start(tu_server *s, const char *extra);
+/* The same with the server program PROGRAM (a path: another server's
+ * binary, e.g. a newer Valkey) instead of the harness's; a restart keeps
+ * it, unless the caller sets s->program to another first. */
+void tu_server_start_with(tu_server *s, const char *program,
+                          const char *extra);
 /* Start again on the same socket (after tu_server_kill). */
 void tu_server_restart(tu_server *s, const char *extra);
 /* SIGKILL the server and reap it. */

@@ -57,10 +57,15 @@ stop() {
     kill -9 "$1" 2>/dev/null
     return 0
 }
-# The names the servers we start run under (a sentinel's too).
+# The names the servers we start run under (a sentinel's too; and the
+# other server's, which a test may start from another binary: t_plain
+# runs Valkey and Redis side by side).
 names=$(basename "$server")
 [ -z "${REDIS_SENTINEL:-}" ] || names="$names
 $(basename "$REDIS_SENTINEL")"
+names="$names
+redis-server
+valkey-server"
 cleanup() {
     # Servers the tests started themselves write a pidfile under $tmp; a
     # test that failed half-way may have left one running.
