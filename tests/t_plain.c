@@ -8,6 +8,7 @@
  *   - the mode by URL and by setter: a whole holding, the key in
  *     go-zero's format, no script run, and the commands of each
  *     operation as plain.h lists them (counted by INFO commandstats);
+ *   - the queries answer what the scripts answer, for every kind of key;
  *   - the fallback when a server refuses scripting to the ACL user (on
  *     the harness's server and on redis-server / valkey-server found
  *     besides): go-zero mode goes on, counted mode and fencing are
@@ -28,6 +29,9 @@
  *     Redis 8.4+, Valkey 8.1), and the fall back to WATCH on those that
  *     do not, or no longer (a failover to an older server);
  *   - bad input.
+ * The servers with the one-command forms are looked for where
+ * tools/build-valkey-ifeq.sh puts them (REDISLOCK_TEST_IFEQ_SERVERS, a
+ * list of paths, to choose); one that is absent is named and not checked.
  *
  * Waiters run in threads, each with its handle; they use no cmocka
  * assertions (those stay on the main thread) but report back.
@@ -241,16 +245,17 @@ static void forms_of(redisContext *s, struct forms *f)
     tu_cmd_ok(s, "DEL %s", key);
 }
 
+/* "redis 7.0.15", "valkey 9.1.2": what server S says it is. */
 static void version_of(redisContext *s, char *buf, size_t size)
 {
     redisReply *r = tu_cmd(s, "INFO server");
-    const char *p = strstr(r->str, "redis_version:");
     const char *v = strstr(r->str, "valkey_version:");
+    const char *p = v != NULL ? v + 15 : strstr(r->str, "redis_version:");
 
+    if (v == NULL && p != NULL)
+        p += 14;
     snprintf(buf, size, "%s %.*s", v != NULL ? "valkey" : "redis",
-             (int)strcspn(v != NULL ? v + 15 : p != NULL ? p + 14 : "?",
-                          "\r\n"),
-             v != NULL ? v + 15 : p != NULL ? p + 14 : "?");
+             p != NULL ? (int)strcspn(p, "\r\n") : 1, p != NULL ? p : "?");
     freeReplyObject(r);
 }
 
@@ -617,7 +622,8 @@ static void test_answers_match_the_scripts(void **state)
  * The commands of each operation on server S (a client on URL), as
  * plain.h lists them: a step is one write and its replies, so
  * "get=1 pttl=1 set=1" (SET NX, GET, PTTL) is one round trip, and a
- * WATCH ... then MULTI ... EXEC two.  F is what the server has (asked
+ * WATCH ... MULTI then ... EXEC two (ended by DISCARD when it decides
+ * not to write).  F is what the server has (asked
  * directly): SET ... IFEQ for re-entry and extend, DELIFEQ or DELEX ...
  * IFEQ for a release without wake-ups; without them WATCH.  A first round
  * lets the client learn F (its tries of what is missing are error
@@ -680,13 +686,14 @@ static void expect_commands(redisContext *s, const char *url,
     tu_gozero_id(gid);
     assert_true(tu_gozero_acquire(s, key, gid, 10));
     EXPECT_RAN(s, "get=1 pttl=1 set=1", assert_false(tu_acquire(lock)));
-    EXPECT_RAN(s, f->ifeq ? "exists=1 set=1" : "get=1 unwatch=1 watch=1",
+    EXPECT_RAN(s, f->ifeq ? "exists=1 set=1"
+                          : "discard=1 get=1 multi=1 watch=1",
                assert_false(tu_extend(lock)));
-    EXPECT_RAN(s, "get=1 unwatch=1 watch=1 zcard=1",
+    EXPECT_RAN(s, "discard=1 get=1 multi=1 watch=1 zcard=1",
                assert_false(tu_release(lock)));
     EXPECT_RAN(s, f->delifeq ? "delifeq=1 exists=1"
                   : f->delex ? "delex=1 exists=1"
-                             : "get=1 unwatch=1 watch=1",
+                             : "discard=1 get=1 multi=1 watch=1",
                assert_false(tu_release(quiet)));
     assert_int_equal(redislock_last_state(quiet), REDISLOCK_STATE_OTHER);
     assert_holder(s, key, gid);
@@ -696,7 +703,7 @@ static void expect_commands(redisContext *s, const char *url,
     /* Free again: a release (and an extend) finds nothing to do. */
     EXPECT_RAN(s, f->delifeq ? "delifeq=1 exists=1"
                   : f->delex ? "delex=1 exists=1"
-                             : "get=1 unwatch=1 watch=1",
+                             : "discard=1 get=1 multi=1 watch=1",
                assert_false(tu_release(quiet)));
     assert_int_equal(redislock_last_state(quiet), REDISLOCK_STATE_FREE);
     redislock_free(quiet);
@@ -829,19 +836,45 @@ static long long companion_exists(redisContext *s, const char *key,
  * 2. A server that refuses scripting to the user
  */
 
-/* What go-zero mode needs without scripts, waiting included: doc/acl.md's
- * lock-wait rule less scripting, plus the transaction's commands, the
- * reads the scripts did inside and the status queries'. */
-#define PLAIN_RULE                                                           \
-    "reset on >secret ~locks:* ~{locks:*}:waiters ~{locks:*}:wake "          \
-    "~{locks:*}:turn ~{locks:*}:fence +get +set +del +pexpire +pttl "        \
-    "+exists +time +zadd +zrem +zcard +zrevrangebyscore +zremrangebyscore "  \
-    "+zcount +rpush +blpop +hget +watch +unwatch +multi +exec +ping "        \
-    "-@scripting"
-
+/* doc/acl.md's rule for go-zero mode without scripts (lock-plain), read
+ * from the document and sent as written, with what it says to add for the
+ * status queries and inspect_companions; scripting taken away besides. */
 static void create_plain_user(redisContext *s)
 {
-    tu_cmd_ok(s, "ACL SETUSER lock-plain " PLAIN_RULE);
+    static const char *const extra[] = { "~{locks:*}:fence", "+zcount",
+                                         "+hget", "-@scripting" };
+    const char *srcdir = getenv("REDISLOCK_TEST_SRCDIR");
+    const char *prefix = "ACL SETUSER lock-plain ";
+    char path[512], line[2048];
+    const char *argv[80];
+    size_t argvlen[80], i;
+    redisReply *r;
+    FILE *f;
+    int argc = 0, found = 0;
+    char *w, *save = NULL;
+
+    snprintf(path, sizeof path, "%s/doc/acl.md", srcdir ? srcdir : ".");
+    f = fopen(path, "r");
+    if (f == NULL)
+        fail_msg("cannot open %s", path);
+    while (!found && fgets(line, sizeof line, f) != NULL)
+        found = strncmp(line, prefix, strlen(prefix)) == 0;
+    fclose(f);
+    if (!found)
+        fail_msg("%s has no line \"%s...\"", path, prefix);
+    for (w = strtok_r(line, " \n", &save); w != NULL && argc < 70;
+         w = strtok_r(NULL, " \n", &save)) {
+        argv[argc] = w;
+        argvlen[argc++] = strlen(w);
+    }
+    for (i = 0; i < sizeof extra / sizeof extra[0]; i++) {
+        argv[argc] = extra[i];
+        argvlen[argc++] = strlen(extra[i]);
+    }
+    r = tu_cmd_argv(s, argc, argv, argvlen);
+    if (r->type != REDIS_REPLY_STATUS)
+        fail_msg("%s: %s", prefix, r->str != NULL ? r->str : "not OK");
+    freeReplyObject(r);
 }
 
 static int delete_plain_user(void **state)
@@ -1132,22 +1165,24 @@ static void bg_join(struct bg_op *b)
 
 /* Start OP on LOCK (its client through P, which delays every chunk by
  * DELAY_MS) and hold its step that writes in the proxy: the step after
- * its WATCH, which the test sees arrive at the server; the step is held
- * once the proxy has read it (fp_held_bytes()). */
+ * its read (WATCH ... MULTI), which the test sees arrive at the server by
+ * its MULTI; the step is held once the proxy has read it
+ * (fp_held_bytes()). */
 static void hold_the_write(fp_proxy *p, struct bg_op *b, redislock *lock,
                            int op)
 {
-    long long watches = tu_cmdstat_calls(c, "watch");
+    long long multis = tu_cmdstat_calls(c, "multi");
 
     fp_delay_ms(p, DELAY_MS);
     bg_start(b, lock, op);
-    TU_WAIT_UNTIL(tu_cmdstat_calls(c, "watch") > watches, 20000,
-                  "the operation's WATCH at the server");
+    TU_WAIT_UNTIL(tu_cmdstat_calls(c, "multi") > multis, 20000,
+                  "the operation's read step (WATCH ... MULTI) at the "
+                  "server");
     fp_hold(p);
 }
 
 /*
- * The release's EXEC (MULTI DEL EXEC, after WATCH GET ZCARD) is held in
+ * The release's write (DEL EXEC, after WATCH GET ZCARD MULTI) is held in
  * the network until the release timed out (an unknown outcome), the lease
  * ran out and another owner took the key.  Then it arrives: its WATCH saw
  * the key change, so it deletes nothing.  The handle's next holding has a
@@ -1255,7 +1290,7 @@ static void test_pause_mid_release(void **state)
     char url[300], key[64], old_id[REDISLOCK_MAX_ID_LEN + 1];
     redislock_client *cl;
     redislock *lock;
-    long long watches, dels;
+    long long multis, dels;
     bool ok = true;
 
     (void)state;
@@ -1271,13 +1306,13 @@ static void test_pause_mid_release(void **state)
 
     assert_true(tu_acquire(lock));
     strcpy(old_id, redislock_id(lock));
-    watches = tu_cmdstat_calls(c, "watch");
+    multis = tu_cmdstat_calls(c, "multi");
     dels = tu_cmdstat_calls(c, "del");
     tu_cmd_ok(c, "CLIENT PAUSE 20000 WRITE");
     assert_int_equal(redislock_release(lock, &ok), REDISLOCK_ERR_IO);
     assert_false(ok);
     printf("# the release: %s\n", redislock_last_error(lock));
-    assert_int_equal(tu_cmdstat_calls(c, "watch"), watches + 1);
+    assert_int_equal(tu_cmdstat_calls(c, "multi"), multis + 1);
     tu_cmd_ok(c, "CLIENT UNPAUSE");
     assert_holder(c, key, old_id);
     assert_int_equal(tu_cmdstat_calls(c, "del"), dels);
@@ -1347,7 +1382,7 @@ static void test_watch_refused_exec_is_tried_again(void **state)
     assert_true(tu_acquire(lock));
     snprintf(cmd, sizeof cmd, "SET %s someone-else PX 60000", key);
     assert_false(with_write_held(p, lock, OP_RELEASE, cmd, ran, sizeof ran));
-    assert_string_equal(ran, "exec=1 get=2 multi=1 set=1 unwatch=1 watch=2 "
+    assert_string_equal(ran, "discard=1 exec=1 get=2 multi=2 set=1 watch=2 "
                              "zcard=2");
     assert_int_equal(redislock_last_state(lock), REDISLOCK_STATE_OTHER);
     assert_holder(c, key, "someone-else");
@@ -1357,21 +1392,21 @@ static void test_watch_refused_exec_is_tried_again(void **state)
     if (f.ifeq) {
         printf("# SET IFEQ here: extend and re-entry have no WATCH\n");
     } else {
-        /* An extend (WATCH GET, then MULTI PEXPIRE EXEC): the other
+        /* An extend (WATCH GET MULTI, then PEXPIRE EXEC): the other
          * owner's lease is left as it set it. */
         assert_true(tu_acquire(lock));
         assert_true(tu_extend(lock));   /* (learns: no SET IFEQ here) */
         snprintf(cmd, sizeof cmd, "SET %s someone-else PX 60000", key);
         assert_false(with_write_held(p, lock, OP_EXTEND, cmd, ran,
                                      sizeof ran));
-        assert_string_equal(ran, "exec=1 get=2 multi=1 set=1 unwatch=1 "
+        assert_string_equal(ran, "discard=1 exec=1 get=2 multi=2 set=1 "
                                  "watch=2");
         assert_int_equal(redislock_last_state(lock), REDISLOCK_STATE_OTHER);
         assert_holder(c, key, "someone-else");
         assert_true(tu_pttl(c, key, strlen(key)) > 50000);
         tu_cmd_ok(c, "DEL %s", key);
 
-        /* A re-entry (SET NX GET PTTL; WATCH GET; MULTI SET EXEC): it
+        /* A re-entry (SET NX GET PTTL; WATCH GET MULTI; SET EXEC): it
          * does not overwrite the other owner's key. */
         assert_true(tu_acquire(lock));
         snprintf(cmd, sizeof cmd, "SET %s someone-else PX 60000", key);
