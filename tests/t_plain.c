@@ -1055,6 +1055,68 @@ static void test_refused_scripting(void **state)
     }
 }
 
+/*
+ * A user without +multi (doc/acl.md: never make one) gets refusals and
+ * writes nothing: MULTI ends the read step, so its refusal is seen before
+ * the write is sent - a release's DEL, an extend's PEXPIRE, a waiter's
+ * SET never run outside a transaction, on another owner's key nor on the
+ * handle's own.
+ */
+static void test_user_without_multi_writes_nothing(void **state)
+{
+    char url[300], key[64];
+    redislock_client *cl;
+    redislock *holder, *other, *same;
+    long long since;
+    bool ok = true;
+    int st;
+
+    (void)state;
+    create_plain_user(c);
+    tu_cmd_ok(c, "ACL SETUSER lock-plain -multi");
+    snprintf(url, sizeof url, "redis://lock-plain:secret@127.0.0.1:%s",
+             getenv("REDISLOCK_TEST_PORT"));
+    cl = client_of(url);
+    tu_key(key, sizeof key, "locks:plain:nomulti");
+    holder = redislock_new(c, key);
+    assert_non_null(holder);
+    assert_int_equal(redislock_set_expire_ms(holder, 60000), REDISLOCK_OK);
+    since = tu_now_ms();
+    assert_true(tu_acquire(holder));
+    other = handle(cl, key, 1000);
+    same = handle(cl, key, 1000);
+    assert_int_equal(redislock_set_id(same, redislock_id(holder)),
+                     REDISLOCK_OK);
+
+    /* The holder's own ID (a release or an extend that reads the key as
+     * its own), then another owner's: refused, the key untouched. */
+    st = redislock_release(same, &ok);
+    assert_holder(c, key, redislock_id(holder));
+    assert_int_equal(st, REDISLOCK_ERR_SERVER);
+    assert_error_has(same, "NOPERM");
+    assert_error_has(same, "multi");
+    st = redislock_extend(same, &ok);
+    assert_true(tu_pttl(c, key, strlen(key)) > 2000);   /* not 1000 ms */
+    assert_int_equal(st, REDISLOCK_ERR_SERVER);
+    assert_false(ok);
+    assert_false(tu_acquire(other));            /* SET NX: no MULTI */
+    assert_int_equal(redislock_release(other, &ok), REDISLOCK_ERR_SERVER);
+    assert_error_has(other, "NOPERM");
+    /* A waiter's try refused on a permission: the wait polls with plain
+     * tries (SET NX), as wait.c does for any refused waiting right. */
+    ok = true;
+    expect_ok(other, redislock_acquire_wait(other, 200, &ok));
+    assert_false(ok);
+    /* The holder's key as it was: its ID, its lease. */
+    assert_holder(c, key, redislock_id(holder));
+    tu_assert_pttl_left(c, key, strlen(key), 60000, since);
+    assert_true(tu_release(holder));
+    redislock_free(same);
+    redislock_free(other);
+    redislock_free(holder);
+    redislock_client_free(cl);
+}
+
 /* ------------------------------------------------------------------------
  * 3. go-zero's own scripts on the same key
  */
@@ -2435,6 +2497,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_answers_match_the_scripts),
         cmocka_unit_test(test_commands_per_operation),
         cmocka_unit_test_teardown(test_refused_scripting, delete_plain_user),
+        cmocka_unit_test_teardown(test_user_without_multi_writes_nothing,
+                                  delete_plain_user),
         cmocka_unit_test(test_gozero_exclusion),
         cmocka_unit_test(test_late_exec_spares_the_next_holder),
         cmocka_unit_test(test_lost_exec_reply),
