@@ -30,8 +30,9 @@
  *     do not, or no longer (a failover to an older server);
  *   - bad input.
  * The servers with the one-command forms are looked for where
- * tools/build-valkey-ifeq.sh puts them (REDISLOCK_TEST_IFEQ_SERVERS, a
- * list of paths, to choose); one that is absent is named and not checked.
+ * tools/build-valkey-ifeq.sh puts them; one that is absent is named and
+ * not checked, unless REDISLOCK_TEST_IFEQ_SERVERS (a list of paths)
+ * names it.
  *
  * Waiters run in threads, each with its handle; they use no cmocka
  * assertions (those stay on the main thread) but report back.
@@ -2191,12 +2192,15 @@ static void test_cluster_ask(void **state)
  * 9. The one-command forms
  */
 
-/* Servers with SET ... IFEQ (REDISLOCK_TEST_IFEQ_SERVERS, separated by
- * spaces, or these): Valkey 9 (DELIFEQ too), Redis 8.4+ (DELEX too),
- * Valkey 8.1 (IFEQ alone).  tools/build-valkey-ifeq.sh builds them. */
+/* Servers with SET ... IFEQ: Valkey 9 (DELIFEQ too), Redis 8.4+ (DELEX
+ * too), Valkey 8.1 (IFEQ alone), where tools/build-valkey-ifeq.sh puts
+ * them (SUITE=sid PREFIX /opt/valkey9, PKG=redis SUITE=experimental
+ * PREFIX /opt/redis-ifeq; the defaults) - or REDISLOCK_TEST_IFEQ_SERVERS,
+ * paths separated by spaces, every one of which must then be there (CI
+ * names the Valkey 9 it built). */
 static const char *const ifeq_default =
-    "/opt/valkey9/bin/valkey-server /tmp/ifeq-redis86/bin/redis-server "
-    "/opt/valkey-ifeq/bin/valkey-server";
+    "/opt/valkey9/bin/valkey-server /opt/redis-ifeq/bin/redis-server "
+    "/tmp/ifeq-redis86/bin/redis-server /opt/valkey-ifeq/bin/valkey-server";
 
 /* The next path of the list at *P into BUF; 0 at the end. */
 static int next_path(const char **p, char *buf, size_t size)
@@ -2216,7 +2220,15 @@ static const char *ifeq_servers(void)
 {
     const char *s = getenv("REDISLOCK_TEST_IFEQ_SERVERS");
 
-    return s != NULL ? s : ifeq_default;
+    return s != NULL && *s != '\0' ? s : ifeq_default;
+}
+
+/* PATH is not there: a note, or a failure if it was asked for by name. */
+static void ifeq_absent(const char *path)
+{
+    if (ifeq_servers() != ifeq_default)
+        fail_msg("%s (REDISLOCK_TEST_IFEQ_SERVERS) is not there", path);
+    printf("# %s: absent, the one-command forms not checked on it\n", path);
 }
 
 static void test_one_command_forms(void **state)
@@ -2233,8 +2245,7 @@ static void test_one_command_forms(void **state)
         redislock_client *cl;
 
         if (access(path, X_OK) != 0) {
-            printf("# %s: absent, the one-command forms not checked on "
-                   "it\n", path);
+            ifeq_absent(path);
             continue;
         }
         tu_server_start_with(&s, path, NULL);
@@ -2288,6 +2299,7 @@ static void test_forms_asked_again(void **state)
         }
         if (access(path, X_OK) == 0)
             break;
+        ifeq_absent(path);
     }
     assert_non_null(older);
     forms_of(c, &g);
