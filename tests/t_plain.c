@@ -22,7 +22,7 @@
  *     client hammering the key, give the right answers after retries;
  *   - waiting: wake-ups, turns, a waiter that gives up passes its turn
  *     on, a counter under contention;
- *   - auto-renewal and its loss notice;
+ *   - auto-renewal and its loss notice; replica acknowledgement;
  *   - a Cluster (beside tests/with-cluster.sh): keys of every master,
  *     MOVED and ASK;
  *   - the one-command forms on the servers that have them (Valkey 9,
@@ -42,6 +42,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -557,7 +558,8 @@ static void test_answers_match_the_scripts(void **state)
         "HSET $K owner owner-A count x",        /* not a count */
         "RPUSH $K a",
     };
-    redislock_client *plain = client_of(url_plain), *eval = client_of(url_eval);
+    redislock_client *plain = client_of(url_plain);
+    redislock_client *eval = client_of(url_eval);
     redislock *p, *e;
     struct answers a, b;
     char key[64], cmd[200];
@@ -1917,6 +1919,91 @@ static void test_renewal_and_loss(void **state)
 }
 
 /* ------------------------------------------------------------------------
+ * Replica acknowledgement: the WAIT goes in the write of the
+ * conversation's last step
+ */
+
+static void test_replica_acknowledgement(void **state)
+{
+    char extra[64], key[64], val[80];
+    tu_server r;
+    redisContext *rc;
+    redislock_client *cl;
+    redislock *lock;
+    long long waits;
+    bool ok = true;
+
+    (void)state;
+    snprintf(extra, sizeof extra, "--replicaof 127.0.0.1 %s",
+             getenv("REDISLOCK_TEST_PORT"));
+    /* The first sync at once, not after the default 5 s. */
+    tu_cmd_ok(c, "CONFIG SET repl-diskless-sync-delay 0");
+    tu_server_start(&r, extra);
+    tu_wait_replicas_synced(c, "locks:plain:probe", 1, 20000);
+    rc = tu_connect_unix(r.socket);
+    assert_non_null(rc);
+    cl = client_of(url_plain);
+    tu_key(key, sizeof key, "locks:plain:acked");
+    lock = handle(cl, key, 10000);
+    assert_int_equal(redislock_set_min_replicas(lock, 1, 5000),
+                     REDISLOCK_OK);
+
+    /* (The client learns which forms the server has.) */
+    assert_true(tu_acquire(lock));
+    assert_true(tu_acquire(lock));
+    assert_true(tu_extend(lock));
+    assert_true(tu_release(lock));
+
+    /* A WAIT with each step that may end the conversation, and the
+     * replica has what was written: the acquire's one step; a
+     * re-entry's first (SET NX: it might have taken or found another's
+     * lock) and last; an extend's last.  (A release is not
+     * acknowledged, with scripts as without.) */
+    waits = tu_cmdstat_calls(c, "wait");
+    assert_true(tu_acquire(lock));
+    assert_int_equal(tu_cmdstat_calls(c, "wait"), waits + 1);
+    assert_true(tu_get(rc, key, strlen(key), val, sizeof val) > 0);
+    assert_string_equal(val, redislock_id(lock));
+    assert_true(tu_acquire(lock));
+    assert_int_equal(tu_cmdstat_calls(c, "wait"), waits + 3);
+    assert_true(tu_extend(lock));
+    assert_int_equal(tu_cmdstat_calls(c, "wait"), waits + 4);
+    assert_true(tu_release(lock));
+    assert_int_equal(tu_cmdstat_calls(c, "wait"), waits + 4);
+    assert_int_equal(tu_get(rc, key, strlen(key), NULL, 0), -1);
+
+    /* A replica that does not acknowledge (stopped): the acquire is given
+     * back, and says so; a re-entry keeps the holding (the caller
+     * decides), having waited for each of its two WAITs. */
+    kill(r.pid, SIGSTOP);
+    assert_int_equal(redislock_set_min_replicas(lock, 1, 300), REDISLOCK_OK);
+    assert_int_equal(redislock_acquire(lock, &ok),
+                     REDISLOCK_ERR_NOT_REPLICATED);
+    assert_false(ok);
+    assert_error_has(lock, "released");
+    assert_int_equal(tu_pttl(c, key, strlen(key)), -2);
+    assert_int_equal(redislock_set_min_replicas(lock, 0, 1), REDISLOCK_OK);
+    assert_true(tu_acquire(lock));
+    assert_int_equal(redislock_set_min_replicas(lock, 1, 300), REDISLOCK_OK);
+    {
+        long long t0 = tu_now_ms();
+
+        assert_int_equal(redislock_acquire(lock, &ok),
+                         REDISLOCK_ERR_NOT_REPLICATED);
+        printf("# a re-entry unacknowledged: %lld ms (WAIT timeout 300 ms)"
+               "\n", tu_now_ms() - t0);
+    }
+    assert_holder(c, key, redislock_id(lock));
+    kill(r.pid, SIGCONT);
+    assert_int_equal(redislock_set_min_replicas(lock, 0, 1), REDISLOCK_OK);
+    assert_true(tu_release(lock));
+    redislock_free(lock);
+    redislock_client_free(cl);
+    redisFree(rc);
+    tu_server_stop(&r);
+}
+
+/* ------------------------------------------------------------------------
  * 8. A Cluster (3 masters, beside tests/with-cluster.sh)
  */
 
@@ -2523,6 +2610,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_timed_out_waiter_passes_its_turn),
         cmocka_unit_test(test_counter_under_contention),
         cmocka_unit_test(test_renewal_and_loss),
+        cmocka_unit_test(test_replica_acknowledgement),
         cmocka_unit_test(test_cluster_keys_of_every_master),
         cmocka_unit_test(test_cluster_moved),
         cmocka_unit_test(test_cluster_ask),
