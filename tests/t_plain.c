@@ -507,12 +507,16 @@ static void test_setter_scripts_none(void **state)
 }
 
 /*
- * The queries answer as the scripts do, whatever the key holds: a handle
- * without scripts and one with (the same owner ID) asked in turn about
- * each state of the key - free, go-zero's (ours, another's, without
- * expiry), counted mode's (ours, another's), and things no lock wrote (a
- * hash without an owner or with a count that is not one, a list) - and
- * about the companions (live and lapsed waiters, a fencing counter).
+ * Every operation answers as the scripts do, and leaves the keys as they
+ * leave them, whatever the key holds: a handle without scripts and one
+ * with (the same owner ID) in turn, from the same state of the key - free,
+ * go-zero's (ours, another's, without expiry), counted mode's (ours,
+ * another's), and things no lock wrote (a hash without an owner or with a
+ * count that is not one, a list) - with waiters registered (two live, one
+ * lapsed) and a fencing counter.  The queries (held, ttl, hold_count,
+ * inspect, inspect_companions), then each write (acquire, extend, release
+ * with and without wake-ups): status, outcome, last_state, and what the
+ * key, the waiters, the wake-up list and the turn hold afterwards.
  */
 struct answers {
     int st[5];
@@ -545,56 +549,126 @@ static int same_ttl(long long a, long long b)
     return a == b || (a > 0 && b > 0 && llabs(a - b) < 5000);
 }
 
-static void test_answers_match_the_scripts(void **state)
+static const char *const setups[] = {
+    NULL,                                       /* free */
+    "SET $K owner-A PX 10000",
+    "SET $K owner-B PX 10000",
+    "SET $K owner-A",                           /* no expiry */
+    "HSET $K owner owner-A count 3",
+    "HSET $K owner owner-B count 1",
+    "HSET $K foo bar",                          /* no owner */
+    "HSET $K owner owner-A count x",            /* not a count */
+    "RPUSH $K a",
+};
+
+/* Put KEY on S in the state SETUP (a hash with a 10 s lease), with the
+ * waiters registered and no wake-up or turn. */
+static void set_up(redisContext *s, const char *key, const char *setup)
 {
-    static const char *const setups[] = {
-        NULL,                                   /* free */
-        "SET $K owner-A PX 10000",
-        "SET $K owner-B PX 10000",
-        "SET $K owner-A",                       /* no expiry */
-        "HSET $K owner owner-A count 3",
-        "HSET $K owner owner-B count 1",
-        "HSET $K foo bar",                      /* no owner */
-        "HSET $K owner owner-A count x",        /* not a count */
-        "RPUSH $K a",
-    };
-    redislock_client *plain = client_of(url_plain);
-    redislock_client *eval = client_of(url_eval);
-    redislock *p, *e;
+    long long now = (long long)time(NULL) * 1000;
+    char cmd[200];
+
+    tu_cmd_ok(s, "DEL %s {%s}:waiters {%s}:wake {%s}:turn", key, key, key,
+              key);
+    tu_cmd_ok(s, "ZADD {%s}:waiters %lld w1 %lld w2 1 w3", key,
+              now + 600000, now + 600000);
+    if (setup != NULL) {
+        const char *m = strstr(setup, "$K");
+
+        snprintf(cmd, sizeof cmd, "%.*s%s%s", (int)(m - setup), setup, key,
+                 m + 2);
+        tu_cmd_ok(s, cmd);
+        if (strncmp(setup, "HSET", 4) == 0)
+            tu_cmd_ok(s, "PEXPIRE %s 10000", key);
+    }
+}
+
+/* What KEY and its companions on S hold, in words. */
+static void keys_now(redisContext *s, const char *key, char *out,
+                     size_t size)
+{
+    redisReply *t = tu_cmd(s, "TYPE %s", key);
+    redisReply *v = NULL, *w, *z, *u;
+    long long pttl = tu_pttl(s, key, strlen(key));
+
+    if (strcmp(t->str, "string") == 0)
+        v = tu_cmd(s, "GET %s", key);
+    else if (strcmp(t->str, "hash") == 0)
+        v = tu_cmd(s, "HGET %s owner", key);
+    w = tu_cmd(s, "ZCARD {%s}:waiters", key);
+    z = tu_cmd(s, "LLEN {%s}:wake", key);
+    u = tu_cmd(s, "EXISTS {%s}:turn", key);
+    snprintf(out, size, "%s '%s' %s; waiters %lld, wake-ups %lld, turn %lld",
+             t->str, v != NULL && v->str != NULL ? v->str : "",
+             pttl == -2 ? "-" : pttl == -1 ? "persists"
+             : pttl > 10000 ? "a fresh lease" : "its lease",
+             w->integer, z->integer, u->integer);
+    freeReplyObject(t);
+    freeReplyObject(v);
+    freeReplyObject(w);
+    freeReplyObject(z);
+    freeReplyObject(u);
+}
+
+enum { W_ACQUIRE, W_EXTEND, W_RELEASE, W_RELEASE_QUIET, W_N };
+
+/* Write W with LOCK (QUIET: its twin without wake-ups) from SETUP; what
+ * came of it into OUT. */
+static void write_from(redisContext *s, const char *key, const char *setup,
+                       redislock *lock, redislock *quiet, int w, char *out,
+                       size_t size)
+{
+    char keys[200];
+    bool ok = false;
+    int st;
+
+    set_up(s, key, setup);
+    st = w == W_ACQUIRE   ? redislock_acquire(lock, &ok)
+         : w == W_EXTEND  ? redislock_extend(lock, &ok)
+         : w == W_RELEASE ? redislock_release(lock, &ok)
+                          : redislock_release(quiet, &ok);
+    keys_now(s, key, keys, sizeof keys);
+    snprintf(out, size, "status %d, %s, state %d; %s", st,
+             ok ? "true" : "false",
+             (int)redislock_last_state(w == W_RELEASE_QUIET ? quiet : lock),
+             keys);
+}
+
+/* The comparison on server S, URLs PLAIN_URL and EVAL_URL. */
+static void same_as_scripts(redisContext *s, const char *plain_url,
+                            const char *eval_url)
+{
+    static const char *const writes[W_N] = { "acquire", "extend",
+                                             "release", "release (quiet)" };
+    redislock_client *plain = client_of(plain_url);
+    redislock_client *eval = client_of(eval_url);
+    redislock *p[2], *e[2];
     struct answers a, b;
-    char key[64], cmd[200];
+    char key[64], pa[400], ea[400];
     size_t i;
-    int k;
+    int k, w;
 
-    (void)state;
     tu_key(key, sizeof key, "locks:plain:answers");
-    p = handle(plain, key, 10000);
-    e = handle(eval, key, 10000);
-    assert_int_equal(redislock_set_id(p, "owner-A"), REDISLOCK_OK);
-    assert_int_equal(redislock_set_id(e, "owner-A"), REDISLOCK_OK);
-    /* Companions: two live waiters, one lapsed, and a fencing counter. */
-    tu_cmd_ok(c, "ZADD {%s}:waiters %lld w1 %lld w2 1 w3", key,
-              (long long)time(NULL) * 1000 + 600000,
-              (long long)time(NULL) * 1000 + 600000);
-    tu_cmd_ok(c, "HSET {%s}:fence n 7", key);
+    for (k = 0; k < 2; k++) {
+        p[k] = handle(plain, key, 20000);
+        e[k] = handle(eval, key, 20000);
+        assert_int_equal(redislock_set_id(p[k], "owner-A"), REDISLOCK_OK);
+        assert_int_equal(redislock_set_id(e[k], "owner-A"), REDISLOCK_OK);
+        assert_int_equal(redislock_set_wakeups(p[k], k == 0), REDISLOCK_OK);
+        assert_int_equal(redislock_set_wakeups(e[k], k == 0), REDISLOCK_OK);
+    }
+    tu_cmd_ok(s, "HSET {%s}:fence n 7", key);
     for (i = 0; i < sizeof setups / sizeof setups[0]; i++) {
-        tu_cmd_ok(c, "DEL %s", key);
-        if (setups[i] != NULL) {
-            const char *m = strstr(setups[i], "$K");
+        const char *what = setups[i] != NULL ? setups[i] : "free";
 
-            snprintf(cmd, sizeof cmd, "%.*s%s%s", (int)(m - setups[i]),
-                     setups[i], key, m + 2);
-            tu_cmd_ok(c, cmd);
-            if (strncmp(setups[i], "HSET", 4) == 0)
-                tu_cmd_ok(c, "PEXPIRE %s 10000", key);
-        }
-        answers_of(p, &a);
-        answers_of(e, &b);
+        set_up(s, key, setups[i]);
+        answers_of(p[0], &a);
+        answers_of(e[0], &b);
         for (k = 0; k < 5; k++)
             if (a.st[k] != b.st[k])
                 fail_msg("%s: query %d: %d without scripts (%s), %d with "
-                         "(%s)", setups[i] ? setups[i] : "free", k, a.st[k],
-                         a.error, b.st[k], b.error);
+                         "(%s)", what, k, a.st[k], a.error, b.st[k],
+                         b.error);
         if (a.held != b.held || !same_ttl(a.ttl, b.ttl) ||
             a.count != b.count || a.kind != b.kind ||
             strcmp(a.owner, b.owner) != 0 || !same_ttl(a.ittl, b.ittl) ||
@@ -603,22 +677,43 @@ static void test_answers_match_the_scripts(void **state)
             fail_msg("%s: without scripts held %d ttl %lld count %d, "
                      "inspect %d '%s' %lld %d, state %d, companions %lld "
                      "%llu; with: held %d ttl %lld count %d, inspect %d "
-                     "'%s' %lld %d, state %d, companions %lld %llu",
-                     setups[i] ? setups[i] : "free", a.held, a.ttl, a.count,
-                     (int)a.kind, a.owner, a.ittl, a.holds, (int)a.state,
-                     a.waiters, (unsigned long long)a.fence, b.held, b.ttl,
-                     b.count, (int)b.kind, b.owner, b.ittl, b.holds,
-                     (int)b.state, b.waiters, (unsigned long long)b.fence);
+                     "'%s' %lld %d, state %d, companions %lld %llu", what,
+                     a.held, a.ttl, a.count, (int)a.kind, a.owner, a.ittl,
+                     a.holds, (int)a.state, a.waiters,
+                     (unsigned long long)a.fence, b.held, b.ttl, b.count,
+                     (int)b.kind, b.owner, b.ittl, b.holds, (int)b.state,
+                     b.waiters, (unsigned long long)b.fence);
+        for (w = 0; w < W_N; w++) {
+            write_from(s, key, setups[i], p[0], p[1], w, pa, sizeof pa);
+            write_from(s, key, setups[i], e[0], e[1], w, ea, sizeof ea);
+            if (strcmp(pa, ea) != 0)
+                fail_msg("%s, then %s: without scripts \"%s\" (%s); with "
+                         "\"%s\" (%s)", what, writes[w], pa,
+                         redislock_last_error(w == W_RELEASE_QUIET ? p[1]
+                                                                   : p[0]),
+                         ea,
+                         redislock_last_error(w == W_RELEASE_QUIET ? e[1]
+                                                                   : e[0]));
+        }
     }
-    /* (The states cover every kind.) */
+    /* (The states cover every kind, and the companions were seen.) */
     assert_int_equal(a.kind, REDISLOCK_KIND_OTHER);
     assert_int_equal(a.waiters, 2);
     assert_int_equal(a.fence, 7);
-    tu_cmd_ok(c, "DEL %s {%s}:waiters {%s}:fence", key, key, key);
-    redislock_free(p);
-    redislock_free(e);
+    tu_cmd_ok(s, "DEL %s {%s}:waiters {%s}:wake {%s}:turn {%s}:fence", key,
+              key, key, key, key);
+    for (k = 0; k < 2; k++) {
+        redislock_free(p[k]);
+        redislock_free(e[k]);
+    }
     redislock_client_free(plain);
     redislock_client_free(eval);
+}
+
+static void test_answers_match_the_scripts(void **state)
+{
+    (void)state;
+    same_as_scripts(c, url_plain, url_eval);
 }
 
 /*
@@ -1677,6 +1772,41 @@ static void test_cancelled_waiter_passes_its_turn(void **state)
     redislock_client_free(cl);
 }
 
+/* The only waiter, woken and cancelled, ends the turn it was woken for
+ * (no one to pass it to): a waiter that comes next takes the free lock at
+ * once, instead of queueing behind a turn no one will use. */
+static void test_cancelled_last_waiter_ends_the_turn(void **state)
+{
+    redislock_client *cl = client_of(url_plain);
+    redislock *h, *next;
+    struct waiter w;
+    char key[64];
+    bool ok = false;
+
+    (void)state;
+    tu_key(key, sizeof key, "locks:plain:lastturn");
+    h = handle(cl, key, LONG_LEASE_MS);
+    next = handle(cl, key, 10000);
+    assert_int_equal(redislock_set_wait_poll_ms(next, LONG_POLL_MS),
+                     REDISLOCK_OK);
+    assert_true(tu_acquire(h));
+    waiter_start(&w, cl, NULL, key, LONG_POLL_MS, LONG_LEASE_MS);
+    wait_registered(c, key, 1);
+    assert_int_equal(redislock_cancel_wait(w.lock), REDISLOCK_OK);
+    assert_true(tu_release(h));
+    TU_WAIT_UNTIL(waiter_done(&w) != 0, HANDOFF_MAX_MS,
+                  "the cancelled waiter to return");
+    waiter_join(&w, REDISLOCK_ERR_CANCELED);
+    assert_int_equal(companion_exists(c, key, "turn"), 0);
+    expect_ok(next, redislock_acquire_wait(next, HANDOFF_MAX_MS, &ok));
+    assert_true(ok);
+    assert_true(tu_release(next));
+    redislock_free(w.lock);
+    redislock_free(next);
+    redislock_free(h);
+    redislock_client_free(cl);
+}
+
 /*
  * The same when the first waiter's deadline passes while its wake-up is
  * on its way (held in a stalled proxy until just after the deadline, and
@@ -2321,7 +2451,7 @@ static void ifeq_absent(const char *path)
 static void test_one_command_forms(void **state)
 {
     const char *list = ifeq_servers();
-    char path[512], url[400], version[64];
+    char path[512], url[400], eval_url[400], version[64];
     int checked = 0;
 
     (void)state;
@@ -2346,6 +2476,8 @@ static void test_one_command_forms(void **state)
         if (!f.ifeq)
             fail_msg("%s (%s) has no SET ... IFEQ", path, version);
         snprintf(url, sizeof url, "unix://%s?scripts=none", s.socket);
+        snprintf(eval_url, sizeof eval_url, "unix://%s", s.socket);
+        same_as_scripts(sc, url, eval_url);
         expect_commands(sc, url, &f);
         cl = client_of(url);
         whole_holding(sc, cl);
@@ -2607,6 +2739,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_release_wakes_a_waiter),
         cmocka_unit_test(test_returning_holder_waits_its_turn),
         cmocka_unit_test(test_cancelled_waiter_passes_its_turn),
+        cmocka_unit_test(test_cancelled_last_waiter_ends_the_turn),
         cmocka_unit_test(test_timed_out_waiter_passes_its_turn),
         cmocka_unit_test(test_counter_under_contention),
         cmocka_unit_test(test_renewal_and_loss),
