@@ -1439,6 +1439,50 @@ static void test_lost_exec_reply(void **state)
 }
 
 /*
+ * A connection reset after the release's read step ran, before its write
+ * was sent: only a step that writes makes the outcome unknown
+ * (plain.h), so this failure (REDISLOCK_ERR_IO) is a known one - nothing
+ * was written, the lock is still held, and the handle keeps its ID: the
+ * next acquire re-enters it.
+ */
+static void test_reset_before_the_write(void **state)
+{
+    fp_proxy *p = proxy();
+    redislock_client *cl = client_via(p, 10000);
+    redislock *lock;
+    struct bg_op b;
+    char key[64], id[REDISLOCK_MAX_ID_LEN + 1];
+    long long multis, dels;
+
+    (void)state;
+    tu_key(key, sizeof key, "locks:plain:reset");
+    lock = handle(cl, key, 10000);
+    assert_true(tu_acquire(lock));
+    strcpy(id, redislock_id(lock));
+    multis = tu_cmdstat_calls(c, "multi");
+    dels = tu_cmdstat_calls(c, "del");
+    fp_delay_ms(p, DELAY_MS);
+    bg_start(&b, lock, OP_RELEASE);
+    /* The read step (WATCH ... MULTI) ran; its reply is on its way. */
+    TU_WAIT_UNTIL(tu_cmdstat_calls(c, "multi") > multis, 20000,
+                  "the release's read step at the server");
+    fp_cut(p);
+    bg_join(&b);
+    fp_delay_ms(p, 0);
+    assert_int_equal(b.status, REDISLOCK_ERR_IO);
+    assert_false(b.outcome);
+    assert_int_equal(tu_cmdstat_calls(c, "del"), dels);
+    assert_holder(c, key, id);
+    assert_true(tu_acquire(lock));              /* a re-entry */
+    assert_string_equal(redislock_id(lock), id);
+    assert_true(tu_release(lock));
+    assert_int_equal(tu_pttl(c, key, strlen(key)), -2);
+    redislock_free(lock);
+    redislock_client_free(cl);
+    fp_stop(p);
+}
+
+/*
  * CLIENT PAUSE WRITE between a release's read and its write: a short
  * pause is waited out (the write runs after it); one longer than the
  * command timeout makes the outcome unknown, and the write never runs
@@ -2733,6 +2777,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_gozero_exclusion),
         cmocka_unit_test(test_late_exec_spares_the_next_holder),
         cmocka_unit_test(test_lost_exec_reply),
+        cmocka_unit_test(test_reset_before_the_write),
         cmocka_unit_test_teardown(test_pause_mid_release, unpause),
         cmocka_unit_test(test_watch_refused_exec_is_tried_again),
         cmocka_unit_test(test_hammered_key),
