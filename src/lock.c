@@ -479,6 +479,17 @@ static int quorum_op(redislock *lock, const redislockp_call *call,
     long long start = redislockp_now_ms();
     int st = REDISLOCK_OK, errors = 0;
 
+    /* A quorum's legs are one write each (exec.c): no conversation of
+     * plain commands there.  Refused at once, as on one server. */
+    for (i = 0; i < n; i++)
+        if (__atomic_load_n(&lock->client->subs[i]->url.noscripts,
+                            __ATOMIC_RELAXED) ||
+            __atomic_load_n(&lock->client->url.noscripts, __ATOMIC_RELAXED))
+            return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
+                                   "scripts=none: a quorum client needs "
+                                   "the library's scripts (scripts=eval or "
+                                   "functions)");
+
     q.lock = lock;
     q.call = call;
     q.parse = parse;
