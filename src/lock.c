@@ -1230,7 +1230,7 @@ int redislock_release(redislock *lock, bool *released)
     redislockp_call call;
     int_reply r = ints("release", 2, 3);
     long long sent;
-    int st, was_lost, was_renewing, was_held;
+    int st, was_lost, was_renewing, was_held, was_late;
 
     if (released)
         *released = false;
@@ -1243,6 +1243,8 @@ int redislock_release(redislock *lock, bool *released)
     was_held = lock->held;
     redislockp_renew_stop(lock);
     was_lost = redislockp_renew_lost(lock);
+    /* A release of this ID whose outcome was unknown before this one. */
+    was_late = lock->late_release;
 
     redislockp_call_release(&call, lock);
     /* Whatever the outcome, we no longer count on holding the lock. */
@@ -1277,12 +1279,16 @@ int redislock_release(redislock *lock, bool *released)
     }
     if (r.v[0] == 1) {
         *released = true;
-        if (r.v[1] > 0 && lock->late_release) {
-            /* Holds remain, but a release of this ID whose outcome is
-             * unknown may still arrive and take the last of them: do not
-             * count on holding the lock (nor renew it).  (A late acquire,
-             * say a quorum master's cut after the others decided, only
-             * adds a hold: the holds that remain are counted on.) */
+        if (r.v[1] > 0 && was_late) {
+            /* Holds remain, but an earlier release of this ID whose
+             * outcome is unknown may still arrive and take the last of
+             * them: do not count on holding the lock (nor renew it).  (A
+             * late acquire, say a quorum master's cut after the others
+             * decided, only adds a hold: the holds that remain are
+             * counted on.  So does this release's own leg cut on a
+             * straggler master: it takes this release's one hold there,
+             * and the majority that answered says what remains after
+             * it; the releases after this one do not count.) */
             lock->state = REDISLOCK_STATE_OURS;
         } else if (r.v[1] > 0) {        /* counted: holds remain */
             lock->state = REDISLOCK_STATE_OURS;
