@@ -1478,14 +1478,32 @@ static void test_functions_on_a_quorum(void **state)
                       "the library on master %d", i + 1);
 
     for (k = 0; k < MASTERS; k++) {
-        long long failed, loads;
+        long long failed, loads, deadline;
 
         master_flush_functions(k);
         failed = master_stat(k, "fcall", "failed_calls");
         loads = master_stat(k, "function|load", "calls");
         assert_true(tu_acquire(lock));
         /* The lock on all five: the flushed master's call ran, after its
-         * FUNCTION LOAD (a leg cut once the others decided runs late). */
+         * FUNCTION LOAD (a reloading leg is never cut).  Under load its
+         * leg may be cut before its "Function not found" came back (a
+         * straggler after the four others decided): nothing reloads it
+         * then, and the release below loads the library in front (the
+         * cut cleared what the client knew of that master). */
+        deadline = tu_now_ms() + tu_deadline_ms(5000);
+        while (copies(key) < MASTERS && tu_now_ms() < deadline)
+            tu_sleep_ms(10);
+        if (copies(key) < MASTERS) {
+            printf("# master %d's leg was cut before it answered: the "
+                   "release loads the library\n", k + 1);
+            assert_true(copies(key) >= MASTERS - 1);
+            assert_true(tu_release(lock));
+            TU_WAIT_UNTIL(master_libraries(k) == 1, 5000,
+                          "the library on master %d, loaded by the release",
+                          k + 1);
+            copies_become(key, 0);
+            continue;
+        }
         copies_become(key, MASTERS);
         TU_WAIT_UNTIL(master_libraries(k) == 1, 5000,
                       "the library on master %d again after FUNCTION FLUSH",
