@@ -35,10 +35,11 @@ static void req_free(redislockp_areq *r)
 
 /* A is broken (STATUS, WHY): close it, and fail every queued request.
  * The queue is taken off A first: a callback may send again (refused
- * now) or close A again (nothing left to fail). */
+ * now), close A again (nothing left to fail) or open it again. */
 static void fail_all(redislockp_aconn *a, int status, const char *why)
 {
     redislockp_areq *r = a->head, *next;
+    char msg[REDISLOCKP_ERRMSG_SIZE];
 
     a->head = a->tail = a->wr = NULL;
     if (a->state != REDISLOCKP_ACONN_BROKEN) {
@@ -52,12 +53,13 @@ static void fail_all(redislockp_aconn *a, int status, const char *why)
         redisFree(a->c);
         a->c = NULL;
     }
+    /* A callback may open A again (a new connection, for its next
+     * request): what the rest are told is kept here. */
+    status = a->status;
+    snprintf(msg, sizeof msg, "%s", a->errmsg);
     for (; r != NULL; r = next) {
-        char msg[REDISLOCKP_ERRMSG_SIZE];
-
         next = r->next;
-        snprintf(msg, sizeof msg, "%s", a->errmsg);
-        r->fn(r->arg, a->status, NULL, 0, r->started, msg);
+        r->fn(r->arg, status, NULL, 0, r->started, msg);
         req_free(r);
     }
 }

@@ -197,7 +197,7 @@ static void leg_library_end(redislockp_leg *leg, const redislockp_fanout *f)
 
 /* A tracked LEG ended without its replies (failed, cut): whether its
  * node has the library is not known any more. */
-static void leg_library_lost(redislockp_leg *leg)
+void redislockp_leg_lost(redislockp_leg *leg)
 {
     if (leg->tracked && leg->st != REDISLOCK_OK && leg->cl != NULL)
         (void)node_library(leg->cl, leg->node, 0);
@@ -232,20 +232,18 @@ static void leg_asking(redislockp_leg *leg, redislockp_cmd *cmd)
         (void)redislockp_cmd_append(cmd, 1, asking_argv, asking_len);
 }
 
-/* Write LEG's command: its calls (as EVAL with their text if BODY; as
- * FCALL in functions mode, the library in front if BODY and its node is
- * not known to have it), and TRAILER after them. */
-static void leg_send(redislockp_leg *leg, const redislockp_fanout *f,
-                     int body)
+/* LEG's command into CMD (exec.h): its calls (as EVAL with their text if
+ * BODY; as FCALL in functions mode, the library in front if BODY and its
+ * node is not known to have it), and the trailer after them. */
+int redislockp_leg_build(redislockp_leg *leg, const redislockp_fanout *f,
+                         int body, redislockp_cmd *cmd)
 {
     const redislockp_trailer *tr = f->trailer;
     const redislockp_call *const *calls;
     redislockp_send how = body ? REDISLOCKP_SEND_EVAL : REDISLOCKP_SEND_EVALSHA;
-    redislockp_cmd cmd;
     int i, n;
 
     calls = calls_of(f, &n);
-    redislockp_cmd_init(&cmd);
     leg->st = REDISLOCK_OK;
     leg->functions = uses_functions(leg->cl);
     leg->loading = leg->reloading = leg->tracked = 0;
@@ -255,30 +253,44 @@ static void leg_send(redislockp_leg *leg, const redislockp_fanout *f,
             leg->tracked = node_library(leg->cl, leg->node, -1) ? 1 : 2;
             leg->loading = leg->tracked == 2;
         }
-        if (leg->loading && redislockp_library_load(&cmd) != 0)
+        if (leg->loading && redislockp_library_load(cmd) != 0)
             leg->st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_NOMEM,
                                          "out of memory building a "
                                          "command");
     }
-    leg_asking(leg, &cmd);
+    leg_asking(leg, cmd);
     for (i = 0; leg->st == REDISLOCK_OK && i < n; i++)
-        leg->st = redislockp_call_format(&cmd, calls[i], how, leg->msg);
+        leg->st = redislockp_call_format(cmd, calls[i], how, leg->msg);
     if (leg->st == REDISLOCK_OK && tr != NULL &&
-        redislockp_cmd_append(&cmd, tr->argc, tr->argv, tr->argvlen) != 0)
+        redislockp_cmd_append(cmd, tr->argc, tr->argv, tr->argvlen) != 0)
         leg->st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_NOMEM,
                                      "out of memory building a command");
-    if (leg->st == REDISLOCK_OK) {
+    leg->skip = leg->asking;
+    leg->want = cmd->count - leg->asking - leg->loading;
+    leg->got = 0;
+    if (leg->st != REDISLOCK_OK) {
+        leg->done = 1;
+        leg_note(leg);
+    }
+    return leg->st;
+}
+
+/* Write LEG's command (redislockp_leg_build()) on its connection. */
+static void leg_send(redislockp_leg *leg, const redislockp_fanout *f,
+                     int body)
+{
+    redislockp_cmd cmd;
+
+    redislockp_cmd_init(&cmd);
+    if (redislockp_leg_build(leg, f, body, &cmd) == REDISLOCK_OK) {
         int sent = 0;
 
         leg->st = redislockp_tx_send(leg->c, &cmd, leg->msg, &sent);
         leg->sent |= sent;
-        leg->skip = leg->asking;
-        leg->want = cmd.count - leg->asking - leg->loading;
-        leg->got = 0;
-    }
-    if (leg->st != REDISLOCK_OK) {
-        leg->done = 1;
-        leg_note(leg);
+        if (leg->st != REDISLOCK_OK) {
+            leg->done = 1;
+            leg_note(leg);
+        }
     }
     redislockp_cmd_clear(&cmd);
 }
@@ -289,15 +301,14 @@ static void leg_send(redislockp_leg *leg, const redislockp_fanout *f,
  * after FUNCTION LOAD, in one write, the trailer too (its answer came
  * before the calls ran).  The one place a server's missing script or
  * library is made good, for one server and a quorum alike. */
-static void leg_again(redislockp_leg *leg, const redislockp_fanout *f)
+int redislockp_leg_again(redislockp_leg *leg, const redislockp_fanout *f,
+                         redislockp_cmd *cmd)
 {
     const redislockp_trailer *tr = f->trailer;
     const redislockp_call *const *calls;
-    redislockp_cmd cmd;
-    int i, k, n, sent = 0, load = 0;
+    int i, k, n, load = 0;
 
     calls = calls_of(f, &n);
-    redislockp_cmd_init(&cmd);
     leg->again_want = leg->again_got = 0;
     for (i = 0; i < n; i++)
         if (redislockp_reply_noscript(leg->reply[i]) ||
@@ -308,7 +319,7 @@ static void leg_again(redislockp_leg *leg, const redislockp_fanout *f)
     if (load && tr != NULL)
         leg->again_idx[leg->again_want++] = n;
     if (load) {
-        if (redislockp_library_load(&cmd) != 0)
+        if (redislockp_library_load(cmd) != 0)
             leg->st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_NOMEM,
                                          "out of memory building a "
                                          "command");
@@ -317,17 +328,17 @@ static void leg_again(redislockp_leg *leg, const redislockp_fanout *f)
         redislockp_val_free(leg->load_reply);
         leg->load_reply = NULL;
     }
-    leg_asking(leg, &cmd);
+    leg_asking(leg, cmd);
     for (k = 0; leg->st == REDISLOCK_OK && k < leg->again_want; k++) {
         i = leg->again_idx[k];
         if (i == n) {
-            if (redislockp_cmd_append(&cmd, tr->argc, tr->argv,
+            if (redislockp_cmd_append(cmd, tr->argc, tr->argv,
                                       tr->argvlen) != 0)
                 leg->st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_NOMEM,
                                              "out of memory building a "
                                              "command");
         } else {
-            leg->st = redislockp_call_format(&cmd, calls[i],
+            leg->st = redislockp_call_format(cmd, calls[i],
                                              leg->functions
                                                  ? REDISLOCKP_SEND_FCALL
                                                  : REDISLOCKP_SEND_EVAL,
@@ -335,17 +346,61 @@ static void leg_again(redislockp_leg *leg, const redislockp_fanout *f)
         }
     }
     if (leg->st == REDISLOCK_OK && leg->again_want > 0) {
-        leg->st = redislockp_tx_send(leg->c, &cmd, leg->msg, &sent);
-        leg->sent |= sent;
         leg->skip = leg->asking;
         leg->again = 1;
+        return 1;
     }
-    if (leg->st != REDISLOCK_OK || leg->again_want == 0) {
-        leg->done = 1;
-        leg_library_end(leg, f);
-    }
+    leg->done = 1;
+    leg_library_end(leg, f);
     leg_note(leg);
+    return 0;
+}
+
+/* redislockp_leg_again(), written on LEG's connection. */
+static void leg_again(redislockp_leg *leg, const redislockp_fanout *f)
+{
+    redislockp_cmd cmd;
+    int sent = 0;
+
+    redislockp_cmd_init(&cmd);
+    if (redislockp_leg_again(leg, f, &cmd)) {
+        leg->st = redislockp_tx_send(leg->c, &cmd, leg->msg, &sent);
+        leg->sent |= sent;
+        if (leg->st != REDISLOCK_OK) {
+            leg->done = 1;
+            leg_library_end(leg, f);
+            leg_note(leg);
+        }
+    }
     redislockp_cmd_clear(&cmd);
+}
+
+int redislockp_leg_take(redislockp_leg *leg, const redislockp_fanout *f,
+                        redislockp_val *r)
+{
+    if (leg->loading > 0) {             /* FUNCTION LOAD's */
+        leg->loading--;
+        redislockp_val_free(leg->load_reply);
+        leg->load_reply = r;
+        return 0;
+    }
+    if (leg->skip > 0) {                /* ASKING's "OK" */
+        leg->skip--;
+        redislockp_val_free(r);
+        return 0;
+    }
+    if (leg->again) {
+        int k = leg->again_idx[leg->again_got++];
+
+        redislockp_val_free(leg->reply[k]);
+        leg->reply[k] = r;
+        leg->done = leg->again_got == leg->again_want;
+        if (leg->done)
+            leg_library_end(leg, f);
+        return 0;
+    }
+    leg->reply[leg->got++] = r;
+    return leg->got == leg->want;
 }
 
 /* Read what LEG's socket has (CAN_READ: poll() said it is readable). */
@@ -364,29 +419,7 @@ static void leg_read(redislockp_leg *leg, const redislockp_fanout *f,
         }
         if (r == NULL)
             return;                     /* more to come */
-        if (leg->loading > 0) {         /* FUNCTION LOAD's */
-            leg->loading--;
-            redislockp_val_free(leg->load_reply);
-            leg->load_reply = (redislockp_val *)r;
-            continue;
-        }
-        if (leg->skip > 0) {            /* ASKING's "OK" */
-            leg->skip--;
-            freeReplyObject(r);
-            continue;
-        }
-        if (leg->again) {
-            int k = leg->again_idx[leg->again_got++];
-
-            redislockp_val_free(leg->reply[k]);
-            leg->reply[k] = (redislockp_val *)r;
-            leg->done = leg->again_got == leg->again_want;
-            if (leg->done)
-                leg_library_end(leg, f);
-            continue;
-        }
-        leg->reply[leg->got++] = (redislockp_val *)r;
-        if (leg->got == leg->want)
+        if (redislockp_leg_take(leg, f, (redislockp_val *)r))
             leg_again(leg, f);
     }
 }
@@ -746,7 +779,7 @@ size_t redislockp_exec_fanout(redislock_client *cl, unsigned slot,
         }
         if (leg->st == REDISLOCK_OK)
             answered++;
-        leg_library_lost(leg);
+        redislockp_leg_lost(leg);
         if (leg->c != NULL && outstanding)
             redislockp_pool_drop(leg->cl, leg->node, leg->c);
         else if (leg->c != NULL)
@@ -975,7 +1008,7 @@ int redislockp_exec_one(const redislockp_target *t, const redislockp_fanout *f,
         if (changed)
             redislockp_tx_restore_timeout(leg->c, &old);
         any_sent |= leg->sent;
-        leg_library_lost(leg);
+        redislockp_leg_lost(leg);
         if (leg->st != REDISLOCK_OK) {
             if (!leg->borrowed)
                 redislockp_conn_back(cl, leg->node, leg->c, leg->st);

@@ -203,6 +203,29 @@ typedef struct redislockp_target {
 int redislockp_exec_one(const redislockp_target *t, const redislockp_fanout *f,
                         redislockp_leg *leg, redislockp_res *res);
 
+/*
+ * A leg's command and replies, for a runner that does its own I/O (the
+ * event loop's, async.c); the executor's own runs use them too.  Set
+ * LEG's cl, node and asking first.
+ * redislockp_leg_build(): LEG's command for F into CMD (as EVAL with the
+ * scripts' text if BODY, as FCALL in functions mode); REDISLOCK_OK, or
+ * the failure in leg->st and leg->msg (the leg is done).
+ * redislockp_leg_take(): the next reply R of LEG's connection, which the
+ * leg now owns; 1 when its first round is complete: then
+ * redislockp_leg_again() says whether some calls go again (NOSCRIPT,
+ * "Function not found": 1, their command in CMD, their replies taken
+ * the same way until leg->done) or the leg is done (0).
+ */
+int redislockp_leg_build(redislockp_leg *leg, const redislockp_fanout *f,
+                         int body, redislockp_cmd *cmd);
+int redislockp_leg_take(redislockp_leg *leg, const redislockp_fanout *f,
+                        redislockp_val *r);
+int redislockp_leg_again(redislockp_leg *leg, const redislockp_fanout *f,
+                         redislockp_cmd *cmd);
+/* LEG has ended: a failed leg that was to say whether its node has the
+ * Function library leaves it unknown. */
+void redislockp_leg_lost(redislockp_leg *leg);
+
 /* Free what the N legs hold (replies). */
 void redislockp_legs_end(redislockp_leg *legs, size_t n);
 

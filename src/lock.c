@@ -14,19 +14,14 @@
 
 #include "client.h"
 #include "exec.h"
+#include "op.h"
 #include "plain.h"
 #include "redislock_int.h"
 #include "scripts_lua.h"
 #include "slot.h"
 
-/* An integer-array reply of MIN..MAX elements, read into V; or, where
- * BARE says, a bare integer standing for one (see src/scripts.h). */
-typedef struct int_reply {
-    const char *what;
-    size_t min, max, n;
-    redislockp_bare bare;
-    long long v[4];
-} int_reply;
+/* An integer-array reply (op.h). */
+typedef redislockp_ints int_reply;
 
 static int parse_ints(const redislockp_val *r, void *out, char *errmsg)
 {
@@ -41,6 +36,11 @@ static int parse_ints(const redislockp_val *r, void *out, char *errmsg)
     st = redislockp_int_array(r, ir->what, ir->v, ir->min, ir->max, errmsg);
     ir->n = st == REDISLOCK_OK ? redislockp_val_count(r) : 0;
     return st;
+}
+
+int redislockp_parse_ints(const redislockp_val *r, void *out, char *errmsg)
+{
+    return parse_ints(r, out, errmsg);
 }
 
 static int_reply ints(const char *what, size_t min, size_t max)
@@ -611,54 +611,47 @@ static int op_run_ack(redislock *lock, const redislockp_call *call,
     return op_run_one(lock, call, mutating, parse, out, ack);
 }
 
-/* op_run_ack() on one server (or Sentinel's master, or a Cluster's),
- * through the executor, which follows redirections and waits out
- * failovers. */
-static int op_run_one(redislock *lock, const redislockp_call *call,
-                      int mutating, redislockp_parse_fn parse, void *out,
-                      redislockp_val **ack)
+int redislockp_run_prepare(redislock *lock, const redislockp_call *call,
+                           int with_ack, redislockp_run *run)
 {
-    redislockp_trailer tr;
-    redislockp_target t;
-    redislockp_fanout f;
-    redislockp_leg leg;
-    redislockp_res res;
-    char num[3][24];
-    int st;
+    int st = companions_usable(lock, call);
+
+    memset(&run->f, 0, sizeof run->f);
+    run->reply_ms = 0;
+    if (st != REDISLOCK_OK)
+        return st;
+    run->f.call = call;
+    if (with_ack && ack_trailer(lock, &run->tr, run->num)) {
+        run->f.trailer = &run->tr;
+        /* The acknowledgement may take its whole timeout to come. */
+        run->reply_ms = lock->ack_timeout_ms + ACK_SLACK_MS;
+    }
+    return REDISLOCK_OK;
+}
+
+int redislockp_run_finish(redislock *lock, const redislockp_run *run,
+                          int mutating, redislockp_parse_fn parse, void *out,
+                          redislockp_val **ack, redislockp_leg *leg,
+                          const redislockp_res *res, int st)
+{
+    const redislockp_call *call = run->f.call;
 
     if (ack != NULL)
         *ack = NULL;
-    st = companions_usable(lock, call);
-    if (st != REDISLOCK_OK)
-        return st;
-    memset(&f, 0, sizeof f);
-    memset(&t, 0, sizeof t);
-    f.call = call;
-    if (ack != NULL && ack_trailer(lock, &tr, num)) {
-        f.trailer = &tr;
-        /* The acknowledgement may take its whole timeout to come. */
-        t.reply_ms = lock->ack_timeout_ms + ACK_SLACK_MS;
-    }
-    t.cl = lock->client;
-    t.ctx = lock->ctx;
-    t.slot = lock->slot;
-    t.node = -1;
-    t.follow = 1;
-    st = redislockp_exec_one(&t, &f, &leg, &res);
     if (st == REDISLOCK_OK) {
-        st = parse(leg.reply[0], out, lock->errmsg);
+        st = parse(leg->reply[0], out, lock->errmsg);
         if (st != REDISLOCK_OK)
             redislockp_took(lock, st);
-        if (st == REDISLOCK_OK && ack != NULL && f.trailer != NULL) {
-            *ack = leg.reply[1];
-            leg.reply[1] = NULL;
+        if (st == REDISLOCK_OK && ack != NULL && run->f.trailer != NULL) {
+            *ack = leg->reply[1];
+            leg->reply[1] = NULL;
         }
     } else {
-        redislockp_fail(lock, st, "%s", leg.msg);
-        if (res.kind != REDISLOCKP_VALUE && !lock->cluster)
-            cluster_hint(lock, &res);
+        redislockp_fail(lock, st, "%s", leg->msg);
+        if (res->kind != REDISLOCKP_VALUE && !lock->cluster)
+            cluster_hint(lock, res);
     }
-    redislockp_legs_end(&leg, 1);
+    redislockp_legs_end(leg, 1);
     /* Sent, and no reply of ours read: the command may still be on its
      * way (delayed in the network, queued in a proxy) and may yet run.
      * A later holding with the same ID could be hurt by it (a late
@@ -668,11 +661,11 @@ static int op_run_one(redislock *lock, const redislockp_call *call,
      * redirection followed): last_error is "" after it. */
     if (st == REDISLOCK_OK)
         redislockp_clear_error(lock);
-    if (mutating && leg.sent && (st == REDISLOCK_ERR_IO ||
-                                 st == REDISLOCK_ERR_NOMEM ||
-                                 st == REDISLOCK_ERR_PROTOCOL))
+    if (mutating && leg->sent && (st == REDISLOCK_ERR_IO ||
+                                  st == REDISLOCK_ERR_NOMEM ||
+                                  st == REDISLOCK_ERR_PROTOCOL))
         outcome_unknown(lock, call);
-    if (st == REDISLOCK_ERR_SERVER && strcmp(res.code, "WRONGTYPE") == 0) {
+    if (st == REDISLOCK_ERR_SERVER && strcmp(res->code, "WRONGTYPE") == 0) {
         /* The one confusion worth naming: a lock of the other mode. */
         redislockp_hint(lock, 0,
                         lock->mode == REDISLOCKP_MODE_COUNTED
@@ -686,6 +679,36 @@ static int op_run_one(redislock *lock, const redislockp_call *call,
                               "turn) holds another type", "");
     }
     return st;
+}
+
+/* op_run_ack() on one server (or Sentinel's master, or a Cluster's),
+ * through the executor, which follows redirections and waits out
+ * failovers. */
+static int op_run_one(redislock *lock, const redislockp_call *call,
+                      int mutating, redislockp_parse_fn parse, void *out,
+                      redislockp_val **ack)
+{
+    redislockp_target t;
+    redislockp_leg leg;
+    redislockp_res res;
+    redislockp_run run;
+    int st;
+
+    if (ack != NULL)
+        *ack = NULL;
+    st = redislockp_run_prepare(lock, call, ack != NULL, &run);
+    if (st != REDISLOCK_OK)
+        return st;
+    memset(&t, 0, sizeof t);
+    t.reply_ms = run.reply_ms;
+    t.cl = lock->client;
+    t.ctx = lock->ctx;
+    t.slot = lock->slot;
+    t.node = -1;
+    t.follow = 1;
+    st = redislockp_exec_one(&t, &run.f, &leg, &res);
+    return redislockp_run_finish(lock, &run, mutating, parse, out, ack, &leg,
+                                 &res, st);
 }
 
 /* ------------------------------------------------------------------------
@@ -907,45 +930,6 @@ static void explain_refusal(redislock *lock, const redislockp_call *call)
     lock->info.acl |= acl;
 }
 
-/* Run the release CALL (redislockp_call_release()) for LOCK into R.  A
- * release that would wake waiters and was refused on a permission
- * changed nothing (see above): the user may not touch the waiters' keys.
- * It goes again without wake-ups - the lock key alone, owner-checked as
- * ever - and the handle's later releases skip them at once; waiters find
- * the free lock by polling.  Refused again, it is the lock key's rights:
- * reported, with which. */
-static int run_release(redislock *lock, redislockp_call *call, int_reply *r)
-{
-    int st = redislockp_op_run(lock, call, 1, parse_ints, r);
-
-    /* Given the waiters alone, the script met some and changed nothing
-     * (release.lua): again with the keys to wake one, as the handle's
-     * next releases until one meets nobody waiting. */
-    if (st == REDISLOCK_OK && r->v[0] == 2 &&
-        call->nkeys == REDISLOCKP_RELEASE_K_WAITERS + 1) {
-        lock->waiters_seen = 1;
-        redislockp_call_release(call, lock);
-        *r = ints(r->what, r->min, r->max);
-        st = redislockp_op_run(lock, call, 1, parse_ints, r);
-    }
-    if (st == REDISLOCK_ERR_SERVER && call->nkeys > 1 && acl_refused(lock)) {
-        lock->wakeups_refused = 1;
-        redislockp_call_release(call, lock);
-        *r = ints(r->what, r->min, r->max);
-        st = redislockp_op_run(lock, call, 1, parse_ints, r);
-        if (st == REDISLOCK_ERR_SERVER && acl_refused(lock))
-            lock->wakeups_refused = 0;
-    }
-    if (st == REDISLOCK_ERR_SERVER)
-        explain_refusal(lock, call);
-    /* A release that deleted the key with the wake-up keys and met no
-     * live waiter: the next looks first again. */
-    if (st == REDISLOCK_OK && r->v[0] == 1 && r->v[1] == 0 &&
-        call->nkeys > REDISLOCKP_RELEASE_K_WAKE && r->v[2] == 0)
-        lock->waiters_seen = 0;
-    return st;
-}
-
 /* After a reply: a key that is not ours means we hold nothing. */
 static void saw(redislock *lock, long long who)
 {
@@ -1053,165 +1037,355 @@ static int check_ack(redislock *lock, const redislockp_val *r,
                            redislockp_val_type_number(r));
 }
 
-/* An acquire that was not acknowledged (ST, its message in the handle):
- * release what it took, as gives_back() says, and say so. */
-static int undo_acquire(redislock *lock, int fresh, int st)
+/* ------------------------------------------------------------------------
+ * The operations as steps (op.h).  The release's own steps (RPHASE) serve
+ * a release and the undoing of an acquire alike.
+ */
+enum {
+    P_START,
+    P_ACQUIRED,                 /* the acquire's reply is in */
+    P_UNDO,                     /* giving back an unacknowledged acquire */
+    P_RELEASE,                  /* the release's steps */
+    P_EXTENDED,                 /* the extend's reply is in */
+    P_END
+};
+
+enum { R_START, R_FIRST, R_WAKE, R_NOWAKE };
+
+/* Ask for a run of OP->call (already built), read into shape R. */
+static int run(redislockp_op *op, int_reply r, int with_ack)
 {
-    redislockp_call call;
-    int_reply r = ints("release", 2, 3);
-    char why[REDISLOCKP_ERRMSG_SIZE];
-    redislock_error_info why_info = lock->info;
-    int rst;
+    op->r = r;
+    op->with_ack = with_ack;
+    op->st = REDISLOCK_OK;
+    op->ack = NULL;
+    return 1;
+}
+
+static int done(redislockp_op *op, int st)
+{
+    redislockp_val_free(op->ack);
+    op->ack = NULL;
+    op->phase = P_END;
+    op->result = st;
+    return 0;
+}
+
+/* The release's steps (R_START first): 1, run the call; 0, the release
+ * is over with its status in OP->st and its reply in OP->r.  A release
+ * that would wake waiters and was refused on a permission changed
+ * nothing (see above): the user may not touch the waiters' keys.  It
+ * goes again without wake-ups - the lock key alone, owner-checked as
+ * ever - and the handle's later releases skip them at once; waiters find
+ * the free lock by polling.  Refused again, it is the lock key's rights:
+ * reported, with which. */
+static int release_steps(redislockp_op *op)
+{
+    redislock *lock = op->lock;
+    redislockp_call *call = &op->call;
+    int_reply *r = &op->r;
+    int st = op->st;
+
+    switch (op->rphase) {
+    case R_START:
+        redislockp_call_release(call, lock);
+        op->rphase = R_FIRST;
+        return run(op, ints("release", 2, 3), 0);
+    case R_FIRST:
+        /* Given the waiters alone, the script met some and changed
+         * nothing (release.lua): again with the keys to wake one, as the
+         * handle's next releases until one meets nobody waiting. */
+        if (st == REDISLOCK_OK && r->v[0] == 2 &&
+            call->nkeys == REDISLOCKP_RELEASE_K_WAITERS + 1) {
+            lock->waiters_seen = 1;
+            redislockp_call_release(call, lock);
+            op->rphase = R_WAKE;
+            return run(op, ints("release", 2, 3), 0);
+        }
+        /* fall through */
+    case R_WAKE:
+        if (st == REDISLOCK_ERR_SERVER && call->nkeys > 1 &&
+            acl_refused(lock)) {
+            lock->wakeups_refused = 1;
+            redislockp_call_release(call, lock);
+            op->rphase = R_NOWAKE;
+            return run(op, ints("release", 2, 3), 0);
+        }
+        break;
+    case R_NOWAKE:
+    default:
+        if (st == REDISLOCK_ERR_SERVER && acl_refused(lock))
+            lock->wakeups_refused = 0;
+        break;
+    }
+    if (st == REDISLOCK_ERR_SERVER)
+        explain_refusal(lock, call);
+    /* A release that deleted the key with the wake-up keys and met no
+     * live waiter: the next looks first again. */
+    if (st == REDISLOCK_OK && r->v[0] == 1 && r->v[1] == 0 &&
+        call->nkeys > REDISLOCKP_RELEASE_K_WAKE && r->v[2] == 0)
+        lock->waiters_seen = 0;
+    return 0;
+}
+
+/* An acquire that was not acknowledged (ST, its message in the handle):
+ * release what it took, as gives_back() says, and say so (the end in
+ * undo_end()). */
+static int undo_begin(redislockp_op *op, int fresh, int st)
+{
+    redislock *lock = op->lock;
 
     /* Every message wraps WHY: the info is WHY's. */
-    memcpy(why, lock->errmsg, sizeof why);
+    memcpy(op->why, lock->errmsg, sizeof op->why);
+    op->why_info = lock->info;
+    op->fresh = fresh;
+    op->undo_st = st;
     if (!gives_back(lock, fresh, 1) && !fresh)
-        return redislockp_fail_as(lock, &why_info, st,
-                                  "%s; the lock is still held from before "
-                                  "(this was a re-entry)", why);
+        return done(op, redislockp_fail_as(lock, &op->why_info, st,
+                                           "%s; the lock is still held "
+                                           "from before (this was a "
+                                           "re-entry)", op->why));
     if (!gives_back(lock, fresh, 1)) {
         /* Left alone: it lapses with its lease unless its holder renews
          * it. */
         lock->held = 0;
         lock->state = REDISLOCK_STATE_UNKNOWN;
-        return redislockp_fail_as(lock, &why_info, st,
-                                  "%s; not released, as the owner ID is "
-                                  "shared (set_id) and another handle may "
-                                  "hold the lock with it", why);
+        return done(op, redislockp_fail_as(lock, &op->why_info, st,
+                                           "%s; not released, as the "
+                                           "owner ID is shared (set_id) "
+                                           "and another handle may hold "
+                                           "the lock with it", op->why));
     }
-    redislockp_call_release(&call, lock);
-    rst = run_release(lock, &call, &r);
-    if (rst == REDISLOCK_OK && r.v[0] == 1) {
-        if (r.v[1] == 0) {
+    op->phase = P_UNDO;
+    op->rphase = R_START;
+    return release_steps(op);
+}
+
+static int undo_end(redislockp_op *op)
+{
+    redislock *lock = op->lock;
+    redislock_error_info *why_info = &op->why_info;
+    const char *why = op->why;
+    int_reply *r = &op->r;
+    int st = op->undo_st, rst = op->st;
+    char detail[REDISLOCKP_ERRMSG_SIZE];
+
+    if (rst == REDISLOCK_OK && r->v[0] == 1) {
+        if (r->v[1] == 0) {
             lock->held = 0;
             lock->token = 0;
             lock->state = REDISLOCK_STATE_FREE;
         }
-        return redislockp_fail_as(lock, &why_info, st,
-                                  "%s; what it took was released", why);
+        return done(op, redislockp_fail_as(lock, why_info, st, "%s; what "
+                                           "it took was released", why));
     }
     if (rst == REDISLOCK_OK) {
-        saw(lock, r.v[0]);
-        return redislockp_fail_as(lock, &why_info, st,
-                                  "%s; the lock was no longer ours to "
-                                  "release", why);
+        saw(lock, r->v[0]);
+        return done(op, redislockp_fail_as(lock, why_info, st, "%s; the "
+                                           "lock was no longer ours to "
+                                           "release", why));
     }
-    {
-        char detail[REDISLOCKP_ERRMSG_SIZE];
-
-        memcpy(detail, lock->errmsg, sizeof detail);
-        if (!fresh) {
-            /* A counted re-entry: the earlier holds are there whatever
-             * the release did (and renewed, if they were). */
-            lock->state = REDISLOCK_STATE_OURS;
-            return redislockp_fail_as(lock, &why_info, st,
-                                      "%s; giving back the hold it added "
-                                      "failed (the earlier holds remain): %s",
-                                      why, detail);
-        }
-        /* The key may stay ours until its lease runs out: this handle does
-         * not count on it, and its next acquire uses a fresh ID. */
-        lock->held = 0;
-        lock->state = REDISLOCK_STATE_UNKNOWN;
-        if (!lock->id_chosen)
-            lock->id_stale = 1;
-        return redislockp_fail_as(lock, &why_info, st,
-                                  "%s; releasing it failed too (it lapses "
-                                  "with its lease): %s", why, detail);
+    memcpy(detail, lock->errmsg, sizeof detail);
+    if (!op->fresh) {
+        /* A counted re-entry: the earlier holds are there whatever the
+         * release did (and renewed, if they were). */
+        lock->state = REDISLOCK_STATE_OURS;
+        return done(op, redislockp_fail_as(lock, why_info, st, "%s; giving "
+                                           "back the hold it added failed "
+                                           "(the earlier holds remain): %s",
+                                           why, detail));
     }
+    /* The key may stay ours until its lease runs out: this handle does
+     * not count on it, and its next acquire uses a fresh ID. */
+    lock->held = 0;
+    lock->state = REDISLOCK_STATE_UNKNOWN;
+    if (!lock->id_chosen)
+        lock->id_stale = 1;
+    return done(op, redislockp_fail_as(lock, why_info, st, "%s; releasing "
+                                       "it failed too (it lapses with its "
+                                       "lease): %s", why, detail));
 }
 
-int redislockp_acquire_once(redislock *lock, redislockp_try how,
-                            bool *acquired, long long *holder_pttl)
+/* The acquire's reply is in. */
+static int acquired(redislockp_op *op)
 {
-    redislockp_val *ack = NULL;
-    redislockp_call call;
-    int_reply r = ints("acquire", 2, 3);
-    long long sent;
-    int st;
+    redislock *lock = op->lock;
+    redislockp_val *ack = op->ack;
+    int_reply *r = &op->r;
+    int st = op->st;
 
-    *acquired = false;
-    *holder_pttl = -2;
-    redislockp_refresh_id(lock);
-    redislockp_call_acquire(&call, lock, how);
-    sent = redislockp_now_ms();
-    st = op_run_ack(lock, &call, 1, parse_ints, &r, &ack);
+    op->ack = NULL;                     /* freed here */
     if (st != REDISLOCK_OK) {
         /* A waiter's try refused on a permission is wait.c's to judge. */
-        if (st == REDISLOCK_ERR_SERVER && how == REDISLOCKP_TRY_PLAIN)
-            explain_refusal(lock, &call);
+        if (st == REDISLOCK_ERR_SERVER && op->how == REDISLOCKP_TRY_PLAIN)
+            explain_refusal(lock, &op->call);
         goto fail;
     }
-    if (r.v[0] == 1 && r.n == 3 && r.v[1] >= 0 && r.v[2] >= 1) {
+    if (r->v[0] == 1 && r->n == 3 && r->v[1] >= 0 && r->v[2] >= 1) {
         int fresh = !lock->held;
 
         if (ack != NULL &&
             (st = check_ack(lock, ack, "acquire")) != REDISLOCK_OK) {
             redislockp_val_free(ack);
             if (fresh)
-                lock->held = 1;         /* until undo_acquire() says */
-            return undo_acquire(lock, fresh, st);
+                lock->held = 1;         /* until undo_end() says */
+            return undo_begin(op, fresh, st);
         }
         if (ack != NULL && fresh &&
-            redislockp_now_ms() - sent >= lock->expire_ms) {
+            redislockp_now_ms() - op->sent >= lock->expire_ms) {
             /* Acknowledged, but only after the lease had run out: the
              * key may have lapsed on the master meanwhile, and another
              * may hold the lock now.  Not ours (as a quorum's grant that
              * came too late is not): what is left goes back. */
             redislockp_val_free(ack);
-            lock->held = 1;             /* until undo_acquire() says */
+            lock->held = 1;             /* until undo_end() says */
             st = redislockp_fail(lock, REDISLOCK_ERR_NOT_REPLICATED,
                                  "the replicas acknowledged the acquire "
                                  "only after its %lld ms lease had run out "
                                  "(%lld ms after it was sent)",
-                                 lock->expire_ms, redislockp_now_ms() - sent);
-            return undo_acquire(lock, 1, st);
+                                 lock->expire_ms,
+                                 redislockp_now_ms() - op->sent);
+            return undo_begin(op, 1, st);
         }
-        redislockp_val_free(ack);
-        ack = NULL;
         saw(lock, 1);
-        held_until(lock, sent);
-        lock->token = (uint64_t)r.v[1];
-        *acquired = true;
+        held_until(lock, op->sent);
+        lock->token = (uint64_t)r->v[1];
+        op->ok = true;
         redislockp_renew_start(lock, fresh);
-    } else if (r.v[0] == 0 && r.v[1] == -3) {
+    } else if (r->v[0] == 0 && r->v[1] == -3) {
         saw(lock, 0);                   /* free, but waiters come first */
-        *holder_pttl = -3;
-    } else if (r.v[0] == 0) {
+        op->holder_pttl = -3;
+    } else if (r->v[0] == 0) {
         saw(lock, -1);
-        *holder_pttl = r.v[1];
+        op->holder_pttl = r->v[1];
     } else {
         st = redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL,
                              "acquire: unexpected reply {%lld, %lld}",
-                             r.v[0], r.v[1]);
+                             r->v[0], r->v[1]);
         goto fail;
     }
     redislockp_val_free(ack);
-    return REDISLOCK_OK;
+    return done(op, REDISLOCK_OK);
 fail:
     redislockp_val_free(ack);
     lock->state = REDISLOCK_STATE_UNKNOWN;
-    return st;
+    return done(op, st);
 }
 
-int redislock_acquire(redislock *lock, bool *acquired)
+/* The release's steps are over. */
+static int released(redislockp_op *op)
 {
-    long long pttl;
-    int st;
+    redislock *lock = op->lock;
+    int_reply *r = &op->r;
+    int st = op->st;
 
-    if (acquired)
-        *acquired = false;
-    st = redislockp_begin_call(lock, acquired, "acquired");
-    if (st != REDISLOCK_OK)
-        return st;
-    st = redislockp_report_pending_loss(lock);
-    if (st != REDISLOCK_OK)
-        return st;
-    return redislockp_acquire_once(lock, REDISLOCKP_TRY_PLAIN, acquired,
-                                   &pttl);
+    if (st == REDISLOCK_OK &&
+        (r->v[0] < -1 || r->v[0] > 1 || r->v[1] < 0 ||
+         (r->v[0] != 1 && r->v[1] != 0) ||
+         r->v[2] < 0 || r->v[2] > 1 ||
+         (r->v[2] == 1 && (r->v[0] != 1 || r->v[1] != 0))))
+        st = redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL,
+                             "release: unexpected reply {%lld, %lld}",
+                             r->v[0], r->v[1]);
+    if (op->was_lost) {
+        /* The owner-checked release went out all the same (the key may
+         * still have been ours, if only the watchdog lost contact); the
+         * holding is over either way, and the loss is the news. */
+        return done(op, report_lost(lock, op->was_lost, "before this "
+                                    "release", st));
+    }
+    if (st == REDISLOCK_ERR_SERVER && op->was_held) {
+        /* Redis refused the release (OOM, READONLY, BUSY...): it ran
+         * nothing, so the holding goes on; keep renewing it, else it
+         * would lapse without a word. */
+        lock->held = 1;
+        if (op->was_renewing)
+            redislockp_renew_start(lock, -1);
+    }
+    if (st != REDISLOCK_OK) {
+        lock->state = REDISLOCK_STATE_UNKNOWN;
+        return done(op, st);
+    }
+    if (r->v[0] == 1) {
+        op->ok = true;
+        if (r->v[1] > 0 && op->was_late) {
+            /* Holds remain, but an earlier release of this ID whose
+             * outcome is unknown may still arrive and take the last of
+             * them: do not count on holding the lock (nor renew it).  (A
+             * late acquire, say a quorum master's cut after the others
+             * decided, only adds a hold: the holds that remain are
+             * counted on.  So does this release's own leg cut on a
+             * straggler master: it takes this release's one hold there,
+             * and the majority that answered says what remains after
+             * it; the releases after this one do not count.) */
+            lock->state = REDISLOCK_STATE_OURS;
+        } else if (r->v[1] > 0) {       /* counted: holds remain */
+            lock->state = REDISLOCK_STATE_OURS;
+            held_until(lock, op->sent);
+            redislockp_renew_start(lock, -1);
+        } else {
+            lock->state = REDISLOCK_STATE_FREE;
+            lock->held = 0;
+            lock->token = 0;
+        }
+    } else {
+        saw(lock, r->v[0]);
+    }
+    return done(op, REDISLOCK_OK);
 }
 
-int redislockp_report_pending_loss(redislock *lock)
+/* The extend's reply is in. */
+static int extended(redislockp_op *op)
+{
+    redislock *lock = op->lock;
+    int_reply *r = &op->r;
+    int st = op->st;
+
+    if (st == REDISLOCK_ERR_SERVER)
+        explain_refusal(lock, &op->call);
+    if (st == REDISLOCK_OK && (r->v[0] < -1 || r->v[0] > 1))
+        st = redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL,
+                             "extend: unexpected reply {%lld}", r->v[0]);
+    if (st == REDISLOCK_OK && r->v[0] == 1 && op->ack != NULL)
+        st = check_ack(lock, op->ack, "extend");
+    if (st == REDISLOCK_ERR_NOT_REPLICATED ||
+        (st == REDISLOCK_ERR_SERVER && r->v[0] == 1)) {
+        /* Extended on the master, not acknowledged: the holding goes on
+         * with the lease it had; the caller decides. */
+        lock->state = REDISLOCK_STATE_OURS;
+        return done(op, st);
+    }
+    if (st != REDISLOCK_OK) {
+        lock->state = REDISLOCK_STATE_UNKNOWN;
+        return done(op, st);
+    }
+    saw(lock, r->v[0]);
+    if (r->v[0] == 1) {
+        /* Extending a lock we own but had not acquired through this handle
+         * (a shared owner ID) makes it ours here too; its token we do not
+         * know without a round trip, so keep what we have. */
+        held_until(lock, op->sent);
+        op->ok = true;
+        if (lock->renewing)
+            redislockp_renew_start(lock, -1);   /* renew to the new lease */
+    }
+    return done(op, REDISLOCK_OK);
+}
+
+void redislockp_op_begin(redislockp_op *op, redislock *lock,
+                         redislockp_op_kind kind, redislockp_try how)
+{
+    memset(op, 0, sizeof *op);
+    op->lock = lock;
+    op->kind = kind;
+    op->how = how;
+    op->phase = P_START;
+    op->holder_pttl = -2;
+}
+
+/* A loss auto-renewal declared and nobody was told yet (WHEN: an
+ * acquire or extend is about to run): report it and stop renewing. */
+static int pending_loss(redislock *lock)
 {
     int why;
 
@@ -1225,138 +1399,138 @@ int redislockp_report_pending_loss(redislock *lock)
     return report_lost(lock, why, "while auto-renewed", REDISLOCK_OK);
 }
 
-int redislock_release(redislock *lock, bool *released)
+int redislockp_op_next(redislockp_op *op)
 {
-    redislockp_call call;
-    int_reply r = ints("release", 2, 3);
-    long long sent;
-    int st, was_lost, was_renewing, was_held, was_late;
+    redislock *lock = op->lock;
+    int st;
 
-    if (released)
-        *released = false;
-    st = redislockp_begin_call(lock, released, "released");
-    if (st != REDISLOCK_OK)
-        return st;
-    /* From here on, no renewal of this lock is sent (until holds that
-     * remain, in counted mode, are handed back to the watchdog). */
-    was_renewing = lock->renewing;
-    was_held = lock->held;
-    redislockp_renew_stop(lock);
-    was_lost = redislockp_renew_lost(lock);
-    /* A release of this ID whose outcome was unknown before this one. */
-    was_late = lock->late_release;
-
-    redislockp_call_release(&call, lock);
-    /* Whatever the outcome, we no longer count on holding the lock. */
-    lock->held = 0;
-    sent = redislockp_now_ms();
-    st = run_release(lock, &call, &r);
-    if (st == REDISLOCK_OK &&
-        (r.v[0] < -1 || r.v[0] > 1 || r.v[1] < 0 ||
-         (r.v[0] != 1 && r.v[1] != 0) ||
-         r.v[2] < 0 || r.v[2] > 1 ||
-         (r.v[2] == 1 && (r.v[0] != 1 || r.v[1] != 0))))
-        st = redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL,
-                             "release: unexpected reply {%lld, %lld}",
-                             r.v[0], r.v[1]);
-    if (was_lost) {
-        /* The owner-checked release went out all the same (the key may
-         * still have been ours, if only the watchdog lost contact); the
-         * holding is over either way, and the loss is the news. */
-        return report_lost(lock, was_lost, "before this release", st);
-    }
-    if (st == REDISLOCK_ERR_SERVER && was_held) {
-        /* Redis refused the release (OOM, READONLY, BUSY...): it ran
-         * nothing, so the holding goes on; keep renewing it, else it
-         * would lapse without a word. */
-        lock->held = 1;
-        if (was_renewing)
-            redislockp_renew_start(lock, -1);
-    }
-    if (st != REDISLOCK_OK) {
-        lock->state = REDISLOCK_STATE_UNKNOWN;
-        return st;
-    }
-    if (r.v[0] == 1) {
-        *released = true;
-        if (r.v[1] > 0 && was_late) {
-            /* Holds remain, but an earlier release of this ID whose
-             * outcome is unknown may still arrive and take the last of
-             * them: do not count on holding the lock (nor renew it).  (A
-             * late acquire, say a quorum master's cut after the others
-             * decided, only adds a hold: the holds that remain are
-             * counted on.  So does this release's own leg cut on a
-             * straggler master: it takes this release's one hold there,
-             * and the majority that answered says what remains after
-             * it; the releases after this one do not count.) */
-            lock->state = REDISLOCK_STATE_OURS;
-        } else if (r.v[1] > 0) {        /* counted: holds remain */
-            lock->state = REDISLOCK_STATE_OURS;
-            held_until(lock, sent);
-            redislockp_renew_start(lock, -1);
-        } else {
-            lock->state = REDISLOCK_STATE_FREE;
+    switch (op->phase) {
+    case P_START:
+        if (op->kind == REDISLOCKP_OP_RELEASE) {
+            /* From here on, no renewal of this lock is sent (until holds
+             * that remain, in counted mode, are handed back to the
+             * watchdog). */
+            op->was_renewing = lock->renewing;
+            op->was_held = lock->held;
+            redislockp_renew_stop(lock);
+            op->was_lost = redislockp_renew_lost(lock);
+            /* A release of this ID whose outcome was unknown before this
+             * one. */
+            op->was_late = lock->late_release;
+            /* Whatever the outcome, we no longer count on holding the
+             * lock. */
             lock->held = 0;
-            lock->token = 0;
+            op->sent = redislockp_now_ms();
+            op->phase = P_RELEASE;
+            op->rphase = R_START;
+            return release_steps(op);
         }
-    } else {
-        saw(lock, r.v[0]);
+        if (op->check_loss || op->kind == REDISLOCKP_OP_EXTEND) {
+            st = pending_loss(lock);
+            if (st != REDISLOCK_OK)
+                return done(op, st);
+        }
+        if (op->kind == REDISLOCKP_OP_EXTEND) {
+            redislockp_call_extend(&op->call, lock, lock->expire_ms);
+            op->sent = redislockp_now_ms();
+            op->phase = P_EXTENDED;
+            return run(op, ints("extend", 1, 1), 1);
+        }
+        redislockp_refresh_id(lock);
+        redislockp_call_acquire(&op->call, lock, op->how);
+        op->sent = redislockp_now_ms();
+        op->phase = P_ACQUIRED;
+        return run(op, ints("acquire", 2, 3), 1);
+    case P_ACQUIRED:
+        return acquired(op);
+    case P_UNDO:
+        return release_steps(op) ? 1 : undo_end(op);
+    case P_RELEASE:
+        return release_steps(op) ? 1 : released(op);
+    case P_EXTENDED:
+        return extended(op);
+    default:
+        return 0;
     }
-    return REDISLOCK_OK;
 }
 
-int redislock_extend(redislock *lock, bool *extended)
+/* Run OP's steps here and now, each call through the executor. */
+static int drive(redislockp_op *op)
 {
-    redislockp_val *ack = NULL;
-    redislockp_call call;
-    int_reply r = ints("extend", 1, 1);
-    long long sent;
-    int st, why;
+    while (redislockp_op_next(op))
+        op->st = op_run_ack(op->lock, &op->call, 1, parse_ints, &op->r,
+                            op->with_ack ? &op->ack : NULL);
+    return op->result;
+}
 
-    if (extended)
-        *extended = false;
-    st = redislockp_begin_call(lock, extended, "extended");
+int redislockp_acquire_once(redislock *lock, redislockp_try how,
+                            bool *acquired_out, long long *holder_pttl)
+{
+    redislockp_op op;
+    int st;
+
+    redislockp_op_begin(&op, lock, REDISLOCKP_OP_ACQUIRE, how);
+    st = drive(&op);
+    *acquired_out = op.ok;
+    *holder_pttl = op.holder_pttl;
+    return st;
+}
+
+int redislock_acquire(redislock *lock, bool *acquired_out)
+{
+    redislockp_op op;
+    int st;
+
+    if (acquired_out)
+        *acquired_out = false;
+    st = redislockp_begin_call(lock, acquired_out, "acquired");
     if (st != REDISLOCK_OK)
         return st;
-    if (redislockp_renew_lost_pending(lock)) {
-        redislockp_renew_stop(lock);
-        why = redislockp_renew_lost(lock);
-        return report_lost(lock, why, "while auto-renewed", REDISLOCK_OK);
-    }
+    redislockp_op_begin(&op, lock, REDISLOCKP_OP_ACQUIRE,
+                        REDISLOCKP_TRY_PLAIN);
+    op.check_loss = 1;
+    st = drive(&op);
+    *acquired_out = op.ok;
+    return st;
+}
 
-    redislockp_call_extend(&call, lock, lock->expire_ms);
-    sent = redislockp_now_ms();
-    st = op_run_ack(lock, &call, 1, parse_ints, &r, &ack);
-    if (st == REDISLOCK_ERR_SERVER)
-        explain_refusal(lock, &call);
-    if (st == REDISLOCK_OK && (r.v[0] < -1 || r.v[0] > 1))
-        st = redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL,
-                             "extend: unexpected reply {%lld}", r.v[0]);
-    if (st == REDISLOCK_OK && r.v[0] == 1 && ack != NULL)
-        st = check_ack(lock, ack, "extend");
-    redislockp_val_free(ack);
-    if (st == REDISLOCK_ERR_NOT_REPLICATED ||
-        (st == REDISLOCK_ERR_SERVER && r.v[0] == 1)) {
-        /* Extended on the master, not acknowledged: the holding goes on
-         * with the lease it had; the caller decides. */
-        lock->state = REDISLOCK_STATE_OURS;
+int redislockp_report_pending_loss(redislock *lock)
+{
+    return pending_loss(lock);
+}
+
+int redislock_release(redislock *lock, bool *released_out)
+{
+    redislockp_op op;
+    int st;
+
+    if (released_out)
+        *released_out = false;
+    st = redislockp_begin_call(lock, released_out, "released");
+    if (st != REDISLOCK_OK)
         return st;
-    }
-    if (st != REDISLOCK_OK) {
-        lock->state = REDISLOCK_STATE_UNKNOWN;
+    redislockp_op_begin(&op, lock, REDISLOCKP_OP_RELEASE,
+                        REDISLOCKP_TRY_PLAIN);
+    st = drive(&op);
+    *released_out = op.ok;
+    return st;
+}
+
+int redislock_extend(redislock *lock, bool *extended_out)
+{
+    redislockp_op op;
+    int st;
+
+    if (extended_out)
+        *extended_out = false;
+    st = redislockp_begin_call(lock, extended_out, "extended");
+    if (st != REDISLOCK_OK)
         return st;
-    }
-    saw(lock, r.v[0]);
-    if (r.v[0] == 1) {
-        /* Extending a lock we own but had not acquired through this handle
-         * (a shared owner ID) makes it ours here too; its token we do not
-         * know without a round trip, so keep what we have. */
-        held_until(lock, sent);
-        *extended = true;
-        if (lock->renewing)
-            redislockp_renew_start(lock, -1);   /* renew to the new lease */
-    }
-    return REDISLOCK_OK;
+    redislockp_op_begin(&op, lock, REDISLOCKP_OP_EXTEND,
+                        REDISLOCKP_TRY_PLAIN);
+    st = drive(&op);
+    *extended_out = op.ok;
+    return st;
 }
 
 /* The status queries: check the call (OUT, named NAME, is its result

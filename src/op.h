@@ -1,0 +1,102 @@
+/*
+ * op.h - private: acquire, release and extend as steps (lock.c), so that
+ * the blocking API and an event loop run the same rules.
+ *
+ * An operation asks for one run of a call at a time on its handle's
+ * target (one server, a Cluster's or Sentinel's master, or a quorum):
+ * redislockp_op_next() either fills OP->call (and says whether the
+ * handle's acknowledgement command goes after it) and returns 1, or
+ * ends the operation and returns 0 with its status in OP->result and its
+ * outcome in OP->ok.  Whoever runs the call fills OP->st, OP->r (the
+ * parsed reply) and OP->ack (the acknowledgement's reply, owned by the
+ * op) and calls redislockp_op_next() again: the blocking API at once
+ * (lock.c's drive), the loop API when the replies have come (async.c).
+ * What a step decides from a reply - a re-entry, an acquire to undo, a
+ * release to send again with the wake-up keys or without them, a loss
+ * to report - lives in lock.c only.
+ */
+#ifndef REDISLOCK_OP_H
+#define REDISLOCK_OP_H
+
+#include <stdbool.h>
+
+#include "redislock_int.h"
+#include "exec.h"
+#include "scripts.h"
+
+/* An integer-array reply of MIN..MAX elements, read into V; or, where
+ * BARE says, a bare integer standing for one (see src/scripts.h). */
+typedef struct redislockp_ints {
+    const char *what;
+    size_t min, max, n;
+    redislockp_bare bare;
+    long long v[4];
+} redislockp_ints;
+
+typedef enum redislockp_op_kind {
+    REDISLOCKP_OP_ACQUIRE,
+    REDISLOCKP_OP_RELEASE,
+    REDISLOCKP_OP_EXTEND
+} redislockp_op_kind;
+
+typedef struct redislockp_op {
+    redislock *lock;
+    redislockp_op_kind kind;
+    redislockp_try how;         /* an acquire's kind of try */
+    int check_loss;             /* an acquire reports a pending loss first */
+    int phase, rphase;          /* where the next step resumes */
+    /* The run asked for. */
+    redislockp_call call;
+    int with_ack;               /* the acknowledgement command after it */
+    redislockp_ints r;
+    /* Its outcome, filled by the runner. */
+    int st;
+    redislockp_val *ack;
+    /* Kept between steps. */
+    long long sent;
+    int fresh, undo_st;
+    int was_lost, was_renewing, was_held, was_late;
+    redislock_error_info why_info;
+    char why[REDISLOCKP_ERRMSG_SIZE];
+    /* The end. */
+    int result;
+    bool ok;                    /* acquired, released, extended */
+    long long holder_pttl;      /* an acquire's: redislockp_acquire_once() */
+} redislockp_op;
+
+/* Begin OP, of KIND on LOCK (HOW: an acquire's kind of try).  The
+ * caller has checked the handle (redislockp_begin_call()). */
+void redislockp_op_begin(redislockp_op *op, redislock *lock,
+                         redislockp_op_kind kind, redislockp_try how);
+
+/* The next step: 1, run OP->call (with the acknowledgement command after
+ * it if OP->with_ack), then fill OP->st, OP->r and OP->ack and call
+ * again; 0, done (OP->result, OP->ok, OP->holder_pttl). */
+int redislockp_op_next(redislockp_op *op);
+
+/* Parse R into OUT, a redislockp_ints (redislockp_parse_fn). */
+int redislockp_parse_ints(const redislockp_val *r, void *out, char *errmsg);
+
+/* A run of one call on one server, prepared (the fan-out's call and
+ * the acknowledgement trailer when asked, REPLY_MS the time its replies
+ * may take beyond the command timeout) and finished (the reply parsed
+ * into OUT by PARSE, *ACK the acknowledgement's reply, the failure in the
+ * handle, an unknown outcome noted) for whoever runs it in between: the
+ * executor (lock.c) or the loop (async.c).  RUN stays where it is
+ * between the two (it points into itself). */
+typedef struct redislockp_run {
+    redislockp_fanout f;
+    redislockp_trailer tr;
+    char num[3][24];
+    long long reply_ms;
+} redislockp_run;
+
+int redislockp_run_prepare(redislock *lock, const redislockp_call *call,
+                           int with_ack, redislockp_run *run);
+/* ST: what ran it says (leg->st); frees LEG's replies. */
+int redislockp_run_finish(redislock *lock, const redislockp_run *run,
+                          int mutating, redislockp_parse_fn parse, void *out,
+                          redislockp_val **ack, redislockp_leg *leg,
+                          const redislockp_res *res, int st);
+
+#endif /* REDISLOCK_OP_H */
