@@ -1545,6 +1545,158 @@ typedef struct redislock_error_info {
 REDISLOCK_API int redislock_last_error_info(const redislock *lock,
                                             redislock_error_info *info);
 
+/* ------------------------------------------------------------------------
+ * Event loops (0.4.0): the non-blocking API.
+ *
+ * A client attached to an event loop (redislock_client_attach()) runs the
+ * operations started with the *_async calls on the loop's thread, none of
+ * them blocking it: each writes its command on the client's one
+ * non-blocking connection per server (shared by every operation in
+ * flight: their commands are pipelined) and ends when the replies come,
+ * calling its redislock_done_fn on the loop's thread.  The rules are the
+ * blocking calls' (the same code decides): re-entry, counted holds,
+ * fencing tokens, replica acknowledgement, undoing an unacknowledged
+ * acquire, releases that wake waiters, and the unknown outcomes of a
+ * reply lost or late (UNKNOWN OUTCOMES above; a request whose reply does
+ * not come within the command timeout closes that connection, and every
+ * operation still on it fails with REDISLOCK_ERR_IO).
+ *
+ * The loop is reached through a loop-neutral interface, redislock_loop:
+ * the library asks it to watch descriptors and to set one timer, and the
+ * application calls redislock_client_on_fd() and
+ * redislock_client_on_timer() when they fire.  <redislock/libevent.h>
+ * is such an adapter for libevent, about a hundred lines; any other loop
+ * (libev, libuv, epoll, a Redis module's) takes about as many.
+ *
+ * Built so far, and what is not yet (each refused with
+ * REDISLOCK_ERR_INVALID, nothing sent, and a message saying so):
+ * one server - redis://, unix:// and rediss:// (the TLS handshake does
+ * not block the loop) - with scripts=eval or scripts=functions;
+ * acquire, extend and release.  Not yet: Cluster, Sentinel and quorum
+ * clients, scripts=none, waiting (an acquire_wait without a thread),
+ * status queries.  Auto-renewal of a handle acquired through the loop
+ * works, but on the client's watchdog thread (with its own pooled
+ * connections): the lost callback runs there, not on the loop.
+ *
+ * Threads: an attached client's loop state is the loop thread's; the
+ * blocking calls stay usable from any thread (they use the client's
+ * pool, not the loop's connections).  A handle with an operation
+ * pending refuses every other call (REDISLOCK_ERR_INVALID) until its
+ * callback has run.
+ */
+
+/** Descriptor events (redislock_loop.watch, redislock_client_on_fd()).
+ *  @since 0.4.0 */
+#define REDISLOCK_EV_READ 1
+#define REDISLOCK_EV_WRITE 2
+
+/**
+ * What the library needs of an event loop.  Both functions are called
+ * only from the calls on the attached client (attach, the *_async starts,
+ * on_fd, on_timer, free), on the loop's thread.
+ *
+ * watch(loop_data, fd, events, fd_data): from now on call
+ * redislock_client_on_fd(client, fd, what) whenever FD is ready for any
+ * of EVENTS (REDISLOCK_EV_READ | REDISLOCK_EV_WRITE; level-triggered:
+ * again as long as it stays ready), replacing what was asked for FD
+ * before; EVENTS 0: stop watching FD (the library may have closed it
+ * already).  *FD_DATA is the adapter's, per descriptor: NULL at the
+ * first call for FD, kept by the library until the call with EVENTS 0,
+ * after which the adapter has freed it.  Return 0, or -1 when the loop
+ * cannot (the operations on that connection then fail).
+ *
+ * timer(loop_data, ms): call redislock_client_on_timer(client) once, MS
+ * milliseconds from now (0: as soon as the loop gets back to its
+ * events, never from inside this call), replacing any earlier timer; MS
+ * -1: no timer.  Return 0, or -1.
+ *
+ * detach(loop_data), optional (NULL): the client is being freed; the
+ * adapter frees what it allocated for it, after the last watch (EVENTS
+ * 0) and timer (-1) calls.
+ * @since 0.4.0
+ */
+typedef struct redislock_loop {
+    int (*watch)(void *loop_data, int fd, int events, void **fd_data);
+    int (*timer)(void *loop_data, long long ms);
+    void (*detach)(void *loop_data);
+} redislock_loop;
+
+/**
+ * Attach CLIENT to an event loop: its *_async operations run there.  The
+ * functions of LOOP are copied; LOOP_DATA is passed to them.  A client is
+ * attached once, for its lifetime.
+ * @return REDISLOCK_OK; REDISLOCK_ERR_INVALID (a NULL argument, a missing
+ *         watch or timer function, a client already attached, or a kind
+ *         of client not built yet for loops: Cluster, Sentinel, quorum,
+ *         see above); REDISLOCK_ERR_NOMEM; REDISLOCK_ERR_FORKED.
+ * @since 0.4.0
+ */
+REDISLOCK_API REDISLOCK_NODISCARD int
+redislock_client_attach(redislock_client *client, const redislock_loop *loop,
+                        void *loop_data);
+
+/**
+ * FD, watched for CLIENT (redislock_loop.watch), is ready for EVENTS
+ * (REDISLOCK_EV_READ | REDISLOCK_EV_WRITE).  Runs what it can without
+ * blocking: writes, reads, and the callbacks of the operations that
+ * ended.  An FD the client no longer watches is ignored.
+ * @return REDISLOCK_OK, or REDISLOCK_ERR_INVALID (CLIENT NULL or not
+ *         attached).
+ * @since 0.4.0
+ */
+REDISLOCK_API int redislock_client_on_fd(redislock_client *client, int fd,
+                                         int events);
+
+/**
+ * CLIENT's timer (redislock_loop.timer) has fired: time out what is due
+ * and call the callbacks of the operations that ended.  Harmless when
+ * called early or more often.
+ * @return REDISLOCK_OK, or REDISLOCK_ERR_INVALID (CLIENT NULL or not
+ *         attached).
+ * @since 0.4.0
+ */
+REDISLOCK_API int redislock_client_on_timer(redislock_client *client);
+
+/**
+ * An asynchronous operation's end, called once on the loop's thread:
+ * STATUS and OK are what the blocking call's return value and bool
+ * out-parameter would have been (REDISLOCK_ERR_CANCELED: the handle or
+ * the client was freed first).  The callback may start the next
+ * operation on LOCK, free LOCK, or free the client.
+ * @since 0.4.0
+ */
+typedef void (*redislock_done_fn)(redislock *lock, int status, bool ok,
+                                  void *arg);
+
+/**
+ * Start redislock_acquire() on LOCK, a handle of an attached client: FN
+ * gets its outcome (ok: acquired), never from inside this call.
+ * @return REDISLOCK_OK (FN will be called); or, without calling FN,
+ *         REDISLOCK_ERR_INVALID (a NULL argument, a handle not of an
+ *         attached client, an operation pending on it, or a kind of
+ *         client or mode not built yet for loops: see above),
+ *         REDISLOCK_ERR_NOMEM, REDISLOCK_ERR_FORKED.
+ * @since 0.4.0
+ */
+REDISLOCK_API REDISLOCK_NODISCARD int
+redislock_acquire_async(redislock *lock, redislock_done_fn fn, void *arg);
+
+/**
+ * Start redislock_release() on LOCK (ok: released); as
+ * redislock_acquire_async().
+ * @since 0.4.0
+ */
+REDISLOCK_API REDISLOCK_NODISCARD int
+redislock_release_async(redislock *lock, redislock_done_fn fn, void *arg);
+
+/**
+ * Start redislock_extend() on LOCK (ok: extended); as
+ * redislock_acquire_async().
+ * @since 0.4.0
+ */
+REDISLOCK_API REDISLOCK_NODISCARD int
+redislock_extend_async(redislock *lock, redislock_done_fn fn, void *arg);
+
 /**
  * The version of the library actually linked, e.g. "0.1.0".  Compare with
  * REDISLOCK_VERSION_STRING to detect a header/library mismatch.

@@ -126,6 +126,10 @@ void redislock_client_free(redislock_client *cl)
 {
     if (cl == NULL)
         return;
+    /* Attached to a loop: its operations end (CANCELED) first - or, from
+     * inside one of its callbacks, all of this once that returns. */
+    if (cl->loop != NULL && cl->loop_free(cl))
+        return;                         /* redislockp_async_client_free() */
     /* In a fork child the watchdog thread does not exist, but the mutexes
      * and the condition variable are copies of the parent's, possibly
      * held or waited on at fork time: destroying them could block for

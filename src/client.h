@@ -170,6 +170,11 @@ struct redislock_client {
     pthread_t wd_thread;
     int wd_running, wd_stop;
     redislock *renewals;        /* registered handles */
+    /* Attached to an event loop (async.c); the loop thread's.  LOOP_FREE
+     * (set with it, a hook into the layer above) lets it go in
+     * redislock_client_free(): 1 when that must wait (see async.h). */
+    struct redislockp_loop_state *loop;
+    int (*loop_free)(redislock_client *cl);
 };
 
 /* quorum.c: a client over N independent masters, at most this many. */

@@ -108,3 +108,10 @@ void redislockp_hint(redislock *lock, unsigned acl, const char *hint,
     snprintf(lock->info.hint, sizeof lock->info.hint, "%s", hint);
     lock->info.acl |= acl;
 }
+
+int redislockp_busy(redislock *lock)
+{
+    return redislockp_fail(lock, REDISLOCK_ERR_INVALID, "an operation "
+                           "started with a *_async call is pending on "
+                           "this handle: wait for its callback");
+}

@@ -183,6 +183,8 @@ void redislock_free(redislock *lock)
 {
     if (lock == NULL)
         return;
+    if (lock->aop != NULL)
+        lock->aop_cancel(lock);         /* redislockp_async_forget() */
     redislockp_renew_stop(lock);
     if (lock->lost_pipe[0] >= 0) {
         close(lock->lost_pipe[0]);
@@ -200,6 +202,8 @@ int redislock_set_id(redislock *lock, const char *id)
     if (lock == NULL)
         return REDISLOCK_ERR_INVALID;
     redislockp_clear_error(lock);
+    if (lock->aop != NULL)
+        return redislockp_busy(lock);
     if (id == NULL)
         return redislockp_fail(lock, REDISLOCK_ERR_INVALID, "id is NULL");
     len = strnlen(id, REDISLOCK_MAX_ID_LEN + 1);
@@ -254,6 +258,8 @@ int redislock_set_expire(redislock *lock, int seconds)
     if (lock == NULL)
         return REDISLOCK_ERR_INVALID;
     redislockp_clear_error(lock);
+    if (lock->aop != NULL)
+        return redislockp_busy(lock);
     if (seconds < 0)
         return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
                                "expiry must not be negative (got %d)",
@@ -271,6 +277,8 @@ int redislock_set_expire_ms(redislock *lock, long long ms)
     if (lock == NULL)
         return REDISLOCK_ERR_INVALID;
     redislockp_clear_error(lock);
+    if (lock->aop != NULL)
+        return redislockp_busy(lock);
     if (ms < 1 || ms > MAX_EXPIRE_MS)
         return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
                                "expiry of %lld ms is not in 1..%lld", ms,
@@ -284,6 +292,8 @@ int redislock_set_fencing(redislock *lock, bool on)
     if (lock == NULL)
         return REDISLOCK_ERR_INVALID;
     redislockp_clear_error(lock);
+    if (lock->aop != NULL)
+        return redislockp_busy(lock);
     if (on && lock->quorum)
         return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
                                "fencing needs one counter that only grows, "
@@ -299,6 +309,8 @@ static int set_ack(redislock *lock, int aof, int local, int replicas,
     if (lock == NULL)
         return REDISLOCK_ERR_INVALID;
     redislockp_clear_error(lock);
+    if (lock->aop != NULL)
+        return redislockp_busy(lock);
     if (local < 0 || local > 1 || replicas < 0 || replicas > 1000)
         return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
                                "replicas is 0..1000 (and local 0 or 1)");
@@ -330,6 +342,8 @@ int redislock_set_wakeups(redislock *lock, bool on)
     if (lock == NULL)
         return REDISLOCK_ERR_INVALID;
     redislockp_clear_error(lock);
+    if (lock->aop != NULL)
+        return redislockp_busy(lock);
     lock->wakeups = on;
     return REDISLOCK_OK;
 }
@@ -339,6 +353,8 @@ int redislock_set_wait_poll_ms(redislock *lock, long long ms)
     if (lock == NULL)
         return REDISLOCK_ERR_INVALID;
     redislockp_clear_error(lock);
+    if (lock->aop != NULL)
+        return redislockp_busy(lock);
     if (ms < 1 || ms > 60000)
         return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
                                "poll interval of %lld ms is not in 1..60000",
@@ -352,6 +368,8 @@ int redislock_set_context(redislock *lock, struct redisContext *c)
     if (lock == NULL)
         return REDISLOCK_ERR_INVALID;
     redislockp_clear_error(lock);
+    if (lock->aop != NULL)
+        return redislockp_busy(lock);
     if (c == NULL)
         return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
                                "context is NULL");
@@ -405,6 +423,8 @@ int redislockp_begin(redislock *lock)
                                "handle created by process %ld used in "
                                "process %ld after fork(): create a new one",
                                (long)lock->pid, (long)getpid());
+    if (lock->aop != NULL)
+        return redislockp_busy(lock);
     return REDISLOCK_OK;
 }
 

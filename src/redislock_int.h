@@ -108,6 +108,12 @@ struct redislock {
                                         * release: holds a release leaves
                                         * are not counted on (cleared with
                                         * the ID) */
+    struct redislockp_aop *aop;        /* an operation started with a
+                                        * *_async call is pending: every
+                                        * other call is refused (async.c) */
+    void (*aop_cancel)(redislock *lock);   /* ends it: redislock_free()
+                                        * calls it (set by async.c, above
+                                        * this file's layer) */
 
     /* Auto-renewal (client handles; see watchdog.c).  The fields below
      * the line are shared with the watchdog thread: guarded by the
@@ -180,8 +186,12 @@ void redislockp_hint(redislock *lock, unsigned acl, const char *hint,
                      const char *suffix);
 
 /* Common checks at the start of every call that talks to Redis: clears
- * the last error; REDISLOCK_ERR_FORKED in a child process. */
+ * the last error; REDISLOCK_ERR_FORKED in a child process;
+ * REDISLOCK_ERR_INVALID while an operation started with a *_async call
+ * is pending on the handle (redislockp_busy(), which setters that change
+ * what a pending operation sends use too). */
 int redislockp_begin(redislock *lock);
+int redislockp_busy(redislock *lock);
 /* redislockp_begin() for a call with a result pointer OUT named NAME:
  * REDISLOCK_ERR_INVALID for a NULL handle or a NULL OUT. */
 int redislockp_begin_call(redislock *lock, const void *out, const char *name);

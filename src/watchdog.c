@@ -669,6 +669,8 @@ int redislock_set_autorenew(redislock *lock, bool on)
     if (lock == NULL)
         return REDISLOCK_ERR_INVALID;
     redislockp_clear_error(lock);
+    if (lock->aop != NULL)
+        return redislockp_busy(lock);
     if (lock->client == NULL)
         return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
                                "auto-renewal needs a handle made from a "

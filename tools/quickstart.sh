@@ -20,7 +20,7 @@ case $what in
 esac
 
 pkgs="gcc g++ make autoconf automake libtool pkg-config libhiredis-dev
-      libsodium-dev libcmocka-dev redis-server redis-tools"
+      libsodium-dev libcmocka-dev redis-server redis-tools libevent-dev"
 missing=
 for p in $pkgs; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed'; then

@@ -1,0 +1,714 @@
+/*
+ * t_async.c - the non-blocking API through the libevent adapter
+ * (<redislock/libevent.h>), against real servers: acquire, extend and
+ * release in both modes; callbacks never from inside a start; a handle
+ * busy with an operation refuses others; go-zero interplay; hundreds of
+ * operations pipelined on one connection; a callback starting the next
+ * operation; a flushed script cache and Function library; freeing a
+ * handle or the client with operations pending (and the client from its
+ * own callback); a lost reply (the fault proxy) leaving the outcome
+ * unknown and the ID replaced; a killed and restarted server; an
+ * unacknowledged acquire undone; the refusals of what is not built yet.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include <redislock/libevent.h>
+
+#include "faultproxy.h"
+#include "testutil.h"
+
+static char tcp_url[128];
+static redisContext *conn;      /* the harness's server, for the checks */
+
+/* What one operation's callback saw. */
+typedef struct done_rec {
+    int calls;
+    int status;
+    bool ok;
+    int in_start;               /* called from inside the start */
+    redislock *lock;
+    /* Start the next operation from the callback. */
+    int (*then)(redislock *, redislock_done_fn, void *);
+    struct done_rec *then_rec;
+    redislock_client *free_client;  /* free this client from it */
+} done_rec;
+
+static int starting;
+
+static void on_done(redislock *lock, int status, bool ok, void *arg)
+{
+    done_rec *d = arg;
+
+    d->calls++;
+    d->status = status;
+    d->ok = ok;
+    d->in_start = starting;
+    d->lock = lock;
+    if (d->then != NULL && status == REDISLOCK_OK)
+        assert_int_equal(d->then(lock, on_done, d->then_rec), REDISLOCK_OK);
+    if (d->free_client != NULL)
+        redislock_client_free(d->free_client);
+}
+
+/* Start OP on LOCK for D, noting that we are inside the start. */
+static int start(int (*op)(redislock *, redislock_done_fn, void *),
+                 redislock *lock, done_rec *d)
+{
+    int st;
+
+    starting = 1;
+    st = op(lock, on_done, d);
+    starting = 0;
+    return st;
+}
+
+/* Run BASE until COND holds, at most MS (scaled) milliseconds. */
+#define RUN_UNTIL(base, cond, ms, what)                                   \
+    do {                                                                  \
+        long long end_ = tu_now_ms() + tu_deadline_ms(ms);                \
+        while (!(cond)) {                                                 \
+            struct timeval tv_ = { 0, 20 * 1000 };                        \
+            if (tu_now_ms() > end_)                                       \
+                tu_wait_failed(#cond, tu_deadline_ms(ms), "%s", what);    \
+            event_base_loopexit(base, &tv_);                              \
+            event_base_dispatch(base);                                    \
+        }                                                                 \
+    } while (0)
+
+/* A client of URL attached to a new event_base. */
+static redislock_client *attached(const char *url, struct event_base **base)
+{
+    redislock_client *cl = NULL;
+
+    *base = event_base_new();
+    assert_non_null(*base);
+    assert_int_equal(redislock_client_open(url, &cl, NULL, 0), REDISLOCK_OK);
+    assert_int_equal(redislock_libevent_attach(cl, *base), REDISLOCK_OK);
+    return cl;
+}
+
+/* Connections the server has now (INFO clients). */
+static long long clients_now(redisContext *c)
+{
+    return tu_info_num(c, "connected_clients");
+}
+
+static int noop_watch(void *d, int fd, int ev, void **p)
+{
+    (void)d, (void)fd, (void)ev, (void)p;
+    return 0;
+}
+
+static int noop_timer(void *d, long long ms)
+{
+    (void)d, (void)ms;
+    return 0;
+}
+
+static void test_attach_arguments(void **state)
+{
+    redislock_loop ok = { noop_watch, noop_timer, NULL };
+    redislock_loop no_watch = { NULL, noop_timer, NULL };
+    redislock_loop no_timer = { noop_watch, NULL, NULL };
+    redislock_client *cl = NULL, *cluster = NULL;
+    char url[256];
+
+    (void)state;
+    assert_int_equal(redislock_client_open(tcp_url, &cl, NULL, 0), REDISLOCK_OK);
+    assert_int_equal(redislock_client_attach(NULL, &ok, NULL),
+                     REDISLOCK_ERR_INVALID);
+    assert_int_equal(redislock_client_attach(cl, NULL, NULL),
+                     REDISLOCK_ERR_INVALID);
+    assert_int_equal(redislock_client_attach(cl, &no_watch, NULL),
+                     REDISLOCK_ERR_INVALID);
+    assert_int_equal(redislock_client_attach(cl, &no_timer, NULL),
+                     REDISLOCK_ERR_INVALID);
+    assert_int_equal(redislock_client_on_fd(cl, 0, REDISLOCK_EV_READ),
+                     REDISLOCK_ERR_INVALID);            /* not attached */
+    assert_int_equal(redislock_client_on_timer(cl), REDISLOCK_ERR_INVALID);
+    assert_int_equal(redislock_client_on_fd(NULL, 0, 0), REDISLOCK_ERR_INVALID);
+    assert_int_equal(redislock_client_on_timer(NULL), REDISLOCK_ERR_INVALID);
+    assert_int_equal(redislock_client_attach(cl, &ok, NULL), REDISLOCK_OK);
+    assert_int_equal(redislock_client_attach(cl, &ok, NULL),
+                     REDISLOCK_ERR_INVALID);            /* once */
+    /* A descriptor it does not watch is ignored. */
+    assert_int_equal(redislock_client_on_fd(cl, 12345, REDISLOCK_EV_READ),
+                     REDISLOCK_OK);
+    assert_int_equal(redislock_client_on_timer(cl), REDISLOCK_OK);
+    redislock_client_free(cl);
+    /* Not built yet for loops: refused, said in the header. */
+    snprintf(url, sizeof url, "%s?cluster=1", tcp_url);
+    if (redislock_client_open(url, &cluster, NULL, 0) == REDISLOCK_OK) {
+        assert_int_equal(redislock_client_attach(cluster, &ok, NULL),
+                         REDISLOCK_ERR_INVALID);
+        redislock_client_free(cluster);
+    }
+}
+
+static void test_start_refusals(void **state)
+{
+    redisContext *c = conn;
+    struct event_base *base;
+    redislock_client *cl = attached(tcp_url, &base), *plain = NULL;
+    redislock *lock, *ctx_lock, *unattached;
+    done_rec d = { 0 };
+    bool b;
+
+    (void)state;
+    lock = redislock_new_from_client(cl, "async:refusals");
+    ctx_lock = redislock_new(c, "async:refusals");
+    assert_int_equal(redislock_client_open(tcp_url, &plain, NULL, 0),
+                     REDISLOCK_OK);
+    unattached = redislock_new_from_client(plain, "async:refusals");
+    assert_non_null(lock);
+    assert_non_null(ctx_lock);
+    assert_non_null(unattached);
+    assert_int_equal(redislock_acquire_async(NULL, on_done, &d),
+                     REDISLOCK_ERR_INVALID);
+    assert_int_equal(redislock_acquire_async(lock, NULL, &d),
+                     REDISLOCK_ERR_INVALID);
+    assert_string_equal(redislock_last_error(lock), "fn is NULL");
+    assert_int_equal(redislock_acquire_async(ctx_lock, on_done, &d),
+                     REDISLOCK_ERR_INVALID);
+    assert_non_null(strstr(redislock_last_error(ctx_lock), "not attached"));
+    assert_int_equal(redislock_release_async(unattached, on_done, &d),
+                     REDISLOCK_ERR_INVALID);
+    assert_int_equal(d.calls, 0);               /* never called */
+
+    /* Busy: every other call waits for the callback. */
+    assert_int_equal(start(redislock_acquire_async, lock, &d), REDISLOCK_OK);
+    assert_int_equal(redislock_extend_async(lock, on_done, &d),
+                     REDISLOCK_ERR_INVALID);
+    assert_non_null(strstr(redislock_last_error(lock), "pending"));
+    assert_int_equal(redislock_acquire(lock, &b), REDISLOCK_ERR_INVALID);
+    assert_int_equal(redislock_set_expire_ms(lock, 5000),
+                     REDISLOCK_ERR_INVALID);
+    assert_int_equal(redislock_set_id(lock, "someone"),
+                     REDISLOCK_ERR_INVALID);
+    RUN_UNTIL(base, d.calls == 1, 5000, "the acquire's callback");
+    assert_int_equal(d.status, REDISLOCK_OK);
+    assert_true(d.ok);
+    assert_false(d.in_start);
+    assert_ptr_equal(d.lock, lock);
+    /* Free again: a blocking call works on the same handle. */
+    assert_int_equal(redislock_release(lock, &b), REDISLOCK_OK);
+    assert_true(b);
+
+    redislock_free(lock);
+    redislock_free(ctx_lock);
+    redislock_free(unattached);
+    redislock_client_free(plain);
+    redislock_client_free(cl);
+    event_base_free(base);
+}
+
+static redislock *mode_lock(void **state, redislock_client *cl,
+                            const char *key)
+{
+    return tu_is_counted(state) ? redislock_new_counted_from_client(cl, key)
+                                : redislock_new_from_client(cl, key);
+}
+
+static void test_acquire_extend_release(void **state)
+{
+    redisContext *c = tu_connect();
+    struct event_base *base;
+    redislock_client *cl = attached(tcp_url, &base);
+    char key[64];
+    redislock *a, *b;
+    done_rec d1 = { 0 }, d2 = { 0 }, d3 = { 0 }, d4 = { 0 }, d5 = { 0 };
+
+    tu_key(key, sizeof key, "async:basic");
+    a = mode_lock(state, cl, key);
+    b = mode_lock(state, cl, key);
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_int_equal(redislock_set_expire_ms(a, 20000), REDISLOCK_OK);
+    assert_int_equal(start(redislock_acquire_async, a, &d1), REDISLOCK_OK);
+    assert_int_equal(d1.calls, 0);              /* not from the start */
+    RUN_UNTIL(base, d1.calls == 1, 5000, "a's acquire");
+    assert_int_equal(d1.status, REDISLOCK_OK);
+    assert_true(d1.ok);
+    assert_false(d1.in_start);
+    assert_true(tu_pttl(c, key, strlen(key)) > 15000);
+    if (!tu_is_counted(state)) {
+        char got[64];
+
+        assert_true(tu_get(c, key, strlen(key), got, sizeof got) > 0);
+        assert_string_equal(got, redislock_id(a));
+    }
+    /* Another handle is refused: an outcome, not an error. */
+    assert_int_equal(start(redislock_acquire_async, b, &d2), REDISLOCK_OK);
+    RUN_UNTIL(base, d2.calls == 1, 5000, "b's acquire");
+    assert_int_equal(d2.status, REDISLOCK_OK);
+    assert_false(d2.ok);
+    assert_int_equal(redislock_last_state(b), REDISLOCK_STATE_OTHER);
+    /* Extend to a new lease. */
+    assert_int_equal(redislock_set_expire_ms(a, 60000), REDISLOCK_OK);
+    assert_int_equal(start(redislock_extend_async, a, &d3), REDISLOCK_OK);
+    RUN_UNTIL(base, d3.calls == 1, 5000, "a's extend");
+    assert_int_equal(d3.status, REDISLOCK_OK);
+    assert_true(d3.ok);
+    assert_true(tu_pttl(c, key, strlen(key)) > 50000);
+    /* b may not release it; a does. */
+    assert_int_equal(start(redislock_release_async, b, &d4), REDISLOCK_OK);
+    assert_int_equal(start(redislock_release_async, a, &d5), REDISLOCK_OK);
+    RUN_UNTIL(base, d4.calls == 1 && d5.calls == 1, 5000, "the releases");
+    assert_int_equal(d4.status, REDISLOCK_OK);
+    assert_false(d4.ok);
+    assert_int_equal(d5.status, REDISLOCK_OK);
+    assert_true(d5.ok);
+    assert_int_equal(tu_pttl(c, key, strlen(key)), -2);
+    assert_int_equal(d1.calls + d2.calls + d3.calls + d4.calls + d5.calls, 5);
+
+    redislock_free(a);
+    redislock_free(b);
+    redislock_client_free(cl);
+    event_base_free(base);
+    redisFree(c);
+}
+
+/* Counted mode through the loop: holds counted, the last release frees. */
+static void test_counted_reentry(void **state)
+{
+    redisContext *c = tu_connect();
+    struct event_base *base;
+    redislock_client *cl = attached(tcp_url, &base);
+    redislock *a;
+    done_rec d[4];
+    char key[64];
+    int i, count = 0;
+
+    (void)state;
+    memset(d, 0, sizeof d);
+    tu_key(key, sizeof key, "async:counted");
+    a = redislock_new_counted_from_client(cl, key);
+    for (i = 0; i < 2; i++) {
+        assert_int_equal(start(redislock_acquire_async, a, &d[i]),
+                         REDISLOCK_OK);
+        RUN_UNTIL(base, d[i].calls == 1, 5000, "an acquire");
+        assert_true(d[i].ok);
+    }
+    assert_int_equal(redislock_hold_count(a, &count), REDISLOCK_OK);
+    assert_int_equal(count, 2);
+    for (i = 2; i < 4; i++) {
+        assert_int_equal(start(redislock_release_async, a, &d[i]),
+                         REDISLOCK_OK);
+        RUN_UNTIL(base, d[i].calls == 1, 5000, "a release");
+        assert_true(d[i].ok);
+        assert_int_equal(tu_pttl(c, key, strlen(key)) > 0, i == 2);
+    }
+    redislock_free(a);
+    redislock_client_free(cl);
+    event_base_free(base);
+    redisFree(c);
+}
+
+/* A go-zero process and a loop's handle exclude each other. */
+static void test_gozero_interplay(void **state)
+{
+    redisContext *c = conn;
+    struct event_base *base;
+    redislock_client *cl = attached(tcp_url, &base);
+    done_rec d1 = { 0 }, d2 = { 0 }, d3 = { 0 };
+    char key[64], id[17];
+    redislock *a;
+
+    (void)state;
+    tu_key(key, sizeof key, "async:gozero");
+    tu_gozero_id(id);
+    a = redislock_new_from_client(cl, key);
+    assert_true(tu_gozero_acquire(c, key, id, 10));
+    assert_int_equal(start(redislock_acquire_async, a, &d1), REDISLOCK_OK);
+    RUN_UNTIL(base, d1.calls == 1, 5000, "the refused acquire");
+    assert_int_equal(d1.status, REDISLOCK_OK);
+    assert_false(d1.ok);
+    assert_true(tu_gozero_release(c, key, id));
+    assert_int_equal(start(redislock_acquire_async, a, &d2), REDISLOCK_OK);
+    RUN_UNTIL(base, d2.calls == 1, 5000, "the acquire");
+    assert_true(d2.ok);
+    assert_false(tu_gozero_acquire(c, key, id, 10));
+    assert_int_equal(start(redislock_release_async, a, &d3), REDISLOCK_OK);
+    RUN_UNTIL(base, d3.calls == 1, 5000, "the release");
+    assert_true(d3.ok);
+    redislock_free(a);
+    redislock_client_free(cl);
+    event_base_free(base);
+}
+
+#define MANY 256
+
+/* MANY operations in flight share one connection: one more client on
+ * the server, every acquire granted, every release done. */
+static void test_pipelined_on_one_connection(void **state)
+{
+    redisContext *c = conn;
+    struct event_base *base;
+    redislock_client *cl = attached(tcp_url, &base);
+    static redislock *locks[MANY];
+    static done_rec acq[MANY], rel[MANY];
+    long long during;
+    int i, n_ok;
+
+    (void)state;
+    /* The clients of the tests before are gone: only ours is left. */
+    TU_WAIT_UNTIL(clients_now(c) == 1, 5000, "the server to have only the "
+                  "test's own connection (%lld)", clients_now(c));
+    memset(acq, 0, sizeof acq);
+    memset(rel, 0, sizeof rel);
+    for (i = 0; i < MANY; i++) {
+        char key[64];
+
+        snprintf(key, sizeof key, "async:many:%d", i);
+        locks[i] = redislock_new_from_client(cl, key);
+        assert_non_null(locks[i]);
+        assert_int_equal(start(redislock_acquire_async, locks[i], &acq[i]),
+                         REDISLOCK_OK);
+    }
+    for (n_ok = 0, i = 0; i < MANY; i++)
+        n_ok += acq[i].calls;
+    assert_int_equal(n_ok, 0);
+    RUN_UNTIL(base, acq[MANY - 1].calls == 1, 10000, "the last acquire");
+    during = clients_now(c);
+    for (n_ok = 0, i = 0; i < MANY; i++) {
+        assert_int_equal(acq[i].calls, 1);
+        n_ok += acq[i].status == REDISLOCK_OK && acq[i].ok;
+    }
+    assert_int_equal(n_ok, MANY);
+    assert_int_equal(during, 2);        /* the test's, and the loop's one */
+    for (i = 0; i < MANY; i++)
+        assert_int_equal(start(redislock_release_async, locks[i], &rel[i]),
+                         REDISLOCK_OK);
+    RUN_UNTIL(base, rel[MANY - 1].calls == 1, 10000, "the last release");
+    for (n_ok = 0, i = 0; i < MANY; i++)
+        n_ok += rel[i].status == REDISLOCK_OK && rel[i].ok;
+    assert_int_equal(n_ok, MANY);
+    for (i = 0; i < MANY; i++)
+        redislock_free(locks[i]);
+    redislock_client_free(cl);
+    event_base_free(base);
+}
+
+/* A callback may start the next operation on its handle. */
+static void test_callback_starts_next(void **state)
+{
+    redisContext *c = conn;
+    struct event_base *base;
+    redislock_client *cl = attached(tcp_url, &base);
+    done_rec acq = { 0 }, rel = { 0 };
+    char key[64];
+    redislock *a;
+
+    (void)state;
+    tu_key(key, sizeof key, "async:chain");
+    a = redislock_new_from_client(cl, key);
+    acq.then = redislock_release_async;
+    acq.then_rec = &rel;
+    assert_int_equal(start(redislock_acquire_async, a, &acq), REDISLOCK_OK);
+    RUN_UNTIL(base, rel.calls == 1, 5000, "the release started by the "
+              "acquire's callback");
+    assert_true(acq.ok);
+    assert_true(rel.ok);
+    assert_int_equal(tu_pttl(c, key, strlen(key)), -2);
+    redislock_free(a);
+    redislock_client_free(cl);
+    event_base_free(base);
+}
+
+/* A flushed script cache: the call goes again with the script's text;
+ * scripts=functions: a flushed library is loaded again. */
+static void test_flushed_scripts(void **state)
+{
+    redisContext *c = conn;
+    const char *modes[2] = { "", "?scripts=functions" };
+    int m;
+
+    (void)state;
+    for (m = 0; m < 2; m++) {
+        struct event_base *base;
+        redislock_client *cl;
+        done_rec d1 = { 0 }, d2 = { 0 };
+        char key[64], url[256];
+        redislock *a;
+
+        if (m == 1 && !tu_has_functions(c))
+            continue;
+        snprintf(url, sizeof url, "%s%s", tcp_url, modes[m]);
+        cl = attached(url, &base);
+        tu_key(key, sizeof key, "async:flushed");
+        a = redislock_new_from_client(cl, key);
+        tu_cmd_ok(c, "SCRIPT FLUSH");
+        if (m == 1)
+            tu_cmd_ok(c, "FUNCTION FLUSH");
+        assert_int_equal(start(redislock_acquire_async, a, &d1),
+                         REDISLOCK_OK);
+        RUN_UNTIL(base, d1.calls == 1, 5000, "the acquire");
+        assert_int_equal(d1.status, REDISLOCK_OK);
+        assert_true(d1.ok);
+        if (m == 1)
+            assert_int_equal(tu_libraries(c), 1);
+        assert_int_equal(start(redislock_release_async, a, &d2),
+                         REDISLOCK_OK);
+        RUN_UNTIL(base, d2.calls == 1, 5000, "the release");
+        assert_true(d2.ok);
+        redislock_free(a);
+        redislock_client_free(cl);
+        event_base_free(base);
+    }
+}
+
+/* Freeing a handle with an operation pending: its callback gets
+ * CANCELED at once, and its reply, when it comes, is dropped. */
+static void test_free_handle_pending(void **state)
+{
+    redisContext *c = conn;
+    struct event_base *base;
+    redislock_client *cl = attached(tcp_url, &base);
+    done_rec d = { 0 }, other = { 0 }, other2 = { 0 };
+    char key[64];
+    redislock *a, *b;
+
+    (void)state;
+    tu_key(key, sizeof key, "async:freed");
+    a = redislock_new_from_client(cl, key);
+    b = redislock_new_from_client(cl, "async:freed:other");
+    assert_int_equal(redislock_set_expire_ms(a, 30000), REDISLOCK_OK);
+    /* The connection up and the script cached: A's acquire runs. */
+    assert_int_equal(start(redislock_acquire_async, b, &other), REDISLOCK_OK);
+    RUN_UNTIL(base, other.calls == 1, 5000, "the other acquire");
+    assert_true(other.ok);
+    assert_int_equal(start(redislock_acquire_async, a, &d), REDISLOCK_OK);
+    redislock_free(a);
+    assert_int_equal(d.calls, 1);
+    assert_int_equal(d.status, REDISLOCK_ERR_CANCELED);
+    assert_false(d.ok);
+    /* The loop goes on: the acquire's reply is dropped, the other
+     * operation on the connection gets its own. */
+    assert_int_equal(start(redislock_release_async, b, &other2),
+                     REDISLOCK_OK);
+    RUN_UNTIL(base, other2.calls == 1, 5000, "the other release");
+    assert_true(other2.ok);
+    assert_int_equal(d.calls, 1);
+    /* It had gone out: the key lapses with its lease (the header says
+     * so: nobody is left to release it). */
+    assert_true(tu_pttl(c, key, strlen(key)) > 0);
+    tu_cmd_ok(c, "DEL %s", key);
+    redislock_free(b);
+    redislock_client_free(cl);
+    event_base_free(base);
+}
+
+/* Freeing the client with operations pending: each callback gets
+ * CANCELED, once; freeing it from its own callback waits for that to
+ * return. */
+static void test_free_client_pending(void **state)
+{
+    struct event_base *base;
+    redislock_client *cl = attached(tcp_url, &base);
+    done_rec d[3];
+    redislock *locks[3];
+    int i;
+
+    (void)state;
+    memset(d, 0, sizeof d);
+    for (i = 0; i < 3; i++) {
+        char key[64];
+
+        snprintf(key, sizeof key, "async:clientfree:%d", i);
+        locks[i] = redislock_new_from_client(cl, key);
+        assert_int_equal(start(redislock_acquire_async, locks[i], &d[i]),
+                         REDISLOCK_OK);
+    }
+    redislock_client_free(cl);
+    for (i = 0; i < 3; i++) {
+        assert_int_equal(d[i].calls, 1);
+        assert_int_equal(d[i].status, REDISLOCK_ERR_CANCELED);
+        redislock_free(locks[i]);
+    }
+    event_base_free(base);
+
+    /* From a callback: the client goes once the callback returns. */
+    cl = attached(tcp_url, &base);
+    memset(d, 0, sizeof d);
+    locks[0] = redislock_new_from_client(cl, "async:clientfree:cb");
+    locks[1] = redislock_new_from_client(cl, "async:clientfree:cb2");
+    d[0].free_client = cl;
+    assert_int_equal(start(redislock_acquire_async, locks[0], &d[0]),
+                     REDISLOCK_OK);
+    RUN_UNTIL(base, d[0].calls == 1, 5000, "the acquire");
+    assert_true(d[0].ok);
+    redislock_free(locks[0]);
+    redislock_free(locks[1]);
+    event_base_free(base);
+}
+
+/* A reply lost (the fault proxy drops it): the operation fails with
+ * REDISLOCK_ERR_IO at the command timeout, its outcome unknown - the
+ * acquire did run - and the handle's next acquire uses a fresh ID, so
+ * the holding that may exist is never taken for this one's. */
+static void test_lost_reply(void **state)
+{
+    redisContext *c = conn;
+    const char *host = getenv("REDISLOCK_TEST_HOST");
+    const char *port = getenv("REDISLOCK_TEST_PORT");
+    struct event_base *base;
+    redislock_client *cl;
+    done_rec d1 = { 0 }, d2 = { 0 }, d3 = { 0 };
+    char key[64], url[256], first_id[64], got[64];
+    fp_proxy *p;
+    redislock *a;
+
+    (void)state;
+    p = fp_start(host, atoi(port));
+    assert_non_null(p);
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d?timeout=300",
+             fp_port(p));
+    cl = attached(url, &base);
+    tu_key(key, sizeof key, "async:lost");
+    a = redislock_new_from_client(cl, key);
+    assert_int_equal(redislock_set_expire_ms(a, 30000), REDISLOCK_OK);
+    snprintf(first_id, sizeof first_id, "%s", redislock_id(a));
+    fp_drop_replies(p, 1);
+    assert_int_equal(start(redislock_acquire_async, a, &d1), REDISLOCK_OK);
+    RUN_UNTIL(base, d1.calls == 1, 5000, "the acquire's timeout");
+    assert_int_equal(d1.status, REDISLOCK_ERR_IO);
+    assert_false(d1.ok);
+    /* It ran: the key is held with the first ID. */
+    assert_true(tu_get(c, key, strlen(key), got, sizeof got) > 0);
+    assert_string_equal(got, first_id);
+    fp_drop_replies(p, 0);
+    assert_int_equal(start(redislock_acquire_async, a, &d2), REDISLOCK_OK);
+    RUN_UNTIL(base, d2.calls == 1, 5000, "the next acquire");
+    assert_int_equal(d2.status, REDISLOCK_OK);
+    assert_false(d2.ok);                /* not a second owner */
+    assert_string_not_equal(redislock_id(a), first_id);
+    /* The connection was made again: a release through it works (and
+     * does not touch the unknown holding). */
+    assert_int_equal(start(redislock_release_async, a, &d3), REDISLOCK_OK);
+    RUN_UNTIL(base, d3.calls == 1, 5000, "the release");
+    assert_int_equal(d3.status, REDISLOCK_OK);
+    assert_false(d3.ok);
+    assert_true(tu_pttl(c, key, strlen(key)) > 0);
+    tu_cmd_ok(c, "DEL %s", key);
+    redislock_free(a);
+    redislock_client_free(cl);
+    event_base_free(base);
+    fp_stop(p);
+}
+
+/* A server killed under a held lock: the extend fails (I/O), and once
+ * the server is back the client connects again by itself. */
+static void test_server_killed_and_back(void **state)
+{
+    struct event_base *base;
+    redislock_client *cl;
+    done_rec d1 = { 0 }, d2 = { 0 }, d3 = { 0 };
+    char url[512];
+    tu_server s;
+    redislock *a;
+
+    (void)state;
+    tu_server_start(&s, NULL);
+    snprintf(url, sizeof url, "unix://%s?timeout=1000", s.socket);
+    cl = attached(url, &base);
+    a = redislock_new_from_client(cl, "async:killed");
+    assert_int_equal(start(redislock_acquire_async, a, &d1), REDISLOCK_OK);
+    RUN_UNTIL(base, d1.calls == 1, 5000, "the acquire");
+    assert_true(d1.ok);
+    tu_server_kill(&s);
+    assert_int_equal(start(redislock_extend_async, a, &d2), REDISLOCK_OK);
+    RUN_UNTIL(base, d2.calls == 1, 5000, "the extend");
+    assert_int_equal(d2.status, REDISLOCK_ERR_IO);
+    assert_false(d2.ok);
+    tu_server_restart(&s, NULL);
+    assert_int_equal(start(redislock_acquire_async, a, &d3), REDISLOCK_OK);
+    RUN_UNTIL(base, d3.calls == 1, 5000, "the acquire after the restart");
+    assert_int_equal(d3.status, REDISLOCK_OK);
+    assert_true(d3.ok);
+    redislock_free(a);
+    redislock_client_free(cl);
+    event_base_free(base);
+    tu_server_stop(&s);
+}
+
+/* Replica acknowledgement through the loop: a server without replicas
+ * cannot acknowledge; the acquire is undone (its second step, a
+ * release, also through the loop) and says so. */
+static void test_unacknowledged_acquire_undone(void **state)
+{
+    redisContext *c = conn;
+    struct event_base *base;
+    redislock_client *cl = attached(tcp_url, &base);
+    done_rec d = { 0 };
+    char key[64];
+    redislock *a;
+
+    (void)state;
+    tu_key(key, sizeof key, "async:ack");
+    a = redislock_new_from_client(cl, key);
+    assert_int_equal(redislock_set_min_replicas(a, 1, 50), REDISLOCK_OK);
+    assert_int_equal(start(redislock_acquire_async, a, &d), REDISLOCK_OK);
+    RUN_UNTIL(base, d.calls == 1, 5000, "the acquire");
+    assert_int_equal(d.status, REDISLOCK_ERR_NOT_REPLICATED);
+    assert_false(d.ok);
+    assert_non_null(strstr(redislock_last_error(a), "was released"));
+    assert_int_equal(tu_pttl(c, key, strlen(key)), -2);
+    redislock_free(a);
+    redislock_client_free(cl);
+    event_base_free(base);
+}
+
+/* scripts=none is not built yet for loops: refused, nothing sent. */
+static void test_scripts_none_refused(void **state)
+{
+    struct event_base *base;
+    redislock_client *cl;
+    done_rec d = { 0 };
+    char url[256];
+    redislock *a;
+
+    (void)state;
+    snprintf(url, sizeof url, "%s?scripts=none", tcp_url);
+    cl = attached(url, &base);
+    a = redislock_new_from_client(cl, "async:none");
+    assert_int_equal(redislock_acquire_async(a, on_done, &d),
+                     REDISLOCK_ERR_INVALID);
+    assert_non_null(strstr(redislock_last_error(a), "not built yet"));
+    assert_int_equal(d.calls, 0);
+    redislock_free(a);
+    redislock_client_free(cl);
+    event_base_free(base);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_attach_arguments),
+        cmocka_unit_test(test_start_refusals),
+        TU_BOTH_MODES(test_acquire_extend_release),
+        cmocka_unit_test(test_counted_reentry),
+        cmocka_unit_test(test_gozero_interplay),
+        cmocka_unit_test(test_pipelined_on_one_connection),
+        cmocka_unit_test(test_callback_starts_next),
+        cmocka_unit_test(test_flushed_scripts),
+        cmocka_unit_test(test_free_handle_pending),
+        cmocka_unit_test(test_free_client_pending),
+        cmocka_unit_test(test_lost_reply),
+        cmocka_unit_test(test_server_killed_and_back),
+        cmocka_unit_test(test_unacknowledged_acquire_undone),
+        cmocka_unit_test(test_scripts_none_refused),
+    };
+
+    snprintf(tcp_url, sizeof tcp_url, "redis://%s:%s",
+             getenv("REDISLOCK_TEST_HOST") ? getenv("REDISLOCK_TEST_HOST")
+                                           : "127.0.0.1",
+             getenv("REDISLOCK_TEST_PORT") ? getenv("REDISLOCK_TEST_PORT")
+                                           : "6379");
+    return TU_RUN_CONNECTED(tests, &conn);
+}
