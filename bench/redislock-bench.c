@@ -38,6 +38,7 @@
  *      else the library's default, 16.  Exit 1 if a call fails or is
  *      refused, or if the client was seen with more connections than
  *      pool_size (max - baseline).
+ *   A  the event-loop API (issue 19): see run_async().
  *   S  server cost (issue 20): what one acquire+release cycle costs the
  *      server, from INFO commandstats (CONFIG RESETSTAT before each
  *      chunk of cycles): the usec of the commands the cycle sends
@@ -69,6 +70,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -117,7 +119,7 @@ static const char tls_built[] = "without TLS";
 #endif
 
 static const char usage_text[] =
-    "usage: redislock-bench --workload U|R|C|H|T|S --port P [options]\n"
+    "usage: redislock-bench --workload U|R|C|H|T|S|A --port P [options]\n"
     "\n"
     "Workloads (one JSON line each on stdout):\n"
     "  U  uncontended acquire+release cycles; --raw: the same commands\n"
@@ -135,6 +137,12 @@ static const char usage_text[] =
     "     wake-ups, fencing, waiting, counted, counted with fencing),\n"
     "     each chunk of --n cycles right after one of go-zero's own\n"
     "     scripts, --rounds times; median ratios to go-zero's\n"
+    "  A  the event-loop API: one thread, a client on a poll() loop,\n"
+    "     --depth keys (256) cycling acquire+release from the callbacks\n"
+    "     (--depth operations in flight), --n cycles (20000) a round;\n"
+    "     per round also bare hiredis pipelining the same commands\n"
+    "     --depth at a time, and the blocking API's one-thread U; the\n"
+    "     medians of --rounds rounds (9) and their ratios\n"
     "\n"
     "Options:\n"
     "  --host H        server address (127.0.0.1)\n"
@@ -145,7 +153,8 @@ static const char usage_text[] =
     "  --threads N     T: threads sharing the client (512, at most 4096)\n"
     "  --pool-size N   T: redislock_client_set_pool_size(N) (1..64; else\n"
     "                  the URL's pool_size=, else 16)\n"
-    "  --rounds N      S: rounds (9, at most 99)\n"
+    "  --rounds N      S, A: rounds (9, at most 99)\n"
+    "  --depth D       A: keys, and so operations in flight (256)\n"
     "  --gozero-dir D  S: where go-zero's lockscript.lua and delscript.lua\n"
     "                  are (the source tree's tests/gozero)\n"
     "  --k K           C: processes (8, at most 1024)\n"
@@ -1809,6 +1818,242 @@ static int run_handoff(long long n)
     return 0;
 }
 
+/* ---------------------------------------------------------------------- A */
+
+/* The loop: one client, one descriptor, one timer (the loop-neutral
+ * interface, driven by poll(): no event library in the measure). */
+struct a_loop {
+    int fd, events;
+    long long timer_ms;         /* -1: none */
+};
+
+static int a_watch(void *data, int fd, int events, void **fd_data)
+{
+    struct a_loop *l = data;
+
+    (void)fd_data;
+    l->fd = events != 0 ? fd : -1;
+    l->events = events;
+    return 0;
+}
+
+static int a_timer(void *data, long long ms)
+{
+    ((struct a_loop *)data)->timer_ms = ms;
+    return 0;
+}
+
+/* One of the DEPTH keys: its handle and where its cycle is. */
+struct a_key {
+    redislock *lock;
+    int releasing;
+    long long t0;
+};
+
+static struct {
+    long long started, done, n;
+    long long *lat;
+} a_run;
+
+static void a_done(redislock *lock, int st, bool ok, void *arg)
+{
+    struct a_key *k = arg;
+
+    if (st != REDISLOCK_OK)
+        die("async operation", redislock_last_error(lock));
+    if (!ok)
+        die("async operation", "refused");
+    if (!k->releasing) {
+        k->releasing = 1;
+        if (redislock_release_async(lock, a_done, k) != REDISLOCK_OK)
+            die("release_async", redislock_last_error(lock));
+        return;
+    }
+    a_run.lat[a_run.done++] = now_us() - k->t0;
+    if (a_run.started < a_run.n) {
+        a_run.started++;
+        k->releasing = 0;
+        k->t0 = now_us();
+        if (redislock_acquire_async(lock, a_done, k) != REDISLOCK_OK)
+            die("acquire_async", redislock_last_error(lock));
+    }
+}
+
+/* Run the loop until N cycles are done. */
+static void a_loop_run(redislock_client *cl, struct a_loop *l, long long n)
+{
+    while (a_run.done < n) {
+        struct pollfd p;
+        int r, ev = 0;
+
+        p.fd = l->fd;
+        p.events = (short)(((l->events & REDISLOCK_EV_READ) ? POLLIN : 0) |
+                           ((l->events & REDISLOCK_EV_WRITE) ? POLLOUT : 0));
+        p.revents = 0;
+        r = poll(&p, l->fd >= 0 ? 1 : 0,
+                 l->timer_ms < 0 ? 1000 : (int)l->timer_ms);
+        if (r < 0 && errno != EINTR)
+            die("poll", strerror(errno));
+        if (r > 0) {
+            ev = ((p.revents & (POLLIN | POLLHUP | POLLERR))
+                      ? REDISLOCK_EV_READ : 0) |
+                 ((p.revents & POLLOUT) ? REDISLOCK_EV_WRITE : 0);
+            (void)redislock_client_on_fd(cl, p.fd, ev);
+        } else if (r == 0) {
+            l->timer_ms = -1;           /* one shot: set again if asked */
+            (void)redislock_client_on_timer(cl);
+        }
+    }
+}
+
+/* A cycle of every key at once, N times in all (with DEPTH in flight). */
+static long long a_library(redislock_client *cl, struct a_loop *l,
+                           struct a_key *keys, int depth, long long n)
+{
+    long long start;
+    int i;
+
+    a_run.started = a_run.done = 0;
+    a_run.n = n;
+    start = now_us();
+    for (i = 0; i < depth && a_run.started < n; i++) {
+        a_run.started++;
+        keys[i].releasing = 0;
+        keys[i].t0 = now_us();
+        if (redislock_acquire_async(keys[i].lock, a_done, &keys[i]) !=
+            REDISLOCK_OK)
+            die("acquire_async", redislock_last_error(keys[i].lock));
+    }
+    a_loop_run(cl, l, n);
+    return now_us() - start;
+}
+
+/* The same commands with bare hiredis, pipelined DEPTH at a time on one
+ * blocking context: DEPTH acquires written, their replies read, DEPTH
+ * releases, theirs; N cycles in all.  Latency: a batch's, per cycle. */
+static long long a_raw(redisContext *c, struct raw_cycle *rc, int depth,
+                       long long n, long long *lat)
+{
+    long long start = now_us(), done = 0;
+
+    while (done < n) {
+        long long t0 = now_us(), batch = n - done < depth ? n - done : depth;
+        int i;
+
+        for (i = 0; i < batch; i++)
+            if (redisAppendCommandArgv(c, rc[i].acquire.argc,
+                                       rc[i].acquire.argv,
+                                       rc[i].acquire.len) != REDIS_OK)
+                die("raw append", c->errstr);
+        for (i = 0; i < batch; i++) {
+            redisReply *r = NULL;
+
+            if (redisGetReply(c, (void **)&r) != REDIS_OK)
+                die("raw acquire", c->errstr);
+            raw_check(c, r, "raw acquire", 2, 3, 0);
+            freeReplyObject(r);
+        }
+        for (i = 0; i < batch; i++)
+            if (redisAppendCommandArgv(c, rc[i].release.argc,
+                                       rc[i].release.argv,
+                                       rc[i].release.len) != REDIS_OK)
+                die("raw append", c->errstr);
+        for (i = 0; i < batch; i++) {
+            redisReply *r = NULL;
+
+            if (redisGetReply(c, (void **)&r) != REDIS_OK)
+                die("raw release", c->errstr);
+            raw_check(c, r, "raw release", 2, 3, 1);
+            freeReplyObject(r);
+        }
+        for (i = 0; i < batch; i++)
+            lat[done + i] = now_us() - t0;
+        done += batch;
+    }
+    return now_us() - start;
+}
+
+/*
+ * A: the event-loop API (issue 19).  One thread, one client attached to
+ * a poll() loop; DEPTH keys each run acquire+release cycles back to back
+ * from the callbacks, so DEPTH operations are in flight on the client's
+ * one connection; N cycles in all.  In the same run, --rounds times in
+ * turn: the library, bare hiredis pipelining the same commands DEPTH at a
+ * time, and the blocking API's one-thread U on one key; each line gives
+ * the medians of the rounds and the ratios of the round medians.
+ */
+static int run_async(int depth, long long n, int rounds)
+{
+    static const redislock_loop fns = { a_watch, a_timer, NULL };
+    redisContext *c = connect_or_die(), *admin = connect_or_die();
+    struct a_loop l = { -1, 0, -1 };
+    struct a_key *keys = calloc((size_t)depth, sizeof *keys);
+    struct raw_cycle *rc = calloc((size_t)depth, sizeof *rc);
+    long long *lat = malloc((size_t)n * sizeof *lat);
+    double lib_r[S_MAX_ROUNDS], raw_r[S_MAX_ROUNDS], blk_r[S_MAX_ROUNDS];
+    redislock *one = new_lock(c, "bench:A:blocking");
+    redislock_client *cl = NULL;
+    char url[128], err[256], extra[512];
+    long long t, i;
+    int r;
+
+    if (keys == NULL || rc == NULL || lat == NULL)
+        die("out of memory", NULL);
+    snprintf(url, sizeof url, "redis://%s:%d", host, port);
+    if (redislock_client_open(url, &cl, err, sizeof err) != REDISLOCK_OK)
+        die("client", err);
+    if (redislock_client_attach(cl, &fns, &l) != REDISLOCK_OK)
+        die("attach", NULL);
+    load_scripts(admin);
+    for (i = 0; i < depth; i++) {
+        char key[64], id[32];
+
+        snprintf(key, sizeof key, "bench:A:%lld", i);
+        keys[i].lock = new_client_lock(cl, key);
+        snprintf(id, sizeof id, "bench-raw-%lld", i);
+        raw_build(&rc[i], key, strdup(id));
+    }
+    /* Warm-up: connections made, caches and buffers grown. */
+    a_run.lat = lat;
+    (void)a_library(cl, &l, keys, depth, depth * 4 < n ? depth * 4 : n);
+    (void)a_raw(c, rc, depth, depth * 4 < n ? depth * 4 : n, lat);
+    for (r = 0; r < rounds; r++) {
+        t = a_library(cl, &l, keys, depth, n);
+        lib_r[r] = (double)n / ((double)t / 1e6);
+        t = a_raw(c, rc, depth, n, lat);
+        raw_r[r] = (double)n / ((double)t / 1e6);
+        t = now_us();
+        for (i = 0; i < n / 8; i++)     /* the blocking API, one thread */
+            acquire_release(one, 0);
+        blk_r[r] = (double)(n / 8) / ((double)(now_us() - t) / 1e6);
+    }
+    qsort(lib_r, (size_t)rounds, sizeof lib_r[0], cmp_double);
+    qsort(raw_r, (size_t)rounds, sizeof raw_r[0], cmp_double);
+    qsort(blk_r, (size_t)rounds, sizeof blk_r[0], cmp_double);
+    /* The last round's latencies of the library's cycles, for the line. */
+    t = a_library(cl, &l, keys, depth, n);
+    snprintf(extra, sizeof extra,
+             ",\"mode\":\"%s\",\"depth\":%d,\"rounds\":%d,"
+             "\"median_cycles_per_s\":%.0f,\"hiredis_pipelined_cycles_per_s\""
+             ":%.0f,\"blocking_U_cycles_per_s\":%.0f,"
+             "\"ratio_to_hiredis\":%.2f,\"ratio_to_blocking\":%.2f",
+             counted ? "counted" : "gozero", depth, rounds,
+             lib_r[rounds / 2], raw_r[rounds / 2], blk_r[rounds / 2],
+             lib_r[rounds / 2] / raw_r[rounds / 2],
+             lib_r[rounds / 2] / blk_r[rounds / 2]);
+    report("redislock-async", "A", n, t, lat, (size_t)n, extra);
+    for (i = 0; i < depth; i++)
+        redislock_free(keys[i].lock);
+    redislock_client_free(cl);
+    redislock_free(one);
+    free(keys);
+    free(rc);
+    free(lat);
+    redisFree(c);
+    redisFree(admin);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -1833,12 +2078,13 @@ int main(int argc, char **argv)
         { "pool-size", required_argument, NULL, 'S' },
         { "rounds", required_argument, NULL, 'R' },
         { "gozero-dir", required_argument, NULL, 'G' },
+        { "depth", required_argument, NULL, 'd' },
         { NULL, 0, NULL, 0 },
     };
     const char *workload = NULL, *url = NULL, *label = "url";
     long long n = -1;
     int k = 8, m = 500, use_wait = 0, raw = 0, dma = 1, opt;
-    int threads = 512, pool = 0, rounds = 9;
+    int threads = 512, pool = 0, rounds = 9, depth = 256;
 
     while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (opt) {
@@ -1871,6 +2117,11 @@ int main(int argc, char **argv)
                 usage_error("--rounds is 1..99");
             break;
         case 'G': gozero_dir = optarg; break;
+        case 'd':
+            depth = atoi(optarg);
+            if (depth < 1 || depth > 4096)
+                usage_error("--depth is 1..4096");
+            break;
         case 'S':
             pool = atoi(optarg);
             if (pool < 1 || pool > 64)
@@ -1898,8 +2149,8 @@ int main(int argc, char **argv)
     if (optind < argc)
         usage_error("unexpected argument");
     if (workload == NULL || strlen(workload) != 1 ||
-        strchr("URCHTS", workload[0]) == NULL)
-        usage_error("--workload is U, R, C, H, T or S");
+        strchr("URCHTSA", workload[0]) == NULL)
+        usage_error("--workload is U, R, C, H, T, S or A");
     if (url != NULL && (strchr("UT", workload[0]) == NULL || raw))
         usage_error("--url is for workloads U (without --raw) and T");
     if (workload[0] == 'T' && port <= 0)
@@ -1951,6 +2202,8 @@ int main(int argc, char **argv)
         return run_threads(url, label, threads, pool, n > 0 ? n : 60000);
     case 'S':
         return run_server_cost(n > 0 ? n : 5000, rounds);
+    case 'A':
+        return run_async(depth, n > 0 ? n : 20000, rounds);
     default:
         return run_handoff(n > 0 ? n : 1000);
     }

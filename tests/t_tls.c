@@ -9,7 +9,8 @@
  * Cluster whose nodes speak only TLS (tls-cluster yes, no plain port)
  * serves locks on all its masters through a rediss://...?cluster=1 URL,
  * and a sentinel and its master on TLS ports only serve a
- * rediss-sentinel:// URL.
+ * rediss-sentinel:// URL; the non-blocking API's handshake and
+ * operations over TLS through a poll() loop.
  * Built only with TLS support.
  */
 #include "config.h"
@@ -554,6 +555,100 @@ static int teardown(void **state)
     return 0;
 }
 
+/* What an asynchronous operation's callback saw. */
+typedef struct async_seen {
+    int calls, status;
+    bool ok;
+} async_seen;
+
+static void async_done(redislock *lock, int status, bool ok, void *arg)
+{
+    async_seen *a = arg;
+
+    (void)lock;
+    a->calls++;
+    a->status = status;
+    a->ok = ok;
+}
+
+/* The non-blocking API over TLS (a poll() loop through the loop-neutral
+ * interface): the handshake is made without blocking, every operation
+ * works, a connection killed by the server is made again over TLS, and
+ * an unknown CA fails the operation (its callback) as a connect error. */
+static void test_async_over_tls(void **state)
+{
+    char url[900], params[500], key[64];
+    async_seen a[6];
+    redislock_client *cl = NULL, *bad = NULL;
+    redislock *lock, *other;
+    tu_loop l, lb;
+    int i;
+
+    (void)state;
+    memset(a, 0, sizeof a);
+    snprintf(params, sizeof params, "cacert=%s/ca.crt", certs);
+    url_for(url, sizeof url, "127.0.0.1", port[0], params);
+    assert_int_equal(redislock_client_open(url, &cl, NULL, 0), REDISLOCK_OK);
+    assert_int_equal(tu_loop_attach(&l, cl), REDISLOCK_OK);
+    tu_key(key, sizeof key, "tls:async");
+    lock = redislock_new_from_client(cl, key);
+    assert_int_equal(redislock_set_fencing(lock, true), REDISLOCK_OK);
+    assert_int_equal(redislock_acquire_async(lock, async_done, &a[0]),
+                     REDISLOCK_OK);
+    TU_LOOP_UNTIL(&l, a[0].calls == 1, 10000, "the acquire over TLS");
+    assert_int_equal(a[0].status, REDISLOCK_OK);
+    assert_true(a[0].ok);
+    assert_int_equal(redislock_extend_async(lock, async_done, &a[1]),
+                     REDISLOCK_OK);
+    TU_LOOP_UNTIL(&l, a[1].calls == 1, 10000, "the extend over TLS");
+    assert_true(a[1].ok);
+    {
+        redisContext *admin = tu_connect_unix(srv[0].socket);
+
+        assert_non_null(admin);
+        tu_cmd_ok(admin, "CLIENT KILL TYPE normal SKIPME yes");
+        redisFree(admin);
+    }
+    /* The killed connection: this one fails or works... */
+    assert_int_equal(redislock_release_async(lock, async_done, &a[2]),
+                     REDISLOCK_OK);
+    TU_LOOP_UNTIL(&l, a[2].calls == 1, 10000, "the release");
+    assert_true(a[2].status == REDISLOCK_OK ||
+                a[2].status == REDISLOCK_ERR_IO);
+    /* ...and the next ones go over a new TLS connection. */
+    other = redislock_new_from_client(cl, key);
+    for (i = 3; i < 5; i++) {
+        redislock *h = i == 3 ? lock : other;
+
+        assert_int_equal(redislock_acquire_async(h, async_done, &a[i]),
+                         REDISLOCK_OK);
+        TU_LOOP_UNTIL(&l, a[i].calls == 1, 10000, "an acquire after the "
+                      "kill");
+        assert_int_equal(a[i].status, REDISLOCK_OK);
+    }
+    /* Exactly one of them holds it (the released or lapsed lock, or, if
+     * the release's outcome was unknown, a fresh ID is refused). */
+    assert_false(a[3].ok && a[4].ok);
+    redislock_free(lock);
+    redislock_free(other);
+    redislock_client_free(cl);
+
+    /* An unknown CA: the operation fails through its callback. */
+    snprintf(params, sizeof params, "cacert=%s/rogue-ca.crt", certs);
+    url_for(url, sizeof url, "127.0.0.1", port[0], params);
+    assert_int_equal(redislock_client_open(url, &bad, NULL, 0), REDISLOCK_OK);
+    assert_int_equal(tu_loop_attach(&lb, bad), REDISLOCK_OK);
+    lock = redislock_new_from_client(bad, key);
+    assert_int_equal(redislock_acquire_async(lock, async_done, &a[5]),
+                     REDISLOCK_OK);
+    TU_LOOP_UNTIL(&lb, a[5].calls == 1, 10000, "the refused handshake");
+    assert_int_equal(a[5].status, REDISLOCK_ERR_IO);
+    assert_false(a[5].ok);
+    printf("# %s\n", redislock_last_error(lock));
+    redislock_free(lock);
+    redislock_client_free(bad);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -566,6 +661,7 @@ int main(void)
         cmocka_unit_test(test_bad_files_are_named),
         cmocka_unit_test(test_cluster_over_tls),
         cmocka_unit_test(test_sentinel_over_tls),
+        cmocka_unit_test(test_async_over_tls),
     };
     return TU_RUN(tests, setup, teardown);
 }

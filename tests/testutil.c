@@ -761,3 +761,88 @@ long long tu_libraries(redisContext *c)
     freeReplyObject(r);
     return n;
 }
+
+/* ------------------------------------------------------------------------
+ * A poll() loop for the non-blocking API (testutil.h).
+ */
+static int tu_loop_watch(void *data, int fd, int events, void **fd_data)
+{
+    tu_loop *l = data;
+    int i, free_slot = -1;
+
+    (void)fd_data;
+    for (i = 0; i < TU_LOOP_FDS; i++) {
+        if (l->fd[i] == fd) {
+            if (events == 0)
+                l->fd[i] = -1;
+            l->events[i] = events;
+            return 0;
+        }
+        if (l->fd[i] < 0 && free_slot < 0)
+            free_slot = i;
+    }
+    if (events == 0)
+        return 0;
+    if (free_slot < 0)
+        return -1;
+    l->fd[free_slot] = fd;
+    l->events[free_slot] = events;
+    return 0;
+}
+
+static int tu_loop_timer(void *data, long long ms)
+{
+    tu_loop *l = data;
+
+    l->timer_at = ms < 0 ? -1 : tu_now_ms() + ms;
+    return 0;
+}
+
+int tu_loop_attach(tu_loop *l, redislock_client *cl)
+{
+    static const redislock_loop fns = { tu_loop_watch, tu_loop_timer, NULL };
+    int i;
+
+    l->cl = cl;
+    l->timer_at = -1;
+    for (i = 0; i < TU_LOOP_FDS; i++) {
+        l->fd[i] = -1;
+        l->events[i] = 0;
+    }
+    return redislock_client_attach(cl, &fns, l);
+}
+
+void tu_loop_once(tu_loop *l, long long max_ms)
+{
+    struct pollfd p[TU_LOOP_FDS];
+    int i, n = 0, r;
+    long long wait = max_ms, now = tu_now_ms();
+
+    for (i = 0; i < TU_LOOP_FDS; i++) {
+        if (l->fd[i] < 0)
+            continue;
+        p[n].fd = l->fd[i];
+        p[n].events = (short)(((l->events[i] & REDISLOCK_EV_READ) ? POLLIN
+                                                                  : 0) |
+                              ((l->events[i] & REDISLOCK_EV_WRITE) ? POLLOUT
+                                                                   : 0));
+        p[n++].revents = 0;
+    }
+    if (l->timer_at >= 0 && l->timer_at - now < wait)
+        wait = l->timer_at > now ? l->timer_at - now : 0;
+    r = poll(p, (nfds_t)n, (int)wait);
+    if (r > 0) {
+        for (i = 0; i < n; i++) {
+            int ev = ((p[i].revents & (POLLIN | POLLHUP | POLLERR))
+                          ? REDISLOCK_EV_READ : 0) |
+                     ((p[i].revents & POLLOUT) ? REDISLOCK_EV_WRITE : 0);
+
+            if (ev != 0)
+                (void)redislock_client_on_fd(l->cl, p[i].fd, ev);
+        }
+    }
+    if (l->timer_at >= 0 && tu_now_ms() >= l->timer_at) {
+        l->timer_at = -1;               /* one shot */
+        (void)redislock_client_on_timer(l->cl);
+    }
+}

@@ -221,4 +221,30 @@ int tu_has_functions(redisContext *c);
 /* Function libraries named redislock_* on C's server (FUNCTION LIST). */
 long long tu_libraries(redisContext *c);
 
+/*
+ * A poll() loop for one client attached through the loop-neutral
+ * interface (redislock_loop), without an event library: the tests of the
+ * non-blocking API where a library is not the point (TLS, any build).
+ * tu_loop_attach() attaches CL; tu_loop_once() waits at most MAX_MS for
+ * a descriptor or the timer and hands it to the client.
+ */
+#define TU_LOOP_FDS 16
+typedef struct tu_loop {
+    redislock_client *cl;
+    int fd[TU_LOOP_FDS], events[TU_LOOP_FDS];
+    long long timer_at;         /* monotonic ms; -1: none */
+} tu_loop;
+int tu_loop_attach(tu_loop *l, redislock_client *cl);
+void tu_loop_once(tu_loop *l, long long max_ms);
+/* Run L until COND holds; fail after MS (scaled) naming WHAT. */
+#define TU_LOOP_UNTIL(l, cond, ms, what)                                 \
+    do {                                                                 \
+        long long tu_end_ = tu_now_ms() + tu_deadline_ms(ms);            \
+        while (!(cond)) {                                                \
+            if (tu_now_ms() > tu_end_)                                   \
+                tu_wait_failed(#cond, tu_deadline_ms(ms), "%s", what);   \
+            tu_loop_once(l, 20);                                         \
+        }                                                                \
+    } while (0)
+
 #endif /* REDISLOCK_TESTUTIL_H */
