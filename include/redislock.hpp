@@ -684,6 +684,46 @@ public:
                                 unlock_error_);
     }
 
+    /* ---- Event loops ------------------------------------------------- */
+
+    /**
+     * The non-blocking API (redislock.h, "Event loops"), for a mutex of a
+     * client attached to a loop (redislock_client_attach(),
+     * redislock_libevent_attach(client.get(), base)): start an acquire
+     * (async_lock), the release of one hold (async_unlock) or an extend
+     * (async_extend) and return at once.  F is any callable that can be
+     * called as f(std::error_code ec, bool ok): once, on the loop's
+     * thread, never from inside this call, with what the blocking call
+     * would have said (ec empty: OK tells acquired, released, extended;
+     * errc::canceled: the mutex or the client was destroyed first).
+     * owns_lock() follows the outcome.  F must not throw (it is called
+     * from C: std::terminate), and the mutex must not be moved while an
+     * operation is pending.
+     * @throws redislockpp::error when the operation cannot start (F is
+     *         then never called): errc::invalid (a client not attached, an
+     *         operation pending), errc::nomem, errc::forked.
+     */
+    template <class F>
+    void async_lock(F &&f)
+    {
+        start_async(redislock_acquire_async, async_kind::acquire,
+                    std::forward<F>(f), "async_lock");
+    }
+
+    template <class F>
+    void async_unlock(F &&f)
+    {
+        start_async(redislock_release_async, async_kind::release,
+                    std::forward<F>(f), "async_unlock");
+    }
+
+    template <class F>
+    void async_extend(F &&f)
+    {
+        start_async(redislock_extend_async, async_kind::extend,
+                    std::forward<F>(f), "async_extend");
+    }
+
     /* ---- TimedLockable ----------------------------------------------- */
 
     /** Acquire, waiting at most D (rounded up to whole milliseconds; zero
@@ -897,6 +937,50 @@ private:
         o.lock_mode = m;
         o.expiry = expiry;
         return o;
+    }
+
+    enum class async_kind { acquire, release, extend };
+
+    /* A pending asynchronous operation: its mutex and callable. */
+    struct async_op {
+        mutex *m;
+        async_kind kind;
+        std::function<void(std::error_code, bool)> fn;
+    };
+
+    static void async_done(redislock *, int status, bool ok,
+                           void *arg) noexcept
+    {
+        std::unique_ptr<async_op> op(static_cast<async_op *>(arg));
+        std::error_code ec;
+
+        if (status != REDISLOCK_OK)
+            ec = make_error_code(status);
+        if (status != REDISLOCK_ERR_CANCELED) {
+            mutex &m = *op->m;
+
+            if (op->kind == async_kind::acquire && !ec && ok)
+                m.took();
+            else if (op->kind == async_kind::release && !ec && ok &&
+                     m.counted_ && m.holds_ > 1 &&
+                     redislock_valid_for_ms(m.h_.get()) > 0)
+                --m.holds_;             /* counted: holds remain */
+            else if (op->kind == async_kind::release)
+                m.holds_ = 0;           /* the holding ends in any case */
+        }
+        op->fn(ec, ok);
+    }
+
+    template <class F>
+    void start_async(int (*start)(redislock *, redislock_done_fn, void *),
+                     async_kind kind, F &&f, const char *opname)
+    {
+        need_handle(opname);
+        std::unique_ptr<async_op> op(new async_op{
+            this, kind,
+            std::function<void(std::error_code, bool)>(std::forward<F>(f))});
+        check(start(h_.get(), async_done, op.get()), opname);
+        op.release();                   /* async_done() owns it now */
     }
 
     void need_handle(const char *op) const

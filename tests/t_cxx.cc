@@ -1007,6 +1007,123 @@ void test_quorum()
     ok(fencing, "quorum: fencing throws errc::invalid");
 }
 
+// A one-descriptor poll() loop through the loop-neutral interface.
+struct poll_loop {
+    int fd = -1, events = 0;
+    long long timer_ms = -1;
+};
+
+int pl_watch(void *d, int fd, int events, void **)
+{
+    poll_loop *l = static_cast<poll_loop *>(d);
+
+    l->fd = events != 0 ? fd : -1;
+    l->events = events;
+    return 0;
+}
+
+int pl_timer(void *d, long long ms)
+{
+    static_cast<poll_loop *>(d)->timer_ms = ms;
+    return 0;
+}
+
+// Run the loop until DONE() holds or 10 s have passed; DONE() then.
+bool pl_until(redislock_client *c, poll_loop &l, std::function<bool()> done)
+{
+    auto end = steady_clock::now() + seconds(10);
+
+    while (!done() && steady_clock::now() < end) {
+        pollfd p{l.fd, 0, 0};
+        if (l.events & REDISLOCK_EV_READ)
+            p.events |= POLLIN;
+        if (l.events & REDISLOCK_EV_WRITE)
+            p.events |= POLLOUT;
+        int wait = l.timer_ms < 0 || l.timer_ms > 20 ? 20
+                                                    : int(l.timer_ms);
+        int r = poll(&p, l.fd >= 0 ? 1 : 0, wait);
+        if (r > 0) {
+            int ev = ((p.revents & (POLLIN | POLLHUP | POLLERR))
+                          ? REDISLOCK_EV_READ : 0) |
+                     ((p.revents & POLLOUT) ? REDISLOCK_EV_WRITE : 0);
+            redislock_client_on_fd(c, p.fd, ev);
+        } else if (l.timer_ms >= 0) {
+            l.timer_ms = -1;
+            redislock_client_on_timer(c);
+        }
+    }
+    return done();
+}
+
+void test_async(redislockpp::client &blocking)
+{
+    static const redislock_loop fns = {pl_watch, pl_timer, nullptr};
+    redislockpp::client ac(url);
+    poll_loop l;
+    ok(redislock_client_attach(ac.get(), &fns, &l) == REDISLOCK_OK,
+       "async: client attached to a poll() loop");
+
+    redislockpp::options opt;
+    opt.lock_mode = redislockpp::mode::counted;
+    redislockpp::mutex m(ac, key("async"), opt);
+    int calls = 0;
+    std::error_code got;
+    bool got_ok = false;
+    auto note = [&](std::error_code ec, bool o) {
+        ++calls;
+        got = ec;
+        got_ok = o;
+    };
+    m.async_lock(note);
+    ok(calls == 0, "async_lock: the callable is not called from the start");
+    ok(pl_until(ac.get(), l, [&] { return calls == 1; }) && !got && got_ok &&
+           m.owns_lock(),
+       "async_lock: acquired, owns_lock()");
+    m.async_lock(note);
+    bool threw = false;
+    try {
+        m.async_extend(note);
+    } catch (const redislockpp::error &e) {
+        threw = e.code() == errc::invalid;
+    }
+    ok(threw, "async: a second operation while one is pending throws "
+              "errc::invalid");
+    ok(pl_until(ac.get(), l, [&] { return calls == 2; }) && got_ok &&
+           m.hold_count() == 2,
+       "async_lock again: counted, 2 holds");
+    m.async_unlock(note);
+    ok(pl_until(ac.get(), l, [&] { return calls == 3; }) && got_ok &&
+           m.owns_lock(),
+       "async_unlock: one hold given back, still owned");
+    m.async_extend(note);
+    ok(pl_until(ac.get(), l, [&] { return calls == 4; }) && got_ok,
+       "async_extend: extended");
+    m.async_unlock(note);
+    ok(pl_until(ac.get(), l, [&] { return calls == 5; }) && got_ok &&
+           !m.owns_lock(),
+       "async_unlock: the last hold, not owned any more");
+
+    // A mutex of a client that is not attached cannot start.
+    redislockpp::mutex plain(blocking, key("async-plain"));
+    threw = false;
+    try {
+        plain.async_lock(note);
+    } catch (const redislockpp::error &e) {
+        threw = e.code() == errc::invalid;
+    }
+    ok(threw && calls == 5, "async_lock on a client not attached throws "
+                            "errc::invalid, and never calls back");
+
+    // Destroyed with an operation pending: called with errc::canceled.
+    {
+        redislockpp::mutex d(ac, key("async-destroyed"));
+        d.async_lock(note);
+    }
+    ok(calls == 6 && got == errc::canceled,
+       "a mutex destroyed with an operation pending calls back with "
+       "errc::canceled");
+}
+
 int main()
 {
     const char *host = std::getenv("REDISLOCK_TEST_HOST");
@@ -1052,6 +1169,7 @@ int main()
     run("cancel", [&]() { test_cancel(cl); });
     run("min replicas", [&]() { test_min_replicas(cl); });
     run("quorum", test_quorum);
+    run("async", [&]() { test_async(cl); });
 
     by_default_thread.join();
     long long lease_ms = redislockpp::default_lease.count();
