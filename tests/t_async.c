@@ -664,6 +664,102 @@ static void test_unacknowledged_acquire_undone(void **state)
     event_base_free(base);
 }
 
+/* A late reply (the proxy delays every byte past the command timeout)
+ * and a server paused mid-release (CLIENT PAUSE WRITE): each operation
+ * fails with REDISLOCK_ERR_IO, runs late on the server, and nobody ends
+ * up a second owner - the next acquire of the handle uses a fresh ID. */
+static void test_late_reply_and_paused_server(void **state)
+{
+    redisContext *c = conn;
+    const char *host = getenv("REDISLOCK_TEST_HOST");
+    const char *port = getenv("REDISLOCK_TEST_PORT");
+    struct event_base *base;
+    redislock_client *cl, *direct;
+    done_rec d[6];
+    char key[64], url[256], first_id[64], got[64];
+    fp_proxy *p;
+    redislock *a, *b;
+
+    (void)state;
+    memset(d, 0, sizeof d);
+    direct = NULL;
+    p = fp_start(host, atoi(port));
+    assert_non_null(p);
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d?timeout=300",
+             fp_port(p));
+    cl = attached(url, &base);
+    tu_key(key, sizeof key, "async:late");
+    a = redislock_new_from_client(cl, key);
+    assert_int_equal(redislock_set_expire_ms(a, 30000), REDISLOCK_OK);
+    /* The connection up and the script cached first. */
+    assert_int_equal(start(redislock_extend_async, a, &d[0]), REDISLOCK_OK);
+    RUN_UNTIL(base, d[0].calls == 1, 5000, "the first extend");
+    assert_false(d[0].ok);
+    snprintf(first_id, sizeof first_id, "%s", redislock_id(a));
+    fp_delay_ms(p, 800);
+    assert_int_equal(start(redislock_acquire_async, a, &d[1]), REDISLOCK_OK);
+    RUN_UNTIL(base, d[1].calls == 1, 5000, "the acquire's timeout");
+    assert_int_equal(d[1].status, REDISLOCK_ERR_IO);
+    /* It arrives late and runs: the key is the first ID's. */
+    TU_WAIT_UNTIL(tu_get(c, key, strlen(key), got, sizeof got) > 0, 5000,
+                  "the late acquire to run");
+    assert_string_equal(got, first_id);
+    fp_delay_ms(p, 0);
+    assert_int_equal(start(redislock_acquire_async, a, &d[2]), REDISLOCK_OK);
+    RUN_UNTIL(base, d[2].calls == 1, 5000, "the next acquire");
+    assert_int_equal(d[2].status, REDISLOCK_OK);
+    assert_false(d[2].ok);
+    assert_string_not_equal(redislock_id(a), first_id);
+    tu_cmd_ok(c, "DEL %s", key);
+
+    /* Paused mid-release, on a client straight to the server. */
+    snprintf(url, sizeof url, "%s?timeout=300", tcp_url);
+    assert_int_equal(redislock_client_open(url, &direct, NULL, 0),
+                     REDISLOCK_OK);
+    redislock_free(a);
+    redislock_client_free(cl);
+    event_base_free(base);
+    fp_stop(p);
+    {
+        struct event_base *b2 = event_base_new();
+
+        assert_int_equal(redislock_libevent_attach(direct, b2), REDISLOCK_OK);
+        b = redislock_new_from_client(direct, key);
+        assert_int_equal(redislock_set_expire_ms(b, 30000), REDISLOCK_OK);
+        assert_int_equal(start(redislock_acquire_async, b, &d[3]),
+                         REDISLOCK_OK);
+        RUN_UNTIL(b2, d[3].calls == 1, 5000, "the acquire");
+        assert_true(d[3].ok);
+        tu_cmd_ok(c, "CLIENT PAUSE 1000 WRITE");
+        assert_int_equal(start(redislock_release_async, b, &d[4]),
+                         REDISLOCK_OK);
+        RUN_UNTIL(b2, d[4].calls == 1, 5000, "the paused release");
+        assert_int_equal(d[4].status, REDISLOCK_ERR_IO);
+        assert_false(d[4].ok);
+        assert_int_equal(redislock_last_state(b), REDISLOCK_STATE_UNKNOWN);
+        tu_cmd_ok(c, "CLIENT UNPAUSE");
+        /* The release may have run after all (the server drops a paused
+         * command whose client left: it did not, here): either the key is
+         * gone and the handle takes it again, or it is still the old ID's
+         * and the handle - a fresh ID now - is refused.  Never two. */
+        snprintf(first_id, sizeof first_id, "%s", redislock_id(b));
+        assert_int_equal(start(redislock_acquire_async, b, &d[5]),
+                         REDISLOCK_OK);
+        RUN_UNTIL(b2, d[5].calls == 1, 5000, "the acquire after the pause");
+        assert_int_equal(d[5].status, REDISLOCK_OK);
+        assert_string_not_equal(redislock_id(b), first_id);
+        assert_true(tu_get(c, key, strlen(key), got, sizeof got) > 0);
+        if (d[5].ok)
+            assert_string_equal(got, redislock_id(b));
+        else
+            assert_string_equal(got, first_id);
+        tu_cmd_ok(c, "DEL %s", key);
+        redislock_free(b);
+        redislock_client_free(direct);
+        event_base_free(b2);
+    }
+}
+
 /* scripts=none is not built yet for loops: refused, nothing sent. */
 static void test_scripts_none_refused(void **state)
 {
@@ -702,6 +798,7 @@ int main(void)
         cmocka_unit_test(test_lost_reply),
         cmocka_unit_test(test_server_killed_and_back),
         cmocka_unit_test(test_unacknowledged_acquire_undone),
+        cmocka_unit_test(test_late_reply_and_paused_server),
         cmocka_unit_test(test_scripts_none_refused),
     };
 
