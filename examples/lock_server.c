@@ -226,7 +226,7 @@ int main(int argc, char **argv)
     }
     if (redislock_libevent_attach(client, base) != REDISLOCK_OK) {
         fprintf(stderr, "lock_server: this client cannot run on a loop "
-                "(Cluster, Sentinel and quorum URLs: not yet)\n");
+                "(Sentinel and quorum URLs: not yet)\n");
         return 1;
     }
     memset(&sin, 0, sizeof sin);

@@ -1571,10 +1571,12 @@ REDISLOCK_API int redislock_last_error_info(const redislock *lock,
  * Built so far, and what is not yet (each refused with
  * REDISLOCK_ERR_INVALID, nothing sent, and a message saying so):
  * one server - redis://, unix:// and rediss:// (the TLS handshake does
- * not block the loop) - with scripts=eval or scripts=functions;
- * acquire, extend and release.  Not yet: Cluster, Sentinel and quorum
- * clients, scripts=none, waiting (an acquire_wait without a thread),
- * status queries.  Auto-renewal of a handle acquired through the loop
+ * not block the loop) - and Redis Cluster (?cluster=1: the slot map is
+ * read without blocking, operations waiting for it; MOVED, ASK and
+ * TRYAGAIN followed within the command timeout, one connection per
+ * master), with scripts=eval or scripts=functions; acquire, extend and
+ * release.  Not yet: Sentinel and quorum clients, scripts=none, waiting
+ * (an acquire_wait without a thread), status queries.  Auto-renewal of a handle acquired through the loop
  * works, but on the client's watchdog thread (with its own pooled
  * connections): the lost callback runs there, not on the loop.
  *
@@ -1627,8 +1629,8 @@ typedef struct redislock_loop {
  * attached once, for its lifetime.
  * @return REDISLOCK_OK; REDISLOCK_ERR_INVALID (a NULL argument, a missing
  *         watch or timer function, a client already attached, or a kind
- *         of client not built yet for loops: Cluster, Sentinel, quorum,
- *         see above); REDISLOCK_ERR_NOMEM; REDISLOCK_ERR_FORKED.
+ *         of client not built yet for loops: Sentinel, quorum, see
+ *         above); REDISLOCK_ERR_NOMEM; REDISLOCK_ERR_FORKED.
  * @since 0.4.0
  */
 REDISLOCK_API REDISLOCK_NODISCARD int

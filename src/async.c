@@ -33,16 +33,27 @@
 /* One server's connection, and what the loop was asked to watch. */
 typedef struct lconn {
     redislockp_aconn a;
+    redislockp_url url;         /* its server (the dial borrows it) */
     int open;                   /* A was opened */
     int fd;                     /* watched; -1: nothing */
     int events;                 /* REDISLOCK_EV_* asked for FD */
     void *fd_data;              /* the adapter's */
 } lconn;
 
+/* The connections: one per node of the client (conns[node]), and for a
+ * Cluster one more that reads the slot map (MAP). */
+#define MAP_CONN ((size_t)-1)
+
 struct redislockp_loop_state {
     redislock_loop fns;
     void *data;
-    lconn conn;                 /* one server (see redislock.h) */
+    redislock_client *cl;
+    lconn **conns;              /* by node; NULL: none yet */
+    size_t nconns;
+    lconn *map;                 /* Cluster: CLUSTER SLOTS is asked here */
+    int map_reading;            /* a CLUSTER SLOTS is under way */
+    size_t map_next;            /* the candidate to ask next */
+    char map_err[REDISLOCKP_ERRMSG_SIZE];
     redislockp_aop *ops;        /* every operation not yet freed */
     long long timer_at;         /* the timer asked for (monotonic ms);
                                  * -1: none */
@@ -59,7 +70,13 @@ struct redislockp_aop {
     redislockp_run run;
     redislockp_leg leg;
     redislockp_res res;
-    int inflight;               /* a request of it is on the connection */
+    size_t node;                /* where its leg goes */
+    int asking;                 /* Cluster: ASKING first (an ASK) */
+    int redirects, retries;
+    int parked;                 /* Cluster: waits for the slot map */
+    long long retry_at;         /* Cluster: send again then (0: no) */
+    long long end_all;          /* redirections and retries until then */
+    int inflight;               /* a request of it is on a connection */
     int ended;                  /* STATUS and OK are its outcome */
     int due;                    /* its callback is called this round */
     int called;                 /* its callback ran (or never will) */
@@ -71,6 +88,7 @@ struct redislockp_aop {
 
 static void step(redislockp_aop *o);
 static void sync_loop(redislock_client *cl);
+static void send_leg(redislockp_aop *o);
 
 /* ------------------------------------------------------------------------
  * The loop's side: descriptors and the timer.
@@ -104,16 +122,11 @@ static int callbacks_due(const redislockp_loop_state *ls)
     return 0;
 }
 
-/* Tell the loop what to watch now, and when to call back. */
-static void sync_loop(redislock_client *cl)
+/* Tell the loop what to watch on C now; its earliest deadline into *AT. */
+static void sync_conn(redislockp_loop_state *ls, lconn *c, long long *at)
 {
-    redislockp_loop_state *ls = cl->loop;
-    lconn *c = &ls->conn;
-    long long at = -1, now = redislockp_now_ms();
     int tries;
 
-    if (ls->closing)
-        return;
     for (tries = 0; tries < 2 && c->open; tries++) {
         int fd = redislockp_aconn_fd(&c->a);
         int ev = fd >= 0 ? ev_of(redislockp_aconn_events(&c->a)) : 0;
@@ -135,15 +148,104 @@ static void sync_loop(redislock_client *cl)
     if (c->open) {
         long long d = redislockp_aconn_deadline(&c->a);
 
-        if (d > 0)
-            at = d;
+        if (d > 0 && (*at < 0 || d < *at))
+            *at = d;
     }
+}
+
+/* Tell the loop what to watch now, and when to call back. */
+static void sync_loop(redislock_client *cl)
+{
+    redislockp_loop_state *ls = cl->loop;
+    long long at = -1, now = redislockp_now_ms();
+    const redislockp_aop *o;
+    size_t i;
+
+    if (ls->closing)
+        return;
+    for (i = 0; i < ls->nconns; i++)
+        if (ls->conns[i] != NULL)
+            sync_conn(ls, ls->conns[i], &at);
+    if (ls->map != NULL)
+        sync_conn(ls, ls->map, &at);
+    for (o = ls->ops; o != NULL; o = o->next)
+        if (o->retry_at > 0 && (at < 0 || o->retry_at < at))
+            at = o->retry_at;
     if (callbacks_due(ls))
         at = now;
     if (at == ls->timer_at && at != now)
         return;
     ls->timer_at = at;
     (void)ls->fns.timer(ls->data, at < 0 ? -1 : at > now ? at - now : 0);
+}
+
+/* ------------------------------------------------------------------------
+ * Connections.
+ */
+
+/* Open C (again) to its URL if it is not up.  Its old descriptor is
+ * closed: the loop lets it go before a new one (which may get the same
+ * number) is watched. */
+static void conn_up(redislockp_loop_state *ls, lconn *c)
+{
+    if (c->open && c->a.state != REDISLOCKP_ACONN_BROKEN)
+        return;
+    unwatch(ls, c);
+    if (c->open)
+        redislockp_aconn_close(&c->a, REDISLOCK_ERR_IO, "closed");
+    redislockp_aconn_open(&c->a, &c->url);
+    c->open = 1;
+}
+
+static lconn *conn_new(void)
+{
+    lconn *c = redislockp_calloc(1, sizeof *c);
+
+    if (c != NULL)
+        c->fd = -1;
+    return c;
+}
+
+/* Node NODE's connection, up (or being made); NULL: out of memory. */
+static lconn *conn_get(redislock_client *cl, size_t node)
+{
+    redislockp_loop_state *ls = cl->loop;
+    lconn *c;
+
+    if (node >= ls->nconns) {
+        size_t n = node + 8;
+        lconn **more = redislockp_calloc(n, sizeof *more);
+
+        if (more == NULL)
+            return NULL;
+        if (ls->nconns > 0)
+            memcpy(more, ls->conns, ls->nconns * sizeof *more);
+        redislockp_free(ls->conns);
+        ls->conns = more;
+        ls->nconns = n;
+    }
+    c = ls->conns[node];
+    if (c == NULL) {
+        c = ls->conns[node] = conn_new();
+        if (c == NULL)
+            return NULL;
+    }
+    /* The node's address (a Cluster's master), as the client knows it. */
+    if (!c->open || c->a.state == REDISLOCKP_ACONN_BROKEN)
+        c->url = redislockp_node_url(cl, node);
+    conn_up(ls, c);
+    return c;
+}
+
+static void conn_free(redislockp_loop_state *ls, lconn *c)
+{
+    if (c == NULL)
+        return;
+    if (c->open)
+        redislockp_aconn_close(&c->a, REDISLOCK_ERR_CANCELED,
+                               "the client was freed");
+    unwatch(ls, c);
+    redislockp_free(c);
 }
 
 /* ------------------------------------------------------------------------
@@ -202,36 +304,24 @@ static void sweep(redislockp_loop_state *ls)
     }
 }
 
-/* The server's connection, opened (again) if it is not up. */
-static lconn *conn_get(redislock_client *cl)
-{
-    redislockp_loop_state *ls = cl->loop;
-    lconn *c = &ls->conn;
-
-    if (c->open && c->a.state != REDISLOCKP_ACONN_BROKEN)
-        return c;
-    /* Its old descriptor is closed: the loop lets it go before a new one
-     * (which may get the same number) is watched. */
-    unwatch(ls, c);
-    if (c->open)
-        redislockp_aconn_close(&c->a, REDISLOCK_ERR_IO, "closed");
-    redislockp_aconn_open(&c->a, &cl->url);
-    c->open = 1;
-    return c;
-}
-
 static void on_reply(void *arg, int status, redislockp_val **replies, int n,
                      int sent, const char *errmsg);
 
-/* Write CMD for O: REDISLOCK_OK (its replies come to on_reply()), or the
- * failure in O's leg. */
+/* Write CMD for O on its node's connection: REDISLOCK_OK (its replies
+ * come to on_reply()), or the failure in O's leg. */
 static int send_cmd(redislockp_aop *o, const redislockp_cmd *cmd)
 {
     redislockp_url u = redislockp_client_url(o->cl);
     long long timeout = u.command_ms;
-    lconn *c = conn_get(o->cl);
+    lconn *c = conn_get(o->cl, o->node);
     int st;
 
+    if (c == NULL) {
+        o->leg.done = 1;
+        return o->leg.st = redislockp_tx_fail(o->leg.msg, REDISLOCK_ERR_NOMEM,
+                                              "out of memory opening a "
+                                              "connection");
+    }
     /* A reply slow on purpose (an acknowledgement's) may take longer. */
     if (o->run.reply_ms > timeout)
         timeout = o->run.reply_ms;
@@ -245,30 +335,102 @@ static int send_cmd(redislockp_aop *o, const redislockp_cmd *cmd)
     return st;
 }
 
-/* O's leg has ended (done): what it says, to lock.c, then the next step. */
+/* O's run is over (its leg done, LEG->st its outcome): lock.c finishes
+ * it, then the next step. */
+static void run_over(redislockp_aop *o)
+{
+    redislockp_op *op = &o->op;
+
+    op->st = redislockp_run_finish(o->lock, &o->run, 1, redislockp_parse_ints,
+                                   &op->r, op->with_ack ? &op->ack : NULL,
+                                   &o->leg, &o->res, o->leg.st);
+    step(o);
+}
+
+/* Cluster: send O again after a pause (10 ms doubling to 200 ms) within
+ * its deadline; 0 when the deadline would pass. */
+static int retry_later(redislockp_aop *o)
+{
+    long long pause = o->retries < 5 ? 10LL << o->retries : 200;
+    long long at = redislockp_now_ms() + pause;
+
+    o->retries++;
+    if (at > o->end_all)
+        return 0;
+    redislockp_legs_end(&o->leg, 1);
+    o->retry_at = at;
+    return 1;
+}
+
+/* O's leg has ended (done): a Cluster redirection is followed (the
+ * command did not run), else what it says goes to lock.c. */
 static void leg_ended(redislockp_aop *o)
 {
+    redislock_client *cl = o->cl;
     redislockp_leg *leg = &o->leg;
-    int st = leg->st;
 
     redislockp_leg_lost(leg);
-    if (st == REDISLOCK_OK) {
-        redislockp_classify(leg->reply[0], 0, 0, &o->res);
-        if (o->res.kind != REDISLOCKP_VALUE) {
-            redislockp_tx_val_error(leg->reply[0], "", leg->msg);
-            st = leg->st = REDISLOCK_ERR_SERVER;
-            if (o->res.kind == REDISLOCKP_CLOSING)
-                /* The server closes it after this reply. */
-                redislockp_aconn_close(&o->cl->loop->conn.a,
-                                       REDISLOCK_ERR_IO, "closed by the "
-                                       "server after a protocol error");
-        }
+    if (leg->st != REDISLOCK_OK) {
+        if (leg->st == REDISLOCK_ERR_IO && cl->cluster)
+            redislockp_route_stale(cl);         /* ask the map again */
+        run_over(o);
+        return;
     }
-    o->op.st = redislockp_run_finish(o->lock, &o->run, 1,
-                                     redislockp_parse_ints, &o->op.r,
-                                     o->op.with_ack ? &o->op.ack : NULL,
-                                     leg, &o->res, st);
-    step(o);
+    redislockp_classify(leg->reply[0], cl->cluster, 0, &o->res);
+    if (o->res.kind == REDISLOCKP_VALUE) {
+        run_over(o);
+        return;
+    }
+    redislockp_tx_val_error(leg->reply[0], "", leg->msg);
+    leg->st = REDISLOCK_ERR_SERVER;
+    if (o->res.kind == REDISLOCKP_CLOSING && o->node < cl->loop->nconns &&
+        cl->loop->conns[o->node] != NULL)
+        /* The server closes it after this reply. */
+        redislockp_aconn_close(&cl->loop->conns[o->node]->a,
+                               REDISLOCK_ERR_IO, "closed by the server "
+                               "after a protocol error");
+    if (!cl->cluster) {
+        run_over(o);
+        return;
+    }
+    redislockp_exec_learn(cl, o->node, &o->res);
+    if (o->res.kind == REDISLOCKP_MOVED || o->res.kind == REDISLOCKP_ASK) {
+        if (++o->redirects > REDISLOCKP_MAX_REDIRECTS) {
+            char last[REDISLOCKP_ERRMSG_SIZE];
+
+            memcpy(last, leg->msg, sizeof last);
+            (void)redislockp_tx_fail(leg->msg, REDISLOCK_ERR_SERVER,
+                                     "more than %d Cluster redirections; "
+                                     "the last: %.400s",
+                                     REDISLOCKP_MAX_REDIRECTS, last);
+            run_over(o);
+            return;
+        }
+        if (o->res.kind == REDISLOCKP_ASK) {
+            long n = redislockp_node_named(cl, o->res.host, o->res.port);
+
+            if (n < 0) {
+                run_over(o);            /* out of memory: as it is */
+                return;
+            }
+            o->asking = 1;
+            o->node = (size_t)n;
+        } else {
+            o->asking = 0;              /* the map says where now */
+        }
+        redislockp_legs_end(leg, 1);
+        send_leg(o);
+        return;
+    }
+    if (o->res.kind == REDISLOCKP_RETRY) {
+        /* TRYAGAIN (keys mid-migration), CLUSTERDOWN...: again shortly;
+         * the redirections count afresh. */
+        o->redirects = 0;
+        o->asking = 0;
+        if (retry_later(o))
+            return;
+    }
+    run_over(o);
 }
 
 static void on_reply(void *arg, int status, redislockp_val **replies, int n,
@@ -314,40 +476,209 @@ static void on_reply(void *arg, int status, redislockp_val **replies, int n,
         leg_ended(o);
 }
 
-/* Run O's steps until one waits for replies, or the operation ends. */
+/* ---- Cluster: the slot map, read without blocking --------------------- */
+
+static void map_read(redislock_client *cl);
+
+/* The parked operations go on (the map is in), or fail with ST. */
+static void map_done(redislock_client *cl, int st)
+{
+    redislockp_aop *o;
+
+    for (o = cl->loop->ops; o != NULL; o = o->next) {
+        if (!o->parked || o->lock == NULL || o->called)
+            continue;
+        o->parked = 0;
+        if (st == REDISLOCK_OK) {
+            send_leg(o);
+        } else {
+            o->leg.st = st;
+            o->leg.done = 1;
+            snprintf(o->leg.msg, sizeof o->leg.msg, "%s", cl->loop->map_err);
+            run_over(o);
+        }
+    }
+}
+
+static void on_map(void *arg, int status, redislockp_val **replies, int n,
+                   int sent, const char *errmsg)
+{
+    redislock_client *cl = arg;
+    redislockp_loop_state *ls = cl->loop;
+    int st = status, i;
+
+    (void)sent;
+    ls->map_reading = 0;
+    if (ls->closing) {                  /* the client is being freed */
+        for (i = 0; i < n; i++)
+            redislockp_val_free(replies[i]);
+        return;
+    }
+    if (st == REDISLOCK_OK && redislockp_val_type(replies[0]) !=
+                                  REDISLOCKP_V_ARRAY)
+        st = redislockp_tx_fail(ls->map_err, REDISLOCK_ERR_PROTOCOL,
+                                "CLUSTER SLOTS: unexpected reply");
+    else if (st != REDISLOCK_OK)
+        snprintf(ls->map_err, sizeof ls->map_err, "%s", errmsg);
+    if (st == REDISLOCK_OK) {
+        pthread_mutex_lock(&cl->mu);
+        st = redislockp_cluster_apply(cl, (const redisReply *)replies[0],
+                                      ls->map->url.host, ls->map_err);
+        if (st == REDISLOCK_OK) {
+            cl->map_at = redislockp_now_ms();
+            cl->map_stale = 0;
+        }
+        pthread_mutex_unlock(&cl->mu);
+    }
+    for (i = 0; i < n; i++)
+        redislockp_val_free(replies[i]);
+    if (st == REDISLOCK_OK) {
+        ls->map_next = 0;
+        map_done(cl, REDISLOCK_OK);
+        return;
+    }
+    /* The next candidate; after the last, the parked operations fail. */
+    ls->map_next++;
+    map_read(cl);
+    if (!ls->map_reading) {
+        ls->map_next = 0;
+        map_done(cl, st == REDISLOCK_ERR_NOMEM ? st : REDISLOCK_ERR_IO);
+    }
+}
+
+/* Ask the next candidate - a known master, then the seeds - for the
+ * slot map, unless a read is under way; none left: map_reading stays 0. */
+static void map_read(redislock_client *cl)
+{
+    redislockp_loop_state *ls = cl->loop;
+    static const char *const argv[2] = { "CLUSTER", "SLOTS" };
+    static const size_t argvlen[2] = { 7, 5 };
+    redislockp_cmd cmd;
+    size_t k, masters = 0;
+    int st;
+
+    if (ls->map_reading)
+        return;
+    if (ls->map == NULL && (ls->map = conn_new()) == NULL)
+        return;
+    for (;;) {
+        redislockp_url u = redislockp_client_url(cl);
+
+        pthread_mutex_lock(&cl->mu);
+        for (k = 1, masters = 0; k < cl->nnodes; k++) {
+            if (cl->nodes[k].gone)
+                continue;
+            if (masters++ == ls->map_next) {
+                u.host = cl->nodes[k].host;
+                u.port = cl->nodes[k].port;
+                u.unix_socket = 0;
+                break;
+            }
+        }
+        pthread_mutex_unlock(&cl->mu);
+        if (k == cl->nnodes) {          /* past the masters: a seed */
+            k = ls->map_next - masters;
+            if (k >= u.nseeds)
+                return;                 /* none left */
+            u.host = u.seeds[k].host;
+            u.port = u.seeds[k].port;
+        }
+        /* A new connection to that candidate. */
+        if (ls->map->open)
+            redislockp_aconn_close(&ls->map->a, REDISLOCK_ERR_IO, "closed");
+        unwatch(ls, ls->map);
+        ls->map->open = 0;
+        ls->map->url = u;
+        conn_up(ls, ls->map);
+        redislockp_cmd_init(&cmd);
+        (void)redislockp_cmd_append(&cmd, 2, argv, argvlen);
+        st = redislockp_aconn_send(&ls->map->a, &cmd, u.command_ms, on_map,
+                                   cl, ls->map_err);
+        redislockp_cmd_clear(&cmd);
+        if (st == REDISLOCK_OK) {
+            ls->map_reading = 1;
+            return;
+        }
+        ls->map_next++;
+    }
+}
+
+/* Route O's leg (a Cluster's master; or parked while the slot map is
+ * read) and send its command. */
+static void send_leg(redislockp_aop *o)
+{
+    redislock_client *cl = o->cl;
+    redislockp_cmd cmd;
+    int st;
+
+    o->retry_at = 0;
+    if (cl->cluster && !o->asking) {
+        unsigned slot = o->lock->slot;
+        size_t known;
+        int stale;
+
+        pthread_mutex_lock(&cl->mu);
+        known = cl->slots[slot];
+        stale = cl->map_stale;
+        pthread_mutex_unlock(&cl->mu);
+        if (known == 0 || stale)
+            map_read(cl);
+        if (known == 0) {
+            if (cl->loop->map_reading) {
+                o->parked = 1;
+                return;
+            }
+            o->leg.done = 1;
+            o->leg.st = redislockp_tx_fail(o->leg.msg, REDISLOCK_ERR_IO,
+                                           "no Cluster node answered "
+                                           "CLUSTER SLOTS: %.400s",
+                                           cl->loop->map_err);
+            run_over(o);
+            return;
+        }
+        o->node = known - 1;
+    }
+    memset(&o->leg, 0, sizeof o->leg);
+    o->leg.cl = cl;
+    o->leg.node = o->node;
+    o->leg.asked = 1;
+    o->leg.asking = o->asking;
+    redislockp_classify(NULL, 0, 0, &o->res);
+    redislockp_cmd_init(&cmd);
+    /* With a trailer (WAIT), EVAL with the text: a NOSCRIPT answer would
+     * have run the trailer before the call ran. */
+    st = redislockp_leg_build(&o->leg, &o->run.f, o->run.f.trailer != NULL,
+                              &cmd);
+    if (st == REDISLOCK_OK)
+        st = send_cmd(o, &cmd);
+    redislockp_cmd_clear(&cmd);
+    if (st != REDISLOCK_OK)
+        run_over(o);
+    /* else on_reply() goes on */
+}
+
+/* Run O's steps: the next call goes out (its reply, or the slot map, is
+ * waited for), or the operation ends. */
 static void step(redislockp_aop *o)
 {
     redislockp_op *op = &o->op;
 
-    while (redislockp_op_next(op)) {
-        redislockp_cmd cmd;
-        int st = redislockp_run_prepare(o->lock, &op->call, op->with_ack,
-                                        &o->run);
-
-        if (st != REDISLOCK_OK) {
-            op->st = st;
-            continue;
-        }
-        memset(&o->leg, 0, sizeof o->leg);
-        o->leg.cl = o->cl;
-        o->leg.asked = 1;
-        redislockp_classify(NULL, 0, 0, &o->res);
-        redislockp_cmd_init(&cmd);
-        /* With a trailer (WAIT), EVAL with the text: a NOSCRIPT answer
-         * would have run the trailer before the call ran. */
-        st = redislockp_leg_build(&o->leg, &o->run.f,
-                                  o->run.f.trailer != NULL, &cmd);
-        if (st == REDISLOCK_OK)
-            st = send_cmd(o, &cmd);
-        redislockp_cmd_clear(&cmd);
-        if (st == REDISLOCK_OK)
-            return;                     /* on_reply() goes on */
-        op->st = redislockp_run_finish(o->lock, &o->run, 1,
-                                       redislockp_parse_ints, &op->r,
-                                       op->with_ack ? &op->ack : NULL,
-                                       &o->leg, &o->res, st);
+    if (!redislockp_op_next(op)) {
+        end(o, op->result, op->ok);
+        return;
     }
-    end(o, op->result, op->ok);
+    op->st = redislockp_run_prepare(o->lock, &op->call, op->with_ack,
+                                    &o->run);
+    if (op->st != REDISLOCK_OK) {
+        step(o);                        /* refused before anything went */
+        return;
+    }
+    o->node = 0;
+    o->asking = 0;
+    o->redirects = o->retries = 0;
+    o->end_all = redislockp_now_ms() +
+                 redislockp_client_url(o->cl).command_ms;
+    send_leg(o);
 }
 
 /* The end of an entry of CL: callbacks, then the loop told what next. */
@@ -382,14 +713,14 @@ int redislock_client_attach(redislock_client *cl, const redislock_loop *loop,
     if (redislockp_client_forked(cl))
         return REDISLOCK_ERR_FORKED;
     /* Not built yet for loops (redislock.h says so). */
-    if (cl->loop != NULL || cl->quorum || cl->cluster || cl->sentinel)
+    if (cl->loop != NULL || cl->quorum || cl->sentinel)
         return REDISLOCK_ERR_INVALID;
     ls = redislockp_calloc(1, sizeof *ls);
     if (ls == NULL)
         return REDISLOCK_ERR_NOMEM;
     ls->fns = *loop;
     ls->data = loop_data;
-    ls->conn.fd = -1;
+    ls->cl = cl;
     ls->timer_at = -1;
     cl->loop = ls;
     cl->loop_free = redislockp_async_client_free;
@@ -399,19 +730,29 @@ int redislock_client_attach(redislock_client *cl, const redislock_loop *loop,
 int redislock_client_on_fd(redislock_client *cl, int fd, int events)
 {
     redislockp_loop_state *ls;
-    lconn *c;
+    short rev;
+    size_t i;
 
     if (cl == NULL || cl->loop == NULL || cl->loop->closing)
         return REDISLOCK_ERR_INVALID;
     ls = cl->loop;
-    c = &ls->conn;
     ls->depth++;
-    if (c->open && fd >= 0 && fd == c->fd)
-        redislockp_aconn_io(&c->a,
-                            (short)(((events & REDISLOCK_EV_READ) ? POLLIN
-                                                                  : 0) |
-                                    ((events & REDISLOCK_EV_WRITE) ? POLLOUT
-                                                                   : 0)));
+    rev = (short)(((events & REDISLOCK_EV_READ) ? POLLIN : 0) |
+                  ((events & REDISLOCK_EV_WRITE) ? POLLOUT : 0));
+    if (fd >= 0) {
+        for (i = 0; i < ls->nconns; i++) {
+            lconn *c = ls->conns[i];
+
+            if (c != NULL && c->open && c->fd == fd) {
+                redislockp_aconn_io(&c->a, rev);
+                fd = -1;
+                break;
+            }
+        }
+        if (fd >= 0 && ls->map != NULL && ls->map->open &&
+            ls->map->fd == fd)
+            redislockp_aconn_io(&ls->map->a, rev);
+    }
     entry_end(cl);
     return REDISLOCK_OK;
 }
@@ -419,14 +760,25 @@ int redislock_client_on_fd(redislock_client *cl, int fd, int events)
 int redislock_client_on_timer(redislock_client *cl)
 {
     redislockp_loop_state *ls;
+    redislockp_aop *o;
+    long long now;
+    size_t i;
 
     if (cl == NULL || cl->loop == NULL || cl->loop->closing)
         return REDISLOCK_ERR_INVALID;
     ls = cl->loop;
     ls->depth++;
     ls->timer_at = -1;                  /* it fired */
-    if (ls->conn.open)
-        redislockp_aconn_tick(&ls->conn.a);
+    for (i = 0; i < ls->nconns; i++)
+        if (ls->conns[i] != NULL && ls->conns[i]->open)
+            redislockp_aconn_tick(&ls->conns[i]->a);
+    if (ls->map != NULL && ls->map->open)
+        redislockp_aconn_tick(&ls->map->a);
+    now = redislockp_now_ms();
+    for (o = ls->ops; o != NULL; o = o->next)
+        if (o->retry_at > 0 && now >= o->retry_at && o->lock != NULL &&
+            !o->called)
+            send_leg(o);                /* Cluster: after its pause */
     entry_end(cl);
     return REDISLOCK_OK;
 }
@@ -503,6 +855,8 @@ void redislockp_async_forget(redislock *lock)
         return;
     lock->aop = NULL;
     o->lock = NULL;
+    o->parked = 0;
+    o->retry_at = 0;
     if (!o->called) {
         o->called = 1;
         o->fn(lock, REDISLOCK_ERR_CANCELED, false, o->arg);
@@ -513,6 +867,7 @@ int redislockp_async_client_free(redislock_client *cl)
 {
     redislockp_loop_state *ls = cl->loop;
     redislockp_aop *o;
+    size_t i;
 
     if (ls == NULL)
         return 0;
@@ -533,10 +888,9 @@ int redislockp_async_client_free(redislock_client *cl)
             lock->aop = NULL;
         o->fn(lock, REDISLOCK_ERR_CANCELED, false, o->arg);
     }
-    if (ls->conn.open)
-        redislockp_aconn_close(&ls->conn.a, REDISLOCK_ERR_CANCELED,
-                               "the client was freed");
-    unwatch(ls, &ls->conn);
+    for (i = 0; i < ls->nconns; i++)
+        conn_free(ls, ls->conns[i]);
+    conn_free(ls, ls->map);
     if (ls->timer_at != -1)
         (void)ls->fns.timer(ls->data, -1);
     if (ls->fns.detach != NULL)
@@ -546,6 +900,7 @@ int redislockp_async_client_free(redislock_client *cl)
         ls->ops = o->next;
         aop_free(o);
     }
+    redislockp_free(ls->conns);
     cl->loop = NULL;
     redislockp_free(ls);
     return 0;

@@ -116,7 +116,7 @@ static void test_attach_arguments(void **state)
     redislock_loop ok = { noop_watch, noop_timer, NULL };
     redislock_loop no_watch = { NULL, noop_timer, NULL };
     redislock_loop no_timer = { noop_watch, NULL, NULL };
-    redislock_client *cl = NULL, *cluster = NULL;
+    redislock_client *cl = NULL, *sentinel = NULL, *quorum = NULL;
     char url[256];
 
     (void)state;
@@ -143,11 +143,25 @@ static void test_attach_arguments(void **state)
     assert_int_equal(redislock_client_on_timer(cl), REDISLOCK_OK);
     redislock_client_free(cl);
     /* Not built yet for loops: refused, said in the header. */
-    snprintf(url, sizeof url, "%s?cluster=1", tcp_url);
-    if (redislock_client_open(url, &cluster, NULL, 0) == REDISLOCK_OK) {
-        assert_int_equal(redislock_client_attach(cluster, &ok, NULL),
+    snprintf(url, sizeof url, "redis-sentinel://127.0.0.1:%s/mymaster",
+             getenv("REDISLOCK_TEST_PORT"));
+    assert_int_equal(redislock_client_open(url, &sentinel, NULL, 0),
+                     REDISLOCK_OK);
+    assert_int_equal(redislock_client_attach(sentinel, &ok, NULL),
+                     REDISLOCK_ERR_INVALID);
+    redislock_client_free(sentinel);
+    {
+        char u1[160], u2[160], u3[160];
+        const char *urls[3] = { u1, u2, u3 };
+
+        snprintf(u1, sizeof u1, "%s/1", tcp_url);
+        snprintf(u2, sizeof u2, "%s/2", tcp_url);
+        snprintf(u3, sizeof u3, "%s/3", tcp_url);
+        assert_int_equal(redislock_client_open_quorum(urls, 3, &quorum, NULL,
+                                                      0), REDISLOCK_OK);
+        assert_int_equal(redislock_client_attach(quorum, &ok, NULL),
                          REDISLOCK_ERR_INVALID);
-        redislock_client_free(cluster);
+        redislock_client_free(quorum);
     }
 }
 

@@ -1385,6 +1385,135 @@ static void test_functions_after_a_failover(void **state)
     redislock_client_free(cl);
 }
 
+/* What an asynchronous operation's callback saw. */
+typedef struct async_seen {
+    int calls, status;
+    bool ok;
+} async_seen;
+
+static void async_done(redislock *lock, int status, bool ok, void *arg)
+{
+    async_seen *a = arg;
+
+    (void)lock;
+    a->calls++;
+    a->status = status;
+    a->ok = ok;
+}
+
+/* Start OP on LOCK and run L until its callback: its outcome. */
+static async_seen async_run(tu_loop *l, redislock *lock,
+                            int (*op)(redislock *, redislock_done_fn, void *))
+{
+    async_seen a = { 0, 0, false };
+
+    assert_int_equal(op(lock, async_done, &a), REDISLOCK_OK);
+    TU_LOOP_UNTIL(l, a.calls == 1, 10000, "an operation on the cluster");
+    if (a.status != REDISLOCK_OK)
+        fail_msg("status %d: %s", a.status, redislock_last_error(lock));
+    return a;
+}
+
+/* The non-blocking API on a Cluster (a poll() loop): the slot map read
+ * without blocking (operations wait for it), locks on every master with
+ * their operations in flight at once, a MOVED and an ASK followed. */
+static void test_async_on_a_cluster(void **state)
+{
+    redislock_client *cl = NULL;
+    redislock *locks[64], *lock;
+    async_seen seen[64];
+    const char *mkey = "async:moved:key", *akey = "async:ask:key";
+    unsigned slot;
+    char from_id[64], to_id[64];
+    int i, from, to, done;
+    redisContext *src, *dst;
+    tu_loop l;
+
+    (void)state;
+    assert_int_equal(redislock_client_open(url, &cl, NULL, 0), REDISLOCK_OK);
+    assert_int_equal(tu_loop_attach(&l, cl), REDISLOCK_OK);
+    memset(seen, 0, sizeof seen);
+    for (i = 0; i < 64; i++) {
+        char key[32];
+
+        snprintf(key, sizeof key, "async:many:%d", i);
+        locks[i] = redislock_new_from_client(cl, key);
+        assert_non_null(locks[i]);
+        assert_int_equal(redislock_acquire_async(locks[i], async_done,
+                                                 &seen[i]), REDISLOCK_OK);
+    }
+    for (done = 0; done < 64;) {
+        TU_LOOP_UNTIL(&l, seen[done].calls == 1, 10000, "the acquires");
+        done++;
+    }
+    for (i = 0; i < 64; i++) {
+        char key[32];
+        redisContext *c;
+
+        assert_int_equal(seen[i].status, REDISLOCK_OK);
+        assert_true(seen[i].ok);
+        snprintf(key, sizeof key, "async:many:%d", i);
+        c = connect_port(master_of(redislockp_key_slot(key, strlen(key))));
+        assert_true(tu_pttl(c, key, strlen(key)) > 0);
+        redisFree(c);
+        assert_true(async_run(&l, locks[i], redislock_release_async).ok);
+        redislock_free(locks[i]);
+    }
+
+    /* MOVED: the slot given to another master after the map was read. */
+    slot = redislockp_key_slot(mkey, strlen(mkey));
+    lock = redislock_new_from_client(cl, mkey);
+    assert_true(async_run(&l, lock, redislock_acquire_async).ok);
+    assert_true(async_run(&l, lock, redislock_release_async).ok);
+    from = master_of(slot);
+    to = from == ports[0] ? ports[1] : ports[0];
+    node_id(to, to_id, sizeof to_id);
+    for (i = 0; i < 3; i++) {
+        redisContext *c = connect_port(ports[i]);
+
+        tu_cmd_ok(c, "CLUSTER SETSLOT %u NODE %s", slot, to_id);
+        redisFree(c);
+    }
+    TU_WAIT_UNTIL(master_of(slot) == to, 10000,
+                  "node 0 to map slot %u to port %d", slot, to);
+    assert_true(async_run(&l, lock, redislock_acquire_async).ok);
+    dst = connect_port(to);
+    assert_true(tu_pttl(dst, mkey, strlen(mkey)) > 0);
+    redisFree(dst);
+    assert_true(async_run(&l, lock, redislock_release_async).ok);
+    redislock_free(lock);
+
+    /* ASK: the slot being migrated; the lock is made on the importing
+     * node with ASKING. */
+    slot = redislockp_key_slot(akey, strlen(akey));
+    lock = redislock_new_from_client(cl, akey);
+    assert_true(async_run(&l, lock, redislock_acquire_async).ok);
+    assert_true(async_run(&l, lock, redislock_release_async).ok);
+    from = master_of(slot);
+    to = from == ports[2] ? ports[1] : ports[2];
+    node_id(from, from_id, sizeof from_id);
+    node_id(to, to_id, sizeof to_id);
+    src = connect_port(from);
+    dst = connect_port(to);
+    tu_cmd_ok(dst, "CLUSTER SETSLOT %u IMPORTING %s", slot, from_id);
+    tu_cmd_ok(src, "CLUSTER SETSLOT %u MIGRATING %s", slot, to_id);
+    assert_true(async_run(&l, lock, redislock_acquire_async).ok);
+    tu_cmd_ok(dst, "ASKING");
+    assert_true(tu_pttl(dst, akey, strlen(akey)) > 0);
+    for (i = 0; i < 3; i++) {
+        redisContext *c = connect_port(ports[i]);
+
+        tu_cmd_ok(c, "CLUSTER SETSLOT %u NODE %s", slot, to_id);
+        redisFree(c);
+    }
+    assert_true(async_run(&l, lock, redislock_release_async).ok);
+    assert_int_equal(tu_pttl(dst, akey, strlen(akey)), -2);
+    redisFree(src);
+    redisFree(dst);
+    redislock_free(lock);
+    redislock_client_free(cl);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -1395,6 +1524,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_steady_state_has_no_redirections),
         cmocka_unit_test(test_moved_is_followed),
         cmocka_unit_test(test_ask_is_followed),
+        cmocka_unit_test(test_async_on_a_cluster),
         cmocka_unit_test(test_companion_keys),
         cmocka_unit_test(test_wait_and_renew),
         cmocka_unit_test(test_the_tool_on_a_cluster),
