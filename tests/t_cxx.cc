@@ -1058,8 +1058,8 @@ bool pl_until(redislock_client *c, poll_loop &l, std::function<bool()> done)
 void test_async(redislockpp::client &blocking)
 {
     static const redislock_loop fns = {pl_watch, pl_timer, nullptr};
+    poll_loop l;                // outlives the client: it unwatches at free
     redislockpp::client ac(url);
-    poll_loop l;
     ok(redislock_client_attach(ac.get(), &fns, &l) == REDISLOCK_OK,
        "async: client attached to a poll() loop");
 
