@@ -78,6 +78,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -1906,6 +1907,16 @@ static void a_loop_run(redislock_client *cl, struct a_loop *l, long long n)
     }
 }
 
+/* This process's CPU time (user + system), in microseconds. */
+static long long cpu_us(void)
+{
+    struct rusage ru;
+
+    getrusage(RUSAGE_SELF, &ru);
+    return (long long)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000 +
+           ru.ru_utime.tv_usec + ru.ru_stime.tv_usec;
+}
+
 /* A cycle of every key at once, N times in all (with DEPTH in flight). */
 static long long a_library(redislock_client *cl, struct a_loop *l,
                            struct a_key *keys, int depth, long long n)
@@ -1991,9 +2002,11 @@ static int run_async(int depth, long long n, int rounds)
     struct raw_cycle *rc = calloc((size_t)depth, sizeof *rc);
     long long *lat = malloc((size_t)n * sizeof *lat);
     double lib_r[S_MAX_ROUNDS], raw_r[S_MAX_ROUNDS], blk_r[S_MAX_ROUNDS];
+    double lib_cpu[S_MAX_ROUNDS], raw_cpu[S_MAX_ROUNDS];
+    long long c0;
     redislock *one = new_lock(c, "bench:A:blocking");
     redislock_client *cl = NULL;
-    char url[128], err[256], extra[512];
+    char url[128], err[256], extra[640];
     long long t, i;
     int r;
 
@@ -2018,9 +2031,13 @@ static int run_async(int depth, long long n, int rounds)
     (void)a_library(cl, &l, keys, depth, depth * 4 < n ? depth * 4 : n);
     (void)a_raw(c, rc, depth, depth * 4 < n ? depth * 4 : n, lat);
     for (r = 0; r < rounds; r++) {
+        c0 = cpu_us();
         t = a_library(cl, &l, keys, depth, n);
+        lib_cpu[r] = (double)(cpu_us() - c0) / (double)n;
         lib_r[r] = (double)n / ((double)t / 1e6);
+        c0 = cpu_us();
         t = a_raw(c, rc, depth, n, lat);
+        raw_cpu[r] = (double)(cpu_us() - c0) / (double)n;
         raw_r[r] = (double)n / ((double)t / 1e6);
         t = now_us();
         for (i = 0; i < n / 8; i++)     /* the blocking API, one thread */
@@ -2030,17 +2047,22 @@ static int run_async(int depth, long long n, int rounds)
     qsort(lib_r, (size_t)rounds, sizeof lib_r[0], cmp_double);
     qsort(raw_r, (size_t)rounds, sizeof raw_r[0], cmp_double);
     qsort(blk_r, (size_t)rounds, sizeof blk_r[0], cmp_double);
+    qsort(lib_cpu, (size_t)rounds, sizeof lib_cpu[0], cmp_double);
+    qsort(raw_cpu, (size_t)rounds, sizeof raw_cpu[0], cmp_double);
     /* The last round's latencies of the library's cycles, for the line. */
     t = a_library(cl, &l, keys, depth, n);
     snprintf(extra, sizeof extra,
              ",\"mode\":\"%s\",\"depth\":%d,\"rounds\":%d,"
              "\"median_cycles_per_s\":%.0f,\"hiredis_pipelined_cycles_per_s\""
              ":%.0f,\"blocking_U_cycles_per_s\":%.0f,"
-             "\"ratio_to_hiredis\":%.2f,\"ratio_to_blocking\":%.2f",
+             "\"ratio_to_hiredis\":%.2f,\"ratio_to_blocking\":%.2f,"
+             "\"client_cpu_us_per_cycle\":%.2f,"
+             "\"hiredis_client_cpu_us_per_cycle\":%.2f",
              counted ? "counted" : "gozero", depth, rounds,
              lib_r[rounds / 2], raw_r[rounds / 2], blk_r[rounds / 2],
              lib_r[rounds / 2] / raw_r[rounds / 2],
-             lib_r[rounds / 2] / blk_r[rounds / 2]);
+             lib_r[rounds / 2] / blk_r[rounds / 2], lib_cpu[rounds / 2],
+             raw_cpu[rounds / 2]);
     report("redislock-async", "A", n, t, lat, (size_t)n, extra);
     for (i = 0; i < depth; i++)
         redislock_free(keys[i].lock);

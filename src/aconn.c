@@ -42,6 +42,8 @@ static void fail_all(redislockp_aconn *a, int status, const char *why)
     char msg[REDISLOCKP_ERRMSG_SIZE];
 
     a->head = a->tail = a->wr = NULL;
+    a->ncls = 0;
+    a->unclassed = 0;
     if (a->state != REDISLOCKP_ACONN_BROKEN) {
         a->state = REDISLOCKP_ACONN_BROKEN;
         a->status = status;
@@ -49,6 +51,9 @@ static void fail_all(redislockp_aconn *a, int status, const char *why)
             snprintf(a->errmsg, sizeof a->errmsg, "%s", why);
     }
     redislockp_dial_abort(&a->dial);
+    redislockp_free(a->obuf);
+    a->obuf = NULL;
+    a->ocap = 0;
     if (a->c != NULL) {
         redisFree(a->c);
         a->c = NULL;
@@ -67,6 +72,52 @@ static void fail_all(redislockp_aconn *a, int status, const char *why)
 void redislockp_aconn_close(redislockp_aconn *a, int status, const char *why)
 {
     fail_all(a, status, why);
+}
+
+/* File R (TIMEOUT_MS) in its timeout class, or count it unclassed. */
+static void classify(redislockp_aconn *a, redislockp_areq *r,
+                     long long timeout_ms)
+{
+    int i;
+
+    for (i = 0; i < a->ncls; i++)
+        if (a->cls[i].timeout_ms == timeout_ms)
+            break;
+    if (i == a->ncls) {
+        for (i = 0; i < a->ncls && a->cls[i].head != NULL; i++)
+            ;                           /* an empty class is reused */
+        if (i == REDISLOCKP_ACONN_CLASSES) {
+            r->timeout_class = -1;
+            a->unclassed++;
+            return;
+        }
+        if (i == a->ncls)
+            a->ncls++;
+        a->cls[i].timeout_ms = timeout_ms;
+        a->cls[i].head = a->cls[i].tail = NULL;
+    }
+    r->timeout_class = i;
+    r->next_same = NULL;
+    if (a->cls[i].tail != NULL)
+        a->cls[i].tail->next_same = r;
+    else
+        a->cls[i].head = r;
+    a->cls[i].tail = r;
+}
+
+/* R, the oldest request, has ended: out of its class. */
+static void declassify(redislockp_aconn *a, redislockp_areq *r)
+{
+    redislockp_aclass *c;
+
+    if (r->timeout_class < 0) {
+        a->unclassed--;
+        return;
+    }
+    c = &a->cls[r->timeout_class];
+    c->head = r->next_same;             /* R was its class's first */
+    if (c->head == NULL)
+        c->tail = NULL;
 }
 
 int redislockp_aconn_send(redislockp_aconn *a, const redislockp_cmd *cmd,
@@ -100,7 +151,10 @@ int redislockp_aconn_send(redislockp_aconn *a, const redislockp_cmd *cmd,
     memcpy(r->buf, cmd->buf, cmd->len);
     r->len = cmd->len;
     r->want = cmd->count;
-    r->deadline = redislockp_now_ms() + (timeout_ms > 0 ? timeout_ms : 1);
+    if (timeout_ms < 1)
+        timeout_ms = 1;
+    r->deadline = redislockp_now_ms() + timeout_ms;
+    classify(a, r, timeout_ms);
     r->fn = fn;
     r->arg = arg;
     if (a->tail != NULL)
@@ -115,25 +169,70 @@ int redislockp_aconn_send(redislockp_aconn *a, const redislockp_cmd *cmd,
     return REDISLOCK_OK;
 }
 
-/* Write what the socket takes of the queued requests. */
+/* N bytes of the queued requests went out: theirs, oldest first. */
+static void written(redislockp_aconn *a, size_t n)
+{
+    while (n > 0 && a->wr != NULL) {
+        redislockp_areq *r = a->wr;
+        size_t take = r->len - r->off < n ? r->len - r->off : n;
+
+        r->off += take;
+        r->started = 1;
+        n -= take;
+        if (r->off < r->len)
+            return;
+        redislockp_free(r->buf);
+        r->buf = NULL;
+        a->wr = r->next;
+    }
+}
+
+/* Write what the socket takes of the queued requests: as many as fit in
+ * REDISLOCKP_ACONN_BATCH bytes in one write (the requests of a busy
+ * loop pipelined in one system call, not one each). */
 static void flush(redislockp_aconn *a)
 {
     while (a->wr != NULL) {
-        redislockp_areq *r = a->wr;
-        int st = redislockp_tx_flush(a->c, r->buf, r->len, &r->off,
-                                     a->errmsg);
+        const redislockp_areq *q;
+        const char *buf;
+        size_t total = 0, off = 0;
+        int st;
 
-        if (r->off > 0)
-            r->started = 1;
+        for (q = a->wr; q != NULL && total < REDISLOCKP_ACONN_BATCH;
+             q = q->next)
+            total += q->len - q->off;
+        if (q == a->wr->next || total > REDISLOCKP_ACONN_BATCH) {
+            buf = a->wr->buf + a->wr->off;      /* one request (or big) */
+            total = a->wr->len - a->wr->off;
+        } else {
+            char *b = a->obuf;
+
+            if (a->ocap < total) {
+                redislockp_free(a->obuf);
+                a->ocap = 0;
+                a->obuf = b = redislockp_malloc(total);
+                if (b == NULL) {
+                    fail_all(a, REDISLOCK_ERR_NOMEM, "out of memory "
+                             "writing the requests");
+                    return;
+                }
+                a->ocap = total;
+            }
+            for (q = a->wr; q != NULL && off < total; q = q->next) {
+                memcpy(b + off, q->buf + q->off, q->len - q->off);
+                off += q->len - q->off;
+            }
+            buf = b;
+            off = 0;
+        }
+        st = redislockp_tx_flush(a->c, buf, total, &off, a->errmsg);
+        written(a, off);
         if (st != REDISLOCK_OK) {
             fail_all(a, st, a->errmsg);
             return;
         }
-        if (r->off < r->len)
+        if (off < total)
             return;                     /* the rest when writable */
-        redislockp_free(r->buf);
-        r->buf = NULL;
-        a->wr = r->next;
     }
 }
 
@@ -168,6 +267,7 @@ static void read_replies(redislockp_aconn *a, int can_read)
         a->head = r->next;
         if (a->head == NULL)
             a->tail = NULL;
+        declassify(a, r);
         r->fn(r->arg, REDISLOCK_OK, r->reply, r->got, 1, "");
         r->got = 0;                     /* the callback owns them */
         req_free(r);
@@ -201,9 +301,16 @@ long long redislockp_aconn_deadline(const redislockp_aconn *a)
     const redislockp_areq *r;
     long long d = 0;
 
+    int i;
+
     if (a->state == REDISLOCKP_ACONN_DIALING)
         d = a->dial.deadline;
-    for (r = a->head; r != NULL; r = r->next)
+    for (i = 0; i < a->ncls; i++) {
+        r = a->cls[i].head;
+        if (r != NULL && (d == 0 || r->deadline < d))
+            d = r->deadline;
+    }
+    for (r = a->unclassed > 0 ? a->head : NULL; r != NULL; r = r->next)
         if (d == 0 || r->deadline < d)
             d = r->deadline;
     return d;
@@ -221,7 +328,8 @@ void redislockp_aconn_tick(redislockp_aconn *a)
             return;
         }
     }
-    for (r = a->head; r != NULL; r = r->next) {
+    r = redislockp_aconn_deadline(a) > now ? NULL : a->head;
+    for (; r != NULL; r = r->next) {
         if (now < r->deadline)
             continue;
         redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_COMMAND,

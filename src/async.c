@@ -54,7 +54,9 @@ struct redislockp_loop_state {
     int map_reading;            /* a CLUSTER SLOTS is under way */
     size_t map_next;            /* the candidate to ask next */
     char map_err[REDISLOCKP_ERRMSG_SIZE];
-    redislockp_aop *ops;        /* every operation not yet freed */
+    redislockp_aop *ops, *ops_tail; /* every operation not yet freed */
+    redislockp_aop *due, *due_tail; /* ended, callback not yet called */
+    size_t retrying;            /* operations with a retry_at */
     long long timer_at;         /* the timer asked for (monotonic ms);
                                  * -1: none */
     int depth;                  /* inside an entry of the client */
@@ -63,7 +65,8 @@ struct redislockp_loop_state {
 };
 
 struct redislockp_aop {
-    redislockp_aop *next;
+    redislockp_aop *next, *prev;    /* the client's operations */
+    redislockp_aop *due_next;       /* the queue of callbacks due */
     redislock_client *cl;
     redislock *lock;            /* NULL once its handle was freed */
     redislockp_op op;
@@ -78,7 +81,7 @@ struct redislockp_aop {
     long long end_all;          /* redirections and retries until then */
     int inflight;               /* a request of it is on a connection */
     int ended;                  /* STATUS and OK are its outcome */
-    int due;                    /* its callback is called this round */
+    int queued;                 /* in the queue of callbacks due */
     int called;                 /* its callback ran (or never will) */
     int status;
     bool ok;
@@ -114,12 +117,7 @@ static void unwatch(redislockp_loop_state *ls, lconn *c)
 /* Does any operation wait for its callback? */
 static int callbacks_due(const redislockp_loop_state *ls)
 {
-    const redislockp_aop *o;
-
-    for (o = ls->ops; o != NULL; o = o->next)
-        if (o->ended && !o->called)
-            return 1;
-    return 0;
+    return ls->due != NULL;
 }
 
 /* Tell the loop what to watch on C now; its earliest deadline into *AT. */
@@ -168,7 +166,7 @@ static void sync_loop(redislock_client *cl)
             sync_conn(ls, ls->conns[i], &at);
     if (ls->map != NULL)
         sync_conn(ls, ls->map, &at);
-    for (o = ls->ops; o != NULL; o = o->next)
+    for (o = ls->retrying > 0 ? ls->ops : NULL; o != NULL; o = o->next)
         if (o->retry_at > 0 && (at < 0 || o->retry_at < at))
             at = o->retry_at;
     if (callbacks_due(ls))
@@ -252,32 +250,30 @@ static void conn_free(redislockp_loop_state *ls, lconn *c)
  * Operations.
  */
 
+/* Set O's retry time (0: none), counted for the timer. */
+static void set_retry(redislockp_aop *o, long long at)
+{
+    redislockp_loop_state *ls = o->cl->loop;
+
+    ls->retrying -= o->retry_at > 0;
+    o->retry_at = at;
+    ls->retrying += at > 0;
+}
+
 static void end(redislockp_aop *o, int status, bool ok)
 {
+    redislockp_loop_state *ls = o->cl->loop;
+
     o->ended = 1;
     o->status = status;
     o->ok = ok;
-}
-
-/* Call the callbacks of the operations that had ended when this round
- * began (those a callback ends wait for the next round: a timer at 0). */
-static void deliver(redislockp_loop_state *ls)
-{
-    redislockp_aop *o;
-
-    for (o = ls->ops; o != NULL; o = o->next)
-        o->due = o->ended && !o->called;
-    for (o = ls->ops; o != NULL; o = o->next) {
-        redislock *lock = o->lock;
-
-        if (!o->due || o->called)
-            continue;
-        o->due = 0;
-        o->called = 1;
-        if (lock != NULL)
-            lock->aop = NULL;
-        o->fn(lock, o->status, o->ok, o->arg);
-    }
+    o->queued = 1;
+    o->due_next = NULL;
+    if (ls->due_tail != NULL)
+        ls->due_tail->due_next = o;
+    else
+        ls->due = o;
+    ls->due_tail = o;
 }
 
 static void aop_free(redislockp_aop *o)
@@ -287,20 +283,54 @@ static void aop_free(redislockp_aop *o)
     redislockp_free(o);
 }
 
-/* Free the operations that are over: callback called, request ended. */
-static void sweep(redislockp_loop_state *ls)
+/* Unlink O from the client's operations and free it. */
+static void aop_drop(redislockp_loop_state *ls, redislockp_aop *o)
 {
-    redislockp_aop **p = &ls->ops;
+    if (o->prev != NULL)
+        o->prev->next = o->next;
+    else
+        ls->ops = o->next;
+    if (o->next != NULL)
+        o->next->prev = o->prev;
+    else
+        ls->ops_tail = o->prev;
+    if (o->retry_at > 0)
+        ls->retrying--;
+    aop_free(o);
+}
 
-    while (*p != NULL) {
-        redislockp_aop *o = *p;
+/* Free O if nothing refers to it any more: its callback called (or
+ * never to be), its request ended, out of the queue, and the client not
+ * being freed (which frees them all). */
+static void aop_done_with(redislockp_loop_state *ls, redislockp_aop *o)
+{
+    if (o->called && !o->inflight && !o->queued && !ls->closing)
+        aop_drop(ls, o);
+}
 
-        if (o->called && !o->inflight) {
-            *p = o->next;
-            aop_free(o);
-        } else {
-            p = &o->next;
+/* Call the callbacks of the operations that had ended when this round
+ * began (those a callback ends wait for the next round: a timer at 0). */
+static void deliver(redislockp_loop_state *ls)
+{
+    redislockp_aop *last = ls->due_tail, *o;
+
+    while (last != NULL && (o = ls->due) != NULL) {
+        redislock *lock = o->lock;
+        int was_last = o == last;
+
+        ls->due = o->due_next;
+        if (ls->due == NULL)
+            ls->due_tail = NULL;
+        o->queued = 0;
+        if (!o->called) {
+            o->called = 1;
+            if (lock != NULL)
+                lock->aop = NULL;
+            o->fn(lock, o->status, o->ok, o->arg);
         }
+        aop_done_with(ls, o);
+        if (was_last)
+            break;
     }
 }
 
@@ -358,7 +388,7 @@ static int retry_later(redislockp_aop *o)
     if (at > o->end_all)
         return 0;
     redislockp_legs_end(&o->leg, 1);
-    o->retry_at = at;
+    set_retry(o, at);
     return 1;
 }
 
@@ -445,6 +475,7 @@ static void on_reply(void *arg, int status, redislockp_val **replies, int n,
         /* Its handle or client is gone: nothing to tell. */
         for (i = 0; i < n; i++)
             redislockp_val_free(replies[i]);
+        aop_done_with(o->cl->loop, o);
         return;
     }
     if (status != REDISLOCK_OK) {
@@ -611,7 +642,7 @@ static void send_leg(redislockp_aop *o)
     redislockp_cmd cmd;
     int st;
 
-    o->retry_at = 0;
+    set_retry(o, 0);
     if (cl->cluster && !o->asking) {
         unsigned slot = o->lock->slot;
         size_t known;
@@ -687,13 +718,10 @@ static void entry_end(redislock_client *cl)
     redislockp_loop_state *ls = cl->loop;
 
     deliver(ls);
-    if (--ls->depth == 0) {
-        if (ls->free_asked) {
-            ls->free_asked = 0;
-            redislock_client_free(cl);
-            return;
-        }
-        sweep(ls);
+    if (--ls->depth == 0 && ls->free_asked) {
+        ls->free_asked = 0;
+        redislock_client_free(cl);
+        return;
     }
     sync_loop(cl);
 }
@@ -760,7 +788,7 @@ int redislock_client_on_fd(redislock_client *cl, int fd, int events)
 int redislock_client_on_timer(redislock_client *cl)
 {
     redislockp_loop_state *ls;
-    redislockp_aop *o;
+    redislockp_aop *o, *next;
     long long now;
     size_t i;
 
@@ -775,10 +803,12 @@ int redislock_client_on_timer(redislock_client *cl)
     if (ls->map != NULL && ls->map->open)
         redislockp_aconn_tick(&ls->map->a);
     now = redislockp_now_ms();
-    for (o = ls->ops; o != NULL; o = o->next)
+    for (o = ls->retrying > 0 ? ls->ops : NULL; o != NULL; o = next) {
+        next = o->next;
         if (o->retry_at > 0 && now >= o->retry_at && o->lock != NULL &&
             !o->called)
             send_leg(o);                /* Cluster: after its pause */
+    }
     entry_end(cl);
     return REDISLOCK_OK;
 }
@@ -789,7 +819,7 @@ static int start(redislock *lock, redislockp_op_kind kind,
 {
     redislock_client *cl;
     redislockp_loop_state *ls;
-    redislockp_aop *o, **tail;
+    redislockp_aop *o;
     int st;
 
     if (lock == NULL)
@@ -820,9 +850,12 @@ static int start(redislock *lock, redislockp_op_kind kind,
     o->lock = lock;
     o->fn = fn;
     o->arg = arg;
-    for (tail = &ls->ops; *tail != NULL; tail = &(*tail)->next)
-        ;
-    *tail = o;
+    o->prev = ls->ops_tail;
+    if (ls->ops_tail != NULL)
+        ls->ops_tail->next = o;
+    else
+        ls->ops = o;
+    ls->ops_tail = o;
     lock->aop = o;
     lock->aop_cancel = redislockp_async_forget;
     redislockp_op_begin(&o->op, lock, kind, REDISLOCKP_TRY_PLAIN);
@@ -856,11 +889,12 @@ void redislockp_async_forget(redislock *lock)
     lock->aop = NULL;
     o->lock = NULL;
     o->parked = 0;
-    o->retry_at = 0;
+    set_retry(o, 0);
     if (!o->called) {
         o->called = 1;
         o->fn(lock, REDISLOCK_ERR_CANCELED, false, o->arg);
     }
+    aop_done_with(o->cl->loop, o);
 }
 
 int redislockp_async_client_free(redislock_client *cl)
@@ -900,6 +934,7 @@ int redislockp_async_client_free(redislock_client *cl)
         ls->ops = o->next;
         aop_free(o);
     }
+    ls->ops_tail = NULL;
     redislockp_free(ls->conns);
     cl->loop = NULL;
     redislockp_free(ls);
