@@ -27,6 +27,8 @@
 # each run's most connections seen by a monitoring connection; then 64
 # threads at 64, where no thread waits for a connection (the issue saw
 # throughput flat from 8 threads).
+# A (issue 19): the loop API at depth 256 against a hiredis pipeline of
+# the same depth and the blocking U, in the same rounds.
 # System calls per operation come from bench/syscalls.sh (strace; skipped
 # without it).  A failed run of ours (a self-check difference, a lost
 # update) fails the whole; a failed node-redlock run gets a row saying so.
@@ -564,6 +566,17 @@ for mode in gozero counted; do
     row "H ($mode)" redislock "$(field "$last" ops_per_s)" \
         "$(field "$last" p50_us)" "$(field "$last" p99_us)" \
         "release -> the blocked waiter holds the lock (latency of that)"
+done
+
+# A: the event-loop API (issue 19), one thread, 256 operations in flight,
+# beside bare hiredis pipelining the same commands 256 at a time and the
+# blocking API's one-thread U, in the same rounds.
+for mode in gozero counted; do
+    run --workload A --mode "$mode" --depth 256 --rounds 9
+    row "A ($mode), depth 256" "redislock, loop API (poll)" \
+        "$(field "$last" median_cycles_per_s)" "$(field "$last" p50_us)" \
+        "$(field "$last" p99_us)" \
+        "one thread; bare hiredis pipelining 256 at a time $(field "$last" hiredis_pipelined_cycles_per_s) cycles/s, **ratio $(field "$last" ratio_to_hiredis)**; blocking U $(field "$last" blocking_U_cycles_per_s), **ratio $(field "$last" ratio_to_blocking)**; client CPU $(field "$last" client_cpu_us_per_cycle) us/cycle (hiredis $(field "$last" hiredis_client_cpu_us_per_cycle)); medians of 9 rounds"
 done
 
 # The table, headed by what it was measured on.
