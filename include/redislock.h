@@ -1565,8 +1565,8 @@ REDISLOCK_API int redislock_last_error_info(const redislock *lock,
  * the library asks it to watch descriptors and to set one timer, and the
  * application calls redislock_client_on_fd() and
  * redislock_client_on_timer() when they fire.  <redislock/libevent.h>
- * is such an adapter for libevent, about a hundred lines; any other loop
- * (libev, libuv, epoll, a Redis module's) takes about as many.
+ * and <redislock/libuv.h> are such adapters, about a hundred lines each;
+ * any other loop (libev, epoll, a Redis module's) takes about as many.
  *
  * Built so far, and what is not yet (each refused with
  * REDISLOCK_ERR_INVALID, nothing sent, and a message saying so):

@@ -41,6 +41,8 @@ static void fail_all(redislockp_aconn *a, int status, const char *why)
     redislockp_areq *r = a->head, *next;
     char msg[REDISLOCKP_ERRMSG_SIZE];
 
+    if (a->closing != NULL && redislockp_aconn_fd(a) >= 0)
+        a->closing(a->closing_arg, redislockp_aconn_fd(a));
     a->head = a->tail = a->wr = NULL;
     a->ncls = 0;
     a->unclassed = 0;

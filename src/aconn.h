@@ -82,6 +82,11 @@ typedef struct redislockp_aconn {
     redislockp_areq *wr;        /* the first not wholly written */
     char *obuf;                 /* the requests gathered for one write */
     size_t ocap;
+    /* Told before its descriptor FD is closed (set after open; NULL:
+     * nobody): an event loop stops watching it before the number can be
+     * reused by a new connection. */
+    void (*closing)(void *arg, int fd);
+    void *closing_arg;
     int status;                 /* why it broke */
     char errmsg[REDISLOCKP_ERRMSG_SIZE];
 } redislockp_aconn;

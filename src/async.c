@@ -33,6 +33,7 @@
 /* One server's connection, and what the loop was asked to watch. */
 typedef struct lconn {
     redislockp_aconn a;
+    struct redislockp_loop_state *ls;
     redislockp_url url;         /* its server (the dial borrows it) */
     int open;                   /* A was opened */
     int fd;                     /* watched; -1: nothing */
@@ -181,9 +182,18 @@ static void sync_loop(redislock_client *cl)
  * Connections.
  */
 
-/* Open C (again) to its URL if it is not up.  Its old descriptor is
- * closed: the loop lets it go before a new one (which may get the same
- * number) is watched. */
+/* C's descriptor is about to be closed (aconn.c): the loop lets it go
+ * first, so that a new connection that gets the same number is watched
+ * afresh. */
+static void conn_closing(void *arg, int fd)
+{
+    lconn *c = arg;
+
+    if (c->fd == fd)
+        unwatch(c->ls, c);
+}
+
+/* Open C (again) to its URL if it is not up. */
 static void conn_up(redislockp_loop_state *ls, lconn *c)
 {
     if (c->open && c->a.state != REDISLOCKP_ACONN_BROKEN)
@@ -192,6 +202,9 @@ static void conn_up(redislockp_loop_state *ls, lconn *c)
     if (c->open)
         redislockp_aconn_close(&c->a, REDISLOCK_ERR_IO, "closed");
     redislockp_aconn_open(&c->a, &c->url);
+    c->a.closing = conn_closing;
+    c->a.closing_arg = c;
+    c->ls = ls;
     c->open = 1;
 }
 

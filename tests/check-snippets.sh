@@ -104,6 +104,11 @@ while [ $i -lt "$count" ]; do
                $cc $cppflags -E -x c - > /dev/null 2>&1; then
             echo "ok $i # SKIP $name: libevent's headers not found"; continue
         fi
+        if grep -q '<uv.h>' "$tmp/u.$i.c" &&
+           ! printf '#include <uv.h>\n' |
+               $cc $cppflags -E -x c - > /dev/null 2>&1; then
+            echo "ok $i # SKIP $name: libuv's headers not found"; continue
+        fi
         if grep -qx '{' "$tmp/u.$i.c"; then
             { cat "$tmp/prelude.h"; cat "$tmp/u.$i.c"; } > "$tmp/t.c"
         else

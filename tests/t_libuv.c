@@ -1,0 +1,250 @@
+/*
+ * t_libuv.c - the non-blocking API through the libuv adapter
+ * (<redislock/libuv.h>), against real servers: acquire, extend and
+ * release; many operations in flight on one connection; a killed and
+ * restarted server (the descriptor closed and a new one watched);
+ * freeing a handle, and the client from its own callback, with
+ * operations pending; the adapter's handles closed after the client
+ * (valgrind and ASan see no leak).
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <uv.h>
+
+#include <redislock/libuv.h>
+
+#include "testutil.h"
+
+static char tcp_url[128];
+static redisContext *conn;
+
+typedef struct done_rec {
+    int calls, status;
+    bool ok;
+    int in_start;
+    redislock_client *free_client;
+} done_rec;
+
+static int starting;
+
+static void on_done(redislock *lock, int status, bool ok, void *arg)
+{
+    done_rec *d = arg;
+
+    (void)lock;
+    d->calls++;
+    d->status = status;
+    d->ok = ok;
+    d->in_start = starting;
+    if (d->free_client != NULL)
+        redislock_client_free(d->free_client);
+}
+
+static int start(int (*op)(redislock *, redislock_done_fn, void *),
+                 redislock *lock, done_rec *d)
+{
+    int st;
+
+    starting = 1;
+    st = op(lock, on_done, d);
+    starting = 0;
+    return st;
+}
+
+/* Run LOOP until COND holds, at most MS (scaled) milliseconds. */
+#define UV_UNTIL(loop, cond, ms, what)                                    \
+    do {                                                                  \
+        long long end_ = tu_now_ms() + tu_deadline_ms(ms);                \
+        while (!(cond)) {                                                 \
+            if (tu_now_ms() > end_)                                       \
+                tu_wait_failed(#cond, tu_deadline_ms(ms), "%s", what);    \
+            (void)uv_run(loop, UV_RUN_ONCE);                              \
+        }                                                                 \
+    } while (0)
+
+/* A guard timer keeps UV_RUN_ONCE from blocking for ever. */
+static void tick(uv_timer_t *t)
+{
+    (void)t;
+}
+
+typedef struct uv_env {
+    uv_loop_t loop;
+    uv_timer_t guard;
+} uv_env;
+
+static redislock_client *attached(const char *url, uv_env *e)
+{
+    redislock_client *cl = NULL;
+
+    assert_int_equal(uv_loop_init(&e->loop), 0);
+    assert_int_equal(uv_timer_init(&e->loop, &e->guard), 0);
+    assert_int_equal(uv_timer_start(&e->guard, tick, 20, 20), 0);
+    assert_int_equal(redislock_client_open(url, &cl, NULL, 0), REDISLOCK_OK);
+    assert_int_equal(redislock_libuv_attach(cl, &e->loop), REDISLOCK_OK);
+    return cl;
+}
+
+/* After the client is freed: the adapter's handles close, the loop too. */
+static void env_close(uv_env *e)
+{
+    uv_timer_stop(&e->guard);
+    uv_close((uv_handle_t *)&e->guard, NULL);
+    (void)uv_run(&e->loop, UV_RUN_NOWAIT);
+    assert_int_equal(uv_loop_close(&e->loop), 0);
+}
+
+static void test_acquire_extend_release(void **state)
+{
+    redisContext *c = conn;
+    uv_env e;
+    redislock_client *cl = attached(tcp_url, &e);
+    done_rec d[4];
+    char key[64];
+    redislock *a, *b;
+
+    (void)state;
+    memset(d, 0, sizeof d);
+    tu_key(key, sizeof key, "uv:basic");
+    a = redislock_new_from_client(cl, key);
+    b = redislock_new_from_client(cl, key);
+    assert_int_equal(start(redislock_acquire_async, a, &d[0]), REDISLOCK_OK);
+    assert_int_equal(d[0].calls, 0);
+    UV_UNTIL(&e.loop, d[0].calls == 1, 5000, "the acquire");
+    assert_true(d[0].ok);
+    assert_false(d[0].in_start);
+    assert_int_equal(start(redislock_acquire_async, b, &d[1]), REDISLOCK_OK);
+    assert_int_equal(start(redislock_extend_async, a, &d[2]), REDISLOCK_OK);
+    UV_UNTIL(&e.loop, d[1].calls == 1 && d[2].calls == 1, 5000,
+             "b's acquire and a's extend");
+    assert_int_equal(d[1].status, REDISLOCK_OK);
+    assert_false(d[1].ok);
+    assert_true(d[2].ok);
+    assert_int_equal(start(redislock_release_async, a, &d[3]), REDISLOCK_OK);
+    UV_UNTIL(&e.loop, d[3].calls == 1, 5000, "the release");
+    assert_true(d[3].ok);
+    assert_int_equal(tu_pttl(c, key, strlen(key)), -2);
+    redislock_free(a);
+    redislock_free(b);
+    redislock_client_free(cl);
+    env_close(&e);
+}
+
+#define MANY 128
+
+static void test_many_in_flight(void **state)
+{
+    uv_env e;
+    redislock_client *cl = attached(tcp_url, &e);
+    static redislock *locks[MANY];
+    static done_rec d[MANY];
+    int i, ok = 0;
+
+    (void)state;
+    memset(d, 0, sizeof d);
+    for (i = 0; i < MANY; i++) {
+        char key[64];
+
+        snprintf(key, sizeof key, "uv:many:%d", i);
+        locks[i] = redislock_new_from_client(cl, key);
+        assert_int_equal(start(redislock_acquire_async, locks[i], &d[i]),
+                         REDISLOCK_OK);
+    }
+    UV_UNTIL(&e.loop, d[MANY - 1].calls == 1, 10000, "the last acquire");
+    for (i = 0; i < MANY; i++) {
+        ok += d[i].calls == 1 && d[i].status == REDISLOCK_OK && d[i].ok;
+        memset(&d[i], 0, sizeof d[i]);
+        assert_int_equal(start(redislock_release_async, locks[i], &d[i]),
+                         REDISLOCK_OK);
+    }
+    assert_int_equal(ok, MANY);
+    UV_UNTIL(&e.loop, d[MANY - 1].calls == 1, 10000, "the last release");
+    for (i = 0; i < MANY; i++) {
+        assert_true(d[i].ok);
+        redislock_free(locks[i]);
+    }
+    redislock_client_free(cl);
+    env_close(&e);
+}
+
+/* A killed server: the extend fails with I/O (its descriptor closed and
+ * let go of), the restarted server is reached on a new one. */
+static void test_server_killed_and_back(void **state)
+{
+    uv_env e;
+    redislock_client *cl;
+    done_rec d[3];
+    char url[512];
+    tu_server s;
+    redislock *a;
+
+    (void)state;
+    memset(d, 0, sizeof d);
+    tu_server_start(&s, NULL);
+    snprintf(url, sizeof url, "unix://%s?timeout=1000", s.socket);
+    cl = attached(url, &e);
+    a = redislock_new_from_client(cl, "uv:killed");
+    assert_int_equal(start(redislock_acquire_async, a, &d[0]), REDISLOCK_OK);
+    UV_UNTIL(&e.loop, d[0].calls == 1, 5000, "the acquire");
+    assert_true(d[0].ok);
+    tu_server_kill(&s);
+    assert_int_equal(start(redislock_extend_async, a, &d[1]), REDISLOCK_OK);
+    UV_UNTIL(&e.loop, d[1].calls == 1, 5000, "the extend");
+    assert_int_equal(d[1].status, REDISLOCK_ERR_IO);
+    tu_server_restart(&s, NULL);
+    assert_int_equal(start(redislock_acquire_async, a, &d[2]), REDISLOCK_OK);
+    UV_UNTIL(&e.loop, d[2].calls == 1, 5000, "the acquire after the restart");
+    assert_int_equal(d[2].status, REDISLOCK_OK);
+    assert_true(d[2].ok);
+    redislock_free(a);
+    redislock_client_free(cl);
+    env_close(&e);
+    tu_server_stop(&s);
+}
+
+/* Freeing a handle with an operation pending (CANCELED at once), then
+ * the client from the callback of another: it goes when that returns. */
+static void test_free_pending(void **state)
+{
+    uv_env e;
+    redislock_client *cl = attached(tcp_url, &e);
+    done_rec d[2];
+    redislock *a, *b;
+
+    (void)state;
+    memset(d, 0, sizeof d);
+    a = redislock_new_from_client(cl, "uv:free:a");
+    b = redislock_new_from_client(cl, "uv:free:b");
+    assert_int_equal(start(redislock_acquire_async, a, &d[0]), REDISLOCK_OK);
+    redislock_free(a);
+    assert_int_equal(d[0].calls, 1);
+    assert_int_equal(d[0].status, REDISLOCK_ERR_CANCELED);
+    d[1].free_client = cl;
+    assert_int_equal(start(redislock_acquire_async, b, &d[1]), REDISLOCK_OK);
+    UV_UNTIL(&e.loop, d[1].calls == 1, 5000, "b's acquire");
+    assert_true(d[1].ok);
+    redislock_free(b);
+    env_close(&e);
+    tu_cmd_ok(conn, "DEL uv:free:a uv:free:b");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_acquire_extend_release),
+        cmocka_unit_test(test_many_in_flight),
+        cmocka_unit_test(test_server_killed_and_back),
+        cmocka_unit_test(test_free_pending),
+    };
+
+    snprintf(tcp_url, sizeof tcp_url, "redis://%s:%s",
+             getenv("REDISLOCK_TEST_HOST") ? getenv("REDISLOCK_TEST_HOST")
+                                           : "127.0.0.1",
+             getenv("REDISLOCK_TEST_PORT") ? getenv("REDISLOCK_TEST_PORT")
+                                           : "6379");
+    return TU_RUN_CONNECTED(tests, &conn);
+}
