@@ -41,11 +41,11 @@ static void fail_all(redislockp_aconn *a, int status, const char *why)
     redislockp_areq *r = a->head, *next;
     char msg[REDISLOCKP_ERRMSG_SIZE];
 
-    if (a->closing != NULL && redislockp_aconn_fd(a) >= 0)
+    /* Told even when the descriptor is gone already (a failed dial
+     * closes its own): the loop lets go of what it watched. */
+    if (a->closing != NULL && a->state != REDISLOCKP_ACONN_BROKEN)
         a->closing(a->closing_arg, redislockp_aconn_fd(a));
     a->head = a->tail = a->wr = NULL;
-    a->ncls = 0;
-    a->unclassed = 0;
     if (a->state != REDISLOCKP_ACONN_BROKEN) {
         a->state = REDISLOCKP_ACONN_BROKEN;
         a->status = status;
@@ -74,52 +74,6 @@ static void fail_all(redislockp_aconn *a, int status, const char *why)
 void redislockp_aconn_close(redislockp_aconn *a, int status, const char *why)
 {
     fail_all(a, status, why);
-}
-
-/* File R (TIMEOUT_MS) in its timeout class, or count it unclassed. */
-static void classify(redislockp_aconn *a, redislockp_areq *r,
-                     long long timeout_ms)
-{
-    int i;
-
-    for (i = 0; i < a->ncls; i++)
-        if (a->cls[i].timeout_ms == timeout_ms)
-            break;
-    if (i == a->ncls) {
-        for (i = 0; i < a->ncls && a->cls[i].head != NULL; i++)
-            ;                           /* an empty class is reused */
-        if (i == REDISLOCKP_ACONN_CLASSES) {
-            r->timeout_class = -1;
-            a->unclassed++;
-            return;
-        }
-        if (i == a->ncls)
-            a->ncls++;
-        a->cls[i].timeout_ms = timeout_ms;
-        a->cls[i].head = a->cls[i].tail = NULL;
-    }
-    r->timeout_class = i;
-    r->next_same = NULL;
-    if (a->cls[i].tail != NULL)
-        a->cls[i].tail->next_same = r;
-    else
-        a->cls[i].head = r;
-    a->cls[i].tail = r;
-}
-
-/* R, the oldest request, has ended: out of its class. */
-static void declassify(redislockp_aconn *a, redislockp_areq *r)
-{
-    redislockp_aclass *c;
-
-    if (r->timeout_class < 0) {
-        a->unclassed--;
-        return;
-    }
-    c = &a->cls[r->timeout_class];
-    c->head = r->next_same;             /* R was its class's first */
-    if (c->head == NULL)
-        c->tail = NULL;
 }
 
 int redislockp_aconn_send(redislockp_aconn *a, const redislockp_cmd *cmd,
@@ -156,7 +110,11 @@ int redislockp_aconn_send(redislockp_aconn *a, const redislockp_cmd *cmd,
     if (timeout_ms < 1)
         timeout_ms = 1;
     r->deadline = redislockp_now_ms() + timeout_ms;
-    classify(a, r, timeout_ms);
+    /* Its reply cannot come before the one ahead of it: nor may its
+     * deadline (else a slow WAIT ahead would time out the requests
+     * behind it, and break the connection for all). */
+    if (a->tail != NULL && a->tail->deadline > r->deadline)
+        r->deadline = a->tail->deadline;
     r->fn = fn;
     r->arg = arg;
     if (a->tail != NULL)
@@ -236,6 +194,15 @@ static void flush(redislockp_aconn *a)
         if (off < total)
             return;                     /* the rest when writable */
     }
+    /* TLS: every request handed over, some bytes still in hiredis's
+     * buffer (the socket was full): write them now that it is not. */
+    if (a->state == REDISLOCKP_ACONN_READY && redislockp_tx_unflushed(a->c)) {
+        size_t off = 0;
+        int st = redislockp_tx_flush(a->c, NULL, 0, &off, a->errmsg);
+
+        if (st != REDISLOCK_OK)
+            fail_all(a, st, a->errmsg);
+    }
 }
 
 /* Read what has come (CAN_READ: the socket is readable) and hand each
@@ -269,7 +236,6 @@ static void read_replies(redislockp_aconn *a, int can_read)
         a->head = r->next;
         if (a->head == NULL)
             a->tail = NULL;
-        declassify(a, r);
         r->fn(r->arg, REDISLOCK_OK, r->reply, r->got, 1, "");
         r->got = 0;                     /* the callback owns them */
         req_free(r);
@@ -303,18 +269,12 @@ long long redislockp_aconn_deadline(const redislockp_aconn *a)
     const redislockp_areq *r;
     long long d = 0;
 
-    int i;
-
+    /* Deadlines rise in queue order: the oldest request's is the first. */
     if (a->state == REDISLOCKP_ACONN_DIALING)
         d = a->dial.deadline;
-    for (i = 0; i < a->ncls; i++) {
-        r = a->cls[i].head;
-        if (r != NULL && (d == 0 || r->deadline < d))
-            d = r->deadline;
-    }
-    for (r = a->unclassed > 0 ? a->head : NULL; r != NULL; r = r->next)
-        if (d == 0 || r->deadline < d)
-            d = r->deadline;
+    r = a->head;
+    if (r != NULL && (d == 0 || r->deadline < d))
+        d = r->deadline;
     return d;
 }
 
@@ -329,11 +289,19 @@ void redislockp_aconn_tick(redislockp_aconn *a)
             fail_all(a, a->dial.status, a->errmsg);
             return;
         }
+        if (a->dial.phase == REDISLOCKP_DIAL_DONE) {
+            /* Its last step was ready when looked at: up, as from io. */
+            a->c = redislockp_dial_take(&a->dial);
+            a->state = REDISLOCKP_ACONN_READY;
+            flush(a);
+            if (a->state != REDISLOCKP_ACONN_READY)
+                return;
+        }
     }
-    r = redislockp_aconn_deadline(a) > now ? NULL : a->head;
-    for (; r != NULL; r = r->next) {
+    r = a->head;                        /* the earliest deadline */
+    if (r != NULL) {
         if (now < r->deadline)
-            continue;
+            return;
         redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_COMMAND,
                            REDISLOCK_CAUSE_TIMEOUT, NULL);
         fail_all(a, REDISLOCK_ERR_IO, "no reply in time (a request's "

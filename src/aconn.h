@@ -43,13 +43,13 @@ typedef void (*redislockp_aconn_fn)(void *arg, int status,
 
 typedef struct redislockp_areq {
     struct redislockp_areq *next;
-    struct redislockp_areq *next_same;  /* the next of its timeout class */
     char *buf;                  /* its bytes, until handed to the socket */
     size_t len, off;
     int want, got;
     int started;                /* a byte of it was written */
-    int timeout_class;          /* its class in the connection; -1: none */
-    long long deadline;         /* monotonic ms */
+    long long deadline;         /* monotonic ms; never before the one
+                                 * of the request ahead of it, whose reply
+                                 * comes first (a WAIT's, say) */
     redislockp_val *reply[REDISLOCKP_AREQ_REPLIES];
     redislockp_aconn_fn fn;
     void *arg;
@@ -61,21 +61,8 @@ enum {
     REDISLOCKP_ACONN_BROKEN     /* closed: every request fails at once */
 };
 
-/* Requests by timeout: within a class their deadlines come in queue
- * order, so the earliest of all is among the classes' first - a few
- * reads, not a walk of hundreds of requests in flight. */
-#define REDISLOCKP_ACONN_CLASSES 4
-typedef struct redislockp_aclass {
-    long long timeout_ms;
-    redislockp_areq *head, *tail;
-} redislockp_aclass;
-
 typedef struct redislockp_aconn {
     int state;
-    redislockp_aclass cls[REDISLOCKP_ACONN_CLASSES];
-    int ncls;
-    int unclassed;              /* requests of more timeouts than that:
-                                 * the deadline is found by a walk */
     redislockp_dial dial;
     redisContext *c;            /* once READY */
     redislockp_areq *head, *tail;   /* queued, oldest first */

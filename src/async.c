@@ -78,6 +78,7 @@ struct redislockp_aop {
     int asking;                 /* Cluster: ASKING first (an ASK) */
     int redirects, retries;
     int parked;                 /* Cluster: waits for the slot map */
+    int map_reads;              /* Cluster: maps read for it so far */
     long long retry_at;         /* Cluster: send again then (0: no) */
     long long end_all;          /* redirections and retries until then */
     int inflight;               /* a request of it is on a connection */
@@ -162,6 +163,16 @@ static void sync_loop(redislock_client *cl)
 
     if (ls->closing)
         return;
+    /* First let go of every descriptor that changed, then watch the new
+     * ones: a number closed by one connection and reused by another is
+     * never unwatched after it was watched anew. */
+    for (i = 0; i < ls->nconns; i++)
+        if (ls->conns[i] != NULL && ls->conns[i]->fd >= 0 &&
+            redislockp_aconn_fd(&ls->conns[i]->a) != ls->conns[i]->fd)
+            unwatch(ls, ls->conns[i]);
+    if (ls->map != NULL && ls->map->fd >= 0 &&
+        redislockp_aconn_fd(&ls->map->a) != ls->map->fd)
+        unwatch(ls, ls->map);
     for (i = 0; i < ls->nconns; i++)
         if (ls->conns[i] != NULL)
             sync_conn(ls, ls->conns[i], &at);
@@ -175,7 +186,8 @@ static void sync_loop(redislock_client *cl)
     if (at == ls->timer_at && at != now)
         return;
     ls->timer_at = at;
-    (void)ls->fns.timer(ls->data, at < 0 ? -1 : at > now ? at - now : 0);
+    if (ls->fns.timer(ls->data, at < 0 ? -1 : at > now ? at - now : 0) != 0)
+        ls->timer_at = -1;              /* not set: ask again next time */
 }
 
 /* ------------------------------------------------------------------------
@@ -189,8 +201,8 @@ static void conn_closing(void *arg, int fd)
 {
     lconn *c = arg;
 
-    if (c->fd == fd)
-        unwatch(c->ls, c);
+    (void)fd;                           /* -1 when a dial closed its own */
+    unwatch(c->ls, c);
 }
 
 /* Open C (again) to its URL if it is not up. */
@@ -534,6 +546,7 @@ static void map_done(redislock_client *cl, int st)
             continue;
         o->parked = 0;
         if (st == REDISLOCK_OK) {
+            o->map_reads++;
             send_leg(o);
         } else {
             o->leg.st = st;
@@ -622,8 +635,10 @@ static void map_read(redislock_client *cl)
         pthread_mutex_unlock(&cl->mu);
         if (k == cl->nnodes) {          /* past the masters: a seed */
             k = ls->map_next - masters;
-            if (k >= u.nseeds)
-                return;                 /* none left */
+            if (k >= u.nseeds) {
+                ls->map_next = 0;       /* none left: from the first, next */
+                return;
+            }
             u.host = u.seeds[k].host;
             u.port = u.seeds[k].port;
         }
@@ -665,6 +680,17 @@ static void send_leg(redislockp_aop *o)
         known = cl->slots[slot];
         stale = cl->map_stale;
         pthread_mutex_unlock(&cl->mu);
+        if (known == 0 && (o->map_reads > 0 ||
+                           redislockp_now_ms() > o->end_all)) {
+            /* A map read for it does not serve its slot either. */
+            o->leg.done = 1;
+            o->leg.st = redislockp_tx_fail(o->leg.msg, REDISLOCK_ERR_SERVER,
+                                           "no Cluster node serves slot %u "
+                                           "(the cluster is down or the "
+                                           "slot unassigned)", slot);
+            run_over(o);
+            return;
+        }
         if (known == 0 || stale)
             map_read(cl);
         if (known == 0) {
@@ -719,7 +745,7 @@ static void step(redislockp_aop *o)
     }
     o->node = 0;
     o->asking = 0;
-    o->redirects = o->retries = 0;
+    o->redirects = o->retries = o->map_reads = 0;
     o->end_all = redislockp_now_ms() +
                  redislockp_client_url(o->cl).command_ms;
     send_leg(o);
@@ -896,18 +922,29 @@ int redislock_extend_async(redislock *lock, redislock_done_fn fn, void *arg)
 void redislockp_async_forget(redislock *lock)
 {
     redislockp_aop *o = lock->aop;
+    redislock_client *cl;
+    redislockp_loop_state *ls;
 
     if (o == NULL)
         return;
+    cl = o->cl;
+    ls = cl->loop;
     lock->aop = NULL;
     o->lock = NULL;
     o->parked = 0;
     set_retry(o, 0);
     if (!o->called) {
         o->called = 1;
+        /* The callback may free the client: after O is done with. */
+        ls->depth++;
         o->fn(lock, REDISLOCK_ERR_CANCELED, false, o->arg);
+        ls->depth--;
     }
-    aop_done_with(o->cl->loop, o);
+    aop_done_with(ls, o);
+    if (ls->depth == 0 && ls->free_asked) {
+        ls->free_asked = 0;
+        redislock_client_free(cl);
+    }
 }
 
 int redislockp_async_client_free(redislock_client *cl)

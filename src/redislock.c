@@ -183,9 +183,10 @@ void redislock_free(redislock *lock)
 {
     if (lock == NULL)
         return;
+    redislockp_renew_stop(lock);
+    /* Last of what uses the client: the callback may free it. */
     if (lock->aop != NULL)
         lock->aop_cancel(lock);         /* redislockp_async_forget() */
-    redislockp_renew_stop(lock);
     if (lock->lost_pipe[0] >= 0) {
         close(lock->lost_pipe[0]);
         close(lock->lost_pipe[1]);

@@ -560,6 +560,19 @@ static void test_free_client_pending(void **state)
     redislock_free(locks[0]);
     redislock_free(locks[1]);
     event_base_free(base);
+
+    /* From the CANCELED callback of a handle being freed, outside the
+     * loop: the client goes once that callback and the free are done. */
+    cl = attached(tcp_url, &base);
+    memset(d, 0, sizeof d);
+    locks[0] = redislock_new_from_client(cl, "async:clientfree:cancel");
+    d[0].free_client = cl;
+    assert_int_equal(start(redislock_acquire_async, locks[0], &d[0]),
+                     REDISLOCK_OK);
+    redislock_free(locks[0]);
+    assert_int_equal(d[0].calls, 1);
+    assert_int_equal(d[0].status, REDISLOCK_ERR_CANCELED);
+    event_base_free(base);
 }
 
 /* A reply lost (the fault proxy drops it): the operation fails with
