@@ -1663,8 +1663,12 @@ REDISLOCK_API int redislock_client_on_timer(redislock_client *client);
  * An asynchronous operation's end, called once on the loop's thread:
  * STATUS and OK are what the blocking call's return value and bool
  * out-parameter would have been (REDISLOCK_ERR_CANCELED: the handle or
- * the client was freed first).  The callback may start the next
- * operation on LOCK, free LOCK, or free the client.
+ * the client was freed first; when it comes from redislock_free(LOCK),
+ * LOCK is being freed: do not use it).  The callback may start the next
+ * operation on LOCK, free LOCK, or free the client (freed once the
+ * callback has returned).  A command already written when its handle is
+ * freed may still run on the server: an acquire that lands there holds
+ * the key until its lease runs out.
  * @since 0.4.0
  */
 typedef void (*redislock_done_fn)(redislock *lock, int status, bool ok,
