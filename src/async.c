@@ -451,13 +451,7 @@ static void leg_ended(redislockp_aop *o)
     redislockp_exec_learn(cl, o->node, &o->res);
     if (o->res.kind == REDISLOCKP_MOVED || o->res.kind == REDISLOCKP_ASK) {
         if (++o->redirects > REDISLOCKP_MAX_REDIRECTS) {
-            char last[REDISLOCKP_ERRMSG_SIZE];
-
-            memcpy(last, leg->msg, sizeof last);
-            (void)redislockp_tx_fail(leg->msg, REDISLOCK_ERR_SERVER,
-                                     "more than %d Cluster redirections; "
-                                     "the last: %.400s",
-                                     REDISLOCKP_MAX_REDIRECTS, last);
+            redislockp_too_many_redirects(leg->msg);
             run_over(o);
             return;
         }
@@ -861,13 +855,10 @@ static int start(redislock *lock, redislockp_op_kind kind,
     redislockp_aop *o;
     int st;
 
-    if (lock == NULL)
-        return REDISLOCK_ERR_INVALID;
-    st = redislockp_begin(lock);
+    st = redislockp_begin_call(lock, fn != NULL ? (const void *)&fn : NULL,
+                               "fn");
     if (st != REDISLOCK_OK)
         return st;
-    if (fn == NULL)
-        return redislockp_fail(lock, REDISLOCK_ERR_INVALID, "fn is NULL");
     cl = lock->client;
     if (cl == NULL || cl->loop == NULL)
         return redislockp_fail(lock, REDISLOCK_ERR_INVALID, "the handle's "

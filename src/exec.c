@@ -862,6 +862,16 @@ static void leg_clear(redislockp_leg *leg)
     leg->msg[0] = '\0';
 }
 
+void redislockp_too_many_redirects(char *msg)
+{
+    char last[REDISLOCKP_ERRMSG_SIZE];
+
+    memcpy(last, msg, sizeof last);
+    (void)redislockp_tx_fail(msg, REDISLOCK_ERR_SERVER, "more than %d "
+                             "Cluster redirections; the last: %.400s",
+                             REDISLOCKP_MAX_REDIRECTS, last);
+}
+
 void redislockp_exec_learn(redislock_client *cl, size_t node,
                            redislockp_res *res)
 {
@@ -1066,13 +1076,7 @@ int redislockp_exec_one(const redislockp_target *t, const redislockp_fanout *f,
                 }
                 node = t->node;
             } else {
-                char last[REDISLOCKP_ERRMSG_SIZE];
-
-                memcpy(last, leg->msg, sizeof last);
-                (void)redislockp_tx_fail(leg->msg, REDISLOCK_ERR_SERVER,
-                                         "more than %d Cluster "
-                                         "redirections; the last: %.400s",
-                                         REDISLOCKP_MAX_REDIRECTS, last);
+                redislockp_too_many_redirects(leg->msg);
             }
         } else if (t->follow && (res->kind == REDISLOCKP_RETRY ||
                                  res->kind == REDISLOCKP_NOT_MASTER)) {

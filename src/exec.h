@@ -226,6 +226,10 @@ int redislockp_leg_again(redislockp_leg *leg, const redislockp_fanout *f,
  * Function library leaves it unknown. */
 void redislockp_leg_lost(redislockp_leg *leg);
 
+/* MSG (a redirection's error, REDISLOCKP_ERRMSG_SIZE) becomes "more
+ * than REDISLOCKP_MAX_REDIRECTS redirections; the last: MSG". */
+void redislockp_too_many_redirects(char *msg);
+
 /* Free what the N legs hold (replies). */
 void redislockp_legs_end(redislockp_leg *legs, size_t n);
 

@@ -26,48 +26,6 @@
 static char tcp_url[128];
 static redisContext *conn;      /* the harness's server, for the checks */
 
-/* What one operation's callback saw. */
-typedef struct done_rec {
-    int calls;
-    int status;
-    bool ok;
-    int in_start;               /* called from inside the start */
-    redislock *lock;
-    /* Start the next operation from the callback. */
-    int (*then)(redislock *, redislock_done_fn, void *);
-    struct done_rec *then_rec;
-    redislock_client *free_client;  /* free this client from it */
-} done_rec;
-
-static int starting;
-
-static void on_done(redislock *lock, int status, bool ok, void *arg)
-{
-    done_rec *d = arg;
-
-    d->calls++;
-    d->status = status;
-    d->ok = ok;
-    d->in_start = starting;
-    d->lock = lock;
-    if (d->then != NULL && status == REDISLOCK_OK)
-        assert_int_equal(d->then(lock, on_done, d->then_rec), REDISLOCK_OK);
-    if (d->free_client != NULL)
-        redislock_client_free(d->free_client);
-}
-
-/* Start OP on LOCK for D, noting that we are inside the start. */
-static int start(int (*op)(redislock *, redislock_done_fn, void *),
-                 redislock *lock, done_rec *d)
-{
-    int st;
-
-    starting = 1;
-    st = op(lock, on_done, d);
-    starting = 0;
-    return st;
-}
-
 /* Run BASE until COND holds, at most MS (scaled) milliseconds. */
 #define RUN_UNTIL(base, cond, ms, what)                                   \
     do {                                                                  \
@@ -171,7 +129,7 @@ static void test_start_refusals(void **state)
     struct event_base *base;
     redislock_client *cl = attached(tcp_url, &base), *plain = NULL;
     redislock *lock, *ctx_lock, *unattached;
-    done_rec d = { 0 };
+    tu_async d = { 0 };
     bool b;
 
     (void)state;
@@ -183,21 +141,21 @@ static void test_start_refusals(void **state)
     assert_non_null(lock);
     assert_non_null(ctx_lock);
     assert_non_null(unattached);
-    assert_int_equal(redislock_acquire_async(NULL, on_done, &d),
+    assert_int_equal(redislock_acquire_async(NULL, tu_async_done, &d),
                      REDISLOCK_ERR_INVALID);
     assert_int_equal(redislock_acquire_async(lock, NULL, &d),
                      REDISLOCK_ERR_INVALID);
     assert_string_equal(redislock_last_error(lock), "fn is NULL");
-    assert_int_equal(redislock_acquire_async(ctx_lock, on_done, &d),
+    assert_int_equal(redislock_acquire_async(ctx_lock, tu_async_done, &d),
                      REDISLOCK_ERR_INVALID);
     assert_non_null(strstr(redislock_last_error(ctx_lock), "not attached"));
-    assert_int_equal(redislock_release_async(unattached, on_done, &d),
+    assert_int_equal(redislock_release_async(unattached, tu_async_done, &d),
                      REDISLOCK_ERR_INVALID);
     assert_int_equal(d.calls, 0);               /* never called */
 
     /* Busy: every other call waits for the callback. */
-    assert_int_equal(start(redislock_acquire_async, lock, &d), REDISLOCK_OK);
-    assert_int_equal(redislock_extend_async(lock, on_done, &d),
+    assert_int_equal(tu_async_start(redislock_acquire_async, lock, &d), REDISLOCK_OK);
+    assert_int_equal(redislock_extend_async(lock, tu_async_done, &d),
                      REDISLOCK_ERR_INVALID);
     assert_non_null(strstr(redislock_last_error(lock), "pending"));
     assert_int_equal(redislock_acquire(lock, &b), REDISLOCK_ERR_INVALID);
@@ -236,7 +194,7 @@ static void test_acquire_extend_release(void **state)
     redislock_client *cl = attached(tcp_url, &base);
     char key[64];
     redislock *a, *b;
-    done_rec d1 = { 0 }, d2 = { 0 }, d3 = { 0 }, d4 = { 0 }, d5 = { 0 };
+    tu_async d1 = { 0 }, d2 = { 0 }, d3 = { 0 }, d4 = { 0 }, d5 = { 0 };
 
     tu_key(key, sizeof key, "async:basic");
     a = mode_lock(state, cl, key);
@@ -244,7 +202,7 @@ static void test_acquire_extend_release(void **state)
     assert_non_null(a);
     assert_non_null(b);
     assert_int_equal(redislock_set_expire_ms(a, 20000), REDISLOCK_OK);
-    assert_int_equal(start(redislock_acquire_async, a, &d1), REDISLOCK_OK);
+    assert_int_equal(tu_async_start(redislock_acquire_async, a, &d1), REDISLOCK_OK);
     assert_int_equal(d1.calls, 0);              /* not from the start */
     RUN_UNTIL(base, d1.calls == 1, 5000, "a's acquire");
     assert_int_equal(d1.status, REDISLOCK_OK);
@@ -258,21 +216,21 @@ static void test_acquire_extend_release(void **state)
         assert_string_equal(got, redislock_id(a));
     }
     /* Another handle is refused: an outcome, not an error. */
-    assert_int_equal(start(redislock_acquire_async, b, &d2), REDISLOCK_OK);
+    assert_int_equal(tu_async_start(redislock_acquire_async, b, &d2), REDISLOCK_OK);
     RUN_UNTIL(base, d2.calls == 1, 5000, "b's acquire");
     assert_int_equal(d2.status, REDISLOCK_OK);
     assert_false(d2.ok);
     assert_int_equal(redislock_last_state(b), REDISLOCK_STATE_OTHER);
     /* Extend to a new lease. */
     assert_int_equal(redislock_set_expire_ms(a, 60000), REDISLOCK_OK);
-    assert_int_equal(start(redislock_extend_async, a, &d3), REDISLOCK_OK);
+    assert_int_equal(tu_async_start(redislock_extend_async, a, &d3), REDISLOCK_OK);
     RUN_UNTIL(base, d3.calls == 1, 5000, "a's extend");
     assert_int_equal(d3.status, REDISLOCK_OK);
     assert_true(d3.ok);
     assert_true(tu_pttl(c, key, strlen(key)) > 50000);
     /* b may not release it; a does. */
-    assert_int_equal(start(redislock_release_async, b, &d4), REDISLOCK_OK);
-    assert_int_equal(start(redislock_release_async, a, &d5), REDISLOCK_OK);
+    assert_int_equal(tu_async_start(redislock_release_async, b, &d4), REDISLOCK_OK);
+    assert_int_equal(tu_async_start(redislock_release_async, a, &d5), REDISLOCK_OK);
     RUN_UNTIL(base, d4.calls == 1 && d5.calls == 1, 5000, "the releases");
     assert_int_equal(d4.status, REDISLOCK_OK);
     assert_false(d4.ok);
@@ -295,7 +253,7 @@ static void test_counted_reentry(void **state)
     struct event_base *base;
     redislock_client *cl = attached(tcp_url, &base);
     redislock *a;
-    done_rec d[4];
+    tu_async d[4];
     char key[64];
     int i, count = 0;
 
@@ -304,7 +262,7 @@ static void test_counted_reentry(void **state)
     tu_key(key, sizeof key, "async:counted");
     a = redislock_new_counted_from_client(cl, key);
     for (i = 0; i < 2; i++) {
-        assert_int_equal(start(redislock_acquire_async, a, &d[i]),
+        assert_int_equal(tu_async_start(redislock_acquire_async, a, &d[i]),
                          REDISLOCK_OK);
         RUN_UNTIL(base, d[i].calls == 1, 5000, "an acquire");
         assert_true(d[i].ok);
@@ -312,7 +270,7 @@ static void test_counted_reentry(void **state)
     assert_int_equal(redislock_hold_count(a, &count), REDISLOCK_OK);
     assert_int_equal(count, 2);
     for (i = 2; i < 4; i++) {
-        assert_int_equal(start(redislock_release_async, a, &d[i]),
+        assert_int_equal(tu_async_start(redislock_release_async, a, &d[i]),
                          REDISLOCK_OK);
         RUN_UNTIL(base, d[i].calls == 1, 5000, "a release");
         assert_true(d[i].ok);
@@ -330,7 +288,7 @@ static void test_gozero_interplay(void **state)
     redisContext *c = conn;
     struct event_base *base;
     redislock_client *cl = attached(tcp_url, &base);
-    done_rec d1 = { 0 }, d2 = { 0 }, d3 = { 0 };
+    tu_async d1 = { 0 }, d2 = { 0 }, d3 = { 0 };
     char key[64], id[17];
     redislock *a;
 
@@ -339,16 +297,16 @@ static void test_gozero_interplay(void **state)
     tu_gozero_id(id);
     a = redislock_new_from_client(cl, key);
     assert_true(tu_gozero_acquire(c, key, id, 10));
-    assert_int_equal(start(redislock_acquire_async, a, &d1), REDISLOCK_OK);
+    assert_int_equal(tu_async_start(redislock_acquire_async, a, &d1), REDISLOCK_OK);
     RUN_UNTIL(base, d1.calls == 1, 5000, "the refused acquire");
     assert_int_equal(d1.status, REDISLOCK_OK);
     assert_false(d1.ok);
     assert_true(tu_gozero_release(c, key, id));
-    assert_int_equal(start(redislock_acquire_async, a, &d2), REDISLOCK_OK);
+    assert_int_equal(tu_async_start(redislock_acquire_async, a, &d2), REDISLOCK_OK);
     RUN_UNTIL(base, d2.calls == 1, 5000, "the acquire");
     assert_true(d2.ok);
     assert_false(tu_gozero_acquire(c, key, id, 10));
-    assert_int_equal(start(redislock_release_async, a, &d3), REDISLOCK_OK);
+    assert_int_equal(tu_async_start(redislock_release_async, a, &d3), REDISLOCK_OK);
     RUN_UNTIL(base, d3.calls == 1, 5000, "the release");
     assert_true(d3.ok);
     redislock_free(a);
@@ -366,7 +324,7 @@ static void test_pipelined_on_one_connection(void **state)
     struct event_base *base;
     redislock_client *cl = attached(tcp_url, &base);
     static redislock *locks[MANY];
-    static done_rec acq[MANY], rel[MANY];
+    static tu_async acq[MANY], rel[MANY];
     long long during;
     int i, n_ok;
 
@@ -382,7 +340,7 @@ static void test_pipelined_on_one_connection(void **state)
         snprintf(key, sizeof key, "async:many:%d", i);
         locks[i] = redislock_new_from_client(cl, key);
         assert_non_null(locks[i]);
-        assert_int_equal(start(redislock_acquire_async, locks[i], &acq[i]),
+        assert_int_equal(tu_async_start(redislock_acquire_async, locks[i], &acq[i]),
                          REDISLOCK_OK);
     }
     for (n_ok = 0, i = 0; i < MANY; i++)
@@ -397,7 +355,7 @@ static void test_pipelined_on_one_connection(void **state)
     assert_int_equal(n_ok, MANY);
     assert_int_equal(during, 2);        /* the test's, and the loop's one */
     for (i = 0; i < MANY; i++)
-        assert_int_equal(start(redislock_release_async, locks[i], &rel[i]),
+        assert_int_equal(tu_async_start(redislock_release_async, locks[i], &rel[i]),
                          REDISLOCK_OK);
     RUN_UNTIL(base, rel[MANY - 1].calls == 1, 10000, "the last release");
     for (n_ok = 0, i = 0; i < MANY; i++)
@@ -415,7 +373,7 @@ static void test_callback_starts_next(void **state)
     redisContext *c = conn;
     struct event_base *base;
     redislock_client *cl = attached(tcp_url, &base);
-    done_rec acq = { 0 }, rel = { 0 };
+    tu_async acq = { 0 }, rel = { 0 };
     char key[64];
     redislock *a;
 
@@ -424,7 +382,7 @@ static void test_callback_starts_next(void **state)
     a = redislock_new_from_client(cl, key);
     acq.then = redislock_release_async;
     acq.then_rec = &rel;
-    assert_int_equal(start(redislock_acquire_async, a, &acq), REDISLOCK_OK);
+    assert_int_equal(tu_async_start(redislock_acquire_async, a, &acq), REDISLOCK_OK);
     RUN_UNTIL(base, rel.calls == 1, 5000, "the release started by the "
               "acquire's callback");
     assert_true(acq.ok);
@@ -447,7 +405,7 @@ static void test_flushed_scripts(void **state)
     for (m = 0; m < 2; m++) {
         struct event_base *base;
         redislock_client *cl;
-        done_rec d1 = { 0 }, d2 = { 0 };
+        tu_async d1 = { 0 }, d2 = { 0 };
         char key[64], url[256];
         redislock *a;
 
@@ -460,14 +418,14 @@ static void test_flushed_scripts(void **state)
         tu_cmd_ok(c, "SCRIPT FLUSH");
         if (m == 1)
             tu_cmd_ok(c, "FUNCTION FLUSH");
-        assert_int_equal(start(redislock_acquire_async, a, &d1),
+        assert_int_equal(tu_async_start(redislock_acquire_async, a, &d1),
                          REDISLOCK_OK);
         RUN_UNTIL(base, d1.calls == 1, 5000, "the acquire");
         assert_int_equal(d1.status, REDISLOCK_OK);
         assert_true(d1.ok);
         if (m == 1)
             assert_int_equal(tu_libraries(c), 1);
-        assert_int_equal(start(redislock_release_async, a, &d2),
+        assert_int_equal(tu_async_start(redislock_release_async, a, &d2),
                          REDISLOCK_OK);
         RUN_UNTIL(base, d2.calls == 1, 5000, "the release");
         assert_true(d2.ok);
@@ -484,7 +442,7 @@ static void test_free_handle_pending(void **state)
     redisContext *c = conn;
     struct event_base *base;
     redislock_client *cl = attached(tcp_url, &base);
-    done_rec d = { 0 }, other = { 0 }, other2 = { 0 };
+    tu_async d = { 0 }, other = { 0 }, other2 = { 0 };
     char key[64];
     redislock *a, *b;
 
@@ -494,17 +452,17 @@ static void test_free_handle_pending(void **state)
     b = redislock_new_from_client(cl, "async:freed:other");
     assert_int_equal(redislock_set_expire_ms(a, 30000), REDISLOCK_OK);
     /* The connection up and the script cached: A's acquire runs. */
-    assert_int_equal(start(redislock_acquire_async, b, &other), REDISLOCK_OK);
+    assert_int_equal(tu_async_start(redislock_acquire_async, b, &other), REDISLOCK_OK);
     RUN_UNTIL(base, other.calls == 1, 5000, "the other acquire");
     assert_true(other.ok);
-    assert_int_equal(start(redislock_acquire_async, a, &d), REDISLOCK_OK);
+    assert_int_equal(tu_async_start(redislock_acquire_async, a, &d), REDISLOCK_OK);
     redislock_free(a);
     assert_int_equal(d.calls, 1);
     assert_int_equal(d.status, REDISLOCK_ERR_CANCELED);
     assert_false(d.ok);
     /* The loop goes on: the acquire's reply is dropped, the other
      * operation on the connection gets its own. */
-    assert_int_equal(start(redislock_release_async, b, &other2),
+    assert_int_equal(tu_async_start(redislock_release_async, b, &other2),
                      REDISLOCK_OK);
     RUN_UNTIL(base, other2.calls == 1, 5000, "the other release");
     assert_true(other2.ok);
@@ -525,7 +483,7 @@ static void test_free_client_pending(void **state)
 {
     struct event_base *base;
     redislock_client *cl = attached(tcp_url, &base);
-    done_rec d[3];
+    tu_async d[3];
     redislock *locks[3];
     int i;
 
@@ -536,7 +494,7 @@ static void test_free_client_pending(void **state)
 
         snprintf(key, sizeof key, "async:clientfree:%d", i);
         locks[i] = redislock_new_from_client(cl, key);
-        assert_int_equal(start(redislock_acquire_async, locks[i], &d[i]),
+        assert_int_equal(tu_async_start(redislock_acquire_async, locks[i], &d[i]),
                          REDISLOCK_OK);
     }
     redislock_client_free(cl);
@@ -553,7 +511,7 @@ static void test_free_client_pending(void **state)
     locks[0] = redislock_new_from_client(cl, "async:clientfree:cb");
     locks[1] = redislock_new_from_client(cl, "async:clientfree:cb2");
     d[0].free_client = cl;
-    assert_int_equal(start(redislock_acquire_async, locks[0], &d[0]),
+    assert_int_equal(tu_async_start(redislock_acquire_async, locks[0], &d[0]),
                      REDISLOCK_OK);
     RUN_UNTIL(base, d[0].calls == 1, 5000, "the acquire");
     assert_true(d[0].ok);
@@ -567,7 +525,7 @@ static void test_free_client_pending(void **state)
     memset(d, 0, sizeof d);
     locks[0] = redislock_new_from_client(cl, "async:clientfree:cancel");
     d[0].free_client = cl;
-    assert_int_equal(start(redislock_acquire_async, locks[0], &d[0]),
+    assert_int_equal(tu_async_start(redislock_acquire_async, locks[0], &d[0]),
                      REDISLOCK_OK);
     redislock_free(locks[0]);
     assert_int_equal(d[0].calls, 1);
@@ -586,7 +544,7 @@ static void test_lost_reply(void **state)
     const char *port = getenv("REDISLOCK_TEST_PORT");
     struct event_base *base;
     redislock_client *cl;
-    done_rec d1 = { 0 }, d2 = { 0 }, d3 = { 0 };
+    tu_async d1 = { 0 }, d2 = { 0 }, d3 = { 0 };
     char key[64], url[256], first_id[64], got[64];
     fp_proxy *p;
     redislock *a;
@@ -602,7 +560,7 @@ static void test_lost_reply(void **state)
     assert_int_equal(redislock_set_expire_ms(a, 30000), REDISLOCK_OK);
     snprintf(first_id, sizeof first_id, "%s", redislock_id(a));
     fp_drop_replies(p, 1);
-    assert_int_equal(start(redislock_acquire_async, a, &d1), REDISLOCK_OK);
+    assert_int_equal(tu_async_start(redislock_acquire_async, a, &d1), REDISLOCK_OK);
     RUN_UNTIL(base, d1.calls == 1, 5000, "the acquire's timeout");
     assert_int_equal(d1.status, REDISLOCK_ERR_IO);
     assert_false(d1.ok);
@@ -610,14 +568,14 @@ static void test_lost_reply(void **state)
     assert_true(tu_get(c, key, strlen(key), got, sizeof got) > 0);
     assert_string_equal(got, first_id);
     fp_drop_replies(p, 0);
-    assert_int_equal(start(redislock_acquire_async, a, &d2), REDISLOCK_OK);
+    assert_int_equal(tu_async_start(redislock_acquire_async, a, &d2), REDISLOCK_OK);
     RUN_UNTIL(base, d2.calls == 1, 5000, "the next acquire");
     assert_int_equal(d2.status, REDISLOCK_OK);
     assert_false(d2.ok);                /* not a second owner */
     assert_string_not_equal(redislock_id(a), first_id);
     /* The connection was made again: a release through it works (and
      * does not touch the unknown holding). */
-    assert_int_equal(start(redislock_release_async, a, &d3), REDISLOCK_OK);
+    assert_int_equal(tu_async_start(redislock_release_async, a, &d3), REDISLOCK_OK);
     RUN_UNTIL(base, d3.calls == 1, 5000, "the release");
     assert_int_equal(d3.status, REDISLOCK_OK);
     assert_false(d3.ok);
@@ -635,7 +593,7 @@ static void test_server_killed_and_back(void **state)
 {
     struct event_base *base;
     redislock_client *cl;
-    done_rec d1 = { 0 }, d2 = { 0 }, d3 = { 0 };
+    tu_async d1 = { 0 }, d2 = { 0 }, d3 = { 0 };
     char url[512];
     tu_server s;
     redislock *a;
@@ -645,16 +603,16 @@ static void test_server_killed_and_back(void **state)
     snprintf(url, sizeof url, "unix://%s?timeout=1000", s.socket);
     cl = attached(url, &base);
     a = redislock_new_from_client(cl, "async:killed");
-    assert_int_equal(start(redislock_acquire_async, a, &d1), REDISLOCK_OK);
+    assert_int_equal(tu_async_start(redislock_acquire_async, a, &d1), REDISLOCK_OK);
     RUN_UNTIL(base, d1.calls == 1, 5000, "the acquire");
     assert_true(d1.ok);
     tu_server_kill(&s);
-    assert_int_equal(start(redislock_extend_async, a, &d2), REDISLOCK_OK);
+    assert_int_equal(tu_async_start(redislock_extend_async, a, &d2), REDISLOCK_OK);
     RUN_UNTIL(base, d2.calls == 1, 5000, "the extend");
     assert_int_equal(d2.status, REDISLOCK_ERR_IO);
     assert_false(d2.ok);
     tu_server_restart(&s, NULL);
-    assert_int_equal(start(redislock_acquire_async, a, &d3), REDISLOCK_OK);
+    assert_int_equal(tu_async_start(redislock_acquire_async, a, &d3), REDISLOCK_OK);
     RUN_UNTIL(base, d3.calls == 1, 5000, "the acquire after the restart");
     assert_int_equal(d3.status, REDISLOCK_OK);
     assert_true(d3.ok);
@@ -672,7 +630,7 @@ static void test_unacknowledged_acquire_undone(void **state)
     redisContext *c = conn;
     struct event_base *base;
     redislock_client *cl = attached(tcp_url, &base);
-    done_rec d = { 0 };
+    tu_async d = { 0 };
     char key[64];
     redislock *a;
 
@@ -680,7 +638,7 @@ static void test_unacknowledged_acquire_undone(void **state)
     tu_key(key, sizeof key, "async:ack");
     a = redislock_new_from_client(cl, key);
     assert_int_equal(redislock_set_min_replicas(a, 1, 50), REDISLOCK_OK);
-    assert_int_equal(start(redislock_acquire_async, a, &d), REDISLOCK_OK);
+    assert_int_equal(tu_async_start(redislock_acquire_async, a, &d), REDISLOCK_OK);
     RUN_UNTIL(base, d.calls == 1, 5000, "the acquire");
     assert_int_equal(d.status, REDISLOCK_ERR_NOT_REPLICATED);
     assert_false(d.ok);
@@ -702,7 +660,7 @@ static void test_late_reply_and_paused_server(void **state)
     const char *port = getenv("REDISLOCK_TEST_PORT");
     struct event_base *base;
     redislock_client *cl, *direct;
-    done_rec d[6];
+    tu_async d[6];
     char key[64], url[256], first_id[64], got[64];
     fp_proxy *p;
     redislock *a, *b;
@@ -719,12 +677,12 @@ static void test_late_reply_and_paused_server(void **state)
     a = redislock_new_from_client(cl, key);
     assert_int_equal(redislock_set_expire_ms(a, 30000), REDISLOCK_OK);
     /* The connection up and the script cached first. */
-    assert_int_equal(start(redislock_extend_async, a, &d[0]), REDISLOCK_OK);
+    assert_int_equal(tu_async_start(redislock_extend_async, a, &d[0]), REDISLOCK_OK);
     RUN_UNTIL(base, d[0].calls == 1, 5000, "the first extend");
     assert_false(d[0].ok);
     snprintf(first_id, sizeof first_id, "%s", redislock_id(a));
     fp_delay_ms(p, 800);
-    assert_int_equal(start(redislock_acquire_async, a, &d[1]), REDISLOCK_OK);
+    assert_int_equal(tu_async_start(redislock_acquire_async, a, &d[1]), REDISLOCK_OK);
     RUN_UNTIL(base, d[1].calls == 1, 5000, "the acquire's timeout");
     assert_int_equal(d[1].status, REDISLOCK_ERR_IO);
     /* It arrives late and runs: the key is the first ID's. */
@@ -732,7 +690,7 @@ static void test_late_reply_and_paused_server(void **state)
                   "the late acquire to run");
     assert_string_equal(got, first_id);
     fp_delay_ms(p, 0);
-    assert_int_equal(start(redislock_acquire_async, a, &d[2]), REDISLOCK_OK);
+    assert_int_equal(tu_async_start(redislock_acquire_async, a, &d[2]), REDISLOCK_OK);
     RUN_UNTIL(base, d[2].calls == 1, 5000, "the next acquire");
     assert_int_equal(d[2].status, REDISLOCK_OK);
     assert_false(d[2].ok);
@@ -753,12 +711,12 @@ static void test_late_reply_and_paused_server(void **state)
         assert_int_equal(redislock_libevent_attach(direct, b2), REDISLOCK_OK);
         b = redislock_new_from_client(direct, key);
         assert_int_equal(redislock_set_expire_ms(b, 30000), REDISLOCK_OK);
-        assert_int_equal(start(redislock_acquire_async, b, &d[3]),
+        assert_int_equal(tu_async_start(redislock_acquire_async, b, &d[3]),
                          REDISLOCK_OK);
         RUN_UNTIL(b2, d[3].calls == 1, 5000, "the acquire");
         assert_true(d[3].ok);
         tu_cmd_ok(c, "CLIENT PAUSE 1000 WRITE");
-        assert_int_equal(start(redislock_release_async, b, &d[4]),
+        assert_int_equal(tu_async_start(redislock_release_async, b, &d[4]),
                          REDISLOCK_OK);
         RUN_UNTIL(b2, d[4].calls == 1, 5000, "the paused release");
         assert_int_equal(d[4].status, REDISLOCK_ERR_IO);
@@ -770,7 +728,7 @@ static void test_late_reply_and_paused_server(void **state)
          * gone and the handle takes it again, or it is still the old ID's
          * and the handle - a fresh ID now - is refused.  Never two. */
         snprintf(first_id, sizeof first_id, "%s", redislock_id(b));
-        assert_int_equal(start(redislock_acquire_async, b, &d[5]),
+        assert_int_equal(tu_async_start(redislock_acquire_async, b, &d[5]),
                          REDISLOCK_OK);
         RUN_UNTIL(b2, d[5].calls == 1, 5000, "the acquire after the pause");
         assert_int_equal(d[5].status, REDISLOCK_OK);
@@ -792,7 +750,7 @@ static void test_scripts_none_refused(void **state)
 {
     struct event_base *base;
     redislock_client *cl;
-    done_rec d = { 0 };
+    tu_async d = { 0 };
     char url[256];
     redislock *a;
 
@@ -800,7 +758,7 @@ static void test_scripts_none_refused(void **state)
     snprintf(url, sizeof url, "%s?scripts=none", tcp_url);
     cl = attached(url, &base);
     a = redislock_new_from_client(cl, "async:none");
-    assert_int_equal(redislock_acquire_async(a, on_done, &d),
+    assert_int_equal(redislock_acquire_async(a, tu_async_done, &d),
                      REDISLOCK_ERR_INVALID);
     assert_non_null(strstr(redislock_last_error(a), "not built yet"));
     assert_int_equal(d.calls, 0);

@@ -1385,29 +1385,14 @@ static void test_functions_after_a_failover(void **state)
     redislock_client_free(cl);
 }
 
-/* What an asynchronous operation's callback saw. */
-typedef struct async_seen {
-    int calls, status;
-    bool ok;
-} async_seen;
-
-static void async_done(redislock *lock, int status, bool ok, void *arg)
-{
-    async_seen *a = arg;
-
-    (void)lock;
-    a->calls++;
-    a->status = status;
-    a->ok = ok;
-}
-
 /* Start OP on LOCK and run L until its callback: its outcome. */
-static async_seen async_run(tu_loop *l, redislock *lock,
-                            int (*op)(redislock *, redislock_done_fn, void *))
+static tu_async async_run(tu_loop *l, redislock *lock,
+                          int (*op)(redislock *, redislock_done_fn, void *))
 {
-    async_seen a = { 0, 0, false };
+    tu_async a;
 
-    assert_int_equal(op(lock, async_done, &a), REDISLOCK_OK);
+    memset(&a, 0, sizeof a);
+    assert_int_equal(op(lock, tu_async_done, &a), REDISLOCK_OK);
     TU_LOOP_UNTIL(l, a.calls == 1, 10000, "an operation on the cluster");
     if (a.status != REDISLOCK_OK)
         fail_msg("status %d: %s", a.status, redislock_last_error(lock));
@@ -1421,7 +1406,7 @@ static void test_async_on_a_cluster(void **state)
 {
     redislock_client *cl = NULL;
     redislock *locks[64], *lock;
-    async_seen seen[64];
+    tu_async seen[64];
     const char *mkey = "async:moved:key", *akey = "async:ask:key";
     unsigned slot;
     char from_id[64], to_id[64];
@@ -1439,7 +1424,7 @@ static void test_async_on_a_cluster(void **state)
         snprintf(key, sizeof key, "async:many:%d", i);
         locks[i] = redislock_new_from_client(cl, key);
         assert_non_null(locks[i]);
-        assert_int_equal(redislock_acquire_async(locks[i], async_done,
+        assert_int_equal(redislock_acquire_async(locks[i], tu_async_done,
                                                  &seen[i]), REDISLOCK_OK);
     }
     for (done = 0; done < 64;) {

@@ -22,39 +22,6 @@
 static char tcp_url[128];
 static redisContext *conn;
 
-typedef struct done_rec {
-    int calls, status;
-    bool ok;
-    int in_start;
-    redislock_client *free_client;
-} done_rec;
-
-static int starting;
-
-static void on_done(redislock *lock, int status, bool ok, void *arg)
-{
-    done_rec *d = arg;
-
-    (void)lock;
-    d->calls++;
-    d->status = status;
-    d->ok = ok;
-    d->in_start = starting;
-    if (d->free_client != NULL)
-        redislock_client_free(d->free_client);
-}
-
-static int start(int (*op)(redislock *, redislock_done_fn, void *),
-                 redislock *lock, done_rec *d)
-{
-    int st;
-
-    starting = 1;
-    st = op(lock, on_done, d);
-    starting = 0;
-    return st;
-}
-
 /* Run LOOP until COND holds, at most MS (scaled) milliseconds. */
 #define UV_UNTIL(loop, cond, ms, what)                                    \
     do {                                                                  \
@@ -103,7 +70,7 @@ static void test_acquire_extend_release(void **state)
     redisContext *c = conn;
     uv_env e;
     redislock_client *cl = attached(tcp_url, &e);
-    done_rec d[4];
+    tu_async d[4];
     char key[64];
     redislock *a, *b;
 
@@ -112,19 +79,19 @@ static void test_acquire_extend_release(void **state)
     tu_key(key, sizeof key, "uv:basic");
     a = redislock_new_from_client(cl, key);
     b = redislock_new_from_client(cl, key);
-    assert_int_equal(start(redislock_acquire_async, a, &d[0]), REDISLOCK_OK);
+    assert_int_equal(tu_async_start(redislock_acquire_async, a, &d[0]), REDISLOCK_OK);
     assert_int_equal(d[0].calls, 0);
     UV_UNTIL(&e.loop, d[0].calls == 1, 5000, "the acquire");
     assert_true(d[0].ok);
     assert_false(d[0].in_start);
-    assert_int_equal(start(redislock_acquire_async, b, &d[1]), REDISLOCK_OK);
-    assert_int_equal(start(redislock_extend_async, a, &d[2]), REDISLOCK_OK);
+    assert_int_equal(tu_async_start(redislock_acquire_async, b, &d[1]), REDISLOCK_OK);
+    assert_int_equal(tu_async_start(redislock_extend_async, a, &d[2]), REDISLOCK_OK);
     UV_UNTIL(&e.loop, d[1].calls == 1 && d[2].calls == 1, 5000,
              "b's acquire and a's extend");
     assert_int_equal(d[1].status, REDISLOCK_OK);
     assert_false(d[1].ok);
     assert_true(d[2].ok);
-    assert_int_equal(start(redislock_release_async, a, &d[3]), REDISLOCK_OK);
+    assert_int_equal(tu_async_start(redislock_release_async, a, &d[3]), REDISLOCK_OK);
     UV_UNTIL(&e.loop, d[3].calls == 1, 5000, "the release");
     assert_true(d[3].ok);
     assert_int_equal(tu_pttl(c, key, strlen(key)), -2);
@@ -141,7 +108,7 @@ static void test_many_in_flight(void **state)
     uv_env e;
     redislock_client *cl = attached(tcp_url, &e);
     static redislock *locks[MANY];
-    static done_rec d[MANY];
+    static tu_async d[MANY];
     int i, ok = 0;
 
     (void)state;
@@ -151,14 +118,14 @@ static void test_many_in_flight(void **state)
 
         snprintf(key, sizeof key, "uv:many:%d", i);
         locks[i] = redislock_new_from_client(cl, key);
-        assert_int_equal(start(redislock_acquire_async, locks[i], &d[i]),
+        assert_int_equal(tu_async_start(redislock_acquire_async, locks[i], &d[i]),
                          REDISLOCK_OK);
     }
     UV_UNTIL(&e.loop, d[MANY - 1].calls == 1, 10000, "the last acquire");
     for (i = 0; i < MANY; i++) {
         ok += d[i].calls == 1 && d[i].status == REDISLOCK_OK && d[i].ok;
         memset(&d[i], 0, sizeof d[i]);
-        assert_int_equal(start(redislock_release_async, locks[i], &d[i]),
+        assert_int_equal(tu_async_start(redislock_release_async, locks[i], &d[i]),
                          REDISLOCK_OK);
     }
     assert_int_equal(ok, MANY);
@@ -177,7 +144,7 @@ static void test_server_killed_and_back(void **state)
 {
     uv_env e;
     redislock_client *cl;
-    done_rec d[3];
+    tu_async d[3];
     char url[512];
     tu_server s;
     redislock *a;
@@ -188,15 +155,15 @@ static void test_server_killed_and_back(void **state)
     snprintf(url, sizeof url, "unix://%s?timeout=1000", s.socket);
     cl = attached(url, &e);
     a = redislock_new_from_client(cl, "uv:killed");
-    assert_int_equal(start(redislock_acquire_async, a, &d[0]), REDISLOCK_OK);
+    assert_int_equal(tu_async_start(redislock_acquire_async, a, &d[0]), REDISLOCK_OK);
     UV_UNTIL(&e.loop, d[0].calls == 1, 5000, "the acquire");
     assert_true(d[0].ok);
     tu_server_kill(&s);
-    assert_int_equal(start(redislock_extend_async, a, &d[1]), REDISLOCK_OK);
+    assert_int_equal(tu_async_start(redislock_extend_async, a, &d[1]), REDISLOCK_OK);
     UV_UNTIL(&e.loop, d[1].calls == 1, 5000, "the extend");
     assert_int_equal(d[1].status, REDISLOCK_ERR_IO);
     tu_server_restart(&s, NULL);
-    assert_int_equal(start(redislock_acquire_async, a, &d[2]), REDISLOCK_OK);
+    assert_int_equal(tu_async_start(redislock_acquire_async, a, &d[2]), REDISLOCK_OK);
     UV_UNTIL(&e.loop, d[2].calls == 1, 5000, "the acquire after the restart");
     assert_int_equal(d[2].status, REDISLOCK_OK);
     assert_true(d[2].ok);
@@ -212,19 +179,19 @@ static void test_free_pending(void **state)
 {
     uv_env e;
     redislock_client *cl = attached(tcp_url, &e);
-    done_rec d[2];
+    tu_async d[2];
     redislock *a, *b;
 
     (void)state;
     memset(d, 0, sizeof d);
     a = redislock_new_from_client(cl, "uv:free:a");
     b = redislock_new_from_client(cl, "uv:free:b");
-    assert_int_equal(start(redislock_acquire_async, a, &d[0]), REDISLOCK_OK);
+    assert_int_equal(tu_async_start(redislock_acquire_async, a, &d[0]), REDISLOCK_OK);
     redislock_free(a);
     assert_int_equal(d[0].calls, 1);
     assert_int_equal(d[0].status, REDISLOCK_ERR_CANCELED);
     d[1].free_client = cl;
-    assert_int_equal(start(redislock_acquire_async, b, &d[1]), REDISLOCK_OK);
+    assert_int_equal(tu_async_start(redislock_acquire_async, b, &d[1]), REDISLOCK_OK);
     UV_UNTIL(&e.loop, d[1].calls == 1, 5000, "b's acquire");
     assert_true(d[1].ok);
     redislock_free(b);

@@ -555,22 +555,6 @@ static int teardown(void **state)
     return 0;
 }
 
-/* What an asynchronous operation's callback saw. */
-typedef struct async_seen {
-    int calls, status;
-    bool ok;
-} async_seen;
-
-static void async_done(redislock *lock, int status, bool ok, void *arg)
-{
-    async_seen *a = arg;
-
-    (void)lock;
-    a->calls++;
-    a->status = status;
-    a->ok = ok;
-}
-
 /* The non-blocking API over TLS (a poll() loop through the loop-neutral
  * interface): the handshake is made without blocking, every operation
  * works, a connection killed by the server is made again over TLS, and
@@ -578,7 +562,7 @@ static void async_done(redislock *lock, int status, bool ok, void *arg)
 static void test_async_over_tls(void **state)
 {
     char url[900], params[500], key[64];
-    async_seen a[6];
+    tu_async a[6];
     redislock_client *cl = NULL, *bad = NULL;
     redislock *lock, *other;
     tu_loop l, lb;
@@ -593,12 +577,12 @@ static void test_async_over_tls(void **state)
     tu_key(key, sizeof key, "tls:async");
     lock = redislock_new_from_client(cl, key);
     assert_int_equal(redislock_set_fencing(lock, true), REDISLOCK_OK);
-    assert_int_equal(redislock_acquire_async(lock, async_done, &a[0]),
+    assert_int_equal(redislock_acquire_async(lock, tu_async_done, &a[0]),
                      REDISLOCK_OK);
     TU_LOOP_UNTIL(&l, a[0].calls == 1, 10000, "the acquire over TLS");
     assert_int_equal(a[0].status, REDISLOCK_OK);
     assert_true(a[0].ok);
-    assert_int_equal(redislock_extend_async(lock, async_done, &a[1]),
+    assert_int_equal(redislock_extend_async(lock, tu_async_done, &a[1]),
                      REDISLOCK_OK);
     TU_LOOP_UNTIL(&l, a[1].calls == 1, 10000, "the extend over TLS");
     assert_true(a[1].ok);
@@ -610,7 +594,7 @@ static void test_async_over_tls(void **state)
         redisFree(admin);
     }
     /* The killed connection: this one fails or works... */
-    assert_int_equal(redislock_release_async(lock, async_done, &a[2]),
+    assert_int_equal(redislock_release_async(lock, tu_async_done, &a[2]),
                      REDISLOCK_OK);
     TU_LOOP_UNTIL(&l, a[2].calls == 1, 10000, "the release");
     assert_true(a[2].status == REDISLOCK_OK ||
@@ -620,7 +604,7 @@ static void test_async_over_tls(void **state)
     for (i = 3; i < 5; i++) {
         redislock *h = i == 3 ? lock : other;
 
-        assert_int_equal(redislock_acquire_async(h, async_done, &a[i]),
+        assert_int_equal(redislock_acquire_async(h, tu_async_done, &a[i]),
                          REDISLOCK_OK);
         TU_LOOP_UNTIL(&l, a[i].calls == 1, 10000, "an acquire after the "
                       "kill");
@@ -639,7 +623,7 @@ static void test_async_over_tls(void **state)
     assert_int_equal(redislock_client_open(url, &bad, NULL, 0), REDISLOCK_OK);
     assert_int_equal(tu_loop_attach(&lb, bad), REDISLOCK_OK);
     lock = redislock_new_from_client(bad, key);
-    assert_int_equal(redislock_acquire_async(lock, async_done, &a[5]),
+    assert_int_equal(redislock_acquire_async(lock, tu_async_done, &a[5]),
                      REDISLOCK_OK);
     TU_LOOP_UNTIL(&lb, a[5].calls == 1, 10000, "the refused handshake");
     assert_int_equal(a[5].status, REDISLOCK_ERR_IO);

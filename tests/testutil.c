@@ -846,3 +846,32 @@ void tu_loop_once(tu_loop *l, long long max_ms)
         (void)redislock_client_on_timer(l->cl);
     }
 }
+
+static int tu_starting;
+
+void tu_async_done(redislock *lock, int status, bool ok, void *arg)
+{
+    tu_async *a = arg;
+
+    a->calls++;
+    a->status = status;
+    a->ok = ok;
+    a->in_start = tu_starting;
+    a->lock = lock;
+    if (a->then != NULL && status == REDISLOCK_OK)
+        assert_int_equal(a->then(lock, tu_async_done, a->then_rec),
+                         REDISLOCK_OK);
+    if (a->free_client != NULL)
+        redislock_client_free(a->free_client);
+}
+
+int tu_async_start(int (*op)(redislock *, redislock_done_fn, void *),
+                   redislock *lock, tu_async *a)
+{
+    int st;
+
+    tu_starting = 1;
+    st = op(lock, tu_async_done, a);
+    tu_starting = 0;
+    return st;
+}

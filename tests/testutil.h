@@ -222,6 +222,26 @@ int tu_has_functions(redisContext *c);
 long long tu_libraries(redisContext *c);
 
 /*
+ * What an asynchronous operation's callback saw: tu_async_done() as the
+ * redislock_done_fn, the record as its ARG.  Optionally the callback
+ * starts THEN (with THEN_REC) when the status is OK, and frees
+ * FREE_CLIENT.
+ */
+typedef struct tu_async {
+    int calls, status;
+    bool ok;
+    int in_start;               /* called from inside tu_async_start() */
+    redislock *lock;
+    int (*then)(redislock *, redislock_done_fn, void *);
+    struct tu_async *then_rec;
+    redislock_client *free_client;
+} tu_async;
+void tu_async_done(redislock *lock, int status, bool ok, void *arg);
+/* OP(LOCK, tu_async_done, A), noting that a start is under way. */
+int tu_async_start(int (*op)(redislock *, redislock_done_fn, void *),
+                   redislock *lock, tu_async *a);
+
+/*
  * A poll() loop for one client attached through the loop-neutral
  * interface (redislock_loop), without an event library: the tests of the
  * non-blocking API where a library is not the point (TLS, any build).
