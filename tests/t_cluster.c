@@ -1011,6 +1011,34 @@ static void test_unserved_slot_gives_up_in_time(void **state)
         fail_msg("last error: %s", redislock_last_error(lock));
     if (elapsed > 4000)
         fail_msg("gave up after %lld ms (timeout 400 ms)", elapsed);
+    /* The loop's client, with no map yet: the map read for it does not
+     * serve the slot either, and the operation ends, in time. */
+    {
+        redislock_client *acl = NULL;
+        redislock *al;
+        tu_async a;
+        tu_loop l;
+
+        memset(&a, 0, sizeof a);
+        assert_int_equal(redislock_client_open(short_url, &acl, NULL, 0),
+                         REDISLOCK_OK);
+        assert_int_equal(tu_loop_attach(&l, acl), REDISLOCK_OK);
+        al = redislock_new_from_client(acl, key);
+        t0 = tu_now_ms();
+        assert_int_equal(redislock_acquire_async(al, tu_async_done, &a),
+                         REDISLOCK_OK);
+        TU_LOOP_UNTIL(&l, a.calls == 1, 10000, "the loop's acquire on an "
+                      "unserved slot");
+        elapsed = tu_now_ms() - t0;
+        assert_int_equal(a.status, REDISLOCK_ERR_SERVER);
+        if (strstr(redislock_last_error(al), "no Cluster node serves") ==
+            NULL)
+            fail_msg("last error: %s", redislock_last_error(al));
+        if (elapsed > 4000)
+            fail_msg("the loop's acquire gave up after %lld ms", elapsed);
+        redislock_free(al);
+        redislock_client_free(acl);
+    }
     tu_cmd_ok(c, "CLUSTER ADDSLOTS %u", slot);
     TU_WAIT_UNTIL(cluster_ok(c), 20000,
                   "cluster_state:ok on port %d after ADDSLOTS %u", owner, slot);
