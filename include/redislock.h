@@ -1580,9 +1580,11 @@ REDISLOCK_API int redislock_last_error_info(const redislock *lock,
  * works, but on the client's watchdog thread (with its own pooled
  * connections): the lost callback runs there, not on the loop.
  *
- * Threads: an attached client's loop state is the loop thread's; the
- * blocking calls stay usable from any thread (they use the client's
- * pool, not the loop's connections).  A handle with an operation
+ * Threads: an attached client's loop state is the loop thread's (call
+ * the *_async starts, redislock_client_on_fd(), _on_timer(), and
+ * redislock_client_free() of an attached client there); the blocking
+ * calls stay usable from any thread (they use the client's pool, not
+ * the loop's connections).  A handle with an operation
  * pending refuses every other call (REDISLOCK_ERR_INVALID) until its
  * callback has run.
  */
