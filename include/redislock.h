@@ -1576,7 +1576,10 @@ REDISLOCK_API int redislock_last_error_info(const redislock *lock,
  * TRYAGAIN followed within the command timeout, one connection per
  * master), with scripts=eval or scripts=functions; acquire, extend and
  * release.  Not yet: Sentinel and quorum clients, scripts=none, waiting
- * (an acquire_wait without a thread), status queries.  Auto-renewal of a handle acquired through the loop
+ * (an acquire_wait without a thread), status queries; and a host name
+ * in the URL is still resolved by a blocking getaddrinfo() when a
+ * connection is made (instant for IP addresses and names in /etc/hosts;
+ * with a DNS name, the loop waits for the resolver).  Auto-renewal of a handle acquired through the loop
  * works, but on the client's watchdog thread (with its own pooled
  * connections): the lost callback runs there, not on the loop.
  *
