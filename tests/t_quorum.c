@@ -1539,6 +1539,7 @@ static void test_functions_with_a_stopped_master(void **state)
     redislock *lock;
     long long t0, took, calls, failed, loads;
     char key[64];
+    int tries;
 
     (void)state;
     need_functions();
@@ -1547,11 +1548,27 @@ static void test_functions_with_a_stopped_master(void **state)
     lock = redislock_new_from_client(cl, key);
     assert_non_null(lock);
     assert_int_equal(redislock_set_expire_ms(lock, 20000), REDISLOCK_OK);
-    /* Warm: a connection to each master, the library known on each. */
-    assert_true(tu_acquire(lock));
-    copies_become(key, MASTERS);
-    assert_true(tu_release(lock));
-    copies_become(key, 0);
+    /* Warm: a connection to each master, the library known on each.  A
+     * straggler's leg cut while its connection was still being made (a
+     * loaded machine) was never sent: again until every master took
+     * part, the leftovers deleted directly (a release may be cut too). */
+    for (tries = 0;; tries++) {
+        long long end;
+        int i, all;
+
+        assert_true(tu_acquire(lock));
+        end = tu_now_ms() + tu_deadline_ms(2000);
+        while (copies(key) != MASTERS && tu_now_ms() < end)
+            tu_sleep_ms(10);
+        all = copies(key) == MASTERS;
+        assert_true(tu_release(lock));
+        for (i = 0; i < MASTERS; i++)
+            on_master(i, "DEL", key, NULL);
+        if (all)
+            break;
+        if (tries == 10)
+            fail_msg("no acquire of 10 reached all %d masters", MASTERS);
+    }
 
     calls = master_stat(4, "fcall", "calls");
     master_flush_functions(1);
@@ -1578,12 +1595,33 @@ static void test_functions_with_a_stopped_master(void **state)
     failed = master_stat(4, "fcall", "failed_calls");
     loads = master_stat(4, "function|load", "calls");
     assert_true(tu_release(lock));
-    copies_become(key, 0);
-    assert_int_equal(master_libraries(4), 1);
-    assert_int_equal(master_stat(4, "function|load", "calls"), loads + 1);
-    if (master_stat(4, "fcall", "failed_calls") != failed)
-        fail_msg("master 5 answered \"Function not found\": the library "
-                 "was not sent in front of the call");
+    /* The majority that decided the release has let go of the key; master
+     * 5's leg (a new connection, the library in front) may be the
+     * straggler cut once they decided - legal: a cut leg that was sent
+     * still runs, one cut before it was sent leaves the key to lapse. */
+    TU_WAIT_UNTIL(!key_on(0, key) && !key_on(1, key) && !key_on(2, key) &&
+                  !key_on(3, key), 5000, "the key gone from masters 1 to 4");
+    {
+        long long end = tu_now_ms() + tu_deadline_ms(5000);
+
+        while (key_on(4, key) && tu_now_ms() < end)
+            tu_sleep_ms(10);
+    }
+    if (key_on(4, key)) {
+        /* Nothing reached master 5 (no load, no call): cut unsent. */
+        if (master_stat(4, "function|load", "calls") != loads)
+            fail_msg("master 5 loaded the library but kept the key");
+        printf("# master 5's release leg was cut before it was sent (a "
+               "straggler, legal): its library not checked this run\n");
+        on_master(4, "DEL", key, NULL);
+    } else {
+        assert_int_equal(master_libraries(4), 1);
+        assert_int_equal(master_stat(4, "function|load", "calls"),
+                         loads + 1);
+        if (master_stat(4, "fcall", "failed_calls") != failed)
+            fail_msg("master 5 answered \"Function not found\": the "
+                     "library was not sent in front of the call");
+    }
     redislock_free(lock);
     redislock_client_free(cl);
 }
