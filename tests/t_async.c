@@ -12,6 +12,7 @@
  */
 #include "config.h"
 
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -745,6 +746,104 @@ static void test_late_reply_and_paused_server(void **state)
     }
 }
 
+/* A one-descriptor poll() loop whose watch or timer can be made to
+ * fail (the library must not hang on a loop that refuses). */
+typedef struct flaky_loop {
+    int fd, events, fail_watch, fail_timer, watch_calls, timer_calls;
+    long long timer_ms;
+} flaky_loop;
+
+static int flaky_watch(void *d, int fd, int events, void **fd_data)
+{
+    flaky_loop *l = d;
+
+    (void)fd_data;
+    l->watch_calls++;
+    if (events != 0 && l->fail_watch)
+        return -1;
+    l->fd = events != 0 ? fd : -1;
+    l->events = events;
+    return 0;
+}
+
+static int flaky_timer(void *d, long long ms)
+{
+    flaky_loop *l = d;
+
+    l->timer_calls++;
+    if (l->fail_timer && ms >= 0)
+        return -1;
+    l->timer_ms = ms;
+    return 0;
+}
+
+/* Run L for CL until COND, at most 5 s: descriptors, then the timer
+ * (also when none was set: harmless, and how a refused timer is
+ * asked for again). */
+#define FLAKY_UNTIL(cl, l, cond, what)                                    \
+    do {                                                                  \
+        long long end_ = tu_now_ms() + tu_deadline_ms(5000);              \
+        while (!(cond)) {                                                 \
+            struct pollfd p_ = { (l)->fd, 0, 0 };                         \
+            if (tu_now_ms() > end_)                                       \
+                tu_wait_failed(#cond, tu_deadline_ms(5000), "%s", what);  \
+            if ((l)->events & REDISLOCK_EV_READ)                          \
+                p_.events |= POLLIN;                                      \
+            if ((l)->events & REDISLOCK_EV_WRITE)                         \
+                p_.events |= POLLOUT;                                     \
+            if (poll(&p_, (l)->fd >= 0 ? 1 : 0, 10) > 0)                  \
+                (void)redislock_client_on_fd(cl, p_.fd,                   \
+                    ((p_.revents & (POLLIN | POLLHUP | POLLERR))          \
+                         ? REDISLOCK_EV_READ : 0) |                       \
+                    ((p_.revents & POLLOUT) ? REDISLOCK_EV_WRITE : 0));   \
+            (void)redislock_client_on_timer(cl);                          \
+        }                                                                 \
+    } while (0)
+
+/* A loop that cannot watch the connection: the operation fails (I/O,
+ * saying why) instead of hanging.  One whose timer cannot be set: the
+ * operations still end (the timer is asked for again at each entry). */
+static void test_loop_refusals(void **state)
+{
+    static const redislock_loop fns = { flaky_watch, flaky_timer, NULL };
+    flaky_loop l;
+    redislock_client *cl = NULL;
+    redislock *a;
+    tu_async d[3];
+
+    (void)state;
+    memset(&l, 0, sizeof l);
+    memset(d, 0, sizeof d);
+    l.fd = -1;
+    l.timer_ms = -1;
+    l.fail_watch = 1;
+    assert_int_equal(redislock_client_open(tcp_url, &cl, NULL, 0),
+                     REDISLOCK_OK);
+    assert_int_equal(redislock_client_attach(cl, &fns, &l), REDISLOCK_OK);
+    a = redislock_new_from_client(cl, "async:flaky");
+    assert_int_equal(tu_async_start(redislock_acquire_async, a, &d[0]),
+                     REDISLOCK_OK);
+    FLAKY_UNTIL(cl, &l, d[0].calls == 1, "the acquire on a loop that "
+                "cannot watch");
+    assert_int_equal(d[0].status, REDISLOCK_ERR_IO);
+    assert_non_null(strstr(redislock_last_error(a), "could not watch"));
+    /* Watching works again; the timer does not. */
+    l.fail_watch = 0;
+    l.fail_timer = 1;
+    assert_int_equal(tu_async_start(redislock_acquire_async, a, &d[1]),
+                     REDISLOCK_OK);
+    FLAKY_UNTIL(cl, &l, d[1].calls == 1, "the acquire without a timer");
+    assert_int_equal(d[1].status, REDISLOCK_OK);
+    assert_true(d[1].ok);
+    assert_int_equal(tu_async_start(redislock_release_async, a, &d[2]),
+                     REDISLOCK_OK);
+    FLAKY_UNTIL(cl, &l, d[2].calls == 1, "the release without a timer");
+    assert_true(d[2].ok);
+    assert_true(l.timer_calls > 0);
+    redislock_free(a);
+    redislock_client_free(cl);
+}
+
 /* scripts=none is not built yet for loops: refused, nothing sent. */
 static void test_scripts_none_refused(void **state)
 {
@@ -784,6 +883,7 @@ int main(void)
         cmocka_unit_test(test_server_killed_and_back),
         cmocka_unit_test(test_unacknowledged_acquire_undone),
         cmocka_unit_test(test_late_reply_and_paused_server),
+        cmocka_unit_test(test_loop_refusals),
         cmocka_unit_test(test_scripts_none_refused),
     };
 
