@@ -809,6 +809,9 @@ static int *map_shared(void)
  * under valgrind each is checked on its own, leaks included. */
 static int worker(const char *key, int sections, int stop_at_error)
 {
+    /* Masters are restarted empty during the run (the environment of
+     * test_restart_during_a_run): a release may find the lock free. */
+    int restarts_expected = getenv("REDISLOCK_TEST_QUORUM_RESTARTS") != NULL;
     redislock_client *cl;
     redislock *lock;
     redisContext *c = tu_connect();
@@ -850,6 +853,16 @@ static int worker(const char *key, int sections, int stop_at_error)
         freeReplyObject(redisCommand(c, "SET q:counter %lld", v + 1));
         __atomic_store_n(&shared[0], 0, __ATOMIC_SEQ_CST);
         st = redislock_release(lock, &ok);
+        if (st == REDISLOCK_OK && !ok && restarts_expected &&
+            redislock_last_state(lock) == REDISLOCK_STATE_FREE) {
+            /* A master restarted empty took a grant with it: the lock
+             * was no longer held by a majority (Redlock without
+             * persistence).  Not an error here: overlaps and the counter
+             * say whether anyone was hurt. */
+            printf("# worker %ld: release found the lock free (a grant "
+                   "lost with a restarted master)\n", (long)getpid());
+            continue;
+        }
         if (st != REDISLOCK_OK || !ok) {
             printf("# worker %ld: release: %s, released %d, state %d: %s\n",
                    (long)getpid(), redislock_strerror(st), (int)ok,
@@ -1296,7 +1309,9 @@ static void test_restart_during_a_run(void **state)
         redisFree(c);
     }
     assert_int_equal(pthread_create(&t, NULL, restarter, NULL), 0);
+    setenv("REDISLOCK_TEST_QUORUM_RESTARTS", "1", 1);
     v = contend("q:restart-run", 4, 150, &failed);
+    unsetenv("REDISLOCK_TEST_QUORUM_RESTARTS");
     pthread_join(t, NULL);
     printf("# a master restarted empty during a run: %d overlaps, counter "
            "%lld of %d, %d workers with errors\n", shared[1], v, 4 * 150,
