@@ -83,7 +83,8 @@ typedef struct redislockp_aconn {
 void redislockp_aconn_open(redislockp_aconn *a, const redislockp_url *u);
 
 /* Queue CMD (its COUNT commands; their replies come to FN) with a
- * deadline TIMEOUT_MS from now.  REDISLOCK_OK, or the reason it cannot
+ * deadline TIMEOUT_MS from now, or the request ahead's if that is later
+ * (its reply comes first).  REDISLOCK_OK, or the reason it cannot
  * even start (out of memory, too many replies, a broken connection):
  * then FN is never called. */
 int redislockp_aconn_send(redislockp_aconn *a, const redislockp_cmd *cmd,

@@ -42,8 +42,7 @@ typedef struct lconn {
 } lconn;
 
 /* The connections: one per node of the client (conns[node]), and for a
- * Cluster one more that reads the slot map (MAP). */
-#define MAP_CONN ((size_t)-1)
+ * Cluster one more that reads the slot map (map). */
 
 struct redislockp_loop_state {
     redislock_loop fns;
@@ -116,12 +115,6 @@ static void unwatch(redislockp_loop_state *ls, lconn *c)
     c->fd_data = NULL;
 }
 
-/* Does any operation wait for its callback? */
-static int callbacks_due(const redislockp_loop_state *ls)
-{
-    return ls->due != NULL;
-}
-
 /* Tell the loop what to watch on C now; its earliest deadline into *AT. */
 static void sync_conn(redislockp_loop_state *ls, lconn *c, long long *at)
 {
@@ -181,7 +174,7 @@ static void sync_loop(redislock_client *cl)
     for (o = ls->retrying > 0 ? ls->ops : NULL; o != NULL; o = o->next)
         if (o->retry_at > 0 && (at < 0 || o->retry_at < at))
             at = o->retry_at;
-    if (callbacks_due(ls))
+    if (ls->due != NULL)                /* callbacks wait: at once */
         at = now;
     if (at == ls->timer_at && at != now)
         return;

@@ -208,10 +208,6 @@ int main(void)
         cmocka_unit_test(test_free_pending),
     };
 
-    snprintf(tcp_url, sizeof tcp_url, "redis://%s:%s",
-             getenv("REDISLOCK_TEST_HOST") ? getenv("REDISLOCK_TEST_HOST")
-                                           : "127.0.0.1",
-             getenv("REDISLOCK_TEST_PORT") ? getenv("REDISLOCK_TEST_PORT")
-                                           : "6379");
+    tu_url(tcp_url, sizeof tcp_url);
     return TU_RUN_CONNECTED(tests, &conn);
 }

@@ -875,3 +875,13 @@ int tu_async_start(int (*op)(redislock *, redislock_done_fn, void *),
     tu_starting = 0;
     return st;
 }
+
+void tu_url(char *buf, size_t size)
+{
+    const char *host = getenv("REDISLOCK_TEST_HOST");
+    const char *port = getenv("REDISLOCK_TEST_PORT");
+
+    if (host == NULL || port == NULL)
+        fail_msg("no REDISLOCK_TEST_HOST/PORT: run through with-redis.sh");
+    snprintf(buf, size, "redis://%s:%s", host, port);
+}

@@ -47,6 +47,9 @@ int tu_run(const char *name, const struct CMUnitTest *tests, size_t n,
 int tu_run_connected(const char *name, const struct CMUnitTest *tests,
                      size_t n, redisContext **conn);
 
+/* The harness's server as a redis:// URL into BUF (fails the test if
+ * the harness gave none: never a default port, which may be another's). */
+void tu_url(char *buf, size_t size);
 /* A connection to the harness's server over TCP (fails the test if the
  * harness gave none).  Free with redisFree(). */
 redisContext *tu_connect(void);
