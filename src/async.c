@@ -389,7 +389,9 @@ static void run_over(redislockp_aop *o)
 {
     redislockp_op *op = &o->op;
 
-    op->st = redislockp_run_finish(o->lock, &o->run, 1, redislockp_parse_ints,
+    op->st = redislockp_run_finish(o->lock, &o->run,
+                                   op->kind != REDISLOCKP_OP_LEAVE,
+                                   redislockp_parse_ints,
                                    &op->r, op->with_ack ? &op->ack : NULL,
                                    &o->leg, &o->res, o->leg.st);
     step(o);

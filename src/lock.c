@@ -51,8 +51,10 @@ static int_reply ints(const char *what, size_t min, size_t max)
     ir.min = min;
     ir.max = max;
     ir.n = 0;
+    /* (A leave's bare 1 is read as a release's would be: v[0].) */
     ir.bare = strcmp(what, "acquire") == 0 ? REDISLOCKP_BARE_ACQUIRE
-            : strcmp(what, "release") == 0 ? REDISLOCKP_BARE_RELEASE
+            : strcmp(what, "release") == 0 || strcmp(what, "leave") == 0
+                  ? REDISLOCKP_BARE_RELEASE
                                            : REDISLOCKP_BARE_NONE;
     ir.v[0] = ir.v[1] = ir.v[2] = ir.v[3] = 0;
     return ir;
@@ -1047,6 +1049,7 @@ enum {
     P_UNDO,                     /* giving back an unacknowledged acquire */
     P_RELEASE,                  /* the release's steps */
     P_EXTENDED,                 /* the extend's reply is in */
+    P_LEFT,                     /* the leave's reply is in */
     P_END
 };
 
@@ -1425,6 +1428,11 @@ int redislockp_op_next(redislockp_op *op)
             op->rphase = R_START;
             return release_steps(op);
         }
+        if (op->kind == REDISLOCKP_OP_LEAVE) {
+            redislockp_call_leave(&op->call, lock, op->woken);
+            op->phase = P_LEFT;
+            return run(op, ints("leave", 1, 1), 0);
+        }
         if (op->check_loss || op->kind == REDISLOCKP_OP_EXTEND) {
             st = pending_loss(lock);
             if (st != REDISLOCK_OK)
@@ -1449,6 +1457,12 @@ int redislockp_op_next(redislockp_op *op)
         return release_steps(op) ? 1 : released(op);
     case P_EXTENDED:
         return extended(op);
+    case P_LEFT:
+        /* Whether we are still registered, or the turn passed on, is
+         * not known after a failure. */
+        if (op->st != REDISLOCK_OK)
+            lock->state = REDISLOCK_STATE_UNKNOWN;
+        return done(op, op->st);
     default:
         return 0;
     }
@@ -1458,7 +1472,9 @@ int redislockp_op_next(redislockp_op *op)
 static int drive(redislockp_op *op)
 {
     while (redislockp_op_next(op))
-        op->st = op_run_ack(op->lock, &op->call, 1, parse_ints, &op->r,
+        op->st = op_run_ack(op->lock, &op->call,
+                            op->kind != REDISLOCKP_OP_LEAVE, parse_ints,
+                            &op->r,
                             op->with_ack ? &op->ack : NULL);
     return op->result;
 }
@@ -1474,6 +1490,15 @@ int redislockp_acquire_once(redislock *lock, redislockp_try how,
     *acquired_out = op.ok;
     *holder_pttl = op.holder_pttl;
     return st;
+}
+
+int redislockp_leave(redislock *lock, bool woken)
+{
+    redislockp_op op;
+
+    redislockp_op_begin(&op, lock, REDISLOCKP_OP_LEAVE, REDISLOCKP_TRY_PLAIN);
+    op.woken = woken;
+    return drive(&op);
 }
 
 int redislock_acquire(redislock *lock, bool *acquired_out)

@@ -36,7 +36,8 @@ typedef struct redislockp_ints {
 typedef enum redislockp_op_kind {
     REDISLOCKP_OP_ACQUIRE,
     REDISLOCKP_OP_RELEASE,
-    REDISLOCKP_OP_EXTEND
+    REDISLOCKP_OP_EXTEND,
+    REDISLOCKP_OP_LEAVE         /* a waiter leaves the waiters (wait.c) */
 } redislockp_op_kind;
 
 typedef struct redislockp_op {
@@ -44,6 +45,8 @@ typedef struct redislockp_op {
     redislockp_op_kind kind;
     redislockp_try how;         /* an acquire's kind of try */
     int check_loss;             /* an acquire reports a pending loss first */
+    int woken;                  /* a leave passes on the turn it was
+                                 * woken for */
     int phase, rphase;          /* where the next step resumes */
     /* The run asked for. */
     redislockp_call call;
@@ -73,6 +76,10 @@ void redislockp_op_begin(redislockp_op *op, redislock *lock,
  * it if OP->with_ack), then fill OP->st, OP->r and OP->ack and call
  * again; 0, done (OP->result, OP->ok, OP->holder_pttl). */
 int redislockp_op_next(redislockp_op *op);
+
+/* A waiter of LOCK leaves without the lock, passing on a turn it was
+ * WOKEN for (OP_LEAVE, run here and now through the executor). */
+int redislockp_leave(redislock *lock, bool woken);
 
 /* Parse R into OUT, a redislockp_ints (redislockp_parse_fn). */
 int redislockp_parse_ints(const redislockp_val *r, void *out, char *errmsg);

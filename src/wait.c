@@ -43,6 +43,7 @@
 
 #include "client.h"
 #include "exec.h"
+#include "op.h"
 #include "redislock_int.h"
 #include "slot.h"
 
@@ -214,28 +215,11 @@ static int block_on(redislock *lock, redislock_client *cl, long node,
     return st;
 }
 
-static int parse_leave(const redislockp_val *r, void *out, char *errmsg)
-{
-    (void)out;
-    if (redislockp_val_type(r) != REDISLOCKP_V_INTEGER)
-        return redislockp_tx_fail(errmsg, REDISLOCK_ERR_PROTOCOL,
-                                  "leave: unexpected reply of type %d",
-                                  redislockp_val_type_number(r));
-    return REDISLOCK_OK;
-}
-
 /* A waiter leaves without the lock: deregister, and pass on a turn it
- * was woken for but will not use. */
+ * was woken for but will not use (lock.c's steps). */
 static int leave(redislock *lock, bool woken)
 {
-    redislockp_call call;
-    int st;
-
-    redislockp_call_leave(&call, lock, woken);
-    st = redislockp_op_run(lock, &call, 0, parse_leave, NULL);
-    if (st != REDISLOCK_OK)
-        lock->state = REDISLOCK_STATE_UNKNOWN;
-    return st;
+    return redislockp_leave(lock, woken);
 }
 
 /* Give up after an error: deregister if the connection still works (after
