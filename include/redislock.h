@@ -818,7 +818,8 @@ redislock_acquire_wait(redislock *lock, long long timeout_ms, bool *acquired);
 /**
  * Ask redislock_acquire_wait() on LOCK to stop waiting: the call running
  * now (in another thread, or the one a signal handler interrupted), or
- * else the next one.  It notices within its poll interval (see
+ * else the next one; likewise a pending redislock_acquire_wait_async(),
+ * whose callback then gets the outcome below.  It notices within its poll interval (see
  * redislock_set_wait_poll_ms(); a BLPOP is never longer) plus a round
  * trip, withdraws from the waiters (passing on a turn it was woken for),
  * and returns REDISLOCK_ERR_CANCELED with *ACQUIRED false (also when
@@ -1574,9 +1575,10 @@ REDISLOCK_API int redislock_last_error_info(const redislock *lock,
  * not block the loop) - and Redis Cluster (?cluster=1: the slot map is
  * read without blocking, operations waiting for it; MOVED, ASK and
  * TRYAGAIN followed within the command timeout, one connection per
- * master), with scripts=eval or scripts=functions; acquire, extend and
- * release.  Not yet: Sentinel and quorum clients, scripts=none, waiting
- * (an acquire_wait without a thread), status queries; and a host name
+ * master), with scripts=eval or scripts=functions; acquire, extend,
+ * release and acquire_wait (waiters that cost no thread and no
+ * connection each).  Not yet: Sentinel and quorum clients, scripts=none,
+ * status queries; and a host name
  * in the URL is still resolved by a blocking getaddrinfo() when a
  * connection is made (instant for IP addresses and names in /etc/hosts;
  * with a DNS name, the loop waits for the resolver).  Auto-renewal of a handle acquired through the loop
@@ -1691,6 +1693,35 @@ typedef void (*redislock_done_fn)(redislock *lock, int status, bool ok,
  */
 REDISLOCK_API REDISLOCK_NODISCARD int
 redislock_acquire_async(redislock *lock, redislock_done_fn fn, void *arg);
+
+/**
+ * Start redislock_acquire_wait() on LOCK (ok: acquired; false at the
+ * deadline), as redislock_acquire_async(): the same tries, turns and
+ * registration, the same timeout rules (0: one plain try;
+ * REDISLOCK_WAIT_FOREVER: no deadline) and REDISLOCK_ERR_INVALID for a
+ * negative TIMEOUT_MS other than REDISLOCK_WAIT_FOREVER.
+ * redislock_cancel_wait() ends it (REDISLOCK_ERR_CANCELED; noticed at
+ * its next try or pause, within its poll interval); freeing the handle
+ * ends it at once (REDISLOCK_ERR_CANCELED; its registration then lapses
+ * on its own, within the poll interval plus 2 s).
+ *
+ * No thread and no connection per waiter: a waiter refused the lock
+ * pauses on a timer until its next try (its poll interval, see
+ * redislock_set_wait_poll_ms(), or sooner when the holder's lease
+ * ends), and its wake-ups come through one more connection per server
+ * (per hash slot in a Cluster, up to 8 in all; waiters beyond poll) on
+ * which one BLPOP waits on the wake-up lists of all the client's
+ * waiters there.  Why that keeps wait.c's guarantees - no lost wake-up
+ * (a wake-up stays in its list until a BLPOP names it: within about
+ * 100 ms of a new list), one waiter per release, a holder that comes
+ * back queued behind the waiters already there (waiters of one client
+ * are woken in the order their waits began), registrations that lapse
+ * - is set out in src/async.c.
+ * @since 0.4.0
+ */
+REDISLOCK_API REDISLOCK_NODISCARD int
+redislock_acquire_wait_async(redislock *lock, long long timeout_ms,
+                             redislock_done_fn fn, void *arg);
 
 /**
  * Start redislock_release() on LOCK (ok: released); as

@@ -24,6 +24,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <sodium.h>
+
 #include "aconn.h"
 #include "async.h"
 #include "client.h"
@@ -41,8 +43,67 @@ typedef struct lconn {
     void *fd_data;              /* the adapter's */
 } lconn;
 
-/* The connections: one per node of the client (conns[node]), and for a
- * Cluster one more that reads the slot map (map). */
+/* The connections: one per node of the client (conns[node]), for a
+ * Cluster one more that reads the slot map (map), and the waiters'
+ * blockers (below). */
+
+/* Waiters (redislock_acquire_wait_async()).  A waiter runs wait.c's
+ * rules as steps: a try (a waiter's, which registers it, or a woken
+ * one's), then, refused, a pause until its next try - its poll interval,
+ * or sooner when the holder's lease ends - during which a wake-up may
+ * come.  Its wake-ups come through a blocker: one more connection per
+ * server (per slot in a Cluster, where one command's keys share a slot)
+ * on which ONE BLPOP waits on the wake-up lists of all the client's
+ * waiters there at once.  A wake-up popped from a list goes to the
+ * oldest waiter on that list that has none yet, which tries at once as a
+ * woken waiter (its turn).  So a thousand waiters cost one connection,
+ * not a thousand, and each release still wakes one waiter:
+ * - no lost wake-up: a wake-up pushed before the BLPOP names its list
+ *   stays in the list (see lib.lua's wake_next) until the next BLPOP,
+ *   which the blocker sends at once after each reply; BLPOPs are short
+ *   (BLOCK_MS), so a list joins within one of them;
+ * - one waiter per wake-up: BLPOP pops one element for one client, and
+ *   the blocker hands it to one waiter; a wake-up for a list none of
+ *   whose waiters can use it (they left, or all have one) is passed on
+ *   as a waiter that leaves would (leave.lua, woken: the turn goes to
+ *   the next registered waiter, of any process);
+ * - turns: the local order is the order the waits began, so a holder
+ *   that comes back to wait queues behind the waiters already here, and
+ *   the scripts keep it behind those of other processes (the turn);
+ * - registrations lapse as before: each waiter tries at its own poll
+ *   interval, which renews its registration.
+ * More blockers than MAX_BLOCKERS are not opened: waiters beyond them
+ * poll (as a blocking waiter does when the pool is taken).  A blocker
+ * whose BLPOP fails rests QUIET_MS; its waiters poll meanwhile. */
+#define MAX_BLOCKERS 8
+#define BLOCK_MS 100                    /* one BLPOP's timeout */
+#define BLOCK_SECS "0.1"
+#define BLOCK_SLACK_MS 1000             /* for its reply to come */
+#define QUIET_MS 100
+
+typedef struct blocker blocker;
+
+/* A wake-up list that waiters of the loop wait on. */
+typedef struct wkey {
+    struct wkey *next;
+    blocker *b;
+    char *key;                  /* the lock key (a pass-on's handle) */
+    size_t keylen;
+    char *wake;                 /* its wake-up list */
+    size_t wakelen;
+    redislockp_aop *head, *tail;    /* its waiters, in the order they
+                                     * began to wait */
+    int asked;                  /* named by the BLPOP under way */
+} wkey;
+
+struct blocker {
+    lconn c;
+    unsigned slot;              /* Cluster: its lists' slot */
+    size_t node;                /* where C goes */
+    wkey *keys;
+    int blocking;               /* a BLPOP is under way */
+    long long quiet_until;      /* after a failure: no BLPOP before */
+};
 
 struct redislockp_loop_state {
     redislock_loop fns;
@@ -54,9 +115,16 @@ struct redislockp_loop_state {
     int map_reading;            /* a CLUSTER SLOTS is under way */
     size_t map_next;            /* the candidate to ask next */
     char map_err[REDISLOCKP_ERRMSG_SIZE];
+    blocker *blockers[MAX_BLOCKERS];
+    size_t nblockers;
     redislockp_aop *ops, *ops_tail; /* every operation not yet freed */
+    size_t nops;
     redislockp_aop *due, *due_tail; /* ended, callback not yet called */
-    size_t retrying;            /* operations with a retry_at */
+    redislockp_aop *dead;       /* to free at the end of the entry */
+    /* The operations' timers (a Cluster retry, a waiter's next try): a
+     * binary min-heap on ->at, room for every operation. */
+    redislockp_aop **heap;
+    size_t nheap, heapcap;
     long long timer_at;         /* the timer asked for (monotonic ms);
                                  * -1: none */
     int depth;                  /* inside an entry of the client */
@@ -78,7 +146,11 @@ struct redislockp_aop {
     int redirects, retries;
     int parked;                 /* Cluster: waits for the slot map */
     int map_reads;              /* Cluster: maps read for it so far */
-    long long retry_at;         /* Cluster: send again then (0: no) */
+    long long at;               /* its timer (monotonic ms); 0: none */
+    size_t hidx;                /* its place in the heap + 1; 0: none */
+    redislockp_aop *fired_next;     /* on_timer()'s list */
+    redislockp_aop *dead_next;
+    int dead;                   /* on the list to free */
     long long end_all;          /* redirections and retries until then */
     int inflight;               /* a request of it is on a connection */
     int ended;                  /* STATUS and OK are its outcome */
@@ -88,11 +160,49 @@ struct redislockp_aop {
     bool ok;
     redislock_done_fn fn;
     void *arg;
+    /* A waiter's (wait). */
+    int wait;
+    int wstate;                 /* W_* */
+    int after;                  /* what follows its leave: A_* */
+    int once;                   /* timeout 0: one plain try */
+    int first;                  /* its first try is yet to come */
+    long long deadline;
+    int woken;                  /* a wake-up came: the next try's turn */
+    int try_woken;              /* the try under way is a woken one */
+    int registered, splits, fallback, leave_first;
+    wkey *wk;                   /* the list it waits on; NULL: polls */
+    redislockp_aop *wnext, *wprev;
+    int end_st;                 /* the error to report after a leave */
+    redislock_error_info end_info;
+    char end_msg[REDISLOCKP_ERRMSG_SIZE];
 };
+
+enum { W_TRY, W_LEAVING, W_BLOCKED, W_PAUSED, W_DONE };
+enum { A_PLAIN, A_POLL, A_END_LEAVE, A_END_CANCELED, A_END_SAVED };
 
 static void step(redislockp_aop *o);
 static void sync_loop(redislock_client *cl);
 static void send_leg(redislockp_aop *o);
+static void wait_stepped(redislockp_aop *o);
+static void wait_timer(redislockp_aop *o);
+static void part(redislockp_aop *o);
+
+/* The I-th of all the client's connections (none: NULL), for walks. */
+static lconn *conn_at(const redislockp_loop_state *ls, size_t i)
+{
+    if (i < ls->nconns)
+        return ls->conns[i];
+    i -= ls->nconns;
+    if (i == 0)
+        return ls->map;
+    i--;
+    return i < ls->nblockers ? &ls->blockers[i]->c : NULL;
+}
+
+static size_t conn_count(const redislockp_loop_state *ls)
+{
+    return ls->nconns + 1 + ls->nblockers;
+}
 
 /* ------------------------------------------------------------------------
  * The loop's side: descriptors and the timer.
@@ -159,21 +269,25 @@ static void sync_loop(redislock_client *cl)
     /* First let go of every descriptor that changed, then watch the new
      * ones: a number closed by one connection and reused by another is
      * never unwatched after it was watched anew. */
-    for (i = 0; i < ls->nconns; i++)
-        if (ls->conns[i] != NULL && ls->conns[i]->fd >= 0 &&
-            redislockp_aconn_fd(&ls->conns[i]->a) != ls->conns[i]->fd)
-            unwatch(ls, ls->conns[i]);
-    if (ls->map != NULL && ls->map->fd >= 0 &&
-        redislockp_aconn_fd(&ls->map->a) != ls->map->fd)
-        unwatch(ls, ls->map);
-    for (i = 0; i < ls->nconns; i++)
-        if (ls->conns[i] != NULL)
-            sync_conn(ls, ls->conns[i], &at);
-    if (ls->map != NULL)
-        sync_conn(ls, ls->map, &at);
-    for (o = ls->retrying > 0 ? ls->ops : NULL; o != NULL; o = o->next)
-        if (o->retry_at > 0 && (at < 0 || o->retry_at < at))
-            at = o->retry_at;
+    for (i = 0; i < conn_count(ls); i++) {
+        lconn *c = conn_at(ls, i);
+
+        if (c != NULL && c->fd >= 0 && redislockp_aconn_fd(&c->a) != c->fd)
+            unwatch(ls, c);
+    }
+    for (i = 0; i < conn_count(ls); i++)
+        if (conn_at(ls, i) != NULL)
+            sync_conn(ls, conn_at(ls, i), &at);
+    o = ls->nheap > 0 ? ls->heap[0] : NULL;
+    if (o != NULL && (at < 0 || o->at < at))
+        at = o->at;
+    for (i = 0; i < ls->nblockers; i++) {     /* a rest to end */
+        const blocker *b = ls->blockers[i];
+
+        if (b->quiet_until > 0 && !b->blocking && b->keys != NULL &&
+            (at < 0 || b->quiet_until < at))
+            at = b->quiet_until;
+    }
     if (ls->due != NULL)                /* callbacks wait: at once */
         at = now;
     if (at == ls->timer_at && at != now)
@@ -268,14 +382,59 @@ static void conn_free(redislockp_loop_state *ls, lconn *c)
  * Operations.
  */
 
-/* Set O's retry time (0: none), counted for the timer. */
-static void set_retry(redislockp_aop *o, long long at)
+/* ---- The timers' heap ------------------------------------------------ */
+
+static void heap_put(redislockp_loop_state *ls, size_t i, redislockp_aop *o)
+{
+    ls->heap[i] = o;
+    o->hidx = i + 1;
+}
+
+/* Move the operation at I up or down to where it belongs. */
+static void heap_fix(redislockp_loop_state *ls, size_t i)
+{
+    redislockp_aop *o = ls->heap[i];
+
+    while (i > 0 && ls->heap[(i - 1) / 2]->at > o->at) {
+        heap_put(ls, i, ls->heap[(i - 1) / 2]);
+        i = (i - 1) / 2;
+    }
+    for (;;) {
+        size_t k = 2 * i + 1;
+
+        if (k >= ls->nheap)
+            break;
+        if (k + 1 < ls->nheap && ls->heap[k + 1]->at < ls->heap[k]->at)
+            k++;
+        if (ls->heap[k]->at >= o->at)
+            break;
+        heap_put(ls, i, ls->heap[k]);
+        i = k;
+    }
+    heap_put(ls, i, o);
+}
+
+/* Set O's timer to AT (monotonic ms; 0: none).  The heap has room for
+ * every operation (aop_new()). */
+static void set_timer(redislockp_aop *o, long long at)
 {
     redislockp_loop_state *ls = o->cl->loop;
 
-    ls->retrying -= o->retry_at > 0;
-    o->retry_at = at;
-    ls->retrying += at > 0;
+    if (o->hidx > 0) {
+        size_t i = o->hidx - 1;
+        redislockp_aop *last = ls->heap[--ls->nheap];
+
+        o->hidx = 0;
+        if (last != o) {
+            heap_put(ls, i, last);
+            heap_fix(ls, i);
+        }
+    }
+    o->at = at;
+    if (at > 0) {
+        heap_put(ls, ls->nheap++, o);
+        heap_fix(ls, ls->nheap - 1);
+    }
 }
 
 static void end(redislockp_aop *o, int status, bool ok)
@@ -312,18 +471,26 @@ static void aop_drop(redislockp_loop_state *ls, redislockp_aop *o)
         o->next->prev = o->prev;
     else
         ls->ops_tail = o->prev;
-    if (o->retry_at > 0)
-        ls->retrying--;
+    ls->nops--;
+    set_timer(o, 0);
     aop_free(o);
 }
 
 /* Free O if nothing refers to it any more: its callback called (or
  * never to be), its request ended, out of the queue, and the client not
- * being freed (which frees them all). */
+ * being freed (which frees them all).  Inside an entry, at its end: the
+ * entry may be walking the operations. */
 static void aop_done_with(redislockp_loop_state *ls, redislockp_aop *o)
 {
-    if (o->called && !o->inflight && !o->queued && !ls->closing)
-        aop_drop(ls, o);
+    if (!o->called || o->inflight || o->queued || ls->closing || o->dead)
+        return;
+    if (ls->depth > 0) {
+        o->dead = 1;
+        o->dead_next = ls->dead;
+        ls->dead = o;
+        return;
+    }
+    aop_drop(ls, o);
 }
 
 /* Call the callbacks of the operations that had ended when this round
@@ -408,7 +575,7 @@ static int retry_later(redislockp_aop *o)
     if (at > o->end_all)
         return 0;
     redislockp_legs_end(&o->leg, 1);
-    set_retry(o, at);
+    set_timer(o, at);
     return 1;
 }
 
@@ -659,7 +826,7 @@ static void send_leg(redislockp_aop *o)
     redislockp_cmd cmd;
     int st;
 
-    set_retry(o, 0);
+    set_timer(o, 0);
     if (cl->cluster && !o->asking) {
         unsigned slot = o->lock->slot;
         size_t known;
@@ -723,7 +890,10 @@ static void step(redislockp_aop *o)
     redislockp_op *op = &o->op;
 
     if (!redislockp_op_next(op)) {
-        end(o, op->result, op->ok);
+        if (o->wait)
+            wait_stepped(o);            /* a waiter's try or leave */
+        else
+            end(o, op->result, op->ok);
         return;
     }
     op->st = redislockp_run_prepare(o->lock, &op->call, op->with_ack,
@@ -740,16 +910,584 @@ static void step(redislockp_aop *o)
     send_leg(o);
 }
 
+/* ---- Waiters: blockers ------------------------------------------------ */
+
+static void on_blpop(void *arg, int status, redislockp_val **replies, int n,
+                     int sent, const char *errmsg);
+static void wait_woken(redislockp_aop *o);
+
+static void wkey_free(wkey *k)
+{
+    redislockp_free(k->key);
+    redislockp_free(k->wake);
+    redislockp_free(k);
+}
+
+/* The blocker for LOCK's wake-up list; NULL: none can be had (too many,
+ * or out of memory): its waiter polls. */
+static blocker *blocker_for(redislock_client *cl, const redislock *lock)
+{
+    redislockp_loop_state *ls = cl->loop;
+    unsigned slot = cl->cluster ? lock->slot : 0;
+    blocker *b;
+    size_t i;
+
+    for (i = 0; i < ls->nblockers; i++)
+        if (ls->blockers[i]->slot == slot)
+            return ls->blockers[i];
+    if (ls->nblockers == MAX_BLOCKERS)
+        return NULL;
+    b = redislockp_calloc(1, sizeof *b);
+    if (b == NULL)
+        return NULL;
+    b->c.fd = -1;
+    b->slot = slot;
+    ls->blockers[ls->nblockers++] = b;
+    return b;
+}
+
+/* O, refused, waits for a wake-up on its lock's list from now on (until
+ * its wait ends: part()); without a blocker it polls. */
+static void join(redislockp_aop *o)
+{
+    redislock *lock = o->lock;
+    blocker *b;
+    wkey *k;
+
+    if (o->wk != NULL || lock->waiting_refused)
+        return;
+    b = blocker_for(o->cl, lock);
+    if (b == NULL)
+        return;
+    for (k = b->keys; k != NULL; k = k->next)
+        if (k->wakelen == lock->wake_keylen &&
+            memcmp(k->wake, lock->wake_key, k->wakelen) == 0)
+            break;
+    if (k == NULL) {
+        k = redislockp_calloc(1, sizeof *k);
+        if (k == NULL)
+            return;
+        k->key = redislockp_malloc(lock->keylen);
+        k->wake = redislockp_malloc(lock->wake_keylen);
+        if (k->key == NULL || k->wake == NULL) {
+            wkey_free(k);
+            return;
+        }
+        memcpy(k->key, lock->key, lock->keylen);
+        k->keylen = lock->keylen;
+        memcpy(k->wake, lock->wake_key, lock->wake_keylen);
+        k->wakelen = lock->wake_keylen;
+        k->b = b;
+        k->next = b->keys;
+        b->keys = k;
+    }
+    o->wk = k;
+    o->wnext = NULL;
+    o->wprev = k->tail;
+    if (k->tail != NULL)
+        k->tail->wnext = o;
+    else
+        k->head = o;
+    k->tail = o;
+}
+
+/* O waits on no list any more.  (An empty list is let go by the next
+ * BLPOP that does not name it.) */
+static void part(redislockp_aop *o)
+{
+    wkey *k = o->wk;
+
+    if (k == NULL)
+        return;
+    if (o->wprev != NULL)
+        o->wprev->wnext = o->wnext;
+    else
+        k->head = o->wnext;
+    if (o->wnext != NULL)
+        o->wnext->wprev = o->wprev;
+    else
+        k->tail = o->wprev;
+    o->wk = NULL;
+    o->wnext = o->wprev = NULL;
+}
+
+/* Send B's next BLPOP, naming every list that has waiters, unless one is
+ * under way or B rests. */
+static void kick(redislock_client *cl, blocker *b)
+{
+    redislockp_loop_state *ls = cl->loop;
+    wkey **kp, *k;
+    const char **argv;
+    size_t *argvlen, argc = 1, node = 0;
+    redislockp_cmd cmd;
+    char msg[REDISLOCKP_ERRMSG_SIZE];
+    int st;
+
+    if (b->blocking || ls->closing ||
+        (b->quiet_until > 0 && redislockp_now_ms() < b->quiet_until))
+        return;
+    b->quiet_until = 0;
+    for (kp = &b->keys; (k = *kp) != NULL;) {
+        if (k->head == NULL) {          /* nobody waits on it any more */
+            *kp = k->next;
+            wkey_free(k);
+            continue;
+        }
+        argc++;
+        kp = &k->next;
+    }
+    if (argc == 1)
+        return;
+    if (cl->cluster) {
+        size_t known;
+
+        pthread_mutex_lock(&cl->mu);
+        known = cl->slots[b->slot];
+        pthread_mutex_unlock(&cl->mu);
+        if (known == 0) {
+            /* The waiters' tries read the map; they poll meanwhile. */
+            b->quiet_until = redislockp_now_ms() + QUIET_MS;
+            return;
+        }
+        node = known - 1;
+    }
+    if (!b->c.open || b->c.a.state == REDISLOCKP_ACONN_BROKEN ||
+        b->node != node) {
+        if (b->c.open)
+            redislockp_aconn_close(&b->c.a, REDISLOCK_ERR_IO, "closed");
+        unwatch(ls, &b->c);
+        b->c.open = 0;
+        b->node = node;
+        b->c.url = redislockp_node_url(cl, node);
+        conn_up(ls, &b->c);
+    }
+    argv = redislockp_calloc(argc + 1, sizeof *argv);
+    argvlen = redislockp_calloc(argc + 1, sizeof *argvlen);
+    st = REDISLOCK_ERR_NOMEM;
+    if (argv != NULL && argvlen != NULL) {
+        argv[0] = "BLPOP";
+        argvlen[0] = 5;
+        argc = 1;
+        for (k = b->keys; k != NULL; k = k->next) {
+            argv[argc] = k->wake;
+            argvlen[argc++] = k->wakelen;
+        }
+        argv[argc] = BLOCK_SECS;
+        argvlen[argc++] = strlen(BLOCK_SECS);
+        redislockp_cmd_init(&cmd);
+        st = redislockp_cmd_append(&cmd, (int)argc, argv, argvlen);
+        if (st == REDISLOCK_OK)
+            st = redislockp_aconn_send(&b->c.a, &cmd,
+                                       BLOCK_MS + BLOCK_SLACK_MS, on_blpop,
+                                       b, msg);
+        redislockp_cmd_clear(&cmd);
+    }
+    redislockp_free(argv);
+    redislockp_free(argvlen);
+    if (st != REDISLOCK_OK) {
+        b->quiet_until = redislockp_now_ms() + QUIET_MS;
+        return;
+    }
+    b->blocking = 1;
+    for (k = b->keys; k != NULL; k = k->next)
+        k->asked = 1;
+}
+
+static void pass_done(redislock *lock, int status, bool ok, void *arg)
+{
+    (void)status;
+    (void)ok;
+    (void)arg;
+    redislock_free(lock);
+}
+
+static redislockp_aop *aop_new(redislock *lock, redislock_done_fn fn,
+                               void *arg, int *st);
+
+/* A wake-up popped from K that none of its waiters can use: passed on
+ * as a waiter that leaves would (best effort, by a handle of its own: a
+ * wake-up lost costs the next waiter its poll interval). */
+static void pass_on(redislock_client *cl, const wkey *k)
+{
+    redislock *h = redislock_new_from_client_len(cl, k->key, k->keylen,
+                                                 false);
+    redislockp_aop *o;
+    int st;
+
+    if (h == NULL)
+        return;
+    o = aop_new(h, pass_done, NULL, &st);
+    if (o == NULL) {
+        redislock_free(h);
+        return;
+    }
+    redislockp_op_begin(&o->op, h, REDISLOCKP_OP_LEAVE, REDISLOCKP_TRY_PLAIN);
+    o->op.woken = 1;
+    step(o);
+}
+
+/* A wake-up from K: to its oldest waiter that has none. */
+static void give(redislock_client *cl, wkey *k)
+{
+    redislockp_aop *o;
+
+    for (o = k->head; o != NULL; o = o->wnext)
+        if (!o->woken && !o->try_woken &&
+            (o->wstate == W_TRY || o->wstate == W_BLOCKED ||
+             o->wstate == W_PAUSED)) {
+            wait_woken(o);
+            return;
+        }
+    pass_on(cl, k);
+}
+
+/* B's BLPOP has ended: a wake-up to hand on, or none (its timeout); then
+ * the next.  A failure rests B for QUIET_MS (its waiters poll); a refusal
+ * on a permission makes its waiters poll for good, as wait.c's do. */
+static void on_blpop(void *arg, int status, redislockp_val **replies, int n,
+                     int sent, const char *errmsg)
+{
+    blocker *b = arg;
+    redislock_client *cl;
+    const redislockp_val *r = n > 0 ? replies[0] : NULL;
+    wkey *k;
+    int i, quiet = 0;
+
+    (void)sent;
+    (void)errmsg;
+    b->blocking = 0;
+    for (k = b->keys; k != NULL; k = k->next)
+        k->asked = 0;
+    cl = b->c.ls != NULL ? b->c.ls->cl : NULL;
+    if (cl == NULL || cl->loop->closing) {
+        for (i = 0; i < n; i++)
+            redislockp_val_free(replies[i]);
+        return;
+    }
+    if (status != REDISLOCK_OK) {
+        quiet = 1;
+        if (cl->cluster)
+            redislockp_route_stale(cl);
+    } else if (redislockp_val_type(r) == REDISLOCKP_V_ARRAY &&
+               redislockp_val_count(r) == 2) {
+        const redislockp_val *name = redislockp_val_at(r, 0);
+        size_t len;
+        const char *s = redislockp_val_str(name, &len);
+
+        for (k = b->keys; s != NULL && k != NULL; k = k->next)
+            if (k->wakelen == len && memcmp(k->wake, s, len) == 0) {
+                give(cl, k);
+                break;
+            }
+    } else if (redislockp_val_type(r) == REDISLOCKP_V_ERROR) {
+        size_t len;
+        const char *s = redislockp_val_str(r, &len);
+
+        quiet = 1;
+        if (s != NULL && len >= 6 && memcmp(s, "NOPERM", 6) == 0) {
+            /* The user may not BLPOP (or read these lists): its waiters
+             * leave the queue and poll. */
+            for (k = b->keys; k != NULL; k = k->next) {
+                redislockp_aop *o, *next;
+
+                for (o = k->head; o != NULL; o = next) {
+                    next = o->wnext;
+                    o->lock->waiting_refused = 1;
+                    o->leave_first = o->registered;
+                    part(o);
+                }
+            }
+        } else if (cl->cluster) {
+            redislockp_route_stale(cl); /* MOVED, ASK...: the map again */
+        }
+    } else if (redislockp_val_type(r) != REDISLOCKP_V_NIL) {
+        quiet = 1;                      /* not a BLPOP's reply */
+    }
+    for (i = 0; i < n; i++)
+        redislockp_val_free(replies[i]);
+    if (quiet)
+        b->quiet_until = redislockp_now_ms() + QUIET_MS;
+    kick(cl, b);
+}
+
+/* ---- Waiters: their steps (wait.c's rules) ---------------------------- */
+
+/* Was a cancel asked for?  Uses the request up (as wait.c). */
+static int cancel_asked(redislock *lock)
+{
+    return __atomic_exchange_n(&lock->wait_cancel, 0, __ATOMIC_SEQ_CST);
+}
+
+/* Is ST, with the handle's last error, a refusal on a permission? */
+static int refused(const redislock *lock, int st)
+{
+    return st == REDISLOCK_ERR_SERVER &&
+           (lock->info.acl & REDISLOCK_ACL_REFUSED) != 0;
+}
+
+static void wait_end(redislockp_aop *o, int st, bool ok)
+{
+    part(o);
+    set_timer(o, 0);
+    o->wstate = W_DONE;
+    end(o, st, ok);
+}
+
+/* Leave the waiters (passing on a turn if WOKEN), then AFTER. */
+static void leave_then(redislockp_aop *o, int woken, int after)
+{
+    o->after = after;
+    o->wstate = W_LEAVING;
+    redislockp_op_begin(&o->op, o->lock, REDISLOCKP_OP_LEAVE,
+                        REDISLOCKP_TRY_PLAIN);
+    o->op.woken = woken;
+    step(o);
+}
+
+/* The next try: a plain one (timeout 0, or a user who may not wait), a
+ * woken waiter's, or a waiter's. */
+static void wait_try(redislockp_aop *o)
+{
+    redislock *lock = o->lock;
+    redislockp_try how = o->once || lock->waiting_refused
+                             ? REDISLOCKP_TRY_PLAIN
+                         : o->woken ? REDISLOCKP_TRY_WOKEN
+                                    : REDISLOCKP_TRY_WAITER;
+
+    o->wstate = W_TRY;
+    o->try_woken = how == REDISLOCKP_TRY_WOKEN;
+    o->woken = 0;
+    redislockp_op_begin(&o->op, lock, REDISLOCKP_OP_ACQUIRE, how);
+    o->op.check_loss = o->first;
+    o->first = 0;
+    step(o);
+}
+
+/* wait.c's canceled(). */
+static void wait_canceled(redislockp_aop *o)
+{
+    if (o->registered) {
+        leave_then(o, o->woken || o->try_woken, A_END_CANCELED);
+        return;
+    }
+    o->lock->state = REDISLOCK_STATE_UNKNOWN;
+    redislockp_fail(o->lock, REDISLOCK_ERR_CANCELED,
+                    "redislock_cancel_wait() stopped the wait");
+    wait_end(o, REDISLOCK_ERR_CANCELED, false);
+}
+
+/* wait.c's end_wait(): the wait is over without the lock, with ST
+ * (REDISLOCK_OK: its deadline). */
+static void wait_over(redislockp_aop *o, int st)
+{
+    redislock *lock = o->lock;
+    int woken = o->woken || o->try_woken;
+
+    if (cancel_asked(lock) && st == REDISLOCK_OK) {
+        wait_canceled(o);
+        return;
+    }
+    if (st != REDISLOCK_OK) {
+        /* fail_waiting(): leave if the connection may still work; the
+         * first error is the one reported. */
+        lock->state = REDISLOCK_STATE_UNKNOWN;
+        if (o->registered && st != REDISLOCK_ERR_IO &&
+            st != REDISLOCK_ERR_NOMEM) {
+            o->end_st = st;
+            o->end_info = lock->info;
+            memcpy(o->end_msg, lock->errmsg, sizeof o->end_msg);
+            leave_then(o, 0, A_END_SAVED);
+            return;
+        }
+        wait_end(o, st, false);
+        return;
+    }
+    if (o->registered) {
+        leave_then(o, woken, A_END_LEAVE);
+        return;
+    }
+    wait_end(o, REDISLOCK_OK, false);
+}
+
+/* A leave is over: what was to follow it. */
+static void wait_left(redislockp_aop *o)
+{
+    redislock *lock = o->lock;
+    int st = o->op.result;
+
+    o->registered = 0;
+    o->woken = o->try_woken = 0;
+    switch (o->after) {
+    case A_PLAIN:                       /* wait.c's try_plain() */
+        wait_try(o);
+        return;
+    case A_POLL:                        /* BLPOP refused: poll now */
+        redislockp_clear_error(lock);
+        wait_timer(o);
+        return;
+    case A_END_LEAVE:
+        wait_end(o, st, false);
+        return;
+    case A_END_CANCELED:
+        lock->state = REDISLOCK_STATE_UNKNOWN;
+        redislockp_fail(lock, REDISLOCK_ERR_CANCELED,
+                        "redislock_cancel_wait() stopped the wait");
+        wait_end(o, REDISLOCK_ERR_CANCELED, false);
+        return;
+    default:                            /* A_END_SAVED */
+        memcpy(lock->errmsg, o->end_msg, sizeof o->end_msg);
+        lock->info = o->end_info;
+        lock->state = REDISLOCK_STATE_UNKNOWN;
+        wait_end(o, o->end_st, false);
+        return;
+    }
+}
+
+/* A try is over: wait.c's loop body, up to the pause. */
+static void wait_tried(redislockp_aop *o)
+{
+    redislock *lock = o->lock;
+    redislockp_op *op = &o->op;
+    int st = op->result;
+    long long pttl = op->holder_pttl, left, wait;
+
+    if (o->once) {
+        if (st == REDISLOCK_OK && op->ok) {
+            (void)cancel_asked(lock);   /* too late: the wait is over */
+            wait_end(o, REDISLOCK_OK, true);
+        } else {
+            wait_over(o, st);
+        }
+        return;
+    }
+    if (op->how != REDISLOCKP_TRY_PLAIN && refused(lock, st)) {
+        /* May not use the waiters' keys: a plain try now, and polls. */
+        lock->waiting_refused = 1;
+        o->fallback = 1;
+        part(o);
+        if (o->registered)
+            leave_then(o, 0, A_PLAIN);
+        else
+            wait_try(o);
+        return;
+    }
+    if (o->fallback) {
+        o->fallback = 0;
+        if (refused(lock, st))
+            lock->waiting_refused = 0;  /* not (only) the waiting */
+    }
+    if (st != REDISLOCK_OK) {
+        wait_over(o, st);
+        return;
+    }
+    if (op->ok) {
+        (void)cancel_asked(lock);       /* too late: the wait is over */
+        if (o->registered)
+            lock->waiters_seen = 1;     /* (see wait.c) */
+        wait_end(o, REDISLOCK_OK, true);
+        return;
+    }
+    if (op->how != REDISLOCKP_TRY_PLAIN)
+        o->registered = 1;
+    if (o->try_woken && pttl == REDISLOCKP_PTTL_SPLIT && o->splits < 3) {
+        o->splits++;
+        o->woken = 1;                   /* keeps its turn */
+    } else {
+        o->splits = 0;
+        if (pttl == REDISLOCKP_PTTL_SPLIT)
+            pttl = -2;
+    }
+    o->try_woken = 0;
+    left = o->deadline - redislockp_now_ms();
+    if (left <= 0 || cancel_asked(lock)) {
+        if (left > 0)
+            wait_canceled(o);
+        else
+            wait_over(o, REDISLOCK_OK);
+        return;
+    }
+    if (o->woken && pttl != REDISLOCKP_PTTL_SPLIT) {
+        wait_try(o);                    /* woken meanwhile: at once */
+        return;
+    }
+    if (pttl == REDISLOCKP_PTTL_SPLIT) {
+        long long pause = 1 + (long long)randombytes_uniform(10);
+
+        o->wstate = W_PAUSED;
+        set_timer(o, redislockp_now_ms() + (pause < left ? pause : left));
+        return;
+    }
+    wait = left < lock->poll_ms ? left : lock->poll_ms;
+    if (pttl >= 0 && pttl + 1 < wait)
+        wait = pttl + 1;
+    if (wait < 1)
+        wait = 1;
+    o->wstate = W_BLOCKED;
+    set_timer(o, redislockp_now_ms() + wait);
+    join(o);
+    if (o->wk != NULL)
+        kick(o->cl, o->wk->b);
+}
+
+/* A waiter's try or leave has ended (step()). */
+static void wait_stepped(redislockp_aop *o)
+{
+    if (o->op.kind == REDISLOCKP_OP_LEAVE)
+        wait_left(o);
+    else
+        wait_tried(o);
+}
+
+/* A waiter's pause is over (its timer, or a wake-up): asked to stop, out
+ * of time, or the next try. */
+static void wait_timer(redislockp_aop *o)
+{
+    redislock *lock = o->lock;
+
+    set_timer(o, 0);
+    o->wstate = W_TRY;
+    if (cancel_asked(lock)) {
+        wait_canceled(o);
+        return;
+    }
+    if (redislockp_now_ms() >= o->deadline) {
+        wait_over(o, REDISLOCK_OK);
+        return;
+    }
+    if (o->leave_first) {               /* its BLPOP was refused */
+        o->leave_first = 0;
+        leave_then(o, 0, A_POLL);
+        return;
+    }
+    wait_try(o);
+}
+
+/* A wake-up for O: its next try is a woken one, at once if it waits. */
+static void wait_woken(redislockp_aop *o)
+{
+    o->woken = 1;
+    if (o->wstate == W_BLOCKED)
+        wait_timer(o);
+}
+
 /* The end of an entry of CL: callbacks, then the loop told what next. */
 static void entry_end(redislock_client *cl)
 {
     redislockp_loop_state *ls = cl->loop;
 
     deliver(ls);
-    if (--ls->depth == 0 && ls->free_asked) {
-        ls->free_asked = 0;
-        redislock_client_free(cl);
-        return;
+    if (--ls->depth == 0) {
+        while (ls->dead != NULL) {
+            redislockp_aop *o = ls->dead;
+
+            ls->dead = o->dead_next;
+            aop_drop(ls, o);
+        }
+        if (ls->free_asked) {
+            ls->free_asked = 0;
+            redislock_client_free(cl);
+            return;
+        }
     }
     sync_loop(cl);
 }
@@ -795,19 +1533,13 @@ int redislock_client_on_fd(redislock_client *cl, int fd, int events)
     ls->depth++;
     rev = (short)(((events & REDISLOCK_EV_READ) ? POLLIN : 0) |
                   ((events & REDISLOCK_EV_WRITE) ? POLLOUT : 0));
-    if (fd >= 0) {
-        for (i = 0; i < ls->nconns; i++) {
-            lconn *c = ls->conns[i];
+    for (i = 0; fd >= 0 && i < conn_count(ls); i++) {
+        lconn *c = conn_at(ls, i);
 
-            if (c != NULL && c->open && c->fd == fd) {
-                redislockp_aconn_io(&c->a, rev);
-                fd = -1;
-                break;
-            }
+        if (c != NULL && c->open && c->fd == fd) {
+            redislockp_aconn_io(&c->a, rev);
+            break;
         }
-        if (fd >= 0 && ls->map != NULL && ls->map->open &&
-            ls->map->fd == fd)
-            redislockp_aconn_io(&ls->map->a, rev);
     }
     entry_end(cl);
     return REDISLOCK_OK;
@@ -816,7 +1548,7 @@ int redislock_client_on_fd(redislock_client *cl, int fd, int events)
 int redislock_client_on_timer(redislock_client *cl)
 {
     redislockp_loop_state *ls;
-    redislockp_aop *o, *next;
+    redislockp_aop *o, *fired = NULL, **tail = &fired;
     long long now;
     size_t i;
 
@@ -825,52 +1557,90 @@ int redislock_client_on_timer(redislock_client *cl)
     ls = cl->loop;
     ls->depth++;
     ls->timer_at = -1;                  /* it fired */
-    for (i = 0; i < ls->nconns; i++)
-        if (ls->conns[i] != NULL && ls->conns[i]->open)
-            redislockp_aconn_tick(&ls->conns[i]->a);
-    if (ls->map != NULL && ls->map->open)
-        redislockp_aconn_tick(&ls->map->a);
+    for (i = 0; i < conn_count(ls); i++) {
+        lconn *c = conn_at(ls, i);
+
+        if (c != NULL && c->open)
+            redislockp_aconn_tick(&c->a);
+    }
+    /* The operations whose time has come, taken off the heap first (what
+     * they do may set timers anew). */
     now = redislockp_now_ms();
-    for (o = ls->retrying > 0 ? ls->ops : NULL; o != NULL; o = next) {
-        next = o->next;
-        if (o->retry_at > 0 && now >= o->retry_at && o->lock != NULL &&
-            !o->called)
+    while (ls->nheap > 0 && ls->heap[0]->at <= now) {
+        o = ls->heap[0];
+        set_timer(o, 0);
+        o->fired_next = NULL;
+        *tail = o;
+        tail = &o->fired_next;
+    }
+    for (o = fired; o != NULL; o = o->fired_next) {
+        if (o->lock == NULL || o->called || o->ended)
+            continue;
+        if (o->wait && (o->wstate == W_BLOCKED || o->wstate == W_PAUSED))
+            wait_timer(o);              /* a waiter's next try */
+        else
             send_leg(o);                /* Cluster: after its pause */
     }
+    for (i = 0; i < ls->nblockers; i++)       /* rested: BLPOP again */
+        if (ls->blockers[i]->quiet_until > 0 &&
+            now >= ls->blockers[i]->quiet_until)
+            kick(cl, ls->blockers[i]);
     entry_end(cl);
     return REDISLOCK_OK;
 }
 
-/* Start an operation of KIND on LOCK. */
-static int start(redislock *lock, redislockp_op_kind kind,
-                 redislock_done_fn fn, void *arg)
+/* A new operation on LOCK, linked in (NULL: refused, *ST why; LOCK's
+ * error says it). */
+static redislockp_aop *aop_new(redislock *lock, redislock_done_fn fn,
+                               void *arg, int *st)
 {
     redislock_client *cl;
     redislockp_loop_state *ls;
     redislockp_aop *o;
-    int st;
 
-    st = redislockp_begin_call(lock, fn != NULL ? (const void *)&fn : NULL,
-                               "fn");
-    if (st != REDISLOCK_OK)
-        return st;
+    *st = redislockp_begin_call(lock, fn != NULL ? (const void *)&fn : NULL,
+                                "fn");
+    if (*st != REDISLOCK_OK)
+        return NULL;
     cl = lock->client;
-    if (cl == NULL || cl->loop == NULL)
-        return redislockp_fail(lock, REDISLOCK_ERR_INVALID, "the handle's "
-                               "client is not attached to an event loop "
-                               "(redislock_client_attach())");
+    *st = REDISLOCK_ERR_INVALID;
+    if (cl == NULL || cl->loop == NULL) {
+        redislockp_fail(lock, *st, "the handle's client is not attached "
+                        "to an event loop (redislock_client_attach())");
+        return NULL;
+    }
     ls = cl->loop;
-    if (ls->closing)
-        return redislockp_fail(lock, REDISLOCK_ERR_INVALID, "the client is "
-                               "being freed");
-    if (__atomic_load_n(&cl->url.noscripts, __ATOMIC_RELAXED))
-        return redislockp_fail(lock, REDISLOCK_ERR_INVALID, "scripts=none "
-                               "is not built yet for event loops: use "
-                               "scripts=eval or functions");
+    if (ls->closing) {
+        redislockp_fail(lock, *st, "the client is being freed");
+        return NULL;
+    }
+    if (__atomic_load_n(&cl->url.noscripts, __ATOMIC_RELAXED)) {
+        redislockp_fail(lock, *st, "scripts=none is not built yet for "
+                        "event loops: use scripts=eval or functions");
+        return NULL;
+    }
+    *st = REDISLOCK_ERR_NOMEM;
+    if (ls->nops == ls->heapcap) {      /* room for its timer */
+        size_t n = ls->heapcap ? 2 * ls->heapcap : 16;
+        redislockp_aop **more = redislockp_calloc(n, sizeof *more);
+
+        if (more == NULL) {
+            redislockp_fail(lock, *st, "out of memory starting an "
+                            "operation");
+            return NULL;
+        }
+        if (ls->nheap > 0)
+            memcpy(more, ls->heap, ls->nheap * sizeof *more);
+        redislockp_free(ls->heap);
+        ls->heap = more;
+        ls->heapcap = n;
+    }
     o = redislockp_calloc(1, sizeof *o);
-    if (o == NULL)
-        return redislockp_fail(lock, REDISLOCK_ERR_NOMEM, "out of memory "
-                               "starting an operation");
+    if (o == NULL) {
+        redislockp_fail(lock, *st, "out of memory starting an operation");
+        return NULL;
+    }
+    *st = REDISLOCK_OK;
     o->cl = cl;
     o->lock = lock;
     o->fn = fn;
@@ -881,12 +1651,26 @@ static int start(redislock *lock, redislockp_op_kind kind,
     else
         ls->ops = o;
     ls->ops_tail = o;
+    ls->nops++;
     lock->aop = o;
     lock->aop_cancel = redislockp_async_forget;
+    return o;
+}
+
+/* Start an operation of KIND on LOCK. */
+static int start(redislock *lock, redislockp_op_kind kind,
+                 redislock_done_fn fn, void *arg)
+{
+    redislockp_aop *o;
+    int st;
+
+    o = aop_new(lock, fn, arg, &st);
+    if (o == NULL)
+        return st;
     redislockp_op_begin(&o->op, lock, kind, REDISLOCKP_TRY_PLAIN);
     o->op.check_loss = kind == REDISLOCKP_OP_ACQUIRE;
     step(o);
-    sync_loop(cl);
+    sync_loop(o->cl);
     return REDISLOCK_OK;
 }
 
@@ -905,6 +1689,42 @@ int redislock_extend_async(redislock *lock, redislock_done_fn fn, void *arg)
     return start(lock, REDISLOCKP_OP_EXTEND, fn, arg);
 }
 
+int redislock_acquire_wait_async(redislock *lock, long long timeout_ms,
+                                 redislock_done_fn fn, void *arg)
+{
+    redislockp_aop *o;
+    long long now;
+    int st;
+
+    st = redislockp_begin_call(lock, fn != NULL ? (const void *)&fn : NULL,
+                               "fn");
+    if (st != REDISLOCK_OK)
+        return st;
+    if (timeout_ms < 0 && timeout_ms != REDISLOCK_WAIT_FOREVER)
+        return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
+                               "timeout of %lld ms is negative (and not "
+                               "REDISLOCK_WAIT_FOREVER)", timeout_ms);
+    o = aop_new(lock, fn, arg, &st);
+    if (o == NULL)
+        return st;
+    now = redislockp_now_ms();
+    o->wait = 1;
+    o->first = 1;
+    o->once = timeout_ms == 0;
+    /* Saturate rather than overflow for "wait forever" timeouts. */
+    o->deadline = timeout_ms == REDISLOCK_WAIT_FOREVER ||
+                          timeout_ms > (1LL << 60)
+                      ? (1LL << 60) + now : now + timeout_ms;
+    if (cancel_asked(lock)) {           /* asked before the call */
+        o->wstate = W_TRY;
+        wait_canceled(o);               /* (its callback: a timer at 0) */
+    } else {
+        wait_try(o);
+    }
+    sync_loop(o->cl);
+    return REDISLOCK_OK;
+}
+
 void redislockp_async_forget(redislock *lock)
 {
     redislockp_aop *o = lock->aop;
@@ -916,9 +1736,10 @@ void redislockp_async_forget(redislock *lock)
     cl = o->cl;
     ls = cl->loop;
     lock->aop = NULL;
+    part(o);
     o->lock = NULL;
     o->parked = 0;
-    set_retry(o, 0);
+    set_timer(o, 0);
     if (!o->called) {
         o->called = 1;
         /* The callback may free the client: after O is done with. */
@@ -961,6 +1782,21 @@ int redislockp_async_client_free(redislock_client *cl)
     for (i = 0; i < ls->nconns; i++)
         conn_free(ls, ls->conns[i]);
     conn_free(ls, ls->map);
+    for (i = 0; i < ls->nblockers; i++) {
+        blocker *b = ls->blockers[i];
+
+        if (b->c.open)
+            redislockp_aconn_close(&b->c.a, REDISLOCK_ERR_CANCELED,
+                                   "the client was freed");
+        unwatch(ls, &b->c);
+        while (b->keys != NULL) {
+            wkey *k = b->keys;
+
+            b->keys = k->next;
+            wkey_free(k);
+        }
+        redislockp_free(b);
+    }
     if (ls->timer_at != -1)
         (void)ls->fns.timer(ls->data, -1);
     if (ls->fns.detach != NULL)
@@ -971,6 +1807,7 @@ int redislockp_async_client_free(redislock_client *cl)
         aop_free(o);
     }
     ls->ops_tail = NULL;
+    redislockp_free(ls->heap);
     redislockp_free(ls->conns);
     cl->loop = NULL;
     redislockp_free(ls);

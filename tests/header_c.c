@@ -27,6 +27,7 @@ int main(void)
         (void (*)(void))redislock_new_with_id,
         (void (*)(void))redislock_set_id,
         (void (*)(void))redislock_acquire_async,
+        (void (*)(void))redislock_acquire_wait_async,
         (void (*)(void))redislock_release_async,
         (void (*)(void))redislock_extend_async,
         (void (*)(void))redislock_client_attach,

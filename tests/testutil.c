@@ -876,6 +876,16 @@ int tu_async_start(int (*op)(redislock *, redislock_done_fn, void *),
     return st;
 }
 
+int tu_async_wait_start(redislock *lock, long long timeout_ms, tu_async *a)
+{
+    int st;
+
+    tu_starting = 1;
+    st = redislock_acquire_wait_async(lock, timeout_ms, tu_async_done, a);
+    tu_starting = 0;
+    return st;
+}
+
 void tu_url(char *buf, size_t size)
 {
     const char *host = getenv("REDISLOCK_TEST_HOST");

@@ -243,6 +243,9 @@ void tu_async_done(redislock *lock, int status, bool ok, void *arg);
 /* OP(LOCK, tu_async_done, A), noting that a start is under way. */
 int tu_async_start(int (*op)(redislock *, redislock_done_fn, void *),
                    redislock *lock, tu_async *a);
+/* redislock_acquire_wait_async(LOCK, TIMEOUT_MS, tu_async_done, A), as
+ * tu_async_start(). */
+int tu_async_wait_start(redislock *lock, long long timeout_ms, tu_async *a);
 
 /*
  * A poll() loop for one client attached through the loop-neutral
