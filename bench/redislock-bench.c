@@ -39,6 +39,7 @@
  *      refused, or if the client was seen with more connections than
  *      pool_size (max - baseline).
  *   A  the event-loop API (issue 19): see run_async().
+ *   W  waiters on the event-loop API (issue 19): see run_waiters().
  *   S  server cost (issue 20): what one acquire+release cycle costs the
  *      server, from INFO commandstats (CONFIG RESETSTAT before each
  *      chunk of cycles): the usec of the commands the cycle sends
@@ -120,7 +121,7 @@ static const char tls_built[] = "without TLS";
 #endif
 
 static const char usage_text[] =
-    "usage: redislock-bench --workload U|R|C|H|T|S|A --port P [options]\n"
+    "usage: redislock-bench --workload U|R|C|H|T|S|A|W --port P [options]\n"
     "\n"
     "Workloads (one JSON line each on stdout):\n"
     "  U  uncontended acquire+release cycles; --raw: the same commands\n"
@@ -130,6 +131,8 @@ static const char usage_text[] =
     "  C  K processes x M critical sections on one key around a racy\n"
     "     counter (checked); refused tries sleep 1 ms, or --wait\n"
     "  H  hand-off: release -> the blocked waiter holds the lock\n"
+    "  W  hand-off among --waiters waiters of acquire_wait_async() on one\n"
+    "     key of one client on a poll() loop: --n hand-offs\n"
     "  T  --threads threads on ONE client (--url, or redis://HOST:PORT),\n"
     "     a handle and key each, --n acquire+release cycles in all after a\n"
     "     barrier; connected_clients sampled every 20 ms on --port\n"
@@ -156,6 +159,7 @@ static const char usage_text[] =
     "                  the URL's pool_size=, else 16)\n"
     "  --rounds N      S, A: rounds (9, at most 99)\n"
     "  --depth D       A: keys, and so operations in flight (256)\n"
+    "  --waiters W     W: waiters on the one key (1000)\n"
     "  --gozero-dir D  S: where go-zero's lockscript.lua and delscript.lua\n"
     "                  are (the source tree's tests/gozero)\n"
     "  --k K           C: processes (8, at most 1024)\n"
@@ -2076,6 +2080,210 @@ static int run_async(int depth, long long n, int rounds)
     return 0;
 }
 
+/* ---------------------------------------------------------------------- W */
+
+/* A poll() loop for one client with several descriptors (the operations'
+ * connection and the waiters' blocker). */
+#define W_FDS 16
+struct w_loop {
+    int fd[W_FDS], ev[W_FDS], n;
+    long long timer_at;         /* now_us() time; -1: none */
+};
+
+static int w_watch(void *data, int fd, int events, void **fd_data)
+{
+    struct w_loop *l = data;
+    int i;
+
+    (void)fd_data;
+    for (i = 0; i < l->n && l->fd[i] != fd; i++)
+        ;
+    if (events == 0) {
+        if (i < l->n) {
+            l->fd[i] = l->fd[l->n - 1];
+            l->ev[i] = l->ev[l->n - 1];
+            l->n--;
+        }
+        return 0;
+    }
+    if (i == l->n) {
+        if (l->n == W_FDS)
+            return -1;
+        l->fd[l->n++] = fd;
+    }
+    l->ev[i] = events;
+    return 0;
+}
+
+static int w_timer(void *data, long long ms)
+{
+    ((struct w_loop *)data)->timer_at = ms < 0 ? -1 : now_us() + ms * 1000;
+    return 0;
+}
+
+static void w_loop_once(redislock_client *cl, struct w_loop *l)
+{
+    struct pollfd p[W_FDS];
+    int i, n = l->n, r, wait_ms = 1000;
+
+    for (i = 0; i < n; i++) {
+        p[i].fd = l->fd[i];
+        p[i].events = (short)(((l->ev[i] & REDISLOCK_EV_READ) ? POLLIN : 0) |
+                              ((l->ev[i] & REDISLOCK_EV_WRITE) ? POLLOUT : 0));
+        p[i].revents = 0;
+    }
+    if (l->timer_at >= 0) {
+        long long left = l->timer_at - now_us();
+
+        wait_ms = left <= 0 ? 0 : (int)((left + 999) / 1000);
+    }
+    r = poll(p, (nfds_t)n, wait_ms);
+    if (r < 0 && errno != EINTR)
+        die("poll", strerror(errno));
+    for (i = 0; r > 0 && i < n; i++)
+        if (p[i].revents != 0)
+            (void)redislock_client_on_fd(
+                cl, p[i].fd,
+                ((p[i].revents & (POLLIN | POLLHUP | POLLERR))
+                     ? REDISLOCK_EV_READ : 0) |
+                    ((p[i].revents & POLLOUT) ? REDISLOCK_EV_WRITE : 0));
+    if (l->timer_at >= 0 && now_us() >= l->timer_at) {
+        l->timer_at = -1;               /* one shot: set again if asked */
+        (void)redislock_client_on_timer(cl);
+    }
+}
+
+static struct {
+    long long n, handoffs, released_at;
+    long long *lat;
+    int holding, stopping;
+} w_run;
+
+static void w_acquired(redislock *lock, int st, bool ok, void *arg);
+
+static void w_released(redislock *lock, int st, bool ok, void *arg)
+{
+    (void)arg;
+    if (st == REDISLOCK_ERR_CANCELED && w_run.stopping)
+        return;
+    if (st != REDISLOCK_OK || !ok)
+        die("release_async", redislock_last_error(lock));
+    w_run.holding--;
+    /* Back in the queue, behind the waiters already there. */
+    if (!w_run.stopping &&
+        redislock_acquire_wait_async(lock, 600000, w_acquired, NULL) !=
+            REDISLOCK_OK)
+        die("acquire_wait_async", redislock_last_error(lock));
+}
+
+static void w_acquired(redislock *lock, int st, bool ok, void *arg)
+{
+    (void)arg;
+    if (st == REDISLOCK_ERR_CANCELED && w_run.stopping)
+        return;
+    if (st != REDISLOCK_OK || !ok)
+        die("acquire_wait_async", st != REDISLOCK_OK
+                                      ? redislock_last_error(lock)
+                                      : "timed out");
+    if (w_run.holding++ != 0)
+        die("two holders at once", NULL);
+    if (w_run.handoffs < w_run.n)
+        w_run.lat[w_run.handoffs] = now_us() - w_run.released_at;
+    if (++w_run.handoffs >= w_run.n)
+        w_run.stopping = 1;
+    w_run.released_at = now_us();
+    if (redislock_release_async(lock, w_released, NULL) != REDISLOCK_OK)
+        die("release_async", redislock_last_error(lock));
+}
+
+static long long zcard(redisContext *c, const char *key)
+{
+    redisReply *r = redisCommand(c, "ZCARD %s", key);
+    long long v;
+
+    if (r == NULL || r->type != REDIS_REPLY_INTEGER)
+        die("ZCARD", c->errstr);
+    v = r->integer;
+    freeReplyObject(r);
+    return v;
+}
+
+/*
+ * W: waiters on the event-loop API (issue 19).  WAITERS handles of one
+ * client attached to a poll() loop wait on one key with
+ * redislock_acquire_wait_async() (the default poll interval, 100 ms);
+ * a first holder releases once all are registered, and then each holder
+ * releases as soon as it holds and waits again, behind the others.
+ * Latency: from a release's start to the next holder's callback (the
+ * hand-off), N of them.  "connections": the server's connected_clients
+ * with all the waiters registered, less before the client was opened.
+ * Exit 1 if two ever hold at once.
+ */
+static int run_waiters(int waiters, long long n)
+{
+    static const redislock_loop fns = { w_watch, w_timer, NULL };
+    redisContext *admin = connect_or_die();
+    struct w_loop l;
+    redislock **locks = calloc((size_t)waiters + 1, sizeof *locks);
+    redislock_client *cl = NULL;
+    char url[128], err[256], extra[256];
+    long long before, during, start, elapsed;
+    bool first_ok = false;
+    int i;
+
+    memset(&l, 0, sizeof l);
+    l.timer_at = -1;
+    w_run.lat = malloc((size_t)n * sizeof *w_run.lat);
+    w_run.n = n;
+    if (locks == NULL || w_run.lat == NULL)
+        die("out of memory", NULL);
+    (void)redisCommand(admin, "DEL bench:W {bench:W}:waiters");
+    before = connected_clients(admin, err, sizeof err);
+    snprintf(url, sizeof url, "redis://%s:%d", host, port);
+    if (redislock_client_open(url, &cl, err, sizeof err) != REDISLOCK_OK)
+        die("client", err);
+    if (redislock_client_attach(cl, &fns, &l) != REDISLOCK_OK)
+        die("attach", NULL);
+    for (i = 0; i <= waiters; i++)
+        locks[i] = new_client_lock(cl, "bench:W");
+    /* The first holder, blocking (the client's pool), then the waiters. */
+    must(locks[0], redislock_acquire(locks[0], &first_ok), "acquire");
+    if (!first_ok)
+        die("first holder refused", NULL);
+    for (i = 1; i <= waiters; i++)
+        if (redislock_acquire_wait_async(locks[i], 600000, w_acquired,
+                                         NULL) != REDISLOCK_OK)
+            die("acquire_wait_async", redislock_last_error(locks[i]));
+    while (zcard(admin, "{bench:W}:waiters") < waiters)
+        w_loop_once(cl, &l);
+    while (blocked_clients(admin) < 1)
+        w_loop_once(cl, &l);
+    during = connected_clients(admin, err, sizeof err) - before;
+    w_run.holding = 1;
+    start = w_run.released_at = now_us();
+    if (redislock_release_async(locks[0], w_released, NULL) != REDISLOCK_OK)
+        die("release_async", redislock_last_error(locks[0]));
+    w_run.stopping = 0;
+    while (w_run.handoffs < n)
+        w_loop_once(cl, &l);
+    elapsed = now_us() - start;
+    w_run.stopping = 1;
+    while (w_run.holding > 0)           /* the last release */
+        w_loop_once(cl, &l);
+    snprintf(extra, sizeof extra,
+             ",\"mode\":\"%s\",\"waiters\":%d,\"connections\":%lld,"
+             "\"poll_ms\":%d",
+             counted ? "counted" : "gozero", waiters, during, POLL_MS);
+    report("redislock-async", "W", n, elapsed, w_run.lat, (size_t)n, extra);
+    for (i = 0; i <= waiters; i++)
+        redislock_free(locks[i]);       /* pending waits: CANCELED */
+    redislock_client_free(cl);
+    free(locks);
+    free(w_run.lat);
+    redisFree(admin);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -2101,12 +2309,13 @@ int main(int argc, char **argv)
         { "rounds", required_argument, NULL, 'R' },
         { "gozero-dir", required_argument, NULL, 'G' },
         { "depth", required_argument, NULL, 'd' },
+        { "waiters", required_argument, NULL, 'X' },
         { NULL, 0, NULL, 0 },
     };
     const char *workload = NULL, *url = NULL, *label = "url";
     long long n = -1;
     int k = 8, m = 500, use_wait = 0, raw = 0, dma = 1, opt;
-    int threads = 512, pool = 0, rounds = 9, depth = 256;
+    int threads = 512, pool = 0, rounds = 9, depth = 256, waiters = 1000;
 
     while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (opt) {
@@ -2144,6 +2353,11 @@ int main(int argc, char **argv)
             if (depth < 1 || depth > 4096)
                 usage_error("--depth is 1..4096");
             break;
+        case 'X':
+            waiters = atoi(optarg);
+            if (waiters < 1 || waiters > 100000)
+                usage_error("--waiters is 1..100000");
+            break;
         case 'S':
             pool = atoi(optarg);
             if (pool < 1 || pool > 64)
@@ -2171,8 +2385,8 @@ int main(int argc, char **argv)
     if (optind < argc)
         usage_error("unexpected argument");
     if (workload == NULL || strlen(workload) != 1 ||
-        strchr("URCHTSA", workload[0]) == NULL)
-        usage_error("--workload is U, R, C, H, T, S or A");
+        strchr("URCHTSAW", workload[0]) == NULL)
+        usage_error("--workload is U, R, C, H, T, S, A or W");
     if (url != NULL && (strchr("UT", workload[0]) == NULL || raw))
         usage_error("--url is for workloads U (without --raw) and T");
     if (workload[0] == 'T' && port <= 0)
@@ -2226,6 +2440,8 @@ int main(int argc, char **argv)
         return run_server_cost(n > 0 ? n : 5000, rounds);
     case 'A':
         return run_async(depth, n > 0 ? n : 20000, rounds);
+    case 'W':
+        return run_waiters(waiters, n > 0 ? n : 5000);
     default:
         return run_handoff(n > 0 ? n : 1000);
     }

@@ -28,7 +28,8 @@
 # threads at 64, where no thread waits for a connection (the issue saw
 # throughput flat from 8 threads).
 # A (issue 19): the loop API at depth 256 against a hiredis pipeline of
-# the same depth and the blocking U, in the same rounds.
+# the same depth and the blocking U, in the same rounds.  W (issue 19):
+# hand-offs among 1,000 waiters of the loop API on one key.
 # System calls per operation come from bench/syscalls.sh (strace; skipped
 # without it).  A failed run of ours (a self-check difference, a lost
 # update) fails the whole; a failed node-redlock run gets a row saying so.
@@ -577,6 +578,16 @@ for mode in gozero counted; do
         "$(field "$last" median_cycles_per_s)" "$(field "$last" p50_us)" \
         "$(field "$last" p99_us)" \
         "one thread; bare hiredis pipelining 256 at a time $(field "$last" hiredis_pipelined_cycles_per_s) cycles/s, **ratio $(field "$last" ratio_to_hiredis)**; blocking U $(field "$last" blocking_U_cycles_per_s), **ratio $(field "$last" ratio_to_blocking)**; client CPU $(field "$last" client_cpu_us_per_cycle) us/cycle (hiredis $(field "$last" hiredis_client_cpu_us_per_cycle)); medians of 9 rounds"
+done
+
+# W: waiters of the event-loop API (issue 19): 1,000 on one key of one
+# client in one thread, each holder releasing at once and waiting again.
+for mode in gozero counted; do
+    run --workload W --mode "$mode" --waiters 1000 --n 20000
+    row "W ($mode), 1000 waiters" "redislock, loop API (poll)" \
+        "$(field "$last" ops_per_s)" "$(field "$last" p50_us)" \
+        "$(field "$last" p99_us)" \
+        "release -> the next of 1000 \`acquire_wait_async\` waiters on one key holds it (one client, one thread, each holder waiting again at once; poll interval 100 ms); **$(field "$last" connections) connections** while they wait (the H rows: one waiter, with a thread and a connection of its own)"
 done
 
 # The table, headed by what it was measured on.
