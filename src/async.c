@@ -1198,7 +1198,13 @@ static void on_blpop(void *arg, int status, redislockp_val **replies, int n,
                 }
             }
         } else if (cl->cluster) {
-            redislockp_route_stale(cl); /* MOVED, ASK...: the map again */
+            redislockp_res res;
+
+            /* MOVED (the lists moved with their slot): the map learns
+             * the new master, where the next BLPOP goes; ASK, TRYAGAIN
+             * and the like: the map is read again. */
+            redislockp_classify(r, 1, 0, &res);
+            redislockp_exec_learn(cl, b->node, &res);
         }
     } else if (redislockp_val_type(r) != REDISLOCKP_V_NIL) {
         quiet = 1;                      /* not a BLPOP's reply */

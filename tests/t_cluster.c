@@ -1527,6 +1527,124 @@ static void test_async_on_a_cluster(void **state)
     redislock_client_free(cl);
 }
 
+/* Waiters on the loop (redislock_acquire_wait_async()): keys on every
+ * master, each with a blocker of its own (a BLPOP names one slot), woken
+ * by their holders' releases; then a waiter whose slot moves to another
+ * master while it waits (its BLPOP answered MOVED) is woken there. */
+static void test_async_waiters(void **state)
+{
+    const char *keys[3] = { "{aw0}:lock", "{aw1}:lock", "{aw2}:lock" };
+    const char *key = "{awt}:lock";
+    redislock_client *cl = NULL;
+    redislock *owner[3], *waiter[3], *o, *w;
+    tu_async seen[3], moved;
+    unsigned slot = redislockp_key_slot(key, strlen(key));
+    int from, to, i;
+    char from_id[64], to_id[64];
+    redisContext *src, *dst;
+    long long t0;
+    tu_loop l;
+
+    (void)state;
+    assert_int_equal(redislock_client_open(url, &cl, NULL, 0), REDISLOCK_OK);
+    assert_int_equal(tu_loop_attach(&l, cl), REDISLOCK_OK);
+    memset(seen, 0, sizeof seen);
+    memset(&moved, 0, sizeof moved);
+    for (i = 0; i < 3; i++) {
+        owner[i] = redislock_new_from_client(cl, keys[i]);
+        waiter[i] = redislock_new_from_client(cl, keys[i]);
+        assert_non_null(owner[i]);
+        assert_non_null(waiter[i]);
+        assert_int_equal(redislock_set_expire(owner[i], 20), REDISLOCK_OK);
+        /* Long polls: only a wake-up gets them going. */
+        assert_int_equal(redislock_set_wait_poll_ms(waiter[i], 20000),
+                         REDISLOCK_OK);
+        assert_true(tu_acquire(owner[i]));      /* blocking: the pool */
+        assert_int_equal(redislock_acquire_wait_async(waiter[i], 60000,
+                                                      tu_async_done,
+                                                      &seen[i]),
+                         REDISLOCK_OK);
+    }
+    for (i = 0; i < 3; i++) {
+        redisContext *c = connect_port(master_of(
+            redislockp_key_slot(keys[i], strlen(keys[i]))));
+
+        TU_LOOP_UNTIL(&l, tu_info_num(c, "blocked_clients") >= 1, 10000,
+                      "a blocker's BLPOP on the key's master");
+        redisFree(c);
+    }
+    t0 = tu_now_ms();
+    for (i = 0; i < 3; i++) {
+        assert_true(tu_release(owner[i]));
+        TU_LOOP_UNTIL(&l, seen[i].calls == 1, 10000, "the woken waiter");
+        assert_int_equal(seen[i].status, REDISLOCK_OK);
+        assert_true(seen[i].ok);
+        assert_true(async_run(&l, waiter[i], redislock_release_async).ok);
+    }
+    if (tu_now_ms() - t0 > 5000)
+        fail_msg("the waiters took %lld ms after the releases",
+                 tu_now_ms() - t0);
+
+    /* A waiter whose slot moves while it waits. */
+    from = master_of(slot);
+    to = other_master(from);
+    node_id(from, from_id, sizeof from_id);
+    node_id(to, to_id, sizeof to_id);
+    o = redislock_new_from_client(cl, key);
+    w = redislock_new_from_client(cl, key);
+    assert_non_null(o);
+    assert_non_null(w);
+    assert_int_equal(redislock_set_expire(o, 20), REDISLOCK_OK);
+    assert_int_equal(redislock_set_wait_poll_ms(w, 5000), REDISLOCK_OK);
+    assert_true(tu_acquire(o));
+    assert_int_equal(redislock_acquire_wait_async(w, 60000, tu_async_done,
+                                                  &moved), REDISLOCK_OK);
+    src = connect_port(from);
+    dst = connect_port(to);
+    TU_LOOP_UNTIL(&l, tu_info_num(src, "blocked_clients") >= 1, 10000,
+                  "the blocker's BLPOP on the slot's master");
+    tu_cmd_ok(dst, "CLUSTER SETSLOT %u IMPORTING %s", slot, from_id);
+    tu_cmd_ok(src, "CLUSTER SETSLOT %u MIGRATING %s", slot, to_id);
+    for (i = 0; i < 10; i++) {
+        redisReply *r = tu_cmd(src, "CLUSTER GETKEYSINSLOT %u 10", slot);
+        size_t k;
+
+        for (k = 0; k < r->elements; k++)
+            freeReplyObject(redisCommand(src, "MIGRATE 127.0.0.1 %d %s 0 5000",
+                                         to, r->element[k]->str));
+        freeReplyObject(r);
+    }
+    for (i = 0; i < 6; i++) {
+        redisContext *c = connect_port(ports[i]);
+
+        freeReplyObject(redisCommand(c, "CLUSTER SETSLOT %u NODE %s", slot,
+                                     to_id));
+        redisFree(c);
+    }
+    /* Its BLPOP is answered MOVED: the blocker follows to TO. */
+    TU_LOOP_UNTIL(&l, tu_info_num(dst, "blocked_clients") >= 1, 10000,
+                  "the blocker's BLPOP on the slot's new master");
+    t0 = tu_now_ms();
+    assert_true(tu_release(o));
+    TU_LOOP_UNTIL(&l, moved.calls == 1, 10000, "the moved waiter");
+    assert_int_equal(moved.status, REDISLOCK_OK);
+    assert_true(moved.ok);
+    /* Woken, not found by its 5 s poll. */
+    if (tu_now_ms() - t0 > 2000)
+        fail_msg("the waiter took %lld ms after the release",
+                 tu_now_ms() - t0);
+    assert_true(async_run(&l, w, redislock_release_async).ok);
+    redisFree(src);
+    redisFree(dst);
+    redislock_free(o);
+    redislock_free(w);
+    for (i = 0; i < 3; i++) {
+        redislock_free(owner[i]);
+        redislock_free(waiter[i]);
+    }
+    redislock_client_free(cl);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -1538,6 +1656,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_moved_is_followed),
         cmocka_unit_test(test_ask_is_followed),
         cmocka_unit_test(test_async_on_a_cluster),
+        cmocka_unit_test(test_async_waiters),
         cmocka_unit_test(test_companion_keys),
         cmocka_unit_test(test_wait_and_renew),
         cmocka_unit_test(test_the_tool_on_a_cluster),

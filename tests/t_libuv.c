@@ -3,6 +3,7 @@
  * (<redislock/libuv.h>), against real servers: acquire, extend and
  * release; many operations in flight on one connection; a killed and
  * restarted server (the descriptor closed and a new one watched);
+ * waiters woken in turn and one whose deadline passes;
  * freeing a handle, and the client from its own callback, with
  * operations pending; the adapter's handles closed after the client
  * (valgrind and ASan see no leak).
@@ -97,6 +98,66 @@ static void test_acquire_extend_release(void **state)
     assert_int_equal(tu_pttl(c, key, strlen(key)), -2);
     redislock_free(a);
     redislock_free(b);
+    redislock_client_free(cl);
+    env_close(&e);
+}
+
+/* Waiters through libuv: two waiters woken one after the other by the
+ * releases (their polls far off), the first to wait first; a third's
+ * deadline passes; the blocker's descriptor is watched beside the
+ * operations'. */
+static void test_waiters(void **state)
+{
+    uv_env e;
+    redislock_client *cl = attached(tcp_url, &e);
+    tu_async d[5];
+    char key[64];
+    redislock *h, *w1, *w2, *w3;
+    int i;
+
+    (void)state;
+    memset(d, 0, sizeof d);
+    tu_key(key, sizeof key, "uv:wait");
+    h = redislock_new_from_client(cl, key);
+    w1 = redislock_new_from_client(cl, key);
+    w2 = redislock_new_from_client(cl, key);
+    w3 = redislock_new_from_client(cl, key);
+    assert_int_equal(redislock_set_expire(h, 30), REDISLOCK_OK);
+    for (i = 0; i < 2; i++)
+        assert_int_equal(redislock_set_wait_poll_ms(i ? w2 : w1, 60000),
+                         REDISLOCK_OK);
+    assert_int_equal(tu_async_start(redislock_acquire_async, h, &d[0]),
+                     REDISLOCK_OK);
+    UV_UNTIL(&e.loop, d[0].calls == 1, 5000, "the holder");
+    assert_true(d[0].ok);
+    assert_int_equal(tu_async_wait_start(w1, 60000, &d[1]), REDISLOCK_OK);
+    assert_int_equal(tu_async_wait_start(w2, 60000, &d[2]), REDISLOCK_OK);
+    assert_int_equal(tu_async_wait_start(w3, 200, &d[3]), REDISLOCK_OK);
+    UV_UNTIL(&e.loop, d[3].calls == 1, 5000, "w3's deadline");
+    assert_int_equal(d[3].status, REDISLOCK_OK);
+    assert_false(d[3].ok);
+    UV_UNTIL(&e.loop, tu_info_num(conn, "blocked_clients") >= 1, 5000,
+             "the blocker's BLPOP");
+    assert_int_equal(tu_async_start(redislock_release_async, h, &d[4]),
+                     REDISLOCK_OK);
+    UV_UNTIL(&e.loop, d[1].calls == 1, 5000, "w1 woken");
+    assert_int_equal(d[1].status, REDISLOCK_OK);
+    assert_true(d[1].ok);
+    assert_int_equal(d[2].calls, 0);
+    memset(&d[4], 0, sizeof d[4]);
+    assert_int_equal(tu_async_start(redislock_release_async, w1, &d[4]),
+                     REDISLOCK_OK);
+    UV_UNTIL(&e.loop, d[2].calls == 1, 5000, "w2 woken");
+    assert_true(d[2].ok);
+    memset(&d[4], 0, sizeof d[4]);
+    assert_int_equal(tu_async_start(redislock_release_async, w2, &d[4]),
+                     REDISLOCK_OK);
+    UV_UNTIL(&e.loop, d[4].calls == 1, 5000, "w2's release");
+    assert_true(d[4].ok);
+    redislock_free(h);
+    redislock_free(w1);
+    redislock_free(w2);
+    redislock_free(w3);
     redislock_client_free(cl);
     env_close(&e);
 }
@@ -204,6 +265,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_acquire_extend_release),
         cmocka_unit_test(test_many_in_flight),
+        cmocka_unit_test(test_waiters),
         cmocka_unit_test(test_server_killed_and_back),
         cmocka_unit_test(test_free_pending),
     };
