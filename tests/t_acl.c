@@ -582,6 +582,17 @@ static void test_waiter_refused_before_it_takes(void **state)
     redisFree(u);
 }
 
+/* Release W on the loop L: did it? */
+static int async_release(tu_loop *l, redislock *w)
+{
+    tu_async r = { 0 };
+
+    assert_int_equal(tu_async_start(redislock_release_async, w, &r),
+                     REDISLOCK_OK);
+    TU_LOOP_UNTIL(l, r.calls == 1, 5000, "the release");
+    return r.status == REDISLOCK_OK && r.ok;
+}
+
 /* May queue but not block (no BLPOP): the waiter's BLPOP is refused, and
  * it leaves the queue and polls, getting the lock at its next poll after
  * the holder's release. */
@@ -598,6 +609,98 @@ static void test_blpop_refused_polls(void **state)
     lock = tu_new_lock(state, u, key);
     wait_for_contender(state, lock, key, 0);
     redislock_free(lock);
+    redisFree(u);
+}
+
+/* A client of the Redis user USER attached to a poll() loop L. */
+static redislock_client *attached_as(const char *user, tu_loop *l)
+{
+    redislock_client *cl = NULL;
+    char url[256];
+
+    snprintf(url, sizeof url, "redis://%s:secret@%s:%s", user,
+             getenv("REDISLOCK_TEST_HOST"), getenv("REDISLOCK_TEST_PORT"));
+    assert_int_equal(redislock_client_open(url, &cl, NULL, 0), REDISLOCK_OK);
+    assert_int_equal(tu_loop_attach(l, cl), REDISLOCK_OK);
+    return cl;
+}
+
+static redislock *mode_lock(void **state, redislock_client *cl,
+                            const char *key)
+{
+    redislock *l = tu_is_counted(state)
+                       ? redislock_new_counted_from_client(cl, key)
+                       : redislock_new_from_client(cl, key);
+
+    assert_non_null(l);
+    return l;
+}
+
+/* The same on the loop (redislock_acquire_wait_async()): the blocker's
+ * BLPOP is refused; the waiter leaves the queue, polls, and takes the
+ * lock at a poll after the holder's release. */
+static void test_async_blpop_refused_polls(void **state)
+{
+    char key[64];
+    struct keys ks;
+    redisContext *u;
+    redislock_client *cl;
+    redislock *h, *w;
+    tu_async d = { 0 };
+    tu_loop l;
+
+    u = partial("-blpop", key, sizeof key, &ks);
+    if (u == NULL)
+        return;
+    cl = attached_as("lock-partial", &l);
+    h = tu_new_lock(state, c, key);
+    assert_int_equal(redislock_set_expire(h, 30), REDISLOCK_OK);
+    assert_true(tu_acquire(h));
+    w = mode_lock(state, cl, key);
+    assert_int_equal(redislock_set_wait_poll_ms(w, 200), REDISLOCK_OK);
+    assert_int_equal(tu_async_wait_start(w, 20000, &d), REDISLOCK_OK);
+    TU_LOOP_UNTIL(&l, tu_pttl(c, ks.k[2], strlen(ks.k[2])) > 0, 5000,
+                  "the waiter registered");
+    TU_LOOP_UNTIL(&l, tu_pttl(c, ks.k[2], strlen(ks.k[2])) == -2, 5000,
+                  "the waiter out of the queue (its BLPOP refused)");
+    assert_int_equal(d.calls, 0);
+    assert_true(tu_release(h));
+    TU_LOOP_UNTIL(&l, d.calls == 1, 5000, "the polling waiter");
+    expect_ok(w, d.status);
+    assert_true(d.ok);
+    assert_int_equal(tu_pttl(c, ks.k[2], strlen(ks.k[2])), -2);
+    assert_true(async_release(&l, w));
+    redislock_free(w);
+    redislock_free(h);
+    redislock_client_free(cl);
+    redisFree(u);
+}
+
+/* And a waiter's try refused on the loop (no ZREM): the same try goes
+ * again as a plain one and takes the lock. */
+static void test_async_waiter_refused_before_it_takes(void **state)
+{
+    char key[64];
+    struct keys ks;
+    redisContext *u;
+    redislock_client *cl;
+    redislock *w;
+    tu_async d = { 0 };
+    tu_loop l;
+
+    u = partial("-zrem", key, sizeof key, &ks);
+    if (u == NULL)
+        return;
+    cl = attached_as("lock-partial", &l);
+    w = mode_lock(state, cl, key);
+    assert_int_equal(tu_async_wait_start(w, 2000, &d), REDISLOCK_OK);
+    TU_LOOP_UNTIL(&l, d.calls == 1, 5000, "the wait");
+    expect_ok(w, d.status);
+    assert_true(d.ok);
+    assert_int_equal(tu_pttl(c, ks.k[2], strlen(ks.k[2])), -2);
+    assert_true(async_release(&l, w));
+    redislock_free(w);
+    redislock_client_free(cl);
     redisFree(u);
 }
 
@@ -804,6 +907,8 @@ int main(void)
           &tu_mode_gozero },
         BOTH(test_waiter_refused_before_it_takes),
         BOTH(test_blpop_refused_polls),
+        BOTH(test_async_waiter_refused_before_it_takes),
+        BOTH(test_async_blpop_refused_polls),
         BOTH(test_no_script_rights),
         { "test_refusal_shows_the_key_readably",
           test_refusal_shows_the_key_readably, NULL, delete_users,
