@@ -724,6 +724,23 @@ public:
                     std::forward<F>(f), "async_extend");
     }
 
+    /** try_lock_for() on the loop (redislock_acquire_wait_async()): wait
+     *  at most D (zero or negative: one try) without blocking the loop;
+     *  F as async_lock()'s, OK false at the deadline.  cancel_wait()
+     *  ends it (errc::canceled). */
+    template <class Rep, class Period, class F>
+    void async_try_lock_for(const std::chrono::duration<Rep, Period> &d,
+                            F &&f)
+    {
+        long long ms = detail::timeout_ms(d);
+
+        start_async(
+            [ms](redislock *h, redislock_done_fn done, void *arg) {
+                return redislock_acquire_wait_async(h, ms, done, arg);
+            },
+            async_kind::acquire, std::forward<F>(f), "async_try_lock_for");
+    }
+
     /* ---- TimedLockable ----------------------------------------------- */
 
     /** Acquire, waiting at most D (rounded up to whole milliseconds; zero
@@ -971,9 +988,9 @@ private:
         op->fn(ec, ok);
     }
 
-    template <class F>
-    void start_async(int (*start)(redislock *, redislock_done_fn, void *),
-                     async_kind kind, F &&f, const char *opname)
+    /* START(handle, async_done, op): one of the C library's starts. */
+    template <class S, class F>
+    void start_async(S &&start, async_kind kind, F &&f, const char *opname)
     {
         need_handle(opname);
         std::unique_ptr<async_op> op(new async_op{

@@ -20,6 +20,7 @@
 #include <exception>
 #include <functional>
 #include <future>
+#include <map>
 #include <mutex>
 #include <string>
 #include <system_error>
@@ -1007,24 +1008,34 @@ void test_quorum()
     ok(fencing, "quorum: fencing throws errc::invalid");
 }
 
-// A one-descriptor poll() loop through the loop-neutral interface.
+// A poll() loop through the loop-neutral interface (the operations'
+// descriptor and a waiters' blocker's).
 struct poll_loop {
-    int fd = -1, events = 0;
-    long long timer_ms = -1;
+    std::map<int, int> fds;     // descriptor -> REDISLOCK_EV_*
+    long long timer_at = -1;    // steady-clock ms; -1: none
 };
+
+long long pl_now()
+{
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               steady_clock::now().time_since_epoch())
+        .count();
+}
 
 int pl_watch(void *d, int fd, int events, void **)
 {
     poll_loop *l = static_cast<poll_loop *>(d);
 
-    l->fd = events != 0 ? fd : -1;
-    l->events = events;
+    if (events == 0)
+        l->fds.erase(fd);
+    else
+        l->fds[fd] = events;
     return 0;
 }
 
 int pl_timer(void *d, long long ms)
 {
-    static_cast<poll_loop *>(d)->timer_ms = ms;
+    static_cast<poll_loop *>(d)->timer_at = ms < 0 ? -1 : pl_now() + ms;
     return 0;
 }
 
@@ -1034,21 +1045,27 @@ bool pl_until(redislock_client *c, poll_loop &l, std::function<bool()> done)
     auto end = steady_clock::now() + seconds(10);
 
     while (!done() && steady_clock::now() < end) {
-        pollfd p{l.fd, 0, 0};
-        if (l.events & REDISLOCK_EV_READ)
-            p.events |= POLLIN;
-        if (l.events & REDISLOCK_EV_WRITE)
-            p.events |= POLLOUT;
-        int wait = l.timer_ms < 0 || l.timer_ms > 20 ? 20
-                                                    : int(l.timer_ms);
-        int r = poll(&p, l.fd >= 0 ? 1 : 0, wait);
-        if (r > 0) {
-            int ev = ((p.revents & (POLLIN | POLLHUP | POLLERR))
-                          ? REDISLOCK_EV_READ : 0) |
-                     ((p.revents & POLLOUT) ? REDISLOCK_EV_WRITE : 0);
-            redislock_client_on_fd(c, p.fd, ev);
-        } else if (l.timer_ms >= 0) {
-            l.timer_ms = -1;
+        std::vector<pollfd> p;
+        for (const auto &fe : l.fds) {
+            pollfd one{fe.first, 0, 0};
+            if (fe.second & REDISLOCK_EV_READ)
+                one.events |= POLLIN;
+            if (fe.second & REDISLOCK_EV_WRITE)
+                one.events |= POLLOUT;
+            p.push_back(one);
+        }
+        long long left = l.timer_at < 0 ? 20 : l.timer_at - pl_now();
+        int wait = left > 20 ? 20 : left < 0 ? 0 : int(left);
+        int r = poll(p.data(), p.size(), wait);
+        for (size_t i = 0; r > 0 && i < p.size(); i++)
+            if (p[i].revents != 0)
+                redislock_client_on_fd(
+                    c, p[i].fd,
+                    ((p[i].revents & (POLLIN | POLLHUP | POLLERR))
+                         ? REDISLOCK_EV_READ : 0) |
+                        ((p[i].revents & POLLOUT) ? REDISLOCK_EV_WRITE : 0));
+        if (l.timer_at >= 0 && pl_now() >= l.timer_at) {
+            l.timer_at = -1;
             redislock_client_on_timer(c);
         }
     }
@@ -1122,6 +1139,35 @@ void test_async(redislockpp::client &blocking)
     ok(calls == 6 && got == errc::canceled,
        "a mutex destroyed with an operation pending calls back with "
        "errc::canceled");
+
+    // Waiting on the loop: times out while another holds, then is woken
+    // by the holder's release; cancel_wait() ends a wait.
+    {
+        redislockpp::mutex holder(blocking, key("async-wait"));
+        redislockpp::mutex w(ac, key("async-wait"));
+
+        holder.lock();
+        w.async_try_lock_for(std::chrono::milliseconds(150), note);
+        ok(pl_until(ac.get(), l, [&] { return calls == 7; }) && !got &&
+               !got_ok && !w.owns_lock(),
+           "async_try_lock_for: false at the deadline");
+        w.async_try_lock_for(std::chrono::seconds(30), note);
+        holder.unlock();
+        ok(pl_until(ac.get(), l, [&] { return calls == 8; }) && !got &&
+               got_ok && w.owns_lock(),
+           "async_try_lock_for: woken by the release, owned");
+        w.async_unlock(note);
+        ok(pl_until(ac.get(), l, [&] { return calls == 9; }) && got_ok &&
+               !w.owns_lock(),
+           "async_unlock after the wait");
+        holder.lock();
+        w.async_try_lock_for(std::chrono::seconds(30), note);
+        w.cancel_wait();
+        ok(pl_until(ac.get(), l, [&] { return calls == 10; }) &&
+               got == errc::canceled && !w.owns_lock(),
+           "cancel_wait() ends an async_try_lock_for (errc::canceled)");
+        holder.unlock();
+    }
 }
 
 int main()
