@@ -1252,7 +1252,8 @@ redislock_new_from_client_len(redislock_client *client, const void *key,
  * ours, or when renewals cannot reach Redis before the lease runs out by
  * the local monotonic clock (a round of renewals - the wait for a
  * connection, a connect, the round trips - is cut short at the earliest
- * lease end, so a loss is declared on time); then, in this order:
+ * lease end, so a loss is declared on time); then, in this order
+ * (holdings taken through an event loop: see "Event loops" below):
  * the lost callback runs, redislock_lost_fd() becomes readable, and the
  * next acquire, release or extend on the handle returns
  * REDISLOCK_ERR_LOST (a release still sends its owner-checked delete,
@@ -1577,13 +1578,24 @@ REDISLOCK_API int redislock_last_error_info(const redislock *lock,
  * TRYAGAIN followed within the command timeout, one connection per
  * master), with scripts=eval or scripts=functions; acquire, extend,
  * release and acquire_wait (waiters that cost no thread and no
- * connection each).  Not yet: Sentinel and quorum clients, scripts=none,
- * status queries; and a host name
+ * connection each), and auto-renewal (below).  Not yet: Sentinel and
+ * quorum clients, scripts=none, status queries; and a host name
  * in the URL is still resolved by a blocking getaddrinfo() when a
  * connection is made (instant for IP addresses and names in /etc/hosts;
- * with a DNS name, the loop waits for the resolver).  Auto-renewal of a handle acquired through the loop
- * works, but on the client's watchdog thread (with its own pooled
- * connections): the lost callback runs there, not on the loop.
+ * with a DNS name, the loop waits for the resolver).
+ *
+ * Auto-renewal of a holding taken through the loop (an *_async acquire
+ * or wait of a handle with redislock_set_autorenew()) runs on the loop,
+ * as its timers: each renewal goes out on the server's connection,
+ * pipelined with the operations, by the watchdog's rules (AUTO-RENEWAL
+ * above: a third of the lease, owner-checked, the hold cap and the
+ * heartbeats, replica acknowledgement); no watchdog thread is started
+ * for it.  A loss is declared on the loop's thread too: the lost
+ * callback runs there (it may free the handle, or start its release),
+ * then redislock_lost_fd() becomes readable.  Such a handle is the
+ * loop thread's: call its blocking functions, if any, there too.  A
+ * holding taken by a blocking call is renewed by the watchdog thread,
+ * as ever.
  *
  * Threads: an attached client's loop state is the loop thread's (call
  * the *_async starts, redislock_client_on_fd(), _on_timer(), and

@@ -23,6 +23,7 @@
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <sodium.h>
 
@@ -128,6 +129,8 @@ struct redislockp_loop_state {
     long long timer_at;         /* the timer asked for (monotonic ms);
                                  * -1: none */
     int depth;                  /* inside an entry of the client */
+    redislock *losing;          /* its loss callback runs (NULL once the
+                                 * handle is freed in it) */
     int free_asked;             /* the client was freed inside one */
     int closing;                /* being freed: nothing starts */
 };
@@ -175,6 +178,11 @@ struct redislockp_aop {
     int end_st;                 /* the error to report after a leave */
     redislock_error_info end_info;
     char end_msg[REDISLOCKP_ERRMSG_SIZE];
+    /* A handle's auto-renewal (renew): no callback, not lock->aop. */
+    int renew;
+    int renew_stale;            /* the renewal in flight no longer counts */
+    int renew_ack;              /* it carries an acknowledgement */
+    long long renew_sent;
 };
 
 enum { W_TRY, W_LEAVING, W_BLOCKED, W_PAUSED, W_DONE };
@@ -184,6 +192,8 @@ static void step(redislockp_aop *o);
 static void sync_loop(redislock_client *cl);
 static void send_leg(redislockp_aop *o);
 static void wait_stepped(redislockp_aop *o);
+static void renew_over(redislockp_aop *o);
+static void renew_timer(redislockp_aop *o);
 static void wait_timer(redislockp_aop *o);
 static void part(redislockp_aop *o);
 
@@ -414,8 +424,29 @@ static void heap_fix(redislockp_loop_state *ls, size_t i)
     heap_put(ls, i, o);
 }
 
+/* Room in the heap for one more operation's timer: 0, or -1 (out of
+ * memory).  Every operation is given room before it is made, so that
+ * setting a timer never fails. */
+static int heap_room(redislockp_loop_state *ls)
+{
+    size_t n = ls->heapcap ? 2 * ls->heapcap : 16;
+    redislockp_aop **more;
+
+    if (ls->nops < ls->heapcap)
+        return 0;
+    more = redislockp_calloc(n, sizeof *more);
+    if (more == NULL)
+        return -1;
+    if (ls->nheap > 0)
+        memcpy(more, ls->heap, ls->nheap * sizeof *more);
+    redislockp_free(ls->heap);
+    ls->heap = more;
+    ls->heapcap = n;
+    return 0;
+}
+
 /* Set O's timer to AT (monotonic ms; 0: none).  The heap has room for
- * every operation (aop_new()). */
+ * every operation (heap_room()). */
 static void set_timer(redislockp_aop *o, long long at)
 {
     redislockp_loop_state *ls = o->cl->loop;
@@ -556,6 +587,10 @@ static void run_over(redislockp_aop *o)
 {
     redislockp_op *op = &o->op;
 
+    if (o->renew) {
+        renew_over(o);
+        return;
+    }
     op->st = redislockp_run_finish(o->lock, &o->run,
                                    op->kind != REDISLOCKP_OP_LEAVE,
                                    redislockp_parse_ints,
@@ -1476,6 +1511,216 @@ static void wait_woken(redislockp_aop *o)
         wait_timer(o);
 }
 
+/* ---- Auto-renewal on the loop ------------------------------------------
+ * A holding taken through the loop is renewed by the loop (watchdog.c
+ * hands it over: cl->loop_renew), by the watchdog's rules and in its
+ * fields (renew_due, renew_until, lost..., under wd_mu for the readers):
+ * at a third of the lease an owner-checked extend goes out on the
+ * server's connection, pipelined with the operations; renewed, the next
+ * is due a third of the lease later; refused or unanswered, again in
+ * REDISLOCKP_RENEW_RETRY_MS; the key not ours, or the lease's end passed
+ * first (or renewal withheld: a hold cap, no heartbeat), the holding is
+ * lost: the loss callback is called, on the loop's thread, then the
+ * descriptor of redislock_lost_fd() is made readable (unless the
+ * callback freed the handle). */
+
+/* The loss of O's handle, for REASON: the renewal ends. */
+static void renew_lost(redislockp_aop *o, int reason)
+{
+    redislock *lock = o->lock;
+    redislock_client *cl = o->cl;
+    redislockp_loop_state *ls = cl->loop;
+    redislock_lost_fn fn;
+    void *arg;
+    int fd;
+
+    pthread_mutex_lock(&cl->wd_mu);
+    lock->lost = reason;
+    lock->lost_reason = reason;
+    fn = lock->lost_fn;
+    arg = lock->lost_arg;
+    pthread_mutex_unlock(&cl->wd_mu);
+    /* Done with: renew_stop() finds nothing left to stop. */
+    lock->renew_aop = NULL;
+    o->lock = NULL;
+    o->called = 1;
+    set_timer(o, 0);
+    aop_done_with(ls, o);
+    /* The callback, then the descriptor (the order of the watchdog's),
+     * unless the callback freed the handle (loop_renew() says so). */
+    ls->losing = lock;
+    if (fn != NULL)
+        fn(lock, arg);
+    if (ls->losing == lock) {
+        ls->losing = NULL;
+        pthread_mutex_lock(&cl->wd_mu);
+        fd = lock->lost_pipe[1];
+        pthread_mutex_unlock(&cl->wd_mu);
+        if (fd >= 0) {
+            char b = 'L';
+
+            (void)!write(fd, &b, 1);
+        }
+    }
+}
+
+/* O's renewal is due, or its handle's lease ends: send one, or declare
+ * the loss. */
+static void renew_timer(redislockp_aop *o)
+{
+    redislock *l = o->lock;
+    redislock_client *cl = o->cl;
+    long long now = redislockp_now_ms(), limit;
+    int why = 0;
+
+    pthread_mutex_lock(&cl->wd_mu);
+    if (now >= l->renew_until) {
+        why = redislockp_renew_withheld(l, now);
+        if (why == 0)
+            why = l->renew_unacked ? REDISLOCK_LOST_NOT_REPLICATED
+                                   : REDISLOCK_LOST_UNREACHABLE;
+    }
+    pthread_mutex_unlock(&cl->wd_mu);
+    if (why != 0) {
+        o->renew_stale = o->inflight;   /* its answer comes too late */
+        renew_lost(o, why);
+        return;
+    }
+    if (o->inflight) {                  /* unanswered so far */
+        set_timer(o, l->renew_until);
+        return;
+    }
+    if (now < l->renew_due) {
+        set_timer(o, l->renew_due);
+        return;
+    }
+    if (redislockp_renew_withheld(l, now)) {
+        set_timer(o, l->renew_until);   /* let the lease run out */
+        return;
+    }
+    /* An owner-checked extend to the lease renewals set, and the
+     * acknowledgement the acquire had, within what is left of the lease. */
+    limit = l->renew_until - now;
+    redislockp_call_extend(&o->op.call, l, l->renew_ms);
+    memset(&o->run, 0, sizeof o->run);
+    o->run.f.call = &o->op.call;
+    o->renew_ack = redislockp_ack_trailer(&l->renew_ack,
+                                          redislockp_renew_ack_wait(l, limit),
+                                          &o->run.tr, o->run.num);
+    if (o->renew_ack) {
+        o->run.f.trailer = &o->run.tr;
+        o->run.reply_ms = limit;
+    }
+    o->renew_sent = now;
+    o->renew_stale = 0;
+    o->node = 0;
+    o->asking = 0;
+    o->redirects = o->retries = o->map_reads = 0;
+    o->end_all = now + redislockp_client_url(cl).command_ms;
+    send_leg(o);
+    if (o->lock != NULL && o->inflight)
+        set_timer(o, l->renew_until);   /* no answer by then: lost */
+}
+
+/* O's renewal has its answer (or failed): the watchdog's bookkeeping. */
+static void renew_over(redislockp_aop *o)
+{
+    redislock *l = o->lock;
+    redislock_client *cl = o->cl;
+    redislockp_leg *leg = &o->leg;
+    int result = -1, lost = 0;
+
+    if (l == NULL || o->renew_stale) {  /* stopped, or too late */
+        o->renew_stale = 0;
+        redislockp_legs_end(leg, 1);
+        return;
+    }
+    if ((leg->st == REDISLOCK_OK || leg->st == REDISLOCK_ERR_SERVER) &&
+        leg->got == 1 + o->renew_ack) {
+        result = redislockp_renew_reply(cl, o->node, leg->reply[0]);
+        if (result == 1 && o->renew_ack &&
+            !redislockp_ack_enough(&l->renew_ack, leg->reply[1]))
+            result = -3;                /* renewed, not acknowledged */
+    }
+    pthread_mutex_lock(&cl->wd_mu);
+    if (result == -1 && leg->sent)
+        l->renew_unknown = 1;           /* may still arrive */
+    redislockp_legs_end(leg, 1);
+    if (result == -3)
+        l->renew_unacked = 1;
+    else if (result == 1)
+        l->renew_unacked = 0;
+    if (result == 1) {
+        l->renew_until = o->renew_sent + l->renew_ms -
+                         REDISLOCKP_QUORUM_DRIFT(l);
+        l->renew_due = o->renew_sent + l->renew_ms / 3;
+    } else if (result == 0) {
+        lost = REDISLOCK_LOST_TAKEN;
+    } else {
+        l->renew_due = redislockp_now_ms() + REDISLOCKP_RENEW_RETRY_MS;
+    }
+    pthread_mutex_unlock(&cl->wd_mu);
+    if (lost) {
+        renew_lost(o, lost);
+        return;
+    }
+    renew_timer(o);                     /* the next, or the lease's end */
+}
+
+/* watchdog.c's hook: START 1, (re)schedule LOCK's renewal (its renew_*
+ * fields are set); 0, stop it. */
+static void loop_renew(redislock *lock, int start)
+{
+    redislock_client *cl = lock->client;
+    redislockp_loop_state *ls = cl->loop;
+    redislockp_aop *o = lock->renew_aop;
+
+    if (!start) {
+        if (ls->losing == lock)
+            ls->losing = NULL;          /* freed in its loss callback */
+        if (o == NULL)
+            return;
+        lock->renew_aop = NULL;
+        o->lock = NULL;
+        o->called = 1;
+        set_timer(o, 0);
+        aop_done_with(ls, o);
+        return;
+    }
+    if (o == NULL) {
+        o = heap_room(ls) == 0 ? redislockp_calloc(1, sizeof *o) : NULL;
+        if (o == NULL) {
+            /* No room: the holding is as good as lost (as a watchdog
+             * thread that cannot start); said now. */
+            pthread_mutex_lock(&cl->wd_mu);
+            lock->lost = REDISLOCK_LOST_NOT_STARTED;
+            lock->lost_reason = lock->lost;
+            if (lock->lost_pipe[1] >= 0) {
+                char b = 'L';
+
+                (void)!write(lock->lost_pipe[1], &b, 1);
+            }
+            pthread_mutex_unlock(&cl->wd_mu);
+            return;
+        }
+        o->cl = cl;
+        o->lock = lock;
+        o->renew = 1;
+        o->prev = ls->ops_tail;
+        if (ls->ops_tail != NULL)
+            ls->ops_tail->next = o;
+        else
+            ls->ops = o;
+        ls->ops_tail = o;
+        ls->nops++;
+        lock->renew_aop = o;
+    }
+    /* A renewal in flight was sent for the holding before: it still
+     * renews, but its answer no longer decides. */
+    o->renew_stale = o->inflight;
+    set_timer(o, lock->renew_due);
+}
+
 /* The end of an entry of CL: callbacks, then the loop told what next. */
 static void entry_end(redislock_client *cl)
 {
@@ -1524,6 +1769,7 @@ int redislock_client_attach(redislock_client *cl, const redislock_loop *loop,
     ls->timer_at = -1;
     cl->loop = ls;
     cl->loop_free = redislockp_async_client_free;
+    cl->loop_renew = loop_renew;
     return REDISLOCK_OK;
 }
 
@@ -1582,7 +1828,10 @@ int redislock_client_on_timer(redislock_client *cl)
     for (o = fired; o != NULL; o = o->fired_next) {
         if (o->lock == NULL || o->called || o->ended)
             continue;
-        if (o->wait && (o->wstate == W_BLOCKED || o->wstate == W_PAUSED))
+        if (o->renew)
+            renew_timer(o);             /* a renewal due, or a lease's end */
+        else if (o->wait &&
+                 (o->wstate == W_BLOCKED || o->wstate == W_PAUSED))
             wait_timer(o);              /* a waiter's next try */
         else
             send_leg(o);                /* Cluster: after its pause */
@@ -1626,22 +1875,7 @@ static redislockp_aop *aop_new(redislock *lock, redislock_done_fn fn,
         return NULL;
     }
     *st = REDISLOCK_ERR_NOMEM;
-    if (ls->nops == ls->heapcap) {      /* room for its timer */
-        size_t n = ls->heapcap ? 2 * ls->heapcap : 16;
-        redislockp_aop **more = redislockp_calloc(n, sizeof *more);
-
-        if (more == NULL) {
-            redislockp_fail(lock, *st, "out of memory starting an "
-                            "operation");
-            return NULL;
-        }
-        if (ls->nheap > 0)
-            memcpy(more, ls->heap, ls->nheap * sizeof *more);
-        redislockp_free(ls->heap);
-        ls->heap = more;
-        ls->heapcap = n;
-    }
-    o = redislockp_calloc(1, sizeof *o);
+    o = heap_room(ls) == 0 ? redislockp_calloc(1, sizeof *o) : NULL;
     if (o == NULL) {
         redislockp_fail(lock, *st, "out of memory starting an operation");
         return NULL;
@@ -1778,6 +2012,16 @@ int redislockp_async_client_free(redislock_client *cl)
     for (o = ls->ops; o != NULL; o = o->next) {
         redislock *lock = o->lock;
 
+        if (o->renew && lock != NULL) {
+            /* Renewal ends with the loop (the watchdog is not asked). */
+            lock->renew_aop = NULL;
+            pthread_mutex_lock(&cl->wd_mu);
+            lock->renewing = 0;
+            lock->renew_on_loop = 0;
+            pthread_mutex_unlock(&cl->wd_mu);
+            o->lock = NULL;
+            o->called = 1;
+        }
         if (o->called)
             continue;
         o->called = 1;
@@ -1816,6 +2060,7 @@ int redislockp_async_client_free(redislock_client *cl)
     redislockp_free(ls->heap);
     redislockp_free(ls->conns);
     cl->loop = NULL;
+    cl->loop_renew = NULL;
     redislockp_free(ls);
     return 0;
 }

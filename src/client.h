@@ -175,6 +175,10 @@ struct redislock_client {
      * redislock_client_free(): 1 when that must wait (see async.h). */
     struct redislockp_loop_state *loop;
     int (*loop_free)(redislock_client *cl);
+    /* Renewal on the loop (async.c), for holdings taken through it:
+     * START 1 (re)schedules LOCK's renewal from its renew_* fields, 0
+     * stops it; watchdog.c calls it instead of using its thread. */
+    void (*loop_renew)(redislock *lock, int start);
 };
 
 /* quorum.c: a client over N independent masters, at most this many. */

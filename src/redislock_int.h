@@ -147,6 +147,9 @@ struct redislock {
                                         * not acknowledged */
     int lost_pipe[2];                  /* readable once lost; -1 unused */
     struct redislock *renew_next;
+    int renew_on_loop;                 /* renewed by the client's event
+                                        * loop, not its watchdog thread */
+    struct redislockp_aop *renew_aop;  /* ...as this (async.c) */
 
     size_t idlen;
     char id[REDISLOCK_MAX_ID_LEN + 1]; /* owner ID, NUL-terminated */
@@ -291,6 +294,16 @@ int redislockp_renew_lost_pending(redislock *lock);
 long long redislockp_renew_until(const redislock *lock, int *renewing);
 /* Did a renewal go out without an answer since the last call?  Clears. */
 int redislockp_renew_unknown(redislock *lock);
+/* For the loop's renewals (async.c), the watchdog's rules: how reply R
+ * of a renewal from NODE of CL reads (1 renewed, 0 not ours, -2 an
+ * error reply); why renewal of L is withheld at NOW (0: it is not; under
+ * wd_mu); the acknowledgement timeout of a renewal within LIMIT_MS. */
+int redislockp_renew_reply(redislock_client *cl, size_t node,
+                           const redislockp_val *r);
+int redislockp_renew_withheld(const redislock *l, long long now);
+long long redislockp_renew_ack_wait(const redislock *l, long long limit_ms);
+/* After a failed renewal, the next try in this many ms. */
+#define REDISLOCKP_RENEW_RETRY_MS 50
 
 /* lock.c: a loss auto-renewal declared and nobody was told yet: report it
  * (REDISLOCK_ERR_LOST) and stop renewing; REDISLOCK_OK if none. */

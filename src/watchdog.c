@@ -33,7 +33,7 @@
 #include "exec.h"
 #include "slot.h"
 
-#define RETRY_MS 50                     /* after a failed renewal round */
+#define RETRY_MS REDISLOCKP_RENEW_RETRY_MS  /* after a failed round */
 #define IDLE_MS 1000                    /* longest sleep with no work */
 #define BATCH 64                        /* handles renewed per round trip */
 
@@ -320,6 +320,24 @@ static void renew_groups(redislock_client *cl, redislock **batch, int n,
 }
 
 /* Is renewal of L withheld at NOW, and why (0: it is not)?  Under wd_mu. */
+static int withheld(const redislock *l, long long now);
+
+int redislockp_renew_reply(redislock_client *cl, size_t node,
+                           const redislockp_val *r)
+{
+    return renewed(cl, node, r);
+}
+
+int redislockp_renew_withheld(const redislock *l, long long now)
+{
+    return withheld(l, now);
+}
+
+long long redislockp_renew_ack_wait(const redislock *l, long long limit_ms)
+{
+    return ack_wait(l, limit_ms);
+}
+
 static int withheld(const redislock *l, long long now)
 {
     if (l->max_hold_ms > 0 && now - l->renew_started >= l->max_hold_ms)
@@ -517,6 +535,7 @@ void redislockp_renew_start(redislock *lock, int fresh)
     redislock_client *cl = lock->client;
     long long now = redislockp_now_ms();
     redislock *l;
+    int on_loop;
 
     if (cl == NULL || !lock->autorenew)
         return;
@@ -531,7 +550,17 @@ void redislockp_renew_start(redislock *lock, int fresh)
         drain(lock);
     for (l = cl->renewals; l != NULL && l != lock; l = l->renew_next)
         ;
-    if (l == NULL) {
+    /* A holding taken through an event loop (an operation of it under
+     * way) is renewed there, as timers of the loop (async.c), unless the
+     * watchdog renews the handle already. */
+    on_loop = l == NULL && cl->loop_renew != NULL &&
+              (lock->renew_on_loop || lock->aop != NULL);
+    if (on_loop && !lock->renewing) {
+        lock->renewing = 1;
+        lock->renew_on_loop = 1;
+        if (fresh == 0)
+            fresh = 1;
+    } else if (l == NULL && !on_loop) {
         lock->renew_next = cl->renewals;
         cl->renewals = lock;
         lock->renewing = 1;
@@ -549,6 +578,11 @@ void redislockp_renew_start(redislock *lock, int fresh)
     lock->renew_unacked = 0;
     lock->renew_until = lock->valid_until;
     lock->renew_due = now + lock->renew_ms / 3;
+    if (on_loop) {
+        pthread_mutex_unlock(&cl->wd_mu);
+        cl->loop_renew(lock, 1);
+        return;
+    }
     if (!cl->wd_running && !cl->wd_stop) {
         if (redislockp_thread_create(&cl->wd_thread, watchdog, cl) == 0) {
             cl->wd_running = 1;
@@ -571,6 +605,15 @@ void redislockp_renew_stop(redislock *lock)
 
     if (cl == NULL || !lock->renewing || redislockp_client_forked(cl))
         return;
+    if (lock->renew_on_loop) {
+        if (cl->loop_renew != NULL)
+            cl->loop_renew(lock, 0);
+        pthread_mutex_lock(&cl->wd_mu);
+        lock->renewing = 0;
+        lock->renew_on_loop = 0;
+        pthread_mutex_unlock(&cl->wd_mu);
+        return;
+    }
     pthread_mutex_lock(&cl->wd_mu);
     /* No new round for it from now on: rounds back to back (a WAIT that
      * takes as long as the renewal interval) would otherwise keep it busy

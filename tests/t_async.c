@@ -12,7 +12,9 @@
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -866,6 +868,198 @@ static void test_scripts_none_refused(void **state)
     event_base_free(base);
 }
 
+/* ---- Auto-renewal on the loop -------------------------------------- */
+
+/* Threads of this process (/proc/self/task). */
+static int threads_now(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *e;
+    int n = 0;
+
+    assert_non_null(d);
+    while ((e = readdir(d)) != NULL)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+static int fd_readable(int fd)
+{
+    struct pollfd p = { fd, POLLIN, 0 };
+
+    return poll(&p, 1, 0) == 1;
+}
+
+typedef struct lost_rec {
+    int calls, reason, fd, fd_before;
+    pthread_t thread;
+} lost_rec;
+
+static void on_lost(redislock *lock, void *arg)
+{
+    lost_rec *r = arg;
+
+    r->calls++;
+    r->thread = pthread_self();
+    r->reason = redislock_lost_reason(lock);
+    r->fd_before = fd_readable(r->fd);
+}
+
+/* An auto-renewed handle of LOOP's client CL holding KEY (lease MS). */
+static redislock *renewed_holder(void **state, redislock_client *cl,
+                                 struct event_base *base, const char *key,
+                                 long long ms, lost_rec *rec)
+{
+    redislock *lock = mode_lock(state, cl, key);
+    tu_async d = { 0 };
+
+    assert_non_null(lock);
+    assert_int_equal(redislock_set_expire_ms(lock, ms), REDISLOCK_OK);
+    assert_int_equal(redislock_set_autorenew(lock, true), REDISLOCK_OK);
+    if (rec != NULL) {
+        memset(rec, 0, sizeof *rec);
+        rec->fd = redislock_lost_fd(lock);
+        assert_true(rec->fd >= 0);
+        assert_int_equal(redislock_set_lost_callback(lock, on_lost, rec),
+                         REDISLOCK_OK);
+    }
+    assert_int_equal(tu_async_start(redislock_acquire_async, lock, &d),
+                     REDISLOCK_OK);
+    RUN_UNTIL(base, d.calls == 1, 5000, "the acquire");
+    assert_int_equal(d.status, REDISLOCK_OK);
+    assert_true(d.ok);
+    return lock;
+}
+
+/* A holding taken through the loop is renewed by the loop - past several
+ * leases, with no watchdog thread - and no more once released. */
+static void test_renewal_on_the_loop(void **state)
+{
+    struct event_base *base;
+    redislock_client *cl = attached(tcp_url, &base);
+    char key[64];
+    redislock *lock, *other;
+    tu_async r = { 0 };
+    long long calls;
+    int threads = threads_now();
+
+    tu_key(key, sizeof key, "async:renew");
+    lock = renewed_holder(state, cl, base, key, 600, NULL);
+    /* Four renewals (a third of the lease each), so more than a lease. */
+    calls = tu_script_calls(conn);
+    RUN_UNTIL(base, tu_script_calls(conn) >= calls + 4, 10000,
+              "four renewals");
+    assert_true(tu_pttl(conn, key, strlen(key)) > 0);
+    assert_true(redislock_valid_for_ms(lock) > 0);
+    other = tu_new_lock(state, conn, key);
+    assert_false(tu_acquire(other));
+    /* No thread was started for it. */
+    assert_int_equal(threads_now(), threads);
+    assert_int_equal(tu_async_start(redislock_release_async, lock, &r),
+                     REDISLOCK_OK);
+    RUN_UNTIL(base, r.calls == 1, 5000, "the release");
+    assert_true(r.ok);
+    assert_int_equal(tu_pttl(conn, key, strlen(key)), -2);
+    /* The same owner takes the key again without renewal and a short
+     * lease: a renewal after the release would keep it alive. */
+    assert_int_equal(redislock_set_id(other, redislock_id(lock)),
+                     REDISLOCK_OK);
+    assert_int_equal(redislock_set_expire_ms(other, 300), REDISLOCK_OK);
+    assert_true(tu_acquire(other));
+    RUN_UNTIL(base, tu_pttl(conn, key, strlen(key)) == -2, 5000,
+              "the key lapsing, nothing renewing it");
+    redislock_free(other);
+    redislock_free(lock);
+    redislock_client_free(cl);
+    event_base_free(base);
+}
+
+/* The key taken away: the next renewal finds it not ours; the loss
+ * callback runs on the loop's thread, then the lost descriptor is
+ * readable, and the release says the lock was lost. */
+static void test_loss_on_the_loop(void **state)
+{
+    struct event_base *base;
+    redislock_client *cl = attached(tcp_url, &base);
+    char key[64];
+    redislock *lock;
+    lost_rec rec;
+    tu_async r = { 0 };
+
+    tu_key(key, sizeof key, "async:lost");
+    lock = renewed_holder(state, cl, base, key, 600, &rec);
+    assert_false(fd_readable(rec.fd));
+    tu_cmd_ok(conn, "DEL %s", key);
+    RUN_UNTIL(base, rec.calls == 1, 5000, "the loss callback");
+    assert_true(pthread_equal(rec.thread, pthread_self()));
+    assert_int_equal(rec.reason, REDISLOCK_LOST_TAKEN);
+    assert_false(rec.fd_before);        /* the callback first */
+    assert_true(fd_readable(rec.fd));
+    assert_int_equal(redislock_valid_for_ms(lock), 0);
+    assert_int_equal(tu_async_start(redislock_release_async, lock, &r),
+                     REDISLOCK_OK);
+    RUN_UNTIL(base, r.calls == 1, 5000, "the release");
+    assert_int_equal(r.status, REDISLOCK_ERR_LOST);
+    assert_false(r.ok);
+    assert_int_equal(rec.calls, 1);
+    redislock_free(lock);
+    redislock_client_free(cl);
+    event_base_free(base);
+}
+
+/* Redis stops answering: the renewals go unanswered until the lease's
+ * end, where the loss is declared (not later, whatever the replies). */
+static void test_unreachable_loss_on_the_loop(void **state)
+{
+    struct event_base *base;
+    redislock_client *cl = attached(tcp_url, &base);
+    char key[64];
+    redislock *lock;
+    lost_rec rec;
+    tu_async x = { 0 };
+
+    tu_key(key, sizeof key, "async:paused");
+    lock = renewed_holder(state, cl, base, key, 400, &rec);
+    tu_cmd_ok(conn, "CLIENT PAUSE 1500 ALL");
+    RUN_UNTIL(base, rec.calls == 1, 5000, "the loss callback");
+    tu_cmd_ok(conn, "CLIENT UNPAUSE");
+    assert_int_equal(rec.reason, REDISLOCK_LOST_UNREACHABLE);
+    assert_int_equal(tu_async_start(redislock_extend_async, lock, &x),
+                     REDISLOCK_OK);
+    RUN_UNTIL(base, x.calls == 1, 5000, "the extend");
+    assert_int_equal(x.status, REDISLOCK_ERR_LOST);
+    redislock_free(lock);
+    redislock_client_free(cl);
+    event_base_free(base);
+}
+
+/* The handle freed from its own loss callback. */
+static void free_in_lost(redislock *lock, void *arg)
+{
+    (*(int *)arg)++;
+    redislock_free(lock);
+}
+
+static void test_free_in_loss_callback(void **state)
+{
+    struct event_base *base;
+    redislock_client *cl = attached(tcp_url, &base);
+    char key[64];
+    redislock *lock;
+    int calls = 0;
+
+    tu_key(key, sizeof key, "async:lostfree");
+    lock = renewed_holder(state, cl, base, key, 600, NULL);
+    assert_int_equal(redislock_set_lost_callback(lock, free_in_lost, &calls),
+                     REDISLOCK_OK);
+    (void)redislock_lost_fd(lock);      /* closed by the free */
+    tu_cmd_ok(conn, "DEL %s", key);
+    RUN_UNTIL(base, calls == 1, 5000, "the loss callback");
+    redislock_client_free(cl);
+    event_base_free(base);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -885,6 +1079,10 @@ int main(void)
         cmocka_unit_test(test_late_reply_and_paused_server),
         cmocka_unit_test(test_loop_refusals),
         cmocka_unit_test(test_scripts_none_refused),
+        TU_BOTH_MODES(test_renewal_on_the_loop),
+        TU_BOTH_MODES(test_loss_on_the_loop),
+        cmocka_unit_test(test_unreachable_loss_on_the_loop),
+        cmocka_unit_test(test_free_in_loss_callback),
     };
 
     tu_url(tcp_url, sizeof tcp_url);
