@@ -4,18 +4,24 @@
  *
  *   lock_server REDIS_URL PORT
  *
- * It listens on 127.0.0.1:PORT.  Each line a client sends is a request,
- * "NAME MS": take the lock NAME, "work" MS milliseconds under it (a
- * timer: the loop serves the other requests meanwhile), release it, and
- * answer "done NAME"; or "busy NAME" at once when another holds it, or
- * "error NAME: WHY".  Requests from many clients are served at the same
- * time by the one thread; requests for one name exclude each other, here
- * and with any other redislock or go-zero process on the same key.
+ * It listens on 127.0.0.1:PORT (0: a port the system picks; the line
+ * it prints says which).  Each line a client sends is a request,
+ * "NAME MS [WAIT_MS]": take the lock NAME - waiting for it up to WAIT_MS
+ * milliseconds when another holds it - "work" MS milliseconds under it
+ * (a timer), release it, and answer "done NAME"; or "busy NAME" when
+ * another holds it (WAIT_MS 0 or none), "timeout NAME" when the wait
+ * ran out, "error NAME: WHY".  The loop serves every other request while
+ * requests wait and work: many clients at once, one thread, no thread or
+ * Redis connection per waiting request.  Requests for one name exclude
+ * each other, here and with any other redislock or go-zero process on
+ * the same key; waiting ones get the lock in turn.
  *
  *   $ ./lock_server redis://127.0.0.1:6379 7000 &
- *   $ printf 'report 500\nreport 10\nmail 10\n' | nc -q1 127.0.0.1 7000
+ *   $ printf 'report 500\nreport 10\nmail 10\nreport 10 2000\n' |
+ *         nc -q1 127.0.0.1 7000
  *   busy report
  *   done mail
+ *   done report
  *   done report
  */
 #include <arpa/inet.h>
@@ -66,7 +72,7 @@ struct request {
     struct conn *conn;
     redislock *lock;
     struct event *work;
-    long ms;
+    long ms, wait_ms;
     char name[128];
 };
 
@@ -118,7 +124,7 @@ static void on_acquired(redislock *lock, int status, bool ok, void *arg)
         return;
     }
     if (!ok) {
-        request_end(req, "busy", NULL);
+        request_end(req, req->wait_ms > 0 ? "timeout" : "busy", NULL);
         return;
     }
     tv.tv_sec = req->ms / 1000;
@@ -136,9 +142,11 @@ static void on_line(struct conn *c, const char *line)
         return;
     req->conn = c;
     c->pending++;
-    if (sscanf(line, "%127s %ld", req->name, &req->ms) != 2 || req->ms < 0 ||
-        req->ms > 600000) {
-        request_end(req, "error", "expected \"NAME MS\"");
+    if (sscanf(line, "%127s %ld %ld", req->name, &req->ms, &req->wait_ms) <
+            2 ||
+        req->ms < 0 || req->ms > 600000 || req->wait_ms < 0 ||
+        req->wait_ms > 600000) {
+        request_end(req, "error", "expected \"NAME MS [WAIT_MS]\"");
         return;
     }
     req->lock = redislock_new_from_client(client, req->name);
@@ -148,7 +156,11 @@ static void on_line(struct conn *c, const char *line)
     }
     /* The lease outlasts the work: no renewal needed. */
     (void)redislock_set_expire_ms(req->lock, req->ms + 5000);
-    if (redislock_acquire_async(req->lock, on_acquired, req) != REDISLOCK_OK)
+    if ((req->wait_ms > 0
+             ? redislock_acquire_wait_async(req->lock, req->wait_ms,
+                                            on_acquired, req)
+             : redislock_acquire_async(req->lock, on_acquired, req)) !=
+        REDISLOCK_OK)
         request_end(req, "error", redislock_last_error(req->lock));
 }
 
@@ -210,6 +222,7 @@ int main(int argc, char **argv)
 {
     struct evconnlistener *listener;
     struct sockaddr_in sin;
+    socklen_t len = sizeof sin;
     char err[256];
 
     if (argc != 3) {
@@ -242,7 +255,12 @@ int main(int argc, char **argv)
         perror("lock_server: listen");
         return 1;
     }
-    printf("lock_server: listening on 127.0.0.1:%s\n", argv[2]);
+    if (getsockname(evconnlistener_get_fd(listener), (struct sockaddr *)&sin,
+                    &len) != 0) {
+        perror("lock_server: getsockname");
+        return 1;
+    }
+    printf("lock_server: listening on 127.0.0.1:%d\n", ntohs(sin.sin_port));
     fflush(stdout);
     event_base_dispatch(base);
     evconnlistener_free(listener);
