@@ -239,7 +239,7 @@ int main(int argc, char **argv)
     }
     if (redislock_libevent_attach(client, base) != REDISLOCK_OK) {
         fprintf(stderr, "lock_server: this client cannot run on a loop "
-                "(Sentinel and quorum URLs: not yet)\n");
+                "(quorum clients: not yet)\n");
         return 1;
     }
     memset(&sin, 0, sizeof sin);

@@ -1576,10 +1576,15 @@ REDISLOCK_API int redislock_last_error_info(const redislock *lock,
  * not block the loop) - and Redis Cluster (?cluster=1: the slot map is
  * read without blocking, operations waiting for it; MOVED, ASK and
  * TRYAGAIN followed within the command timeout, one connection per
- * master), with scripts=eval or scripts=functions; acquire, extend,
- * release and acquire_wait (waiters that cost no thread and no
- * connection each), and auto-renewal (below).  Not yet: Sentinel and
- * quorum clients, scripts=none, status queries; and a host name
+ * master), and Sentinel (redis-sentinel://: the sentinels asked without
+ * blocking, the master's connection checking ROLE; a failover followed
+ * as by the blocking calls - a command that did not leave, or that a
+ * demoted master refused, goes again to the new master within the
+ * command timeout; one that left fails, its outcome unknown), with
+ * scripts=eval or scripts=functions; acquire, extend, release and
+ * acquire_wait (waiters that cost no thread and no connection each),
+ * and auto-renewal (below).  Not yet: quorum clients, scripts=none,
+ * status queries; and a host name
  * in the URL is still resolved by a blocking getaddrinfo() when a
  * connection is made (instant for IP addresses and names in /etc/hosts;
  * with a DNS name, the loop waits for the resolver).
@@ -1648,7 +1653,7 @@ typedef struct redislock_loop {
  * attached once, for its lifetime.
  * @return REDISLOCK_OK; REDISLOCK_ERR_INVALID (a NULL argument, a missing
  *         watch or timer function, a client already attached, or a kind
- *         of client not built yet for loops: Sentinel, quorum, see
+ *         of client not built yet for loops: quorum, see
  *         above); REDISLOCK_ERR_NOMEM; REDISLOCK_ERR_FORKED.
  * @since 0.4.0
  */

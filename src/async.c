@@ -623,12 +623,26 @@ static void leg_ended(redislockp_aop *o)
 
     redislockp_leg_lost(leg);
     if (leg->st != REDISLOCK_OK) {
-        if (leg->st == REDISLOCK_ERR_IO && cl->cluster)
+        if (leg->st == REDISLOCK_ERR_IO && (cl->cluster || cl->sentinel))
             redislockp_route_stale(cl);         /* ask the map again */
+        /* Nothing sent, with sentinels: a failover under way (the master
+         * gone); they are asked again and the command goes again within
+         * its deadline, as the executor does.  (Sent, its outcome is
+         * unknown: the operation fails.) */
+        if (leg->st == REDISLOCK_ERR_IO && cl->sentinel && !leg->sent &&
+            !o->renew && retry_later(o)) {
+            /* The master named may not be one (a sentinel's answer out
+             * of date: its connection's ROLE check failed): the next
+             * asking starts with the next sentinel. */
+            pthread_mutex_lock(&cl->mu);
+            cl->sentinel_first = (cl->sentinel_first + 1) % cl->url.nseeds;
+            pthread_mutex_unlock(&cl->mu);
+            return;
+        }
         run_over(o);
         return;
     }
-    redislockp_classify(leg->reply[0], cl->cluster, 0, &o->res);
+    redislockp_classify(leg->reply[0], cl->cluster, cl->sentinel, &o->res);
     if (o->res.kind == REDISLOCKP_VALUE) {
         run_over(o);
         return;
@@ -642,6 +656,18 @@ static void leg_ended(redislockp_aop *o)
                                REDISLOCK_ERR_IO, "closed by the server "
                                "after a protocol error");
     if (!cl->cluster) {
+        if (o->res.kind == REDISLOCKP_NOT_MASTER) {
+            /* Sentinel: a demoted master (READONLY; the command did not
+             * run).  Its connection goes; the sentinels are asked again
+             * and the command goes again within its deadline. */
+            redislockp_exec_learn(cl, o->node, &o->res);
+            if (o->node < cl->loop->nconns && cl->loop->conns[o->node])
+                redislockp_aconn_close(&cl->loop->conns[o->node]->a,
+                                       REDISLOCK_ERR_IO, "not a master "
+                                       "any more");
+            if (!o->renew && retry_later(o))
+                return;
+        }
         run_over(o);
         return;
     }
@@ -732,11 +758,22 @@ static void map_done(redislock_client *cl, int st)
 {
     redislockp_aop *o;
 
+    long master = 0;
+
+    if (cl->sentinel) {
+        /* A failed asking leaves a known master in use (as the executor
+         * does): the next failure on it asks again. */
+        pthread_mutex_lock(&cl->mu);
+        master = cl->master;
+        if (master > 0)
+            cl->map_stale = 0;
+        pthread_mutex_unlock(&cl->mu);
+    }
     for (o = cl->loop->ops; o != NULL; o = o->next) {
         if (!o->parked || o->lock == NULL || o->called)
             continue;
         o->parked = 0;
-        if (st == REDISLOCK_OK) {
+        if (st == REDISLOCK_OK || master > 0) {
             o->map_reads++;
             send_leg(o);
         } else {
@@ -794,6 +831,120 @@ static void on_map(void *arg, int status, redislockp_val **replies, int n,
     }
 }
 
+/* ---- Sentinel: the master asked for without blocking ----------------- */
+
+static void sentinel_read(redislock_client *cl);
+
+/* A sentinel's answer to SENTINEL GET-MASTER-ADDR-BY-NAME: the master
+ * (its connection checks ROLE when made, as the blocking dial does), or
+ * the next sentinel; after the last, the parked operations go on (a
+ * master known) or fail. */
+static void on_sentinel(void *arg, int status, redislockp_val **replies,
+                        int n, int sent, const char *errmsg)
+{
+    redislock_client *cl = arg;
+    redislockp_loop_state *ls = cl->loop;
+    char host[256];
+    int st = status, port = 0, i;
+    long node = -1, old = 0;
+
+    (void)sent;
+    ls->map_reading = 0;
+    if (ls->closing) {
+        for (i = 0; i < n; i++)
+            redislockp_val_free(replies[i]);
+        return;
+    }
+    if (st == REDISLOCK_OK)
+        st = redislockp_sentinel_addr((const redisReply *)replies[0],
+                                      &ls->map->url, cl->url.master_name,
+                                      host, sizeof host, &port, ls->map_err);
+    else
+        snprintf(ls->map_err, sizeof ls->map_err, "sentinel %.200s:%d: %s",
+                 ls->map->url.host, ls->map->url.port, errmsg);
+    for (i = 0; i < n; i++)
+        redislockp_val_free(replies[i]);
+    if (st == REDISLOCK_OK) {
+        node = redislockp_node_named(cl, host, port);
+        if (node < 0)
+            st = redislockp_tx_fail(ls->map_err, REDISLOCK_ERR_NOMEM,
+                                    "out of memory asking the sentinels");
+    }
+    if (st != REDISLOCK_OK) {
+        ls->map_next++;
+        sentinel_read(cl);
+        if (!ls->map_reading) {
+            ls->map_next = 0;
+            map_done(cl, st == REDISLOCK_ERR_NOMEM ? st : REDISLOCK_ERR_IO);
+        }
+        return;
+    }
+    pthread_mutex_lock(&cl->mu);
+    old = cl->master;
+    if (old > 0 && old != node)
+        cl->nodes[old].gone = 1;        /* a failover */
+    cl->master = node;
+    cl->nodes[node].gone = 0;
+    cl->sentinel_first = (cl->sentinel_first + ls->map_next) %
+                         cl->url.nseeds;
+    cl->map_at = redislockp_now_ms();
+    cl->map_stale = 0;
+    pthread_mutex_unlock(&cl->mu);
+    /* The old master's connection goes: what is on it fails (sent: an
+     * unknown outcome, as ever). */
+    if (old > 0 && old != node && (size_t)old < ls->nconns &&
+        ls->conns[old] != NULL && ls->conns[old]->open)
+        redislockp_aconn_close(&ls->conns[old]->a, REDISLOCK_ERR_IO,
+                               "the sentinels named another master");
+    ls->map_next = 0;
+    map_done(cl, REDISLOCK_OK);
+}
+
+/* Ask the next sentinel (from the one that answered last) where the
+ * master is, unless an asking is under way; none left: map_reading
+ * stays 0. */
+static void sentinel_read(redislock_client *cl)
+{
+    redislockp_loop_state *ls = cl->loop;
+    const char *argv[3] = { "SENTINEL", "GET-MASTER-ADDR-BY-NAME", NULL };
+    size_t argvlen[3] = { 8, 23, 0 };
+    redislockp_cmd cmd;
+    int st;
+
+    argv[2] = cl->url.master_name;
+    argvlen[2] = strlen(argv[2]);
+    while (ls->map_next < cl->url.nseeds) {
+        redislockp_url u = redislockp_client_url(cl);
+        const redislockp_seed *seed =
+            &u.seeds[(cl->sentinel_first + ls->map_next) % u.nseeds];
+
+        u.host = seed->host;
+        u.port = seed->port;
+        u.unix_socket = 0;
+        u.user = u.sentinel_user;
+        u.password = u.sentinel_password;
+        u.db = 0;
+        u.role_check = 0;
+        if (ls->map->open)
+            redislockp_aconn_close(&ls->map->a, REDISLOCK_ERR_IO, "closed");
+        unwatch(ls, ls->map);
+        ls->map->open = 0;
+        ls->map->url = u;
+        conn_up(ls, ls->map);
+        redislockp_cmd_init(&cmd);
+        (void)redislockp_cmd_append(&cmd, 3, argv, argvlen);
+        st = redislockp_aconn_send(&ls->map->a, &cmd, u.command_ms,
+                                   on_sentinel, cl, ls->map_err);
+        redislockp_cmd_clear(&cmd);
+        if (st == REDISLOCK_OK) {
+            ls->map_reading = 1;
+            return;
+        }
+        ls->map_next++;
+    }
+    ls->map_next = 0;
+}
+
 /* Ask the next candidate - a known master, then the seeds - for the
  * slot map, unless a read is under way; none left: map_reading stays 0. */
 static void map_read(redislock_client *cl)
@@ -809,6 +960,10 @@ static void map_read(redislock_client *cl)
         return;
     if (ls->map == NULL && (ls->map = conn_new()) == NULL)
         return;
+    if (cl->sentinel) {
+        sentinel_read(cl);
+        return;
+    }
     for (;;) {
         redislockp_url u = redislockp_client_url(cl);
 
@@ -898,6 +1053,32 @@ static void send_leg(redislockp_aop *o)
             return;
         }
         o->node = known - 1;
+    } else if (cl->sentinel) {
+        long master;
+        int stale;
+
+        pthread_mutex_lock(&cl->mu);
+        master = cl->master;
+        stale = cl->map_stale;
+        pthread_mutex_unlock(&cl->mu);
+        if (master <= 0 || stale) {
+            map_read(cl);               /* the sentinels are asked */
+            if (cl->loop->map_reading) {
+                o->parked = 1;
+                return;
+            }
+            if (master <= 0) {
+                o->leg.done = 1;
+                o->leg.st = redislockp_tx_fail(o->leg.msg, REDISLOCK_ERR_IO,
+                                               "no sentinel named a master "
+                                               "for '%.100s': %.300s",
+                                               cl->url.master_name,
+                                               cl->loop->map_err);
+                run_over(o);
+                return;
+            }
+        }
+        o->node = (size_t)master;
     }
     memset(&o->leg, 0, sizeof o->leg);
     o->leg.cl = cl;
@@ -1073,7 +1254,19 @@ static void kick(redislock_client *cl, blocker *b)
     }
     if (argc == 1)
         return;
-    if (cl->cluster) {
+    if (cl->sentinel) {
+        long master;
+
+        pthread_mutex_lock(&cl->mu);
+        master = cl->master;
+        pthread_mutex_unlock(&cl->mu);
+        if (master <= 0) {
+            /* The waiters' tries ask the sentinels; they poll meanwhile. */
+            b->quiet_until = redislockp_now_ms() + QUIET_MS;
+            return;
+        }
+        node = (size_t)master;
+    } else if (cl->cluster) {
         size_t known;
 
         pthread_mutex_lock(&cl->mu);
@@ -1201,7 +1394,7 @@ static void on_blpop(void *arg, int status, redislockp_val **replies, int n,
     }
     if (status != REDISLOCK_OK) {
         quiet = 1;
-        if (cl->cluster)
+        if (cl->cluster || cl->sentinel)
             redislockp_route_stale(cl);
     } else if (redislockp_val_type(r) == REDISLOCKP_V_ARRAY &&
                redislockp_val_count(r) == 2) {
@@ -1240,6 +1433,8 @@ static void on_blpop(void *arg, int status, redislockp_val **replies, int n,
              * and the like: the map is read again. */
             redislockp_classify(r, 1, 0, &res);
             redislockp_exec_learn(cl, b->node, &res);
+        } else if (cl->sentinel) {
+            redislockp_route_stale(cl); /* READONLY, UNBLOCKED: demoted */
         }
     } else if (redislockp_val_type(r) != REDISLOCKP_V_NIL) {
         quiet = 1;                      /* not a BLPOP's reply */
@@ -1758,7 +1953,7 @@ int redislock_client_attach(redislock_client *cl, const redislock_loop *loop,
     if (redislockp_client_forked(cl))
         return REDISLOCK_ERR_FORKED;
     /* Not built yet for loops (redislock.h says so). */
-    if (cl->loop != NULL || cl->quorum || cl->sentinel)
+    if (cl->loop != NULL || cl->quorum)
         return REDISLOCK_ERR_INVALID;
     ls = redislockp_calloc(1, sizeof *ls);
     if (ls == NULL)

@@ -636,6 +636,97 @@ static void wait_settled(int replicas)
     wait_for_replicas(replicas);
 }
 
+/* OP on LOCK through the poll() loop L: what its callback saw. */
+static tu_async loop_run(tu_loop *l, redislock *lock,
+                         int (*op)(redislock *, redislock_done_fn, void *))
+{
+    tu_async d;
+
+    memset(&d, 0, sizeof d);
+    assert_int_equal(op(lock, tu_async_done, &d), REDISLOCK_OK);
+    TU_LOOP_UNTIL(l, d.calls == 1, 20000, "the operation's callback");
+    return d;
+}
+
+/* A client attached to a loop: the sentinels are asked without blocking,
+ * a waiter's wake-ups come through the master, and a SENTINEL FAILOVER
+ * is followed (the operations that fail meanwhile say so; then they go
+ * to the new master). */
+static void test_async_finds_and_follows_the_master(void **state)
+{
+    redislock_client *cl = NULL, *bl;
+    redislock *lock, *hold, *waiter;
+    tu_async d, w;
+    tu_loop l;
+    int before, now, after_ok = 0, fails = 0;
+    long long t0;
+    redisContext *m;
+
+    (void)state;
+    wait_settled(2);
+    assert_int_equal(redislock_client_open(url, &cl, NULL, 0), REDISLOCK_OK);
+    assert_int_equal(tu_loop_attach(&l, cl), REDISLOCK_OK);
+    lock = redislock_new_from_client(cl, "sentinel:async");
+    assert_non_null(lock);
+    d = loop_run(&l, lock, redislock_acquire_async);
+    assert_int_equal(d.status, REDISLOCK_OK);
+    assert_true(d.ok);
+    before = sentinel_master_port();
+    assert_int_equal(has_key(before, "sentinel:async"), 1);
+    assert_true(loop_run(&l, lock, redislock_release_async).ok);
+
+    /* A waiter woken by a release (its poll far off). */
+    bl = redislock_client_new(url);
+    assert_non_null(bl);
+    hold = redislock_new_from_client(bl, "sentinel:await");
+    waiter = redislock_new_from_client(cl, "sentinel:await");
+    assert_non_null(hold);
+    assert_non_null(waiter);
+    assert_int_equal(redislock_set_expire(hold, 30), REDISLOCK_OK);
+    assert_int_equal(redislock_set_wait_poll_ms(waiter, 30000), REDISLOCK_OK);
+    assert_true(tu_acquire(hold));
+    memset(&w, 0, sizeof w);
+    assert_int_equal(redislock_acquire_wait_async(waiter, 30000,
+                                                  tu_async_done, &w),
+                     REDISLOCK_OK);
+    m = connect_port(before);
+    TU_LOOP_UNTIL(&l, tu_info_num(m, "blocked_clients") >= 1, 10000,
+                  "the blocker's BLPOP on the master");
+    redisFree(m);
+    assert_true(tu_release(hold));
+    TU_LOOP_UNTIL(&l, w.calls == 1, 10000, "the woken waiter");
+    assert_int_equal(w.status, REDISLOCK_OK);
+    assert_true(w.ok);
+    assert_true(loop_run(&l, waiter, redislock_release_async).ok);
+
+    /* A failover, with acquire+release cycles going on through it. */
+    assert_true(sentinel_failover());
+    t0 = tu_now_ms();
+    while (after_ok < 3) {
+        if (tu_now_ms() - t0 > tu_deadline_ms(30000))
+            fail_msg("no acquire on a new master within 30 s (%d failed)",
+                     fails);
+        d = loop_run(&l, lock, redislock_acquire_async);
+        if (d.status != REDISLOCK_OK || !d.ok) {
+            fails++;                   /* during the failover */
+            continue;
+        }
+        now = ask_master_port();
+        if (now > 0 && now != before && has_key(now, "sentinel:async"))
+            after_ok++;
+        d = loop_run(&l, lock, redislock_release_async);
+        if (d.status != REDISLOCK_OK)
+            fails++;
+    }
+    printf("# loop client: master %d -> %d, %d operations failed during "
+           "the failover\n", before, ask_master_port(), fails);
+    redislock_free(lock);
+    redislock_free(waiter);
+    redislock_free(hold);
+    redislock_client_free(bl);
+    redislock_client_free(cl);
+}
+
 static void test_sentinel_failover_is_followed(void **state)
 {
     long long gap;
@@ -912,6 +1003,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_stale_answer_is_caught_by_role),
         cmocka_unit_test(test_the_tool_with_sentinels),
         cmocka_unit_test(test_sentinel_in_a_quorum),
+        cmocka_unit_test(test_async_finds_and_follows_the_master),
         cmocka_unit_test(test_sentinel_failover_is_followed),
         cmocka_unit_test(test_sentinel_failover_with_acks),
         cmocka_unit_test(test_killed_master_is_followed),
