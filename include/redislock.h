@@ -1690,9 +1690,13 @@ REDISLOCK_API int redislock_client_on_timer(redislock_client *client);
  * the client was freed first; when it comes from redislock_free(LOCK),
  * LOCK is being freed: do not use it).  The callback may start the next
  * operation on LOCK, free LOCK, or free the client (freed once the
- * callback has returned).  A command already written when its handle is
- * freed may still run on the server: an acquire that lands there holds
- * the key until its lease runs out.
+ * callback has returned).  A command queued or written when its handle
+ * is freed still goes out and may run on the server; what an acquire's
+ * (or a wait's) may take is given back once its reply is in, or it has
+ * failed: a twin with the handle's key and owner ID releases it
+ * (owner-checked, waking the next waiter) and leaves the waiters.  A
+ * reply that never comes leaves an acquire that lands later holding the
+ * key until its lease runs out; freeing the client gives nothing back.
  * @since 0.4.0
  */
 typedef void (*redislock_done_fn)(redislock *lock, int status, bool ok,
@@ -1719,8 +1723,8 @@ redislock_acquire_async(redislock *lock, redislock_done_fn fn, void *arg);
  * negative TIMEOUT_MS other than REDISLOCK_WAIT_FOREVER.
  * redislock_cancel_wait() ends it (REDISLOCK_ERR_CANCELED; noticed at
  * its next try or pause, within its poll interval); freeing the handle
- * ends it at once (REDISLOCK_ERR_CANCELED; its registration then lapses
- * on its own, within the poll interval plus 2 s).
+ * ends it at once (REDISLOCK_ERR_CANCELED; what it leaves behind is
+ * undone, see redislock_done_fn).
  *
  * No thread and no connection per waiter: a waiter refused the lock
  * pauses on a timer until its next try (its poll interval, see
@@ -1728,9 +1732,12 @@ redislock_acquire_async(redislock *lock, redislock_done_fn fn, void *arg);
  * ends), and its wake-ups come through one more connection per server
  * (per hash slot in a Cluster, up to 8 in all; waiters beyond poll) on
  * which one BLPOP waits on the wake-up lists of all the client's
- * waiters there.  Why that keeps wait.c's guarantees - no lost wake-up
- * (a wake-up stays in its list until a BLPOP names it: within about
- * 100 ms of a new list), one waiter per release, a holder that comes
+ * waiters there.  Why that keeps wait.c's guarantees - no wake-up lost
+ * for want of a BLPOP (a wake-up stays in its list until a BLPOP names
+ * it: within about 100 ms of a new list; one popped by a BLPOP whose
+ * connection dies is lost, as for a blocking waiter, and costs the
+ * waiters the turn's second and a poll), one waiter per release, a
+ * holder that comes
  * back queued behind the waiters already there (waiters of one client
  * are woken in the order their waits began), registrations that lapse
  * - is set out in src/async.c.

@@ -21,6 +21,7 @@
 #include "config.h"
 
 #include <poll.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -59,10 +60,13 @@ typedef struct lconn {
  * oldest waiter on that list that has none yet, which tries at once as a
  * woken waiter (its turn).  So a thousand waiters cost one connection,
  * not a thousand, and each release still wakes one waiter:
- * - no lost wake-up: a wake-up pushed before the BLPOP names its list
- *   stays in the list (see lib.lua's wake_next) until the next BLPOP,
- *   which the blocker sends at once after each reply; BLPOPs are short
- *   (BLOCK_MS), so a list joins within one of them;
+ * - no wake-up lost for want of a BLPOP: one pushed before the BLPOP
+ *   names its list stays in the list (see lib.lua's wake_next) until the
+ *   next BLPOP, which the blocker sends at once after each reply; BLPOPs
+ *   are short (BLOCK_MS), so a list joins within one of them; the lists
+ *   served least recently come first in it, so none starves.  (One
+ *   popped by a BLPOP whose connection then dies is lost, as in wait.c:
+ *   its waiters wait out the turn, 1 s, and their next poll);
  * - one waiter per wake-up: BLPOP pops one element for one client, and
  *   the blocker hands it to one waiter; a wake-up for a list none of
  *   whose waiters can use it (they left, or all have one) is passed on
@@ -73,9 +77,14 @@ typedef struct lconn {
  *   the scripts keep it behind those of other processes (the turn);
  * - registrations lapse as before: each waiter tries at its own poll
  *   interval, which renews its registration.
- * More blockers than MAX_BLOCKERS are not opened: waiters beyond them
- * poll (as a blocking waiter does when the pool is taken).  A blocker
- * whose BLPOP fails rests QUIET_MS; its waiters poll meanwhile. */
+ * More blockers than MAX_BLOCKERS are not opened (an idle one serves
+ * another slot): waiters beyond them poll (as a blocking waiter does
+ * when the pool is taken).  A blocker whose BLPOP fails rests QUIET_MS;
+ * its waiters poll meanwhile.  An error reply about the command or a
+ * list (NOPERM, WRONGTYPE) to a BLPOP that names several lists makes
+ * the blocker name them one at a time until it finds the list: only
+ * that list's waiters poll from then on (refused: for good, as wait.c's;
+ * else for this wait). */
 #define MAX_BLOCKERS 8
 #define BLOCK_MS 100                    /* one BLPOP's timeout */
 #define BLOCK_SECS "0.1"
@@ -94,7 +103,6 @@ typedef struct wkey {
     size_t wakelen;
     redislockp_aop *head, *tail;    /* its waiters, in the order they
                                      * began to wait */
-    int asked;                  /* named by the BLPOP under way */
 } wkey;
 
 struct blocker {
@@ -103,6 +111,10 @@ struct blocker {
     size_t node;                /* where C goes */
     wkey *keys;
     int blocking;               /* a BLPOP is under way */
+    size_t named;               /* ...naming this many lists */
+    wkey *one;                  /* ...the one, when it names one */
+    size_t probe;               /* lists to name one at a time, to find
+                                 * the one an error reply was about */
     long long quiet_until;      /* after a failure: no BLPOP before */
 };
 
@@ -178,6 +190,11 @@ struct redislockp_aop {
     int end_st;                 /* the error to report after a leave */
     redislock_error_info end_info;
     char end_msg[REDISLOCKP_ERRMSG_SIZE];
+    /* Its handle freed with its try on the wire (or registered): a twin
+     * with the same key and ID gives back what the try may take and
+     * leaves the waiters, once the try has ended (cleanup_start()). */
+    redislock *cleanup;
+    int cleanup_release, cleanup_leave, cleanup_woken;
     /* A handle's auto-renewal (renew): no callback, not lock->aop. */
     int renew;
     int renew_stale;            /* the renewal in flight no longer counts */
@@ -193,6 +210,7 @@ static void sync_loop(redislock_client *cl);
 static void send_leg(redislockp_aop *o);
 static void wait_stepped(redislockp_aop *o);
 static void renew_over(redislockp_aop *o);
+static void cleanup_start(redislockp_aop *o);
 static void renew_timer(redislockp_aop *o);
 static void wait_timer(redislockp_aop *o);
 static void part(redislockp_aop *o);
@@ -486,6 +504,7 @@ static void end(redislockp_aop *o, int status, bool ok)
 
 static void aop_free(redislockp_aop *o)
 {
+    redislock_free(o->cleanup);         /* (not started: the client goes) */
     redislockp_val_free(o->op.ack);
     redislockp_legs_end(&o->leg, 1);
     redislockp_free(o);
@@ -714,9 +733,12 @@ static void on_reply(void *arg, int status, redislockp_val **replies, int n,
 
     o->inflight = 0;
     if (o->lock == NULL || o->called) {
-        /* Its handle or client is gone: nothing to tell. */
+        /* Its handle or client is gone: nothing to tell; what its try
+         * may have left is undone. */
         for (i = 0; i < n; i++)
             redislockp_val_free(replies[i]);
+        if (o->cleanup != NULL)
+            cleanup_start(o);
         aop_done_with(o->cl->loop, o);
         return;
     }
@@ -1151,8 +1173,27 @@ static blocker *blocker_for(redislock_client *cl, const redislock *lock)
     for (i = 0; i < ls->nblockers; i++)
         if (ls->blockers[i]->slot == slot)
             return ls->blockers[i];
-    if (ls->nblockers == MAX_BLOCKERS)
+    if (ls->nblockers == MAX_BLOCKERS) {
+        /* All taken: one that nobody waits on any more (Cluster: another
+         * slot's, idle) serves this slot now. */
+        for (i = 0; i < ls->nblockers; i++) {
+            wkey *k;
+
+            b = ls->blockers[i];
+            for (k = b->keys; k != NULL && k->head == NULL; k = k->next)
+                ;
+            if (b->blocking || k != NULL)
+                continue;
+            while (b->keys != NULL) {
+                k = b->keys;
+                b->keys = k->next;
+                wkey_free(k);
+            }
+            b->slot = slot;             /* kick() moves its connection */
+            return b;
+        }
         return NULL;
+    }
     b = redislockp_calloc(1, sizeof *b);
     if (b == NULL)
         return NULL;
@@ -1168,7 +1209,7 @@ static void join(redislockp_aop *o)
 {
     redislock *lock = o->lock;
     blocker *b;
-    wkey *k;
+    wkey *k, **kp;
 
     if (o->wk != NULL || lock->waiting_refused)
         return;
@@ -1194,8 +1235,11 @@ static void join(redislockp_aop *o)
         memcpy(k->wake, lock->wake_key, lock->wake_keylen);
         k->wakelen = lock->wake_keylen;
         k->b = b;
-        k->next = b->keys;
-        b->keys = k;
+        /* At the end: a BLPOP serves the first list that has an element,
+         * so the lists served least recently come first (on_blpop()). */
+        for (kp = &b->keys; *kp != NULL; kp = &(*kp)->next)
+            ;
+        *kp = k;
     }
     o->wk = k;
     o->wnext = NULL;
@@ -1254,6 +1298,8 @@ static void kick(redislock_client *cl, blocker *b)
     }
     if (argc == 1)
         return;
+    if (b->probe > 0)
+        argc = 2;                       /* the first list alone */
     if (cl->sentinel) {
         long master;
 
@@ -1295,19 +1341,27 @@ static void kick(redislock_client *cl, blocker *b)
     if (argv != NULL && argvlen != NULL) {
         argv[0] = "BLPOP";
         argvlen[0] = 5;
-        argc = 1;
-        for (k = b->keys; k != NULL; k = k->next) {
-            argv[argc] = k->wake;
-            argvlen[argc++] = k->wakelen;
+        b->named = 0;
+        for (k = b->keys; k != NULL && (b->probe == 0 || b->named == 0);
+             k = k->next) {
+            argv[1 + b->named] = k->wake;
+            argvlen[1 + b->named++] = k->wakelen;
         }
+        b->one = b->named == 1 ? b->keys : NULL;
+        argc = 1 + b->named;
         argv[argc] = BLOCK_SECS;
         argvlen[argc++] = strlen(BLOCK_SECS);
         redislockp_cmd_init(&cmd);
         st = redislockp_cmd_append(&cmd, (int)argc, argv, argvlen);
+        /* Its reply within the BLPOP's timeout and some slack; and the
+         * connect's time too, while the connection is being made. */
         if (st == REDISLOCK_OK)
-            st = redislockp_aconn_send(&b->c.a, &cmd,
-                                       BLOCK_MS + BLOCK_SLACK_MS, on_blpop,
-                                       b, msg);
+            st = redislockp_aconn_send(
+                &b->c.a, &cmd,
+                BLOCK_MS + BLOCK_SLACK_MS +
+                    (b->c.a.state == REDISLOCKP_ACONN_READY
+                         ? 0 : b->c.url.connect_ms),
+                on_blpop, b, msg);
         redislockp_cmd_clear(&cmd);
     }
     redislockp_free(argv);
@@ -1317,8 +1371,6 @@ static void kick(redislock_client *cl, blocker *b)
         return;
     }
     b->blocking = 1;
-    for (k = b->keys; k != NULL; k = k->next)
-        k->asked = 1;
 }
 
 static void pass_done(redislock *lock, int status, bool ok, void *arg)
@@ -1332,6 +1384,23 @@ static void pass_done(redislock *lock, int status, bool ok, void *arg)
 static redislockp_aop *aop_new(redislock *lock, redislock_done_fn fn,
                                void *arg, int *st);
 
+/* Start a leave of H, a handle of the library's own (freed at its end),
+ * passing on a turn if WOKEN; best effort. */
+static void leave_of(redislock *h, int woken)
+{
+    redislockp_aop *o;
+    int st;
+
+    o = aop_new(h, pass_done, NULL, &st);
+    if (o == NULL) {
+        redislock_free(h);
+        return;
+    }
+    redislockp_op_begin(&o->op, h, REDISLOCKP_OP_LEAVE, REDISLOCKP_TRY_PLAIN);
+    o->op.woken = woken;
+    step(o);
+}
+
 /* A wake-up popped from K that none of its waiters can use: passed on
  * as a waiter that leaves would (best effort, by a handle of its own: a
  * wake-up lost costs the next waiter its poll interval). */
@@ -1339,19 +1408,84 @@ static void pass_on(redislock_client *cl, const wkey *k)
 {
     redislock *h = redislock_new_from_client_len(cl, k->key, k->keylen,
                                                  false);
-    redislockp_aop *o;
-    int st;
 
-    if (h == NULL)
-        return;
-    o = aop_new(h, pass_done, NULL, &st);
-    if (o == NULL) {
+    if (h != NULL)
+        leave_of(h, 1);
+}
+
+/* ---- A handle freed with a try under way ------------------------------ */
+
+#define CLEANUP_LEAVE 1
+#define CLEANUP_WOKEN 2
+
+/* The twin's release is over: then its leave, or the end. */
+static void cleanup_released(redislock *h, int status, bool ok, void *arg)
+{
+    int flags = (int)(intptr_t)arg;
+
+    (void)status;
+    (void)ok;
+    if (flags & CLEANUP_LEAVE)
+        leave_of(h, (flags & CLEANUP_WOKEN) != 0);
+    else
+        redislock_free(h);
+}
+
+static int start(redislock *lock, redislockp_op_kind kind,
+                 redislock_done_fn fn, void *arg);
+
+/* O's handle was freed while its try was on the wire, or while it was
+ * registered as a waiter; the try has ended (or there was none): its
+ * twin gives back what the try may have taken (an owner-checked
+ * release, which wakes the next waiter) and leaves the waiters (passing
+ * on a turn it was woken for). */
+static void cleanup_start(redislockp_aop *o)
+{
+    redislock *h = o->cleanup;
+    int flags = (o->cleanup_leave ? CLEANUP_LEAVE : 0) |
+                (o->cleanup_woken ? CLEANUP_WOKEN : 0);
+
+    o->cleanup = NULL;
+    if (o->cl->loop->closing) {
         redislock_free(h);
         return;
     }
-    redislockp_op_begin(&o->op, h, REDISLOCKP_OP_LEAVE, REDISLOCKP_TRY_PLAIN);
-    o->op.woken = 1;
-    step(o);
+    if (o->cleanup_release) {
+        if (start(h, REDISLOCKP_OP_RELEASE, cleanup_released,
+                  (void *)(intptr_t)flags) != REDISLOCK_OK)
+            redislock_free(h);
+        return;
+    }
+    leave_of(h, (flags & CLEANUP_WOKEN) != 0);
+}
+
+/* LOCK, about to be freed, had O pending: does what O's try or
+ * registration may leave behind need undoing?  Then a twin for it. */
+static void cleanup_plan(redislockp_aop *o, redislock *lock)
+{
+    int acquiring = o->inflight && o->op.kind == REDISLOCKP_OP_ACQUIRE;
+    int leaving = o->wait && o->op.kind != REDISLOCKP_OP_LEAVE &&
+                  !lock->waiting_refused &&
+                  (o->registered ||
+                   (acquiring && o->op.how != REDISLOCKP_TRY_PLAIN));
+    redislock *h;
+
+    if ((!acquiring && !leaving) || o->cl->loop->closing)
+        return;
+    h = redislock_new_from_client_len(o->cl, lock->key, lock->keylen,
+                                      lock->mode == REDISLOCKP_MODE_COUNTED);
+    if (h == NULL)
+        return;                         /* as before: it lapses */
+    if (redislock_set_id(h, lock->id) != REDISLOCK_OK) {
+        redislock_free(h);
+        return;
+    }
+    h->wakeups = lock->wakeups;
+    h->wakeups_refused = lock->wakeups_refused;
+    o->cleanup = h;
+    o->cleanup_release = acquiring;
+    o->cleanup_leave = leaving;
+    o->cleanup_woken = o->woken || o->try_woken;
 }
 
 /* A wake-up from K: to its oldest waiter that has none. */
@@ -1384,8 +1518,6 @@ static void on_blpop(void *arg, int status, redislockp_val **replies, int n,
     (void)sent;
     (void)errmsg;
     b->blocking = 0;
-    for (k = b->keys; k != NULL; k = k->next)
-        k->asked = 0;
     cl = b->c.ls != NULL ? b->c.ls->cl : NULL;
     if (cl == NULL || cl->loop->closing) {
         for (i = 0; i < n; i++)
@@ -1402,45 +1534,77 @@ static void on_blpop(void *arg, int status, redislockp_val **replies, int n,
         size_t len;
         const char *s = redislockp_val_str(name, &len);
 
-        for (k = b->keys; s != NULL && k != NULL; k = k->next)
+        wkey **kp;
+
+        for (kp = &b->keys; s != NULL && (k = *kp) != NULL; kp = &k->next)
             if (k->wakelen == len && memcmp(k->wake, s, len) == 0) {
+                /* To the end of the list of lists: no list starves
+                 * behind one that is served again and again. */
+                *kp = k->next;
+                k->next = NULL;
+                while (*kp != NULL)
+                    kp = &(*kp)->next;
+                *kp = k;
                 give(cl, k);
                 break;
             }
     } else if (redislockp_val_type(r) == REDISLOCKP_V_ERROR) {
-        size_t len;
-        const char *s = redislockp_val_str(r, &len);
+        redislockp_res res;
 
-        quiet = 1;
-        if (s != NULL && len >= 6 && memcmp(s, "NOPERM", 6) == 0) {
-            /* The user may not BLPOP (or read these lists): its waiters
-             * leave the queue and poll. */
-            for (k = b->keys; k != NULL; k = k->next) {
-                redislockp_aop *o, *next;
+        redislockp_classify(r, cl->cluster, cl->sentinel, &res);
+        if (res.kind == REDISLOCKP_MOVED || res.kind == REDISLOCKP_ASK ||
+            res.kind == REDISLOCKP_RETRY ||
+            res.kind == REDISLOCKP_NOT_MASTER ||
+            res.kind == REDISLOCKP_CLOSING) {
+            /* About the route: MOVED (the lists moved with their slot) -
+             * the map learns the new master, where the next BLPOP goes;
+             * ASK, TRYAGAIN, a demoted master: the map is read again, or
+             * the sentinels asked. */
+            redislockp_exec_learn(cl, b->node, &res);
+            quiet = 1;
+        } else if (b->named > 1) {
+            /* About the command or one of the lists (NOPERM: the user
+             * may not BLPOP, or not this list; WRONGTYPE...): name them
+             * one at a time to find out which. */
+            b->probe = b->named;
+        } else if (b->one != NULL) {
+            /* That list's waiters poll: refused (NOPERM), out of the
+             * queue for good, as wait.c's; else for this wait. */
+            const char *s;
+            size_t len;
+            redislockp_aop *o, *next;
+            int noperm;
 
-                for (o = k->head; o != NULL; o = next) {
-                    next = o->wnext;
+            s = redislockp_val_str(r, &len);
+            noperm = s != NULL && len >= 6 && memcmp(s, "NOPERM", 6) == 0;
+            for (o = b->one->head; o != NULL; o = next) {
+                next = o->wnext;
+                if (noperm) {
                     o->lock->waiting_refused = 1;
                     o->leave_first = o->registered;
-                    part(o);
                 }
+                part(o);
             }
-        } else if (cl->cluster) {
-            redislockp_res res;
-
-            /* MOVED (the lists moved with their slot): the map learns
-             * the new master, where the next BLPOP goes; ASK, TRYAGAIN
-             * and the like: the map is read again. */
-            redislockp_classify(r, 1, 0, &res);
-            redislockp_exec_learn(cl, b->node, &res);
-        } else if (cl->sentinel) {
-            redislockp_route_stale(cl); /* READONLY, UNBLOCKED: demoted */
         }
     } else if (redislockp_val_type(r) != REDISLOCKP_V_NIL) {
         quiet = 1;                      /* not a BLPOP's reply */
     }
     for (i = 0; i < n; i++)
         redislockp_val_free(replies[i]);
+    if (b->probe > 0 && b->one != NULL) {
+        /* That one is done: the next list, at the head, is probed next. */
+        wkey **kp = &b->keys;
+
+        b->probe--;
+        if (*kp == b->one && b->one->next != NULL) {
+            *kp = b->one->next;
+            b->one->next = NULL;
+            while (*kp != NULL)
+                kp = &(*kp)->next;
+            *kp = b->one;
+        }
+    }
+    b->one = NULL;
     if (quiet)
         b->quiet_until = redislockp_now_ms() + QUIET_MS;
     kick(cl, b);
@@ -1600,6 +1764,7 @@ static void wait_tried(redislockp_aop *o)
         /* May not use the waiters' keys: a plain try now, and polls. */
         lock->waiting_refused = 1;
         o->fallback = 1;
+        o->leave_first = 0;             /* (this leave is the one) */
         part(o);
         if (o->registered)
             leave_then(o, 0, A_PLAIN);
@@ -2150,7 +2315,9 @@ int redislock_acquire_wait_async(redislock *lock, long long timeout_ms,
     o->deadline = timeout_ms == REDISLOCK_WAIT_FOREVER ||
                           timeout_ms > (1LL << 60)
                       ? (1LL << 60) + now : now + timeout_ms;
-    if (cancel_asked(lock)) {           /* asked before the call */
+    /* A loss auto-renewal declared goes first (the first try reports
+     * it), as in wait.c; then a cancel asked before the call. */
+    if (!redislockp_renew_lost_pending(lock) && cancel_asked(lock)) {
         o->wstate = W_TRY;
         wait_canceled(o);               /* (its callback: a timer at 0) */
     } else {
@@ -2171,10 +2338,13 @@ void redislockp_async_forget(redislock *lock)
     cl = o->cl;
     ls = cl->loop;
     lock->aop = NULL;
+    cleanup_plan(o, lock);
     part(o);
     o->lock = NULL;
     o->parked = 0;
     set_timer(o, 0);
+    if (o->cleanup != NULL && !o->inflight)
+        cleanup_start(o);               /* nothing on the wire to wait for */
     if (!o->called) {
         o->called = 1;
         /* The callback may free the client: after O is done with. */

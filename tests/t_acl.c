@@ -25,7 +25,7 @@ static redisContext *c;                 /* the default user: every right */
 
 static const char *const users[] = {
     "lock-gozero", "lock-wait", "lock-fence", "lock-counted", "lock-status",
-    "lock-all", "lock-partial"
+    "lock-all", "lock-partial", "lock-probe"
 };
 
 /* What a rule allows, as doc/acl.md says ("Without a feature's rights"):
@@ -676,6 +676,64 @@ static void test_async_blpop_refused_polls(void **state)
     redisFree(u);
 }
 
+/* Two locks' waiters share the loop's blocker, and the user may not pop
+ * one lock's wake-up list: that lock's waiters poll, the other's are
+ * still woken (the blocker finds which list the refusal was about). */
+static void test_async_one_list_refused(void **state)
+{
+    const char *ka = "aclw:ka", *kb = "aclw:kb";
+    redislock_client *cl;
+    redislock *ha, *hb, *wa, *wb;
+    tu_async da = { 0 }, db = { 0 };
+    long long t0;
+    tu_loop l;
+
+    if (!acl_check_cmd())
+        return;
+    tu_cmd_ok(c, "DEL %s {%s}:waiters {%s}:wake {%s}:turn %s {%s}:waiters "
+              "{%s}:wake {%s}:turn", ka, ka, ka, ka, kb, kb, kb, kb);
+    tu_cmd_ok(c, "ACL SETUSER lock-probe on >secret +@all ~%s ~{%s}:* ~%s "
+              "~{%s}:waiters ~{%s}:turn ~{%s}:fence", ka, ka, kb, kb, kb,
+              kb);
+    cl = attached_as("lock-probe", &l);
+    ha = tu_new_lock(state, c, ka);
+    hb = tu_new_lock(state, c, kb);
+    assert_int_equal(redislock_set_expire(ha, 30), REDISLOCK_OK);
+    assert_int_equal(redislock_set_expire(hb, 30), REDISLOCK_OK);
+    assert_true(tu_acquire(ha));
+    assert_true(tu_acquire(hb));
+    wa = mode_lock(state, cl, ka);
+    wb = mode_lock(state, cl, kb);
+    assert_int_equal(redislock_set_wait_poll_ms(wa, 60000), REDISLOCK_OK);
+    assert_int_equal(redislock_set_wait_poll_ms(wb, 300), REDISLOCK_OK);
+    assert_int_equal(tu_async_wait_start(wb, 20000, &db), REDISLOCK_OK);
+    assert_int_equal(tu_async_wait_start(wa, 20000, &da), REDISLOCK_OK);
+    /* KB's waiter, refused its list, leaves the queue to poll. */
+    TU_LOOP_UNTIL(&l, tu_pttl(c, "{aclw:kb}:waiters", 17) > 0, 5000,
+                  "KB's waiter registered");
+    TU_LOOP_UNTIL(&l, tu_info_num(c, "blocked_clients") >= 1 &&
+                          tu_pttl(c, "{aclw:kb}:waiters", 17) == -2, 5000,
+                  "the blocker on KA's list, KB's waiter out of the queue");
+    t0 = tu_now_ms();
+    assert_true(tu_release(ha));
+    TU_LOOP_UNTIL(&l, da.calls == 1, 5000, "KA's waiter");
+    expect_ok(wa, da.status);
+    assert_true(da.ok);
+    if (tu_now_ms() - t0 > 2000)
+        fail_msg("KA's waiter took %lld ms: not woken", tu_now_ms() - t0);
+    assert_true(tu_release(hb));
+    TU_LOOP_UNTIL(&l, db.calls == 1, 5000, "KB's polling waiter");
+    expect_ok(wb, db.status);
+    assert_true(db.ok);
+    assert_true(async_release(&l, wa));
+    assert_true(async_release(&l, wb));
+    redislock_free(wa);
+    redislock_free(wb);
+    redislock_free(ha);
+    redislock_free(hb);
+    redislock_client_free(cl);
+}
+
 /* And a waiter's try refused on the loop (no ZREM): the same try goes
  * again as a plain one and takes the lock. */
 static void test_async_waiter_refused_before_it_takes(void **state)
@@ -909,6 +967,7 @@ int main(void)
         BOTH(test_blpop_refused_polls),
         BOTH(test_async_waiter_refused_before_it_takes),
         BOTH(test_async_blpop_refused_polls),
+        BOTH(test_async_one_list_refused),
         BOTH(test_no_script_rights),
         { "test_refusal_shows_the_key_readably",
           test_refusal_shows_the_key_readably, NULL, delete_users,

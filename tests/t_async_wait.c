@@ -239,7 +239,10 @@ static void test_cancel(void **state)
 }
 
 /* Freeing a waiting handle ends its wait (CANCELED, from inside the
- * free); the other waiters go on, and the next release wakes one. */
+ * free) and takes it out of the waiters at once (its poll interval would
+ * keep its registration a minute); the other waiters go on, and the
+ * next release wakes one.  A waiter freed while its first try, which
+ * finds the lock free, is on the wire: what the try took is given back. */
 static void test_free_waiting_handle(void **state)
 {
     redisContext *hc = tu_connect();
@@ -254,6 +257,7 @@ static void test_free_waiting_handle(void **state)
     h = hold(hc, state, key);
     w1 = mode_lock(state, cl, key);
     w2 = mode_lock(state, cl, key);
+    assert_int_equal(redislock_set_wait_poll_ms(w1, NO_POLL_MS), REDISLOCK_OK);
     assert_int_equal(redislock_set_wait_poll_ms(w2, NO_POLL_MS), REDISLOCK_OK);
     assert_int_equal(tu_async_wait_start(w1, 60000, &d1), REDISLOCK_OK);
     assert_int_equal(tu_async_wait_start(w2, 60000, &d2), REDISLOCK_OK);
@@ -261,14 +265,25 @@ static void test_free_waiting_handle(void **state)
     redislock_free(w1);
     assert_int_equal(d1.calls, 1);
     assert_int_equal(d1.status, REDISLOCK_ERR_CANCELED);
-    /* The freed waiter's registration stands until it lapses: the
-     * release may wake it first - its wake-up is then passed on. */
+    RUN_UNTIL(base, waiters(conn, key) == 1, 5000,
+              "the freed waiter out of the waiters");
     assert_int_equal(redislock_release(h, &ok), REDISLOCK_OK);
     RUN_UNTIL(base, d2.calls == 1, 10000, "the other waiter's callback");
     assert_int_equal(d2.status, REDISLOCK_OK);
     assert_true(d2.ok);
     assert_int_equal(redislock_release(w2, &ok), REDISLOCK_OK);
     assert_true(ok);
+    /* Freed with its first try on the wire, the lock free: taken, then
+     * given back at once (a 60 s lease). */
+    w1 = mode_lock(state, cl, key);
+    assert_int_equal(redislock_set_expire_ms(w1, 60000), REDISLOCK_OK);
+    memset(&d1, 0, sizeof d1);
+    assert_int_equal(tu_async_wait_start(w1, 60000, &d1), REDISLOCK_OK);
+    redislock_free(w1);
+    assert_int_equal(d1.status, REDISLOCK_ERR_CANCELED);
+    RUN_UNTIL(base, tu_pttl(conn, key, strlen(key)) == -2 &&
+                        waiters(conn, key) == 0, 5000,
+              "the freed waiter's try given back");
     redislock_free(w2);
     redislock_free(h);
     redislock_client_free(cl);
@@ -548,7 +563,7 @@ int main(void)
         TU_BOTH_MODES(test_woken_by_release),
         TU_BOTH_MODES(test_deadline_and_arguments),
         TU_BOTH_MODES(test_cancel),
-        cmocka_unit_test(test_free_waiting_handle),
+        TU_BOTH_MODES(test_free_waiting_handle),
         TU_BOTH_MODES(test_returning_holder_queues),
         TU_BOTH_MODES(test_thousand_waiters),
         cmocka_unit_test(test_blocker_killed),
