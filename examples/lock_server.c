@@ -26,6 +26,7 @@
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -218,8 +219,18 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
     bufferevent_enable(c->bev, EV_READ | EV_WRITE);
 }
 
+/* SIGTERM, SIGINT: stop serving; main() frees everything. */
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+    (void)sig;
+    (void)what;
+    (void)arg;
+    event_base_loopbreak(base);
+}
+
 int main(int argc, char **argv)
 {
+    struct event *term, *intr;
     struct evconnlistener *listener;
     struct sockaddr_in sin;
     socklen_t len = sizeof sin;
@@ -260,10 +271,21 @@ int main(int argc, char **argv)
         perror("lock_server: getsockname");
         return 1;
     }
+    term = evsignal_new(base, SIGTERM, on_signal, NULL);
+    intr = evsignal_new(base, SIGINT, on_signal, NULL);
+    if (term == NULL || intr == NULL || evsignal_add(term, NULL) != 0 ||
+        evsignal_add(intr, NULL) != 0) {
+        fprintf(stderr, "lock_server: cannot catch signals\n");
+        return 1;
+    }
     printf("lock_server: listening on 127.0.0.1:%d\n", ntohs(sin.sin_port));
     fflush(stdout);
     event_base_dispatch(base);
+    /* Requests under way end (their callbacks: CANCELED) with the
+     * client. */
     evconnlistener_free(listener);
+    event_free(term);
+    event_free(intr);
     redislock_client_free(client);
     event_base_free(base);
     return 0;

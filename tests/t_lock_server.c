@@ -187,6 +187,7 @@ int main(void)
     };
     const char *builddir = getenv("REDISLOCK_TEST_BUILDDIR");
     char path[512];
+    int st;
 
     snprintf(path, sizeof path, "%s/examples/lock_server",
              builddir != NULL ? builddir : ".");
@@ -196,5 +197,7 @@ int main(void)
     }
     signal(SIGPIPE, SIG_IGN);
     conn = tu_connect();
-    return TU_RUN(tests, group_setup, group_teardown);
+    st = TU_RUN(tests, group_setup, group_teardown);
+    redisFree(conn);
+    return st;
 }
