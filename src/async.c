@@ -1943,10 +1943,11 @@ static void renew_timer(redislockp_aop *o)
     pthread_mutex_unlock(&cl->wd_mu);
     if (why != 0) {
         o->renew_stale = o->inflight;   /* its answer comes too late */
+        o->parked = 0;
         renew_lost(o, why);
         return;
     }
-    if (o->inflight) {                  /* unanswered so far */
+    if (o->inflight || o->parked) {     /* unanswered so far */
         set_timer(o, l->renew_until);
         return;
     }
@@ -1978,7 +1979,7 @@ static void renew_timer(redislockp_aop *o)
     o->redirects = o->retries = o->map_reads = 0;
     o->end_all = now + redislockp_client_url(cl).command_ms;
     send_leg(o);
-    if (o->lock != NULL && o->inflight)
+    if (o->lock != NULL && (o->inflight || o->parked))
         set_timer(o, l->renew_until);   /* no answer by then: lost */
 }
 
