@@ -324,6 +324,39 @@ static int own_connections(redisContext *c)
     return n;
 }
 
+/* An error while waiting (the key made a list: WRONGTYPE) ends the
+ * wait with that error, and the waiter leaves the waiters first (the
+ * error reported is the try's, not the leave's). */
+static void test_error_while_waiting(void **state)
+{
+    redisContext *hc = tu_connect();
+    struct event_base *base;
+    redislock_client *cl = attached(&base);
+    char key[64];
+    redislock *h, *w;
+    tu_async d = { 0 };
+
+    tu_key(key, sizeof key, "await:wrongtype");
+    h = hold(hc, state, key);
+    w = mode_lock(state, cl, key);
+    assert_int_equal(redislock_set_wait_poll_ms(w, 100), REDISLOCK_OK);
+    assert_int_equal(tu_async_wait_start(w, 20000, &d), REDISLOCK_OK);
+    RUN_UNTIL(base, registered(conn, key, w), 5000, "the waiter registered");
+    tu_cmd_ok(conn, "DEL %s", key);
+    tu_cmd_ok(conn, "RPUSH %s not-a-lock", key);
+    RUN_UNTIL(base, d.calls == 1, 5000, "the failed wait");
+    assert_int_equal(d.status, REDISLOCK_ERR_SERVER);
+    assert_false(d.ok);
+    assert_non_null(strstr(redislock_last_error(w), "WRONGTYPE"));
+    assert_false(registered(conn, key, w));
+    tu_cmd_ok(conn, "DEL %s", key);
+    redislock_free(w);
+    redislock_free(h);
+    redislock_client_free(cl);
+    event_base_free(base);
+    redisFree(hc);
+}
+
 /* Who had the lock, in order (the turns' test and the thousand's). */
 typedef struct order {
     redislock **locks;
@@ -564,6 +597,7 @@ int main(void)
         TU_BOTH_MODES(test_deadline_and_arguments),
         TU_BOTH_MODES(test_cancel),
         TU_BOTH_MODES(test_free_waiting_handle),
+        TU_BOTH_MODES(test_error_while_waiting),
         TU_BOTH_MODES(test_returning_holder_queues),
         TU_BOTH_MODES(test_thousand_waiters),
         cmocka_unit_test(test_blocker_killed),

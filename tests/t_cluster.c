@@ -1585,6 +1585,46 @@ static void test_async_waiters(void **state)
         fail_msg("the waiters took %lld ms after the releases",
                  tu_now_ms() - t0);
 
+    /* Waiters on ten more slots, one after the other: the client keeps at
+     * most 8 blockers, and an idle one serves the next slot (its waiter is
+     * still woken, not found by its poll). */
+    for (i = 0; i < 10; i++) {
+        char k[32];
+        redislock *h, *wt;
+        tu_async seen1;
+
+        snprintf(k, sizeof k, "{awr%d}:lock", i);
+        h = redislock_new_from_client(cl, k);
+        wt = redislock_new_from_client(cl, k);
+        assert_non_null(h);
+        assert_non_null(wt);
+        assert_int_equal(redislock_set_expire(h, 20), REDISLOCK_OK);
+        assert_int_equal(redislock_set_wait_poll_ms(wt, 20000), REDISLOCK_OK);
+        assert_true(tu_acquire(h));
+        memset(&seen1, 0, sizeof seen1);
+        assert_int_equal(redislock_acquire_wait_async(wt, 60000,
+                                                      tu_async_done, &seen1),
+                         REDISLOCK_OK);
+        {
+            redisContext *c = connect_port(master_of(
+                redislockp_key_slot(k, strlen(k))));
+
+            TU_LOOP_UNTIL(&l, tu_info_num(c, "blocked_clients") >= 1, 10000,
+                          "a blocker's BLPOP on the key's master");
+            redisFree(c);
+        }
+        t0 = tu_now_ms();
+        assert_true(tu_release(h));
+        TU_LOOP_UNTIL(&l, seen1.calls == 1, 10000, "the woken waiter");
+        assert_true(seen1.ok);
+        if (tu_now_ms() - t0 > 5000)
+            fail_msg("waiter %d took %lld ms: not woken", i,
+                     tu_now_ms() - t0);
+        assert_true(async_run(&l, wt, redislock_release_async).ok);
+        redislock_free(h);
+        redislock_free(wt);
+    }
+
     /* A waiter whose slot moves while it waits. */
     from = master_of(slot);
     to = other_master(from);

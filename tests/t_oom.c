@@ -330,9 +330,98 @@ static void test_release_with_hiredis_allocation_failure(void **state)
 }
 #endif
 
+/* The loop API, swept: a waiter on a held lock (its try, registration,
+ * the blocker and its BLPOP, the pause, the deadline's leave), with the
+ * Nth allocation failing (PERSIST: and every one after it).  The start
+ * is refused with REDISLOCK_ERR_NOMEM, or the callback comes exactly once
+ * with some status; nothing crashes or leaks, and the loop stays usable:
+ * with allocations back, the same handle acquires once the holder has
+ * released. */
+static void sweep_loop(int persist)
+{
+    unsigned long n;
+    int refused = 0, ended = 0;
+    char url[128];
+
+    tu_url(url, sizeof url);
+    for (n = 1; n < 400; n++) {
+        redislock_client *cl = NULL;
+        redislock *holder, *w;
+        tu_async d = { 0 }, r = { 0 };
+        tu_loop l;
+        long long end;
+        int st;
+        unsigned long used;
+
+        assert_int_equal(redislock_client_open(url, &cl, NULL, 0),
+                         REDISLOCK_OK);
+        assert_int_equal(tu_loop_attach(&l, cl), REDISLOCK_OK);
+        holder = redislock_new(c, "oom:loop");
+        w = redislock_new_from_client(cl, "oom:loop");
+        assert_non_null(holder);
+        assert_non_null(w);
+        assert_true(tu_acquire(holder));
+        assert_int_equal(redislock_set_wait_poll_ms(w, 50), REDISLOCK_OK);
+        redislockp_fi_fail_at(n, persist);
+        st = tu_async_wait_start(w, 150, &d);
+        if (st != REDISLOCK_OK) {
+            assert_int_equal(st, REDISLOCK_ERR_NOMEM);
+            refused++;
+        } else {
+            end = tu_now_ms() + tu_deadline_ms(5000);
+            while (d.calls == 0 && tu_now_ms() < end)
+                tu_loop_once(&l, 20);
+            assert_int_equal(d.calls, 1);
+            assert_false(d.ok);         /* held all along */
+            ended++;
+        }
+        used = redislockp_fi_count();
+        redislockp_fi_fail_at(0, 0);
+        /* The loop works again: the lock free, the same handle takes
+         * it. */
+        assert_true(tu_release(holder));
+        assert_int_equal(tu_async_start(redislock_acquire_async, w, &r),
+                         REDISLOCK_OK);
+        TU_LOOP_UNTIL(&l, r.calls == 1, 5000, "the acquire afterwards");
+        assert_int_equal(r.status, REDISLOCK_OK);
+        assert_true(r.ok);
+        memset(&r, 0, sizeof r);
+        assert_int_equal(tu_async_start(redislock_release_async, w, &r),
+                         REDISLOCK_OK);
+        TU_LOOP_UNTIL(&l, r.calls == 1, 5000, "the release afterwards");
+        redislock_free(w);
+        redislock_free(holder);
+        redislock_client_free(cl);
+        tu_cmd_ok(c, "DEL oom:loop {oom:loop}:waiters {oom:loop}:wake "
+                  "{oom:loop}:turn");
+        if (used < n)
+            break;                      /* nothing failed: all swept */
+    }
+    print_message("# the loop, %s failure: %lu allocations swept, %d "
+                  "starts refused, %d waits ended\n",
+                  persist ? "persistent" : "single", n - 1, refused, ended);
+    assert_true(n < 400);
+    assert_true(refused > 0);
+    assert_true(ended > 0);
+}
+
+static void test_loop_with_single_allocation_failure(void **state)
+{
+    (void)state;
+    sweep_loop(0);
+}
+
+static void test_loop_with_persistent_allocation_failure(void **state)
+{
+    (void)state;
+    sweep_loop(1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_loop_with_single_allocation_failure),
+        cmocka_unit_test(test_loop_with_persistent_allocation_failure),
         cmocka_unit_test(test_new_with_single_allocation_failure),
         cmocka_unit_test(test_new_with_persistent_allocation_failure),
         cmocka_unit_test(test_lock_operations_do_not_allocate),
