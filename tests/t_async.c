@@ -1036,6 +1036,33 @@ static void test_unreachable_loss_on_the_loop(void **state)
     event_base_free(base);
 }
 
+/* Renewal withheld on the loop: past the hold cap, and without
+ * heartbeats, the lease runs out and the loss says why. */
+static void test_withheld_renewal_on_the_loop(void **state)
+{
+    struct event_base *base;
+    redislock_client *cl = attached(tcp_url, &base);
+    char key1[64], key2[64];
+    redislock *capped, *silent;
+    lost_rec r1, r2;
+
+    tu_key(key1, sizeof key1, "async:cap");
+    tu_key(key2, sizeof key2, "async:beat");
+    capped = renewed_holder(state, cl, base, key1, 300, &r1);
+    assert_int_equal(redislock_set_max_hold_ms(capped, 400), REDISLOCK_OK);
+    silent = renewed_holder(state, cl, base, key2, 300, &r2);
+    assert_int_equal(redislock_set_heartbeat_ms(silent, 150), REDISLOCK_OK);
+    RUN_UNTIL(base, r1.calls == 1 && r2.calls == 1, 10000,
+              "both losses");
+    assert_int_equal(r1.reason, REDISLOCK_LOST_MAX_HOLD);
+    assert_int_equal(r2.reason, REDISLOCK_LOST_NO_HEARTBEAT);
+    assert_true(pthread_equal(r1.thread, pthread_self()));
+    redislock_free(capped);
+    redislock_free(silent);
+    redislock_client_free(cl);
+    event_base_free(base);
+}
+
 /* The handle freed from its own loss callback. */
 static void free_in_lost(redislock *lock, void *arg)
 {
@@ -1085,6 +1112,7 @@ int main(void)
         TU_BOTH_MODES(test_loss_on_the_loop),
         cmocka_unit_test(test_unreachable_loss_on_the_loop),
         cmocka_unit_test(test_free_in_loss_callback),
+        cmocka_unit_test(test_withheld_renewal_on_the_loop),
     };
 
     tu_url(tcp_url, sizeof tcp_url);
