@@ -1175,21 +1175,20 @@ static blocker *blocker_for(redislock_client *cl, const redislock *lock)
             return ls->blockers[i];
     if (ls->nblockers == MAX_BLOCKERS) {
         /* All taken: one that nobody waits on any more (Cluster: another
-         * slot's, idle) serves this slot now. */
+         * slot's) serves this slot now.  A BLPOP of its may still be
+         * under way: its lists stay until it ends (a wake-up it pops is
+         * passed on), and the next one names this slot's lists, on this
+         * slot's master (kick()). */
         for (i = 0; i < ls->nblockers; i++) {
             wkey *k;
 
             b = ls->blockers[i];
             for (k = b->keys; k != NULL && k->head == NULL; k = k->next)
                 ;
-            if (b->blocking || k != NULL)
+            if (k != NULL)
                 continue;
-            while (b->keys != NULL) {
-                k = b->keys;
-                b->keys = k->next;
-                wkey_free(k);
-            }
-            b->slot = slot;             /* kick() moves its connection */
+            b->slot = slot;
+            b->probe = 0;
             return b;
         }
         return NULL;

@@ -1568,10 +1568,14 @@ static void test_async_waiters(void **state)
     for (i = 0; i < 3; i++) {
         redisContext *c = connect_port(master_of(
             redislockp_key_slot(keys[i], strlen(keys[i]))));
+        char wk[40];
 
-        TU_LOOP_UNTIL(&l, tu_info_num(c, "blocked_clients") >= 1, 10000,
-                      "a blocker's BLPOP on the key's master");
+        snprintf(wk, sizeof wk, "{aw%d}:lock:waiters", i);
+        TU_LOOP_UNTIL(&l, tu_pttl(c, wk, strlen(wk)) > 0 &&
+                              tu_info_num(c, "blocked_clients") >= 1,
+                      10000, "the waiter registered, a BLPOP on its master");
         redisFree(c);
+        assert_int_equal(seen[i].calls, 0);
     }
     t0 = tu_now_ms();
     for (i = 0; i < 3; i++) {
@@ -1608,11 +1612,16 @@ static void test_async_waiters(void **state)
         {
             redisContext *c = connect_port(master_of(
                 redislockp_key_slot(k, strlen(k))));
+            char wk[40];
 
-            TU_LOOP_UNTIL(&l, tu_info_num(c, "blocked_clients") >= 1, 10000,
-                          "a blocker's BLPOP on the key's master");
+            snprintf(wk, sizeof wk, "{awr%d}:lock:waiters", i);
+            TU_LOOP_UNTIL(&l, tu_pttl(c, wk, strlen(wk)) > 0, 10000,
+                          "the waiter registered on the key's master");
             redisFree(c);
         }
+        assert_int_equal(seen1.calls, 0);
+        print_message("# waiter %d (slot %u)\n", i,
+                      redislockp_key_slot(k, strlen(k)));
         t0 = tu_now_ms();
         assert_true(tu_release(h));
         TU_LOOP_UNTIL(&l, seen1.calls == 1, 10000, "the woken waiter");
@@ -1641,8 +1650,11 @@ static void test_async_waiters(void **state)
                                                   &moved), REDISLOCK_OK);
     src = connect_port(from);
     dst = connect_port(to);
-    TU_LOOP_UNTIL(&l, tu_info_num(src, "blocked_clients") >= 1, 10000,
-                  "the blocker's BLPOP on the slot's master");
+    TU_LOOP_UNTIL(&l, tu_pttl(src, "{awt}:lock:waiters", 18) > 0 &&
+                          tu_info_num(src, "blocked_clients") >= 1, 10000,
+                  "the waiter registered, the blocker's BLPOP on the slot's "
+                  "master");
+    assert_int_equal(moved.calls, 0);
     tu_cmd_ok(dst, "CLUSTER SETSLOT %u IMPORTING %s", slot, from_id);
     tu_cmd_ok(src, "CLUSTER SETSLOT %u MIGRATING %s", slot, to_id);
     for (i = 0; i < 10; i++) {
@@ -1664,6 +1676,7 @@ static void test_async_waiters(void **state)
     /* Its BLPOP is answered MOVED: the blocker follows to TO. */
     TU_LOOP_UNTIL(&l, tu_info_num(dst, "blocked_clients") >= 1, 10000,
                   "the blocker's BLPOP on the slot's new master");
+    assert_int_equal(moved.calls, 0);
     t0 = tu_now_ms();
     assert_true(tu_release(o));
     TU_LOOP_UNTIL(&l, moved.calls == 1, 10000, "the moved waiter");
