@@ -1152,10 +1152,14 @@ void test_async(redislockpp::client &blocking)
                !got_ok && !w.owns_lock(),
            "async_try_lock_for: false at the deadline");
         w.async_try_lock_for(std::chrono::seconds(30), note);
+        // Registered as a waiter (refused) before the release.
+        bool waiting = pl_until(ac.get(), l, [&] {
+            return cmd("ZCARD", "{" + key("async-wait") + "}:waiters") == "1";
+        });
         holder.unlock();
-        ok(pl_until(ac.get(), l, [&] { return calls == 8; }) && !got &&
-               got_ok && w.owns_lock(),
-           "async_try_lock_for: woken by the release, owned");
+        ok(waiting && pl_until(ac.get(), l, [&] { return calls == 8; }) &&
+               !got && got_ok && w.owns_lock(),
+           "async_try_lock_for: waited, woken by the release, owned");
         w.async_unlock(note);
         ok(pl_until(ac.get(), l, [&] { return calls == 9; }) && got_ok &&
                !w.owns_lock(),
