@@ -484,6 +484,29 @@ static void test_free_handle_pending(void **state)
 /* Freeing the client with operations pending: each callback gets
  * CANCELED, once; freeing it from its own callback waits for that to
  * return. */
+/* A CANCELED callback that starts another operation: what the start
+ * returned goes to D's status. */
+static redislock *restart_target;
+
+static void restart_in_cancel(redislock *lock, int status, bool ok,
+                              void *arg)
+{
+    tu_async *d = arg;
+
+    (void)lock;
+    (void)ok;
+    d->calls++;
+    d->status = status == REDISLOCK_ERR_CANCELED
+                    ? redislock_acquire_async(restart_target, tu_async_done,
+                                              d)
+                    : status;
+}
+
+struct lost_rec;
+static redislock *renewed_holder(void **state, redislock_client *cl,
+                                 struct event_base *base, const char *key,
+                                 long long ms, struct lost_rec *rec);
+
 static void test_free_client_pending(void **state)
 {
     struct event_base *base;
@@ -508,6 +531,24 @@ static void test_free_client_pending(void **state)
         assert_int_equal(d[i].status, REDISLOCK_ERR_CANCELED);
         redislock_free(locks[i]);
     }
+    event_base_free(base);
+
+    /* A handle renewed by the loop, and a start from a CANCELED callback
+     * while the client is being freed (refused: INVALID). */
+    cl = attached(tcp_url, &base);
+    memset(d, 0, sizeof d);
+    locks[0] = renewed_holder(state, cl, base, "async:clientfree:renewed",
+                              600, NULL);
+    locks[1] = redislock_new_from_client(cl, "async:clientfree:again");
+    locks[2] = redislock_new_from_client(cl, "async:clientfree:other");
+    restart_target = locks[2];
+    assert_int_equal(redislock_acquire_async(locks[1], restart_in_cancel,
+                                             &d[1]), REDISLOCK_OK);
+    redislock_client_free(cl);
+    assert_int_equal(d[1].calls, 1);
+    assert_int_equal(d[1].status, REDISLOCK_ERR_INVALID);
+    for (i = 0; i < 3; i++)
+        redislock_free(locks[i]);
     event_base_free(base);
 
     /* From a callback: the client goes once the callback returns. */
@@ -1063,6 +1104,83 @@ static void test_withheld_renewal_on_the_loop(void **state)
     event_base_free(base);
 }
 
+static long long acl_log_entries(void)
+{
+    redisReply *r = tu_cmd(conn, "ACL LOG");
+    long long n = (long long)r->elements;
+
+    freeReplyObject(r);
+    return n;
+}
+
+/* A renewal the server refuses (the user's scripting rights taken away
+ * for a while) is tried again, and the holding goes on once one is
+ * answered: no loss. */
+static void test_refused_renewal_retried_on_the_loop(void **state)
+{
+    struct event_base *base;
+    redislock_client *cl;
+    char key[64], url[200];
+    redislock *lock;
+    lost_rec rec;
+    long long before;
+
+    tu_cmd_ok(conn, "ACL SETUSER asyncrenewer reset on >secret ~* +@all");
+    tu_cmd_ok(conn, "ACL LOG RESET");
+    snprintf(url, sizeof url, "redis://asyncrenewer:secret@%s:%s",
+             getenv("REDISLOCK_TEST_HOST"), getenv("REDISLOCK_TEST_PORT"));
+    cl = attached(url, &base);
+    tu_key(key, sizeof key, "async:refused");
+    lock = renewed_holder(state, cl, base, key, 3000, &rec);
+    tu_cmd_ok(conn, "ACL SETUSER asyncrenewer -evalsha -eval");
+    RUN_UNTIL(base, acl_log_entries() > 0, 5000, "a renewal refused");
+    tu_cmd_ok(conn, "ACL SETUSER asyncrenewer +evalsha +eval");
+    before = tu_script_calls(conn);
+    RUN_UNTIL(base, tu_script_calls(conn) > before, 5000,
+              "a renewal once the rights are back");
+    assert_int_equal(rec.calls, 0);
+    assert_true(tu_pttl(conn, key, strlen(key)) > 2000);
+    assert_int_equal(redislock_lost_reason(lock), REDISLOCK_LOST_NONE);
+    redislock_free(lock);               /* (it lapses) */
+    redislock_client_free(cl);
+    event_base_free(base);
+    tu_cmd_ok(conn, "ACL DELUSER asyncrenewer");
+    tu_cmd_ok(conn, "DEL %s", key);
+}
+
+/* A wait canceled while its try is on the wire: the try ends, then the
+ * wait (CANCELED), out of the waiters. */
+static void test_cancel_during_a_try(void **state)
+{
+    struct event_base *base;
+    redislock_client *cl = attached(tcp_url, &base);
+    char key[64];
+    redislock *h, *w;
+    tu_async d = { 0 };
+    bool ok = false;
+
+    tu_key(key, sizeof key, "async:canceltry");
+    h = tu_new_lock(state, conn, key);
+    assert_true(tu_acquire(h));
+    w = mode_lock(state, cl, key);
+    assert_int_equal(tu_async_wait_start(w, 20000, &d), REDISLOCK_OK);
+    assert_int_equal(redislock_cancel_wait(w), REDISLOCK_OK);
+    RUN_UNTIL(base, d.calls == 1, 5000, "the canceled wait");
+    assert_int_equal(d.status, REDISLOCK_ERR_CANCELED);
+    assert_false(d.ok);
+    {
+        char wk[96];
+
+        snprintf(wk, sizeof wk, "{%s}:waiters", key);
+        assert_int_equal(tu_pttl(conn, wk, strlen(wk)), -2);
+    }
+    assert_int_equal(redislock_release(h, &ok), REDISLOCK_OK);
+    redislock_free(w);
+    redislock_free(h);
+    redislock_client_free(cl);
+    event_base_free(base);
+}
+
 /* The handle freed from its own loss callback. */
 static void free_in_lost(redislock *lock, void *arg)
 {
@@ -1113,6 +1231,8 @@ int main(void)
         cmocka_unit_test(test_unreachable_loss_on_the_loop),
         cmocka_unit_test(test_free_in_loss_callback),
         cmocka_unit_test(test_withheld_renewal_on_the_loop),
+        TU_BOTH_MODES(test_refused_renewal_retried_on_the_loop),
+        TU_BOTH_MODES(test_cancel_during_a_try),
     };
 
     tu_url(tcp_url, sizeof tcp_url);
