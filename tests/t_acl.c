@@ -706,8 +706,13 @@ static void test_async_one_list_refused(void **state)
     wb = mode_lock(state, cl, kb);
     assert_int_equal(redislock_set_wait_poll_ms(wa, 60000), REDISLOCK_OK);
     assert_int_equal(redislock_set_wait_poll_ms(wb, 300), REDISLOCK_OK);
-    assert_int_equal(tu_async_wait_start(wb, 20000, &db), REDISLOCK_OK);
+    /* KA's waiter first, its BLPOP under way; then KB's joins, and the
+     * next BLPOP names both lists: refused, it is named alone in turn. */
     assert_int_equal(tu_async_wait_start(wa, 20000, &da), REDISLOCK_OK);
+    TU_LOOP_UNTIL(&l, tu_pttl(c, "{aclw:ka}:waiters", 17) > 0 &&
+                          tu_info_num(c, "blocked_clients") >= 1, 5000,
+                  "KA's waiter registered, its BLPOP under way");
+    assert_int_equal(tu_async_wait_start(wb, 20000, &db), REDISLOCK_OK);
     /* KB's waiter, refused its list, leaves the queue to poll. */
     TU_LOOP_UNTIL(&l, tu_pttl(c, "{aclw:kb}:waiters", 17) > 0, 5000,
                   "KB's waiter registered");
