@@ -418,20 +418,97 @@ static void *contend(void *arg)
 /* Run the contention, call DISRUPT, and go on until a new master grants
  * locks for a second; report what happened.  The longest time without a
  * grant after DISRUPT is the client's follow time. */
+/* OP on LOCK through the poll() loop L: what its callback saw. */
+static tu_async loop_run(tu_loop *l, redislock *lock,
+                         int (*op)(redislock *, redislock_done_fn, void *))
+{
+    tu_async d;
+
+    memset(&d, 0, sizeof d);
+    assert_int_equal(op(lock, tu_async_done, &d), REDISLOCK_OK);
+    TU_LOOP_UNTIL(l, d.calls == 1, 20000, "the operation's callback");
+    return d;
+}
+
+/* A client attached to a loop: the sentinels are asked without blocking,
+ * and a waiter's wake-ups come through the master.  (Failovers:
+ * across_failover() runs a loop client through each.) */
+static void test_async_finds_and_follows_the_master(void **state)
+{
+    redislock_client *cl = NULL, *bl;
+    redislock *lock, *hold, *waiter;
+    tu_async d, w;
+    tu_loop l;
+    int before;
+    redisContext *m;
+
+    (void)state;
+    assert_int_equal(redislock_client_open(url, &cl, NULL, 0), REDISLOCK_OK);
+    assert_int_equal(tu_loop_attach(&l, cl), REDISLOCK_OK);
+    lock = redislock_new_from_client(cl, "sentinel:async");
+    assert_non_null(lock);
+    d = loop_run(&l, lock, redislock_acquire_async);
+    assert_int_equal(d.status, REDISLOCK_OK);
+    assert_true(d.ok);
+    before = sentinel_master_port();
+    assert_int_equal(has_key(before, "sentinel:async"), 1);
+    assert_true(loop_run(&l, lock, redislock_release_async).ok);
+
+    /* A waiter woken by a release (its poll far off). */
+    bl = redislock_client_new(url);
+    assert_non_null(bl);
+    hold = redislock_new_from_client(bl, "sentinel:await");
+    waiter = redislock_new_from_client(cl, "sentinel:await");
+    assert_non_null(hold);
+    assert_non_null(waiter);
+    assert_int_equal(redislock_set_expire(hold, 30), REDISLOCK_OK);
+    assert_int_equal(redislock_set_wait_poll_ms(waiter, 30000), REDISLOCK_OK);
+    assert_true(tu_acquire(hold));
+    memset(&w, 0, sizeof w);
+    assert_int_equal(redislock_acquire_wait_async(waiter, 30000,
+                                                  tu_async_done, &w),
+                     REDISLOCK_OK);
+    m = connect_port(before);
+    TU_LOOP_UNTIL(&l, tu_info_num(m, "blocked_clients") >= 1, 10000,
+                  "the blocker's BLPOP on the master");
+    redisFree(m);
+    assert_true(tu_release(hold));
+    TU_LOOP_UNTIL(&l, w.calls == 1, 10000, "the woken waiter");
+    assert_int_equal(w.status, REDISLOCK_OK);
+    assert_true(w.ok);
+    assert_true(loop_run(&l, waiter, redislock_release_async).ok);
+
+    redislock_free(lock);
+    redislock_free(waiter);
+    redislock_free(hold);
+    redislock_client_free(bl);
+    redislock_client_free(cl);
+}
+
 static void across_failover(const char *what, int (*disrupt)(void),
                             long long *gap_ms)
 {
     pthread_t t[THREADS];
     long i;
     int before = sentinel_master_port(), after = before, last_granted;
-    int started = 0, disrupted = 0;
+    int started = 0, disrupted = 0, lfails = 0;
     long long t0, last_change, named_at, deadline;
+    redislock_client *lcl = NULL;
+    redislock *llock;
+    tu_loop ll;
 
     /* No assertion may fail while the threads run (a failed one leaves
      * them running into the next test): what goes wrong is noted, and
      * asserted once they are joined. */
     shared = redislock_client_new(url);
     assert_non_null(shared);
+    /* A loop client that knows the old master, to follow the failover. */
+    assert_int_equal(redislock_client_open(url, &lcl, NULL, 0), REDISLOCK_OK);
+    assert_int_equal(tu_loop_attach(&ll, lcl), REDISLOCK_OK);
+    llock = redislock_new_from_client(lcl, "sentinel:loop");
+    assert_non_null(llock);
+    assert_true(loop_run(&ll, llock, redislock_acquire_async).ok);
+    assert_true(loop_run(&ll, llock, redislock_release_async).ok);
     run_stop = double_grants = granted = failed = unacked = 0;
     memset(holder, 0, sizeof holder);
     for (i = 0; i < THREADS; i++)
@@ -479,10 +556,32 @@ static void across_failover(const char *what, int (*disrupt)(void),
         pthread_join(t[i], NULL);
     redislock_client_free(shared);
     shared = NULL;
+    /* The loop client follows: its operations go to the new master (the
+     * first ones may fail while it learns). */
+    t0 = tu_now_ms();
+    for (;;) {
+        tu_async d = loop_run(&ll, llock, redislock_acquire_async);
+
+        if (d.status == REDISLOCK_OK && d.ok &&
+            has_key(after, "sentinel:loop")) {
+            assert_true(loop_run(&ll, llock, redislock_release_async).ok);
+            break;
+        }
+        if (d.status == REDISLOCK_OK && d.ok)
+            (void)loop_run(&ll, llock, redislock_release_async);
+        else
+            lfails++;
+        if (tu_now_ms() - t0 > tu_deadline_ms(30000))
+            fail_msg("%s: the loop client never reached the new master",
+                     what);
+    }
+    redislock_free(llock);
+    redislock_client_free(lcl);
     printf("# %s (min_replicas %d): master %d -> %d, %d grants, %d double "
            "grants, %d failed calls, %d not acknowledged, longest pause in "
-           "grants %lld ms\n", what, min_replicas, before, after, granted,
-           double_grants, failed, unacked, *gap_ms);
+           "grants %lld ms; the loop client: %d failed before the new "
+           "master\n", what, min_replicas, before, after, granted,
+           double_grants, failed, unacked, *gap_ms, lfails);
     assert_int_equal(started, THREADS);
     if (!disrupted)
         fail_msg("%s: no grant within 10 s before it, or it failed", what);
@@ -634,97 +733,6 @@ static void wait_settled(int replicas)
                   "the 3 sentinels to agree on one master with no failover "
                   "in progress and %d replica(s) up", replicas);
     wait_for_replicas(replicas);
-}
-
-/* OP on LOCK through the poll() loop L: what its callback saw. */
-static tu_async loop_run(tu_loop *l, redislock *lock,
-                         int (*op)(redislock *, redislock_done_fn, void *))
-{
-    tu_async d;
-
-    memset(&d, 0, sizeof d);
-    assert_int_equal(op(lock, tu_async_done, &d), REDISLOCK_OK);
-    TU_LOOP_UNTIL(l, d.calls == 1, 20000, "the operation's callback");
-    return d;
-}
-
-/* A client attached to a loop: the sentinels are asked without blocking,
- * a waiter's wake-ups come through the master, and a SENTINEL FAILOVER
- * is followed (the operations that fail meanwhile say so; then they go
- * to the new master). */
-static void test_async_finds_and_follows_the_master(void **state)
-{
-    redislock_client *cl = NULL, *bl;
-    redislock *lock, *hold, *waiter;
-    tu_async d, w;
-    tu_loop l;
-    int before, now, after_ok = 0, fails = 0;
-    long long t0;
-    redisContext *m;
-
-    (void)state;
-    wait_settled(2);
-    assert_int_equal(redislock_client_open(url, &cl, NULL, 0), REDISLOCK_OK);
-    assert_int_equal(tu_loop_attach(&l, cl), REDISLOCK_OK);
-    lock = redislock_new_from_client(cl, "sentinel:async");
-    assert_non_null(lock);
-    d = loop_run(&l, lock, redislock_acquire_async);
-    assert_int_equal(d.status, REDISLOCK_OK);
-    assert_true(d.ok);
-    before = sentinel_master_port();
-    assert_int_equal(has_key(before, "sentinel:async"), 1);
-    assert_true(loop_run(&l, lock, redislock_release_async).ok);
-
-    /* A waiter woken by a release (its poll far off). */
-    bl = redislock_client_new(url);
-    assert_non_null(bl);
-    hold = redislock_new_from_client(bl, "sentinel:await");
-    waiter = redislock_new_from_client(cl, "sentinel:await");
-    assert_non_null(hold);
-    assert_non_null(waiter);
-    assert_int_equal(redislock_set_expire(hold, 30), REDISLOCK_OK);
-    assert_int_equal(redislock_set_wait_poll_ms(waiter, 30000), REDISLOCK_OK);
-    assert_true(tu_acquire(hold));
-    memset(&w, 0, sizeof w);
-    assert_int_equal(redislock_acquire_wait_async(waiter, 30000,
-                                                  tu_async_done, &w),
-                     REDISLOCK_OK);
-    m = connect_port(before);
-    TU_LOOP_UNTIL(&l, tu_info_num(m, "blocked_clients") >= 1, 10000,
-                  "the blocker's BLPOP on the master");
-    redisFree(m);
-    assert_true(tu_release(hold));
-    TU_LOOP_UNTIL(&l, w.calls == 1, 10000, "the woken waiter");
-    assert_int_equal(w.status, REDISLOCK_OK);
-    assert_true(w.ok);
-    assert_true(loop_run(&l, waiter, redislock_release_async).ok);
-
-    /* A failover, with acquire+release cycles going on through it. */
-    assert_true(sentinel_failover());
-    t0 = tu_now_ms();
-    while (after_ok < 3) {
-        if (tu_now_ms() - t0 > tu_deadline_ms(30000))
-            fail_msg("no acquire on a new master within 30 s (%d failed)",
-                     fails);
-        d = loop_run(&l, lock, redislock_acquire_async);
-        if (d.status != REDISLOCK_OK || !d.ok) {
-            fails++;                   /* during the failover */
-            continue;
-        }
-        now = ask_master_port();
-        if (now > 0 && now != before && has_key(now, "sentinel:async"))
-            after_ok++;
-        d = loop_run(&l, lock, redislock_release_async);
-        if (d.status != REDISLOCK_OK)
-            fails++;
-    }
-    printf("# loop client: master %d -> %d, %d operations failed during "
-           "the failover\n", before, ask_master_port(), fails);
-    redislock_free(lock);
-    redislock_free(waiter);
-    redislock_free(hold);
-    redislock_client_free(bl);
-    redislock_client_free(cl);
 }
 
 static void test_sentinel_failover_is_followed(void **state)
