@@ -510,6 +510,19 @@ static void aop_free(redislockp_aop *o)
     redislockp_free(o);
 }
 
+/* Link O, new, at the end of the client's operations (room for its
+ * timer was made: heap_room()). */
+static void aop_link(redislockp_loop_state *ls, redislockp_aop *o)
+{
+    o->prev = ls->ops_tail;
+    if (ls->ops_tail != NULL)
+        ls->ops_tail->next = o;
+    else
+        ls->ops = o;
+    ls->ops_tail = o;
+    ls->nops++;
+}
+
 /* Unlink O from the client's operations and free it. */
 static void aop_drop(redislockp_loop_state *ls, redislockp_aop *o)
 {
@@ -2066,13 +2079,7 @@ static void loop_renew(redislock *lock, int start)
         o->cl = cl;
         o->lock = lock;
         o->renew = 1;
-        o->prev = ls->ops_tail;
-        if (ls->ops_tail != NULL)
-            ls->ops_tail->next = o;
-        else
-            ls->ops = o;
-        ls->ops_tail = o;
-        ls->nops++;
+        aop_link(ls, o);
         lock->renew_aop = o;
     }
     /* A renewal in flight was sent for the holding before: it still
@@ -2245,13 +2252,7 @@ static redislockp_aop *aop_new(redislock *lock, redislock_done_fn fn,
     o->lock = lock;
     o->fn = fn;
     o->arg = arg;
-    o->prev = ls->ops_tail;
-    if (ls->ops_tail != NULL)
-        ls->ops_tail->next = o;
-    else
-        ls->ops = o;
-    ls->ops_tail = o;
-    ls->nops++;
+    aop_link(ls, o);
     lock->aop = o;
     lock->aop_cancel = redislockp_async_forget;
     return o;
