@@ -1483,8 +1483,27 @@ static void test_functions_on_a_quorum(void **state)
     lock = redislock_new_from_client(cl, key);
     assert_non_null(lock);
     assert_int_equal(redislock_set_expire_ms(lock, 10000), REDISLOCK_OK);
-    assert_true(tu_acquire(lock));
-    copies_become(key, MASTERS);
+    /* Every master loads the library at the first acquire.  Under load a
+     * straggler's leg may be cut before its load and call came back (a
+     * majority had decided: legal); the release loads it in front then.
+     * Until an acquire reaches all five. */
+    for (k = 0;; k++) {
+        long long deadline = tu_now_ms() + tu_deadline_ms(5000);
+
+        assert_true(tu_acquire(lock));
+        while (copies(key) < MASTERS && tu_now_ms() < deadline)
+            tu_sleep_ms(10);
+        if (copies(key) == MASTERS)
+            break;
+        printf("# a straggler's leg was cut at the first acquire (%d of "
+               "%d): again\n", copies(key), MASTERS);
+        assert_true(copies(key) > MASTERS / 2);
+        assert_true(tu_release(lock));
+        copies_become(key, 0);
+        if (k == 4)
+            fail_msg("no acquire reached all %d masters in 5 tries",
+                     MASTERS);
+    }
     assert_true(tu_extend(lock));
     assert_true(tu_release(lock));
     copies_become(key, 0);
