@@ -1624,19 +1624,6 @@ static void on_blpop(void *arg, int status, redislockp_val **replies, int n,
 
 /* ---- Waiters: their steps (wait.c's rules) ---------------------------- */
 
-/* Was a cancel asked for?  Uses the request up (as wait.c). */
-static int cancel_asked(redislock *lock)
-{
-    return __atomic_exchange_n(&lock->wait_cancel, 0, __ATOMIC_SEQ_CST);
-}
-
-/* Is ST, with the handle's last error, a refusal on a permission? */
-static int refused(const redislock *lock, int st)
-{
-    return st == REDISLOCK_ERR_SERVER &&
-           (lock->info.acl & REDISLOCK_ACL_REFUSED) != 0;
-}
-
 static void wait_end(redislockp_aop *o, int st, bool ok)
 {
     part(o);
@@ -1695,7 +1682,7 @@ static void wait_over(redislockp_aop *o, int st)
     redislock *lock = o->lock;
     int woken = o->woken || o->try_woken;
 
-    if (cancel_asked(lock) && st == REDISLOCK_OK) {
+    if (redislockp_cancel_asked(lock) && st == REDISLOCK_OK) {
         wait_canceled(o);
         return;
     }
@@ -1765,14 +1752,15 @@ static void wait_tried(redislockp_aop *o)
 
     if (o->once) {
         if (st == REDISLOCK_OK && op->ok) {
-            (void)cancel_asked(lock);   /* too late: the wait is over */
+            /* Too late: the wait is over (the request is used up). */
+            (void)redislockp_cancel_asked(lock);
             wait_end(o, REDISLOCK_OK, true);
         } else {
             wait_over(o, st);
         }
         return;
     }
-    if (op->how != REDISLOCKP_TRY_PLAIN && refused(lock, st)) {
+    if (op->how != REDISLOCKP_TRY_PLAIN && redislockp_acl_refused(lock, st)) {
         /* May not use the waiters' keys: a plain try now, and polls. */
         lock->waiting_refused = 1;
         o->fallback = 1;
@@ -1786,7 +1774,7 @@ static void wait_tried(redislockp_aop *o)
     }
     if (o->fallback) {
         o->fallback = 0;
-        if (refused(lock, st))
+        if (redislockp_acl_refused(lock, st))
             lock->waiting_refused = 0;  /* not (only) the waiting */
     }
     if (st != REDISLOCK_OK) {
@@ -1794,7 +1782,8 @@ static void wait_tried(redislockp_aop *o)
         return;
     }
     if (op->ok) {
-        (void)cancel_asked(lock);       /* too late: the wait is over */
+        /* Too late: the wait is over (the request is used up). */
+        (void)redislockp_cancel_asked(lock);
         if (o->registered)
             lock->waiters_seen = 1;     /* (see wait.c) */
         wait_end(o, REDISLOCK_OK, true);
@@ -1812,7 +1801,7 @@ static void wait_tried(redislockp_aop *o)
     }
     o->try_woken = 0;
     left = o->deadline - redislockp_now_ms();
-    if (left <= 0 || cancel_asked(lock)) {
+    if (left <= 0 || redislockp_cancel_asked(lock)) {
         if (left > 0)
             wait_canceled(o);
         else
@@ -1859,7 +1848,7 @@ static void wait_timer(redislockp_aop *o)
 
     set_timer(o, 0);
     o->wstate = W_TRY;
-    if (cancel_asked(lock)) {
+    if (redislockp_cancel_asked(lock)) {
         wait_canceled(o);
         return;
     }
@@ -2318,7 +2307,8 @@ int redislock_acquire_wait_async(redislock *lock, long long timeout_ms,
                       ? (1LL << 60) + now : now + timeout_ms;
     /* A loss auto-renewal declared goes first (the first try reports
      * it), as in wait.c; then a cancel asked before the call. */
-    if (!redislockp_renew_lost_pending(lock) && cancel_asked(lock)) {
+    if (!redislockp_renew_lost_pending(lock) &&
+        redislockp_cancel_asked(lock)) {
         o->wstate = W_TRY;
         wait_canceled(o);               /* (its callback: a timer at 0) */
     } else {

@@ -81,6 +81,12 @@ int redislockp_op_next(redislockp_op *op);
  * WOKEN for (OP_LEAVE, run here and now through the executor). */
 int redislockp_leave(redislock *lock, bool woken);
 
+/* wait.c, for the loop's waiters too: was redislock_cancel_wait() asked
+ * for LOCK?  Uses the request up.  Is ST, with LOCK's last error, a
+ * refusal on a permission (an ACL)? */
+int redislockp_cancel_asked(redislock *lock);
+int redislockp_acl_refused(const redislock *lock, int st);
+
 /* Parse R into OUT, a redislockp_ints (redislockp_parse_fn). */
 int redislockp_parse_ints(const redislockp_val *r, void *out, char *errmsg);
 

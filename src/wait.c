@@ -215,13 +215,6 @@ static int block_on(redislock *lock, redislock_client *cl, long node,
     return st;
 }
 
-/* A waiter leaves without the lock: deregister, and pass on a turn it
- * was woken for but will not use (lock.c's steps). */
-static int leave(redislock *lock, bool woken)
-{
-    return redislockp_leave(lock, woken);
-}
-
 /* Give up after an error: deregister if the connection still works (after
  * an I/O error it does not, and a client's fresh connection could overrun
  * the deadline; the registration lapses on its own), keep the first error. */
@@ -237,7 +230,7 @@ static int fail_waiting(redislock *lock, int st, int registered)
         redislock_error_info saved_info = lock->info;
 
         memcpy(saved, lock->errmsg, sizeof saved);
-        (void)leave(lock, false);
+        (void)redislockp_leave(lock, false);
         memcpy(lock->errmsg, saved, sizeof saved);
         lock->info = saved_info;
         lock->state = REDISLOCK_STATE_UNKNOWN;
@@ -253,14 +246,12 @@ int redislock_cancel_wait(redislock *lock)
     return REDISLOCK_OK;
 }
 
-/* Was a cancel asked for?  Uses the request up. */
-static int cancel_asked(redislock *lock)
+int redislockp_cancel_asked(redislock *lock)
 {
     return __atomic_exchange_n(&lock->wait_cancel, 0, __ATOMIC_SEQ_CST);
 }
 
-/* Is ST, with the handle's last error, a refusal on a permission? */
-static int refused(const redislock *lock, int st)
+int redislockp_acl_refused(const redislock *lock, int st)
 {
     return st == REDISLOCK_ERR_SERVER &&
            (lock->info.acl & REDISLOCK_ACL_REFUSED) != 0;
@@ -277,12 +268,12 @@ static int try_plain(redislock *lock, int *registered, bool *acquired,
     int st;
 
     if (*registered)
-        (void)leave(lock, false);
+        (void)redislockp_leave(lock, false);
     *registered = 0;
     lock->waiting_refused = 1;
     st = redislockp_acquire_once(lock, REDISLOCKP_TRY_PLAIN, acquired,
                                  holder_pttl);
-    if (refused(lock, st))
+    if (redislockp_acl_refused(lock, st))
         lock->waiting_refused = 0;
     return st;
 }
@@ -293,7 +284,7 @@ static int try_plain(redislock *lock, int *registered, bool *acquired,
 static int canceled(redislock *lock, bool woken, int registered)
 {
     if (registered)
-        (void)leave(lock, woken);
+        (void)redislockp_leave(lock, woken);
     lock->state = REDISLOCK_STATE_UNKNOWN;
     return redislockp_fail(lock, REDISLOCK_ERR_CANCELED,
                            "redislock_cancel_wait() stopped the wait");
@@ -304,11 +295,11 @@ static int canceled(redislock *lock, bool woken, int registered)
  * way the request is used up here, so that it cannot stop a later wait. */
 static int end_wait(redislock *lock, int st, bool woken, int registered)
 {
-    if (cancel_asked(lock) && st == REDISLOCK_OK)
+    if (redislockp_cancel_asked(lock) && st == REDISLOCK_OK)
         return canceled(lock, woken, registered);
     if (st != REDISLOCK_OK)
         return fail_waiting(lock, st, registered);
-    return registered ? leave(lock, woken) : REDISLOCK_OK;
+    return registered ? redislockp_leave(lock, woken) : REDISLOCK_OK;
 }
 
 int redislock_acquire_wait(redislock *lock, long long timeout_ms,
@@ -330,13 +321,14 @@ int redislock_acquire_wait(redislock *lock, long long timeout_ms,
     st = redislockp_report_pending_loss(lock);
     if (st != REDISLOCK_OK)
         return st;
-    if (cancel_asked(lock))             /* asked before the call */
+    if (redislockp_cancel_asked(lock))      /* asked before the call */
         return canceled(lock, false, 0);
     if (timeout_ms == 0) {              /* one plain try */
         st = redislockp_acquire_once(lock, REDISLOCKP_TRY_PLAIN, acquired,
                                      &holder_pttl);
         if (st == REDISLOCK_OK && *acquired) {
-            (void)cancel_asked(lock);   /* too late: the wait is over */
+            /* Too late: the wait is over (the request is used up). */
+            (void)redislockp_cancel_asked(lock);
             return REDISLOCK_OK;
         }
         return end_wait(lock, st, false, 0);
@@ -352,14 +344,15 @@ int redislock_acquire_wait(redislock *lock, long long timeout_ms,
                                    : REDISLOCKP_TRY_WAITER;
 
         st = redislockp_acquire_once(lock, how, acquired, &holder_pttl);
-        if (how != REDISLOCKP_TRY_PLAIN && refused(lock, st)) {
+        if (how != REDISLOCKP_TRY_PLAIN && redislockp_acl_refused(lock, st)) {
             how = REDISLOCKP_TRY_PLAIN;
             st = try_plain(lock, &registered, acquired, &holder_pttl);
         }
         if (st != REDISLOCK_OK)
             return end_wait(lock, st, woken, registered);
         if (*acquired) {
-            (void)cancel_asked(lock);   /* too late: the wait is over */
+            /* Too late: the wait is over (the request is used up). */
+            (void)redislockp_cancel_asked(lock);
             /* Others are likely queued behind a waiter that had to
              * queue: its release gives the wake-up keys at once (see
              * redislockp_call_release()). */
@@ -382,7 +375,7 @@ int redislock_acquire_wait(redislock *lock, long long timeout_ms,
                 holder_pttl = -2;       /* (no hint) */
         }
         left = deadline - redislockp_now_ms();
-        if (left <= 0 || cancel_asked(lock)) {
+        if (left <= 0 || redislockp_cancel_asked(lock)) {
             if (left > 0)
                 return canceled(lock, woken, registered);
             return end_wait(lock, REDISLOCK_OK, woken, registered);
@@ -398,7 +391,7 @@ int redislock_acquire_wait(redislock *lock, long long timeout_ms,
             long long pause = 1 + (long long)randombytes_uniform(10);
 
             redislockp_sleep_ms(pause < left ? pause : left);
-            if (cancel_asked(lock))
+            if (redislockp_cancel_asked(lock))
                 return canceled(lock, woken, registered);
             if (redislockp_now_ms() >= deadline)
                 return end_wait(lock, REDISLOCK_OK, woken, registered);
@@ -415,9 +408,9 @@ int redislock_acquire_wait(redislock *lock, long long timeout_ms,
             if (wait > left - TICK_MS)
                 wait = left - TICK_MS;
             st = block(lock, wait, &woken);
-            if (refused(lock, st)) {
+            if (redislockp_acl_refused(lock, st)) {
                 /* May not BLPOP: poll from now on, out of the queue. */
-                (void)leave(lock, false);
+                (void)redislockp_leave(lock, false);
                 registered = 0;
                 woken = false;
                 lock->waiting_refused = 1;
@@ -427,7 +420,7 @@ int redislock_acquire_wait(redislock *lock, long long timeout_ms,
             if (st != REDISLOCK_OK)
                 return end_wait(lock, st, false, registered);
         }
-        if (cancel_asked(lock))
+        if (redislockp_cancel_asked(lock))
             return canceled(lock, woken, registered);
         if (redislockp_now_ms() >= deadline) {
             /* Out of time: try no more, leave the waiters, and pass on a

@@ -320,8 +320,16 @@ static void renew_groups(redislock_client *cl, redislock **batch, int n,
 }
 
 /* Is renewal of L withheld at NOW, and why (0: it is not)?  Under wd_mu. */
-static int withheld(const redislock *l, long long now);
+static int withheld(const redislock *l, long long now)
+{
+    if (l->max_hold_ms > 0 && now - l->renew_started >= l->max_hold_ms)
+        return REDISLOCK_LOST_MAX_HOLD;
+    if (l->heartbeat_ms > 0 && now - l->last_heartbeat > l->heartbeat_ms)
+        return REDISLOCK_LOST_NO_HEARTBEAT;
+    return 0;
+}
 
+/* The same rules for the loop's renewals (redislock_int.h). */
 int redislockp_renew_reply(redislock_client *cl, size_t node,
                            const redislockp_val *r)
 {
@@ -336,15 +344,6 @@ int redislockp_renew_withheld(const redislock *l, long long now)
 long long redislockp_renew_ack_wait(const redislock *l, long long limit_ms)
 {
     return ack_wait(l, limit_ms);
-}
-
-static int withheld(const redislock *l, long long now)
-{
-    if (l->max_hold_ms > 0 && now - l->renew_started >= l->max_hold_ms)
-        return REDISLOCK_LOST_MAX_HOLD;
-    if (l->heartbeat_ms > 0 && now - l->last_heartbeat > l->heartbeat_ms)
-        return REDISLOCK_LOST_NO_HEARTBEAT;
-    return 0;
 }
 
 const char *redislock_lost_reason_text(int reason)
