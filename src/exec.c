@@ -109,7 +109,6 @@ static int pool_busy(void)
  * another name, is left alone.
  */
 
-static void leg_note(redislockp_leg *leg);
 
 static int uses_functions(const redislock_client *cl)
 {
@@ -185,7 +184,7 @@ static void leg_library_end(redislockp_leg *leg, const redislockp_fanout *f)
             leg->st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_SERVER,
                                          "%sthe server still answers "
                                          "\"Function not found\"", prefix);
-        leg_note(leg);
+        redislockp_leg_note(leg);
         if (leg->tracked)
             (void)node_library(leg->cl, leg->node, 0);
         return;
@@ -210,7 +209,7 @@ void redislockp_leg_lost(redislockp_leg *leg)
 /* LEG failed (leg->st): keep what the thread's record says of it, as
  * long as it describes a failure with that status (else the status
  * alone).  A quorum's legs fail one after another: each keeps its own. */
-static void leg_note(redislockp_leg *leg)
+void redislockp_leg_note(redislockp_leg *leg)
 {
     const redislock_error_info *e = redislockp_err_here();
 
@@ -270,7 +269,7 @@ int redislockp_leg_build(redislockp_leg *leg, const redislockp_fanout *f,
     leg->got = 0;
     if (leg->st != REDISLOCK_OK) {
         leg->done = 1;
-        leg_note(leg);
+        redislockp_leg_note(leg);
     }
     return leg->st;
 }
@@ -289,7 +288,7 @@ static void leg_send(redislockp_leg *leg, const redislockp_fanout *f,
         leg->sent |= sent;
         if (leg->st != REDISLOCK_OK) {
             leg->done = 1;
-            leg_note(leg);
+            redislockp_leg_note(leg);
         }
     }
     redislockp_cmd_clear(&cmd);
@@ -352,7 +351,7 @@ int redislockp_leg_again(redislockp_leg *leg, const redislockp_fanout *f,
     }
     leg->done = 1;
     leg_library_end(leg, f);
-    leg_note(leg);
+    redislockp_leg_note(leg);
     return 0;
 }
 
@@ -369,7 +368,7 @@ static void leg_again(redislockp_leg *leg, const redislockp_fanout *f)
         if (leg->st != REDISLOCK_OK) {
             leg->done = 1;
             leg_library_end(leg, f);
-            leg_note(leg);
+            redislockp_leg_note(leg);
         }
     }
     redislockp_cmd_clear(&cmd);
@@ -414,7 +413,7 @@ static void leg_read(redislockp_leg *leg, const redislockp_fanout *f,
         can_read = 0;
         if (leg->st != REDISLOCK_OK) {
             leg->done = 1;
-            leg_note(leg);
+            redislockp_leg_note(leg);
             return;
         }
         if (r == NULL)
@@ -433,8 +432,8 @@ static void leg_read(redislockp_leg *leg, const redislockp_fanout *f,
  * and the legs that do answer tell what they did (a grant to give back)
  * and how many answered.
  */
-static int decided(const redislockp_fanout *f, const redislockp_leg *legs,
-                   size_t n)
+int redislockp_fanout_decided(const redislockp_fanout *f,
+                              const redislockp_leg *legs, size_t n)
 {
     size_t i, maj = redislockp_majority(n), yes = 0, no = 0, pending = 0;
     size_t answered = 0;
@@ -498,7 +497,7 @@ static void leg_dialed(redislockp_leg *leg, const redislockp_fanout *f,
     if (c == NULL) {
         leg->st = leg->dial.status;
         leg->done = 1;
-        leg_note(leg);
+        redislockp_leg_note(leg);
         if (leg->st == REDISLOCK_ERR_IO)
             redislockp_route_stale(leg->cl);
         return;
@@ -511,7 +510,7 @@ static void leg_dialed(redislockp_leg *leg, const redislockp_fanout *f,
         redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_CONNECT,
                            REDISLOCK_CAUSE_TIMEOUT, NULL);
         leg->done = 1;
-        leg_note(leg);
+        redislockp_leg_note(leg);
         return;
     }
     leg->c = c;
@@ -544,7 +543,7 @@ static void drive(const redislockp_fanout *f, redislockp_leg *legs, size_t n,
         size_t i;
         int rc;
 
-        if (!*cut && decided(f, legs, n)) {
+        if (!*cut && redislockp_fanout_decided(f, legs, n)) {
             /* The stragglers get as long again as the deciders took, at
              * least the grace: on a loaded machine they are late too. */
             long long g = now - sent_at > f->grace_ms ? now - sent_at
@@ -662,7 +661,7 @@ size_t redislockp_exec_fanout(redislock_client *cl, unsigned slot,
                                          "scripts=none: a quorum client "
                                          "needs the library's scripts "
                                          "(scripts=eval or functions)");
-            leg_note(leg);
+            redislockp_leg_note(leg);
             continue;
         }
         /* A connection within the wait: a master whose pool is all in
@@ -698,7 +697,7 @@ size_t redislockp_exec_fanout(redislock_client *cl, unsigned slot,
             leg->queued = 1;
             full = 1;
         } else {
-            leg_note(leg);
+            redislockp_leg_note(leg);
             if (leg->st == REDISLOCK_ERR_IO)
                 redislockp_route_stale(leg->cl);
             leg->done = 1;
@@ -716,7 +715,7 @@ size_t redislockp_exec_fanout(redislock_client *cl, unsigned slot,
                                      f->urgent, leg->msg, &leg->st);
         if (leg->c == NULL) {
             busy = pool_busy();
-            leg_note(leg);
+            redislockp_leg_note(leg);
             if (leg->st == REDISLOCK_ERR_IO && !busy)
                 redislockp_route_stale(leg->cl);
             leg->done = 1;
@@ -753,7 +752,7 @@ size_t redislockp_exec_fanout(redislock_client *cl, unsigned slot,
                                  cut ? REDISLOCK_OK : REDISLOCK_ERR_IO,
                                  leg->msg);
             leg->done = 1;
-            leg_note(leg);
+            redislockp_leg_note(leg);
         }
         /* Cut while others decided: nothing wrong with the node, only
          * this connection is out of step. */
@@ -775,7 +774,7 @@ size_t redislockp_exec_fanout(redislock_client *cl, unsigned slot,
                 redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_COMMAND,
                                    REDISLOCK_CAUSE_TIMEOUT, NULL);
             }
-            leg_note(leg);
+            redislockp_leg_note(leg);
         }
         if (leg->st == REDISLOCK_OK)
             answered++;
@@ -832,7 +831,7 @@ static void leg_plain(redislockp_leg *leg, const redislockp_fanout *f)
     else
         redislockp_val_free(trr);
     leg->done = 1;
-    leg_note(leg);
+    redislockp_leg_note(leg);
 }
 
 /* Can every call of F run without scripts?  Else the first that cannot

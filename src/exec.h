@@ -230,6 +230,14 @@ void redislockp_leg_lost(redislockp_leg *leg);
  * than REDISLOCKP_MAX_REDIRECTS redirections; the last: MSG". */
 void redislockp_too_many_redirects(char *msg);
 
+/* Have the N LEGS done so far decided F (its votes)?  (The fan-out's
+ * rule, for a runner that does its own I/O.) */
+int redislockp_fanout_decided(const redislockp_fanout *f,
+                              const redislockp_leg *legs, size_t n);
+/* LEG failed: its typed record (leg->info) from the thread's, when that
+ * one is about this failure (the same status), else the status alone. */
+void redislockp_leg_note(redislockp_leg *leg);
+
 /* Free what the N legs hold (replies). */
 void redislockp_legs_end(redislockp_leg *legs, size_t n);
 

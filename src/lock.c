@@ -179,43 +179,52 @@ static void outcome_unknown(redislock *lock, const redislockp_call *call)
         lock->late_release = 1;
 }
 
-/* Give back what a refused quorum acquire took (see gives_back()), on
- * every master at once; how many were asked.  Best effort: what is left
- * lapses with its lease.  The masters that did not answer the acquire
- * (SILENT) are not asked: a release that reached one late could delete
- * the next try's grant there (no order holds across connections); the
- * acquire that may yet run on one is harmless in go-zero mode and makes
- * the ID stale in counted mode (quorum_op).  No waiter is woken by it:
- * the lock was not free for others (the caller took part of it). */
-static size_t quorum_undo(redislock *lock, const int *granted,
-                          const int *silent)
+/* What a refused quorum acquire took (see gives_back()) is given back on
+ * every master at once: QR->undo gets the masters to ask, QR->nundo how
+ * many.  Best effort: what is left lapses with its lease.  The masters
+ * that did not answer the acquire (SILENT) are not asked: a release that
+ * reached one late could delete the next try's grant there (no order
+ * holds across connections); the acquire that may yet run on one is
+ * harmless in go-zero mode and makes the ID stale in counted mode
+ * (quorum_finish).  No waiter is woken by it: the lock was not free for
+ * others (the caller took part of it). */
+static size_t quorum_undo_plan(redislock *lock, redislockp_qrun *qr,
+                               const int *granted, const int *silent)
 {
-    redislockp_call call;
-    redislockp_leg legs[REDISLOCKP_QUORUM_MAX];
-    redislockp_fanout f;
-    int mask[REDISLOCKP_QUORUM_MAX], wakeups = lock->wakeups;
-    size_t i, n = lock->client->nsubs, any = 0;
+    size_t i, n = lock->client->nsubs;
 
+    qr->nundo = 0;
     for (i = 0; i < n; i++) {
-        mask[i] = !silent[i] && gives_back(lock, !lock->held, granted[i]);
-        any += (size_t)mask[i];
+        qr->undo[i] = !silent[i] && gives_back(lock, !lock->held, granted[i]);
+        qr->nundo += (size_t)qr->undo[i];
     }
-    if (any == 0)
-        return 0;
+    return qr->nundo;
+}
+
+void redislockp_quorum_undo_prepare(redislock *lock, redislockp_qrun *qr)
+{
+    int wakeups = lock->wakeups;
+
     lock->wakeups = 0;
-    redislockp_call_release(&call, lock);
+    redislockp_call_release(&qr->undo_call, lock);
     lock->wakeups = wakeups;
-    memset(&f, 0, sizeof f);
-    f.call = &call;
-    f.mask = mask;
-    f.wait_ms = quorum_wait(lock, NULL);
-    (void)redislockp_exec_fanout(lock->client, lock->slot, &f, legs);
+    memset(&qr->f, 0, sizeof qr->f);
+    qr->f.call = &qr->undo_call;
+    qr->f.mask = qr->undo;
+    qr->f.wait_ms = quorum_wait(lock, NULL);
+}
+
+void redislockp_quorum_undo_finish(redislock *lock, redislockp_qrun *qr,
+                                   redislockp_leg *legs)
+{
+    size_t i, n = lock->client->nsubs;
+
     for (i = 0; i < n; i++)
-        if (mask[i] && legs[i].st != REDISLOCK_OK && legs[i].sent &&
+        if (qr->undo[i] && legs[i].st != REDISLOCK_OK && legs[i].sent &&
             !lock->id_chosen)
-            outcome_unknown(lock, &call);
+            outcome_unknown(lock, &qr->undo_call);
     redislockp_legs_end(legs, n);
-    return any;
+    qr->nundo = 0;
 }
 
 /* Fewer than a majority answered: REDISLOCK_ERR_IO, naming the quorum
@@ -249,8 +258,8 @@ static int not_acked(redislock *lock, const char *what, size_t grants,
  * but not acknowledged, when acknowledgement was asked; SILENT[i]: sent,
  * not answered) of a quorum operation into OUT, as one server's reply
  * would read. */
-static int quorum_fold(redislock *lock, const redislockp_call *call,
-                       int_reply *parts, const int *ok, const int *unacked,
+static int quorum_fold(redislock *lock, redislockp_qrun *qr,
+                       const redislockp_call *call, int_reply *parts, const int *ok, const int *unacked,
                        const int *silent, long long start, int_reply *out)
 {
     long long vals[REDISLOCKP_QUORUM_MAX], extra[REDISLOCKP_QUORUM_MAX];
@@ -294,7 +303,7 @@ static int quorum_fold(redislock *lock, const redislockp_call *call,
                 out->v[2] = 1;
             return REDISLOCK_OK;
         }
-        undone = quorum_undo(lock, granted, silent);
+        undone = quorum_undo_plan(lock, qr, granted, silent);
         if (answered < maj)
             return no_quorum(lock, answered);
         if (ours < maj && grants >= maj)
@@ -430,22 +439,13 @@ static int late_harmless(const redislock *lock, const redislockp_call *call)
             call->script == &redislockp_script_extend);
 }
 
-/* What a quorum operation's masters are asked, for the executor's votes. */
-typedef struct quorum_ask {
-    const redislock *lock;
-    const redislockp_call *call;
-    redislockp_parse_fn parse;
-    const int_reply *shape;             /* parse_ints: the reply's shape */
-    int ack;                            /* a WAIT trailer follows */
-} quorum_ask;
-
 /* A master's vote: for (the key is ours: granted, released, extended -
  * and acknowledged, when asked), against (another's, or a refused
  * acquire), or neither (an error, a free key).  For the other replies
  * (inspect) an answer is a vote for. */
 static int quorum_vote(void *arg, size_t i, const redislockp_leg *leg)
 {
-    const quorum_ask *q = arg;
+    const redislockp_qask *q = arg;
     const redislockp_val *r = leg->reply[0];
     char msg[REDISLOCKP_ERRMSG_SIZE];
     int_reply ir;
@@ -464,22 +464,11 @@ static int quorum_vote(void *arg, size_t i, const redislockp_leg *leg)
     return ir.v[0] == -1 || (is_acquire(q->call) && ir.v[0] == 0) ? -1 : 0;
 }
 
-static int quorum_op(redislock *lock, const redislockp_call *call,
-                     int mutating, redislockp_parse_fn parse, void *out,
-                     int with_ack)
+int redislockp_quorum_prepare(redislock *lock, const redislockp_call *call,
+                              redislockp_parse_fn parse, void *out,
+                              int with_ack, redislockp_qrun *qr)
 {
-    redislockp_leg legs[REDISLOCKP_QUORUM_MAX];
-    const redislockp_val *r[REDISLOCKP_QUORUM_MAX];
-    int_reply parts[REDISLOCKP_QUORUM_MAX];
-    int ok[REDISLOCKP_QUORUM_MAX], unacked[REDISLOCKP_QUORUM_MAX];
-    int silent[REDISLOCKP_QUORUM_MAX];
-    redislockp_trailer tr;
-    redislockp_fanout f;
-    quorum_ask q;
-    char num[3][24];
-    size_t i, n = lock->client->nsubs, answered = 0;
-    long long start = redislockp_now_ms();
-    int st = REDISLOCK_OK, errors = 0;
+    size_t i, n = lock->client->nsubs;
 
     /* A quorum's legs are one write each (exec.c): no conversation of
      * plain commands there.  Refused at once, as on one server. */
@@ -492,19 +481,36 @@ static int quorum_op(redislock *lock, const redislockp_call *call,
                                    "the library's scripts (scripts=eval or "
                                    "functions)");
 
-    q.lock = lock;
-    q.call = call;
-    q.parse = parse;
-    q.shape = parse == parse_ints ? (const int_reply *)out : NULL;
-    q.ack = with_ack && ack_trailer(lock, &tr, num);
-    memset(&f, 0, sizeof f);
-    f.call = call;
-    f.trailer = q.ack ? &tr : NULL;
-    f.wait_ms = quorum_wait(lock, f.trailer);
-    f.grace_ms = REDISLOCKP_QUORUM_GRACE_MS;
-    f.vote = quorum_vote;
-    f.arg = &q;
-    (void)redislockp_exec_fanout(lock->client, lock->slot, &f, legs);
+    qr->q.lock = lock;
+    qr->q.call = call;
+    qr->q.parse = parse;
+    qr->q.shape = parse == parse_ints ? (const int_reply *)out : NULL;
+    qr->q.ack = with_ack && ack_trailer(lock, &qr->tr, qr->num);
+    memset(&qr->f, 0, sizeof qr->f);
+    qr->f.call = call;
+    qr->f.trailer = qr->q.ack ? &qr->tr : NULL;
+    qr->f.wait_ms = quorum_wait(lock, qr->f.trailer);
+    qr->f.grace_ms = REDISLOCKP_QUORUM_GRACE_MS;
+    qr->f.vote = quorum_vote;
+    qr->f.arg = &qr->q;
+    qr->start = redislockp_now_ms();
+    qr->nundo = 0;
+    return REDISLOCK_OK;
+}
+
+int redislockp_quorum_finish(redislock *lock, redislockp_qrun *qr,
+                             int mutating, redislockp_parse_fn parse,
+                             void *out, redislockp_leg *legs)
+{
+    const redislockp_call *call = qr->q.call;
+    const redislockp_val *r[REDISLOCKP_QUORUM_MAX];
+    int_reply parts[REDISLOCKP_QUORUM_MAX];
+    int ok[REDISLOCKP_QUORUM_MAX], unacked[REDISLOCKP_QUORUM_MAX];
+    int silent[REDISLOCKP_QUORUM_MAX];
+    size_t i, n = lock->client->nsubs, answered = 0;
+    int st = REDISLOCK_OK, errors = 0;
+
+    qr->nundo = 0;
     for (i = 0; i < n; i++) {
         char msg[REDISLOCKP_ERRMSG_SIZE];
 
@@ -537,7 +543,7 @@ static int quorum_op(redislock *lock, const redislockp_call *call,
             else
                 redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL, "master %zu: "
                                 "%s", i + 1, msg);
-            if (ok[i] && q.ack && parts[i].v[0] == 1 &&
+            if (ok[i] && qr->q.ack && parts[i].v[0] == 1 &&
                 !ack_enough(lock, legs[i].reply[1]))
                 unacked[i] = 1;
         } else {
@@ -546,8 +552,9 @@ static int quorum_op(redislock *lock, const redislockp_call *call,
         answered += (size_t)ok[i];
     }
     if (parse == parse_ints) {
-        st = quorum_fold(lock, call, parts, ok, q.ack ? unacked : NULL,
-                         silent, start, (int_reply *)out);
+        st = quorum_fold(lock, qr, call, parts, ok,
+                         qr->q.ack ? unacked : NULL, silent, qr->start,
+                         (int_reply *)out);
     } else if (answered < majority(lock)) {
         st = no_quorum(lock, answered);
     } else if (out != NULL) {
@@ -567,6 +574,28 @@ static int quorum_op(redislock *lock, const redislockp_call *call,
     redislockp_legs_end(legs, n);
     if (st == REDISLOCK_OK)
         redislockp_clear_error(lock);
+    return st;
+}
+
+/* A run on every master of a quorum, through the executor. */
+static int quorum_op(redislock *lock, const redislockp_call *call,
+                     int mutating, redislockp_parse_fn parse, void *out,
+                     int with_ack)
+{
+    redislockp_leg legs[REDISLOCKP_QUORUM_MAX];
+    redislockp_qrun qr;
+    int st;
+
+    st = redislockp_quorum_prepare(lock, call, parse, out, with_ack, &qr);
+    if (st != REDISLOCK_OK)
+        return st;
+    (void)redislockp_exec_fanout(lock->client, lock->slot, &qr.f, legs);
+    st = redislockp_quorum_finish(lock, &qr, mutating, parse, out, legs);
+    if (qr.nundo > 0) {
+        redislockp_quorum_undo_prepare(lock, &qr);
+        (void)redislockp_exec_fanout(lock->client, lock->slot, &qr.f, legs);
+        redislockp_quorum_undo_finish(lock, &qr, legs);
+    }
     return st;
 }
 

@@ -112,4 +112,44 @@ int redislockp_run_finish(redislock *lock, const redislockp_run *run,
                           redislockp_val **ack, redislockp_leg *leg,
                           const redislockp_res *res, int st);
 
+/* A run of one call on every master of a quorum client, prepared (the
+ * scripts' refusal of scripts=none, the votes, the acknowledgement
+ * trailer, the quorum wait and grace) and finished (the masters' replies
+ * folded into the one reply a single server would have given, parsed
+ * into OUT) for whoever runs the fan-out in between: the executor
+ * (lock.c) or the loop (async.c).  A refused acquire may have taken
+ * something on some masters: finish then fills UNDO (NUNDO of them) and
+ * the caller runs the give-back (redislockp_quorum_undo_prepare(), the
+ * fan-out again, redislockp_quorum_undo_finish()) before the next step.
+ * QR stays where it is from prepare to the end (it points into itself). */
+typedef struct redislockp_qask {
+    const redislock *lock;
+    const redislockp_call *call;
+    redislockp_parse_fn parse;
+    const redislockp_ints *shape;       /* parse_ints: the reply's shape */
+    int ack;                            /* a WAIT trailer follows */
+} redislockp_qask;
+
+typedef struct redislockp_qrun {
+    redislockp_fanout f;
+    redislockp_trailer tr;
+    char num[3][24];
+    redislockp_qask q;
+    long long start;
+    int undo[REDISLOCKP_QUORUM_MAX];
+    size_t nundo;
+    redislockp_call undo_call;
+} redislockp_qrun;
+
+int redislockp_quorum_prepare(redislock *lock, const redislockp_call *call,
+                              redislockp_parse_fn parse, void *out,
+                              int with_ack, redislockp_qrun *qr);
+/* Frees the LEGS' replies (the client's nsubs of them). */
+int redislockp_quorum_finish(redislock *lock, redislockp_qrun *qr,
+                             int mutating, redislockp_parse_fn parse,
+                             void *out, redislockp_leg *legs);
+void redislockp_quorum_undo_prepare(redislock *lock, redislockp_qrun *qr);
+void redislockp_quorum_undo_finish(redislock *lock, redislockp_qrun *qr,
+                                   redislockp_leg *legs);
+
 #endif /* REDISLOCK_OP_H */

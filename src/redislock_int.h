@@ -302,6 +302,17 @@ int redislockp_renew_reply(redislock_client *cl, size_t node,
                            const redislockp_val *r);
 int redislockp_renew_withheld(const redislock *l, long long now);
 long long redislockp_renew_ack_wait(const redislock *l, long long limit_ms);
+/* A quorum client's: how long a renewal of L (with an acknowledgement if
+ * ACK) waits for the masters, within LIMIT_MS; and how renewal K of the
+ * M legs (the acknowledgement's reply at ACK_AT; -1: none) reads - 1
+ * renewed by a majority, 0 not ours (lost), -3 renewed, not acknowledged,
+ * -1 no answer. */
+struct redislockp_leg;
+long long redislockp_renew_quorum_wait(const redislock *l, long long limit,
+                                       int ack);
+int redislockp_renew_quorum_fold(const redislock *l,
+                                 const struct redislockp_leg *legs, size_t m,
+                                 int k, int ack_at);
 /* After a failed renewal, the next try in this many ms. */
 #define REDISLOCKP_RENEW_RETRY_MS 50
 

@@ -217,6 +217,45 @@ static int renewed_on(const redislockp_leg *leg, int k)
     return -2;
 }
 
+long long redislockp_renew_quorum_wait(const redislock *l, long long limit,
+                                       int ack)
+{
+    long long w = __atomic_load_n(&l->client->quorum_wait_ms,
+                                  __ATOMIC_RELAXED);
+
+    /* The default quorum wait: a tenth of the (shortest) lease. */
+    if (w <= 0)
+        w = l->renew_ms / 10;
+    if (w < REDISLOCKP_QUORUM_WAIT_MIN_MS)
+        w = REDISLOCKP_QUORUM_WAIT_MIN_MS;
+    if (w > limit)
+        w = limit;
+    /* With acknowledgement, its timeout on top. */
+    if (ack)
+        w += ack_wait(l, limit);
+    return w < limit ? w : limit;
+}
+
+int redislockp_renew_quorum_fold(const redislock *l,
+                                 const redislockp_leg *legs, size_t m, int k,
+                                 int ack_at)
+{
+    size_t i, yes = 0, no = 0, unacked = 0;
+    size_t maj = redislockp_majority(m);
+
+    for (i = 0; i < m; i++) {
+        int v = renewed_on(&legs[i], k);
+
+        if (v == 1 && ack_at >= 0 &&
+            !redislockp_ack_enough(&l->renew_ack, legs[i].reply[ack_at]))
+            v = -3;
+        yes += v == 1;
+        no += v == 0;
+        unacked += v == -3;
+    }
+    return yes >= maj ? 1 : no > m - maj ? 0 : yes + unacked >= maj ? -3 : -1;
+}
+
 /* Renew BATCH on a quorum client: on every master at once, through the
  * executor (a stopped or slow master costs the round its quorum wait, not
  * the lease), and fold the results: renewed where a majority renewed;
@@ -230,11 +269,10 @@ static void renew_quorum(redislock_client *cl, redislock **batch, int n,
     const redislockp_call *ptrs[BATCH];
     redislockp_trailer tr;
     redislockp_fanout f;
-    size_t i, m = cl->nsubs, maj = redislockp_majority(cl->nsubs);
-    long long set = __atomic_load_n(&cl->quorum_wait_ms, __ATOMIC_RELAXED);
-    long long wait = set, limit = until - redislockp_now_ms();
+    size_t i, m = cl->nsubs;
+    long long limit = until - redislockp_now_ms();
     char num[3][24];
-    int j, ack;
+    int j, ack, shortest = 0;
 
     for (j = 0; j < n; j++)
         result[j] = -1;
@@ -243,45 +281,23 @@ static void renew_quorum(redislock_client *cl, redislock **batch, int n,
     for (j = 0; j < n; j++) {
         redislockp_call_extend(&calls[j], batch[j], batch[j]->renew_ms);
         ptrs[j] = &calls[j];
-        /* The default quorum wait: a tenth of the shortest lease. */
-        if (set <= 0 && (j == 0 || batch[j]->renew_ms / 10 < wait))
-            wait = batch[j]->renew_ms / 10;
+        if (batch[j]->renew_ms < batch[shortest]->renew_ms)
+            shortest = j;
     }
-    if (wait < REDISLOCKP_QUORUM_WAIT_MIN_MS)
-        wait = REDISLOCKP_QUORUM_WAIT_MIN_MS;
     memset(&f, 0, sizeof f);
     f.calls = ptrs;
     f.ncalls = n;
     f.urgent = 1;
-    f.wait_ms = wait < limit ? wait : limit;
-    /* With acknowledgement, a WAIT after the renewals on every master;
-     * the wait is its timeout on top of the quorum wait. */
+    /* With acknowledgement, a WAIT after the renewals on every master. */
     ack = redislockp_ack_trailer(&batch[0]->renew_ack,
                                  ack_wait(batch[0], limit), &tr, num);
-    if (ack) {
+    if (ack)
         f.trailer = &tr;
-        f.wait_ms += ack_wait(batch[0], limit);
-        if (f.wait_ms > limit)
-            f.wait_ms = limit;
-    }
+    f.wait_ms = redislockp_renew_quorum_wait(batch[shortest], limit, ack);
     (void)redislockp_exec_fanout(cl, batch[0]->slot, &f, legs);
-    for (j = 0; j < n; j++) {
-        size_t yes = 0, no = 0, unacked = 0;
-
-        for (i = 0; i < m; i++) {
-            int v = renewed_on(&legs[i], j);
-
-            if (v == 1 && ack &&
-                !redislockp_ack_enough(&batch[0]->renew_ack,
-                                       legs[i].reply[n]))
-                v = -3;
-            yes += v == 1;
-            no += v == 0;
-            unacked += v == -3;
-        }
-        result[j] = yes >= maj ? 1 : no > m - maj ? 0
-                  : yes + unacked >= maj ? -3 : -1;
-    }
+    for (j = 0; j < n; j++)
+        result[j] = redislockp_renew_quorum_fold(batch[0], legs, m, j,
+                                                 ack ? n : -1);
     for (i = 0; i < m; i++)
         *sent |= legs[i].st != REDISLOCK_OK && legs[i].sent;
     redislockp_legs_end(legs, m);
