@@ -129,6 +129,32 @@ int redislockp_aconn_send(redislockp_aconn *a, const redislockp_cmd *cmd,
     return REDISLOCK_OK;
 }
 
+int redislockp_aconn_withdraw(redislockp_aconn *a, void *arg)
+{
+    redislockp_areq *q, *r = NULL, *prev = NULL, *before = NULL;
+
+    for (q = a->head; q != NULL; prev = q, q = q->next)
+        if (q->arg == arg) {
+            r = q;
+            before = prev;
+        }
+    prev = before;
+    if (r == NULL || r->started)
+        return 0;
+    /* Not a byte of it handed over: nor of any after it (they go out in
+     * order), so A->wr is R or one before it. */
+    if (prev != NULL)
+        prev->next = r->next;
+    else
+        a->head = r->next;
+    if (a->tail == r)
+        a->tail = prev;
+    if (a->wr == r)
+        a->wr = r->next;
+    req_free(r);
+    return 1;
+}
+
 /* N bytes of the queued requests went out: theirs, oldest first. */
 static void written(redislockp_aconn *a, size_t n)
 {

@@ -91,6 +91,12 @@ int redislockp_aconn_send(redislockp_aconn *a, const redislockp_cmd *cmd,
                           long long timeout_ms, redislockp_aconn_fn fn,
                           void *arg, char *errmsg);
 
+/* Take back the newest request of A whose callback argument is ARG, if
+ * not a byte of it was handed to the socket yet: 1 (its callback is
+ * never called, the command never goes), else 0 (none, or it may have
+ * gone: its callback will be called). */
+int redislockp_aconn_withdraw(redislockp_aconn *a, void *arg);
+
 /* What to watch now: its descriptor (-1: none) and POLLIN/POLLOUT. */
 int redislockp_aconn_fd(const redislockp_aconn *a);
 short redislockp_aconn_events(const redislockp_aconn *a);

@@ -20,6 +20,7 @@
  */
 #include "config.h"
 
+#include <limits.h>
 #include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -116,6 +117,7 @@ struct blocker {
     size_t probe;               /* lists to name one at a time, to find
                                  * the one an error reply was about */
     long long quiet_until;      /* after a failure: no BLPOP before */
+    size_t member;              /* a quorum's: the master blocked on */
 };
 
 struct redislockp_loop_state {
@@ -146,6 +148,25 @@ struct redislockp_loop_state {
     int free_asked;             /* the client was freed inside one */
     int closing;                /* being freed: nothing starts */
 };
+
+/* A quorum client's operation: its run on every master (see "A quorum
+ * client" below). */
+typedef struct qctx {
+    redislockp_aop *o;
+    size_t i;                   /* the master */
+} qctx;
+
+typedef struct qstate {
+    redislockp_qrun qr;
+    redislockp_leg legs[REDISLOCKP_QUORUM_MAX];
+    qctx ctx[REDISLOCKP_QUORUM_MAX];    /* the requests' callback args */
+    int waiting[REDISLOCKP_QUORUM_MAX]; /* the run's request is out */
+    int stale[REDISLOCKP_QUORUM_MAX];   /* requests of runs over */
+    int undoing;                /* the run is a refused acquire's give-back */
+    int cut;                    /* decided: the grace runs */
+    long long sent_at, cut_end;
+    long long wake;             /* the run's next check (its timer) */
+} qstate;
 
 struct redislockp_aop {
     redislockp_aop *next, *prev;    /* the client's operations */
@@ -195,6 +216,11 @@ struct redislockp_aop {
      * leaves the waiters, once the try has ended (cleanup_start()). */
     redislock *cleanup;
     int cleanup_release, cleanup_leave, cleanup_woken;
+    /* A quorum client's: the masters' legs (NULL for other clients). */
+    struct qstate *q;
+    int qinflight;              /* its requests on the masters'
+                                 * connections, of the run under way
+                                 * (inflight) or of runs over (dropped) */
     /* A handle's auto-renewal (renew): no callback, not lock->aop. */
     int renew;
     int renew_stale;            /* the renewal in flight no longer counts */
@@ -214,6 +240,8 @@ static void cleanup_start(redislockp_aop *o);
 static void renew_timer(redislockp_aop *o);
 static void wait_timer(redislockp_aop *o);
 static void part(redislockp_aop *o);
+static void quorum_check(redislockp_aop *o);
+static void quorum_send(redislockp_aop *o);
 
 /* The I-th of all the client's connections (none: NULL), for walks. */
 static lconn *conn_at(const redislockp_loop_state *ls, size_t i)
@@ -390,7 +418,8 @@ static lconn *conn_get(redislock_client *cl, size_t node)
     }
     /* The node's address (a Cluster's master), as the client knows it. */
     if (!c->open || c->a.state == REDISLOCKP_ACONN_BROKEN)
-        c->url = redislockp_node_url(cl, node);
+        c->url = cl->quorum ? redislockp_node_url(cl->subs[node], 0)
+                            : redislockp_node_url(cl, node);
     conn_up(ls, c);
     return c;
 }
@@ -502,11 +531,14 @@ static void end(redislockp_aop *o, int status, bool ok)
     ls->due_tail = o;
 }
 
+static void qstate_free(redislockp_aop *o);
+
 static void aop_free(redislockp_aop *o)
 {
     redislock_free(o->cleanup);         /* (not started: the client goes) */
     redislockp_val_free(o->op.ack);
     redislockp_legs_end(&o->leg, 1);
+    qstate_free(o);
     redislockp_free(o);
 }
 
@@ -545,7 +577,8 @@ static void aop_drop(redislockp_loop_state *ls, redislockp_aop *o)
  * entry may be walking the operations. */
 static void aop_done_with(redislockp_loop_state *ls, redislockp_aop *o)
 {
-    if (!o->called || o->inflight || o->queued || ls->closing || o->dead)
+    if (!o->called || o->inflight || o->qinflight || o->queued ||
+        ls->closing || o->dead)
         return;
     if (ls->depth > 0) {
         o->dead = 1;
@@ -1147,6 +1180,16 @@ static void step(redislockp_aop *o)
             end(o, op->result, op->ok);
         return;
     }
+    if (o->q != NULL) {
+        op->st = redislockp_quorum_prepare(o->lock, &op->call,
+                                           redislockp_parse_ints, &op->r,
+                                           op->with_ack, &o->q->qr);
+        if (op->st != REDISLOCK_OK)
+            step(o);                    /* refused before anything went */
+        else
+            quorum_send(o);
+        return;
+    }
     op->st = redislockp_run_prepare(o->lock, &op->call, op->with_ack,
                                     &o->run);
     if (op->st != REDISLOCK_OK) {
@@ -1159,6 +1202,323 @@ static void step(redislockp_aop *o)
     o->end_all = redislockp_now_ms() +
                  redislockp_client_url(o->cl).command_ms;
     send_leg(o);
+}
+
+/* ---- A quorum client: every master at once ---------------------------- */
+
+/*
+ * A quorum operation's run (Redlock) goes to every master at once, on
+ * each master's one connection of the loop (shared by every operation in
+ * flight, as a single server's is), with exec.c's rules: the run is
+ * decided once the votes for, or against, reach a majority (then the
+ * stragglers get a grace: as long again as the deciders took, at least
+ * the fan-out's), or at each leg's quorum wait from its send (with the
+ * connect's time while its connection is being made).  lock.c folds the
+ * replies (redislockp_quorum_finish) as it does for the executor.
+ *
+ * What differs from the executor: a straggler's connection is not closed
+ * when the run ends without its reply (other operations' requests share
+ * it).  Its request stays; its reply, when it comes, is dropped (STALE
+ * counts them per master: replies come in the order of the requests),
+ * and the operation is kept until then.  The leg counts as sent and
+ * unanswered - its outcome unknown - as a cut leg of the executor's; one
+ * still queued behind a connection being made is taken back instead
+ * (redislockp_aconn_withdraw(): it never goes, as the executor's leg that
+ * connects only after the others decided).  A refused acquire's
+ * give-back is a run of its own (a release, no wake-ups) before the next
+ * step.  The members must be single servers (redis://, rediss://,
+ * unix://): the attach refuses Cluster and Sentinel members.
+ */
+/* O's quorum state (for a quorum client's operation): 0, or -1 (out of
+ * memory). */
+static int qstate_new(redislockp_aop *o)
+{
+    qstate *q;
+    size_t i;
+
+    if (!o->cl->quorum)
+        return 0;
+    q = redislockp_calloc(1, sizeof *q);
+    if (q == NULL)
+        return -1;
+    for (i = 0; i < REDISLOCKP_QUORUM_MAX; i++) {
+        q->ctx[i].o = o;
+        q->ctx[i].i = i;
+    }
+    o->q = q;
+    return 0;
+}
+
+static void qstate_free(redislockp_aop *o)
+{
+    if (o->q == NULL)
+        return;
+    redislockp_legs_end(o->q->legs, o->cl->nsubs);
+    redislockp_free(o->q);
+    o->q = NULL;
+}
+
+static void on_qreply(void *arg, int status, redislockp_val **replies,
+                      int n, int sent, const char *errmsg);
+
+/* Write CMD for master I of O's run: REDISLOCK_OK, or the leg failed. */
+static int qsend(redislockp_aop *o, size_t i, const redislockp_cmd *cmd)
+{
+    qstate *q = o->q;
+    redislockp_leg *leg = &q->legs[i];
+    redislockp_url u = redislockp_client_url(o->cl->subs[i]);
+    long long timeout = u.command_ms;
+    lconn *c = conn_get(o->cl, i);
+    int st;
+
+    if (c == NULL) {
+        st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_NOMEM,
+                                "out of memory opening a connection");
+    } else {
+        /* A reply slow on purpose (an acknowledgement's) may take
+         * longer than the command timeout. */
+        if (q->qr.f.wait_ms > timeout)
+            timeout = q->qr.f.wait_ms;
+        st = redislockp_aconn_send(&c->a, cmd, timeout, on_qreply,
+                                   &q->ctx[i], leg->msg);
+    }
+    if (st == REDISLOCK_OK) {
+        q->waiting[i] = 1;
+        o->qinflight++;
+        return st;
+    }
+    leg->st = st;
+    leg->done = 1;
+    redislockp_err_set(st, REDISLOCK_STAGE_COMMAND, 0, NULL);
+    redislockp_leg_note(leg);
+    return st;
+}
+
+/* Start O's run (its fan-out in o->q->qr.f) on every master it asks. */
+static void quorum_send(redislockp_aop *o)
+{
+    redislock_client *cl = o->cl;
+    qstate *q = o->q;
+    const redislockp_fanout *f = &q->qr.f;
+    size_t i, n = cl->nsubs;
+    long long now = redislockp_now_ms();
+    /* EVAL with the text where a leg may be left behind (votes) or a
+     * trailer follows: as exec.c's fan-out (its as_eval()). */
+    int body = f->trailer != NULL || f->vote != NULL;
+
+    set_timer(o, 0);
+    q->cut = 0;
+    q->sent_at = now;
+    o->inflight = 1;
+    for (i = 0; i < n; i++) {
+        redislockp_leg *leg = &q->legs[i];
+        redislockp_cmd cmd;
+        lconn *c;
+
+        memset(leg, 0, sizeof *leg);
+        leg->cl = cl->subs[i];
+        leg->asked = f->mask == NULL || f->mask[i];
+        if (!leg->asked) {
+            leg->done = 1;
+            leg->st = REDISLOCK_ERR_INVALID;
+            continue;
+        }
+        /* Its reply is due within the quorum wait from its send; while
+         * its connection is being made, the connect's time too. */
+        c = i < cl->loop->nconns ? cl->loop->conns[i] : NULL;
+        leg->due = now + f->wait_ms;
+        if (c == NULL || !c->open || c->a.state != REDISLOCKP_ACONN_READY)
+            leg->due += redislockp_client_url(cl->subs[i]).connect_ms;
+        redislockp_cmd_init(&cmd);
+        if (redislockp_leg_build(leg, f, body, &cmd) == REDISLOCK_OK)
+            (void)qsend(o, i, &cmd);
+        else
+            redislockp_leg_note(leg);
+        redislockp_cmd_clear(&cmd);
+    }
+    quorum_check(o);
+}
+
+static void quorum_over(redislockp_aop *o);
+
+/* Has O's run ended (every leg done, or past its wait, or decided and
+ * its grace over)?  Then on; else its timer at the next check. */
+static void quorum_check(redislockp_aop *o)
+{
+    qstate *q = o->q;
+    const redislockp_fanout *f = &q->qr.f;
+    size_t i, n = o->cl->nsubs;
+    long long now = redislockp_now_ms(), wake = LLONG_MAX;
+    int reloading = 0, pending = 0;
+
+    if (!q->cut && redislockp_fanout_decided(f, q->legs, n)) {
+        long long took = now - q->sent_at;
+
+        q->cut = 1;
+        q->cut_end = now + (took > f->grace_ms ? took : f->grace_ms);
+    }
+    for (i = 0; i < n; i++) {
+        const redislockp_leg *leg = &q->legs[i];
+
+        if (!leg->asked || leg->done)
+            continue;
+        /* A leg loading the library (scripts=functions) is waited for
+         * past the grace, until its own wait: its call would not run
+         * there otherwise (exec.c does the same). */
+        reloading |= leg->reloading;
+        if (leg->due > now) {
+            pending = 1;
+            if (leg->due < wake)
+                wake = leg->due;
+        }
+    }
+    if (q->cut && !reloading) {
+        if (now >= q->cut_end)
+            pending = 0;
+        else if (q->cut_end < wake)
+            wake = q->cut_end;
+    }
+    if (!pending) {
+        quorum_over(o);
+        return;
+    }
+    /* A renewal's lease ends first: its loss is not waited past. */
+    if (o->renew && o->lock != NULL && o->lock->renew_until < wake)
+        wake = o->lock->renew_until;
+    q->wake = wake;
+    set_timer(o, wake);
+}
+
+/* O's run has ended: the legs without a reply fail (their requests left
+ * behind, or taken back), then lock.c folds the replies and the next
+ * step follows (a give-back first, if the fold asks for one). */
+static void quorum_over(redislockp_aop *o)
+{
+    redislockp_loop_state *ls = o->cl->loop;
+    redislockp_op *op = &o->op;
+    qstate *q = o->q;
+    size_t i, n = o->cl->nsubs;
+
+    set_timer(o, 0);
+    for (i = 0; i < n; i++) {
+        redislockp_leg *leg = &q->legs[i];
+        lconn *c = i < ls->nconns ? ls->conns[i] : NULL;
+        int back = 0;
+
+        if (!leg->asked)
+            continue;
+        if (!leg->done) {
+            if (q->waiting[i] && c != NULL && c->open &&
+                redislockp_aconn_withdraw(&c->a, &q->ctx[i])) {
+                back = 1;               /* it never goes */
+                o->qinflight--;
+            } else if (q->waiting[i]) {
+                q->stale[i]++;          /* its reply will be dropped */
+                leg->sent = 1;
+            }
+            q->waiting[i] = 0;
+            leg->done = 1;
+            if (back && !leg->sent)
+                leg->st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_IO,
+                                             q->cut ? "not connected yet "
+                                             "when the others had decided "
+                                             "(not sent)" : "not connected "
+                                             "in time (not sent)");
+            else if (q->cut)
+                leg->st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_IO,
+                                             "no reply yet when the others "
+                                             "had decided");
+            else
+                leg->st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_IO,
+                                             "no reply within %lld ms (the "
+                                             "quorum wait)", q->qr.f.wait_ms);
+            redislockp_err_set(REDISLOCK_ERR_IO,
+                               back && !leg->sent ? REDISLOCK_STAGE_CONNECT
+                                                  : REDISLOCK_STAGE_COMMAND,
+                               REDISLOCK_CAUSE_TIMEOUT, NULL);
+            redislockp_leg_note(leg);
+        }
+        redislockp_leg_lost(leg);
+    }
+    o->inflight = 0;
+    if (o->renew) {
+        renew_over(o);
+        return;
+    }
+    if (q->undoing) {
+        q->undoing = 0;
+        redislockp_quorum_undo_finish(o->lock, &q->qr, q->legs);
+        step(o);
+        return;
+    }
+    op->st = redislockp_quorum_finish(o->lock, &q->qr,
+                                      op->kind != REDISLOCKP_OP_LEAVE,
+                                      redislockp_parse_ints, &op->r,
+                                      q->legs);
+    op->ack = NULL;                     /* (a quorum's is in the fold) */
+    if (q->qr.nundo > 0) {
+        /* A refused acquire took something: given back first. */
+        redislockp_quorum_undo_prepare(o->lock, &q->qr);
+        q->undoing = 1;
+        quorum_send(o);
+        return;
+    }
+    step(o);
+}
+
+static void on_qreply(void *arg, int status, redislockp_val **replies,
+                      int n, int sent, const char *errmsg)
+{
+    qctx *x = arg;
+    redislockp_aop *o = x->o;
+    qstate *q = o->q;
+    size_t i = x->i;
+    redislockp_leg *leg = &q->legs[i];
+    int k, round_done = 0;
+
+    o->qinflight--;
+    if (q->stale[i] > 0 || o->lock == NULL || o->called) {
+        /* A straggler's reply to a run over, or the handle (or client)
+         * is gone: dropped.  Once nothing of its run is left on the
+         * wire, what its try may have taken is given back. */
+        if (q->stale[i] > 0)
+            q->stale[i]--;
+        else
+            q->waiting[i] = 0;
+        for (k = 0; k < n; k++)
+            redislockp_val_free(replies[k]);
+        if (o->lock == NULL && o->qinflight == 0) {
+            o->inflight = 0;
+            if (o->cleanup != NULL)
+                cleanup_start(o);
+        }
+        aop_done_with(o->cl->loop, o);
+        return;
+    }
+    q->waiting[i] = 0;
+    if (status != REDISLOCK_OK) {
+        leg->st = status;
+        leg->sent |= sent;
+        snprintf(leg->msg, sizeof leg->msg, "%s", errmsg);
+        leg->done = 1;
+        redislockp_leg_note(leg);
+    } else {
+        leg->sent = 1;
+        for (k = 0; k < n; k++) {
+            round_done |= redislockp_leg_take(leg, &q->qr.f, replies[k]);
+            replies[k] = NULL;
+        }
+        if (round_done && !leg->done) {
+            redislockp_cmd cmd;
+
+            redislockp_cmd_init(&cmd);
+            /* NOSCRIPT, "Function not found": its calls again. */
+            if (redislockp_leg_again(leg, &q->qr.f, &cmd))
+                (void)qsend(o, i, &cmd);
+            redislockp_cmd_clear(&cmd);
+        }
+    }
+    quorum_check(o);
 }
 
 /* ---- Waiters: blockers ------------------------------------------------ */
@@ -1336,6 +1696,10 @@ static void kick(redislock_client *cl, blocker *b)
             return;
         }
         node = known - 1;
+    } else if (cl->quorum) {
+        /* A quorum's waiters block on one master, as wait.c's do (its
+         * quorum_block()): the first, or the next after a failure. */
+        node = b->member;
     }
     if (!b->c.open || b->c.a.state == REDISLOCKP_ACONN_BROKEN ||
         b->node != node) {
@@ -1344,7 +1708,8 @@ static void kick(redislock_client *cl, blocker *b)
         unwatch(ls, &b->c);
         b->c.open = 0;
         b->node = node;
-        b->c.url = redislockp_node_url(cl, node);
+        b->c.url = cl->quorum ? redislockp_node_url(cl->subs[node], 0)
+                              : redislockp_node_url(cl, node);
         conn_up(ls, &b->c);
     }
     argv = redislockp_calloc(argc + 1, sizeof *argv);
@@ -1540,6 +1905,8 @@ static void on_blpop(void *arg, int status, redislockp_val **replies, int n,
         quiet = 1;
         if (cl->cluster || cl->sentinel)
             redislockp_route_stale(cl);
+        if (cl->quorum)                 /* the next master, next time */
+            b->member = (b->member + 1) % cl->nsubs;
     } else if (redislockp_val_type(r) == REDISLOCKP_V_ARRAY &&
                redislockp_val_count(r) == 2) {
         const redislockp_val *name = redislockp_val_at(r, 0);
@@ -1572,7 +1939,8 @@ static void on_blpop(void *arg, int status, redislockp_val **replies, int n,
              * the map learns the new master, where the next BLPOP goes;
              * ASK, TRYAGAIN, a demoted master: the map is read again, or
              * the sentinels asked. */
-            redislockp_exec_learn(cl, b->node, &res);
+            if (!cl->quorum)            /* (a quorum's are servers) */
+                redislockp_exec_learn(cl, b->node, &res);
             quiet = 1;
         } else if (b->named > 1) {
             /* About the command or one of the lists (NOPERM: the user
@@ -1948,6 +2316,10 @@ static void renew_timer(redislockp_aop *o)
         renew_lost(o, why);
         return;
     }
+    if (o->q != NULL && o->inflight) {
+        quorum_check(o);                /* its wait or grace */
+        return;
+    }
     if (o->inflight || o->parked) {     /* unanswered so far */
         set_timer(o, l->renew_until);
         return;
@@ -1964,6 +2336,24 @@ static void renew_timer(redislockp_aop *o)
      * acknowledgement the acquire had, within what is left of the lease. */
     limit = l->renew_until - now;
     redislockp_call_extend(&o->op.call, l, l->renew_ms);
+    o->renew_sent = now;
+    o->renew_stale = 0;
+    if (o->q != NULL) {
+        /* On every master at once (watchdog.c's renew_quorum()): its wait
+         * is the quorum wait, no votes (every master's answer counts). */
+        redislockp_qrun *qr = &o->q->qr;
+
+        memset(&qr->f, 0, sizeof qr->f);
+        qr->f.call = &o->op.call;
+        o->renew_ack = redislockp_ack_trailer(
+            &l->renew_ack, redislockp_renew_ack_wait(l, limit), &qr->tr,
+            qr->num);
+        if (o->renew_ack)
+            qr->f.trailer = &qr->tr;
+        qr->f.wait_ms = redislockp_renew_quorum_wait(l, limit, o->renew_ack);
+        quorum_send(o);
+        return;
+    }
     memset(&o->run, 0, sizeof o->run);
     o->run.f.call = &o->op.call;
     o->renew_ack = redislockp_ack_trailer(&l->renew_ack,
@@ -1973,8 +2363,6 @@ static void renew_timer(redislockp_aop *o)
         o->run.f.trailer = &o->run.tr;
         o->run.reply_ms = limit;
     }
-    o->renew_sent = now;
-    o->renew_stale = 0;
     o->node = 0;
     o->asking = 0;
     o->redirects = o->retries = o->map_reads = 0;
@@ -1990,24 +2378,41 @@ static void renew_over(redislockp_aop *o)
     redislock *l = o->lock;
     redislock_client *cl = o->cl;
     redislockp_leg *leg = &o->leg;
-    int result = -1, lost = 0;
+    int result = -1, lost = 0, unknown = 0;
+    size_t i;
 
     if (l == NULL || o->renew_stale) {  /* stopped, or too late */
         o->renew_stale = 0;
-        redislockp_legs_end(leg, 1);
+        if (o->q != NULL)
+            redislockp_legs_end(o->q->legs, cl->nsubs);
+        else
+            redislockp_legs_end(leg, 1);
+        if (l != NULL)
+            renew_timer(o);             /* the holding's own, when due */
         return;
     }
-    if ((leg->st == REDISLOCK_OK || leg->st == REDISLOCK_ERR_SERVER) &&
-        leg->got == 1 + o->renew_ack) {
-        result = redislockp_renew_reply(cl, o->node, leg->reply[0]);
-        if (result == 1 && o->renew_ack &&
-            !redislockp_ack_enough(&l->renew_ack, leg->reply[1]))
-            result = -3;                /* renewed, not acknowledged */
+    if (o->q != NULL) {
+        /* A majority renewed, or can no longer (watchdog.c's fold). */
+        result = redislockp_renew_quorum_fold(l, o->q->legs, cl->nsubs, 0,
+                                              o->renew_ack ? 1 : -1);
+        for (i = 0; i < cl->nsubs; i++)
+            unknown |= o->q->legs[i].st != REDISLOCK_OK &&
+                       o->q->legs[i].sent;
+        redislockp_legs_end(o->q->legs, cl->nsubs);
+    } else {
+        if ((leg->st == REDISLOCK_OK || leg->st == REDISLOCK_ERR_SERVER) &&
+            leg->got == 1 + o->renew_ack) {
+            result = redislockp_renew_reply(cl, o->node, leg->reply[0]);
+            if (result == 1 && o->renew_ack &&
+                !redislockp_ack_enough(&l->renew_ack, leg->reply[1]))
+                result = -3;            /* renewed, not acknowledged */
+        }
+        unknown = result == -1 && leg->sent;
+        redislockp_legs_end(leg, 1);
     }
     pthread_mutex_lock(&cl->wd_mu);
-    if (result == -1 && leg->sent)
+    if (unknown)
         l->renew_unknown = 1;           /* may still arrive */
-    redislockp_legs_end(leg, 1);
     if (result == -3)
         l->renew_unacked = 1;
     else if (result == 1)
@@ -2051,6 +2456,13 @@ static void loop_renew(redislock *lock, int start)
     }
     if (o == NULL) {
         o = heap_room(ls) == 0 ? redislockp_calloc(1, sizeof *o) : NULL;
+        if (o != NULL) {
+            o->cl = cl;
+            if (qstate_new(o) != 0) {
+                redislockp_free(o);
+                o = NULL;
+            }
+        }
         if (o == NULL) {
             /* No room: the holding is as good as lost (as a watchdog
              * thread that cannot start); said now. */
@@ -2072,9 +2484,13 @@ static void loop_renew(redislock *lock, int start)
         lock->renew_aop = o;
     }
     /* A renewal in flight was sent for the holding before: it still
-     * renews, but its answer no longer decides. */
+     * renews, but its answer no longer decides (a quorum's run keeps its
+     * own check until then). */
     o->renew_stale = o->inflight;
-    set_timer(o, lock->renew_due);
+    if (o->q != NULL && o->inflight && o->q->wake < lock->renew_due)
+        set_timer(o, o->q->wake);
+    else
+        set_timer(o, lock->renew_due);
 }
 
 /* The end of an entry of CL: callbacks, then the loop told what next. */
@@ -2107,15 +2523,19 @@ int redislock_client_attach(redislock_client *cl, const redislock_loop *loop,
                             void *loop_data)
 {
     redislockp_loop_state *ls;
+    size_t i;
 
     if (cl == NULL || loop == NULL || loop->watch == NULL ||
         loop->timer == NULL)
         return REDISLOCK_ERR_INVALID;
     if (redislockp_client_forked(cl))
         return REDISLOCK_ERR_FORKED;
-    /* Not built yet for loops (redislock.h says so). */
-    if (cl->loop != NULL || cl->quorum)
+    if (cl->loop != NULL)
         return REDISLOCK_ERR_INVALID;
+    /* A quorum's masters: single servers only (redislock.h says so). */
+    for (i = 0; cl->quorum && i < cl->nsubs; i++)
+        if (cl->subs[i]->cluster || cl->subs[i]->sentinel)
+            return REDISLOCK_ERR_INVALID;
     ls = redislockp_calloc(1, sizeof *ls);
     if (ls == NULL)
         return REDISLOCK_ERR_NOMEM;
@@ -2186,6 +2606,8 @@ int redislock_client_on_timer(redislock_client *cl)
             continue;
         if (o->renew)
             renew_timer(o);             /* a renewal due, or a lease's end */
+        else if (o->q != NULL && o->inflight)
+            quorum_check(o);            /* a quorum run's wait or grace */
         else if (o->wait &&
                  (o->wstate == W_BLOCKED || o->wstate == W_PAUSED))
             wait_timer(o);              /* a waiter's next try */
@@ -2232,12 +2654,18 @@ static redislockp_aop *aop_new(redislock *lock, redislock_done_fn fn,
     }
     *st = REDISLOCK_ERR_NOMEM;
     o = heap_room(ls) == 0 ? redislockp_calloc(1, sizeof *o) : NULL;
+    if (o != NULL) {
+        o->cl = cl;
+        if (qstate_new(o) != 0) {
+            redislockp_free(o);
+            o = NULL;
+        }
+    }
     if (o == NULL) {
         redislockp_fail(lock, *st, "out of memory starting an operation");
         return NULL;
     }
     *st = REDISLOCK_OK;
-    o->cl = cl;
     o->lock = lock;
     o->fn = fn;
     o->arg = arg;

@@ -470,6 +470,8 @@ int redislockp_quorum_prepare(redislock *lock, const redislockp_call *call,
 {
     size_t i, n = lock->client->nsubs;
 
+    if (parse == redislockp_parse_ints)
+        parse = parse_ints;             /* (the loop's name for it) */
     /* A quorum's legs are one write each (exec.c): no conversation of
      * plain commands there.  Refused at once, as on one server. */
     for (i = 0; i < n; i++)
@@ -510,6 +512,8 @@ int redislockp_quorum_finish(redislock *lock, redislockp_qrun *qr,
     size_t i, n = lock->client->nsubs, answered = 0;
     int st = REDISLOCK_OK, errors = 0;
 
+    if (parse == redislockp_parse_ints)
+        parse = parse_ints;
     qr->nundo = 0;
     for (i = 0; i < n; i++) {
         char msg[REDISLOCKP_ERRMSG_SIZE];

@@ -31,6 +31,7 @@
 
 static tu_server m[MASTERS];
 static int up[MASTERS];
+static int paused[MASTERS];             /* by pause_master() */
 static char urls_buf[MASTERS][400];
 static const char *urls[MASTERS];
 
@@ -423,9 +424,27 @@ static int resume_masters(void **state)
 
     (void)state;
     for (i = 0; i < MASTERS; i++)
-        if (up[i])
+        if (up[i] || paused[i]) {
             kill(m[i].pid, SIGCONT);
+            up[i] = 1;
+            paused[i] = 0;
+        }
     return 0;
+}
+
+/* Stop master I (SIGSTOP) and let copies() skip it; and go on. */
+static void pause_master(int i)
+{
+    kill(m[i].pid, SIGSTOP);
+    up[i] = 0;
+    paused[i] = 1;
+}
+
+static void resume_master(int i)
+{
+    kill(m[i].pid, SIGCONT);
+    up[i] = 1;
+    paused[i] = 0;
 }
 
 /* A waiter is woken by the release (through the first master's wake-up
@@ -1660,6 +1679,365 @@ static void test_functions_with_a_stopped_master(void **state)
     redislock_client_free(cl);
 }
 
+/* ------------------------------------------------------------------------
+ * The non-blocking API on a quorum client (through the loop-neutral
+ * interface: tests/testutil.c's poll() loop).
+ */
+
+/* A quorum client attached to L. */
+static redislock_client *loop_client(tu_loop *l, long long wait_ms)
+{
+    redislock_client *cl = quorum_client_with("", wait_ms);
+
+    assert_int_equal(tu_loop_attach(l, cl), REDISLOCK_OK);
+    return cl;
+}
+
+/* Start OP on LOCK and run L until its callback: its status; *OK what it
+ * said. */
+static int loop_run(tu_loop *l, int (*op)(redislock *, redislock_done_fn,
+                                          void *),
+                    redislock *lock, bool *ok)
+{
+    tu_async a = { 0 };
+
+    assert_int_equal(tu_async_start(op, lock, &a), REDISLOCK_OK);
+    assert_int_equal(a.calls, 0);
+    TU_LOOP_UNTIL(l, a.calls == 1, 10000, "the operation's callback");
+    assert_false(a.in_start);
+    if (a.status != REDISLOCK_OK)
+        printf("# (the operation: %s)\n", redislock_last_error(lock));
+    *ok = a.ok;
+    return a.status;
+}
+
+/* Does KEY on master I hold LOCK's owner ID (go-zero format)? */
+static int ours_on(int i, const char *key, const redislock *lock)
+{
+    redisContext *c = master_conn(i);
+    redisReply *r = tu_cmd(c, "GET %s", key);
+    int yes = r->type == REDIS_REPLY_STRING &&
+              strcmp(r->str, redislock_id(lock)) == 0;
+
+    freeReplyObject(r);
+    redisFree(c);
+    return yes;
+}
+
+/* Acquire, re-enter, a second owner refused, release: on all five
+ * masters, in both modes; a member that is a Cluster or Sentinel URL is
+ * refused at the attach. */
+static void test_loop_lock_on_all_masters(void **state)
+{
+    tu_loop l;
+    redislock_client *cl = loop_client(&l, 2000), *bad = NULL;
+    redislock *a = redislock_new_from_client(cl, "ql:all");
+    redislock *b = redislock_new_from_client(cl, "ql:all");
+    redislock *c = redislock_new_counted_from_client(cl, "ql:counted");
+    const char *mixed[3];
+    char sentinel[128];
+    bool ok = false;
+    int holds = 0;
+    int i;
+
+    (void)state;
+    assert_int_equal(loop_run(&l, redislock_acquire_async, a, &ok),
+                     REDISLOCK_OK);
+    assert_true(ok);
+    for (i = 0; i < MASTERS; i++)
+        if (!ours_on(i, "ql:all", a))
+            copies_become("ql:all", MASTERS);   /* a straggler's */
+    for (i = 0; i < MASTERS; i++)
+        assert_true(ours_on(i, "ql:all", a));
+    assert_true(redislock_valid_for_ms(a) > 0);
+    assert_int_equal(loop_run(&l, redislock_acquire_async, a, &ok),
+                     REDISLOCK_OK);
+    assert_true(ok);                    /* re-entry */
+    assert_int_equal(loop_run(&l, redislock_acquire_async, b, &ok),
+                     REDISLOCK_OK);
+    assert_false(ok);                   /* another owner */
+    assert_int_equal(loop_run(&l, redislock_extend_async, a, &ok),
+                     REDISLOCK_OK);
+    assert_true(ok);
+    assert_int_equal(loop_run(&l, redislock_release_async, a, &ok),
+                     REDISLOCK_OK);
+    assert_true(ok);
+    copies_become("ql:all", 0);
+    assert_int_equal(loop_run(&l, redislock_release_async, a, &ok),
+                     REDISLOCK_OK);
+    assert_false(ok);                   /* not held any more */
+    /* Counted mode: two holds, one release leaves one. */
+    assert_int_equal(loop_run(&l, redislock_acquire_async, c, &ok),
+                     REDISLOCK_OK);
+    assert_true(ok);
+    assert_int_equal(loop_run(&l, redislock_acquire_async, c, &ok),
+                     REDISLOCK_OK);
+    assert_true(ok);
+    assert_int_equal(redislock_hold_count(c, &holds), REDISLOCK_OK);
+    assert_int_equal(holds, 2);
+    assert_int_equal(loop_run(&l, redislock_release_async, c, &ok),
+                     REDISLOCK_OK);
+    assert_true(ok);
+    copies_become("ql:counted", MASTERS);
+    assert_int_equal(loop_run(&l, redislock_release_async, c, &ok),
+                     REDISLOCK_OK);
+    assert_true(ok);
+    copies_become("ql:counted", 0);
+    redislock_free(a);
+    redislock_free(b);
+    redislock_free(c);
+    redislock_client_free(cl);
+
+    /* Members must be single servers. */
+    mixed[0] = urls[0];
+    mixed[1] = urls[1];
+    snprintf(sentinel, sizeof sentinel, "redis-sentinel://127.0.0.1:1/m");
+    mixed[2] = sentinel;
+    assert_int_equal(redislock_client_open_quorum(mixed, 3, &bad, NULL, 0),
+                     REDISLOCK_OK);
+    assert_int_equal(tu_loop_attach(&l, bad), REDISLOCK_ERR_INVALID);
+    redislock_client_free(bad);
+}
+
+/* Two masters stopped (SIGSTOP: connected, silent): the acquire is
+ * decided by the other three within the quorum wait, and the stopped
+ * masters' requests stay on their connections (shared with the other
+ * operations): once the masters go on, their replies are dropped and the
+ * next operations read their own - the release deletes the key there
+ * too, and another owner then gets all five.  With a third stopped: no
+ * quorum, in about the quorum wait, outcome unknown for the silent
+ * ones. */
+static void test_loop_stopped_masters(void **state)
+{
+    tu_loop l;
+    redislock_client *cl = loop_client(&l, 300);
+    redislock *a = redislock_new_from_client(cl, "ql:stopped");
+    redislock *b = redislock_new_from_client(cl, "ql:stopped");
+    long long t0, took;
+    bool ok = false;
+    int i;
+
+    (void)state;
+    /* Every connection made first. */
+    assert_int_equal(loop_run(&l, redislock_acquire_async, a, &ok),
+                     REDISLOCK_OK);
+    assert_true(ok);
+    assert_int_equal(loop_run(&l, redislock_release_async, a, &ok),
+                     REDISLOCK_OK);
+    assert_true(ok);
+    copies_become("ql:stopped", 0);
+    pause_master(1);
+    pause_master(3);
+    t0 = tu_now_ms();
+    assert_int_equal(loop_run(&l, redislock_acquire_async, a, &ok),
+                     REDISLOCK_OK);
+    took = tu_now_ms() - t0;
+    assert_true(ok);
+    printf("# 2 of 5 masters stopped: acquired in %lld ms on the loop\n",
+           took);
+    copies_become("ql:stopped", 3);
+    resume_master(1);
+    resume_master(3);
+    /* Their acquires run now (the same owner: granted there too). */
+    copies_become("ql:stopped", MASTERS);
+    assert_int_equal(loop_run(&l, redislock_release_async, a, &ok),
+                     REDISLOCK_OK);
+    assert_true(ok);
+    copies_become("ql:stopped", 0);
+    assert_int_equal(loop_run(&l, redislock_acquire_async, b, &ok),
+                     REDISLOCK_OK);
+    assert_true(ok);
+    for (i = 0; i < MASTERS; i++)
+        if (!ours_on(i, "ql:stopped", b))
+            copies_become("ql:stopped", MASTERS);
+    for (i = 0; i < MASTERS; i++)
+        if (!ours_on(i, "ql:stopped", b))
+            fail_msg("master %d: not b's after the stragglers' replies",
+                     i + 1);
+    assert_int_equal(loop_run(&l, redislock_release_async, b, &ok),
+                     REDISLOCK_OK);
+    assert_true(ok);
+    copies_become("ql:stopped", 0);
+
+    /* Three stopped: no quorum. */
+    pause_master(0);
+    pause_master(2);
+    pause_master(4);
+    t0 = tu_now_ms();
+    assert_int_equal(loop_run(&l, redislock_acquire_async, a, &ok),
+                     REDISLOCK_ERR_IO);
+    took = tu_now_ms() - t0;
+    assert_false(ok);
+    printf("# 3 of 5 masters stopped: failed in %lld ms: %s\n", took,
+           redislock_last_error(a));
+    if (strstr(redislock_last_error(a), "no quorum: 2 of 5 masters "
+               "answered, 3 needed") == NULL)
+        fail_msg("last error: %s", redislock_last_error(a));
+    if (took < 300)
+        fail_msg("gave up after %lld ms (quorum wait 300 ms)", took);
+    resume_master(0);
+    resume_master(2);
+    resume_master(4);
+    /* What the two that answered granted was given back; the stopped
+     * three ran the acquire late: the same owner, whose go-zero acquire
+     * is harmless late (it takes the key again and releases it). */
+    copies_become("ql:stopped", 3);
+    assert_int_equal(loop_run(&l, redislock_acquire_async, a, &ok),
+                     REDISLOCK_OK);
+    assert_true(ok);
+    assert_int_equal(loop_run(&l, redislock_release_async, a, &ok),
+                     REDISLOCK_OK);
+    assert_true(ok);
+    copies_become("ql:stopped", 0);
+    redislock_free(a);
+    redislock_free(b);
+    redislock_client_free(cl);
+}
+
+/* A split: another owner holds the key on three masters, so the acquire
+ * is granted on two only - refused, and what it took given back before
+ * its callback (a run of its own on those two). */
+static void test_loop_refused_acquire_gives_back(void **state)
+{
+    tu_loop l;
+    redislock_client *cl = loop_client(&l, 2000);
+    redislock *a = redislock_new_from_client(cl, "ql:split");
+    bool ok = true;
+    int i;
+
+    (void)state;
+    for (i = 0; i < 3; i++)
+        on_master(i, "SET", "ql:split", "someone-else");
+    assert_int_equal(loop_run(&l, redislock_acquire_async, a, &ok),
+                     REDISLOCK_OK);
+    assert_false(ok);
+    /* Given back before the callback: masters 4 and 5 are empty. */
+    assert_false(key_on(3, "ql:split"));
+    assert_false(key_on(4, "ql:split"));
+    for (i = 0; i < 3; i++)
+        assert_true(key_on(i, "ql:split"));
+    for (i = 0; i < 3; i++)
+        on_master(i, "DEL", "ql:split", NULL);
+    redislock_free(a);
+    redislock_client_free(cl);
+}
+
+/* Is LOCK registered as a waiter of KEY on master I? */
+static int waits_on(int i, const char *key, const redislock *lock)
+{
+    redisContext *c = master_conn(i);
+    redisReply *r = tu_cmd(c, "ZSCORE {%s}:waiters %s", key,
+                           redislock_id(lock));
+    int yes = r->type != REDIS_REPLY_NIL;
+
+    freeReplyObject(r);
+    redisFree(c);
+    return yes;
+}
+
+static long long blocked_on(int i)
+{
+    redisContext *c = master_conn(i);
+    long long n = tu_info_num(c, "blocked_clients");
+
+    redisFree(c);
+    return n;
+}
+
+/* One hand-off on KEY through the loop, the waiter's blocker on master
+ * BLOCKER: a waiter with a poll of 60 s gets the lock well within 5 s of
+ * the release - woken, not polled. */
+static void loop_handoff(tu_loop *l, redislock_client *cl, const char *key,
+                         int blocker)
+{
+    redislock *holder = redislock_new_from_client(cl, key);
+    redislock *w = redislock_new_from_client(cl, key);
+    tu_async d = { 0 };
+    long long released;
+    bool ok = false;
+
+    assert_int_equal(redislock_set_expire_ms(holder, 60000), REDISLOCK_OK);
+    assert_int_equal(redislock_set_wait_poll_ms(w, 60000), REDISLOCK_OK);
+    assert_int_equal(loop_run(l, redislock_acquire_async, holder, &ok),
+                     REDISLOCK_OK);
+    assert_true(ok);
+    assert_int_equal(tu_async_wait_start(w, 60000, &d), REDISLOCK_OK);
+    TU_LOOP_UNTIL(l, waits_on(blocker, key, w), 5000,
+                  "the waiter registered on the blocker's master");
+    TU_LOOP_UNTIL(l, blocked_on(blocker) >= 1, 10000,
+                  "the blocker's BLPOP on its master");
+    assert_int_equal(d.calls, 0);
+    assert_int_equal(loop_run(l, redislock_release_async, holder, &ok),
+                     REDISLOCK_OK);
+    assert_true(ok);
+    released = tu_now_ms();
+    TU_LOOP_UNTIL(l, d.calls == 1, 10000, "the woken waiter's callback");
+    assert_int_equal(d.status, REDISLOCK_OK);
+    assert_true(d.ok);
+    printf("# the loop's quorum waiter (blocker on master %d) held the lock "
+           "%lld ms after the release (poll 60 s)\n", blocker + 1,
+           tu_now_ms() - released);
+    if (tu_now_ms() - released > 5000)
+        fail_msg("not woken by the release");
+    assert_int_equal(loop_run(l, redislock_release_async, w, &ok),
+                     REDISLOCK_OK);
+    assert_true(ok);
+    copies_become(key, 0);
+    redislock_free(holder);
+    redislock_free(w);
+}
+
+/* A waiter on the loop is woken by the release: its blocker waits on the
+ * first master's wake-up list; with the first master stopped, its BLPOP
+ * fails and the blocker goes to the next master. */
+static void test_loop_waiter_is_woken(void **state)
+{
+    tu_loop l;
+    redislock_client *cl = loop_client(&l, 2000);
+
+    (void)state;
+    loop_handoff(&l, cl, "ql:woken", 0);
+    pause_master(0);
+    loop_handoff(&l, cl, "ql:woken2", 1);
+    resume_master(0);
+    redislock_client_free(cl);
+}
+
+/* Auto-renewal on the loop renews on every master (no watchdog thread):
+ * a 600 ms lease held 2 s is still there on all five; released, no
+ * renewal brings it back. */
+static void test_loop_autorenew(void **state)
+{
+    tu_loop l;
+    redislock_client *cl = loop_client(&l, 0);
+    redislock *a = redislock_new_from_client(cl, "ql:renew");
+    long long end;
+    bool ok = false;
+
+    (void)state;
+    assert_int_equal(redislock_set_expire_ms(a, 600), REDISLOCK_OK);
+    assert_int_equal(redislock_set_autorenew(a, true), REDISLOCK_OK);
+    assert_int_equal(loop_run(&l, redislock_acquire_async, a, &ok),
+                     REDISLOCK_OK);
+    assert_true(ok);
+    end = tu_now_ms() + 2000;
+    while (tu_now_ms() < end)
+        tu_loop_once(&l, 20);
+    assert_int_equal(redislock_lost_reason(a), REDISLOCK_LOST_NONE);
+    assert_int_equal(copies("ql:renew"), MASTERS);
+    assert_true(redislock_valid_for_ms(a) > 0);
+    assert_int_equal(loop_run(&l, redislock_release_async, a, &ok),
+                     REDISLOCK_OK);
+    assert_true(ok);
+    copies_become("ql:renew", 0);
+    end = tu_now_ms() + 700;
+    while (tu_now_ms() < end)
+        tu_loop_once(&l, 20);
+    assert_int_equal(copies("ql:renew"), 0);
+    redislock_free(a);
+    redislock_client_free(cl);
+}
+
 static int setup(void **state)
 {
     const char *tmp = getenv("REDISLOCK_TEST_TMPDIR");
@@ -1725,6 +2103,11 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_functions_on_a_quorum),
         cmocka_unit_test_teardown(test_functions_with_a_stopped_master,
                                   resume_masters),
+        cmocka_unit_test(test_loop_lock_on_all_masters),
+        cmocka_unit_test_teardown(test_loop_stopped_masters, resume_masters),
+        cmocka_unit_test(test_loop_refused_acquire_gives_back),
+        cmocka_unit_test_teardown(test_loop_waiter_is_woken, resume_masters),
+        cmocka_unit_test(test_loop_autorenew),
     };
     struct CMUnitTest some[sizeof tests / sizeof tests[0]];
     size_t i, n = 0;

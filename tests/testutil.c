@@ -23,7 +23,12 @@
 int tu_run(const char *name, const struct CMUnitTest *tests, size_t n,
            CMFixtureFunction setup, CMFixtureFunction teardown)
 {
+    const char *only = getenv("REDISLOCK_TEST_ONLY");
+
     cmocka_set_message_output(CM_OUTPUT_TAP);
+    /* While working on a few tests: REDISLOCK_TEST_ONLY=test_loop_* */
+    if (only != NULL && *only != '\0')
+        cmocka_set_test_filter(only);
     return _cmocka_run_group_tests(name, tests, n, setup, teardown);
 }
 
