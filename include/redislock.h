@@ -1581,10 +1581,23 @@ REDISLOCK_API int redislock_last_error_info(const redislock *lock,
  * as by the blocking calls - a command that did not leave, or that a
  * demoted master refused, goes again to the new master within the
  * command timeout; one that left fails, its outcome unknown), with
- * scripts=eval or scripts=functions; acquire, extend, release and
- * acquire_wait (waiters that cost no thread and no connection each),
- * and auto-renewal (below).  Not yet: quorum clients, scripts=none,
- * status queries; and a host name
+ * scripts=eval or scripts=functions; and a quorum client
+ * (redislock_client_open_quorum()) whose masters are single servers
+ * (redis://, unix://, rediss://; a Cluster or Sentinel member is refused
+ * at the attach): each operation goes to every master at once, on one
+ * loop connection per master, decided by the blocking calls' rules (the
+ * votes of a majority, the quorum wait, a short grace for the others, a
+ * refused acquire's grants given back before its callback).  One
+ * difference: a master's connection is shared by the operations in
+ * flight, so a master that has not answered when an operation is decided
+ * is not cut off - its request stays on the connection (its outcome
+ * unknown, as a cut one's) and its reply, when it comes, is dropped; a
+ * request still queued behind a connection being made is taken back
+ * instead.  Acquire, extend, release and acquire_wait (waiters that cost
+ * no thread and no connection each; a quorum's block on its first
+ * master, the next after a failure, as the blocking calls' do), and
+ * auto-renewal (below).  Not yet: scripts=none, status queries; and a
+ * host name
  * in the URL is still resolved by a blocking getaddrinfo() when a
  * connection is made (instant for IP addresses and names in /etc/hosts;
  * with a DNS name, the loop waits for the resolver).
@@ -1652,9 +1665,9 @@ typedef struct redislock_loop {
  * functions of LOOP are copied; LOOP_DATA is passed to them.  A client is
  * attached once, for its lifetime.
  * @return REDISLOCK_OK; REDISLOCK_ERR_INVALID (a NULL argument, a missing
- *         watch or timer function, a client already attached, or a kind
- *         of client not built yet for loops: quorum, see
- *         above); REDISLOCK_ERR_NOMEM; REDISLOCK_ERR_FORKED.
+ *         watch or timer function, a client already attached, or a
+ *         quorum client with a Cluster or Sentinel master: see above);
+ *         REDISLOCK_ERR_NOMEM; REDISLOCK_ERR_FORKED.
  * @since 0.4.0
  */
 REDISLOCK_API REDISLOCK_NODISCARD int
