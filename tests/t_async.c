@@ -103,8 +103,9 @@ static void test_attach_arguments(void **state)
                      REDISLOCK_OK);
     assert_int_equal(redislock_client_on_timer(cl), REDISLOCK_OK);
     redislock_client_free(cl);
-    /* A Sentinel client attaches (t_sentinel runs it); a quorum client
-     * is not built yet for loops: refused, said in the header. */
+    /* A Sentinel client attaches (t_sentinel runs it); so does a quorum
+     * of single servers (t_quorum, and test_quorum below), not one with
+     * a Sentinel (or Cluster) master: refused, said in the header. */
     snprintf(url, sizeof url, "redis-sentinel://127.0.0.1:%s/mymaster",
              getenv("REDISLOCK_TEST_PORT"));
     assert_int_equal(redislock_client_open(url, &sentinel, NULL, 0),
@@ -122,9 +123,87 @@ static void test_attach_arguments(void **state)
         assert_int_equal(redislock_client_open_quorum(urls, 3, &quorum, NULL,
                                                       0), REDISLOCK_OK);
         assert_int_equal(redislock_client_attach(quorum, &ok, NULL),
+                         REDISLOCK_OK);
+        redislock_client_free(quorum);
+        urls[2] = url;                  /* the Sentinel one */
+        assert_int_equal(redislock_client_open_quorum(urls, 3, &quorum, NULL,
+                                                      0), REDISLOCK_OK);
+        assert_int_equal(redislock_client_attach(quorum, &ok, NULL),
                          REDISLOCK_ERR_INVALID);
         redislock_client_free(quorum);
     }
+}
+
+/* A quorum client through libevent: three databases of the test server
+ * stand in for three masters (each its own connection).  The lock on
+ * all three, a second owner refused, and a waiter (its poll far off)
+ * woken by the release through its blocker on the first. */
+static void test_quorum(void **state)
+{
+    struct event_base *base = event_base_new();
+    redislock_client *cl = NULL;
+    char u[3][160], key[64], k1[80];
+    const char *urls[3] = { u[0], u[1], u[2] };
+    redislock *a, *b;
+    tu_async d[4];
+    redisReply *r;
+    int i;
+
+    (void)state;
+    memset(d, 0, sizeof d);
+    for (i = 0; i < 3; i++)
+        snprintf(u[i], sizeof u[i], "%s/%d", tcp_url, i + 1);
+    assert_int_equal(redislock_client_open_quorum(urls, 3, &cl, NULL, 0),
+                     REDISLOCK_OK);
+    assert_int_equal(redislock_libevent_attach(cl, base), REDISLOCK_OK);
+    tu_key(key, sizeof key, "ev:quorum");
+    a = redislock_new_from_client(cl, key);
+    b = redislock_new_from_client(cl, key);
+    assert_int_equal(redislock_set_wait_poll_ms(b, 60000), REDISLOCK_OK);
+    assert_int_equal(tu_async_start(redislock_acquire_async, a, &d[0]),
+                     REDISLOCK_OK);
+    RUN_UNTIL(base, d[0].calls == 1, 5000, "the acquire");
+    assert_int_equal(d[0].status, REDISLOCK_OK);
+    assert_true(d[0].ok);
+    for (i = 1; i <= 3; i++) {
+        long long end = tu_now_ms() + tu_deadline_ms(5000);
+
+        for (;;) {
+            r = tu_cmd(conn, "SELECT %d", i);
+            freeReplyObject(r);
+            r = tu_cmd(conn, "GET %s", key);
+            if (r->type == REDIS_REPLY_STRING || tu_now_ms() > end)
+                break;
+            freeReplyObject(r);
+            RUN_UNTIL(base, 1, 10, "a round");
+        }
+        assert_int_equal(r->type, REDIS_REPLY_STRING);
+        assert_string_equal(r->str, redislock_id(a));
+        freeReplyObject(r);
+    }
+    assert_int_equal(tu_async_wait_start(b, 60000, &d[1]), REDISLOCK_OK);
+    snprintf(k1, sizeof k1, "{%s}:waiters", key);
+    r = tu_cmd(conn, "SELECT 1");
+    freeReplyObject(r);
+    RUN_UNTIL(base, tu_in_zset(conn, k1, redislock_id(b)), 5000,
+              "the waiter registered on the first master");
+    assert_int_equal(d[1].calls, 0);
+    assert_int_equal(tu_async_start(redislock_release_async, a, &d[2]),
+                     REDISLOCK_OK);
+    RUN_UNTIL(base, d[1].calls == 1, 5000, "the waiter, woken");
+    assert_true(d[2].ok);
+    assert_int_equal(d[1].status, REDISLOCK_OK);
+    assert_true(d[1].ok);
+    assert_int_equal(tu_async_start(redislock_release_async, b, &d[3]),
+                     REDISLOCK_OK);
+    RUN_UNTIL(base, d[3].calls == 1, 5000, "b's release");
+    assert_true(d[3].ok);
+    r = tu_cmd(conn, "SELECT 0");
+    freeReplyObject(r);
+    redislock_free(a);
+    redislock_free(b);
+    redislock_client_free(cl);
+    event_base_free(base);
 }
 
 static void test_start_refusals(void **state)
@@ -1225,6 +1304,7 @@ int main(void)
         cmocka_unit_test(test_unacknowledged_acquire_undone),
         cmocka_unit_test(test_late_reply_and_paused_server),
         cmocka_unit_test(test_loop_refusals),
+        cmocka_unit_test(test_quorum),
         cmocka_unit_test(test_scripts_none_refused),
         TU_BOTH_MODES(test_renewal_on_the_loop),
         TU_BOTH_MODES(test_loss_on_the_loop),

@@ -5,7 +5,7 @@
  * restarted server (the descriptor closed and a new one watched);
  * waiters woken in turn and one whose deadline passes;
  * freeing a handle, and the client from its own callback, with
- * operations pending; the adapter's handles closed after the client
+ * operations pending; a quorum client; the adapter's handles closed after the client
  * (valgrind and ASan see no leak).
  */
 #include "config.h"
@@ -260,6 +260,61 @@ static void test_free_pending(void **state)
     tu_cmd_ok(conn, "DEL uv:free:a uv:free:b");
 }
 
+/* A quorum client through libuv (three databases of the test server for
+ * three masters): the lock on a majority and a second owner refused; a
+ * waiter, its poll far off, woken by the release. */
+static void test_quorum(void **state)
+{
+    uv_env e;
+    redislock_client *cl = NULL;
+    char u[3][160], key[64], set[80];
+    const char *urls[3] = { u[0], u[1], u[2] };
+    redislock *a, *b;
+    tu_async d[4];
+    int i;
+
+    (void)state;
+    memset(d, 0, sizeof d);
+    assert_int_equal(uv_loop_init(&e.loop), 0);
+    assert_int_equal(uv_timer_init(&e.loop, &e.guard), 0);
+    assert_int_equal(uv_timer_start(&e.guard, tick, 20, 20), 0);
+    for (i = 0; i < 3; i++)
+        snprintf(u[i], sizeof u[i], "%s/%d", tcp_url, i + 4);
+    assert_int_equal(redislock_client_open_quorum(urls, 3, &cl, NULL, 0),
+                     REDISLOCK_OK);
+    assert_int_equal(redislock_libuv_attach(cl, &e.loop), REDISLOCK_OK);
+    tu_key(key, sizeof key, "uv:quorum");
+    a = redislock_new_from_client(cl, key);
+    b = redislock_new_from_client(cl, key);
+    assert_int_equal(redislock_set_wait_poll_ms(b, 60000), REDISLOCK_OK);
+    assert_int_equal(tu_async_start(redislock_acquire_async, a, &d[0]),
+                     REDISLOCK_OK);
+    UV_UNTIL(&e.loop, d[0].calls == 1, 5000, "the acquire");
+    assert_true(d[0].ok);
+    assert_true(redislock_valid_for_ms(a) > 0);
+    assert_int_equal(tu_async_wait_start(b, 60000, &d[1]), REDISLOCK_OK);
+    /* Registered on the first master (database 4) before the release. */
+    snprintf(set, sizeof set, "{%s}:waiters", key);
+    tu_cmd_ok(conn, "SELECT 4");
+    UV_UNTIL(&e.loop, tu_in_zset(conn, set, redislock_id(b)), 5000,
+             "the waiter registered on the first master");
+    tu_cmd_ok(conn, "SELECT 0");
+    assert_int_equal(d[1].calls, 0);
+    assert_int_equal(tu_async_start(redislock_release_async, a, &d[2]),
+                     REDISLOCK_OK);
+    UV_UNTIL(&e.loop, d[1].calls == 1, 5000, "the waiter, woken");
+    assert_true(d[2].ok);
+    assert_true(d[1].ok);
+    assert_int_equal(tu_async_start(redislock_release_async, b, &d[3]),
+                     REDISLOCK_OK);
+    UV_UNTIL(&e.loop, d[3].calls == 1, 5000, "b's release");
+    assert_true(d[3].ok);
+    redislock_free(a);
+    redislock_free(b);
+    redislock_client_free(cl);
+    env_close(&e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -268,6 +323,7 @@ int main(void)
         cmocka_unit_test(test_waiters),
         cmocka_unit_test(test_server_killed_and_back),
         cmocka_unit_test(test_free_pending),
+        cmocka_unit_test(test_quorum),
     };
 
     tu_url(tcp_url, sizeof tcp_url);

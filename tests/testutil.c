@@ -900,3 +900,12 @@ void tu_url(char *buf, size_t size)
         fail_msg("no REDISLOCK_TEST_HOST/PORT: run through with-redis.sh");
     snprintf(buf, size, "redis://%s:%s", host, port);
 }
+
+int tu_in_zset(redisContext *c, const char *set, const char *member)
+{
+    redisReply *r = tu_cmd(c, "ZSCORE %s %s", set, member);
+    int yes = r->type != REDIS_REPLY_NIL;
+
+    freeReplyObject(r);
+    return yes;
+}

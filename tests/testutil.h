@@ -219,6 +219,9 @@ void tu_server_stop(tu_server *s);
  */
 long long tu_cmdstat_field(redisContext *c, const char *command,
                            const char *field);
+/* Is MEMBER in the sorted set SET (of C's database)?  (A waiter's
+ * registration: "{KEY}:waiters" and its owner ID.) */
+int tu_in_zset(redisContext *c, const char *set, const char *member);
 /* Does C's server have Functions (FUNCTION STATS: Redis 7.0+, Valkey)? */
 int tu_has_functions(redisContext *c);
 /* Function libraries named redislock_* on C's server (FUNCTION LIST). */
