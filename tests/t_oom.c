@@ -337,14 +337,37 @@ static void test_release_with_hiredis_allocation_failure(void **state)
  * with some status; nothing crashes or leaks, and the loop stays usable:
  * with allocations back, the same handle acquires once the holder has
  * released. */
-static void sweep_loop(int persist)
+static redislock_client *sweep_client(const char *url, int quorum)
+{
+    redislock_client *cl = NULL;
+    char u[3][160];
+    const char *urls[3] = { u[0], u[1], u[2] };
+    int i;
+
+    if (!quorum) {
+        assert_int_equal(redislock_client_open(url, &cl, NULL, 0),
+                         REDISLOCK_OK);
+        return cl;
+    }
+    /* Three databases of the test server for three masters. */
+    for (i = 0; i < 3; i++)
+        snprintf(u[i], sizeof u[i], "%s/%d", url, i + 7);
+    assert_int_equal(redislock_client_open_quorum(urls, 3, &cl, NULL, 0),
+                     REDISLOCK_OK);
+    return cl;
+}
+
+static void sweep_loop(int persist, int quorum)
 {
     unsigned long n;
-    int refused = 0, ended = 0;
+    int refused = 0, ended = 0, db;
     char url[128];
+    redislock_client *hcl = NULL;
 
     tu_url(url, sizeof url);
-    for (n = 1; n < 400; n++) {
+    if (quorum)
+        hcl = sweep_client(url, 1);     /* the holder's (blocking) */
+    for (n = 1; n < 600; n++) {
         redislock_client *cl = NULL;
         redislock *holder, *w;
         tu_async d = { 0 }, r = { 0 };
@@ -353,17 +376,17 @@ static void sweep_loop(int persist)
         int st;
         unsigned long used;
 
-        assert_int_equal(redislock_client_open(url, &cl, NULL, 0),
-                         REDISLOCK_OK);
+        cl = sweep_client(url, quorum);
         assert_int_equal(tu_loop_attach(&l, cl), REDISLOCK_OK);
-        holder = redislock_new(c, "oom:loop");
+        holder = quorum ? redislock_new_from_client(hcl, "oom:loop")
+                        : redislock_new(c, "oom:loop");
         w = redislock_new_from_client(cl, "oom:loop");
         assert_non_null(holder);
         assert_non_null(w);
         assert_true(tu_acquire(holder));
         assert_int_equal(redislock_set_wait_poll_ms(w, 50), REDISLOCK_OK);
         redislockp_fi_fail_at(n, persist);
-        st = tu_async_wait_start(w, 150, &d);
+        st = tu_async_wait_start(w, quorum ? 80 : 150, &d);
         if (st != REDISLOCK_OK) {
             assert_int_equal(st, REDISLOCK_ERR_NOMEM);
             refused++;
@@ -392,15 +415,21 @@ static void sweep_loop(int persist)
         redislock_free(w);
         redislock_free(holder);
         redislock_client_free(cl);
-        tu_cmd_ok(c, "DEL oom:loop {oom:loop}:waiters {oom:loop}:wake "
-                  "{oom:loop}:turn");
+        for (db = quorum ? 7 : 0; db <= (quorum ? 9 : 0); db++) {
+            tu_cmd_ok(c, "SELECT %d", db);
+            tu_cmd_ok(c, "DEL oom:loop {oom:loop}:waiters {oom:loop}:wake "
+                      "{oom:loop}:turn");
+        }
+        tu_cmd_ok(c, "SELECT 0");
         if (used < n)
             break;                      /* nothing failed: all swept */
     }
-    print_message("# the loop, %s failure: %lu allocations swept, %d "
+    print_message("# the loop%s, %s failure: %lu allocations swept, %d "
                   "starts refused, %d waits ended\n",
+                  quorum ? " (a quorum)" : "",
                   persist ? "persistent" : "single", n - 1, refused, ended);
-    assert_true(n < 400);
+    redislock_client_free(hcl);
+    assert_true(n < 600);
     assert_true(refused > 0);
     assert_true(ended > 0);
 }
@@ -408,13 +437,25 @@ static void sweep_loop(int persist)
 static void test_loop_with_single_allocation_failure(void **state)
 {
     (void)state;
-    sweep_loop(0);
+    sweep_loop(0, 0);
 }
 
 static void test_loop_with_persistent_allocation_failure(void **state)
 {
     (void)state;
-    sweep_loop(1);
+    sweep_loop(1, 0);
+}
+
+static void test_quorum_loop_with_single_allocation_failure(void **state)
+{
+    (void)state;
+    sweep_loop(0, 1);
+}
+
+static void test_quorum_loop_with_persistent_allocation_failure(void **state)
+{
+    (void)state;
+    sweep_loop(1, 1);
 }
 
 int main(void)
@@ -422,6 +463,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_loop_with_single_allocation_failure),
         cmocka_unit_test(test_loop_with_persistent_allocation_failure),
+        cmocka_unit_test(test_quorum_loop_with_single_allocation_failure),
+        cmocka_unit_test(test_quorum_loop_with_persistent_allocation_failure),
         cmocka_unit_test(test_new_with_single_allocation_failure),
         cmocka_unit_test(test_new_with_persistent_allocation_failure),
         cmocka_unit_test(test_lock_operations_do_not_allocate),
