@@ -1596,8 +1596,8 @@ REDISLOCK_API int redislock_last_error_info(const redislock *lock,
  * instead.  Acquire, extend, release and acquire_wait (waiters that cost
  * no thread and no connection each; a quorum's block on its first
  * master, the next after a failure, as the blocking calls' do), and
- * auto-renewal (below).  Not yet: scripts=none, status queries; and a
- * host name
+ * auto-renewal (below), and the status query (redislock_held_async()).
+ * Not yet: scripts=none, redislock_inspect(); and a host name
  * in the URL is still resolved by a blocking getaddrinfo() when a
  * connection is made (instant for IP addresses and names in /etc/hosts;
  * with a DNS name, the loop waits for the resolver).
@@ -1775,6 +1775,24 @@ redislock_release_async(redislock *lock, redislock_done_fn fn, void *arg);
  */
 REDISLOCK_API REDISLOCK_NODISCARD int
 redislock_extend_async(redislock *lock, redislock_done_fn fn, void *arg);
+
+/**
+ * Start the status query of redislock_held(), redislock_ttl() and
+ * redislock_hold_count() on LOCK at once (one round trip; on a quorum,
+ * what a majority of the masters says): ok is held (the key holds this
+ * handle's owner ID).  Before FN is called with REDISLOCK_OK, *TTL_MS
+ * (if TTL_MS is not NULL) gets the lock's remaining lease on the server
+ * in milliseconds, -1 when not held (as redislock_ttl()), and *HOLDS (if
+ * not NULL) its hold count, 0 when not held (as
+ * redislock_hold_count()); both are set to those "not held" values by
+ * this call, and must stay valid until FN is called.  Otherwise as
+ * redislock_acquire_async().  (redislock_inspect() has no loop form
+ * yet.)
+ * @since 0.4.0
+ */
+REDISLOCK_API REDISLOCK_NODISCARD int
+redislock_held_async(redislock *lock, long long *ttl_ms, int *holds,
+                     redislock_done_fn fn, void *arg);
 
 /**
  * The version of the library actually linked, e.g. "0.1.0".  Compare with

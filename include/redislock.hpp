@@ -724,6 +724,19 @@ public:
                     std::forward<F>(f), "async_extend");
     }
 
+    /** held() on the loop (redislock_held_async()): F as async_lock()'s,
+     *  OK true when the lock is held by this mutex's owner ID; nothing
+     *  changes (owns_lock() neither). */
+    template <class F>
+    void async_held(F &&f)
+    {
+        start_async(
+            [](redislock *h, redislock_done_fn done, void *arg) {
+                return redislock_held_async(h, nullptr, nullptr, done, arg);
+            },
+            async_kind::status, std::forward<F>(f), "async_held");
+    }
+
     /** try_lock_for() on the loop (redislock_acquire_wait_async()): wait
      *  at most D (zero or negative: one try) without blocking the loop;
      *  F as async_lock()'s, OK false at the deadline.  cancel_wait()
@@ -956,7 +969,7 @@ private:
         return o;
     }
 
-    enum class async_kind { acquire, release, extend };
+    enum class async_kind { acquire, release, extend, status };
 
     /* A pending asynchronous operation: its mutex and callable. */
     struct async_op {

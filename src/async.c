@@ -194,6 +194,8 @@ struct redislockp_aop {
     int called;                 /* its callback ran (or never will) */
     int status;
     bool ok;
+    long long *ttl_out;         /* a status query's results */
+    int *holds_out;
     redislock_done_fn fn;
     void *arg;
     /* A waiter's (wait). */
@@ -607,6 +609,18 @@ static void deliver(redislockp_loop_state *ls)
             o->called = 1;
             if (lock != NULL)
                 lock->aop = NULL;
+            if (o->op.kind == REDISLOCKP_OP_STATUS &&
+                o->status == REDISLOCK_OK && o->ok) {
+                /* Held: what the status said (redislock_ttl(),
+                 * redislock_hold_count()). */
+                const long long *v = o->op.status;
+
+                if (o->ttl_out != NULL)
+                    *o->ttl_out = v[1];
+                if (o->holds_out != NULL)
+                    *o->holds_out = v[2] > 2147483647LL ? 2147483647
+                                                        : (int)v[2];
+            }
             o->fn(lock, o->status, o->ok, o->arg);
         }
         aop_done_with(ls, o);
@@ -657,7 +671,7 @@ static void run_over(redislockp_aop *o)
         return;
     }
     op->st = redislockp_run_finish(o->lock, &o->run,
-                                   op->kind != REDISLOCKP_OP_LEAVE,
+                                   redislockp_op_mutating(op),
                                    redislockp_parse_ints,
                                    &op->r, op->with_ack ? &op->ack : NULL,
                                    &o->leg, &o->res, o->leg.st);
@@ -1452,7 +1466,7 @@ static void quorum_over(redislockp_aop *o)
         return;
     }
     op->st = redislockp_quorum_finish(o->lock, &q->qr,
-                                      op->kind != REDISLOCKP_OP_LEAVE,
+                                      redislockp_op_mutating(op),
                                       redislockp_parse_ints, &op->r,
                                       q->legs);
     op->ack = NULL;                     /* (a quorum's is in the fold) */
@@ -2705,6 +2719,28 @@ int redislock_release_async(redislock *lock, redislock_done_fn fn, void *arg)
 int redislock_extend_async(redislock *lock, redislock_done_fn fn, void *arg)
 {
     return start(lock, REDISLOCKP_OP_EXTEND, fn, arg);
+}
+
+int redislock_held_async(redislock *lock, long long *ttl_ms, int *holds,
+                         redislock_done_fn fn, void *arg)
+{
+    redislockp_aop *o;
+    int st;
+
+    if (ttl_ms != NULL)
+        *ttl_ms = -1;
+    if (holds != NULL)
+        *holds = 0;
+    o = aop_new(lock, fn, arg, &st);
+    if (o == NULL)
+        return st;
+    o->ttl_out = ttl_ms;
+    o->holds_out = holds;
+    redislockp_op_begin(&o->op, lock, REDISLOCKP_OP_STATUS,
+                        REDISLOCKP_TRY_PLAIN);
+    step(o);
+    sync_loop(o->cl);
+    return REDISLOCK_OK;
 }
 
 int redislock_acquire_wait_async(redislock *lock, long long timeout_ms,

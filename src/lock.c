@@ -1083,6 +1083,7 @@ enum {
     P_RELEASE,                  /* the release's steps */
     P_EXTENDED,                 /* the extend's reply is in */
     P_LEFT,                     /* the leave's reply is in */
+    P_STATUS,                   /* the status's reply is in */
     P_END
 };
 
@@ -1435,6 +1436,31 @@ static int pending_loss(redislock *lock)
     return report_lost(lock, why, "while auto-renewed", REDISLOCK_OK);
 }
 
+/* The status call's reply is in: {who, pttl, holds, token}, checked;
+ * OK: held. */
+static int status_read(redislockp_op *op)
+{
+    redislock *lock = op->lock;
+    const long long *v = op->r.v;
+    int st = op->st;
+
+    if (st == REDISLOCK_ERR_SERVER)
+        explain_refusal(lock, &op->call);
+    if (st == REDISLOCK_OK &&
+        (v[0] < -1 || v[0] > 1 || (v[0] == 1 && v[2] < 1) || v[3] < 0))
+        st = redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL,
+                             "status: unexpected reply {%lld, %lld, %lld, "
+                             "%lld}", v[0], v[1], v[2], v[3]);
+    if (st != REDISLOCK_OK) {
+        lock->state = REDISLOCK_STATE_UNKNOWN;
+        return done(op, st);
+    }
+    memcpy(op->status, v, sizeof op->status);
+    saw(lock, v[0]);
+    op->ok = v[0] == 1;
+    return done(op, REDISLOCK_OK);
+}
+
 int redislockp_op_next(redislockp_op *op)
 {
     redislock *lock = op->lock;
@@ -1466,6 +1492,11 @@ int redislockp_op_next(redislockp_op *op)
             op->phase = P_LEFT;
             return run(op, ints("leave", 1, 1), 0);
         }
+        if (op->kind == REDISLOCKP_OP_STATUS) {
+            redislockp_call_status(&op->call, lock);
+            op->phase = P_STATUS;
+            return run(op, ints("status", 4, 4), 0);
+        }
         if (op->check_loss || op->kind == REDISLOCKP_OP_EXTEND) {
             st = pending_loss(lock);
             if (st != REDISLOCK_OK)
@@ -1496,9 +1527,16 @@ int redislockp_op_next(redislockp_op *op)
         if (op->st != REDISLOCK_OK)
             lock->state = REDISLOCK_STATE_UNKNOWN;
         return done(op, op->st);
+    case P_STATUS:
+        return status_read(op);
     default:
         return 0;
     }
+}
+
+int redislockp_op_mutating(const redislockp_op *op)
+{
+    return op->kind != REDISLOCKP_OP_LEAVE && op->kind != REDISLOCKP_OP_STATUS;
 }
 
 /* Run OP's steps here and now, each call through the executor. */
@@ -1506,7 +1544,7 @@ static int drive(redislockp_op *op)
 {
     while (redislockp_op_next(op))
         op->st = op_run_ack(op->lock, &op->call,
-                            op->kind != REDISLOCKP_OP_LEAVE, parse_ints,
+                            redislockp_op_mutating(op), parse_ints,
                             &op->r,
                             op->with_ack ? &op->ack : NULL);
     return op->result;
@@ -1592,34 +1630,23 @@ int redislock_extend(redislock *lock, bool *extended_out)
 }
 
 /* The status queries: check the call (OUT, named NAME, is its result
- * pointer), run the status script; V gets {who, pttl, holds, token}. */
+ * pointer), run the status call (an OP_STATUS, as the loop's
+ * redislock_held_async()); V gets {who, pttl, holds, token}. */
 static int status(redislock *lock, const void *out, const char *name,
                   long long v[4])
 {
-    redislockp_call call;
-    int_reply r = ints("status", 4, 4);
+    redislockp_op op;
     int st;
 
     st = redislockp_begin_call(lock, out, name);
     if (st != REDISLOCK_OK)
         return st;
-    redislockp_call_status(&call, lock);
-    st = redislockp_op_run(lock, &call, 0, parse_ints, &r);
-    if (st == REDISLOCK_ERR_SERVER)
-        explain_refusal(lock, &call);
-    if (st == REDISLOCK_OK &&
-        (r.v[0] < -1 || r.v[0] > 1 || (r.v[0] == 1 && r.v[2] < 1) ||
-         r.v[3] < 0))
-        st = redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL,
-                             "status: unexpected reply {%lld, %lld, %lld, "
-                             "%lld}", r.v[0], r.v[1], r.v[2], r.v[3]);
-    if (st != REDISLOCK_OK) {
-        lock->state = REDISLOCK_STATE_UNKNOWN;
-        return st;
-    }
-    memcpy(v, r.v, sizeof r.v);
-    saw(lock, v[0]);
-    return REDISLOCK_OK;
+    redislockp_op_begin(&op, lock, REDISLOCKP_OP_STATUS,
+                        REDISLOCKP_TRY_PLAIN);
+    st = drive(&op);
+    if (st == REDISLOCK_OK)
+        memcpy(v, op.status, sizeof op.status);
+    return st;
 }
 
 int redislock_held(redislock *lock, bool *held)

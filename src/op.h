@@ -37,7 +37,8 @@ typedef enum redislockp_op_kind {
     REDISLOCKP_OP_ACQUIRE,
     REDISLOCKP_OP_RELEASE,
     REDISLOCKP_OP_EXTEND,
-    REDISLOCKP_OP_LEAVE         /* a waiter leaves the waiters (wait.c) */
+    REDISLOCKP_OP_LEAVE,        /* a waiter leaves the waiters (wait.c) */
+    REDISLOCKP_OP_STATUS        /* held, ttl, hold count: the status call */
 } redislockp_op_kind;
 
 typedef struct redislockp_op {
@@ -65,6 +66,7 @@ typedef struct redislockp_op {
     int result;
     bool ok;                    /* acquired, released, extended */
     long long holder_pttl;      /* an acquire's: redislockp_acquire_once() */
+    long long status[4];        /* a status's: {who, pttl, holds, token} */
 } redislockp_op;
 
 /* Begin OP, of KIND on LOCK (HOW: an acquire's kind of try).  The
@@ -76,6 +78,10 @@ void redislockp_op_begin(redislockp_op *op, redislock *lock,
  * it if OP->with_ack), then fill OP->st, OP->r and OP->ack and call
  * again; 0, done (OP->result, OP->ok, OP->holder_pttl). */
 int redislockp_op_next(redislockp_op *op);
+
+/* May OP's calls change what the server holds (an unanswered one then
+ * leaves the outcome unknown)?  Not a leave's or a status's. */
+int redislockp_op_mutating(const redislockp_op *op);
 
 /* A waiter of LOCK leaves without the lock, passing on a turn it was
  * WOKEN for (OP_LEAVE, run here and now through the executor). */

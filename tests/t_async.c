@@ -365,6 +365,82 @@ static void test_counted_reentry(void **state)
     redisFree(c);
 }
 
+/* The status query on the loop: held, the lease left and the holds as
+ * the blocking calls give them; not held for another handle (and the
+ * "not held" values set by the start itself); the results optional;
+ * a refusal (a key of another type) as redislock_held()'s. */
+static void test_held_async(void **state)
+{
+    redisContext *c = conn;
+    struct event_base *base;
+    redislock_client *cl = attached(tcp_url, &base);
+    redislock *a, *b;
+    tu_async d[8];
+    char key[64];
+    long long ttl = 42, bttl = 42;
+    int holds = 42, bholds = 42, i;
+
+    (void)state;
+    memset(d, 0, sizeof d);
+    tu_key(key, sizeof key, "async:held");
+    a = redislock_new_counted_from_client(cl, key);
+    b = redislock_new_counted_from_client(cl, key);
+    assert_int_equal(redislock_set_expire_ms(a, 30000), REDISLOCK_OK);
+    for (i = 0; i < 2; i++) {
+        assert_int_equal(tu_async_start(redislock_acquire_async, a, &d[i]),
+                         REDISLOCK_OK);
+        RUN_UNTIL(base, d[i].calls == 1, 5000, "an acquire");
+        assert_true(d[i].ok);
+    }
+    assert_int_equal(redislock_held_async(a, &ttl, &holds, tu_async_done,
+                                          &d[2]), REDISLOCK_OK);
+    assert_int_equal(ttl, -1);          /* set by the start */
+    assert_int_equal(holds, 0);
+    assert_int_equal(redislock_held_async(b, &bttl, &bholds, tu_async_done,
+                                          &d[3]), REDISLOCK_OK);
+    /* Busy meanwhile. */
+    assert_int_equal(redislock_held_async(a, NULL, NULL, tu_async_done,
+                                          &d[4]), REDISLOCK_ERR_INVALID);
+    assert_int_equal(d[2].calls + d[3].calls, 0);
+    RUN_UNTIL(base, d[2].calls == 1 && d[3].calls == 1, 5000,
+              "the two queries");
+    assert_int_equal(d[2].status, REDISLOCK_OK);
+    assert_true(d[2].ok);
+    assert_true(ttl > 25000 && ttl <= 30000);
+    assert_int_equal(holds, 2);
+    assert_int_equal(redislock_last_state(a), REDISLOCK_STATE_OURS);
+    assert_int_equal(d[3].status, REDISLOCK_OK);
+    assert_false(d[3].ok);
+    assert_int_equal(bttl, -1);
+    assert_int_equal(bholds, 0);
+    assert_int_equal(redislock_last_state(b), REDISLOCK_STATE_OTHER);
+    /* Without result pointers. */
+    assert_int_equal(redislock_held_async(a, NULL, NULL, tu_async_done,
+                                          &d[4]), REDISLOCK_OK);
+    RUN_UNTIL(base, d[4].calls == 1, 5000, "a query without results");
+    assert_true(d[4].ok);
+    assert_int_equal(redislock_held_async(NULL, NULL, NULL, tu_async_done,
+                                          &d[5]), REDISLOCK_ERR_INVALID);
+    assert_int_equal(redislock_held_async(a, NULL, NULL, NULL, &d[5]),
+                     REDISLOCK_ERR_INVALID);
+    /* Another type at the key: refused as redislock_held() is. */
+    tu_cmd_ok(c, "DEL %s", key);
+    tu_cmd_ok(c, "SET %s text", key);
+    assert_int_equal(redislock_held_async(a, &ttl, &holds, tu_async_done,
+                                          &d[6]), REDISLOCK_OK);
+    RUN_UNTIL(base, d[6].calls == 1, 5000, "a query of the wrong type");
+    assert_int_equal(d[6].status, REDISLOCK_ERR_SERVER);
+    assert_false(d[6].ok);
+    assert_int_equal(ttl, -1);
+    assert_int_equal(redislock_last_state(a), REDISLOCK_STATE_UNKNOWN);
+    assert_non_null(strstr(redislock_last_error(a), "WRONGTYPE"));
+    tu_cmd_ok(c, "DEL %s", key);
+    redislock_free(a);
+    redislock_free(b);
+    redislock_client_free(cl);
+    event_base_free(base);
+}
+
 /* A go-zero process and a loop's handle exclude each other. */
 static void test_gozero_interplay(void **state)
 {
@@ -1305,6 +1381,7 @@ int main(void)
         cmocka_unit_test(test_late_reply_and_paused_server),
         cmocka_unit_test(test_loop_refusals),
         cmocka_unit_test(test_quorum),
+        cmocka_unit_test(test_held_async),
         cmocka_unit_test(test_scripts_none_refused),
         TU_BOTH_MODES(test_renewal_on_the_loop),
         TU_BOTH_MODES(test_loss_on_the_loop),

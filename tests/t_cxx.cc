@@ -1115,10 +1115,17 @@ void test_async(redislockpp::client &blocking)
     m.async_extend(note);
     ok(pl_until(ac.get(), l, [&] { return calls == 4; }) && got_ok,
        "async_extend: extended");
+    m.async_held(note);
+    ok(pl_until(ac.get(), l, [&] { return calls == 5; }) && !got && got_ok &&
+           m.owns_lock(),
+       "async_held: held");
     m.async_unlock(note);
-    ok(pl_until(ac.get(), l, [&] { return calls == 5; }) && got_ok &&
+    ok(pl_until(ac.get(), l, [&] { return calls == 6; }) && got_ok &&
            !m.owns_lock(),
        "async_unlock: the last hold, not owned any more");
+    m.async_held(note);
+    ok(pl_until(ac.get(), l, [&] { return calls == 7; }) && !got && !got_ok,
+       "async_held: not held after the last unlock");
 
     // A mutex of a client that is not attached cannot start.
     redislockpp::mutex plain(blocking, key("async-plain"));
@@ -1128,7 +1135,7 @@ void test_async(redislockpp::client &blocking)
     } catch (const redislockpp::error &e) {
         threw = e.code() == errc::invalid;
     }
-    ok(threw && calls == 5, "async_lock on a client not attached throws "
+    ok(threw && calls == 7, "async_lock on a client not attached throws "
                             "errc::invalid, and never calls back");
 
     // Destroyed with an operation pending: called with errc::canceled.
@@ -1136,7 +1143,7 @@ void test_async(redislockpp::client &blocking)
         redislockpp::mutex d(ac, key("async-destroyed"));
         d.async_lock(note);
     }
-    ok(calls == 6 && got == errc::canceled,
+    ok(calls == 8 && got == errc::canceled,
        "a mutex destroyed with an operation pending calls back with "
        "errc::canceled");
 
@@ -1148,7 +1155,7 @@ void test_async(redislockpp::client &blocking)
 
         holder.lock();
         w.async_try_lock_for(std::chrono::milliseconds(150), note);
-        ok(pl_until(ac.get(), l, [&] { return calls == 7; }) && !got &&
+        ok(pl_until(ac.get(), l, [&] { return calls == 9; }) && !got &&
                !got_ok && !w.owns_lock(),
            "async_try_lock_for: false at the deadline");
         w.async_try_lock_for(std::chrono::seconds(30), note);
@@ -1157,17 +1164,17 @@ void test_async(redislockpp::client &blocking)
             return cmd("ZCARD", "{" + key("async-wait") + "}:waiters") == "1";
         });
         holder.unlock();
-        ok(waiting && pl_until(ac.get(), l, [&] { return calls == 8; }) &&
+        ok(waiting && pl_until(ac.get(), l, [&] { return calls == 10; }) &&
                !got && got_ok && w.owns_lock(),
            "async_try_lock_for: waited, woken by the release, owned");
         w.async_unlock(note);
-        ok(pl_until(ac.get(), l, [&] { return calls == 9; }) && got_ok &&
+        ok(pl_until(ac.get(), l, [&] { return calls == 11; }) && got_ok &&
                !w.owns_lock(),
            "async_unlock after the wait");
         holder.lock();
         w.async_try_lock_for(std::chrono::seconds(30), note);
         w.cancel_wait();
-        ok(pl_until(ac.get(), l, [&] { return calls == 10; }) &&
+        ok(pl_until(ac.get(), l, [&] { return calls == 12; }) &&
                got == errc::canceled && !w.owns_lock(),
            "cancel_wait() ends an async_try_lock_for (errc::canceled)");
         holder.unlock();

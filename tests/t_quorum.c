@@ -1756,6 +1756,27 @@ static void test_loop_lock_on_all_masters(void **state)
     assert_int_equal(loop_run(&l, redislock_acquire_async, b, &ok),
                      REDISLOCK_OK);
     assert_false(ok);                   /* another owner */
+    {
+        /* The status query: what a majority says. */
+        tu_async q = { 0 };
+        long long ttl = 0;
+        int n = 0;
+
+        assert_int_equal(redislock_held_async(a, &ttl, &n, tu_async_done,
+                                              &q), REDISLOCK_OK);
+        TU_LOOP_UNTIL(&l, q.calls == 1, 10000, "the status query");
+        assert_int_equal(q.status, REDISLOCK_OK);
+        assert_true(q.ok);
+        assert_true(ttl > 0);
+        assert_int_equal(n, 1);
+        memset(&q, 0, sizeof q);
+        assert_int_equal(redislock_held_async(b, &ttl, &n, tu_async_done,
+                                              &q), REDISLOCK_OK);
+        TU_LOOP_UNTIL(&l, q.calls == 1, 10000, "b's status query");
+        assert_int_equal(q.status, REDISLOCK_OK);
+        assert_false(q.ok);
+        assert_int_equal(ttl, -1);
+    }
     assert_int_equal(loop_run(&l, redislock_extend_async, a, &ok),
                      REDISLOCK_OK);
     assert_true(ok);
