@@ -1338,11 +1338,17 @@ static void quorum_send(redislockp_aop *o)
             continue;
         }
         /* Its reply is due within the quorum wait from its send; while
-         * its connection is being made, the connect's time too. */
+         * its connection is being made, the connect's time too - at most
+         * the quorum wait again, as the executor allows a leg's new
+         * connection (its pool_url()): a master slow to connect costs
+         * its leg, not the operation or a renewal's lease. */
         c = i < cl->loop->nconns ? cl->loop->conns[i] : NULL;
         leg->due = now + f->wait_ms;
-        if (c == NULL || !c->open || c->a.state != REDISLOCKP_ACONN_READY)
-            leg->due += redislockp_client_url(cl->subs[i]).connect_ms;
+        if (c == NULL || !c->open || c->a.state != REDISLOCKP_ACONN_READY) {
+            long long cms = redislockp_client_url(cl->subs[i]).connect_ms;
+
+            leg->due += cms < f->wait_ms ? cms : f->wait_ms;
+        }
         redislockp_cmd_init(&cmd);
         if (redislockp_leg_build(leg, f, body, &cmd) == REDISLOCK_OK)
             (void)qsend(o, i, &cmd);
@@ -2324,6 +2330,13 @@ static void renew_timer(redislockp_aop *o)
                                    : REDISLOCK_LOST_UNREACHABLE;
     }
     pthread_mutex_unlock(&cl->wd_mu);
+    if (why != 0 && o->q != NULL && o->inflight && !o->renew_stale) {
+        /* A quorum's renewal under way: what the masters that answered
+         * say first - a majority may have renewed (then the lease goes
+         * on, and this is called again). */
+        quorum_over(o);
+        return;
+    }
     if (why != 0) {
         o->renew_stale = o->inflight;   /* its answer comes too late */
         o->parked = 0;
@@ -2409,8 +2422,9 @@ static void renew_over(redislockp_aop *o)
         /* A majority renewed, or can no longer (watchdog.c's fold). */
         result = redislockp_renew_quorum_fold(l, o->q->legs, cl->nsubs, 0,
                                               o->renew_ack ? 1 : -1);
+        /* (As the watchdog: unknown when no answer decided.) */
         for (i = 0; i < cl->nsubs; i++)
-            unknown |= o->q->legs[i].st != REDISLOCK_OK &&
+            unknown |= result == -1 && o->q->legs[i].st != REDISLOCK_OK &&
                        o->q->legs[i].sent;
         redislockp_legs_end(o->q->legs, cl->nsubs);
     } else {
