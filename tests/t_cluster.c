@@ -1698,6 +1698,15 @@ static void test_async_waiters(void **state)
     redislock_client_free(cl);
 }
 
+/* The loop's ready adapters (libevent, libuv) against a Cluster (its slots' masters): a holder, a
+ * waiter woken by its release, a status query (tu_loop_adapters()). */
+static void test_loop_adapters(void **state)
+{
+    (void)state;
+    if (tu_loop_adapters(tu_open_url, url, "adapters:cluster") == 0)
+        skip();
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -1710,6 +1719,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_ask_is_followed),
         cmocka_unit_test(test_async_on_a_cluster),
         cmocka_unit_test(test_async_waiters),
+        cmocka_unit_test(test_loop_adapters),
         cmocka_unit_test(test_companion_keys),
         cmocka_unit_test(test_wait_and_renew),
         cmocka_unit_test(test_the_tool_on_a_cluster),

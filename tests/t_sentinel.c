@@ -1002,6 +1002,15 @@ static int teardown(void **state)
     return 0;
 }
 
+/* The loop's ready adapters (libevent, libuv) against Sentinel (the master the sentinels name): a holder, a
+ * waiter woken by its release, a status query (tu_loop_adapters()). */
+static void test_loop_adapters(void **state)
+{
+    (void)state;
+    if (tu_loop_adapters(tu_open_url, url, "adapters:sentinel") == 0)
+        skip();
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -1012,6 +1021,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_the_tool_with_sentinels),
         cmocka_unit_test(test_sentinel_in_a_quorum),
         cmocka_unit_test(test_async_finds_and_follows_the_master),
+        cmocka_unit_test(test_loop_adapters),
         cmocka_unit_test(test_sentinel_failover_is_followed),
         cmocka_unit_test(test_sentinel_failover_with_acks),
         cmocka_unit_test(test_killed_master_is_followed),

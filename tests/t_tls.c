@@ -519,6 +519,20 @@ static void test_sentinel_over_tls(void **state)
     tu_server_stop(&master);
 }
 
+/* The loop's ready adapters (libevent, libuv) over TLS (the handshake
+ * driven by each loop): a holder, a waiter woken by its release, a
+ * status query (tu_loop_adapters()). */
+static void test_loop_adapters(void **state)
+{
+    char url[900], params[500];
+
+    (void)state;
+    snprintf(params, sizeof params, "cacert=%s/ca.crt", certs);
+    url_for(url, sizeof url, "127.0.0.1", port[0], params);
+    if (tu_loop_adapters(tu_open_url, url, "adapters:tls") == 0)
+        skip();
+}
+
 static int setup(void **state)
 {
     const char *tmp = getenv("REDISLOCK_TEST_TMPDIR");
@@ -646,6 +660,7 @@ int main(void)
         cmocka_unit_test(test_cluster_over_tls),
         cmocka_unit_test(test_sentinel_over_tls),
         cmocka_unit_test(test_async_over_tls),
+        cmocka_unit_test(test_loop_adapters),
     };
     return TU_RUN(tests, setup, teardown);
 }

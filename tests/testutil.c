@@ -18,6 +18,15 @@
 
 #include <sodium.h>
 
+#ifdef HAVE_LIBEVENT
+#include <event2/event.h>
+#include <redislock/libevent.h>
+#endif
+#ifdef HAVE_LIBUV
+#include <uv.h>
+#include <redislock/libuv.h>
+#endif
+
 #include "testutil.h"
 
 int tu_run(const char *name, const struct CMUnitTest *tests, size_t n,
@@ -810,6 +819,8 @@ int tu_loop_attach(tu_loop *l, redislock_client *cl)
 
     l->cl = cl;
     l->timer_at = -1;
+    l->kind = TU_LOOP_POLL;
+    l->lib = NULL;
     for (i = 0; i < TU_LOOP_FDS; i++) {
         l->fd[i] = -1;
         l->events[i] = 0;
@@ -817,11 +828,108 @@ int tu_loop_attach(tu_loop *l, redislock_client *cl)
     return redislock_client_attach(cl, &fns, l);
 }
 
+#ifdef HAVE_LIBUV
+/* A guard timer keeps UV_RUN_ONCE from blocking past its wait. */
+typedef struct tu_uv {
+    uv_loop_t loop;
+    uv_timer_t guard;
+} tu_uv;
+
+static void tu_uv_tick(uv_timer_t *t)
+{
+    (void)t;
+}
+#endif
+
+const char *tu_loop_kind_name(int kind)
+{
+    return kind == TU_LOOP_LIBEVENT ? "libevent"
+         : kind == TU_LOOP_LIBUV    ? "libuv"
+                                    : "poll";
+}
+
+int tu_loop_attach_kind(tu_loop *l, redislock_client *cl, int kind)
+{
+    memset(l, 0, sizeof *l);
+    l->cl = cl;
+    l->timer_at = -1;
+    l->kind = kind;
+    switch (kind) {
+#ifdef HAVE_LIBEVENT
+    case TU_LOOP_LIBEVENT:
+        l->lib = event_base_new();
+        assert_non_null(l->lib);
+        assert_int_equal(redislock_libevent_attach(cl, l->lib),
+                         REDISLOCK_OK);
+        return 1;
+#endif
+#ifdef HAVE_LIBUV
+    case TU_LOOP_LIBUV: {
+        tu_uv *u = calloc(1, sizeof *u);
+
+        assert_non_null(u);
+        assert_int_equal(uv_loop_init(&u->loop), 0);
+        assert_int_equal(uv_timer_init(&u->loop, &u->guard), 0);
+        l->lib = u;
+        assert_int_equal(redislock_libuv_attach(cl, &u->loop), REDISLOCK_OK);
+        return 1;
+    }
+#endif
+    case TU_LOOP_POLL:
+        assert_int_equal(tu_loop_attach(l, cl), REDISLOCK_OK);
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+void tu_loop_end(tu_loop *l)
+{
+#ifdef HAVE_LIBEVENT
+    if (l->kind == TU_LOOP_LIBEVENT && l->lib != NULL)
+        event_base_free(l->lib);
+#endif
+#ifdef HAVE_LIBUV
+    if (l->kind == TU_LOOP_LIBUV && l->lib != NULL) {
+        tu_uv *u = l->lib;
+
+        uv_timer_stop(&u->guard);
+        uv_close((uv_handle_t *)&u->guard, NULL);
+        (void)uv_run(&u->loop, UV_RUN_NOWAIT);
+        assert_int_equal(uv_loop_close(&u->loop), 0);
+        free(u);
+    }
+#endif
+    l->lib = NULL;
+}
+
 void tu_loop_once(tu_loop *l, long long max_ms)
 {
     struct pollfd p[TU_LOOP_FDS];
     int i, n = 0, r;
     long long wait = max_ms, now = tu_now_ms();
+
+#ifdef HAVE_LIBEVENT
+    if (l->kind == TU_LOOP_LIBEVENT) {
+        struct timeval tv = { (time_t)(max_ms / 1000),
+                              (suseconds_t)(max_ms % 1000 * 1000) };
+
+        event_base_loopexit(l->lib, &tv);
+        (void)event_base_dispatch(l->lib);
+        return;
+    }
+#endif
+#ifdef HAVE_LIBUV
+    if (l->kind == TU_LOOP_LIBUV) {
+        tu_uv *u = l->lib;
+
+        uv_timer_start(&u->guard, tu_uv_tick,
+                       (uint64_t)(max_ms > 0 ? max_ms : 1), 0);
+        (void)uv_run(&u->loop, UV_RUN_ONCE);
+        uv_timer_stop(&u->guard);
+        return;
+    }
+#endif
 
     for (i = 0; i < TU_LOOP_FDS; i++) {
         if (l->fd[i] < 0)
@@ -908,4 +1016,86 @@ int tu_in_zset(redisContext *c, const char *set, const char *member)
 
     freeReplyObject(r);
     return yes;
+}
+
+int tu_loop_adapters(redislock_client *(*open)(void *), void *arg,
+                     const char *key)
+{
+    int kind, ran = 0;
+
+    for (kind = TU_LOOP_LIBEVENT; kind <= TU_LOOP_LIBUV; kind++) {
+        redislock_client *cl = open(arg);
+        redislock *h, *w;
+        tu_async d[5];
+        tu_loop l;
+        long long t0, woken, ttl = 0;
+        int holds = 0;
+
+        memset(d, 0, sizeof d);
+        if (!tu_loop_attach_kind(&l, cl, kind)) {
+            redislock_client_free(cl);
+            continue;
+        }
+        ran++;
+        h = redislock_new_from_client(cl, key);
+        w = redislock_new_from_client(cl, key);
+        assert_non_null(h);
+        assert_non_null(w);
+        assert_int_equal(redislock_set_expire_ms(h, 60000), REDISLOCK_OK);
+        assert_int_equal(redislock_set_wait_poll_ms(w, 60000), REDISLOCK_OK);
+        assert_int_equal(tu_async_start(redislock_acquire_async, h, &d[0]),
+                         REDISLOCK_OK);
+        TU_LOOP_UNTIL(&l, d[0].calls == 1, 10000, "the holder's acquire");
+        if (d[0].status != REDISLOCK_OK || !d[0].ok)
+            fail_msg("%s: the holder's acquire: %d (%s)",
+                     tu_loop_kind_name(kind), d[0].status,
+                     redislock_last_error(h));
+        assert_int_equal(tu_async_wait_start(w, 30000, &d[1]), REDISLOCK_OK);
+        /* It waits (refused, registered) while the lock is held. */
+        t0 = tu_now_ms();
+        while (tu_now_ms() - t0 < 300)
+            tu_loop_once(&l, 20);
+        assert_int_equal(d[1].calls, 0);
+        assert_int_equal(tu_async_start(redislock_release_async, h, &d[2]),
+                         REDISLOCK_OK);
+        t0 = tu_now_ms();
+        TU_LOOP_UNTIL(&l, d[1].calls == 1 && d[2].calls == 1, 10000,
+                      "the release, and the waiter woken");
+        woken = tu_now_ms() - t0;       /* (to a loop round: 20 ms) */
+        assert_true(d[2].ok);
+        if (d[1].status != REDISLOCK_OK || !d[1].ok)
+            fail_msg("%s: the waiter: %d (%s)", tu_loop_kind_name(kind),
+                     d[1].status, redislock_last_error(w));
+        if (woken > 5000)
+            fail_msg("%s: the waiter was not woken by the release",
+                     tu_loop_kind_name(kind));
+        assert_int_equal(redislock_held_async(w, &ttl, &holds, tu_async_done,
+                                              &d[3]), REDISLOCK_OK);
+        TU_LOOP_UNTIL(&l, d[3].calls == 1, 10000, "the status query");
+        assert_true(d[3].ok);
+        assert_true(ttl > 0);
+        assert_int_equal(holds, 1);
+        assert_int_equal(tu_async_start(redislock_release_async, w, &d[4]),
+                         REDISLOCK_OK);
+        TU_LOOP_UNTIL(&l, d[4].calls == 1, 10000, "the waiter's release");
+        assert_true(d[4].ok);
+        printf("# through %s: acquired, the waiter woken within %lld ms of "
+               "the release, held, released\n", tu_loop_kind_name(kind),
+               woken);
+        redislock_free(h);
+        redislock_free(w);
+        redislock_client_free(cl);
+        tu_loop_end(&l);
+    }
+    return ran;
+}
+
+redislock_client *tu_open_url(void *arg)
+{
+    redislock_client *cl = NULL;
+    char err[512];
+
+    if (redislock_client_open(arg, &cl, err, sizeof err) != REDISLOCK_OK)
+        fail_msg("redislock_client_open: %s", err);
+    return cl;
 }

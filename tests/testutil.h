@@ -262,9 +262,37 @@ typedef struct tu_loop {
     redislock_client *cl;
     int fd[TU_LOOP_FDS], events[TU_LOOP_FDS];
     long long timer_at;         /* monotonic ms; -1: none */
+    int kind;                   /* TU_LOOP_* */
+    void *lib;                  /* libevent's or libuv's loop */
 } tu_loop;
 int tu_loop_attach(tu_loop *l, redislock_client *cl);
 void tu_loop_once(tu_loop *l, long long max_ms);
+
+/*
+ * The same through a ready adapter: tu_loop_attach_kind() attaches CL
+ * with <redislock/libevent.h> (TU_LOOP_LIBEVENT) or <redislock/libuv.h>
+ * (TU_LOOP_LIBUV) on a loop of its own, which tu_loop_once() runs;
+ * tu_loop_end() frees that loop once the client is freed.  1 when the
+ * kind was built (configure found the library), else 0 and nothing
+ * done.  tu_loop_kind_name() names a kind.
+ */
+enum { TU_LOOP_POLL, TU_LOOP_LIBEVENT, TU_LOOP_LIBUV };
+int tu_loop_attach_kind(tu_loop *l, redislock_client *cl, int kind);
+void tu_loop_end(tu_loop *l);
+const char *tu_loop_kind_name(int kind);
+
+/*
+ * Every adapter against one kind of server: for each adapter built,
+ * a client from OPEN(ARG) is attached through it and on KEY a holder
+ * acquires, a waiter (its poll 60 s) waits, the holder's release wakes
+ * it (within 5 s), a status query says it holds, it releases.  Returns
+ * how many adapters were run.
+ */
+int tu_loop_adapters(redislock_client *(*open)(void *), void *arg,
+                     const char *key);
+/* redislock_client_open() of the URL ARG (a char *), for
+ * tu_loop_adapters(). */
+redislock_client *tu_open_url(void *arg);
 /* Run L until COND holds; fail after MS (scaled) naming WHAT. */
 #define TU_LOOP_UNTIL(l, cond, ms, what)                                 \
     do {                                                                 \
