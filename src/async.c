@@ -1330,13 +1330,8 @@ static void quorum_send(redislockp_aop *o)
         lconn *c;
 
         memset(leg, 0, sizeof *leg);
-        leg->cl = cl->subs[i];
-        leg->asked = f->mask == NULL || f->mask[i];
-        if (!leg->asked) {
-            leg->done = 1;
-            leg->st = REDISLOCK_ERR_INVALID;
+        if (!redislockp_fanout_leg(leg, cl, f, i))
             continue;
-        }
         /* Its reply is due within the quorum wait from its send; while
          * its connection is being made, the connect's time too - at most
          * the quorum wait again, as the executor allows a leg's new

@@ -432,6 +432,18 @@ static void leg_read(redislockp_leg *leg, const redislockp_fanout *f,
  * and the legs that do answer tell what they did (a grant to give back)
  * and how many answered.
  */
+int redislockp_fanout_leg(redislockp_leg *leg, redislock_client *cl,
+                          const redislockp_fanout *f, size_t i)
+{
+    leg->cl = cl->subs[i];
+    leg->asked = f->mask == NULL || f->mask[i];
+    if (!leg->asked) {
+        leg->done = 1;
+        leg->st = REDISLOCK_ERR_INVALID;
+    }
+    return leg->asked;
+}
+
 int redislockp_fanout_decided(const redislockp_fanout *f,
                               const redislockp_leg *legs, size_t n)
 {
@@ -644,13 +656,8 @@ size_t redislockp_exec_fanout(redislock_client *cl, unsigned slot,
                                          ncalls);
             continue;                   /* LCOV_EXCL_LINE */
         }
-        leg->cl = cl->subs[i];
-        leg->asked = f->mask == NULL || f->mask[i];
-        if (!leg->asked) {
-            leg->done = 1;
-            leg->st = REDISLOCK_ERR_INVALID;
+        if (!redislockp_fanout_leg(leg, cl, f, i))
             continue;
-        }
         if ((uses_plain(cl) || uses_plain(leg->cl)) &&
             (f->call != NULL || f->ncalls > 0)) {
             /* A quorum's legs are one write each, cut once the others

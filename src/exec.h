@@ -230,6 +230,10 @@ void redislockp_leg_lost(redislockp_leg *leg);
  * than REDISLOCKP_MAX_REDIRECTS redirections; the last: MSG". */
 void redislockp_too_many_redirects(char *msg);
 
+/* LEG (zeroed) of member I of the quorum client CL in F: its client, and
+ * whether F asks it (else it is done, REDISLOCK_ERR_INVALID): 1 or 0. */
+int redislockp_fanout_leg(redislockp_leg *leg, redislock_client *cl,
+                          const redislockp_fanout *f, size_t i);
 /* Have the N LEGS done so far decided F (its votes)?  (The fan-out's
  * rule, for a runner that does its own I/O.) */
 int redislockp_fanout_decided(const redislockp_fanout *f,

@@ -2024,6 +2024,22 @@ static void test_loop_waiter_is_woken(void **state)
     redislock_client_free(cl);
 }
 
+/* A handle of CL on KEY with a 600 ms lease and auto-renewal, acquired
+ * through L. */
+static redislock *loop_renewed(tu_loop *l, redislock_client *cl,
+                               const char *key)
+{
+    redislock *a = redislock_new_from_client(cl, key);
+    bool ok = false;
+
+    assert_int_equal(redislock_set_expire_ms(a, 600), REDISLOCK_OK);
+    assert_int_equal(redislock_set_autorenew(a, true), REDISLOCK_OK);
+    assert_int_equal(loop_run(l, redislock_acquire_async, a, &ok),
+                     REDISLOCK_OK);
+    assert_true(ok);
+    return a;
+}
+
 /* Auto-renewal on the loop renews on every master (no watchdog thread):
  * a 600 ms lease held 1.4 s is still there on all five; released, no
  * renewal brings it back. */
@@ -2031,16 +2047,11 @@ static void test_loop_autorenew(void **state)
 {
     tu_loop l;
     redislock_client *cl = loop_client(&l, 0);
-    redislock *a = redislock_new_from_client(cl, "ql:renew");
+    redislock *a = loop_renewed(&l, cl, "ql:renew");
     long long end;
     bool ok = false;
 
     (void)state;
-    assert_int_equal(redislock_set_expire_ms(a, 600), REDISLOCK_OK);
-    assert_int_equal(redislock_set_autorenew(a, true), REDISLOCK_OK);
-    assert_int_equal(loop_run(&l, redislock_acquire_async, a, &ok),
-                     REDISLOCK_OK);
-    assert_true(ok);
     end = tu_now_ms() + 1400;
     while (tu_now_ms() < end)
         tu_loop_once(&l, 20);
@@ -2222,16 +2233,11 @@ static void test_loop_autorenew_with_a_stopped_master(void **state)
 {
     tu_loop l;
     redislock_client *cl = loop_client(&l, 0);
-    redislock *a = redislock_new_from_client(cl, "ql:renew-stopped");
+    redislock *a = loop_renewed(&l, cl, "ql:renew-stopped");
     long long end;
     bool ok = false;
 
     (void)state;
-    assert_int_equal(redislock_set_expire_ms(a, 600), REDISLOCK_OK);
-    assert_int_equal(redislock_set_autorenew(a, true), REDISLOCK_OK);
-    assert_int_equal(loop_run(&l, redislock_acquire_async, a, &ok),
-                     REDISLOCK_OK);
-    assert_true(ok);
     pause_master(4);
     end = tu_now_ms() + 2500;           /* > 2 command timeouts (1 s) */
     while (tu_now_ms() < end && redislock_lost_reason(a) == 0)
