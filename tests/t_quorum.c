@@ -1711,6 +1711,17 @@ static int loop_run(tu_loop *l, int (*op)(redislock *, redislock_done_fn,
     return a.status;
 }
 
+/* loop_run() that must succeed, with ok true. */
+static void loop_ok(tu_loop *l, int (*op)(redislock *, redislock_done_fn,
+                                          void *),
+                    redislock *lock)
+{
+    bool ok = false;
+
+    assert_int_equal(loop_run(l, op, lock, &ok), REDISLOCK_OK);
+    assert_true(ok);
+}
+
 /* Does KEY on master I hold LOCK's owner ID (go-zero format)? */
 static int ours_on(int i, const char *key, const redislock *lock)
 {
@@ -1741,18 +1752,14 @@ static void test_loop_lock_on_all_masters(void **state)
     int i;
 
     (void)state;
-    assert_int_equal(loop_run(&l, redislock_acquire_async, a, &ok),
-                     REDISLOCK_OK);
-    assert_true(ok);
+    loop_ok(&l, redislock_acquire_async, a);
     for (i = 0; i < MASTERS; i++)
         if (!ours_on(i, "ql:all", a))
             copies_become("ql:all", MASTERS);   /* a straggler's */
     for (i = 0; i < MASTERS; i++)
         assert_true(ours_on(i, "ql:all", a));
     assert_true(redislock_valid_for_ms(a) > 0);
-    assert_int_equal(loop_run(&l, redislock_acquire_async, a, &ok),
-                     REDISLOCK_OK);
-    assert_true(ok);                    /* re-entry */
+    loop_ok(&l, redislock_acquire_async, a);                    /* re-entry */
     assert_int_equal(loop_run(&l, redislock_acquire_async, b, &ok),
                      REDISLOCK_OK);
     assert_false(ok);                   /* another owner */
@@ -1777,32 +1784,20 @@ static void test_loop_lock_on_all_masters(void **state)
         assert_false(q.ok);
         assert_int_equal(ttl, -1);
     }
-    assert_int_equal(loop_run(&l, redislock_extend_async, a, &ok),
-                     REDISLOCK_OK);
-    assert_true(ok);
-    assert_int_equal(loop_run(&l, redislock_release_async, a, &ok),
-                     REDISLOCK_OK);
-    assert_true(ok);
+    loop_ok(&l, redislock_extend_async, a);
+    loop_ok(&l, redislock_release_async, a);
     copies_become("ql:all", 0);
     assert_int_equal(loop_run(&l, redislock_release_async, a, &ok),
                      REDISLOCK_OK);
     assert_false(ok);                   /* not held any more */
     /* Counted mode: two holds, one release leaves one. */
-    assert_int_equal(loop_run(&l, redislock_acquire_async, c, &ok),
-                     REDISLOCK_OK);
-    assert_true(ok);
-    assert_int_equal(loop_run(&l, redislock_acquire_async, c, &ok),
-                     REDISLOCK_OK);
-    assert_true(ok);
+    loop_ok(&l, redislock_acquire_async, c);
+    loop_ok(&l, redislock_acquire_async, c);
     assert_int_equal(redislock_hold_count(c, &holds), REDISLOCK_OK);
     assert_int_equal(holds, 2);
-    assert_int_equal(loop_run(&l, redislock_release_async, c, &ok),
-                     REDISLOCK_OK);
-    assert_true(ok);
+    loop_ok(&l, redislock_release_async, c);
     copies_become("ql:counted", MASTERS);
-    assert_int_equal(loop_run(&l, redislock_release_async, c, &ok),
-                     REDISLOCK_OK);
-    assert_true(ok);
+    loop_ok(&l, redislock_release_async, c);
     copies_become("ql:counted", 0);
     redislock_free(a);
     redislock_free(b);
@@ -1840,12 +1835,8 @@ static void test_loop_stopped_masters(void **state)
 
     (void)state;
     /* Every connection made first. */
-    assert_int_equal(loop_run(&l, redislock_acquire_async, a, &ok),
-                     REDISLOCK_OK);
-    assert_true(ok);
-    assert_int_equal(loop_run(&l, redislock_release_async, a, &ok),
-                     REDISLOCK_OK);
-    assert_true(ok);
+    loop_ok(&l, redislock_acquire_async, a);
+    loop_ok(&l, redislock_release_async, a);
     copies_become("ql:stopped", 0);
     pause_master(1);
     pause_master(3);
@@ -1861,13 +1852,9 @@ static void test_loop_stopped_masters(void **state)
     resume_master(3);
     /* Their acquires run now (the same owner: granted there too). */
     copies_become("ql:stopped", MASTERS);
-    assert_int_equal(loop_run(&l, redislock_release_async, a, &ok),
-                     REDISLOCK_OK);
-    assert_true(ok);
+    loop_ok(&l, redislock_release_async, a);
     copies_become("ql:stopped", 0);
-    assert_int_equal(loop_run(&l, redislock_acquire_async, b, &ok),
-                     REDISLOCK_OK);
-    assert_true(ok);
+    loop_ok(&l, redislock_acquire_async, b);
     for (i = 0; i < MASTERS; i++)
         if (!ours_on(i, "ql:stopped", b))
             copies_become("ql:stopped", MASTERS);
@@ -1875,9 +1862,7 @@ static void test_loop_stopped_masters(void **state)
         if (!ours_on(i, "ql:stopped", b))
             fail_msg("master %d: not b's after the stragglers' replies",
                      i + 1);
-    assert_int_equal(loop_run(&l, redislock_release_async, b, &ok),
-                     REDISLOCK_OK);
-    assert_true(ok);
+    loop_ok(&l, redislock_release_async, b);
     copies_become("ql:stopped", 0);
 
     /* Three stopped: no quorum. */
@@ -1903,12 +1888,8 @@ static void test_loop_stopped_masters(void **state)
      * three ran the acquire late: the same owner, whose go-zero acquire
      * is harmless late (it takes the key again and releases it). */
     copies_become("ql:stopped", 3);
-    assert_int_equal(loop_run(&l, redislock_acquire_async, a, &ok),
-                     REDISLOCK_OK);
-    assert_true(ok);
-    assert_int_equal(loop_run(&l, redislock_release_async, a, &ok),
-                     REDISLOCK_OK);
-    assert_true(ok);
+    loop_ok(&l, redislock_acquire_async, a);
+    loop_ok(&l, redislock_release_async, a);
     copies_become("ql:stopped", 0);
     redislock_free(a);
     redislock_free(b);
@@ -1975,22 +1956,17 @@ static void loop_handoff(tu_loop *l, redislock_client *cl, const char *key,
     redislock *w = redislock_new_from_client(cl, key);
     tu_async d = { 0 };
     long long released;
-    bool ok = false;
 
     assert_int_equal(redislock_set_expire_ms(holder, 60000), REDISLOCK_OK);
     assert_int_equal(redislock_set_wait_poll_ms(w, 60000), REDISLOCK_OK);
-    assert_int_equal(loop_run(l, redislock_acquire_async, holder, &ok),
-                     REDISLOCK_OK);
-    assert_true(ok);
+    loop_ok(l, redislock_acquire_async, holder);
     assert_int_equal(tu_async_wait_start(w, 60000, &d), REDISLOCK_OK);
     TU_LOOP_UNTIL(l, waits_on(blocker, key, w), 5000,
                   "the waiter registered on the blocker's master");
     TU_LOOP_UNTIL(l, blocked_on(blocker) >= 1, 10000,
                   "the blocker's BLPOP on its master");
     assert_int_equal(d.calls, 0);
-    assert_int_equal(loop_run(l, redislock_release_async, holder, &ok),
-                     REDISLOCK_OK);
-    assert_true(ok);
+    loop_ok(l, redislock_release_async, holder);
     released = tu_now_ms();
     TU_LOOP_UNTIL(l, d.calls == 1, 10000, "the woken waiter's callback");
     assert_int_equal(d.status, REDISLOCK_OK);
@@ -2000,9 +1976,7 @@ static void loop_handoff(tu_loop *l, redislock_client *cl, const char *key,
            tu_now_ms() - released);
     if (tu_now_ms() - released > 5000)
         fail_msg("not woken by the release");
-    assert_int_equal(loop_run(l, redislock_release_async, w, &ok),
-                     REDISLOCK_OK);
-    assert_true(ok);
+    loop_ok(l, redislock_release_async, w);
     copies_become(key, 0);
     redislock_free(holder);
     redislock_free(w);
@@ -2030,13 +2004,10 @@ static redislock *loop_renewed(tu_loop *l, redislock_client *cl,
                                const char *key)
 {
     redislock *a = redislock_new_from_client(cl, key);
-    bool ok = false;
 
     assert_int_equal(redislock_set_expire_ms(a, 600), REDISLOCK_OK);
     assert_int_equal(redislock_set_autorenew(a, true), REDISLOCK_OK);
-    assert_int_equal(loop_run(l, redislock_acquire_async, a, &ok),
-                     REDISLOCK_OK);
-    assert_true(ok);
+    loop_ok(l, redislock_acquire_async, a);
     return a;
 }
 
@@ -2049,7 +2020,6 @@ static void test_loop_autorenew(void **state)
     redislock_client *cl = loop_client(&l, 0);
     redislock *a = loop_renewed(&l, cl, "ql:renew");
     long long end;
-    bool ok = false;
 
     (void)state;
     end = tu_now_ms() + 1400;
@@ -2058,9 +2028,7 @@ static void test_loop_autorenew(void **state)
     assert_int_equal(redislock_lost_reason(a), REDISLOCK_LOST_NONE);
     assert_int_equal(copies("ql:renew"), MASTERS);
     assert_true(redislock_valid_for_ms(a) > 0);
-    assert_int_equal(loop_run(&l, redislock_release_async, a, &ok),
-                     REDISLOCK_OK);
-    assert_true(ok);
+    loop_ok(&l, redislock_release_async, a);
     copies_become("ql:renew", 0);
     end = tu_now_ms() + 700;
     while (tu_now_ms() < end)
@@ -2080,17 +2048,12 @@ static void test_loop_counted_cut_acquire(void **state)
     redislock_client *cl = loop_client(&l, 300);
     redislock *lock = redislock_new_counted_from_client(cl, "ql:cutcounted");
     long long deadline;
-    bool ok = false;
 
     (void)state;
     assert_int_equal(redislock_set_expire_ms(lock, 20000), REDISLOCK_OK);
     pause_master(4);
-    assert_int_equal(loop_run(&l, redislock_acquire_async, lock, &ok),
-                     REDISLOCK_OK);
-    assert_true(ok);
-    assert_int_equal(loop_run(&l, redislock_acquire_async, lock, &ok),
-                     REDISLOCK_OK);
-    assert_true(ok);
+    loop_ok(&l, redislock_acquire_async, lock);
+    loop_ok(&l, redislock_acquire_async, lock);
     resume_master(4);
     deadline = tu_now_ms() + tu_deadline_ms(5000);
     while (holds_on(4, "ql:cutcounted") != 2) {
@@ -2099,13 +2062,9 @@ static void test_loop_counted_cut_acquire(void **state)
                      "resumed", holds_on(4, "ql:cutcounted"));
         tu_loop_once(&l, 10);
     }
-    assert_int_equal(loop_run(&l, redislock_release_async, lock, &ok),
-                     REDISLOCK_OK);
-    assert_true(ok);
+    loop_ok(&l, redislock_release_async, lock);
     assert_true(redislock_valid_for_ms(lock) > 0);
-    assert_int_equal(loop_run(&l, redislock_release_async, lock, &ok),
-                     REDISLOCK_OK);
-    assert_true(ok);
+    loop_ok(&l, redislock_release_async, lock);
     copies_become("ql:cutcounted", 0);
     redislock_free(lock);
     redislock_client_free(cl);
@@ -2122,7 +2081,6 @@ static void test_loop_free_pending(void **state)
     redislock *a = redislock_new_from_client(cl, "ql:freed");
     redislock *b = redislock_new_from_client(cl, "ql:freed");
     tu_async d = { 0 };
-    bool ok = false;
 
     (void)state;
     pause_master(4);
@@ -2142,12 +2100,8 @@ static void test_loop_free_pending(void **state)
             tu_loop_once(&l, 10);
     }
     assert_int_equal(copies("ql:freed"), 0);
-    assert_int_equal(loop_run(&l, redislock_acquire_async, b, &ok),
-                     REDISLOCK_OK);
-    assert_true(ok);
-    assert_int_equal(loop_run(&l, redislock_release_async, b, &ok),
-                     REDISLOCK_OK);
-    assert_true(ok);
+    loop_ok(&l, redislock_acquire_async, b);
+    loop_ok(&l, redislock_release_async, b);
     redislock_free(b);
     /* The client freed with an operation pending: CANCELED, no leak. */
     a = redislock_new_from_client(cl, "ql:freed");
@@ -2171,7 +2125,6 @@ static void test_loop_functions(void **state)
     redislock_client *cl;
     redislock *lock;
     long long failed, loads;
-    bool ok = false;
     int i;
 
     (void)state;
@@ -2180,21 +2133,15 @@ static void test_loop_functions(void **state)
     assert_int_equal(tu_loop_attach(&l, cl), REDISLOCK_OK);
     lock = redislock_new_from_client(cl, "ql:fn");
     assert_int_equal(redislock_set_expire_ms(lock, 10000), REDISLOCK_OK);
-    assert_int_equal(loop_run(&l, redislock_acquire_async, lock, &ok),
-                     REDISLOCK_OK);
-    assert_true(ok);
-    assert_int_equal(loop_run(&l, redislock_release_async, lock, &ok),
-                     REDISLOCK_OK);
-    assert_true(ok);
+    loop_ok(&l, redislock_acquire_async, lock);
+    loop_ok(&l, redislock_release_async, lock);
     for (i = 0; i < MASTERS; i++)
         TU_LOOP_UNTIL(&l, master_libraries(i) == 1, 5000,
                       "the library on every master");
     master_flush_functions(1);
     failed = master_stat(1, "fcall", "failed_calls");
     loads = master_stat(1, "function|load", "calls");
-    assert_int_equal(loop_run(&l, redislock_acquire_async, lock, &ok),
-                     REDISLOCK_OK);
-    assert_true(ok);
+    loop_ok(&l, redislock_acquire_async, lock);
     {
         long long end = tu_now_ms() + tu_deadline_ms(5000);
 
@@ -2213,9 +2160,7 @@ static void test_loop_functions(void **state)
                copies("ql:fn"), MASTERS);
         assert_true(copies("ql:fn") > MASTERS / 2);
     }
-    assert_int_equal(loop_run(&l, redislock_release_async, lock, &ok),
-                     REDISLOCK_OK);
-    assert_true(ok);
+    loop_ok(&l, redislock_release_async, lock);
     copies_become("ql:fn", 0);
     TU_LOOP_UNTIL(&l, master_libraries(1) == 1, 5000,
                   "the library on master 2 again");
@@ -2235,7 +2180,6 @@ static void test_loop_autorenew_with_a_stopped_master(void **state)
     redislock_client *cl = loop_client(&l, 0);
     redislock *a = loop_renewed(&l, cl, "ql:renew-stopped");
     long long end;
-    bool ok = false;
 
     (void)state;
     pause_master(4);
@@ -2247,9 +2191,7 @@ static void test_loop_autorenew_with_a_stopped_master(void **state)
                  redislock_lost_reason_text(redislock_lost_reason(a)));
     assert_int_equal(copies("ql:renew-stopped"), MASTERS - 1);
     resume_master(4);
-    assert_int_equal(loop_run(&l, redislock_release_async, a, &ok),
-                     REDISLOCK_OK);
-    assert_true(ok);
+    loop_ok(&l, redislock_release_async, a);
     copies_become("ql:renew-stopped", 0);
     redislock_free(a);
     redislock_client_free(cl);
