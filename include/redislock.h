@@ -1596,8 +1596,8 @@ REDISLOCK_API int redislock_last_error_info(const redislock *lock,
  * instead.  Acquire, extend, release and acquire_wait (waiters that cost
  * no thread and no connection each; a quorum's block on its first
  * master, the next after a failure, as the blocking calls' do), and
- * auto-renewal (below), and the status query (redislock_held_async()).
- * Not yet: scripts=none, redislock_inspect(); and a host name
+ * auto-renewal (below), and the queries (redislock_held_async(),
+ * redislock_inspect_async()).  Not yet: scripts=none; and a host name
  * in the URL is still resolved by a blocking getaddrinfo() when a
  * connection is made (instant for IP addresses and names in /etc/hosts;
  * with a DNS name, the loop waits for the resolver).
@@ -1786,13 +1786,29 @@ redislock_extend_async(redislock *lock, redislock_done_fn fn, void *arg);
  * not NULL) its hold count, 0 when not held (as
  * redislock_hold_count()); both are set to those "not held" values by
  * this call, and must stay valid until FN is called.  Otherwise as
- * redislock_acquire_async().  (redislock_inspect() has no loop form
- * yet.)
+ * redislock_acquire_async().
  * @since 0.4.0
  */
 REDISLOCK_API REDISLOCK_NODISCARD int
 redislock_held_async(redislock *lock, long long *ttl_ms, int *holds,
                      redislock_done_fn fn, void *arg);
+
+/**
+ * Start redislock_inspect() on LOCK (one round trip; on a quorum, the
+ * answer most masters give): ok is true when the key holds this handle's
+ * owner ID in its own format.  This call sets *KIND to
+ * REDISLOCK_KIND_NONE, OWNER to "", *TTL_MS to -2 and *HOLDS to 0 (each
+ * when not NULL; unlike redislock_inspect(), KIND may be NULL); before FN
+ * is called with REDISLOCK_OK they get what redislock_inspect() would
+ * have given.  All must stay valid until FN is called.  OWNER with an
+ * OWNER_SIZE of 0 is refused (REDISLOCK_ERR_INVALID).  Otherwise as
+ * redislock_acquire_async().
+ * @since 0.4.0
+ */
+REDISLOCK_API REDISLOCK_NODISCARD int
+redislock_inspect_async(redislock *lock, redislock_kind *kind, char *owner,
+                        size_t owner_size, long long *ttl_ms, int *holds,
+                        redislock_done_fn fn, void *arg);
 
 /**
  * The version of the library actually linked, e.g. "0.1.0".  Compare with

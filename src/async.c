@@ -194,8 +194,9 @@ struct redislockp_aop {
     int called;                 /* its callback ran (or never will) */
     int status;
     bool ok;
-    long long *ttl_out;         /* a status query's results */
+    long long *ttl_out;         /* a status query's (or inspect's) */
     int *holds_out;
+    redislock_kind *kind_out;   /* an inspect's */
     redislock_done_fn fn;
     void *arg;
     /* A waiter's (wait). */
@@ -591,6 +592,33 @@ static void aop_done_with(redislockp_loop_state *ls, redislockp_aop *o)
     aop_drop(ls, o);
 }
 
+static int clamp_int(long long v)
+{
+    return v > 2147483647LL ? 2147483647 : (int)v;
+}
+
+/* A query O answered: its results where the caller asked, as the
+ * blocking redislock_ttl() / _hold_count() / _inspect() give them. */
+static void query_results(redislockp_aop *o)
+{
+    const long long *v = o->op.status;
+    const redislockp_inspect_out *in = &o->op.insp;
+
+    if (o->op.kind == REDISLOCKP_OP_STATUS && o->ok) {
+        if (o->ttl_out != NULL)
+            *o->ttl_out = v[1];
+        if (o->holds_out != NULL)
+            *o->holds_out = clamp_int(v[2]);
+    } else if (o->op.kind == REDISLOCKP_OP_INSPECT) {
+        if (o->kind_out != NULL)
+            *o->kind_out = (redislock_kind)in->kind;
+        if (o->ttl_out != NULL)
+            *o->ttl_out = in->pttl;
+        if (o->holds_out != NULL)
+            *o->holds_out = clamp_int(in->holds);
+    }
+}
+
 /* Call the callbacks of the operations that had ended when this round
  * began (those a callback ends wait for the next round: a timer at 0). */
 static void deliver(redislockp_loop_state *ls)
@@ -609,18 +637,8 @@ static void deliver(redislockp_loop_state *ls)
             o->called = 1;
             if (lock != NULL)
                 lock->aop = NULL;
-            if (o->op.kind == REDISLOCKP_OP_STATUS &&
-                o->status == REDISLOCK_OK && o->ok) {
-                /* Held: what the status said (redislock_ttl(),
-                 * redislock_hold_count()). */
-                const long long *v = o->op.status;
-
-                if (o->ttl_out != NULL)
-                    *o->ttl_out = v[1];
-                if (o->holds_out != NULL)
-                    *o->holds_out = v[2] > 2147483647LL ? 2147483647
-                                                        : (int)v[2];
-            }
+            if (o->status == REDISLOCK_OK)
+                query_results(o);
             o->fn(lock, o->status, o->ok, o->arg);
         }
         aop_done_with(ls, o);
@@ -672,8 +690,9 @@ static void run_over(redislockp_aop *o)
     }
     op->st = redislockp_run_finish(o->lock, &o->run,
                                    redislockp_op_mutating(op),
-                                   redislockp_parse_ints,
-                                   &op->r, op->with_ack ? &op->ack : NULL,
+                                   redislockp_op_parser(op),
+                                   redislockp_op_out(op),
+                                   op->with_ack ? &op->ack : NULL,
                                    &o->leg, &o->res, o->leg.st);
     step(o);
 }
@@ -1196,7 +1215,8 @@ static void step(redislockp_aop *o)
     }
     if (o->q != NULL) {
         op->st = redislockp_quorum_prepare(o->lock, &op->call,
-                                           redislockp_parse_ints, &op->r,
+                                           redislockp_op_parser(op),
+                                           redislockp_op_out(op),
                                            op->with_ack, &o->q->qr);
         if (op->st != REDISLOCK_OK)
             step(o);                    /* refused before anything went */
@@ -1468,7 +1488,8 @@ static void quorum_over(redislockp_aop *o)
     }
     op->st = redislockp_quorum_finish(o->lock, &q->qr,
                                       redislockp_op_mutating(op),
-                                      redislockp_parse_ints, &op->r,
+                                      redislockp_op_parser(op),
+                                      redislockp_op_out(op),
                                       q->legs);
     op->ack = NULL;                     /* (a quorum's is in the fold) */
     if (q->qr.nundo > 0) {
@@ -2747,6 +2768,40 @@ int redislock_held_async(redislock *lock, long long *ttl_ms, int *holds,
     o->holds_out = holds;
     redislockp_op_begin(&o->op, lock, REDISLOCKP_OP_STATUS,
                         REDISLOCKP_TRY_PLAIN);
+    step(o);
+    sync_loop(o->cl);
+    return REDISLOCK_OK;
+}
+
+int redislock_inspect_async(redislock *lock, redislock_kind *kind,
+                            char *owner, size_t owner_size,
+                            long long *ttl_ms, int *holds,
+                            redislock_done_fn fn, void *arg)
+{
+    redislockp_aop *o;
+    int st;
+
+    if (kind != NULL)
+        *kind = REDISLOCK_KIND_NONE;
+    if (owner != NULL && owner_size > 0)
+        owner[0] = '\0';
+    if (ttl_ms != NULL)
+        *ttl_ms = -2;
+    if (holds != NULL)
+        *holds = 0;
+    if (lock != NULL && owner != NULL && owner_size == 0)
+        return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
+                               "owner_size is 0 with an owner buffer");
+    o = aop_new(lock, fn, arg, &st);
+    if (o == NULL)
+        return st;
+    o->kind_out = kind;
+    o->ttl_out = ttl_ms;
+    o->holds_out = holds;
+    redislockp_op_begin(&o->op, lock, REDISLOCKP_OP_INSPECT,
+                        REDISLOCKP_TRY_PLAIN);
+    o->op.insp.owner = owner;
+    o->op.insp.owner_size = owner_size;
     step(o);
     sync_loop(o->cl);
     return REDISLOCK_OK;

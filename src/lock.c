@@ -38,11 +38,6 @@ static int parse_ints(const redislockp_val *r, void *out, char *errmsg)
     return st;
 }
 
-int redislockp_parse_ints(const redislockp_val *r, void *out, char *errmsg)
-{
-    return parse_ints(r, out, errmsg);
-}
-
 static int_reply ints(const char *what, size_t min, size_t max)
 {
     int_reply ir;
@@ -470,8 +465,6 @@ int redislockp_quorum_prepare(redislock *lock, const redislockp_call *call,
 {
     size_t i, n = lock->client->nsubs;
 
-    if (parse == redislockp_parse_ints)
-        parse = parse_ints;             /* (the loop's name for it) */
     /* A quorum's legs are one write each (exec.c): no conversation of
      * plain commands there.  Refused at once, as on one server. */
     for (i = 0; i < n; i++)
@@ -512,8 +505,6 @@ int redislockp_quorum_finish(redislock *lock, redislockp_qrun *qr,
     size_t i, n = lock->client->nsubs, answered = 0;
     int st = REDISLOCK_OK, errors = 0;
 
-    if (parse == redislockp_parse_ints)
-        parse = parse_ints;
     qr->nundo = 0;
     for (i = 0; i < n; i++) {
         char msg[REDISLOCKP_ERRMSG_SIZE];
@@ -1084,6 +1075,7 @@ enum {
     P_EXTENDED,                 /* the extend's reply is in */
     P_LEFT,                     /* the leave's reply is in */
     P_STATUS,                   /* the status's reply is in */
+    P_INSPECTED,                /* the inspect's reply is in */
     P_END
 };
 
@@ -1461,6 +1453,36 @@ static int status_read(redislockp_op *op)
     return done(op, REDISLOCK_OK);
 }
 
+static int parse_inspect(const redislockp_val *r, void *out, char *errmsg);
+
+/* The inspect's reply is in: what the handle's state becomes; OK:
+ * held, in this handle's own format (the other one it cannot
+ * release). */
+static int inspect_read(redislockp_op *op)
+{
+    redislock *lock = op->lock;
+    redislockp_inspect_out *ir = &op->insp;
+
+    if (op->st == REDISLOCK_ERR_SERVER)
+        explain_refusal(lock, &op->call);
+    if (op->st != REDISLOCK_OK) {
+        if (ir->owner != NULL && ir->owner_size > 0)
+            ir->owner[0] = '\0';
+        lock->state = REDISLOCK_STATE_UNKNOWN;
+        return done(op, op->st);
+    }
+    op->ok = ir->kind == (lock->mode == REDISLOCKP_MODE_COUNTED
+                              ? REDISLOCK_KIND_COUNTED
+                              : REDISLOCK_KIND_GOZERO) &&
+             ir->ours;
+    /* Anything but ours tells that we hold nothing. */
+    if (op->ok)
+        lock->state = REDISLOCK_STATE_OURS;
+    else
+        saw(lock, ir->kind == REDISLOCK_KIND_NONE ? 0 : -1);
+    return done(op, REDISLOCK_OK);
+}
+
 int redislockp_op_next(redislockp_op *op)
 {
     redislock *lock = op->lock;
@@ -1497,6 +1519,16 @@ int redislockp_op_next(redislockp_op *op)
             op->phase = P_STATUS;
             return run(op, ints("status", 4, 4), 0);
         }
+        if (op->kind == REDISLOCKP_OP_INSPECT) {
+            op->insp.id = lock->id;
+            op->insp.idlen = lock->idlen;
+            redislockp_call_inspect(&op->call, lock);
+            op->phase = P_INSPECTED;
+            run(op, ints("inspect", 4, 4), 0);
+            op->parse = parse_inspect;
+            op->out = &op->insp;
+            return 1;
+        }
         if (op->check_loss || op->kind == REDISLOCKP_OP_EXTEND) {
             st = pending_loss(lock);
             if (st != REDISLOCK_OK)
@@ -1529,6 +1561,8 @@ int redislockp_op_next(redislockp_op *op)
         return done(op, op->st);
     case P_STATUS:
         return status_read(op);
+    case P_INSPECTED:
+        return inspect_read(op);
     default:
         return 0;
     }
@@ -1536,7 +1570,19 @@ int redislockp_op_next(redislockp_op *op)
 
 int redislockp_op_mutating(const redislockp_op *op)
 {
-    return op->kind != REDISLOCKP_OP_LEAVE && op->kind != REDISLOCKP_OP_STATUS;
+    return op->kind != REDISLOCKP_OP_LEAVE &&
+           op->kind != REDISLOCKP_OP_STATUS &&
+           op->kind != REDISLOCKP_OP_INSPECT;
+}
+
+redislockp_parse_fn redislockp_op_parser(const redislockp_op *op)
+{
+    return op->parse != NULL ? op->parse : parse_ints;
+}
+
+void *redislockp_op_out(redislockp_op *op)
+{
+    return op->parse != NULL ? op->out : (void *)&op->r;
 }
 
 /* Run OP's steps here and now, each call through the executor. */
@@ -1544,8 +1590,8 @@ static int drive(redislockp_op *op)
 {
     while (redislockp_op_next(op))
         op->st = op_run_ack(op->lock, &op->call,
-                            redislockp_op_mutating(op), parse_ints,
-                            &op->r,
+                            redislockp_op_mutating(op),
+                            redislockp_op_parser(op), redislockp_op_out(op),
                             op->with_ack ? &op->ack : NULL);
     return op->result;
 }
@@ -1688,17 +1734,10 @@ int redislock_hold_count(redislock *lock, int *count)
     return st;
 }
 
-/* What inspect.lua answered: {kind, pttl, owner, holds}; the owner is
- * copied (cut to OWNER_SIZE - 1) into OWNER, its full length kept. */
-typedef struct inspect_reply {
-    long long kind, pttl, holds;
-    char *owner;
-    size_t owner_size, owner_len;
-    int ours;                           /* the owner is ID (set by caller) */
-    const char *id;
-    size_t idlen;
-} inspect_reply;
+typedef redislockp_inspect_out inspect_reply;
 
+/* inspect.lua's answer {kind, pttl, owner, holds} into OUT, an
+ * inspect_reply. */
 static int parse_inspect(const redislockp_val *r, void *out, char *errmsg)
 {
     inspect_reply *ir = out;
@@ -1735,8 +1774,7 @@ static int parse_inspect(const redislockp_val *r, void *out, char *errmsg)
 int redislock_inspect(redislock *lock, redislock_kind *kind, char *owner,
                       size_t owner_size, long long *ttl_ms, int *holds)
 {
-    redislockp_call call;
-    inspect_reply ir;
+    redislockp_op op;
     int st;
 
     if (kind)
@@ -1754,34 +1792,19 @@ int redislock_inspect(redislock *lock, redislock_kind *kind, char *owner,
         return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
                                "owner_size is 0 with an owner buffer");
 
-    memset(&ir, 0, sizeof ir);
-    ir.owner = owner;
-    ir.owner_size = owner_size;
-    ir.id = lock->id;
-    ir.idlen = lock->idlen;
-    redislockp_call_inspect(&call, lock);
-    st = redislockp_op_run(lock, &call, 0, parse_inspect, &ir);
-    if (st == REDISLOCK_ERR_SERVER)
-        explain_refusal(lock, &call);
-    if (st != REDISLOCK_OK) {
-        if (owner && owner_size > 0)
-            owner[0] = '\0';
-        lock->state = REDISLOCK_STATE_UNKNOWN;
+    redislockp_op_begin(&op, lock, REDISLOCKP_OP_INSPECT,
+                        REDISLOCKP_TRY_PLAIN);
+    op.insp.owner = owner;
+    op.insp.owner_size = owner_size;
+    st = drive(&op);
+    if (st != REDISLOCK_OK)
         return st;
-    }
-    *kind = (redislock_kind)ir.kind;
+    *kind = (redislock_kind)op.insp.kind;
     if (ttl_ms)
-        *ttl_ms = ir.pttl;
+        *ttl_ms = op.insp.pttl;
     if (holds)
-        *holds = ir.holds > 2147483647LL ? 2147483647 : (int)ir.holds;
-    /* Ours only in this handle's own format (the other one it cannot
-     * release); anything else tells that we hold nothing. */
-    if (ir.kind == (lock->mode == REDISLOCKP_MODE_COUNTED
-                        ? REDISLOCK_KIND_COUNTED : REDISLOCK_KIND_GOZERO) &&
-        ir.ours)
-        lock->state = REDISLOCK_STATE_OURS;
-    else
-        saw(lock, ir.kind == REDISLOCK_KIND_NONE ? 0 : -1);
+        *holds = op.insp.holds > 2147483647LL ? 2147483647
+                                              : (int)op.insp.holds;
     return REDISLOCK_OK;
 }
 

@@ -38,8 +38,21 @@ typedef enum redislockp_op_kind {
     REDISLOCKP_OP_RELEASE,
     REDISLOCKP_OP_EXTEND,
     REDISLOCKP_OP_LEAVE,        /* a waiter leaves the waiters (wait.c) */
-    REDISLOCKP_OP_STATUS        /* held, ttl, hold count: the status call */
+    REDISLOCKP_OP_STATUS,       /* held, ttl, hold count: the status call */
+    REDISLOCKP_OP_INSPECT       /* inspect: kind, owner, pttl, holds */
 } redislockp_op_kind;
+
+/* An inspect's answer: the owner copied (cut to OWNER_SIZE - 1) into
+ * OWNER (NULL: not copied), its full length kept; OURS: the owner is
+ * the handle's ID. */
+typedef struct redislockp_inspect_out {
+    long long kind, pttl, holds;
+    char *owner;
+    size_t owner_size, owner_len;
+    int ours;
+    const char *id;
+    size_t idlen;
+} redislockp_inspect_out;
 
 typedef struct redislockp_op {
     redislock *lock;
@@ -67,7 +80,17 @@ typedef struct redislockp_op {
     bool ok;                    /* acquired, released, extended */
     long long holder_pttl;      /* an acquire's: redislockp_acquire_once() */
     long long status[4];        /* a status's: {who, pttl, holds, token} */
+    redislockp_inspect_out insp;    /* an inspect's (OWNER and OWNER_SIZE
+                                     * set by the caller) */
+    /* How the runner parses the reply: PARSE into OUT, or (PARSE NULL)
+     * lock.c's integer-array parse into R (redislockp_op_parser()). */
+    redislockp_parse_fn parse;
+    void *out;
 } redislockp_op;
+
+/* OP's parse function and where it parses to (see above). */
+redislockp_parse_fn redislockp_op_parser(const redislockp_op *op);
+void *redislockp_op_out(redislockp_op *op);
 
 /* Begin OP, of KIND on LOCK (HOW: an acquire's kind of try).  The
  * caller has checked the handle (redislockp_begin_call()). */
@@ -92,9 +115,6 @@ int redislockp_leave(redislock *lock, bool woken);
  * refusal on a permission (an ACL)? */
 int redislockp_cancel_asked(redislock *lock);
 int redislockp_acl_refused(const redislock *lock, int st);
-
-/* Parse R into OUT, a redislockp_ints (redislockp_parse_fn). */
-int redislockp_parse_ints(const redislockp_val *r, void *out, char *errmsg);
 
 /* A run of one call on one server, prepared (the fan-out's call and
  * the acknowledgement trailer when asked, REPLY_MS the time its replies

@@ -31,6 +31,7 @@ int main(void)
         (void (*)(void))redislock_release_async,
         (void (*)(void))redislock_extend_async,
         (void (*)(void))redislock_held_async,
+        (void (*)(void))redislock_inspect_async,
         (void (*)(void))redislock_client_attach,
         (void (*)(void))redislock_client_on_fd,
         (void (*)(void))redislock_client_on_timer,

@@ -441,6 +441,89 @@ static void test_held_async(void **state)
     event_base_free(base);
 }
 
+/* inspect on the loop: kind, owner, lease and holds as redislock_inspect()
+ * gives them, ok for the holder only (in its own format); a free key;
+ * an owner buffer of size 0 refused; the results optional. */
+static void test_inspect_async(void **state)
+{
+    redisContext *c = conn;
+    struct event_base *base;
+    redislock_client *cl = attached(tcp_url, &base);
+    redislock *a, *b, *cnt;
+    tu_async d[6];
+    char key[64], owner[80];
+    redislock_kind kind = REDISLOCK_KIND_OTHER;
+    long long ttl = 42;
+    int holds = 42;
+
+    (void)state;
+    memset(d, 0, sizeof d);
+    tu_key(key, sizeof key, "async:inspect");
+    a = redislock_new_from_client(cl, key);
+    b = redislock_new_from_client(cl, key);
+    cnt = redislock_new_counted_from_client(cl, key);
+    assert_int_equal(redislock_set_expire_ms(a, 30000), REDISLOCK_OK);
+    assert_int_equal(tu_async_start(redislock_acquire_async, a, &d[0]),
+                     REDISLOCK_OK);
+    RUN_UNTIL(base, d[0].calls == 1, 5000, "the acquire");
+    assert_true(d[0].ok);
+    strcpy(owner, "x");
+    assert_int_equal(redislock_inspect_async(a, &kind, owner, sizeof owner,
+                                             &ttl, &holds, tu_async_done,
+                                             &d[1]), REDISLOCK_OK);
+    assert_int_equal(kind, REDISLOCK_KIND_NONE);    /* set by the start */
+    assert_string_equal(owner, "");
+    assert_int_equal(ttl, -2);
+    RUN_UNTIL(base, d[1].calls == 1, 5000, "the holder's inspect");
+    assert_int_equal(d[1].status, REDISLOCK_OK);
+    assert_true(d[1].ok);
+    assert_int_equal(kind, REDISLOCK_KIND_GOZERO);
+    assert_string_equal(owner, redislock_id(a));
+    assert_true(ttl > 25000 && ttl <= 30000);
+    assert_int_equal(holds, 1);
+    /* Another handle: the same answer, not ours. */
+    assert_int_equal(redislock_inspect_async(b, &kind, owner, sizeof owner,
+                                             NULL, NULL, tu_async_done,
+                                             &d[2]), REDISLOCK_OK);
+    RUN_UNTIL(base, d[2].calls == 1, 5000, "another's inspect");
+    assert_false(d[2].ok);
+    assert_int_equal(kind, REDISLOCK_KIND_GOZERO);
+    assert_string_equal(owner, redislock_id(a));
+    assert_int_equal(redislock_last_state(b), REDISLOCK_STATE_OTHER);
+    /* A counted handle: a go-zero lock is not its own. */
+    assert_int_equal(redislock_inspect_async(cnt, NULL, NULL, 0, NULL, NULL,
+                                             tu_async_done, &d[3]),
+                     REDISLOCK_OK);
+    RUN_UNTIL(base, d[3].calls == 1, 5000, "a counted handle's inspect");
+    assert_int_equal(d[3].status, REDISLOCK_OK);
+    assert_false(d[3].ok);
+    /* Refused at the start. */
+    assert_int_equal(redislock_inspect_async(a, &kind, owner, 0, NULL, NULL,
+                                             tu_async_done, &d[4]),
+                     REDISLOCK_ERR_INVALID);
+    assert_int_equal(redislock_inspect_async(NULL, &kind, owner, 8, NULL,
+                                             NULL, tu_async_done, &d[4]),
+                     REDISLOCK_ERR_INVALID);
+    /* A free key. */
+    tu_cmd_ok(c, "DEL %s", key);
+    assert_int_equal(redislock_inspect_async(a, &kind, owner, sizeof owner,
+                                             &ttl, &holds, tu_async_done,
+                                             &d[5]), REDISLOCK_OK);
+    RUN_UNTIL(base, d[5].calls == 1, 5000, "a free key's inspect");
+    assert_int_equal(d[5].status, REDISLOCK_OK);
+    assert_false(d[5].ok);
+    assert_int_equal(kind, REDISLOCK_KIND_NONE);
+    assert_string_equal(owner, "");
+    assert_int_equal(ttl, -2);
+    assert_int_equal(redislock_last_state(a), REDISLOCK_STATE_FREE);
+    assert_int_equal(d[4].calls, 0);
+    redislock_free(a);
+    redislock_free(b);
+    redislock_free(cnt);
+    redislock_client_free(cl);
+    event_base_free(base);
+}
+
 /* A go-zero process and a loop's handle exclude each other. */
 static void test_gozero_interplay(void **state)
 {
@@ -1382,6 +1465,7 @@ int main(void)
         cmocka_unit_test(test_loop_refusals),
         cmocka_unit_test(test_quorum),
         cmocka_unit_test(test_held_async),
+        cmocka_unit_test(test_inspect_async),
         cmocka_unit_test(test_scripts_none_refused),
         TU_BOTH_MODES(test_renewal_on_the_loop),
         TU_BOTH_MODES(test_loss_on_the_loop),

@@ -1783,6 +1783,23 @@ static void test_loop_lock_on_all_masters(void **state)
         assert_int_equal(q.status, REDISLOCK_OK);
         assert_false(q.ok);
         assert_int_equal(ttl, -1);
+        {
+            /* And inspect: the answer most masters give. */
+            redislock_kind kind = REDISLOCK_KIND_NONE;
+            char owner[80];
+
+            memset(&q, 0, sizeof q);
+            assert_int_equal(redislock_inspect_async(b, &kind, owner,
+                                                     sizeof owner, &ttl, &n,
+                                                     tu_async_done, &q),
+                             REDISLOCK_OK);
+            TU_LOOP_UNTIL(&l, q.calls == 1, 10000, "b's inspect");
+            assert_int_equal(q.status, REDISLOCK_OK);
+            assert_false(q.ok);
+            assert_int_equal(kind, REDISLOCK_KIND_GOZERO);
+            assert_string_equal(owner, redislock_id(a));
+            assert_true(ttl > 0);
+        }
     }
     loop_ok(&l, redislock_extend_async, a);
     loop_ok(&l, redislock_release_async, a);
