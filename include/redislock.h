@@ -1597,10 +1597,10 @@ REDISLOCK_API int redislock_last_error_info(const redislock *lock,
  * no thread and no connection each; a quorum's block on its first
  * master, the next after a failure, as the blocking calls' do), and
  * auto-renewal (below), and the queries (redislock_held_async(),
- * redislock_inspect_async()).  Not yet: scripts=none; and a host name
- * in the URL is still resolved by a blocking getaddrinfo() when a
- * connection is made (instant for IP addresses and names in /etc/hosts;
- * with a DNS name, the loop waits for the resolver).
+ * redislock_inspect_async()).  A host name in a URL (not an IP address)
+ * is resolved by a short-lived thread of the library beside the loop,
+ * within the connect timeout, so that a slow DNS server never blocks the
+ * loop.  Not yet: scripts=none.
  *
  * Auto-renewal of a holding taken through the loop (an *_async acquire
  * or wait of a handle with redislock_set_autorenew()) runs on the loop,

@@ -32,6 +32,8 @@ void redislockp_fi_fail_at(unsigned long n, int persist);
 unsigned long redislockp_fi_count(void);
 /* While ON, redislockp_thread_create() fails with EAGAIN. */
 void redislockp_fi_fail_threads(int on);
+/* An event loop's host-name resolutions wait MS first (connect.c). */
+void redislockp_fi_resolve_delay(long long ms);
 #endif
 
 #endif /* REDISLOCK_ALLOC_H */

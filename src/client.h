@@ -415,6 +415,8 @@ enum {
     REDISLOCKP_DIAL_TCP,        /* connecting */
     REDISLOCKP_DIAL_TLS,        /* the handshake */
     REDISLOCKP_DIAL_SETUP,      /* AUTH/SELECT/ROLE sent, replies due */
+    REDISLOCKP_DIAL_RESOLVE,    /* an event loop's: the host name being
+                                 * resolved beside it (connect.c) */
     REDISLOCKP_DIAL_DONE,
     REDISLOCKP_DIAL_FAILED
 };
@@ -432,13 +434,19 @@ typedef struct redislockp_dial {
     int async;                  /* an event loop's: stays non-blocking */
     char *out;                  /* async: set-up not yet written */
     size_t outlen, outoff;
+    struct redislockp_resolve *res;     /* async: its name's resolution */
 } redislockp_dial;
 
 void redislockp_dial_start(redislockp_dial *d, const redislockp_url *u,
                            char *errmsg);
 /* The same for an event loop's connection: it stays non-blocking (no
  * REDIS_BLOCK, no receive timeout), and its set-up is written as the
- * socket takes it (D->events says POLLOUT meanwhile). */
+ * socket takes it (D->events says POLLOUT meanwhile).  A host that is a
+ * name, not an address, is resolved by a thread of its own (the
+ * RESOLVE phase: redislockp_dial_fd() is then a pipe's, readable once
+ * it is done), so that no getaddrinfo() blocks the loop; the connect's
+ * timeout covers it.  Such a dial ends with redislockp_dial_take() or
+ * redislockp_dial_abort() (which let go of the resolution). */
 void redislockp_dial_start_async(redislockp_dial *d, const redislockp_url *u,
                                  char *errmsg);
 void redislockp_dial_step(redislockp_dial *d, int revents, char *errmsg);

@@ -8,15 +8,20 @@
  */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "alloc.h"
 #include "client.h"
@@ -330,16 +335,15 @@ static void dial_connected(redislockp_dial *d, char *errmsg)
         dial_setup(d, errmsg);
 }
 
-void redislockp_dial_start(redislockp_dial *d, const redislockp_url *u,
-                           char *errmsg)
+/* Start D's TCP (or unix socket) connect to HOST (its URL's, or the
+ * address its name resolved to). */
+static void dial_connect(redislockp_dial *d, const char *host, char *errmsg)
 {
-    memset(d, 0, sizeof *d);
-    d->u = *u;
-    d->status = REDISLOCK_OK;
+    const redislockp_url *u = &d->u;
+
     d->phase = REDISLOCKP_DIAL_TCP;
-    d->deadline = redislockp_now_ms() + u->connect_ms;
-    d->c = u->unix_socket ? redisConnectUnixNonBlock(u->host)
-                          : redisConnectNonBlock(u->host, u->port);
+    d->c = u->unix_socket ? redisConnectUnixNonBlock(host)
+                          : redisConnectNonBlock(host, u->port);
     if (d->c == NULL) {
         (void)redislockp_tx_fail(errmsg, REDISLOCK_ERR_NOMEM,
                                  "connect: out of memory");
@@ -359,6 +363,203 @@ void redislockp_dial_start(redislockp_dial *d, const redislockp_url *u,
     redislockp_tx_limit_replies(d->c);
     /* Writable once connected (or failed): ask the socket then. */
     d->events = POLLOUT;
+}
+
+void redislockp_dial_start(redislockp_dial *d, const redislockp_url *u,
+                           char *errmsg)
+{
+    memset(d, 0, sizeof *d);
+    d->u = *u;
+    d->status = REDISLOCK_OK;
+    d->deadline = redislockp_now_ms() + u->connect_ms;
+    dial_connect(d, u->host, errmsg);
+}
+
+/* ------------------------------------------------------------------------
+ * A host name resolved beside an event loop.  getaddrinfo() may wait
+ * for DNS for seconds; an event loop's dial hands it to a thread of its
+ * own, which writes a byte on a pipe the loop watches when it is done.
+ * The dial and the thread share the state below under its mutex: the
+ * one that lets go last frees it (a dial that ends first - aborted, its
+ * time up - marks it abandoned; the thread then frees it when its
+ * getaddrinfo() returns).  The address taken is the first of IPv4, else
+ * of IPv6, as hiredis takes it; the connect then goes to that address
+ * (TLS still checks the URL's name).  The pipe stays open until the dial
+ * ends, so that the socket made after it never reuses its number while
+ * the loop may still watch it.
+ */
+struct redislockp_resolve {
+    pthread_mutex_t mu;
+    int pipe[2];
+    int done, abandoned;
+    int gai;                    /* getaddrinfo()'s result, once done */
+    char addr[INET6_ADDRSTRLEN];
+    char host[];
+};
+
+static void resolve_free(struct redislockp_resolve *r)
+{
+    close(r->pipe[0]);
+    close(r->pipe[1]);
+    pthread_mutex_destroy(&r->mu);
+    redislockp_free(r);
+}
+
+#ifdef REDISLOCK_FAULT_INJECTION
+static long long fi_resolve_delay_ms;
+
+void redislockp_fi_resolve_delay(long long ms)
+{
+    __atomic_store_n(&fi_resolve_delay_ms, ms, __ATOMIC_SEQ_CST);
+}
+#endif
+
+/* HOST's first address (IPv4, else IPv6) as text into ADDR: 0, or
+ * getaddrinfo()'s error. */
+static int resolve_first(const char *host, char *addr, size_t size)
+{
+    static const int families[2] = { AF_INET, AF_INET6 };
+    struct addrinfo hints, *ai = NULL;
+    int i, rc = EAI_NONAME;
+
+    for (i = 0; i < 2 && ai == NULL; i++) {
+        memset(&hints, 0, sizeof hints);
+        hints.ai_family = families[i];
+        hints.ai_socktype = SOCK_STREAM;
+        rc = getaddrinfo(host, NULL, &hints, &ai);
+        if (rc != 0)
+            ai = NULL;
+    }
+    if (ai == NULL)
+        return rc;
+    rc = getnameinfo(ai->ai_addr, ai->ai_addrlen, addr, (socklen_t)size,
+                     NULL, 0, NI_NUMERICHOST);
+    freeaddrinfo(ai);
+    return rc;
+}
+
+static void *resolve_thread(void *arg)
+{
+    struct redislockp_resolve *r = arg;
+    char addr[INET6_ADDRSTRLEN];
+    int gai, abandoned;
+
+#ifdef REDISLOCK_FAULT_INJECTION
+    long long delay = __atomic_load_n(&fi_resolve_delay_ms, __ATOMIC_SEQ_CST);
+
+    if (delay > 0)
+        redislockp_sleep_ms(delay);
+#endif
+    gai = resolve_first(r->host, addr, sizeof addr);
+    pthread_mutex_lock(&r->mu);
+    r->done = 1;
+    r->gai = gai;
+    memcpy(r->addr, addr, sizeof addr);
+    abandoned = r->abandoned;
+    if (!abandoned)
+        (void)!write(r->pipe[1], "R", 1);
+    pthread_mutex_unlock(&r->mu);
+    if (abandoned)
+        resolve_free(r);
+    return NULL;
+}
+
+/* D lets go of its resolution (done or not). */
+static void resolve_drop(redislockp_dial *d)
+{
+    struct redislockp_resolve *r = d->res;
+    int done;
+
+    if (r == NULL)
+        return;
+    d->res = NULL;
+    pthread_mutex_lock(&r->mu);
+    done = r->done;
+    r->abandoned = 1;
+    pthread_mutex_unlock(&r->mu);
+    if (done)
+        resolve_free(r);
+}
+
+/* Start resolving D's host beside the loop; its failure fails D. */
+static void resolve_start(redislockp_dial *d, char *errmsg)
+{
+    size_t n = strlen(d->u.host);
+    struct redislockp_resolve *r = redislockp_calloc(1, sizeof *r + n + 1);
+    sigset_t all, old;
+    pthread_t t;
+    int rc;
+
+    if (r == NULL) {
+        (void)redislockp_tx_fail(errmsg, REDISLOCK_ERR_NOMEM,
+                                 "connect: out of memory");
+        dial_fail(d, REDISLOCK_ERR_NOMEM);
+        return;
+    }
+    memcpy(r->host, d->u.host, n + 1);
+    if (pipe2(r->pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+        char why[128];
+
+        snprintf(why, sizeof why, "resolving the name: %s", strerror(errno));
+        redislockp_free(r);
+        dial_connect_failed(d, why, REDISLOCK_CAUSE_UNREACHABLE, errmsg);
+        return;
+    }
+    pthread_mutex_init(&r->mu, NULL);
+    /* No signal of the application's is handled on it. */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    rc = redislockp_thread_create(&t, resolve_thread, r);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        char why[128];
+
+        snprintf(why, sizeof why, "cannot start a thread to resolve the "
+                 "name: %s", strerror(rc));
+        resolve_free(r);
+        dial_connect_failed(d, why, REDISLOCK_CAUSE_UNREACHABLE, errmsg);
+        return;
+    }
+    pthread_detach(t);
+    d->res = r;
+    d->phase = REDISLOCKP_DIAL_RESOLVE;
+    d->events = POLLIN;
+}
+
+/* The pipe said D's resolution is done (or its time is up: TIMED_OUT):
+ * the connect to its address, or the failure. */
+static void resolve_step(redislockp_dial *d, int timed_out, char *errmsg)
+{
+    struct redislockp_resolve *r = d->res;
+    char addr[INET6_ADDRSTRLEN];
+    int done, gai;
+
+    pthread_mutex_lock(&r->mu);
+    done = r->done;
+    gai = r->gai;
+    memcpy(addr, r->addr, sizeof addr);
+    pthread_mutex_unlock(&r->mu);
+    if (!done) {
+        if (timed_out)
+            dial_connect_failed(d, "resolving the name: timed out",
+                                REDISLOCK_CAUSE_TIMEOUT, errmsg);
+        return;
+    }
+    if (gai != 0) {
+        dial_connect_failed(d, gai_strerror(gai), REDISLOCK_CAUSE_UNREACHABLE,
+                            errmsg);
+        return;
+    }
+    dial_connect(d, addr, errmsg);
+}
+
+/* Is HOST an address (IPv4 or IPv6), not a name? */
+static int is_address(const char *host)
+{
+    unsigned char buf[sizeof(struct in6_addr)];
+
+    return inet_pton(AF_INET, host, buf) == 1 ||
+           inet_pton(AF_INET6, host, buf) == 1;
 }
 
 /* Read what D's set-up replies have come (the socket is readable). */
@@ -397,6 +598,11 @@ void redislockp_dial_step(redislockp_dial *d, int revents, char *errmsg)
 {
     if (d->phase >= REDISLOCKP_DIAL_DONE)
         return;
+    if (d->phase == REDISLOCKP_DIAL_RESOLVE) {
+        if (revents != 0 || redislockp_now_ms() >= d->deadline)
+            resolve_step(d, redislockp_now_ms() >= d->deadline, errmsg);
+        return;
+    }
     if (revents == 0 && redislockp_now_ms() >= d->deadline &&
         d->c != NULL) {
         /* The time is up - unless the socket is ready and the caller was
@@ -484,6 +690,8 @@ int redislockp_dial_stage(const redislockp_dial *d)
 
 int redislockp_dial_fd(const redislockp_dial *d)
 {
+    if (d->phase == REDISLOCKP_DIAL_RESOLVE)
+        return d->res->pipe[0];
     return d->c != NULL ? d->c->fd : -1;
 }
 
@@ -495,18 +703,29 @@ redisContext *redislockp_dial_take(redislockp_dial *d)
         c = d->c;
         d->c = NULL;
     }
+    resolve_drop(d);
     return c;
 }
 
 void redislockp_dial_start_async(redislockp_dial *d, const redislockp_url *u,
                                  char *errmsg)
 {
-    redislockp_dial_start(d, u, errmsg);
+    if (u->unix_socket || is_address(u->host)) {
+        redislockp_dial_start(d, u, errmsg);
+        d->async = 1;
+        return;
+    }
+    memset(d, 0, sizeof *d);
+    d->u = *u;
+    d->status = REDISLOCK_OK;
     d->async = 1;
+    d->deadline = redislockp_now_ms() + u->connect_ms;
+    resolve_start(d, errmsg);
 }
 
 void redislockp_dial_abort(redislockp_dial *d)
 {
+    resolve_drop(d);
     dial_out_free(d);
     if (d->c != NULL) {
         redisFree(d->c);

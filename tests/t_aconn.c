@@ -6,7 +6,8 @@
  * without blocking; a stopped server's request fails at its deadline
  * (its outcome unknown) and breaks the connection; a refused connect
  * fails every queued request as never sent; a callback may queue the
- * next request; a server that closes an idle connection is noticed.
+ * next request; a server that closes an idle connection is noticed; a
+ * host name is resolved beside the loop, within the connect timeout.
  */
 #include "config.h"
 
@@ -21,6 +22,7 @@
 #include <sys/socket.h>
 
 #include "aconn.h"
+#include "alloc.h"
 #include "testutil.h"
 
 /* What one request's callback saw. */
@@ -397,6 +399,81 @@ static void test_server_closing_breaks_it(void **state)
     redislockp_aconn_close(&a, REDISLOCK_OK, "done");
 }
 
+/* A host name (not an address) is resolved by a thread beside the loop:
+ * the open returns at once with a pipe to watch, the loop keeps turning
+ * while the name resolves (300 ms, made slow by the test build's hook),
+ * and the request then goes out on the connection to its address. */
+static void test_name_resolved_beside_the_loop(void **state)
+{
+    redislockp_aconn a;
+    seen s;
+    char url[300];
+    static const char *ping[1] = { "PING" };
+    long long t0, opened;
+    int idle_rounds = 0;
+
+    (void)state;
+    memset(&s, 0, sizeof s);
+    snprintf(url, sizeof url, "redis://localhost:%s",
+             getenv("REDISLOCK_TEST_PORT"));
+    redislockp_fi_resolve_delay(300);
+    t0 = tu_now_ms();
+    open_url(&a, url);
+    assert_int_equal(send_words(&a, 5000, &s, 1, 1, ping), REDISLOCK_OK);
+    opened = tu_now_ms() - t0;
+    assert_true(redislockp_aconn_fd(&a) >= 0);     /* the pipe */
+    while (s.calls == 0 && tu_now_ms() - t0 < tu_deadline_ms(5000)) {
+        struct pollfd p;
+
+        p.fd = redislockp_aconn_fd(&a);
+        p.events = redislockp_aconn_events(&a);
+        p.revents = 0;
+        if (poll(&p, 1, 20) > 0)
+            redislockp_aconn_io(&a, p.revents);
+        else
+            idle_rounds++;
+        redislockp_aconn_tick(&a);
+    }
+    redislockp_fi_resolve_delay(0);
+    printf("# localhost: opened in %lld ms, answered after %lld ms, %d "
+           "idle loop rounds meanwhile\n", opened, tu_now_ms() - t0,
+           idle_rounds);
+    assert_int_equal(s.calls, 1);
+    assert_int_equal(s.status, REDISLOCK_OK);
+    assert_string_equal(s.first, "PONG");
+    assert_true(opened < 200);
+    assert_true(tu_now_ms() - t0 >= 300);
+    assert_true(idle_rounds >= 5);
+    redislockp_aconn_close(&a, REDISLOCK_OK, "done");
+}
+
+/* A name not resolved within the connect timeout fails the requests as
+ * never sent; the resolver thread, still waiting, lets go of its state
+ * when it ends (valgrind sees no leak). */
+static void test_name_resolution_times_out(void **state)
+{
+    redislockp_aconn a;
+    seen s, *all[1] = { &s };
+    char url[300];
+    static const char *ping[1] = { "PING" };
+
+    (void)state;
+    memset(&s, 0, sizeof s);
+    snprintf(url, sizeof url, "redis://localhost:%s?connect_timeout=100",
+             getenv("REDISLOCK_TEST_PORT"));
+    redislockp_fi_resolve_delay(600);
+    open_url(&a, url);
+    assert_int_equal(send_words(&a, 5000, &s, 1, 1, ping), REDISLOCK_OK);
+    drive(&a, all, 1, 5000, "a request to a name too slow to resolve");
+    redislockp_fi_resolve_delay(0);
+    assert_int_equal(s.status, REDISLOCK_ERR_IO);
+    assert_false(s.sent);
+    assert_non_null(strstr(s.msg, "resolving the name: timed out"));
+    printf("# %s\n", s.msg);
+    redislockp_aconn_close(&a, REDISLOCK_OK, "done");
+    tu_sleep_ms(800);                   /* the thread ends, frees */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -407,6 +484,8 @@ int main(void)
         cmocka_unit_test(test_refused_tcp_connect_fails_unsent),
         cmocka_unit_test(test_callback_queues_the_next),
         cmocka_unit_test(test_server_closing_breaks_it),
+        cmocka_unit_test(test_name_resolved_beside_the_loop),
+        cmocka_unit_test(test_name_resolution_times_out),
     };
 
     int rc = TU_RUN(tests, NULL, NULL);
