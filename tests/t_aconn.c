@@ -188,6 +188,60 @@ static void test_pipelined_in_order(void **state)
         assert_int_equal(s[i].calls, 1);        /* not again */
 }
 
+/* A request not yet handed to the socket can be taken back (a quorum's
+ * straggler behind a connection being made): its command never goes,
+ * its callback is never called; the others' replies still reach their
+ * own requests in order.  Of two with the same argument, the newest is
+ * taken; one already written is not. */
+static void test_withdraw(void **state)
+{
+    redislockp_aconn a;
+    seen s[4], *rest[3];
+    char url[300], key[64];
+    const char *incr[2] = { "INCR", NULL };
+    static const char *ping[1] = { "PING" };
+    redisContext *c = tu_connect();
+    redisReply *r;
+
+    (void)state;
+    memset(s, 0, sizeof s);
+    tu_key(key, sizeof key, "aconn:withdraw");
+    incr[1] = key;
+    snprintf(url, sizeof url, "redis://127.0.0.1:%s",
+             getenv("REDISLOCK_TEST_PORT"));
+    open_url(&a, url);
+    /* Queued while it connects: PING, INCR (taken back), INCR, PING. */
+    assert_int_equal(send_words(&a, 5000, &s[0], 1, 1, ping), REDISLOCK_OK);
+    assert_int_equal(send_words(&a, 5000, &s[1], 1, 2, incr), REDISLOCK_OK);
+    assert_int_equal(send_words(&a, 5000, &s[2], 1, 2, incr), REDISLOCK_OK);
+    assert_int_equal(send_words(&a, 5000, &s[3], 1, 1, ping), REDISLOCK_OK);
+    assert_int_equal(redislockp_aconn_withdraw(&a, &s[1]), 1);
+    assert_int_equal(redislockp_aconn_withdraw(&a, &s[1]), 0);  /* gone */
+    rest[0] = &s[0];
+    rest[1] = &s[2];
+    rest[2] = &s[3];
+    drive(&a, rest, 3, 5000, "the requests left");
+    assert_int_equal(s[1].calls, 0);
+    assert_string_equal(s[0].first, "PONG");
+    assert_int_equal(s[2].first_int, 1);        /* one INCR ran */
+    assert_string_equal(s[3].first, "PONG");
+    r = tu_cmd(c, "GET %s", key);
+    assert_string_equal(r->str, "1");
+    freeReplyObject(r);
+    /* Written (answered, even): not taken back. */
+    assert_int_equal(send_words(&a, 5000, &s[1], 1, 2, incr), REDISLOCK_OK);
+    {
+        seen *one[1] = { &s[1] };
+
+        drive(&a, one, 1, 5000, "the INCR");
+    }
+    assert_int_equal(redislockp_aconn_withdraw(&a, &s[1]), 0);
+    assert_int_equal(s[1].first_int, 2);
+    tu_cmd_ok(c, "DEL %s", key);
+    redisFree(c);
+    redislockp_aconn_close(&a, REDISLOCK_OK, "done");
+}
+
 static void test_setup_runs_without_blocking(void **state)
 {
     redislockp_aconn a;
@@ -478,6 +532,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pipelined_in_order),
+        cmocka_unit_test(test_withdraw),
         cmocka_unit_test(test_setup_runs_without_blocking),
         cmocka_unit_test(test_stopped_server_fails_at_the_deadline),
         cmocka_unit_test(test_refused_connect_fails_unsent),
