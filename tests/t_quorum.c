@@ -561,9 +561,32 @@ static void test_ttl_and_holds_are_the_majoritys(void **state)
         tu_cmd_ok(mc, "HSET %s count %d", key, i + 1);
         redisFree(mc);
     }
-    assert_int_equal(redislock_ttl(lock, &ttl), REDISLOCK_OK);
+    /* A majority decides, and a straggler not answered within the grace
+     * is cut (legal): if it was one of the three longest-lived, the
+     * third of the four that answered is 30 s (and 2 holds) - a lower
+     * value, never a higher one.  Until a query reaches all five (or
+     * loses only a shorter-lived one): under a CPU hog (make
+     * check-stress) one did not. */
+    for (i = 0;; i++) {
+        long long left;
+
+        assert_int_equal(redislock_ttl(lock, &ttl), REDISLOCK_OK);
+        left = 40000 - (tu_now_ms() - t0);
+        if (ttl >= left - 1000 || i == 4)
+            break;
+        printf("# the majority's TTL %lld ms: a straggler was cut; "
+               "again\n", ttl);
+        assert_true(ttl >= left - 10000 - 1000);    /* the 30 s one */
+    }
     tu_assert_left(ttl, 40000, t0, "the majority's TTL (third of 20..60 s)");
-    assert_int_equal(redislock_hold_count(lock, &holds), REDISLOCK_OK);
+    for (i = 0;; i++) {
+        assert_int_equal(redislock_hold_count(lock, &holds), REDISLOCK_OK);
+        if (holds == 3 || i == 4)
+            break;
+        printf("# the majority's holds %d: a straggler was cut; again\n",
+               holds);
+        assert_int_equal(holds, 2);
+    }
     assert_int_equal(holds, 3);
     for (i = 0; i < MASTERS; i++)
         on_master(i, "DEL", key, NULL);
