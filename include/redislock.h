@@ -1598,9 +1598,12 @@ REDISLOCK_API int redislock_last_error_info(const redislock *lock,
  * master, the next after a failure, as the blocking calls' do), and
  * auto-renewal (below), and the queries (redislock_held_async(),
  * redislock_inspect_async()).  A host name in a URL (not an IP address)
- * is resolved by a short-lived thread of the library beside the loop,
- * within the connect timeout, so that a slow DNS server never blocks the
- * loop.  Not yet: scripts=none.
+ * is resolved by a thread of the library beside the loop, so that a slow
+ * DNS server never blocks the loop: the connect gives up at its timeout,
+ * the thread ends when the system's resolver returns (it may outlive the
+ * client: do not unload the library meanwhile; at most 16 at once in a
+ * process, a connect beyond fails at once).  The first address is
+ * used (IPv4, else IPv6).  Not yet: scripts=none.
  *
  * Auto-renewal of a holding taken through the loop (an *_async acquire
  * or wait of a handle with redislock_set_autorenew()) runs on the loop,

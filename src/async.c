@@ -197,6 +197,10 @@ struct redislockp_aop {
     long long *ttl_out;         /* a status query's (or inspect's) */
     int *holds_out;
     redislock_kind *kind_out;   /* an inspect's */
+    char *owner_out;            /* ...its owner, copied from owner_buf */
+    char *owner_buf;            /* (parsed into: written to the caller's
+                                 * buffer only with the callback) */
+    size_t owner_size;
     redislock_done_fn fn;
     void *arg;
     /* A waiter's (wait). */
@@ -542,6 +546,7 @@ static void aop_free(redislockp_aop *o)
     redislockp_val_free(o->op.ack);
     redislockp_legs_end(&o->leg, 1);
     qstate_free(o);
+    redislockp_free(o->owner_buf);
     redislockp_free(o);
 }
 
@@ -616,6 +621,8 @@ static void query_results(redislockp_aop *o)
             *o->ttl_out = in->pttl;
         if (o->holds_out != NULL)
             *o->holds_out = clamp_int(in->holds);
+        if (o->owner_out != NULL)
+            memcpy(o->owner_out, o->owner_buf, o->owner_size);
     }
 }
 
@@ -2789,18 +2796,34 @@ int redislock_inspect_async(redislock *lock, redislock_kind *kind,
         *ttl_ms = -2;
     if (holds != NULL)
         *holds = 0;
-    if (lock != NULL && owner != NULL && owner_size == 0)
+    st = redislockp_begin_call(lock, fn != NULL ? (const void *)&fn : NULL,
+                               "fn");
+    if (st != REDISLOCK_OK)
+        return st;
+    if (owner != NULL && owner_size == 0)
         return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
                                "owner_size is 0 with an owner buffer");
     o = aop_new(lock, fn, arg, &st);
     if (o == NULL)
         return st;
+    if (owner != NULL) {
+        o->owner_buf = redislockp_calloc(1, owner_size);
+        if (o->owner_buf == NULL) {
+            o->called = 1;              /* never started */
+            lock->aop = NULL;
+            aop_done_with(o->cl->loop, o);
+            return redislockp_fail(lock, REDISLOCK_ERR_NOMEM,
+                                   "out of memory starting an operation");
+        }
+        o->owner_out = owner;
+        o->owner_size = owner_size;
+    }
     o->kind_out = kind;
     o->ttl_out = ttl_ms;
     o->holds_out = holds;
     redislockp_op_begin(&o->op, lock, REDISLOCKP_OP_INSPECT,
                         REDISLOCKP_TRY_PLAIN);
-    o->op.insp.owner = owner;
+    o->op.insp.owner = o->owner_buf;
     o->op.insp.owner_size = owner_size;
     step(o);
     sync_loop(o->cl);

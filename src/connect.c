@@ -382,20 +382,31 @@ void redislockp_dial_start(redislockp_dial *d, const redislockp_url *u,
  * The dial and the thread share the state below under its mutex: the
  * one that lets go last frees it (a dial that ends first - aborted, its
  * time up - marks it abandoned; the thread then frees it when its
- * getaddrinfo() returns).  The address taken is the first of IPv4, else
- * of IPv6, as hiredis takes it; the connect then goes to that address
- * (TLS still checks the URL's name).  The pipe stays open until the dial
+ * getaddrinfo() returns: it may outlive the dial and the client by the
+ * resolver's own timeouts, touching nothing of theirs).  The address
+ * taken is the first of IPv4, else of IPv6 (hiredis would try the next
+ * address of a name with several after a refused connect; this dial
+ * does not); the connect then goes to that address (TLS still checks the
+ * URL's name).  The pipe stays open until the dial
  * ends, so that the socket made after it never reuses its number while
  * the loop may still watch it.
  */
 struct redislockp_resolve {
     pthread_mutex_t mu;
+    pid_t pid;                  /* the process that started it */
     int pipe[2];
     int done, abandoned;
     int gai;                    /* getaddrinfo()'s result, once done */
     char addr[INET6_ADDRSTRLEN];
     char host[];
 };
+
+/* Resolver threads alive in the process (ended or not with their
+ * dial), at most RESOLVE_MAX: a DNS server that does not answer keeps
+ * each in getaddrinfo() for its own timeouts, and dials that give up
+ * sooner must not pile up threads (a dial beyond fails at once). */
+#define RESOLVE_MAX 16
+static int resolvers;
 
 static void resolve_free(struct redislockp_resolve *r)
 {
@@ -461,6 +472,7 @@ static void *resolve_thread(void *arg)
     pthread_mutex_unlock(&r->mu);
     if (abandoned)
         resolve_free(r);
+    __atomic_sub_fetch(&resolvers, 1, __ATOMIC_SEQ_CST);
     return NULL;
 }
 
@@ -473,6 +485,9 @@ static void resolve_drop(redislockp_dial *d)
     if (r == NULL)
         return;
     d->res = NULL;
+    if (r->pid != getpid())
+        return;     /* a child's: its thread is the parent's (the mutex
+                     * may have been held at the fork); left as it is */
     pthread_mutex_lock(&r->mu);
     done = r->done;
     r->abandoned = 1;
@@ -496,13 +511,23 @@ static void resolve_start(redislockp_dial *d, char *errmsg)
         dial_fail(d, REDISLOCK_ERR_NOMEM);
         return;
     }
+    if (__atomic_add_fetch(&resolvers, 1, __ATOMIC_SEQ_CST) > RESOLVE_MAX) {
+        __atomic_sub_fetch(&resolvers, 1, __ATOMIC_SEQ_CST);
+        redislockp_free(r);
+        dial_connect_failed(d, "resolving the name: " "16 resolutions "
+                            "already under way (a DNS server that does "
+                            "not answer?)", REDISLOCK_CAUSE_OTHER, errmsg);
+        return;
+    }
+    r->pid = getpid();
     memcpy(r->host, d->u.host, n + 1);
     if (pipe2(r->pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
         char why[128];
 
         snprintf(why, sizeof why, "resolving the name: %s", strerror(errno));
+        __atomic_sub_fetch(&resolvers, 1, __ATOMIC_SEQ_CST);
         redislockp_free(r);
-        dial_connect_failed(d, why, REDISLOCK_CAUSE_UNREACHABLE, errmsg);
+        dial_connect_failed(d, why, REDISLOCK_CAUSE_OTHER, errmsg);
         return;
     }
     pthread_mutex_init(&r->mu, NULL);
@@ -516,8 +541,9 @@ static void resolve_start(redislockp_dial *d, char *errmsg)
 
         snprintf(why, sizeof why, "cannot start a thread to resolve the "
                  "name: %s", strerror(rc));
+        __atomic_sub_fetch(&resolvers, 1, __ATOMIC_SEQ_CST);
         resolve_free(r);
-        dial_connect_failed(d, why, REDISLOCK_CAUSE_UNREACHABLE, errmsg);
+        dial_connect_failed(d, why, REDISLOCK_CAUSE_OTHER, errmsg);
         return;
     }
     pthread_detach(t);

@@ -517,6 +517,28 @@ static void test_inspect_async(void **state)
     assert_int_equal(ttl, -2);
     assert_int_equal(redislock_last_state(a), REDISLOCK_STATE_FREE);
     assert_int_equal(d[4].calls, 0);
+    {
+        /* Canceled (its handle freed): nothing written after the start,
+         * even when the reply comes. */
+        redislock *gone = redislock_new_from_client(cl, key);
+        tu_async z = { 0 };
+        long long until;
+
+        tu_cmd_ok(c, "SET %s someone", key);
+        strcpy(owner, "x");
+        assert_int_equal(redislock_inspect_async(gone, &kind, owner,
+                                                 sizeof owner, NULL, NULL,
+                                                 tu_async_done, &z),
+                         REDISLOCK_OK);
+        redislock_free(gone);
+        assert_int_equal(z.calls, 1);
+        assert_int_equal(z.status, REDISLOCK_ERR_CANCELED);
+        until = tu_now_ms() + 200;
+        RUN_UNTIL(base, tu_now_ms() > until, 5000, "the reply's time");
+        assert_string_equal(owner, "");
+        assert_int_equal(kind, REDISLOCK_KIND_NONE);
+        tu_cmd_ok(c, "DEL %s", key);
+    }
     redislock_free(a);
     redislock_free(b);
     redislock_free(cnt);
