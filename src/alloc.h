@@ -34,6 +34,8 @@ unsigned long redislockp_fi_count(void);
 void redislockp_fi_fail_threads(int on);
 /* An event loop's host-name resolutions wait MS first (connect.c). */
 void redislockp_fi_resolve_delay(long long ms);
+/* Resolver threads alive now. */
+int redislockp_fi_resolvers(void);
 #endif
 
 #endif /* REDISLOCK_ALLOC_H */

@@ -423,6 +423,11 @@ void redislockp_fi_resolve_delay(long long ms)
 {
     __atomic_store_n(&fi_resolve_delay_ms, ms, __ATOMIC_SEQ_CST);
 }
+
+int redislockp_fi_resolvers(void)
+{
+    return __atomic_load_n(&resolvers, __ATOMIC_SEQ_CST);
+}
 #endif
 
 /* HOST's first address (IPv4, else IPv6) as text into ADDR: 0, or

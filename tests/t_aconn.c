@@ -525,7 +525,55 @@ static void test_name_resolution_times_out(void **state)
     assert_non_null(strstr(s.msg, "resolving the name: timed out"));
     printf("# %s\n", s.msg);
     redislockp_aconn_close(&a, REDISLOCK_OK, "done");
-    tu_sleep_ms(800);                   /* the thread ends, frees */
+    TU_WAIT_UNTIL(redislockp_fi_resolvers() == 0, 5000,
+                  "the abandoned resolver thread to end (and free)");
+}
+
+/* No thread to resolve with (the test build's hook): the requests fail
+ * as never sent, naming it; at most 16 resolutions at once in the
+ * process: a 17th dial fails at once. */
+static void test_name_resolution_limits(void **state)
+{
+    redislockp_aconn a[17];
+    seen s[17], *one[1];
+    char url[300];
+    static const char *ping[1] = { "PING" };
+    int i;
+
+    (void)state;
+    memset(s, 0, sizeof s);
+    snprintf(url, sizeof url, "redis://localhost:%s",
+             getenv("REDISLOCK_TEST_PORT"));
+    TU_WAIT_UNTIL(redislockp_fi_resolvers() == 0, 5000,
+                  "no resolver thread left from earlier tests");
+    redislockp_fi_fail_threads(1);
+    open_url(&a[0], url);
+    redislockp_fi_fail_threads(0);
+    assert_int_equal(a[0].state, REDISLOCKP_ACONN_BROKEN);
+    assert_non_null(strstr(a[0].errmsg, "cannot start a thread"));
+    printf("# %s\n", a[0].errmsg);
+    redislockp_aconn_close(&a[0], REDISLOCK_OK, "done");
+    redislockp_fi_resolve_delay(400);
+    for (i = 0; i < 17; i++)
+        open_url(&a[i], url);
+    redislockp_fi_resolve_delay(0);
+    for (i = 0; i < 16; i++)
+        assert_int_not_equal(a[i].state, REDISLOCKP_ACONN_BROKEN);
+    assert_int_equal(a[16].state, REDISLOCKP_ACONN_BROKEN);
+    assert_non_null(strstr(a[16].errmsg, "resolutions already under way"));
+    printf("# %s\n", a[16].errmsg);
+    /* The 16 go on to their connections. */
+    for (i = 0; i < 16; i++) {
+        assert_int_equal(send_words(&a[i], 5000, &s[i], 1, 1, ping),
+                         REDISLOCK_OK);
+        one[0] = &s[i];
+        drive(&a[i], one, 1, 5000, "a PING after a slow resolution");
+        assert_string_equal(s[i].first, "PONG");
+    }
+    for (i = 0; i < 17; i++)
+        redislockp_aconn_close(&a[i], REDISLOCK_OK, "done");
+    TU_WAIT_UNTIL(redislockp_fi_resolvers() == 0, 5000,
+                  "the resolver threads to end");
 }
 
 int main(void)
@@ -541,6 +589,7 @@ int main(void)
         cmocka_unit_test(test_server_closing_breaks_it),
         cmocka_unit_test(test_name_resolved_beside_the_loop),
         cmocka_unit_test(test_name_resolution_times_out),
+        cmocka_unit_test(test_name_resolution_limits),
     };
 
     int rc = TU_RUN(tests, NULL, NULL);
