@@ -328,6 +328,18 @@ void redislockp_aconn_tick(redislockp_aconn *a)
     if (r != NULL) {
         if (now < r->deadline)
             return;
+        if (a->state == REDISLOCKP_ACONN_DIALING) {
+            /* Nothing went out: the connection is still being made (a
+             * name resolving, a connect or handshake slow to finish)
+             * when the oldest request's time is up. */
+            redislockp_err_set(REDISLOCK_ERR_IO,
+                               redislockp_dial_stage(&a->dial),
+                               REDISLOCK_CAUSE_TIMEOUT, NULL);
+            fail_all(a, REDISLOCK_ERR_IO, "not connected within a "
+                     "request's time (the connection still being made; "
+                     "nothing sent)");
+            return;
+        }
         redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_COMMAND,
                            REDISLOCK_CAUSE_TIMEOUT, NULL);
         fail_all(a, REDISLOCK_ERR_IO, "no reply in time (a request's "

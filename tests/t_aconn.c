@@ -576,6 +576,34 @@ static void test_name_resolution_limits(void **state)
                   "the resolver threads to end");
 }
 
+/* A request whose time is up while its connection is still being made
+ * (a name resolving slowly) fails as never sent, saying so - not as a
+ * reply that did not come. */
+static void test_request_time_up_while_connecting(void **state)
+{
+    redislockp_aconn a;
+    seen s, *all[1] = { &s };
+    char url[300];
+    static const char *ping[1] = { "PING" };
+
+    (void)state;
+    memset(&s, 0, sizeof s);
+    snprintf(url, sizeof url, "redis://localhost:%s",
+             getenv("REDISLOCK_TEST_PORT"));
+    redislockp_fi_resolve_delay(400);
+    open_url(&a, url);
+    assert_int_equal(send_words(&a, 100, &s, 1, 1, ping), REDISLOCK_OK);
+    drive(&a, all, 1, 5000, "a request timed out while connecting");
+    redislockp_fi_resolve_delay(0);
+    assert_int_equal(s.status, REDISLOCK_ERR_IO);
+    assert_false(s.sent);
+    assert_non_null(strstr(s.msg, "not connected within a request's time"));
+    printf("# %s\n", s.msg);
+    redislockp_aconn_close(&a, REDISLOCK_OK, "done");
+    TU_WAIT_UNTIL(redislockp_fi_resolvers() == 0, 5000,
+                  "the resolver thread to end");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -590,6 +618,7 @@ int main(void)
         cmocka_unit_test(test_name_resolved_beside_the_loop),
         cmocka_unit_test(test_name_resolution_times_out),
         cmocka_unit_test(test_name_resolution_limits),
+        cmocka_unit_test(test_request_time_up_while_connecting),
     };
 
     int rc = TU_RUN(tests, NULL, NULL);
