@@ -501,32 +501,51 @@ static void test_name_resolved_beside_the_loop(void **state)
     redislockp_aconn_close(&a, REDISLOCK_OK, "done");
 }
 
-/* A name not resolved within the connect timeout fails the requests as
- * never sent; the resolver thread, still waiting, lets go of its state
- * when it ends (valgrind sees no leak). */
-static void test_name_resolution_times_out(void **state)
+/* A request to localhost (URL PARAMS), its resolution made DELAY_MS
+ * slow, with TIMEOUT_MS for its reply: it fails as never sent, saying
+ * WANT; the resolver thread ends, and lets go of its state then. */
+static void slow_name_fails(const char *params, long long delay_ms,
+                            long long timeout_ms, const char *want)
 {
     redislockp_aconn a;
     seen s, *all[1] = { &s };
     char url[300];
     static const char *ping[1] = { "PING" };
 
-    (void)state;
     memset(&s, 0, sizeof s);
-    snprintf(url, sizeof url, "redis://localhost:%s?connect_timeout=100",
-             getenv("REDISLOCK_TEST_PORT"));
-    redislockp_fi_resolve_delay(600);
+    snprintf(url, sizeof url, "redis://localhost:%s%s",
+             getenv("REDISLOCK_TEST_PORT"), params);
+    redislockp_fi_resolve_delay(delay_ms);
     open_url(&a, url);
-    assert_int_equal(send_words(&a, 5000, &s, 1, 1, ping), REDISLOCK_OK);
-    drive(&a, all, 1, 5000, "a request to a name too slow to resolve");
+    assert_int_equal(send_words(&a, timeout_ms, &s, 1, 1, ping),
+                     REDISLOCK_OK);
+    drive(&a, all, 1, 5000, want);
     redislockp_fi_resolve_delay(0);
     assert_int_equal(s.status, REDISLOCK_ERR_IO);
     assert_false(s.sent);
-    assert_non_null(strstr(s.msg, "resolving the name: timed out"));
+    assert_non_null(strstr(s.msg, want));
     printf("# %s\n", s.msg);
     redislockp_aconn_close(&a, REDISLOCK_OK, "done");
     TU_WAIT_UNTIL(redislockp_fi_resolvers() == 0, 5000,
                   "the abandoned resolver thread to end (and free)");
+}
+
+/* A name not resolved within the connect timeout fails the requests as
+ * never sent (valgrind sees no leak of the abandoned resolution). */
+static void test_name_resolution_times_out(void **state)
+{
+    (void)state;
+    slow_name_fails("?connect_timeout=100", 600, 5000,
+                    "resolving the name: timed out");
+}
+
+/* A request whose time is up while its connection is still being made
+ * (a name resolving slowly) fails as never sent, saying so - not as a
+ * reply that did not come. */
+static void test_request_time_up_while_connecting(void **state)
+{
+    (void)state;
+    slow_name_fails("", 400, 100, "not connected within a request's time");
 }
 
 /* No thread to resolve with (the test build's hook): the requests fail
@@ -574,34 +593,6 @@ static void test_name_resolution_limits(void **state)
         redislockp_aconn_close(&a[i], REDISLOCK_OK, "done");
     TU_WAIT_UNTIL(redislockp_fi_resolvers() == 0, 5000,
                   "the resolver threads to end");
-}
-
-/* A request whose time is up while its connection is still being made
- * (a name resolving slowly) fails as never sent, saying so - not as a
- * reply that did not come. */
-static void test_request_time_up_while_connecting(void **state)
-{
-    redislockp_aconn a;
-    seen s, *all[1] = { &s };
-    char url[300];
-    static const char *ping[1] = { "PING" };
-
-    (void)state;
-    memset(&s, 0, sizeof s);
-    snprintf(url, sizeof url, "redis://localhost:%s",
-             getenv("REDISLOCK_TEST_PORT"));
-    redislockp_fi_resolve_delay(400);
-    open_url(&a, url);
-    assert_int_equal(send_words(&a, 100, &s, 1, 1, ping), REDISLOCK_OK);
-    drive(&a, all, 1, 5000, "a request timed out while connecting");
-    redislockp_fi_resolve_delay(0);
-    assert_int_equal(s.status, REDISLOCK_ERR_IO);
-    assert_false(s.sent);
-    assert_non_null(strstr(s.msg, "not connected within a request's time"));
-    printf("# %s\n", s.msg);
-    redislockp_aconn_close(&a, REDISLOCK_OK, "done");
-    TU_WAIT_UNTIL(redislockp_fi_resolvers() == 0, 5000,
-                  "the resolver thread to end");
 }
 
 int main(void)
