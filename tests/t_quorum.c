@@ -2246,6 +2246,46 @@ static void test_loop_autorenew_with_a_stopped_master(void **state)
     redislock_client_free(cl);
 }
 
+/* Master I's PTTL of KEY. */
+static long long pttl_on(int i, const char *key)
+{
+    redisContext *c = master_conn(i);
+    long long ms = tu_pttl(c, key, strlen(key));
+
+    redisFree(c);
+    return ms;
+}
+
+/* A loop renewal answered NOSCRIPT by a master whose script cache was
+ * flushed (renewals go as EVALSHA: no votes, no trailer) sends its call
+ * again as EVAL on that master alone: the lease is renewed there too. */
+static void test_loop_renewal_after_script_flush(void **state)
+{
+    tu_loop l;
+    redislock_client *cl = loop_client(&l, 0);
+    redislock *a = loop_renewed(&l, cl, "ql:renew-flushed");
+    long long end;
+
+    (void)state;
+    on_master(1, "SCRIPT", "FLUSH", NULL);
+    end = tu_now_ms() + 1000;           /* > 1.5 leases of 600 ms */
+    while (tu_now_ms() < end)
+        tu_loop_once(&l, 20);
+    assert_int_equal(redislock_lost_reason(a), REDISLOCK_LOST_NONE);
+    /* Renewed on master 2 as well: its key outlived its first lease. */
+    assert_true(pttl_on(1, "ql:renew-flushed") > 0);
+    {
+        redisContext *c = master_conn(1);   /* the script cached again */
+
+        assert_true(tu_info_num(c, "number_of_cached_scripts") >= 1);
+        redisFree(c);
+    }
+    loop_ok(&l, redislock_release_async, a);
+    copies_become("ql:renew-flushed", 0);
+    redislock_free(a);
+    redislock_client_free(cl);
+}
+
 static int setup(void **state)
 {
     const char *tmp = getenv("REDISLOCK_TEST_TMPDIR");
@@ -2322,6 +2362,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_loop_functions),
         cmocka_unit_test_teardown(test_loop_autorenew_with_a_stopped_master,
                                   resume_masters),
+        cmocka_unit_test(test_loop_renewal_after_script_flush),
     };
     struct CMUnitTest some[sizeof tests / sizeof tests[0]];
     size_t i, n = 0;
