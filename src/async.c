@@ -606,7 +606,7 @@ static int clamp_int(long long v)
  * blocking redislock_ttl() / _hold_count() / _inspect() give them. */
 static void query_results(redislockp_aop *o)
 {
-    const long long *v = o->op.status;
+    const long long *v = o->op.r.v;     /* the status's reply */
     const redislockp_inspect_out *in = &o->op.insp;
 
     if (o->op.kind == REDISLOCKP_OP_STATUS && o->ok) {
@@ -1498,7 +1498,6 @@ static void quorum_over(redislockp_aop *o)
                                       redislockp_op_parser(op),
                                       redislockp_op_out(op),
                                       q->legs);
-    op->ack = NULL;                     /* (a quorum's is in the fold) */
     if (q->qr.nundo > 0) {
         /* A refused acquire took something: given back first. */
         redislockp_quorum_undo_prepare(o->lock, &q->qr);

@@ -1428,8 +1428,8 @@ static int pending_loss(redislock *lock)
     return report_lost(lock, why, "while auto-renewed", REDISLOCK_OK);
 }
 
-/* The status call's reply is in: {who, pttl, holds, token}, checked;
- * OK: held. */
+/* The status call's reply is in OP->r: {who, pttl, holds, token},
+ * checked; OK: held. */
 static int status_read(redislockp_op *op)
 {
     redislock *lock = op->lock;
@@ -1447,7 +1447,6 @@ static int status_read(redislockp_op *op)
         lock->state = REDISLOCK_STATE_UNKNOWN;
         return done(op, st);
     }
-    memcpy(op->status, v, sizeof op->status);
     saw(lock, v[0]);
     op->ok = v[0] == 1;
     return done(op, REDISLOCK_OK);
@@ -1691,7 +1690,7 @@ static int status(redislock *lock, const void *out, const char *name,
                         REDISLOCKP_TRY_PLAIN);
     st = drive(&op);
     if (st == REDISLOCK_OK)
-        memcpy(v, op.status, sizeof op.status);
+        memcpy(v, op.r.v, sizeof op.r.v);
     return st;
 }
 

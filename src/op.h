@@ -79,7 +79,6 @@ typedef struct redislockp_op {
     int result;
     bool ok;                    /* acquired, released, extended */
     long long holder_pttl;      /* an acquire's: redislockp_acquire_once() */
-    long long status[4];        /* a status's: {who, pttl, holds, token} */
     redislockp_inspect_out insp;    /* an inspect's (OWNER and OWNER_SIZE
                                      * set by the caller) */
     /* How the runner parses the reply: PARSE into OUT, or (PARSE NULL)

@@ -1018,6 +1018,20 @@ int tu_in_zset(redisContext *c, const char *set, const char *member)
     return yes;
 }
 
+/* The live registered waiters of KEY, asked through CL's pool. */
+static long long waiters_of(redislock_client *cl, const char *key)
+{
+    redislock *q = redislock_new_from_client(cl, key);
+    long long n = -1;
+    uint64_t fence = 0;
+
+    assert_non_null(q);
+    if (redislock_inspect_companions(q, &n, &fence) != REDISLOCK_OK)
+        fail_msg("inspect_companions: %s", redislock_last_error(q));
+    redislock_free(q);
+    return n;
+}
+
 int tu_loop_adapters(redislock_client *(*open)(void *), void *arg,
                      const char *key)
 {
@@ -1051,10 +1065,11 @@ int tu_loop_adapters(redislock_client *(*open)(void *), void *arg,
                      tu_loop_kind_name(kind), d[0].status,
                      redislock_last_error(h));
         assert_int_equal(tu_async_wait_start(w, 30000, &d[1]), REDISLOCK_OK);
-        /* It waits (refused, registered) while the lock is held. */
-        t0 = tu_now_ms();
-        while (tu_now_ms() - t0 < 300)
-            tu_loop_once(&l, 20);
+        /* It waits, registered, while the lock is held (asked of the
+         * server through a third handle's blocking call: the client's
+         * pool, not the loop's connections). */
+        TU_LOOP_UNTIL(&l, waiters_of(cl, key) >= 1, 10000,
+                      "the waiter registered");
         assert_int_equal(d[1].calls, 0);
         assert_int_equal(tu_async_start(redislock_release_async, h, &d[2]),
                          REDISLOCK_OK);
