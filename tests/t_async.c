@@ -142,8 +142,7 @@ static void test_quorum(void **state)
 {
     struct event_base *base = event_base_new();
     redislock_client *cl = NULL;
-    char u[3][160], key[64], k1[80];
-    const char *urls[3] = { u[0], u[1], u[2] };
+    char key[64], k1[80];
     redislock *a, *b;
     tu_async d[4];
     redisReply *r;
@@ -151,10 +150,7 @@ static void test_quorum(void **state)
 
     (void)state;
     memset(d, 0, sizeof d);
-    for (i = 0; i < 3; i++)
-        snprintf(u[i], sizeof u[i], "%s/%d", tcp_url, i + 1);
-    assert_int_equal(redislock_client_open_quorum(urls, 3, &cl, NULL, 0),
-                     REDISLOCK_OK);
+    cl = tu_db_quorum(1);
     assert_int_equal(redislock_libevent_attach(cl, base), REDISLOCK_OK);
     tu_key(key, sizeof key, "ev:quorum");
     a = redislock_new_from_client(cl, key);

@@ -267,21 +267,16 @@ static void test_quorum(void **state)
 {
     uv_env e;
     redislock_client *cl = NULL;
-    char u[3][160], key[64], set[80];
-    const char *urls[3] = { u[0], u[1], u[2] };
+    char key[64], set[80];
     redislock *a, *b;
     tu_async d[4];
-    int i;
 
     (void)state;
     memset(d, 0, sizeof d);
     assert_int_equal(uv_loop_init(&e.loop), 0);
     assert_int_equal(uv_timer_init(&e.loop, &e.guard), 0);
     assert_int_equal(uv_timer_start(&e.guard, tick, 20, 20), 0);
-    for (i = 0; i < 3; i++)
-        snprintf(u[i], sizeof u[i], "%s/%d", tcp_url, i + 4);
-    assert_int_equal(redislock_client_open_quorum(urls, 3, &cl, NULL, 0),
-                     REDISLOCK_OK);
+    cl = tu_db_quorum(4);
     assert_int_equal(redislock_libuv_attach(cl, &e.loop), REDISLOCK_OK);
     tu_key(key, sizeof key, "uv:quorum");
     a = redislock_new_from_client(cl, key);

@@ -340,20 +340,10 @@ static void test_release_with_hiredis_allocation_failure(void **state)
 static redislock_client *sweep_client(const char *url, int quorum)
 {
     redislock_client *cl = NULL;
-    char u[3][160];
-    const char *urls[3] = { u[0], u[1], u[2] };
-    int i;
 
-    if (!quorum) {
-        assert_int_equal(redislock_client_open(url, &cl, NULL, 0),
-                         REDISLOCK_OK);
-        return cl;
-    }
-    /* Three databases of the test server for three masters. */
-    for (i = 0; i < 3; i++)
-        snprintf(u[i], sizeof u[i], "%s/%d", url, i + 7);
-    assert_int_equal(redislock_client_open_quorum(urls, 3, &cl, NULL, 0),
-                     REDISLOCK_OK);
+    if (quorum)
+        return tu_db_quorum(7);         /* databases 7..9 */
+    assert_int_equal(redislock_client_open(url, &cl, NULL, 0), REDISLOCK_OK);
     return cl;
 }
 

@@ -1114,3 +1114,18 @@ redislock_client *tu_open_url(void *arg)
         fail_msg("redislock_client_open: %s", err);
     return cl;
 }
+
+redislock_client *tu_db_quorum(int first_db)
+{
+    redislock_client *cl = NULL;
+    char base[128], u[3][160];
+    const char *urls[3] = { u[0], u[1], u[2] };
+    int i;
+
+    tu_url(base, sizeof base);
+    for (i = 0; i < 3; i++)
+        snprintf(u[i], sizeof u[i], "%s/%d", base, first_db + i);
+    assert_int_equal(redislock_client_open_quorum(urls, 3, &cl, NULL, 0),
+                     REDISLOCK_OK);
+    return cl;
+}

@@ -290,6 +290,11 @@ const char *tu_loop_kind_name(int kind);
  */
 int tu_loop_adapters(redislock_client *(*open)(void *), void *arg,
                      const char *key);
+/* A quorum client whose three "masters" are databases FIRST_DB,
+ * FIRST_DB + 1 and FIRST_DB + 2 of the test server (each its own
+ * connection): enough to run a quorum's code paths on one server. */
+redislock_client *tu_db_quorum(int first_db);
+
 /* redislock_client_open() of the URL ARG (a char *), for
  * tu_loop_adapters(). */
 redislock_client *tu_open_url(void *arg);
