@@ -34,6 +34,7 @@
 #include "client.h"
 #include "exec.h"
 #include "op.h"
+#include "plain.h"
 
 /* One server's connection, and what the loop was asked to watch. */
 typedef struct lconn {
@@ -87,12 +88,26 @@ typedef struct lconn {
  * that list's waiters poll from then on (refused: for good, as wait.c's;
  * else for this wait). */
 #define MAX_BLOCKERS 8
+/* Without scripts (scripts=none, or a server that refuses them to the
+ * user), an operation's call is a conversation of plain commands
+ * (src/plain.h) whose WATCH ... EXEC must have its connection to itself:
+ * it runs on a connection of its own, one of at most CONV_PER_NODE per
+ * server, taken for the conversation and kept open for the next one.
+ * Operations that find them all taken queue for one, in order. */
+#define CONV_PER_NODE 4
 #define BLOCK_MS 100                    /* one BLPOP's timeout */
 #define BLOCK_SECS "0.1"
 #define BLOCK_SLACK_MS 1000             /* for its reply to come */
 #define QUIET_MS 100
 
 typedef struct blocker blocker;
+
+/* A conversation's connection. */
+typedef struct cconn {
+    lconn c;
+    size_t node;
+    redislockp_aop *user;       /* the conversation on it; NULL: idle */
+} cconn;
 
 /* A wake-up list that waiters of the loop wait on. */
 typedef struct wkey {
@@ -132,6 +147,9 @@ struct redislockp_loop_state {
     char map_err[REDISLOCKP_ERRMSG_SIZE];
     blocker *blockers[MAX_BLOCKERS];
     size_t nblockers;
+    cconn **convs;              /* conversations' connections */
+    size_t nconvs, convcap;
+    redislockp_aop *convq, *convq_tail; /* waiting for one, oldest first */
     redislockp_aop *ops, *ops_tail; /* every operation not yet freed */
     size_t nops;
     redislockp_aop *due, *due_tail; /* ended, callback not yet called */
@@ -228,6 +246,13 @@ struct redislockp_aop {
     int qinflight;              /* its requests on the masters'
                                  * connections, of the run under way
                                  * (inflight) or of runs over (dropped) */
+    /* Its call as plain commands (src/plain.h): the conversation's
+     * record and connection, or its place in the queue for one. */
+    int plain;
+    redislockp_plain_rec *rec;
+    cconn *cc;
+    int convq;
+    redislockp_aop *convq_next;
     /* A handle's auto-renewal (renew): no callback, not lock->aop. */
     int renew;
     int renew_stale;            /* the renewal in flight no longer counts */
@@ -259,12 +284,15 @@ static lconn *conn_at(const redislockp_loop_state *ls, size_t i)
     if (i == 0)
         return ls->map;
     i--;
-    return i < ls->nblockers ? &ls->blockers[i]->c : NULL;
+    if (i < ls->nblockers)
+        return &ls->blockers[i]->c;
+    i -= ls->nblockers;
+    return i < ls->nconvs ? &ls->convs[i]->c : NULL;
 }
 
 static size_t conn_count(const redislockp_loop_state *ls)
 {
-    return ls->nconns + 1 + ls->nblockers;
+    return ls->nconns + 1 + ls->nblockers + ls->nconvs;
 }
 
 /* ------------------------------------------------------------------------
@@ -540,8 +568,16 @@ static void end(redislockp_aop *o, int status, bool ok)
 
 static void qstate_free(redislockp_aop *o);
 
+static void conv_unqueue(redislockp_aop *o);
+static void conv_give_back(redislockp_aop *o, int close);
+static void conv_close_node(redislockp_loop_state *ls, size_t node);
+
 static void aop_free(redislockp_aop *o)
 {
+    if (o->rec != NULL) {
+        redislockp_plain_end(o->rec);
+        redislockp_free(o->rec);
+    }
     redislock_free(o->cleanup);         /* (not started: the client goes) */
     redislockp_val_free(o->op.ack);
     redislockp_legs_end(&o->leg, 1);
@@ -576,6 +612,8 @@ static void aop_drop(redislockp_loop_state *ls, redislockp_aop *o)
         ls->ops_tail = o->prev;
     ls->nops--;
     set_timer(o, 0);
+    conv_unqueue(o);
+    conv_give_back(o, 1);
     aop_free(o);
 }
 
@@ -752,6 +790,19 @@ static void leg_ended(redislockp_aop *o)
         run_over(o);
         return;
     }
+    /* The server refused scripting itself to this user (NOPERM, EVALSHA
+     * unknown: renamed, disabled): the call did not run, and go-zero mode
+     * goes on without scripts, as the executor does (exec.c). */
+    if (!o->plain && o->res.kind == REDISLOCKP_SERVER &&
+        redislockp_plain_refusal(leg->reply[0]) &&
+        redislockp_plain_can(o->run.f.call, NULL)) {
+        __atomic_store_n(&cl->scripts_refused_until,
+                         redislockp_now_ms() + REDISLOCKP_PLAIN_RETRY_MS,
+                         __ATOMIC_RELAXED);
+        redislockp_legs_end(leg, 1);
+        send_leg(o);
+        return;
+    }
     redislockp_tx_val_error(leg->reply[0], "", leg->msg);
     leg->st = REDISLOCK_ERR_SERVER;
     if (o->res.kind == REDISLOCKP_CLOSING && o->node < cl->loop->nconns &&
@@ -770,6 +821,7 @@ static void leg_ended(redislockp_aop *o)
                 redislockp_aconn_close(&cl->loop->conns[o->node]->a,
                                        REDISLOCK_ERR_IO, "not a master "
                                        "any more");
+            conv_close_node(cl->loop, o->node);
             if (!o->renew && retry_later(o))
                 return;
         }
@@ -1004,6 +1056,8 @@ static void on_sentinel(void *arg, int status, redislockp_val **replies,
         ls->conns[old] != NULL && ls->conns[old]->open)
         redislockp_aconn_close(&ls->conns[old]->a, REDISLOCK_ERR_IO,
                                "the sentinels named another master");
+    if (old > 0 && old != node)
+        conv_close_node(ls, (size_t)old);
     ls->map_next = 0;
     map_done(cl, REDISLOCK_OK);
 }
@@ -1116,6 +1170,239 @@ static void map_read(redislock_client *cl)
     }
 }
 
+/* ---- Without scripts: conversations --------------------------------- */
+
+static void conv_next(redislockp_aop *o);
+
+/* An idle conversation connection to O's node, or a new one while there
+ * are fewer than CONV_PER_NODE; NULL: all taken (*NOMEM: out of memory). */
+static cconn *conv_take(redislockp_aop *o, int *nomem)
+{
+    redislockp_loop_state *ls = o->cl->loop;
+    cconn *cc = NULL;
+    size_t i, mine = 0;
+
+    *nomem = 0;
+    for (i = 0; i < ls->nconvs; i++) {
+        if (ls->convs[i]->node != o->node)
+            continue;
+        mine++;
+        if (ls->convs[i]->user == NULL) {
+            cc = ls->convs[i];
+            break;
+        }
+    }
+    if (cc == NULL) {
+        if (mine >= CONV_PER_NODE)
+            return NULL;
+        if (ls->nconvs == ls->convcap) {
+            size_t cap = ls->convcap > 0 ? 2 * ls->convcap : 8;
+            cconn **more = redislockp_calloc(cap, sizeof *more);
+
+            if (more == NULL) {
+                *nomem = 1;
+                return NULL;
+            }
+            if (ls->nconvs > 0)
+                memcpy(more, ls->convs, ls->nconvs * sizeof *more);
+            redislockp_free(ls->convs);
+            ls->convs = more;
+            ls->convcap = cap;
+        }
+        cc = redislockp_calloc(1, sizeof *cc);
+        if (cc == NULL) {
+            *nomem = 1;
+            return NULL;
+        }
+        cc->c.fd = -1;
+        cc->node = o->node;
+        ls->convs[ls->nconvs++] = cc;
+    }
+    if (!cc->c.open || cc->c.a.state == REDISLOCKP_ACONN_BROKEN)
+        cc->c.url = redislockp_node_url(o->cl, o->node);
+    conn_up(ls, &cc->c);
+    cc->user = o;
+    return cc;
+}
+
+static void conv_unqueue(redislockp_aop *o)
+{
+    redislockp_loop_state *ls = o->cl->loop;
+    redislockp_aop **p;
+
+    if (!o->convq)
+        return;
+    for (p = &ls->convq; *p != NULL; p = &(*p)->convq_next)
+        if (*p == o) {
+            *p = o->convq_next;
+            break;
+        }
+    ls->convq_tail = NULL;
+    for (p = &ls->convq; *p != NULL; p = &(*p)->convq_next)
+        ls->convq_tail = *p;
+    o->convq = 0;
+    o->convq_next = NULL;
+}
+
+/* O's conversation is over: its connection goes back (closed with CLOSE:
+ * a WATCH or MULTI may be left on it, or its state is not known), to
+ * the first operation queued for one on that server. */
+static void conv_give_back(redislockp_aop *o, int close)
+{
+    redislockp_loop_state *ls = o->cl->loop;
+    cconn *cc = o->cc;
+    redislockp_aop *q;
+
+    if (cc == NULL)
+        return;
+    o->cc = NULL;
+    cc->user = NULL;
+    if (close && cc->c.open && cc->c.a.state != REDISLOCKP_ACONN_BROKEN)
+        redislockp_aconn_close(&cc->c.a, REDISLOCK_ERR_IO, "closed");
+    if (ls->closing)
+        return;
+    for (q = ls->convq; q != NULL; q = q->convq_next)
+        if (q->node == cc->node) {
+            conv_unqueue(q);
+            conv_next(q);
+            return;
+        }
+}
+
+/* Close the idle conversation connections to NODE (a master demoted,
+ * or replaced by a failover). */
+static void conv_close_node(redislockp_loop_state *ls, size_t node)
+{
+    size_t i;
+
+    for (i = 0; i < ls->nconvs; i++) {
+        cconn *cc = ls->convs[i];
+
+        if (cc->node == node && cc->user == NULL && cc->c.open &&
+            cc->c.a.state != REDISLOCKP_ACONN_BROKEN)
+            redislockp_aconn_close(&cc->c.a, REDISLOCK_ERR_IO,
+                                   "not a master any more");
+    }
+}
+
+static void on_conv(void *arg, int status, redislockp_val **replies, int n,
+                    int sent, const char *errmsg)
+{
+    redislockp_aop *o = arg;
+    int i;
+
+    o->inflight = 0;
+    if (o->cl->loop->closing) {         /* the client is being freed */
+        for (i = 0; i < n; i++)
+            redislockp_val_free(replies[i]);
+        return;
+    }
+    if (status == REDISLOCK_OK)
+        redislockp_plain_answered(o->rec, replies, n);
+    else
+        redislockp_plain_failed(o->rec, status, sent, errmsg);
+    conv_next(o);
+}
+
+/* O's conversation goes on: its next step out on its connection (taken,
+ * or queued for), or its end to the leg, as the executor's leg_plain().
+ * It runs to its end even when the handle goes meanwhile (the record
+ * has the call's strings): what it took is then given back by the
+ * handle's twin (cleanup_start()). */
+static void conv_next(redislockp_aop *o)
+{
+    redislockp_leg *leg = &o->leg;
+    redislockp_plain_rec *rec = o->rec;
+    const redislockp_trailer *tr = o->run.f.trailer;
+    redislockp_val *reply = NULL, *trr = NULL;
+    int st, sent = 0, nomem;
+
+    st = redislockp_plain_resume(rec, o->cl, o->node, o->asking, tr, &reply,
+                                 tr != NULL ? &trr : NULL, &sent, leg->msg);
+    if (st == REDISLOCKP_PLAIN_PENDING) {
+        long long timeout = redislockp_client_url(o->cl).command_ms;
+
+        if (o->cc == NULL && (o->cc = conv_take(o, &nomem)) == NULL) {
+            if (!nomem) {
+                o->convq = 1;           /* conv_give_back() goes on */
+                o->convq_next = NULL;
+                if (o->cl->loop->convq_tail != NULL)
+                    o->cl->loop->convq_tail->convq_next = o;
+                else
+                    o->cl->loop->convq = o;
+                o->cl->loop->convq_tail = o;
+                return;
+            }
+            st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_NOMEM,
+                                    "out of memory opening a connection");
+        } else {
+            /* A reply slow on purpose (an acknowledgement's) may take
+             * longer. */
+            if (o->run.reply_ms > timeout)
+                timeout = o->run.reply_ms;
+            st = redislockp_aconn_send(&o->cc->c.a, &rec->cmd, timeout,
+                                       on_conv, o, leg->msg);
+            if (st == REDISLOCK_OK) {
+                o->inflight = 1;
+                return;
+            }
+        }
+        redislockp_plain_failed(rec, st, 0, leg->msg);
+        conv_next(o);                   /* its end now */
+        return;
+    }
+    conv_give_back(o, st != REDISLOCK_OK || rec->dirty ||
+                          redislockp_val_type(reply) == REDISLOCKP_V_ERROR);
+    if (o->lock == NULL || o->called) {
+        /* Its handle or client is gone: nothing to tell; what its try
+         * may have left is undone. */
+        redislockp_val_free(reply);
+        redislockp_val_free(trr);
+        if (o->cleanup != NULL)
+            cleanup_start(o);
+        aop_done_with(o->cl->loop, o);
+        return;
+    }
+    leg->want = 1 + (tr != NULL);
+    leg->got = 0;
+    if (st == REDISLOCK_OK) {
+        leg->reply[leg->got++] = reply;
+        if (tr != NULL)
+            leg->reply[leg->got++] = trr;
+    } else {
+        redislockp_val_free(reply);
+        redislockp_val_free(trr);
+    }
+    leg->sent |= sent;
+    leg->st = st;
+    leg->done = 1;
+    redislockp_leg_note(leg);
+    leg_ended(o);
+}
+
+/* O's leg as a conversation of plain commands, from its start. */
+static void conv_start(redislockp_aop *o)
+{
+    redislockp_leg *leg = &o->leg;
+
+    if (o->rec == NULL &&
+        (o->rec = redislockp_calloc(1, sizeof *o->rec)) == NULL) {
+        leg->st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_NOMEM,
+                                     "out of memory starting a "
+                                     "conversation");
+    } else {
+        leg->st = redislockp_plain_begin(o->rec, o->cl, o->node,
+                                         o->run.f.call, leg->msg);
+        if (leg->st == REDISLOCK_OK) {
+            conv_next(o);
+            return;
+        }
+    }
+    leg->done = 1;
+    redislockp_leg_note(leg);
+    run_over(o);
+}
+
 /* Route O's leg (a Cluster's master; or parked while the slot map is
  * read) and send its command. */
 static void send_leg(redislockp_aop *o)
@@ -1194,6 +1481,25 @@ static void send_leg(redislockp_aop *o)
     o->leg.asked = 1;
     o->leg.asking = o->asking;
     redislockp_classify(NULL, 0, 0, &o->res);
+    /* Without scripts: a conversation; but counted mode and fencing are
+     * scripts or nothing (refused with scripts=none; after a server's
+     * refusal, asked for all the same: the refusal, or the rights back,
+     * tell), as the executor does. */
+    o->plain = redislockp_uses_plain(cl);
+    if (o->plain && !redislockp_plain_can(o->run.f.call, o->leg.msg)) {
+        if (o->plain == 2) {
+            o->leg.st = REDISLOCK_ERR_INVALID;
+            o->leg.done = 1;
+            redislockp_leg_note(&o->leg);
+            run_over(o);
+            return;
+        }
+        o->plain = 0;
+    }
+    if (o->plain) {
+        conv_start(o);
+        return;
+    }
     redislockp_cmd_init(&cmd);
     /* With a trailer (WAIT), EVAL with the text: a NOSCRIPT answer would
      * have run the trailer before the call ran. */
@@ -2697,11 +3003,6 @@ static redislockp_aop *aop_new(redislock *lock, redislock_done_fn fn,
         redislockp_fail(lock, *st, "the client is being freed");
         return NULL;
     }
-    if (__atomic_load_n(&cl->url.noscripts, __ATOMIC_RELAXED)) {
-        redislockp_fail(lock, *st, "scripts=none is not built yet for "
-                        "event loops: use scripts=eval or functions");
-        return NULL;
-    }
     *st = REDISLOCK_ERR_NOMEM;
     o = heap_room(ls) == 0 ? redislockp_calloc(1, sizeof *o) : NULL;
     if (o != NULL) {
@@ -2880,6 +3181,7 @@ void redislockp_async_forget(redislock *lock)
     ls = cl->loop;
     lock->aop = NULL;
     cleanup_plan(o, lock);
+    conv_unqueue(o);                    /* nothing of it was sent */
     part(o);
     o->lock = NULL;
     o->parked = 0;
@@ -2938,6 +3240,9 @@ int redislockp_async_client_free(redislock_client *cl)
     for (i = 0; i < ls->nconns; i++)
         conn_free(ls, ls->conns[i]);
     conn_free(ls, ls->map);
+    for (i = 0; i < ls->nconvs; i++)
+        conn_free(ls, &ls->convs[i]->c);        /* (C first: its cconn) */
+    redislockp_free(ls->convs);
     for (i = 0; i < ls->nblockers; i++) {
         blocker *b = ls->blockers[i];
 

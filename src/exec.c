@@ -117,7 +117,7 @@ static int uses_functions(const redislock_client *cl)
 
 /* scripts=none (2), or a server refused scripting to this user lately
  * (1: go-zero mode runs without scripts; plain.c), or neither (0). */
-static int uses_plain(const redislock_client *cl)
+int redislockp_uses_plain(const redislock_client *cl)
 {
     long long until;
 
@@ -658,7 +658,7 @@ size_t redislockp_exec_fanout(redislock_client *cl, unsigned slot,
         }
         if (!redislockp_fanout_leg(leg, cl, f, i))
             continue;
-        if ((uses_plain(cl) || uses_plain(leg->cl)) &&
+        if ((redislockp_uses_plain(cl) || redislockp_uses_plain(leg->cl)) &&
             (f->call != NULL || f->ncalls > 0)) {
             /* A quorum's legs are one write each, cut once the others
              * decided: a conversation of several round trips has no
@@ -939,7 +939,7 @@ int redislockp_exec_one(const redislockp_target *t, const redislockp_fanout *f,
     long long start = redislockp_now_ms(), end_all = start;
     long node = t->node;
     int asking = 0, redirects = 0, retries = 0, any_sent = 0;
-    int plain = uses_plain(cl), scripted;
+    int plain = redislockp_uses_plain(cl), scripted;
 
     memset(leg, 0, sizeof *leg);
     redislockp_classify(NULL, 0, 0, res);

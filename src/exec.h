@@ -242,6 +242,11 @@ int redislockp_fanout_decided(const redislockp_fanout *f,
  * one is about this failure (the same status), else the status alone. */
 void redislockp_leg_note(redislockp_leg *leg);
 
+/* Does CL run go-zero mode's calls as plain commands (src/plain.h)?  2:
+ * scripts=none; 1: a server refused scripting to the user lately
+ * (REDISLOCKP_PLAIN_RETRY_MS); 0: no. */
+int redislockp_uses_plain(const redislock_client *cl);
+
 /* Free what the N legs hold (replies). */
 void redislockp_legs_end(redislockp_leg *legs, size_t n);
 

@@ -13,16 +13,17 @@
 #include "config.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "plain.h"
 #include "scripts_lua.h"
 #include "transport.h"
 
-/* Replies one step may have (ASKING's not counted). */
-#define STEP_MAX 16
+#define STEP_MAX REDISLOCKP_PLAIN_STEP_MAX
 
 typedef struct conv {
     redislock_client *cl;
@@ -37,7 +38,15 @@ typedef struct conv {
     int nasking;                /* ASKINGs in the step */
     unsigned char kind[2 * STEP_MAX + 2];   /* each command's, K_* */
     const redislockp_trailer *tr;
-    redislockp_cmd cmd;
+    redislockp_cmd *cmd;        /* the step: OWN, or a record's */
+    redislockp_cmd own;
+    /* Driven from outside (redislockp_plain_resume()): the record of the
+     * steps answered, the next one's index, the node's forms as the
+     * conversation goes (from the record's, as it began), and whether
+     * the step just read is the last answered (what follows is new). */
+    redislockp_plain_rec *rec;
+    int at, live;
+    int forms[3];
     redisReply *r[STEP_MAX];    /* the step's replies, ASKING's dropped */
     int n;
     int first_err;              /* index of the first error reply, or -1 */
@@ -57,7 +66,7 @@ static void drop(conv *v)
 {
     int i;
 
-    for (i = 0; i < v->n; i++)
+    for (i = 0; i < v->n && v->rec == NULL; i++)   /* a record's: borrowed */
         redislockp_val_free((redislockp_val *)v->r[i]);
     v->n = 0;
     v->first_err = -1;
@@ -66,7 +75,7 @@ static void drop(conv *v)
 static void begin(conv *v)
 {
     drop(v);
-    redislockp_cmd_reset(&v->cmd);
+    redislockp_cmd_reset(v->cmd);
     v->with_tr = 0;
     v->in_multi = v->queuing;
     v->nasking = 0;
@@ -90,15 +99,15 @@ static void append(conv *v, int argc, const char *const *argv,
     else if (IS("EXEC") || IS("DISCARD"))
         k = K_END;
 #undef IS
-    if (v->cmd.count >= (int)sizeof v->kind - 1)
+    if (v->cmd->count >= (int)sizeof v->kind - 1)
         return;                         /* run() refuses the step */
     if (v->asking && !v->in_multi) {
-        v->kind[v->cmd.count] = K_ASKING;
-        (void)redislockp_cmd_append(&v->cmd, 1, asking_argv, asking_len);
+        v->kind[v->cmd->count] = K_ASKING;
+        (void)redislockp_cmd_append(v->cmd, 1, asking_argv, asking_len);
         v->nasking++;
     }
-    v->kind[v->cmd.count] = (unsigned char)k;
-    (void)redislockp_cmd_append(&v->cmd, argc, argv, len); /* oom: send refuses */
+    v->kind[v->cmd->count] = (unsigned char)k;
+    (void)redislockp_cmd_append(v->cmd, argc, argv, len); /* oom: send refuses */
     if (k == K_MULTI)
         v->in_multi = 1;
     if (k == K_END)
@@ -146,6 +155,73 @@ static void add_trailer(conv *v)
     v->with_tr = 1;
 }
 
+/* FNV-1a of a step's bytes: a replayed step is checked against it. */
+static uint64_t step_hash(const redislockp_cmd *cmd)
+{
+    uint64_t h = 14695981039346656037ULL;
+    size_t i;
+
+    for (i = 0; i < cmd->len; i++)
+        h = (h ^ (unsigned char)cmd->buf[i]) * 1099511628211ULL;
+    return h;
+}
+
+/* Driven from outside: the step's replies from the record into R
+ * (borrowed), or its recorded failure; past the record, the step is the
+ * one to send: REDISLOCKP_PLAIN_PENDING. */
+static int replay(conv *v, int writes, redisReply **r)
+{
+    redislockp_plain_rec *rec = v->rec;
+    redislockp_plain_step *d;
+    int k = v->at++, i;
+
+    if (v->cmd->oom)
+        return redislockp_tx_fail(v->msg, REDISLOCK_ERR_NOMEM,
+                                  "out of memory building a command");
+    if (k >= rec->n) {
+        if (rec->n == rec->cap) {
+            int cap = rec->cap > 0 ? 2 * rec->cap : 4;
+            redislockp_plain_step *more =
+                redislockp_calloc((size_t)cap, sizeof *more);
+
+            if (more == NULL)
+                return redislockp_tx_fail(v->msg, REDISLOCK_ERR_NOMEM,
+                                          "out of memory keeping a step");
+            if (rec->n > 0)
+                memcpy(more, rec->steps, (size_t)rec->n * sizeof *more);
+            redislockp_free(rec->steps);
+            rec->steps = more;
+            rec->cap = cap;
+        }
+        d = &rec->steps[rec->n];
+        memset(d, 0, sizeof *d);
+        d->hash = step_hash(v->cmd);
+        d->len = v->cmd->len;
+        d->writes = writes;
+        rec->watching = v->watching;
+        rec->queuing = v->queuing;
+        return REDISLOCKP_PLAIN_PENDING;
+    }
+    d = &rec->steps[k];
+    v->live = k == rec->n - 1;
+    if (d->len != v->cmd->len || d->hash != step_hash(v->cmd) ||
+        (d->st == REDISLOCK_OK && d->n != v->cmd->count))
+        return redislockp_tx_fail(v->msg, REDISLOCK_ERR_INVALID, /* LCOV_EXCL_LINE */
+                                  "internal: scripts=none, step %d "
+                                  "replayed differently", k);
+    if (d->st != REDISLOCK_OK) {
+        if (writes)
+            v->sent |= d->sent;
+        snprintf(v->msg, REDISLOCKP_ERRMSG_SIZE, "%s", rec->msg);
+        return d->st;
+    }
+    if (writes)
+        v->sent = 1;
+    for (i = 0; i < d->n; i++)
+        r[i] = (redisReply *)d->r[i];
+    return REDISLOCK_OK;
+}
+
 /* Send the step and read its replies.  WRITES: the step may change the
  * data (the call is "sent" once a byte of it left). */
 static int run(conv *v, int writes)
@@ -153,19 +229,23 @@ static int run(conv *v, int writes)
     redisReply *r[2 * STEP_MAX + 2];
     int i, sent = 0, st;
 
-    if (v->cmd.count - v->nasking > STEP_MAX ||
-        v->cmd.count >= (int)sizeof v->kind)
+    if (v->cmd->count - v->nasking > STEP_MAX ||
+        v->cmd->count >= (int)sizeof v->kind)
         return redislockp_tx_fail(v->msg, REDISLOCK_ERR_INVALID, /* LCOV_EXCL_LINE */
                                   "internal: %d commands in a step",
-                                  v->cmd.count);
-    st = redislockp_tx_call(v->c, &v->cmd, r, v->msg, &sent);
-    if (writes)
-        v->sent |= sent;
+                                  v->cmd->count);
+    if (v->rec != NULL) {
+        st = replay(v, writes, r);
+    } else {
+        st = redislockp_tx_call(v->c, v->cmd, r, v->msg, &sent);
+        if (writes)
+            v->sent |= sent;
+    }
     if (st != REDISLOCK_OK)
         return st;
     v->n = 0;
     v->first_err = -1;
-    for (i = 0; i < v->cmd.count; i++) {
+    for (i = 0; i < v->cmd->count; i++) {
         int failed = redislockp_val_type(redislockp_val_of(r[i])) ==
                      REDISLOCKP_V_ERROR;
 
@@ -179,11 +259,12 @@ static int run(conv *v, int writes)
         else if (v->kind[i] == K_END)
             v->watching = v->queuing = 0;
         if (v->kind[i] == K_ASKING) {   /* ASKING's OK */
-            redislockp_val_free((redislockp_val *)r[i]);
+            if (v->rec == NULL)
+                redislockp_val_free((redislockp_val *)r[i]);
             continue;
         }
         /* The trailer's answer is the caller's to judge. */
-        if (v->first_err < 0 && !(v->with_tr && i == v->cmd.count - 1) &&
+        if (v->first_err < 0 && !(v->with_tr && i == v->cmd->count - 1) &&
             redislockp_val_type(redislockp_val_of(r[i])) ==
                 REDISLOCKP_V_ERROR)
             v->first_err = v->n;
@@ -192,13 +273,20 @@ static int run(conv *v, int writes)
     return REDISLOCK_OK;
 }
 
-/* Take reply I out of the step (the caller frees it). */
-static redislockp_val *take(conv *v, int i)
+/* Take reply I out of the step into *OUT (the caller frees it): a copy
+ * of a record's. */
+static int take(conv *v, int i, redislockp_val **out)
 {
-    redislockp_val *r = (redislockp_val *)v->r[i];
-
+    if (v->rec != NULL) {
+        *out = redislockp_val_dup(at(v, i));
+        if (*out == NULL)
+            return redislockp_tx_fail(v->msg, REDISLOCK_ERR_NOMEM,
+                                      "out of memory copying a reply");
+        return REDISLOCK_OK;
+    }
+    *out = (redislockp_val *)v->r[i];
     v->r[i] = NULL;
-    return r;
+    return REDISLOCK_OK;
 }
 
 /* The call's answer: an array of the N integers in X, or with BARE the
@@ -327,6 +415,8 @@ static int form(conv *v, int which)
 {
     int x = 0;
 
+    if (v->rec != NULL)
+        return v->forms[which];         /* as they were, and as learned */
     if (v->cl == NULL)
         return 0;
     pthread_mutex_lock(&v->cl->mu);
@@ -338,6 +428,11 @@ static int form(conv *v, int which)
 
 static void set_form(conv *v, int which, int x)
 {
+    if (v->rec != NULL) {
+        v->forms[which] = x;
+        if (!v->live)                   /* learned at an earlier replay */
+            return;
+    }
     if (v->cl == NULL)
         return;
     pthread_mutex_lock(&v->cl->mu);
@@ -364,9 +459,11 @@ static int let_go(conv *v)
  * still open on the connection is ended first (its own round trip). */
 static int answer_error(conv *v, redislockp_val **out)
 {
-    redislockp_val *e = take(v, v->first_err);
-    int st = REDISLOCK_OK;
+    redislockp_val *e;
+    int st = take(v, v->first_err, &e);
 
+    if (st != REDISLOCK_OK)
+        return st;
     if (v->watching || v->queuing)
         st = let_go(v);
     if (st != REDISLOCK_OK) {
@@ -389,9 +486,8 @@ static int exec_ran(conv *v, int i, redislockp_val **out, int *ran)
     if (v->first_err >= 0) {
         /* A command refused as it was queued (OOM, NOPERM, MOVED...):
          * EXECABORT, nothing ran; its own error says why. */
-        *out = take(v, v->first_err);
         *ran = 1;
-        return REDISLOCK_OK;
+        return take(v, v->first_err, out);
     }
     if (is_nil(r))
         return REDISLOCK_OK;
@@ -1127,67 +1223,190 @@ int redislockp_plain_can(const redislockp_call *call, char *errmsg)
     return 0;
 }
 
-int redislockp_plain_call(redislock_client *cl, size_t node, redisContext *c,
-                          int asking, const redislockp_call *call,
-                          const redislockp_trailer *tr,
-                          redislockp_val **reply, redislockp_val **tr_reply,
-                          int *sent, char *errmsg)
+/* Run CALL as V is set up for; the rest as redislockp_plain_call(). */
+static int converse(conv *v, const redislockp_call *call,
+                    redislockp_val **reply, redislockp_val **tr_reply)
 {
     const redislockp_script *s = call->script;
-    conv v;
     int st;
 
-    memset(&v, 0, sizeof v);
-    v.cl = cl;
-    v.node = node;
-    v.c = c;
-    v.asking = asking;
-    v.tr = tr;
-    v.msg = errmsg;
-    v.first_err = -1;
     *reply = NULL;
     if (tr_reply != NULL)
         *tr_reply = NULL;
-    redislockp_cmd_init(&v.cmd);
-    if (!redislockp_plain_can(call, errmsg))
+    if (!redislockp_plain_can(call, v->msg))
         st = REDISLOCK_ERR_INVALID;
     else if (s == &redislockp_script_acquire)
-        st = acquire(&v, call, reply);
+        st = acquire(v, call, reply);
     else if (s == &redislockp_script_acquire_wait)
-        st = acquire_wait(&v, call, reply);
+        st = acquire_wait(v, call, reply);
     else if (s == &redislockp_script_release)
-        st = release(&v, call, reply);
+        st = release(v, call, reply);
     else if (s == &redislockp_script_extend)
-        st = extend(&v, call, reply);
+        st = extend(v, call, reply);
     else if (s == &redislockp_script_status)
-        st = status(&v, call, reply);
+        st = status(v, call, reply);
     else if (s == &redislockp_script_leave)
-        st = leave(&v, call, reply);
+        st = leave(v, call, reply);
     else if (s == &redislockp_script_inspect)
-        st = inspect(&v, call, reply);
+        st = inspect(v, call, reply);
     else
-        st = companions(&v, call, reply);
-    if (st == REDISLOCK_OK && tr != NULL && tr_reply != NULL) {
-        if (v.with_tr && v.n > 0) {
-            *tr_reply = take(&v, v.n - 1);
+        st = companions(v, call, reply);
+    if (st == REDISLOCK_OK && v->tr != NULL && tr_reply != NULL) {
+        if (v->with_tr && v->n > 0) {
+            st = take(v, v->n - 1, tr_reply);
         } else {
             /* The conversation ended on a step without the trailer (an
              * error reply that stopped it): the trailer on its own. */
-            begin(&v);
-            add_trailer(&v);
-            st = run(&v, 0);
+            begin(v);
+            add_trailer(v);
+            st = run(v, 0);
             if (st == REDISLOCK_OK)
-                *tr_reply = take(&v, 0);
+                st = take(v, 0, tr_reply);
         }
     }
     if (st != REDISLOCK_OK) {
         redislockp_val_free(*reply);
         *reply = NULL;
     }
-    drop(&v);
-    redislockp_cmd_clear(&v.cmd);
+    drop(v);
+    return st;
+}
+
+static void conv_init(conv *v, redislock_client *cl, size_t node,
+                      int asking, const redislockp_trailer *tr, char *errmsg)
+{
+    memset(v, 0, sizeof *v);
+    v->cl = cl;
+    v->node = node;
+    v->asking = asking;
+    v->tr = tr;
+    v->msg = errmsg;
+    v->first_err = -1;
+    v->cmd = &v->own;
+    redislockp_cmd_init(&v->own);
+}
+
+int redislockp_plain_call(redislock_client *cl, size_t node, redisContext *c,
+                          int asking, const redislockp_call *call,
+                          const redislockp_trailer *tr,
+                          redislockp_val **reply, redislockp_val **tr_reply,
+                          int *sent, char *errmsg)
+{
+    conv v;
+    int st;
+
+    conv_init(&v, cl, node, asking, tr, errmsg);
+    v.c = c;
+    st = converse(&v, call, reply, tr_reply);
+    redislockp_cmd_clear(&v.own);
     *sent = v.sent;
     return st;
+}
+
+/* ------------------------------------------------------------------------
+ * Driven from outside
+ */
+
+int redislockp_plain_begin(redislockp_plain_rec *rec, redislock_client *cl,
+                           size_t node, const redislockp_call *call,
+                           char *errmsg)
+{
+    size_t total = 0, off = 0;
+    int i;
+
+    redislockp_plain_end(rec);
+    for (i = 0; i < REDISLOCKP_MAX_KEYS; i++)
+        total += call->key[i] != NULL ? call->keylen[i] + 1 : 0;
+    for (i = 0; i < REDISLOCKP_MAX_ARGS; i++)
+        total += call->arg[i] != NULL ? call->arglen[i] + 1 : 0;
+    rec->buf = redislockp_malloc(total > 0 ? total : 1);
+    if (rec->buf == NULL)
+        return redislockp_tx_fail(errmsg, REDISLOCK_ERR_NOMEM,
+                                  "out of memory keeping a call");
+    /* The call's strings copied (each NUL-ended, as the scripts' numbers
+     * are read with strtoll): the conversation may outlive the handle
+     * they belong to. */
+    rec->call = *call;
+    for (i = 0; i < REDISLOCKP_MAX_KEYS; i++)
+        if (call->key[i] != NULL) {
+            memcpy(rec->buf + off, call->key[i], call->keylen[i]);
+            rec->buf[off + call->keylen[i]] = '\0';
+            rec->call.key[i] = rec->buf + off;
+            off += call->keylen[i] + 1;
+        }
+    for (i = 0; i < REDISLOCKP_MAX_ARGS; i++)
+        if (call->arg[i] != NULL) {
+            memcpy(rec->buf + off, call->arg[i], call->arglen[i]);
+            rec->buf[off + call->arglen[i]] = '\0';
+            rec->call.arg[i] = rec->buf + off;
+            off += call->arglen[i] + 1;
+        }
+    for (i = 0; i < 3; i++) {
+        conv v;
+
+        conv_init(&v, cl, node, 0, NULL, errmsg);
+        rec->forms[i] = form(&v, i);
+    }
+    return REDISLOCK_OK;
+}
+
+int redislockp_plain_resume(redislockp_plain_rec *rec, redislock_client *cl,
+                            size_t node, int asking,
+                            const redislockp_trailer *tr,
+                            redislockp_val **reply, redislockp_val **tr_reply,
+                            int *sent, char *errmsg)
+{
+    conv v;
+    int st;
+
+    conv_init(&v, cl, node, asking, tr, errmsg);
+    v.rec = rec;
+    v.cmd = &rec->cmd;
+    v.live = rec->n == 0;
+    memcpy(v.forms, rec->forms, sizeof v.forms);
+    st = converse(&v, &rec->call, reply, tr_reply);
+    redislockp_cmd_clear(&v.own);
+    *sent = v.sent;
+    rec->dirty = v.watching || v.queuing;
+    return st;
+}
+
+void redislockp_plain_answered(redislockp_plain_rec *rec,
+                               redislockp_val **replies, int n)
+{
+    redislockp_plain_step *d = &rec->steps[rec->n++];
+    int i;
+
+    d->n = n;
+    for (i = 0; i < n && i < (int)(sizeof d->r / sizeof d->r[0]); i++)
+        d->r[i] = replies[i];
+    for (; i < n; i++)
+        redislockp_val_free(replies[i]);        /* LCOV_EXCL_LINE */
+    d->st = REDISLOCK_OK;
+}
+
+void redislockp_plain_failed(redislockp_plain_rec *rec, int st, int sent,
+                             const char *errmsg)
+{
+    redislockp_plain_step *d = &rec->steps[rec->n++];
+
+    d->st = st;
+    d->sent = sent;
+    snprintf(rec->msg, sizeof rec->msg, "%s", errmsg);
+}
+
+void redislockp_plain_end(redislockp_plain_rec *rec)
+{
+    int i, k;
+
+    for (k = 0; k < rec->n; k++)
+        for (i = 0; i < rec->steps[k].n; i++)
+            redislockp_val_free(rec->steps[k].r[i]);
+    redislockp_free(rec->steps);
+    redislockp_free(rec->buf);
+    redislockp_cmd_clear(&rec->cmd);
+    memset(rec, 0, sizeof *rec);
+    redislockp_cmd_init(&rec->cmd);
 }
 
 int redislockp_plain_refusal(const redislockp_val *r)

@@ -45,8 +45,11 @@
 #ifndef REDISLOCK_PLAIN_H
 #define REDISLOCK_PLAIN_H
 
+#include <stdint.h>
+
 #include "client.h"
 #include "scripts.h"
+#include "transport.h"
 
 /* Transactions started again, at most, when EXEC finds a watched key
  * changed. */
@@ -77,6 +80,72 @@ int redislockp_plain_call(redislock_client *cl, size_t node, redisContext *c,
                           const redislockp_trailer *tr,
                           redislockp_val **reply, redislockp_val **tr_reply,
                           int *sent, char *errmsg);
+
+/*
+ * A conversation driven from outside, step by step (an event loop's,
+ * src/async.c), so that nothing blocks.  The caller keeps a record of
+ * the steps answered so far and a connection of the conversation's own
+ * (no other command may come between its WATCH and its EXEC).
+ * redislockp_plain_resume() runs the conversation from its start with
+ * the recorded answers - the same steps each time, as what a step sends
+ * depends only on the call, the answers before it and the node's
+ * one-command forms, which the record keeps as they were at the start -
+ * and, at the first step not answered yet, returns
+ * REDISLOCKP_PLAIN_PENDING with that step in REC->cmd (REC->cmd.count
+ * replies to come).  The caller sends it, records its replies
+ * (redislockp_plain_answered(), which takes them) or its failure
+ * (redislockp_plain_failed(): SENT, its bytes may have reached the
+ * server), and resumes.  Any other status is the end, with *REPLY,
+ * *TR_REPLY and *SENT as redislockp_plain_call()'s; REC->dirty then says
+ * that a WATCH or MULTI is left open on the connection (a failure).
+ * Conversations are short (at most REDISLOCKP_PLAIN_TRIES rounds of two
+ * or three steps), so replaying them costs little; a replayed step whose
+ * bytes differ from the recorded one's is a bug, refused as one.
+ */
+#define REDISLOCKP_PLAIN_PENDING 1
+
+/* Replies one step may have (ASKING's not counted). */
+#define REDISLOCKP_PLAIN_STEP_MAX 16
+
+typedef struct redislockp_plain_step {
+    uint64_t hash;              /* its bytes' */
+    size_t len;
+    int writes;
+    int st, sent;               /* failed: why (the message in the rec) */
+    int n;
+    redislockp_val *r[2 * REDISLOCKP_PLAIN_STEP_MAX + 2]; /* its replies
+                                 * (ASKING's included) */
+} redislockp_plain_step;
+
+typedef struct redislockp_plain_rec {
+    redislockp_call call;       /* the call, its strings in BUF */
+    char *buf;
+    int forms[3];               /* the node's forms at the start */
+    redislockp_plain_step *steps;
+    int n, cap;
+    redislockp_cmd cmd;         /* the step to send (PENDING) */
+    int watching, queuing;      /* ...the server's state before it */
+    int dirty;                  /* at the end: a WATCH or MULTI open */
+    char msg[REDISLOCKP_ERRMSG_SIZE];   /* a failed step's */
+} redislockp_plain_rec;
+
+/* Start REC (zeroed, or ended) for CALL on node NODE of CL: the call's
+ * strings are copied (it may outlive its handle).  REDISLOCK_OK, or
+ * REDISLOCK_ERR_NOMEM (ERRMSG). */
+int redislockp_plain_begin(redislockp_plain_rec *rec, redislock_client *cl,
+                           size_t node, const redislockp_call *call,
+                           char *errmsg);
+int redislockp_plain_resume(redislockp_plain_rec *rec, redislock_client *cl,
+                            size_t node, int asking,
+                            const redislockp_trailer *tr,
+                            redislockp_val **reply, redislockp_val **tr_reply,
+                            int *sent, char *errmsg);
+void redislockp_plain_answered(redislockp_plain_rec *rec,
+                               redislockp_val **replies, int n);
+void redislockp_plain_failed(redislockp_plain_rec *rec, int st, int sent,
+                             const char *errmsg);
+/* Free what REC holds; it may begin again. */
+void redislockp_plain_end(redislockp_plain_rec *rec);
 
 /* Is R the server's refusal of scripting itself (EVALSHA, EVAL or FCALL
  * refused to this user by its ACL, or unknown: renamed or disabled), as

@@ -599,6 +599,74 @@ redislockp_val *redislockp_val_parse(const char *resp, size_t len)
     return (redislockp_val *)r;
 }
 
+/* Append R as RESP to *BUF (*LEN used of *CAP); 0, or -1 (out of memory,
+ * or a type RESP2 has no text for). */
+static int val_resp(const redisReply *r, char **buf, size_t *len,
+                    size_t *cap)
+{
+    size_t need = 64 + (r->type == REDIS_REPLY_STRING ||
+                                r->type == REDIS_REPLY_STATUS ||
+                                r->type == REDIS_REPLY_ERROR
+                            ? r->len
+                            : 0);
+    size_t i;
+
+    if (*len + need > *cap) {
+        size_t ncap = (*cap + need) * 2;
+        char *more = redislockp_malloc(ncap);
+
+        if (more == NULL)
+            return -1;
+        if (*len > 0)
+            memcpy(more, *buf, *len);
+        redislockp_free(*buf);
+        *buf = more;
+        *cap = ncap;
+    }
+    switch (r->type) {
+    case REDIS_REPLY_STRING:
+    case REDIS_REPLY_STATUS:
+    case REDIS_REPLY_ERROR:
+        if (r->type == REDIS_REPLY_STRING)
+            *len += (size_t)sprintf(*buf + *len, "$%zu\r\n", (size_t)r->len);
+        else
+            (*buf)[(*len)++] = r->type == REDIS_REPLY_STATUS ? '+' : '-';
+        if (r->len > 0)
+            memcpy(*buf + *len, r->str, r->len);
+        *len += r->len;
+        memcpy(*buf + *len, "\r\n", 2);
+        *len += 2;
+        return 0;
+    case REDIS_REPLY_INTEGER:
+        *len += (size_t)sprintf(*buf + *len, ":%lld\r\n", r->integer);
+        return 0;
+    case REDIS_REPLY_NIL:
+        *len += (size_t)sprintf(*buf + *len, "$-1\r\n");
+        return 0;
+    case REDIS_REPLY_ARRAY:
+        *len += (size_t)sprintf(*buf + *len, "*%zu\r\n",
+                                (size_t)r->elements);
+        for (i = 0; i < r->elements; i++)
+            if (val_resp(r->element[i], buf, len, cap) != 0)
+                return -1;
+        return 0;
+    default:
+        return -1;
+    }
+}
+
+redislockp_val *redislockp_val_dup(const redislockp_val *v)
+{
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    redislockp_val *copy = NULL;
+
+    if (v != NULL && val_resp((const redisReply *)v, &buf, &len, &cap) == 0)
+        copy = redislockp_val_parse(buf, len);
+    redislockp_free(buf);
+    return copy;
+}
+
 /* hiredis keeps unsent commands in c->obuf, an sds string: its length is
  * in the header just before the characters (sds.h's sdslen(), which we do
  * not include so as not to depend on hiredis's internal headers).  Both

@@ -175,6 +175,10 @@ void redislockp_val_free(redislockp_val *v);
  * memory or not one whole reply. */
 redislockp_val *redislockp_val_parse(const char *resp, size_t len);
 
+/* A copy of V (one whole reply, made as redislockp_val_parse() makes
+ * them); NULL when out of memory, or for a RESP3 type. */
+redislockp_val *redislockp_val_dup(const redislockp_val *v);
+
 /* Send CMD and read its cmd->count replies into REPLIES (NULL where none
  * came: all are freed on error). */
 int redislockp_tx_call(redisContext *c, const redislockp_cmd *cmd,

@@ -8,7 +8,7 @@
  * handle or the client with operations pending (and the client from its
  * own callback); a lost reply (the fault proxy) leaving the outcome
  * unknown and the ID replaced; a killed and restarted server; an
- * unacknowledged acquire undone; the refusals of what is not built yet.
+ * unacknowledged acquire undone; scripts=none (counted mode refused).
  */
 #include "config.h"
 
@@ -1145,24 +1145,45 @@ static void test_loop_refusals(void **state)
     redislock_client_free(cl);
 }
 
-/* scripts=none is not built yet for loops: refused, nothing sent. */
-static void test_scripts_none_refused(void **state)
+/* scripts=none on the loop: go-zero mode runs (tests/t_plain.c has the
+ * rest); counted mode, which needs its scripts, is refused through its
+ * callback, saying why, and nothing is taken. */
+static void test_scripts_none(void **state)
 {
     struct event_base *base;
     redislock_client *cl;
-    tu_async d = { 0 };
+    tu_async d = { 0 }, e = { 0 };
     char url[256];
-    redislock *a;
+    redislock *a, *b;
 
     (void)state;
     snprintf(url, sizeof url, "%s?scripts=none", tcp_url);
     cl = attached(url, &base);
     a = redislock_new_from_client(cl, "async:none");
-    assert_int_equal(redislock_acquire_async(a, tu_async_done, &d),
-                     REDISLOCK_ERR_INVALID);
-    assert_non_null(strstr(redislock_last_error(a), "not built yet"));
-    assert_int_equal(d.calls, 0);
+    b = redislock_new_counted_from_client(cl, "async:none:counted");
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_int_equal(tu_async_start(redislock_acquire_async, a, &d),
+                     REDISLOCK_OK);
+    assert_int_equal(tu_async_start(redislock_acquire_async, b, &e),
+                     REDISLOCK_OK);
+    while (d.calls == 0 || e.calls == 0)
+        event_base_loop(base, EVLOOP_ONCE);
+    assert_int_equal(d.status, REDISLOCK_OK);
+    assert_true(d.ok);
+    assert_int_equal(e.status, REDISLOCK_ERR_INVALID);
+    assert_false(e.ok);
+    assert_false(e.in_start);
+    assert_non_null(strstr(redislock_last_error(b), "counted mode"));
+    assert_int_equal(tu_pttl(conn, "async:none:counted", 18), -2);
+    memset(&d, 0, sizeof d);
+    assert_int_equal(tu_async_start(redislock_release_async, a, &d),
+                     REDISLOCK_OK);
+    while (d.calls == 0)
+        event_base_loop(base, EVLOOP_ONCE);
+    assert_true(d.ok);
     redislock_free(a);
+    redislock_free(b);
     redislock_client_free(cl);
     event_base_free(base);
 }
@@ -1369,9 +1390,10 @@ static long long acl_log_entries(void)
     return n;
 }
 
-/* A renewal the server refuses (the user's scripting rights taken away
- * for a while) is tried again, and the holding goes on once one is
- * answered: no loss. */
+/* The user's scripting rights taken away for a while: a counted-mode
+ * renewal, refused, is tried again, and the holding goes on once one is
+ * answered; a go-zero-mode one goes on without scripts at once, as the
+ * blocking calls do (tests/t_plain.c).  No loss either way. */
 static void test_refused_renewal_retried_on_the_loop(void **state)
 {
     struct event_base *base;
@@ -1390,10 +1412,20 @@ static void test_refused_renewal_retried_on_the_loop(void **state)
     lock = renewed_holder(state, cl, base, key, 3000, &rec);
     tu_cmd_ok(conn, "ACL SETUSER asyncrenewer -evalsha -eval");
     RUN_UNTIL(base, acl_log_entries() > 0, 5000, "a renewal refused");
-    tu_cmd_ok(conn, "ACL SETUSER asyncrenewer +evalsha +eval");
-    before = tu_script_calls(conn);
-    RUN_UNTIL(base, tu_script_calls(conn) > before, 5000,
-              "a renewal once the rights are back");
+    if (tu_is_counted(state)) {
+        tu_cmd_ok(conn, "ACL SETUSER asyncrenewer +evalsha +eval");
+        before = tu_script_calls(conn);
+        RUN_UNTIL(base, tu_script_calls(conn) > before, 5000,
+                  "a renewal once the rights are back");
+    } else {
+        before = tu_cmdstat_calls(conn, "exec") +
+                 tu_cmdstat_calls(conn, "set");
+        RUN_UNTIL(base, tu_cmdstat_calls(conn, "exec") +
+                            tu_cmdstat_calls(conn, "set") > before, 5000,
+                  "a renewal without scripts (PEXPIRE in MULTI/EXEC, or "
+                  "SET IFEQ)");
+        tu_cmd_ok(conn, "ACL SETUSER asyncrenewer +evalsha +eval");
+    }
     assert_int_equal(rec.calls, 0);
     assert_true(tu_pttl(conn, key, strlen(key)) > 2000);
     assert_int_equal(redislock_lost_reason(lock), REDISLOCK_LOST_NONE);
@@ -1484,7 +1516,7 @@ int main(void)
         cmocka_unit_test(test_quorum),
         cmocka_unit_test(test_held_async),
         cmocka_unit_test(test_inspect_async),
-        cmocka_unit_test(test_scripts_none_refused),
+        cmocka_unit_test(test_scripts_none),
         TU_BOTH_MODES(test_renewal_on_the_loop),
         TU_BOTH_MODES(test_loss_on_the_loop),
         cmocka_unit_test(test_unreachable_loss_on_the_loop),

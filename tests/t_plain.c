@@ -2755,6 +2755,397 @@ static void test_bad_input(void **state)
     redislock_client_free(q);
 }
 
+/* ------------------------------------------------------------------------
+ * On an event loop (src/async.c): each conversation step by step, on a
+ * connection of its own, through the loop-neutral interface (tu_loop)
+ * and the ready adapters.
+ */
+
+/* A scripts=none client (URL) attached to L. */
+static redislock_client *loop_client(tu_loop *l, const char *url)
+{
+    redislock_client *cl = client_of(url);
+
+    assert_int_equal(tu_loop_attach(l, cl), REDISLOCK_OK);
+    return cl;
+}
+
+/* OP on LOCK through L, to its callback; its outcome. */
+static bool loop_op(tu_loop *l, int (*op)(redislock *, redislock_done_fn,
+                                          void *),
+                    redislock *lock)
+{
+    tu_async a = { 0 };
+
+    assert_int_equal(tu_async_start(op, lock, &a), REDISLOCK_OK);
+    TU_LOOP_UNTIL(l, a.calls == 1, 20000, "the operation's callback");
+    assert_false(a.in_start);
+    expect_ok(lock, a.status);
+    return a.ok;
+}
+
+/* Scripts run on the harness's server so far (EVALSHA, EVAL, FCALL). */
+static long long scripts_run(void)
+{
+    return tu_cmdstat_calls(c, "evalsha") + tu_cmdstat_calls(c, "eval") +
+           tu_cmdstat_calls(c, "fcall");
+}
+
+/* Clients connected to the harness's server now. */
+static long long clients_now(void)
+{
+    redisReply *r = tu_cmd(c, "INFO clients");
+    const char *p = strstr(r->str, "connected_clients:");
+    long long n;
+
+    assert_non_null(p);
+    n = atoll(p + strlen("connected_clients:"));
+    freeReplyObject(r);
+    return n;
+}
+
+/*
+ * Every operation of go-zero mode on the loop, without a script: acquire
+ * (free, taken by another, re-entered), extend, the status query and
+ * inspect, release (held, and no longer held) - the same answers as the
+ * blocking calls, no script run, a WATCH ... EXEC where the server lacks
+ * the one-command forms.  Then many operations at once: they queue for
+ * the conversations' connections, at most 4 per server.
+ */
+static void test_loop_conversations(void **state)
+{
+    tu_loop l;
+    redislock_client *cl = loop_client(&l, url_plain);
+    redislock *lock, *other, *many[24];
+    tu_async q = { 0 };
+    redislock_kind kind;
+    char key[64], keys[24][80], owner[REDISLOCK_MAX_ID_LEN + 1];
+    long long scripts = scripts_run(), watches, before, ttl;
+    int holds, i;
+    struct forms f;
+
+    (void)state;
+    forms_of(c, &f);
+    tu_key(key, sizeof key, "locks:plain:loop");
+    lock = handle(cl, key, 10000);
+    other = handle(cl, key, 10000);
+    watches = tu_cmdstat_calls(c, "watch");
+
+    assert_true(loop_op(&l, redislock_acquire_async, lock));
+    assert_holder(c, key, redislock_id(lock));
+    assert_false(loop_op(&l, redislock_acquire_async, other));
+    assert_int_equal(redislock_last_state(other), REDISLOCK_STATE_OTHER);
+    tu_cmd_ok(c, "PEXPIRE %s 3000", key);
+    assert_true(loop_op(&l, redislock_acquire_async, lock));  /* re-entry */
+    assert_true(tu_pttl(c, key, strlen(key)) > 5000);
+    tu_cmd_ok(c, "PEXPIRE %s 3000", key);
+    assert_true(loop_op(&l, redislock_extend_async, lock));
+    assert_true(tu_pttl(c, key, strlen(key)) > 5000);
+
+    assert_int_equal(redislock_held_async(lock, &ttl, &holds, tu_async_done,
+                                          &q), REDISLOCK_OK);
+    TU_LOOP_UNTIL(&l, q.calls == 1, 20000, "the status query");
+    assert_true(q.ok);
+    assert_true(ttl > 5000);
+    assert_int_equal(holds, 1);
+    memset(&q, 0, sizeof q);
+    assert_int_equal(redislock_inspect_async(other, &kind, owner,
+                                             sizeof owner, &ttl, &holds,
+                                             tu_async_done, &q),
+                     REDISLOCK_OK);
+    TU_LOOP_UNTIL(&l, q.calls == 1, 20000, "the inspect");
+    assert_false(q.ok);                         /* not OTHER's */
+    assert_int_equal(kind, REDISLOCK_KIND_GOZERO);
+    assert_string_equal(owner, redislock_id(lock));
+
+    assert_true(loop_op(&l, redislock_release_async, lock));
+    assert_int_equal(tu_pttl(c, key, strlen(key)), -2);
+    assert_false(loop_op(&l, redislock_release_async, lock));
+    assert_int_equal(scripts_run(), scripts);
+    if (!f.delifeq && !f.delex)
+        assert_true(tu_cmdstat_calls(c, "watch") > watches);
+
+    /* Many at once: every one right, on a bounded number of connections
+     * (the loop's shared one and CONV_PER_NODE conversations'). */
+    before = clients_now();
+    for (i = 0; i < 24; i++) {
+        snprintf(keys[i], sizeof keys[i], "%s:%d", key, i);
+        many[i] = handle(cl, keys[i], 10000);
+    }
+    {
+        tu_async m[24];
+
+        memset(m, 0, sizeof m);
+        for (i = 0; i < 24; i++)
+            assert_int_equal(tu_async_start(redislock_acquire_async, many[i],
+                                            &m[i]), REDISLOCK_OK);
+        for (i = 0; i < 24; i++) {
+            TU_LOOP_UNTIL(&l, m[i].calls == 1, 20000,
+                          "every acquire's callback");
+            assert_true(m[i].ok);
+            assert_holder(c, keys[i], redislock_id(many[i]));
+        }
+        assert_true(clients_now() - before <= 5);
+        printf("# 24 acquires at once: %lld connections more\n",
+               clients_now() - before);
+    }
+    for (i = 0; i < 24; i++) {
+        assert_true(loop_op(&l, redislock_release_async, many[i]));
+        redislock_free(many[i]);
+    }
+    redislock_free(lock);
+    redislock_free(other);
+    redislock_client_free(cl);
+    assert_int_equal(scripts_run(), scripts);
+}
+
+/*
+ * The key changed between a loop release's read and its EXEC (held in
+ * the proxy meanwhile): by the holder itself, the release goes again and
+ * releases; by another owner, it goes again and leaves the key alone.
+ */
+static bool loop_write_held(fp_proxy *p, tu_loop *l, redislock *lock,
+                            const char *change, char *ran, size_t size)
+{
+    struct stats a, b;
+    tu_async d = { 0 };
+    long long multis = tu_cmdstat_calls(c, "multi");
+
+    stats_of(c, &a);
+    fp_delay_ms(p, DELAY_MS);
+    assert_int_equal(tu_async_start(redislock_release_async, lock, &d),
+                     REDISLOCK_OK);
+    TU_LOOP_UNTIL(l, tu_cmdstat_calls(c, "multi") > multis, 20000,
+                  "the release's read step (WATCH ... MULTI) at the server");
+    fp_hold(p);
+    TU_LOOP_UNTIL(l, fp_held_bytes(p) > 0, 20000,
+                  "the release's write step in the proxy");
+    tu_cmd_ok(c, change);
+    fp_delay_ms(p, 0);
+    fp_release(p);
+    TU_LOOP_UNTIL(l, d.calls == 1, 20000, "the release's callback");
+    expect_ok(lock, d.status);
+    stats_of(c, &b);
+    stats_diff(&a, &b, ran, size);
+    return d.ok;
+}
+
+static void test_loop_exec_tried_again(void **state)
+{
+    fp_proxy *p = proxy();
+    tu_loop l;
+    redislock_client *cl;
+    redislock *lock;
+    struct forms f;
+    char url[160], key[64], cmd[200], ran[512];
+
+    (void)state;
+    forms_of(c, &f);
+    if (f.delifeq || f.delex) {
+        fp_stop(p);
+        printf("# DELIFEQ here: a release has no WATCH\n");
+        skip();
+    }
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d?scripts=none&"
+             "timeout=10000", fp_port(p));
+    cl = loop_client(&l, url);
+    tu_key(key, sizeof key, "locks:plain:loopwatch");
+    lock = handle(cl, key, 10000);
+
+    assert_true(loop_op(&l, redislock_acquire_async, lock));
+    snprintf(cmd, sizeof cmd, "SET %s %s XX PX 10000", key,
+             redislock_id(lock));
+    assert_true(loop_write_held(p, &l, lock, cmd, ran, sizeof ran));
+    assert_string_equal(ran, "del=1 exec=2 get=2 multi=2 set=1 watch=2 "
+                             "zcard=2");
+    assert_int_equal(tu_pttl(c, key, strlen(key)), -2);
+
+    assert_true(loop_op(&l, redislock_acquire_async, lock));
+    snprintf(cmd, sizeof cmd, "SET %s someone-else PX 60000", key);
+    assert_false(loop_write_held(p, &l, lock, cmd, ran, sizeof ran));
+    assert_string_equal(ran, "discard=1 exec=1 get=2 multi=2 set=1 watch=2 "
+                             "zcard=2");
+    assert_int_equal(redislock_last_state(lock), REDISLOCK_STATE_OTHER);
+    assert_holder(c, key, "someone-else");
+    tu_cmd_ok(c, "DEL %s", key);
+    redislock_free(lock);
+    redislock_client_free(cl);
+    fp_stop(p);
+}
+
+/*
+ * Unknown outcomes on the loop: a release whose EXEC ran and whose reply
+ * was lost fails with REDISLOCK_ERR_IO, ok false (the key is gone, the
+ * handle cannot know), and the next holding has a fresh ID; a connection
+ * reset after the read step, before the write, is a known failure (the
+ * lock still held, the ID kept: the next acquire re-enters).
+ */
+static void test_loop_lost_replies(void **state)
+{
+    fp_proxy *p = proxy();
+    tu_loop l;
+    redislock_client *cl;
+    redislock *lock;
+    tu_async d = { 0 };
+    char url[160], key[64], old_id[REDISLOCK_MAX_ID_LEN + 1];
+    long long execs, multis;
+    struct forms f;
+
+    (void)state;
+    forms_of(c, &f);
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d?scripts=none&"
+             "timeout=%d", fp_port(p), 6 * DELAY_MS);
+    cl = loop_client(&l, url);
+    tu_key(key, sizeof key, "locks:plain:looplost");
+    lock = handle(cl, key, 10000);
+    assert_true(loop_op(&l, redislock_acquire_async, lock));
+    strcpy(old_id, redislock_id(lock));
+
+    execs = tu_cmdstat_calls(c, "exec") + tu_cmdstat_calls(c, "delifeq") +
+            tu_cmdstat_calls(c, "delex");
+    fp_delay_ms(p, 2 * DELAY_MS);
+    assert_int_equal(tu_async_start(redislock_release_async, lock, &d),
+                     REDISLOCK_OK);
+    TU_LOOP_UNTIL(&l, tu_cmdstat_calls(c, "exec") +
+                          tu_cmdstat_calls(c, "delifeq") +
+                          tu_cmdstat_calls(c, "delex") > execs, 20000,
+                  "the release's write at the server");
+    fp_drop_replies(p, 1);
+    TU_LOOP_UNTIL(&l, d.calls == 1, 20000, "the release's callback");
+    assert_int_equal(d.status, REDISLOCK_ERR_IO);
+    assert_false(d.ok);
+    fp_drop_replies(p, 0);
+    fp_delay_ms(p, 0);
+    assert_int_equal(tu_pttl(c, key, strlen(key)), -2);   /* it ran */
+    assert_true(loop_op(&l, redislock_acquire_async, lock));
+    assert_string_not_equal(redislock_id(lock), old_id);
+    assert_holder(c, key, redislock_id(lock));
+
+    if (f.delifeq || f.delex) {
+        printf("# DELIFEQ here: a release has no read step\n");
+    } else {
+        /* Reset after the read step: nothing written, the lock kept. */
+        strcpy(old_id, redislock_id(lock));
+        multis = tu_cmdstat_calls(c, "multi");
+        fp_delay_ms(p, DELAY_MS);
+        memset(&d, 0, sizeof d);
+        assert_int_equal(tu_async_start(redislock_release_async, lock, &d),
+                         REDISLOCK_OK);
+        TU_LOOP_UNTIL(&l, tu_cmdstat_calls(c, "multi") > multis, 20000,
+                      "the release's read step at the server");
+        fp_cut(p);
+        TU_LOOP_UNTIL(&l, d.calls == 1, 20000, "the release's callback");
+        assert_int_equal(d.status, REDISLOCK_ERR_IO);
+        fp_delay_ms(p, 0);
+        assert_holder(c, key, old_id);
+        assert_true(loop_op(&l, redislock_acquire_async, lock));
+        assert_string_equal(redislock_id(lock), old_id);
+    }
+    assert_true(loop_op(&l, redislock_release_async, lock));
+    redislock_free(lock);
+    redislock_client_free(cl);
+    fp_stop(p);
+}
+
+/*
+ * A handle freed while its re-entry's conversation is under way (its
+ * replies delayed in the proxy): the conversation goes on to its end
+ * (its call's strings are its own), and what it may have taken is given
+ * back by the handle's twin; the client freed with conversations under
+ * way and queued cancels them.
+ */
+static void test_loop_freed_mid_conversation(void **state)
+{
+    fp_proxy *p = proxy();
+    tu_loop l;
+    redislock_client *cl;
+    redislock *lock, *more[8];
+    tu_async d = { 0 }, m[8];
+    char url[160], key[64];
+    long long sets;
+    int i;
+
+    (void)state;
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d?scripts=none&"
+             "timeout=10000", fp_port(p));
+    cl = loop_client(&l, url);
+    tu_key(key, sizeof key, "locks:plain:loopfree");
+    lock = handle(cl, key, 60000);
+    assert_true(loop_op(&l, redislock_acquire_async, lock));
+    sets = tu_cmdstat_calls(c, "set");
+    fp_delay_ms(p, DELAY_MS);
+    assert_int_equal(tu_async_start(redislock_acquire_async, lock, &d),
+                     REDISLOCK_OK);
+    TU_LOOP_UNTIL(&l, tu_cmdstat_calls(c, "set") > sets, 20000,
+                  "the re-entry's first step at the server");
+    redislock_free(lock);
+    assert_int_equal(d.calls, 1);
+    assert_int_equal(d.status, REDISLOCK_ERR_CANCELED);
+    TU_LOOP_UNTIL(&l, tu_pttl(c, key, strlen(key)) == -2, 20000,
+                  "the freed handle's holding given back");
+    fp_delay_ms(p, 0);
+
+    memset(m, 0, sizeof m);
+    for (i = 0; i < 8; i++) {
+        char k[64];
+
+        snprintf(k, sizeof k, "%s:%d", key, i);
+        more[i] = handle(cl, k, 60000);
+        assert_int_equal(tu_async_start(redislock_acquire_async, more[i],
+                                         &m[i]), REDISLOCK_OK);
+    }
+    tu_loop_once(&l, 0);
+    redislock_client_free(cl);
+    for (i = 0; i < 8; i++) {
+        assert_int_equal(m[i].calls, 1);
+        assert_int_equal(m[i].status, REDISLOCK_ERR_CANCELED);
+        redislock_free(more[i]);
+    }
+    fp_stop(p);
+}
+
+/*
+ * A server that refuses scripting to the user (no +evalsha, no +eval),
+ * on the loop without scripts=none: go-zero mode goes on without
+ * scripts after one refused EVALSHA, as the blocking calls do.
+ */
+static void test_loop_refused_scripting(void **state)
+{
+    tu_loop l;
+    redislock_client *cl;
+    redislock *lock;
+    char url[300], key[64];
+    long long refused;
+
+    (void)state;
+    create_plain_user(c);
+    snprintf(url, sizeof url, "redis://lock-plain:secret@127.0.0.1:%s",
+             getenv("REDISLOCK_TEST_PORT"));
+    cl = loop_client(&l, url);
+    tu_key(key, sizeof key, "locks:plain:looprefused");
+    lock = handle(cl, key, 10000);
+    refused = tu_cmdstat_field(c, "evalsha", "rejected_calls");
+    assert_true(loop_op(&l, redislock_acquire_async, lock));
+    assert_holder(c, key, redislock_id(lock));
+    assert_true(loop_op(&l, redislock_extend_async, lock));
+    assert_true(loop_op(&l, redislock_release_async, lock));
+    assert_int_equal(tu_pttl(c, key, strlen(key)), -2);
+    assert_int_equal(tu_cmdstat_field(c, "evalsha", "rejected_calls"),
+                     refused + 1);
+    redislock_free(lock);
+    redislock_client_free(cl);
+}
+
+/* Both ready adapters without scripts: a holder, a waiter woken by its
+ * release, a status query (tu_loop_adapters()). */
+static void test_loop_adapters(void **state)
+{
+    (void)state;
+    if (tu_loop_adapters(tu_open_url, url_plain, "locks:plain:adapters") ==
+        0)
+        skip();
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -2786,6 +3177,13 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_one_command_forms),
         cmocka_unit_test(test_forms_asked_again),
         cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_loop_conversations),
+        cmocka_unit_test(test_loop_exec_tried_again),
+        cmocka_unit_test(test_loop_lost_replies),
+        cmocka_unit_test(test_loop_freed_mid_conversation),
+        cmocka_unit_test_teardown(test_loop_refused_scripting,
+                                  delete_plain_user),
+        cmocka_unit_test(test_loop_adapters),
     };
     const char *port = getenv("REDISLOCK_TEST_PORT");
     const char *p = getenv("REDISLOCK_TEST_CLUSTER_PORTS");
