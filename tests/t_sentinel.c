@@ -1003,12 +1003,19 @@ static int teardown(void **state)
 }
 
 /* The loop's ready adapters (libevent, libuv) against Sentinel (the master the sentinels name): a holder, a
- * waiter woken by its release, a status query (tu_loop_adapters()). */
+ * waiter woken by its release, a status query (tu_loop_adapters()); with
+ * scripts=eval, then scripts=none. */
 static void test_loop_adapters(void **state)
 {
+    char plain[600];
+
     (void)state;
     if (tu_loop_adapters(tu_open_url, url, "adapters:sentinel") == 0)
         skip();
+    /* Without scripts: plain.c's conversations on the loop. */
+    snprintf(plain, sizeof plain, "%s&scripts=none", url);
+    assert_int_not_equal(tu_loop_adapters(tu_open_url, plain,
+                                          "adapters:sentinel:plain"), 0);
 }
 
 int main(int argc, char **argv)

@@ -522,7 +522,8 @@ static void test_sentinel_over_tls(void **state)
 /* The loop's ready adapters (libevent, libuv) over TLS (the handshake
  * driven by each loop) to a host name (resolved beside the loop, the
  * certificate checked against the name): a holder, a waiter woken by its
- * release, a status query (tu_loop_adapters()). */
+ * release, a status query (tu_loop_adapters()); with scripts=eval, then
+ * scripts=none. */
 static void test_loop_adapters(void **state)
 {
     char url[900], params[500];
@@ -532,6 +533,11 @@ static void test_loop_adapters(void **state)
     url_for(url, sizeof url, "localhost", port[0], params);
     if (tu_loop_adapters(tu_open_url, url, "adapters:tls") == 0)
         skip();
+    /* Without scripts: plain.c's conversations on the loop. */
+    snprintf(params, sizeof params, "cacert=%s/ca.crt&scripts=none", certs);
+    url_for(url, sizeof url, "localhost", port[0], params);
+    assert_int_not_equal(tu_loop_adapters(tu_open_url, url,
+                                          "adapters:tls:plain"), 0);
 }
 
 static int setup(void **state)
