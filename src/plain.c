@@ -758,12 +758,15 @@ static int queue_wake(conv *v, const char *waiters, size_t wl,
 }
 
 /* release.lua with the lock key alone, by DELIFEQ or DELEX ... IFEQ:
- * 1 done, 0 the server has neither (the caller goes on), < 0 failed. */
+ * *DONE set when answered (*OUT), not when the server has neither (the
+ * caller goes on); the status otherwise, as run()'s (a failure, or a
+ * step pending). */
 static int release_one_command(conv *v, const redislockp_call *call,
-                               redislockp_val **out)
+                               redislockp_val **out, int *done)
 {
     int which, st;
 
+    *done = 0;
     for (which = FORM_DELIFEQ; which <= FORM_DELEX; which++) {
         if (form(v, which) < 0)
             continue;
@@ -786,13 +789,14 @@ static int release_one_command(conv *v, const redislockp_call *call,
             continue;
         }
         if (v->first_err >= 0) {
-            st = answer_error(v, out);
-            return st == REDISLOCK_OK ? 1 : st;
+            *done = 1;
+            return answer_error(v, out);
         }
         if (redislockp_val_type(at(v, 0)) != REDISLOCKP_V_INTEGER)
             return surprise(v, which == FORM_DELIFEQ ? "DELIFEQ" : "DELEX",
                             0);
         set_form(v, which, 1);
+        *done = 1;
         if (redislockp_val_int(at(v, 0)) == 1)
             st = answer_ints(v, out, 1, 1, 1LL);
         else {
@@ -810,9 +814,9 @@ static int release_one_command(conv *v, const redislockp_call *call,
                                  redislockp_val_int(at(v, 0)) > 0 ? -1LL
                                                                   : 0LL);
         }
-        return st == REDISLOCK_OK ? 1 : st;
+        return st;
     }
-    return 0;
+    return REDISLOCK_OK;
 }
 
 /* release.lua: delete the lock if ours, looking for waiters (two keys)
@@ -821,10 +825,12 @@ static int release(conv *v, const redislockp_call *call, redislockp_val **out)
 {
     const char *id = call->arg[REDISLOCKP_RELEASE_A_OWNER];
     size_t idlen = call->arglen[REDISLOCKP_RELEASE_A_OWNER];
-    int nkeys = call->nkeys, tries, st, ran;
+    int nkeys = call->nkeys, tries, st, ran, done = 0;
 
-    if (nkeys == 1 && (st = release_one_command(v, call, out)) != 0)
-        return st < 0 ? st : REDISLOCK_OK;
+    if (nkeys == 1 &&
+        ((st = release_one_command(v, call, out, &done)) != REDISLOCK_OK ||
+         done))
+        return st;
     for (tries = 0; tries < REDISLOCKP_PLAIN_TRIES; tries++) {
         long long now = 0;
         int any = 0, live = 0, k;
@@ -1251,6 +1257,10 @@ static int converse(conv *v, const redislockp_call *call,
         st = inspect(v, call, reply);
     else
         st = companions(v, call, reply);
+    if (st == REDISLOCK_OK && *reply == NULL)
+        st = redislockp_tx_fail(v->msg, REDISLOCK_ERR_INVALID, /* LCOV_EXCL_LINE */
+                                "internal: scripts=none, a conversation "
+                                "ended without an answer");
     if (st == REDISLOCK_OK && v->tr != NULL && tr_reply != NULL) {
         if (v->with_tr && v->n > 0) {
             st = take(v, v->n - 1, tr_reply);

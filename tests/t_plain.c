@@ -2890,7 +2890,13 @@ static void test_loop_conversations(void **state)
                clients_now() - before);
     }
     for (i = 0; i < 24; i++) {
+        /* Half without wake-ups: the lock key alone (DELIFEQ where the
+         * server has it). */
+        if (i % 2 == 1)
+            assert_int_equal(redislock_set_wakeups(many[i], false),
+                             REDISLOCK_OK);
         assert_true(loop_op(&l, redislock_release_async, many[i]));
+        assert_int_equal(tu_pttl(c, keys[i], strlen(keys[i])), -2);
         redislock_free(many[i]);
     }
     redislock_free(lock);
@@ -3136,6 +3142,68 @@ static void test_loop_refused_scripting(void **state)
     redislock_client_free(cl);
 }
 
+/* The same migration on the loop: conversations whose every command
+ * outside MULTI is preceded by ASKING at the importing node, then MOVED
+ * once the slot is moved, followed. */
+static void test_loop_cluster_ask(void **state)
+{
+    char key[64], from_id[64], to_id[64];
+    unsigned slot;
+    int from, to, i;
+    tu_loop l;
+    redislock_client *cl;
+    redislock *lock;
+    redisContext *src, *dst;
+    long long asks;
+
+    (void)state;
+    if (!have_cluster())
+        return;
+    tu_key(key, sizeof key, "locks:plain:loopask");
+    slot = slot_of(key);
+    from = master_of(slot);
+    to = from == cports[2] ? cports[1] : cports[2];
+    node_id(from, from_id, sizeof from_id);
+    node_id(to, to_id, sizeof to_id);
+    cl = loop_client(&l, curl);
+    lock = handle(cl, key, 10000);
+    assert_true(loop_op(&l, redislock_acquire_async, lock));   /* warm */
+    assert_true(loop_op(&l, redislock_release_async, lock));
+    src = connect_port(from);
+    dst = connect_port(to);
+    tu_cmd_ok(dst, "CLUSTER SETSLOT %u IMPORTING %s", slot, from_id);
+    tu_cmd_ok(src, "CLUSTER SETSLOT %u MIGRATING %s", slot, to_id);
+    asks = tu_cmdstat_calls(dst, "asking");
+    assert_int_equal(redislock_set_wakeups(lock, false), REDISLOCK_OK);
+    assert_true(loop_op(&l, redislock_acquire_async, lock));
+    assert_true(loop_op(&l, redislock_acquire_async, lock));  /* re-entry */
+    assert_true(loop_op(&l, redislock_extend_async, lock));
+    assert_true(tu_cmdstat_calls(dst, "asking") > asks);
+    tu_cmd_ok(dst, "ASKING");
+    assert_true(tu_pttl(dst, key, strlen(key)) > 0);
+    assert_true(loop_op(&l, redislock_release_async, lock));
+    tu_cmd_ok(dst, "ASKING");
+    assert_int_equal(tu_pttl(dst, key, strlen(key)), -2);
+    assert_true(loop_op(&l, redislock_acquire_async, lock));
+    assert_int_equal(redislock_set_wakeups(lock, true), REDISLOCK_OK);
+    for (i = 0; i < 3; i++) {
+        redisContext *n = connect_port(cports[i]);
+
+        tu_cmd_ok(n, "CLUSTER SETSLOT %u NODE %s", slot, to_id);
+        redisFree(n);
+    }
+    TU_WAIT_UNTIL(master_of(slot) == to, 10000,
+                  "the first node to map slot %u to port %d", slot, to);
+    assert_true(loop_op(&l, redislock_acquire_async, lock));   /* MOVED */
+    assert_holder(dst, key, redislock_id(lock));
+    assert_true(loop_op(&l, redislock_release_async, lock));
+    assert_int_equal(tu_pttl(dst, key, strlen(key)), -2);
+    redisFree(src);
+    redisFree(dst);
+    redislock_free(lock);
+    redislock_client_free(cl);
+}
+
 /* Both ready adapters without scripts: a holder, a waiter woken by its
  * release, a status query (tu_loop_adapters()). */
 static void test_loop_adapters(void **state)
@@ -3183,6 +3251,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_loop_freed_mid_conversation),
         cmocka_unit_test_teardown(test_loop_refused_scripting,
                                   delete_plain_user),
+        cmocka_unit_test(test_loop_cluster_ask),
         cmocka_unit_test(test_loop_adapters),
     };
     const char *port = getenv("REDISLOCK_TEST_PORT");
