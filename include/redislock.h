@@ -1581,7 +1581,7 @@ REDISLOCK_API int redislock_last_error_info(const redislock *lock,
  * as by the blocking calls - a command that did not leave, or that a
  * demoted master refused, goes again to the new master within the
  * command timeout; one that left fails, its outcome unknown), with
- * scripts=eval or scripts=functions; and a quorum client
+ * scripts=eval, functions or none (below); and a quorum client
  * (redislock_client_open_quorum()) whose masters are single servers
  * (redis://, unix://, rediss://; a Cluster or Sentinel member is refused
  * at the attach): each operation goes to every master at once, on one
@@ -1603,7 +1603,12 @@ REDISLOCK_API int redislock_last_error_info(const redislock *lock,
  * the thread ends when the system's resolver returns (it may outlive the
  * client: do not unload the library meanwhile; at most 16 at once in a
  * process, a connect beyond fails at once).  The first address is
- * used (IPv4, else IPv6).  Not yet: scripts=none.
+ * used (IPv4, else IPv6).  scripts=none (or a server that refuses
+ * scripting to the user) works too: each call is a short conversation of
+ * plain commands (WATCH ... MULTI/EXEC, as the blocking calls send),
+ * which needs its connection to itself from WATCH to EXEC, so it runs on
+ * a connection of its own - at most 4 per server, kept open for the next
+ * conversation; operations beyond them wait for one, in order.
  *
  * Auto-renewal of a holding taken through the loop (an *_async acquire
  * or wait of a handle with redislock_set_autorenew()) runs on the loop,
@@ -1723,8 +1728,7 @@ typedef void (*redislock_done_fn)(redislock *lock, int status, bool ok,
  * gets its outcome (ok: acquired), never from inside this call.
  * @return REDISLOCK_OK (FN will be called); or, without calling FN,
  *         REDISLOCK_ERR_INVALID (a NULL argument, a handle not of an
- *         attached client, an operation pending on it, or a kind of
- *         client or mode not built yet for loops: see above),
+ *         attached client, or an operation pending on it),
  *         REDISLOCK_ERR_NOMEM, REDISLOCK_ERR_FORKED.
  * @since 0.4.0
  */
