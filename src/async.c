@@ -149,7 +149,9 @@ struct redislockp_loop_state {
     size_t nblockers;
     cconn **convs;              /* conversations' connections */
     size_t nconvs, convcap;
-    redislockp_aop *convq, *convq_tail; /* waiting for one, oldest first */
+    redislockp_aop *convq, *convq_tail; /* waiting for one, oldest first
+                                         * (renewals ahead) */
+    int conv_drain;             /* one was given back: the queue goes on */
     redislockp_aop *ops, *ops_tail; /* every operation not yet freed */
     size_t nops;
     redislockp_aop *due, *due_tail; /* ended, callback not yet called */
@@ -252,7 +254,7 @@ struct redislockp_aop {
     redislockp_plain_rec *rec;
     cconn *cc;
     int convq;
-    redislockp_aop *convq_next;
+    redislockp_aop *convq_next, *convq_prev;
     /* A handle's auto-renewal (renew): no callback, not lock->aop. */
     int renew;
     int renew_stale;            /* the renewal in flight no longer counts */
@@ -379,7 +381,9 @@ static void sync_loop(redislock_client *cl)
             (at < 0 || b->quiet_until < at))
             at = b->quiet_until;
     }
-    if (ls->due != NULL)                /* callbacks wait: at once */
+    if (ls->due != NULL || ls->conv_drain)     /* callbacks, or the queue
+                                                 * for a conversation wait:
+                                                 * at once */
         at = now;
     if (at == ls->timer_at && at != now)
         return;
@@ -623,6 +627,8 @@ static void aop_drop(redislockp_loop_state *ls, redislockp_aop *o)
  * entry may be walking the operations. */
 static void aop_done_with(redislockp_loop_state *ls, redislockp_aop *o)
 {
+    if (o->called && o->lock == NULL)
+        conv_unqueue(o);                /* nothing of it was sent */
     if (!o->called || o->inflight || o->qinflight || o->queued ||
         ls->closing || o->dead)
         return;
@@ -805,7 +811,8 @@ static void leg_ended(redislockp_aop *o)
     }
     redislockp_tx_val_error(leg->reply[0], "", leg->msg);
     leg->st = REDISLOCK_ERR_SERVER;
-    if (o->res.kind == REDISLOCKP_CLOSING && o->node < cl->loop->nconns &&
+    if (o->res.kind == REDISLOCKP_CLOSING && !o->plain &&
+        o->node < cl->loop->nconns &&
         cl->loop->conns[o->node] != NULL)
         /* The server closes it after this reply. */
         redislockp_aconn_close(&cl->loop->conns[o->node]->a,
@@ -1228,30 +1235,60 @@ static cconn *conv_take(redislockp_aop *o, int *nomem)
 static void conv_unqueue(redislockp_aop *o)
 {
     redislockp_loop_state *ls = o->cl->loop;
-    redislockp_aop **p;
 
     if (!o->convq)
         return;
-    for (p = &ls->convq; *p != NULL; p = &(*p)->convq_next)
-        if (*p == o) {
-            *p = o->convq_next;
-            break;
-        }
-    ls->convq_tail = NULL;
-    for (p = &ls->convq; *p != NULL; p = &(*p)->convq_next)
-        ls->convq_tail = *p;
+    if (o->convq_prev != NULL)
+        o->convq_prev->convq_next = o->convq_next;
+    else
+        ls->convq = o->convq_next;
+    if (o->convq_next != NULL)
+        o->convq_next->convq_prev = o->convq_prev;
+    else
+        ls->convq_tail = o->convq_prev;
     o->convq = 0;
-    o->convq_next = NULL;
+    o->convq_next = o->convq_prev = NULL;
+}
+
+/* Queue O for a conversation connection: a renewal ahead of the
+ * operations (a lease runs out meanwhile), the others in order, each
+ * within its command timeout (conv_expired()). */
+static void conv_enqueue(redislockp_aop *o)
+{
+    redislockp_loop_state *ls = o->cl->loop;
+    redislockp_aop *after = NULL;
+
+    if (o->convq)
+        return;
+    if (o->renew) {
+        for (after = ls->convq; after != NULL && after->renew;
+             after = after->convq_next)
+            ;
+        after = after != NULL ? after->convq_prev : ls->convq_tail;
+    } else {
+        after = ls->convq_tail;
+        set_timer(o, o->end_all);
+    }
+    o->convq = 1;
+    o->convq_prev = after;
+    o->convq_next = after != NULL ? after->convq_next : ls->convq;
+    if (o->convq_next != NULL)
+        o->convq_next->convq_prev = o;
+    else
+        ls->convq_tail = o;
+    if (after != NULL)
+        after->convq_next = o;
+    else
+        ls->convq = o;
 }
 
 /* O's conversation is over: its connection goes back (closed with CLOSE:
- * a WATCH or MULTI may be left on it, or its state is not known), to
- * the first operation queued for one on that server. */
+ * a WATCH or MULTI may be left on it, or its state is not known); the
+ * queue goes on at the end of the loop's entry (conv_drain()). */
 static void conv_give_back(redislockp_aop *o, int close)
 {
     redislockp_loop_state *ls = o->cl->loop;
     cconn *cc = o->cc;
-    redislockp_aop *q;
 
     if (cc == NULL)
         return;
@@ -1259,14 +1296,63 @@ static void conv_give_back(redislockp_aop *o, int close)
     cc->user = NULL;
     if (close && cc->c.open && cc->c.a.state != REDISLOCKP_ACONN_BROKEN)
         redislockp_aconn_close(&cc->c.a, REDISLOCK_ERR_IO, "closed");
-    if (ls->closing)
-        return;
-    for (q = ls->convq; q != NULL; q = q->convq_next)
-        if (q->node == cc->node) {
-            conv_unqueue(q);
-            conv_next(q);
-            return;
+    if (ls->convq != NULL)
+        ls->conv_drain = 1;
+}
+
+/* Can a conversation to NODE start now (an idle connection there, or
+ * room for one more)? */
+static int conv_room(const redislockp_loop_state *ls, size_t node)
+{
+    size_t i, mine = 0;
+
+    for (i = 0; i < ls->nconvs; i++)
+        if (ls->convs[i]->node == node) {
+            if (ls->convs[i]->user == NULL)
+                return 1;
+            mine++;
         }
+    return mine < CONV_PER_NODE;
+}
+
+/* The queued operations that can start now do, in order; those whose
+ * handle or client went meanwhile leave (nothing of them was sent).
+ * Called at the end of an entry, never from inside an operation's own
+ * steps. */
+static void conv_drain(redislockp_loop_state *ls)
+{
+    redislockp_aop *q;
+
+    ls->conv_drain = 0;
+    for (;;) {
+        for (q = ls->convq; q != NULL; q = q->convq_next)
+            if (q->lock == NULL || q->called || conv_room(ls, q->node))
+                break;
+        if (q == NULL || ls->closing)
+            return;
+        conv_unqueue(q);
+        if (q->lock == NULL || q->called) {
+            if (q->cleanup != NULL)
+                cleanup_start(q);
+            aop_done_with(ls, q);
+            continue;
+        }
+        if (!q->renew)
+            set_timer(q, 0);            /* its wait's limit (queued) */
+        conv_next(q);
+    }
+}
+
+/* O waited in the queue past its command timeout: it fails, having sent
+ * nothing. */
+static void conv_expired(redislockp_aop *o)
+{
+    conv_unqueue(o);
+    redislockp_plain_failed(o->rec, REDISLOCK_ERR_IO, 0,
+                            "no connection for a conversation of plain "
+                            "commands came free within the command timeout "
+                            "(nothing sent)");
+    conv_next(o);
 }
 
 /* Close the idle conversation connections to NODE (a master demoted,
@@ -1324,13 +1410,7 @@ static void conv_next(redislockp_aop *o)
 
         if (o->cc == NULL && (o->cc = conv_take(o, &nomem)) == NULL) {
             if (!nomem) {
-                o->convq = 1;           /* conv_give_back() goes on */
-                o->convq_next = NULL;
-                if (o->cl->loop->convq_tail != NULL)
-                    o->cl->loop->convq_tail->convq_next = o;
-                else
-                    o->cl->loop->convq = o;
-                o->cl->loop->convq_tail = o;
+                conv_enqueue(o);        /* conv_drain() goes on */
                 return;
             }
             st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_NOMEM,
@@ -1351,8 +1431,7 @@ static void conv_next(redislockp_aop *o)
         conv_next(o);                   /* its end now */
         return;
     }
-    conv_give_back(o, st != REDISLOCK_OK || rec->dirty ||
-                          redislockp_val_type(reply) == REDISLOCKP_V_ERROR);
+    conv_give_back(o, st != REDISLOCK_OK || rec->dirty);
     if (o->lock == NULL || o->called) {
         /* Its handle or client is gone: nothing to tell; what its try
          * may have left is undone. */
@@ -2666,6 +2745,7 @@ static void renew_timer(redislockp_aop *o)
         return;
     }
     if (why != 0) {
+        conv_unqueue(o);                /* (nothing of it was sent) */
         o->renew_stale = o->inflight;   /* its answer comes too late */
         o->parked = 0;
         renew_lost(o, why);
@@ -2675,7 +2755,7 @@ static void renew_timer(redislockp_aop *o)
         quorum_check(o);                /* its wait or grace */
         return;
     }
-    if (o->inflight || o->parked) {     /* unanswered so far */
+    if (o->inflight || o->parked || o->convq) {     /* unanswered so far */
         set_timer(o, l->renew_until);
         return;
     }
@@ -2723,7 +2803,7 @@ static void renew_timer(redislockp_aop *o)
     o->redirects = o->retries = o->map_reads = 0;
     o->end_all = now + redislockp_client_url(cl).command_ms;
     send_leg(o);
-    if (o->lock != NULL && (o->inflight || o->parked))
+    if (o->lock != NULL && (o->inflight || o->parked || o->convq))
         set_timer(o, l->renew_until);   /* no answer by then: lost */
 }
 
@@ -2843,7 +2923,9 @@ static void loop_renew(redislock *lock, int start)
      * renews, but its answer no longer decides (a quorum's run keeps its
      * own check until then). */
     o->renew_stale = o->inflight;
-    if (o->q != NULL && o->inflight && o->q->wake < lock->renew_due)
+    if (o->convq)
+        set_timer(o, lock->renew_until);        /* queued: as sent */
+    else if (o->q != NULL && o->inflight && o->q->wake < lock->renew_due)
         set_timer(o, o->q->wake);
     else
         set_timer(o, lock->renew_due);
@@ -2854,6 +2936,8 @@ static void entry_end(redislock_client *cl)
 {
     redislockp_loop_state *ls = cl->loop;
 
+    if (ls->conv_drain)
+        conv_drain(ls);
     deliver(ls);
     if (--ls->depth == 0) {
         while (ls->dead != NULL) {
@@ -2967,6 +3051,8 @@ int redislock_client_on_timer(redislock_client *cl)
         else if (o->wait &&
                  (o->wstate == W_BLOCKED || o->wstate == W_PAUSED))
             wait_timer(o);              /* a waiter's next try */
+        else if (o->convq)
+            conv_expired(o);            /* no connection came free */
         else
             send_leg(o);                /* Cluster: after its pause */
     }

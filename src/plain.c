@@ -281,7 +281,8 @@ static int take(conv *v, int i, redislockp_val **out)
         *out = redislockp_val_dup(at(v, i));
         if (*out == NULL)
             return redislockp_tx_fail(v->msg, REDISLOCK_ERR_NOMEM,
-                                      "out of memory copying a reply");
+                                      "out of memory copying a reply (or "
+                                      "a RESP3 type, never asked for)");
         return REDISLOCK_OK;
     }
     *out = (redislockp_val *)v->r[i];
@@ -1387,9 +1388,9 @@ void redislockp_plain_answered(redislockp_plain_rec *rec,
     redislockp_plain_step *d = &rec->steps[rec->n++];
     int i;
 
-    d->n = n;
     for (i = 0; i < n && i < (int)(sizeof d->r / sizeof d->r[0]); i++)
         d->r[i] = replies[i];
+    d->n = i;                   /* (fewer than the step's: replay refuses) */
     for (; i < n; i++)
         redislockp_val_free(replies[i]);        /* LCOV_EXCL_LINE */
     d->st = REDISLOCK_OK;

@@ -3111,6 +3111,63 @@ static void test_loop_freed_mid_conversation(void **state)
 }
 
 /*
+ * A renewal on the loop that finds every conversation connection taken
+ * (4 acquires stuck in a stalled network) waits in the queue; one that
+ * gets none before its lease ends is reported lost (UNREACHABLE), not
+ * left waiting unnoticed.
+ */
+static void test_loop_queued_renewal(void **state)
+{
+    fp_proxy *p = proxy();
+    tu_loop l;
+    redislock_client *cl;
+    redislock *held, *busy[4];
+    tu_async d[4];
+    char url[200], key[64], keys[4][80];
+    int lost = 0, i;
+    long long t0;
+
+    (void)state;
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d?scripts=none&"
+             "timeout=20000&connect_timeout=20000", fp_port(p));
+    cl = loop_client(&l, url);
+    tu_key(key, sizeof key, "locks:plain:loopqueued");
+    held = handle(cl, key, 1500);
+    assert_int_equal(redislock_set_autorenew(held, true), REDISLOCK_OK);
+    assert_int_equal(redislock_set_lost_callback(held, on_lost, &lost),
+                     REDISLOCK_OK);
+    assert_true(loop_op(&l, redislock_acquire_async, held));
+    fp_stall(p, 1);
+    memset(d, 0, sizeof d);
+    for (i = 0; i < 4; i++) {
+        snprintf(keys[i], sizeof keys[i], "%s:%d", key, i);
+        busy[i] = handle(cl, keys[i], 10000);
+        assert_int_equal(tu_async_start(redislock_acquire_async, busy[i],
+                                        &d[i]), REDISLOCK_OK);
+    }
+    t0 = tu_now_ms();
+    TU_LOOP_UNTIL(&l, lost == 1, 20000,
+                  "the loss of the holding whose renewal found no "
+                  "connection free");
+    printf("# lost %lld ms after the network stalled (lease 1500 ms)\n",
+           tu_now_ms() - t0);
+    assert_int_equal(redislock_lost_reason(held), REDISLOCK_LOST_UNREACHABLE);
+    for (i = 0; i < 4; i++)
+        assert_int_equal(d[i].calls, 0);        /* still stuck */
+    fp_stall(p, 0);
+    for (i = 0; i < 4; i++) {
+        TU_LOOP_UNTIL(&l, d[i].calls == 1, 20000,
+                      "the stuck acquires, once the network flows");
+        assert_true(d[i].ok);
+        assert_true(loop_op(&l, redislock_release_async, busy[i]));
+        redislock_free(busy[i]);
+    }
+    redislock_free(held);
+    redislock_client_free(cl);
+    fp_stop(p);
+}
+
+/*
  * A server that refuses scripting to the user (no +evalsha, no +eval),
  * on the loop without scripts=none: go-zero mode goes on without
  * scripts after one refused EVALSHA, as the blocking calls do.
@@ -3249,6 +3306,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_loop_exec_tried_again),
         cmocka_unit_test(test_loop_lost_replies),
         cmocka_unit_test(test_loop_freed_mid_conversation),
+        cmocka_unit_test(test_loop_queued_renewal),
         cmocka_unit_test_teardown(test_loop_refused_scripting,
                                   delete_plain_user),
         cmocka_unit_test(test_loop_cluster_ask),
