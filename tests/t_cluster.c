@@ -373,6 +373,7 @@ static void test_moved_is_followed(void **state)
         tu_cmd_ok(c, "CLUSTER SETSLOT %u NODE %s", slot, to_id);
         redisFree(c);
     }
+    tu_cluster_claim(to);
     TU_WAIT_UNTIL(master_of(slot) == to, 10000,
                   "node 0 to map slot %u to port %d", slot, to);
     assert_true(tu_acquire(lock));          /* MOVED, then the new owner */
@@ -432,6 +433,7 @@ static void test_ask_is_followed(void **state)
         tu_cmd_ok(c, "CLUSTER SETSLOT %u NODE %s", slot, to_id);
         redisFree(c);
     }
+    tu_cluster_claim(to);
     assert_true(tu_release(lock));
     assert_int_equal(tu_pttl(dst, key, strlen(key)), -2);
     redisFree(src);
@@ -697,6 +699,7 @@ static void test_live_resharding(void **state)
         tu_cmd_ok(c, "CLUSTER SETSLOT %u NODE %s", slot, to_id);
         redisFree(c);
     }
+    tu_cluster_claim(to);
     ok_moved = __atomic_load_n(&rs_ok, __ATOMIC_SEQ_CST);
     TU_WAIT_UNTIL(__atomic_load_n(&rs_ok, __ATOMIC_SEQ_CST) >= ok_moved + 20,
                   20000, "20 sections after the move");
@@ -847,6 +850,7 @@ static void test_waiter_follows_its_slot(void **state)
                                      to_id));
         redisFree(c);
     }
+    tu_cluster_claim(to);
     /* Its BLPOP is answered MOVED: it registers again on TO. */
     tu_wait_blocked(dst, 1, "the waiter in BLPOP on the slot's new master");
     t0 = tu_now_ms();
@@ -1296,6 +1300,7 @@ static void test_functions_follow_a_moving_slot(void **state)
                                      to_id));
         redisFree(c);
     }
+    tu_cluster_claim(to);
     TU_WAIT_UNTIL(master_of(slot) == to, 10000,
                   "node 0 to map slot %u to port %d", slot, to);
     assert_true(tu_release(lock));
@@ -1487,6 +1492,7 @@ static void test_async_on_a_cluster(void **state)
         tu_cmd_ok(c, "CLUSTER SETSLOT %u NODE %s", slot, to_id);
         redisFree(c);
     }
+    tu_cluster_claim(to);
     TU_WAIT_UNTIL(master_of(slot) == to, 10000,
                   "node 0 to map slot %u to port %d", slot, to);
     assert_true(async_run(&l, lock, redislock_acquire_async).ok);
@@ -1519,6 +1525,7 @@ static void test_async_on_a_cluster(void **state)
         tu_cmd_ok(c, "CLUSTER SETSLOT %u NODE %s", slot, to_id);
         redisFree(c);
     }
+    tu_cluster_claim(to);
     assert_true(async_run(&l, lock, redislock_release_async).ok);
     assert_int_equal(tu_pttl(dst, akey, strlen(akey)), -2);
     redisFree(src);
@@ -1673,6 +1680,7 @@ static void test_async_waiters(void **state)
                                      to_id));
         redisFree(c);
     }
+    tu_cluster_claim(to);
     /* Its BLPOP is answered MOVED: the blocker follows to TO. */
     TU_LOOP_UNTIL(&l, tu_info_num(dst, "blocked_clients") >= 1, 10000,
                   "the blocker's BLPOP on the slot's new master");

@@ -2359,6 +2359,7 @@ static void test_cluster_moved(void **state)
         tu_cmd_ok(n, "CLUSTER SETSLOT %u NODE %s", slot, to_id);
         redisFree(n);
     }
+    tu_cluster_claim(to);
     TU_WAIT_UNTIL(master_of(slot) == to, 10000,
                   "the first node to map slot %u to port %d", slot, to);
     n = connect_port(to);
@@ -2437,6 +2438,7 @@ static void test_cluster_ask(void **state)
         tu_cmd_ok(n, "CLUSTER SETSLOT %u NODE %s", slot, to_id);
         redisFree(n);
     }
+    tu_cluster_claim(to);
     TU_WAIT_UNTIL(master_of(slot) == to, 10000,
                   "the first node to map slot %u to port %d", slot, to);
     assert_true(tu_acquire(lock));
@@ -3168,6 +3170,65 @@ static void test_loop_queued_renewal(void **state)
 }
 
 /*
+ * An operation that waits in the queue past its command timeout (the 4
+ * connections taken by releases whose writes are held in the network)
+ * fails with REDISLOCK_ERR_IO, having sent nothing; the client goes on.
+ */
+static void test_loop_queue_timeout(void **state)
+{
+    fp_proxy *p = proxy();
+    tu_loop l;
+    redislock_client *cl;
+    redislock *busy[4], *late;
+    tu_async d[4], e = { 0 };
+    char url[200], key[64], keys[4][80];
+    long long multis;
+    int i;
+
+    (void)state;
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d?scripts=none&"
+             "timeout=1500", fp_port(p));
+    cl = loop_client(&l, url);
+    tu_key(key, sizeof key, "locks:plain:loopqueue");
+    for (i = 0; i < 4; i++) {
+        snprintf(keys[i], sizeof keys[i], "%s:%d", key, i);
+        busy[i] = handle(cl, keys[i], 60000);
+        assert_true(loop_op(&l, redislock_acquire_async, busy[i]));
+    }
+    late = handle(cl, key, 60000);
+    multis = tu_cmdstat_calls(c, "multi");
+    fp_delay_ms(p, DELAY_MS);
+    memset(d, 0, sizeof d);
+    for (i = 0; i < 4; i++)
+        assert_int_equal(tu_async_start(redislock_release_async, busy[i],
+                                        &d[i]), REDISLOCK_OK);
+    assert_int_equal(tu_async_start(redislock_acquire_async, late, &e),
+                     REDISLOCK_OK);
+    TU_LOOP_UNTIL(&l, tu_cmdstat_calls(c, "multi") >= multis + 4, 20000,
+                  "the 4 releases' read steps at the server");
+    fp_hold(p);
+    TU_LOOP_UNTIL(&l, e.calls == 1, 20000, "the queued acquire's end");
+    assert_int_equal(e.status, REDISLOCK_ERR_IO);
+    assert_false(e.ok);
+    assert_non_null(strstr(redislock_last_error(late), "came free"));
+    assert_int_equal(tu_pttl(c, key, strlen(key)), -2);     /* not sent */
+    fp_delay_ms(p, 0);
+    fp_release(p);
+    for (i = 0; i < 4; i++)
+        TU_LOOP_UNTIL(&l, d[i].calls == 1, 20000,
+                      "the releases, once their writes flow");
+    assert_true(loop_op(&l, redislock_acquire_async, late));
+    assert_true(loop_op(&l, redislock_release_async, late));
+    for (i = 0; i < 4; i++) {
+        tu_cmd_ok(c, "DEL %s", keys[i]);
+        redislock_free(busy[i]);
+    }
+    redislock_free(late);
+    redislock_client_free(cl);
+    fp_stop(p);
+}
+
+/*
  * A server that refuses scripting to the user (no +evalsha, no +eval),
  * on the loop without scripts=none: go-zero mode goes on without
  * scripts after one refused EVALSHA, as the blocking calls do.
@@ -3249,6 +3310,7 @@ static void test_loop_cluster_ask(void **state)
         tu_cmd_ok(n, "CLUSTER SETSLOT %u NODE %s", slot, to_id);
         redisFree(n);
     }
+    tu_cluster_claim(to);
     TU_WAIT_UNTIL(master_of(slot) == to, 10000,
                   "the first node to map slot %u to port %d", slot, to);
     assert_true(loop_op(&l, redislock_acquire_async, lock));   /* MOVED */
@@ -3307,6 +3369,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_loop_lost_replies),
         cmocka_unit_test(test_loop_freed_mid_conversation),
         cmocka_unit_test(test_loop_queued_renewal),
+        cmocka_unit_test(test_loop_queue_timeout),
         cmocka_unit_test_teardown(test_loop_refused_scripting,
                                   delete_plain_user),
         cmocka_unit_test(test_loop_cluster_ask),

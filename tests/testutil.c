@@ -756,6 +756,22 @@ long long tu_cmdstat_field(redisContext *c, const char *command,
     return v;
 }
 
+void tu_cluster_claim(int port)
+{
+    redisContext *n = redisConnect("127.0.0.1", port);
+    redisReply *r;
+
+    assert_non_null(n);
+    assert_int_equal(n->err, 0);
+    r = redisCommand(n, "CLUSTER BUMPEPOCH");
+    assert_non_null(r);
+    if (r->type != REDIS_REPLY_STATUS)
+        fail_msg("CLUSTER BUMPEPOCH on port %d: %s", port,
+                 r->type == REDIS_REPLY_ERROR ? r->str : "not a status");
+    freeReplyObject(r);
+    redisFree(n);
+}
+
 int tu_has_functions(redisContext *c)
 {
     redisReply *r = tu_cmd(c, "FUNCTION STATS");

@@ -224,6 +224,12 @@ long long tu_cmdstat_field(redisContext *c, const char *command,
 int tu_in_zset(redisContext *c, const char *set, const char *member);
 /* Does C's server have Functions (FUNCTION STATS: Redis 7.0+, Valkey)? */
 int tu_has_functions(redisContext *c);
+/* After CLUSTER SETSLOT ... NODE on the masters: the Cluster node on
+ * 127.0.0.1:PORT, the slot's new owner, takes the greatest config epoch
+ * (CLUSTER BUMPEPOCH), so that a heartbeat of the old owner sent before
+ * its SETSLOT, arriving after another node's, cannot give the slot back
+ * to it for good (its claim would carry the greater epoch). */
+void tu_cluster_claim(int port);
 /* Function libraries named redislock_* on C's server (FUNCTION LIST). */
 long long tu_libraries(redisContext *c);
 
