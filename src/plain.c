@@ -1297,6 +1297,18 @@ static void conv_init(conv *v, redislock_client *cl, size_t node,
     redislockp_cmd_init(&v->own);
 }
 
+/* converse(), then V's own buffer freed and whether it sent a write. */
+static int converse_once(conv *v, const redislockp_call *call,
+                         redislockp_val **reply, redislockp_val **tr_reply,
+                         int *sent)
+{
+    int st = converse(v, call, reply, tr_reply);
+
+    redislockp_cmd_clear(&v->own);
+    *sent = v->sent;
+    return st;
+}
+
 int redislockp_plain_call(redislock_client *cl, size_t node, redisContext *c,
                           int asking, const redislockp_call *call,
                           const redislockp_trailer *tr,
@@ -1304,14 +1316,10 @@ int redislockp_plain_call(redislock_client *cl, size_t node, redisContext *c,
                           int *sent, char *errmsg)
 {
     conv v;
-    int st;
 
     conv_init(&v, cl, node, asking, tr, errmsg);
     v.c = c;
-    st = converse(&v, call, reply, tr_reply);
-    redislockp_cmd_clear(&v.own);
-    *sent = v.sent;
-    return st;
+    return converse_once(&v, call, reply, tr_reply, sent);
 }
 
 /* ------------------------------------------------------------------------
@@ -1375,9 +1383,7 @@ int redislockp_plain_resume(redislockp_plain_rec *rec, redislock_client *cl,
     v.cmd = &rec->cmd;
     v.live = rec->n == 0;
     memcpy(v.forms, rec->forms, sizeof v.forms);
-    st = converse(&v, &rec->call, reply, tr_reply);
-    redislockp_cmd_clear(&v.own);
-    *sent = v.sent;
+    st = converse_once(&v, &rec->call, reply, tr_reply, sent);
     rec->dirty = v.watching || v.queuing;
     return st;
 }

@@ -2772,6 +2772,18 @@ static redislock_client *loop_client(tu_loop *l, const char *url)
     return cl;
 }
 
+/* A scripts=none client through proxy P (PARAMS added to its URL: the
+ * timeouts) attached to L. */
+static redislock_client *loop_client_via(tu_loop *l, fp_proxy *p,
+                                         const char *params)
+{
+    char url[200];
+
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d?scripts=none&%s",
+             fp_port(p), params);
+    return loop_client(l, url);
+}
+
 /* OP on LOCK through L, to its callback; its outcome. */
 static bool loop_op(tu_loop *l, int (*op)(redislock *, redislock_done_fn,
                                           void *),
@@ -2945,7 +2957,7 @@ static void test_loop_exec_tried_again(void **state)
     redislock_client *cl;
     redislock *lock;
     struct forms f;
-    char url[160], key[64], cmd[200], ran[512];
+    char key[64], cmd[200], ran[512];
 
     (void)state;
     forms_of(c, &f);
@@ -2954,9 +2966,7 @@ static void test_loop_exec_tried_again(void **state)
         printf("# DELIFEQ here: a release has no WATCH\n");
         skip();
     }
-    snprintf(url, sizeof url, "redis://127.0.0.1:%d?scripts=none&"
-             "timeout=10000", fp_port(p));
-    cl = loop_client(&l, url);
+    cl = loop_client_via(&l, p, "timeout=10000");
     tu_key(key, sizeof key, "locks:plain:loopwatch");
     lock = handle(cl, key, 10000);
 
@@ -2995,15 +3005,14 @@ static void test_loop_lost_replies(void **state)
     redislock_client *cl;
     redislock *lock;
     tu_async d = { 0 };
-    char url[160], key[64], old_id[REDISLOCK_MAX_ID_LEN + 1];
+    char url[40], key[64], old_id[REDISLOCK_MAX_ID_LEN + 1];
     long long execs, multis;
     struct forms f;
 
     (void)state;
     forms_of(c, &f);
-    snprintf(url, sizeof url, "redis://127.0.0.1:%d?scripts=none&"
-             "timeout=%d", fp_port(p), 6 * DELAY_MS);
-    cl = loop_client(&l, url);
+    snprintf(url, sizeof url, "timeout=%d", 6 * DELAY_MS);
+    cl = loop_client_via(&l, p, url);
     tu_key(key, sizeof key, "locks:plain:looplost");
     lock = handle(cl, key, 10000);
     assert_true(loop_op(&l, redislock_acquire_async, lock));
@@ -3069,14 +3078,12 @@ static void test_loop_freed_mid_conversation(void **state)
     redislock_client *cl;
     redislock *lock, *more[8];
     tu_async d = { 0 }, m[8];
-    char url[160], key[64];
+    char key[64];
     long long sets;
     int i;
 
     (void)state;
-    snprintf(url, sizeof url, "redis://127.0.0.1:%d?scripts=none&"
-             "timeout=10000", fp_port(p));
-    cl = loop_client(&l, url);
+    cl = loop_client_via(&l, p, "timeout=10000");
     tu_key(key, sizeof key, "locks:plain:loopfree");
     lock = handle(cl, key, 60000);
     assert_true(loop_op(&l, redislock_acquire_async, lock));
@@ -3125,14 +3132,12 @@ static void test_loop_queued_renewal(void **state)
     redislock_client *cl;
     redislock *held, *busy[4];
     tu_async d[4];
-    char url[200], key[64], keys[4][80];
+    char key[64], keys[4][80];
     int lost = 0, i;
     long long t0;
 
     (void)state;
-    snprintf(url, sizeof url, "redis://127.0.0.1:%d?scripts=none&"
-             "timeout=20000&connect_timeout=20000", fp_port(p));
-    cl = loop_client(&l, url);
+    cl = loop_client_via(&l, p, "timeout=20000&connect_timeout=20000");
     tu_key(key, sizeof key, "locks:plain:loopqueued");
     held = handle(cl, key, 1500);
     assert_int_equal(redislock_set_autorenew(held, true), REDISLOCK_OK);
@@ -3181,14 +3186,12 @@ static void test_loop_queue_timeout(void **state)
     redislock_client *cl;
     redislock *busy[4], *late;
     tu_async d[4], e = { 0 };
-    char url[200], key[64], keys[4][80];
+    char key[64], keys[4][80];
     long long multis;
     int i;
 
     (void)state;
-    snprintf(url, sizeof url, "redis://127.0.0.1:%d?scripts=none&"
-             "timeout=1500", fp_port(p));
-    cl = loop_client(&l, url);
+    cl = loop_client_via(&l, p, "timeout=1500");
     tu_key(key, sizeof key, "locks:plain:loopqueue");
     for (i = 0; i < 4; i++) {
         snprintf(keys[i], sizeof keys[i], "%s:%d", key, i);
