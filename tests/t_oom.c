@@ -332,23 +332,37 @@ static void test_release_with_hiredis_allocation_failure(void **state)
 
 /* The loop API, swept: a waiter on a held lock (its try, registration,
  * the blocker and its BLPOP, the pause, the deadline's leave), with the
- * Nth allocation failing (PERSIST: and every one after it).  The start
+ * Nth allocation failing (PERSIST: and every one after it), on one
+ * server, a quorum (KIND SWEEP_QUORUM) or without scripts (SWEEP_PLAIN:
+ * each try a conversation replayed step by step, on a connection of its
+ * own).  The start
  * is refused with REDISLOCK_ERR_NOMEM, or the callback comes exactly once
  * with some status; nothing crashes or leaks, and the loop stays usable:
  * with allocations back, the same handle acquires once the holder has
  * released. */
-static redislock_client *sweep_client(const char *url, int quorum)
+enum { SWEEP_ONE, SWEEP_QUORUM, SWEEP_PLAIN };
+
+static redislock_client *sweep_client(const char *url, int kind)
 {
     redislock_client *cl = NULL;
+    char plain[200];
 
-    if (quorum)
+    if (kind == SWEEP_QUORUM)
         return tu_db_quorum(7);         /* databases 7..9 */
+    if (kind == SWEEP_PLAIN) {
+        snprintf(plain, sizeof plain, "%s%sscripts=none", url,
+                 strchr(url, '?') != NULL ? "&" : "?");
+        url = plain;
+    }
     assert_int_equal(redislock_client_open(url, &cl, NULL, 0), REDISLOCK_OK);
     return cl;
 }
 
-static void sweep_loop(int persist, int quorum)
+static void sweep_loop(int persist, int kind)
 {
+    static const char *const kinds[] = { "", " (a quorum)",
+                                         " (without scripts)" };
+    int quorum = kind == SWEEP_QUORUM;
     unsigned long n;
     int refused = 0, ended = 0, db;
     char url[128];
@@ -356,7 +370,7 @@ static void sweep_loop(int persist, int quorum)
 
     tu_url(url, sizeof url);
     if (quorum)
-        hcl = sweep_client(url, 1);     /* the holder's (blocking) */
+        hcl = sweep_client(url, kind);  /* the holder's (blocking) */
     for (n = 1; n < 600; n++) {
         redislock_client *cl = NULL;
         redislock *holder, *w;
@@ -366,7 +380,7 @@ static void sweep_loop(int persist, int quorum)
         int st;
         unsigned long used;
 
-        cl = sweep_client(url, quorum);
+        cl = sweep_client(url, kind);
         assert_int_equal(tu_loop_attach(&l, cl), REDISLOCK_OK);
         holder = quorum ? redislock_new_from_client(hcl, "oom:loop")
                         : redislock_new(c, "oom:loop");
@@ -416,7 +430,7 @@ static void sweep_loop(int persist, int quorum)
     }
     print_message("# the loop%s, %s failure: %lu allocations swept, %d "
                   "starts refused, %d waits ended\n",
-                  quorum ? " (a quorum)" : "",
+                  kinds[kind],
                   persist ? "persistent" : "single", n - 1, refused, ended);
     redislock_client_free(hcl);
     assert_true(n < 600);
@@ -427,25 +441,37 @@ static void sweep_loop(int persist, int quorum)
 static void test_loop_with_single_allocation_failure(void **state)
 {
     (void)state;
-    sweep_loop(0, 0);
+    sweep_loop(0, SWEEP_ONE);
 }
 
 static void test_loop_with_persistent_allocation_failure(void **state)
 {
     (void)state;
-    sweep_loop(1, 0);
+    sweep_loop(1, SWEEP_ONE);
 }
 
 static void test_quorum_loop_with_single_allocation_failure(void **state)
 {
     (void)state;
-    sweep_loop(0, 1);
+    sweep_loop(0, SWEEP_QUORUM);
 }
 
 static void test_quorum_loop_with_persistent_allocation_failure(void **state)
 {
     (void)state;
-    sweep_loop(1, 1);
+    sweep_loop(1, SWEEP_QUORUM);
+}
+
+static void test_plain_loop_with_single_allocation_failure(void **state)
+{
+    (void)state;
+    sweep_loop(0, SWEEP_PLAIN);
+}
+
+static void test_plain_loop_with_persistent_allocation_failure(void **state)
+{
+    (void)state;
+    sweep_loop(1, SWEEP_PLAIN);
 }
 
 int main(void)
@@ -455,6 +481,8 @@ int main(void)
         cmocka_unit_test(test_loop_with_persistent_allocation_failure),
         cmocka_unit_test(test_quorum_loop_with_single_allocation_failure),
         cmocka_unit_test(test_quorum_loop_with_persistent_allocation_failure),
+        cmocka_unit_test(test_plain_loop_with_single_allocation_failure),
+        cmocka_unit_test(test_plain_loop_with_persistent_allocation_failure),
         cmocka_unit_test(test_new_with_single_allocation_failure),
         cmocka_unit_test(test_new_with_persistent_allocation_failure),
         cmocka_unit_test(test_lock_operations_do_not_allocate),

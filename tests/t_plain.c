@@ -287,6 +287,41 @@ static void expect_ok(redislock *lock, int st)
         fail_msg("%s: %s", redislock_strerror(st), redislock_last_error(lock));
 }
 
+/* A scripts=none client (URL) attached to L. */
+static redislock_client *loop_client(tu_loop *l, const char *url)
+{
+    redislock_client *cl = client_of(url);
+
+    assert_int_equal(tu_loop_attach(l, cl), REDISLOCK_OK);
+    return cl;
+}
+
+/* A scripts=none client through proxy P (PARAMS added to its URL: the
+ * timeouts) attached to L. */
+static redislock_client *loop_client_via(tu_loop *l, fp_proxy *p,
+                                         const char *params)
+{
+    char url[200];
+
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d?scripts=none&%s",
+             fp_port(p), params);
+    return loop_client(l, url);
+}
+
+/* OP on LOCK through L, to its callback; its outcome. */
+static bool loop_op(tu_loop *l, int (*op)(redislock *, redislock_done_fn,
+                                          void *),
+                    redislock *lock)
+{
+    tu_async a = { 0 };
+
+    assert_int_equal(tu_async_start(op, lock, &a), REDISLOCK_OK);
+    TU_LOOP_UNTIL(l, a.calls == 1, 20000, "the operation's callback");
+    assert_false(a.in_start);
+    expect_ok(lock, a.status);
+    return a.ok;
+}
+
 /* KEY on S holds the string WANT (and a lease). */
 static void assert_holder(redisContext *s, const char *key, const char *want)
 {
@@ -2173,6 +2208,39 @@ static void test_replica_acknowledgement(void **state)
     assert_true(tu_release(lock));
     redislock_free(lock);
     redislock_client_free(cl);
+
+    /* The same on an event loop: the WAIT in the same write as the step
+     * that ends the conversation; unacknowledged, the acquire is given
+     * back and its callback says so. */
+    {
+        tu_loop l;
+        tu_async d = { 0 };
+
+        cl = loop_client(&l, url_plain);
+        lock = handle(cl, key, 10000);
+        assert_int_equal(redislock_set_min_replicas(lock, 1, 5000),
+                         REDISLOCK_OK);
+        waits = tu_cmdstat_calls(c, "wait");
+        assert_true(loop_op(&l, redislock_acquire_async, lock));
+        assert_int_equal(tu_cmdstat_calls(c, "wait"), waits + 1);
+        assert_true(tu_get(rc, key, strlen(key), val, sizeof val) > 0);
+        assert_string_equal(val, redislock_id(lock));
+        assert_true(loop_op(&l, redislock_extend_async, lock));
+        assert_true(loop_op(&l, redislock_release_async, lock));
+        kill(r.pid, SIGSTOP);
+        assert_int_equal(redislock_set_min_replicas(lock, 1, 300),
+                         REDISLOCK_OK);
+        assert_int_equal(tu_async_start(redislock_acquire_async, lock, &d),
+                         REDISLOCK_OK);
+        TU_LOOP_UNTIL(&l, d.calls == 1, 20000,
+                      "the unacknowledged acquire's callback");
+        assert_int_equal(d.status, REDISLOCK_ERR_NOT_REPLICATED);
+        assert_false(d.ok);
+        assert_int_equal(tu_pttl(c, key, strlen(key)), -2);
+        kill(r.pid, SIGCONT);
+        redislock_free(lock);
+        redislock_client_free(cl);
+    }
     redisFree(rc);
     tu_server_stop(&r);
 }
@@ -2762,41 +2830,6 @@ static void test_bad_input(void **state)
  * connection of its own, through the loop-neutral interface (tu_loop)
  * and the ready adapters.
  */
-
-/* A scripts=none client (URL) attached to L. */
-static redislock_client *loop_client(tu_loop *l, const char *url)
-{
-    redislock_client *cl = client_of(url);
-
-    assert_int_equal(tu_loop_attach(l, cl), REDISLOCK_OK);
-    return cl;
-}
-
-/* A scripts=none client through proxy P (PARAMS added to its URL: the
- * timeouts) attached to L. */
-static redislock_client *loop_client_via(tu_loop *l, fp_proxy *p,
-                                         const char *params)
-{
-    char url[200];
-
-    snprintf(url, sizeof url, "redis://127.0.0.1:%d?scripts=none&%s",
-             fp_port(p), params);
-    return loop_client(l, url);
-}
-
-/* OP on LOCK through L, to its callback; its outcome. */
-static bool loop_op(tu_loop *l, int (*op)(redislock *, redislock_done_fn,
-                                          void *),
-                    redislock *lock)
-{
-    tu_async a = { 0 };
-
-    assert_int_equal(tu_async_start(op, lock, &a), REDISLOCK_OK);
-    TU_LOOP_UNTIL(l, a.calls == 1, 20000, "the operation's callback");
-    assert_false(a.in_start);
-    expect_ok(lock, a.status);
-    return a.ok;
-}
 
 /* Scripts run on the harness's server so far (EVALSHA, EVAL, FCALL). */
 static long long scripts_run(void)
