@@ -491,24 +491,33 @@ static void across_failover(const char *what, int (*disrupt)(void),
     pthread_t t[THREADS];
     long i;
     int before = sentinel_master_port(), after = before, last_granted;
-    int started = 0, disrupted = 0, lfails = 0;
+    int started = 0, disrupted = 0, lfails[2] = { 0, 0 }, k;
     long long t0, last_change, named_at, deadline;
-    redislock_client *lcl = NULL;
-    redislock *llock;
-    tu_loop ll;
+    redislock_client *lcl[2] = { NULL, NULL };
+    redislock *llock[2];
+    tu_loop ll[2];
+    char plain[600];
 
     /* No assertion may fail while the threads run (a failed one leaves
      * them running into the next test): what goes wrong is noted, and
      * asserted once they are joined. */
     shared = redislock_client_new(url);
     assert_non_null(shared);
-    /* A loop client that knows the old master, to follow the failover. */
-    assert_int_equal(redislock_client_open(url, &lcl, NULL, 0), REDISLOCK_OK);
-    assert_int_equal(tu_loop_attach(&ll, lcl), REDISLOCK_OK);
-    llock = redislock_new_from_client(lcl, "sentinel:loop");
-    assert_non_null(llock);
-    assert_true(loop_run(&ll, llock, redislock_acquire_async).ok);
-    assert_true(loop_run(&ll, llock, redislock_release_async).ok);
+    /* Loop clients that know the old master, to follow the failover: one
+     * with scripts, one without (its conversations' connections to the
+     * old master go too). */
+    snprintf(plain, sizeof plain, "%s&scripts=none", url);
+    for (k = 0; k < 2; k++) {
+        assert_int_equal(redislock_client_open(k == 0 ? url : plain, &lcl[k],
+                                               NULL, 0), REDISLOCK_OK);
+        assert_int_equal(tu_loop_attach(&ll[k], lcl[k]), REDISLOCK_OK);
+        llock[k] = redislock_new_from_client(lcl[k], k == 0
+                                                         ? "sentinel:loop"
+                                                         : "sentinel:plain");
+        assert_non_null(llock[k]);
+        assert_true(loop_run(&ll[k], llock[k], redislock_acquire_async).ok);
+        assert_true(loop_run(&ll[k], llock[k], redislock_release_async).ok);
+    }
     run_stop = double_grants = granted = failed = unacked = 0;
     memset(holder, 0, sizeof holder);
     for (i = 0; i < THREADS; i++)
@@ -556,32 +565,37 @@ static void across_failover(const char *what, int (*disrupt)(void),
         pthread_join(t[i], NULL);
     redislock_client_free(shared);
     shared = NULL;
-    /* The loop client follows: its operations go to the new master (the
-     * first ones may fail while it learns). */
-    t0 = tu_now_ms();
-    for (;;) {
-        tu_async d = loop_run(&ll, llock, redislock_acquire_async);
+    /* The loop clients follow: their operations go to the new master (the
+     * first ones may fail while they learn). */
+    for (k = 0; k < 2; k++) {
+        const char *key = k == 0 ? "sentinel:loop" : "sentinel:plain";
 
-        if (d.status == REDISLOCK_OK && d.ok &&
-            has_key(after, "sentinel:loop")) {
-            assert_true(loop_run(&ll, llock, redislock_release_async).ok);
-            break;
+        t0 = tu_now_ms();
+        for (;;) {
+            tu_async d = loop_run(&ll[k], llock[k], redislock_acquire_async);
+
+            if (d.status == REDISLOCK_OK && d.ok && has_key(after, key)) {
+                assert_true(loop_run(&ll[k], llock[k],
+                                     redislock_release_async).ok);
+                break;
+            }
+            if (d.status == REDISLOCK_OK && d.ok)
+                (void)loop_run(&ll[k], llock[k], redislock_release_async);
+            else
+                lfails[k]++;
+            if (tu_now_ms() - t0 > tu_deadline_ms(30000))
+                fail_msg("%s: the loop client%s never reached the new "
+                         "master", what, k == 0 ? "" : " without scripts");
         }
-        if (d.status == REDISLOCK_OK && d.ok)
-            (void)loop_run(&ll, llock, redislock_release_async);
-        else
-            lfails++;
-        if (tu_now_ms() - t0 > tu_deadline_ms(30000))
-            fail_msg("%s: the loop client never reached the new master",
-                     what);
+        redislock_free(llock[k]);
+        redislock_client_free(lcl[k]);
     }
-    redislock_free(llock);
-    redislock_client_free(lcl);
     printf("# %s (min_replicas %d): master %d -> %d, %d grants, %d double "
            "grants, %d failed calls, %d not acknowledged, longest pause in "
-           "grants %lld ms; the loop client: %d failed before the new "
-           "master\n", what, min_replicas, before, after, granted,
-           double_grants, failed, unacked, *gap_ms, lfails);
+           "grants %lld ms; the loop clients: %d and %d (without "
+           "scripts) failed before the new master\n", what, min_replicas,
+           before, after, granted, double_grants, failed, unacked, *gap_ms,
+           lfails[0], lfails[1]);
     assert_int_equal(started, THREADS);
     if (!disrupted)
         fail_msg("%s: no grant within 10 s before it, or it failed", what);
