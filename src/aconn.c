@@ -270,6 +270,8 @@ static void read_replies(redislockp_aconn *a, int can_read)
 
 void redislockp_aconn_io(redislockp_aconn *a, short revents)
 {
+    int readable;
+
     if (a->state == REDISLOCKP_ACONN_DIALING) {
         redislockp_dial_step(&a->dial, revents, a->errmsg);
         if (a->dial.phase == REDISLOCKP_DIAL_FAILED) {
@@ -283,10 +285,20 @@ void redislockp_aconn_io(redislockp_aconn *a, short revents)
     }
     if (a->state != REDISLOCKP_ACONN_READY)
         return;
-    if (revents & (POLLOUT | POLLERR | POLLHUP))
-        flush(a);
+    readable = revents & (POLLIN | POLLERR | POLLHUP);
+    /* Nothing of the queued requests written yet: anything to read is the
+     * server's doing (it closed the idle connection: a master demoted by
+     * a failover, its idle timeout, a restart), and is seen before a
+     * request goes out, which then fails as not sent - not with an
+     * unknown outcome after a write into a closed connection. */
+    if (readable && (a->head == NULL || !a->head->started)) {
+        read_replies(a, 1);
+        readable = 0;
+    }
     if (a->state == REDISLOCKP_ACONN_READY &&
-        (revents & (POLLIN | POLLERR | POLLHUP)))
+        (revents & (POLLOUT | POLLERR | POLLHUP)))
+        flush(a);
+    if (a->state == REDISLOCKP_ACONN_READY && readable)
         read_replies(a, 1);
 }
 

@@ -453,6 +453,49 @@ static void test_server_closing_breaks_it(void **state)
     redislockp_aconn_close(&a, REDISLOCK_OK, "done");
 }
 
+/* The server closes an idle connection, and a request is queued before
+ * the loop noticed: the next readiness (readable and writable at once)
+ * reads the close first, and the request fails as not sent - not
+ * written into the closed connection, with an unknown outcome. */
+static void test_closed_while_idle_fails_unsent(void **state)
+{
+    redislockp_aconn a;
+    seen s, t, *all[1] = { &s }, *next[1] = { &t };
+    char url[300];
+    static const char *ping[1] = { "PING" };
+    long long before;
+    redisContext *c;
+
+    (void)state;
+    memset(&s, 0, sizeof s);
+    memset(&t, 0, sizeof t);
+    /* TCP: a write into a connection the peer closed is taken (a unix
+     * socket refuses it at once). */
+    snprintf(url, sizeof url, "redis://127.0.0.1:%s",
+             getenv("REDISLOCK_TEST_PORT"));
+    open_url(&a, url);
+    assert_int_equal(send_words(&a, 5000, &s, 1, 1, ping), REDISLOCK_OK);
+    drive(&a, all, 1, 5000, "a PING");
+    c = tu_connect();
+    freeReplyObject(tu_cmd(c, "CLIENT KILL TYPE normal SKIPME yes"));
+    before = tu_cmdstat_calls(c, "ping");
+    /* Not driven since: the close waits in the socket. */
+    {
+        struct pollfd p = { redislockp_aconn_fd(&a), POLLIN, 0 };
+
+        TU_WAIT_UNTIL(poll(&p, 1, 0) > 0, 5000,
+                      "the server's close in the socket");
+    }
+    assert_int_equal(send_words(&a, 5000, &t, 1, 1, ping), REDISLOCK_OK);
+    drive(&a, next, 1, 5000, "the PING queued after the close");
+    assert_int_equal(t.status, REDISLOCK_ERR_IO);
+    assert_int_equal(t.sent, 0);
+    assert_int_equal(tu_cmdstat_calls(c, "ping"), before);
+    printf("# queued after the server closed it: %s\n", t.msg);
+    redisFree(c);
+    redislockp_aconn_close(&a, REDISLOCK_OK, "done");
+}
+
 /* A host name (not an address) is resolved by a thread beside the loop:
  * the open returns at once with a pipe to watch, the loop keeps turning
  * while the name resolves (300 ms, made slow by the test build's hook),
@@ -606,6 +649,7 @@ int main(void)
         cmocka_unit_test(test_refused_tcp_connect_fails_unsent),
         cmocka_unit_test(test_callback_queues_the_next),
         cmocka_unit_test(test_server_closing_breaks_it),
+        cmocka_unit_test(test_closed_while_idle_fails_unsent),
         cmocka_unit_test(test_name_resolved_beside_the_loop),
         cmocka_unit_test(test_name_resolution_times_out),
         cmocka_unit_test(test_name_resolution_limits),
