@@ -1181,24 +1181,32 @@ static void map_read(redislock_client *cl)
 
 static void conv_next(redislockp_aop *o);
 
+/* An idle conversation connection to NODE (NULL: none), and in *MINE
+ * how many there are to it. */
+static cconn *conv_idle(const redislockp_loop_state *ls, size_t node,
+                        size_t *mine)
+{
+    size_t i;
+
+    *mine = 0;
+    for (i = 0; i < ls->nconvs; i++)
+        if (ls->convs[i]->node == node) {
+            if (ls->convs[i]->user == NULL)
+                return ls->convs[i];
+            ++*mine;
+        }
+    return NULL;
+}
+
 /* An idle conversation connection to O's node, or a new one while there
  * are fewer than CONV_PER_NODE; NULL: all taken (*NOMEM: out of memory). */
 static cconn *conv_take(redislockp_aop *o, int *nomem)
 {
     redislockp_loop_state *ls = o->cl->loop;
-    cconn *cc = NULL;
-    size_t i, mine = 0;
+    size_t mine;
+    cconn *cc = conv_idle(ls, o->node, &mine);
 
     *nomem = 0;
-    for (i = 0; i < ls->nconvs; i++) {
-        if (ls->convs[i]->node != o->node)
-            continue;
-        mine++;
-        if (ls->convs[i]->user == NULL) {
-            cc = ls->convs[i];
-            break;
-        }
-    }
     if (cc == NULL) {
         if (mine >= CONV_PER_NODE)
             return NULL;
@@ -1304,15 +1312,9 @@ static void conv_give_back(redislockp_aop *o, int close)
  * room for one more)? */
 static int conv_room(const redislockp_loop_state *ls, size_t node)
 {
-    size_t i, mine = 0;
+    size_t mine;
 
-    for (i = 0; i < ls->nconvs; i++)
-        if (ls->convs[i]->node == node) {
-            if (ls->convs[i]->user == NULL)
-                return 1;
-            mine++;
-        }
-    return mine < CONV_PER_NODE;
+    return conv_idle(ls, node, &mine) != NULL || mine < CONV_PER_NODE;
 }
 
 /* The queued operations that can start now do, in order; those whose
@@ -3326,8 +3328,15 @@ int redislockp_async_client_free(redislock_client *cl)
     for (i = 0; i < ls->nconns; i++)
         conn_free(ls, ls->conns[i]);
     conn_free(ls, ls->map);
-    for (i = 0; i < ls->nconvs; i++)
-        conn_free(ls, &ls->convs[i]->c);        /* (C first: its cconn) */
+    for (i = 0; i < ls->nconvs; i++) {
+        cconn *cc = ls->convs[i];
+
+        if (cc->c.open)
+            redislockp_aconn_close(&cc->c.a, REDISLOCK_ERR_CANCELED,
+                                   "the client was freed");
+        unwatch(ls, &cc->c);
+        redislockp_free(cc);
+    }
     redislockp_free(ls->convs);
     for (i = 0; i < ls->nblockers; i++) {
         blocker *b = ls->blockers[i];

@@ -197,9 +197,6 @@ static int replay(conv *v, int writes, redisReply **r)
         memset(d, 0, sizeof *d);
         d->hash = step_hash(v->cmd);
         d->len = v->cmd->len;
-        d->writes = writes;
-        rec->watching = v->watching;
-        rec->queuing = v->queuing;
         return REDISLOCKP_PLAIN_PENDING;
     }
     d = &rec->steps[k];
@@ -1326,11 +1323,25 @@ int redislockp_plain_call(redislock_client *cl, size_t node, redisContext *c,
  * Driven from outside
  */
 
+/* Copy the LEN bytes at *S to REC's buffer at *OFF, NUL-ended, and point
+ * *S there. */
+static void keep(redislockp_plain_rec *rec, size_t *off, const char **s,
+                 size_t len)
+{
+    if (*s == NULL)
+        return;
+    memcpy(rec->buf + *off, *s, len);
+    rec->buf[*off + len] = '\0';
+    *s = rec->buf + *off;
+    *off += len + 1;
+}
+
 int redislockp_plain_begin(redislockp_plain_rec *rec, redislock_client *cl,
                            size_t node, const redislockp_call *call,
                            char *errmsg)
 {
     size_t total = 0, off = 0;
+    conv v;
     int i;
 
     redislockp_plain_end(rec);
@@ -1347,25 +1358,12 @@ int redislockp_plain_begin(redislockp_plain_rec *rec, redislock_client *cl,
      * they belong to. */
     rec->call = *call;
     for (i = 0; i < REDISLOCKP_MAX_KEYS; i++)
-        if (call->key[i] != NULL) {
-            memcpy(rec->buf + off, call->key[i], call->keylen[i]);
-            rec->buf[off + call->keylen[i]] = '\0';
-            rec->call.key[i] = rec->buf + off;
-            off += call->keylen[i] + 1;
-        }
+        keep(rec, &off, &rec->call.key[i], call->keylen[i]);
     for (i = 0; i < REDISLOCKP_MAX_ARGS; i++)
-        if (call->arg[i] != NULL) {
-            memcpy(rec->buf + off, call->arg[i], call->arglen[i]);
-            rec->buf[off + call->arglen[i]] = '\0';
-            rec->call.arg[i] = rec->buf + off;
-            off += call->arglen[i] + 1;
-        }
-    for (i = 0; i < 3; i++) {
-        conv v;
-
-        conv_init(&v, cl, node, 0, NULL, errmsg);
+        keep(rec, &off, &rec->call.arg[i], call->arglen[i]);
+    conv_init(&v, cl, node, 0, NULL, errmsg);
+    for (i = 0; i < 3; i++)
         rec->forms[i] = form(&v, i);
-    }
     return REDISLOCK_OK;
 }
 

@@ -110,7 +110,6 @@ int redislockp_plain_call(redislock_client *cl, size_t node, redisContext *c,
 typedef struct redislockp_plain_step {
     uint64_t hash;              /* its bytes' */
     size_t len;
-    int writes;
     int st, sent;               /* failed: why (the message in the rec) */
     int n;
     redislockp_val *r[2 * REDISLOCKP_PLAIN_STEP_MAX + 2]; /* its replies
@@ -124,7 +123,6 @@ typedef struct redislockp_plain_rec {
     redislockp_plain_step *steps;
     int n, cap;
     redislockp_cmd cmd;         /* the step to send (PENDING) */
-    int watching, queuing;      /* ...the server's state before it */
     int dirty;                  /* at the end: a WATCH or MULTI open */
     char msg[REDISLOCKP_ERRMSG_SIZE];   /* a failed step's */
 } redislockp_plain_rec;

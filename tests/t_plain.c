@@ -2831,13 +2831,6 @@ static void test_bad_input(void **state)
  * and the ready adapters.
  */
 
-/* Scripts run on the harness's server so far (EVALSHA, EVAL, FCALL). */
-static long long scripts_run(void)
-{
-    return tu_cmdstat_calls(c, "evalsha") + tu_cmdstat_calls(c, "eval") +
-           tu_cmdstat_calls(c, "fcall");
-}
-
 /* Clients connected to the harness's server now. */
 static long long clients_now(void)
 {
@@ -2867,7 +2860,7 @@ static void test_loop_conversations(void **state)
     tu_async q = { 0 };
     redislock_kind kind;
     char key[64], keys[24][80], owner[REDISLOCK_MAX_ID_LEN + 1];
-    long long scripts = scripts_run(), watches, before, ttl;
+    long long scripts = scripted_calls(c), watches, before, ttl;
     int holds, i;
     struct forms f;
 
@@ -2908,7 +2901,7 @@ static void test_loop_conversations(void **state)
     assert_true(loop_op(&l, redislock_release_async, lock));
     assert_int_equal(tu_pttl(c, key, strlen(key)), -2);
     assert_false(loop_op(&l, redislock_release_async, lock));
-    assert_int_equal(scripts_run(), scripts);
+    assert_int_equal(scripted_calls(c), scripts);
     if (!f.delifeq && !f.delex)
         assert_true(tu_cmdstat_calls(c, "watch") > watches);
 
@@ -2949,7 +2942,7 @@ static void test_loop_conversations(void **state)
     redislock_free(lock);
     redislock_free(other);
     redislock_client_free(cl);
-    assert_int_equal(scripts_run(), scripts);
+    assert_int_equal(scripted_calls(c), scripts);
 }
 
 /*
