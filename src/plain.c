@@ -417,38 +417,6 @@ static int answers(const conv *v, redisReply *const *r, int i)
     return (size_t)n == redislockp_val_count(x);
 }
 
-/* What reply X is, in a few words, into BUF. */
-static void describe(const redislockp_val *x, char *buf, size_t size)
-{
-    size_t len;
-    const char *s = redislockp_val_str(x, &len);
-
-    switch (redislockp_val_type(x)) {
-    case REDISLOCKP_V_STATUS:
-        snprintf(buf, size, "+%.*s", (int)(len < 40 ? len : 40), s);
-        break;
-    case REDISLOCKP_V_ERROR:
-        snprintf(buf, size, "\"%.*s\"", (int)(len < 200 ? len : 200), s);
-        break;
-    case REDISLOCKP_V_INTEGER:
-        snprintf(buf, size, "the integer %lld", redislockp_val_int(x));
-        break;
-    case REDISLOCKP_V_NIL:
-        snprintf(buf, size, "nil");
-        break;
-    case REDISLOCKP_V_STRING:
-        snprintf(buf, size, "a string of %zu bytes", len);
-        break;
-    case REDISLOCKP_V_ARRAY:
-        snprintf(buf, size, "an array of %zu", redislockp_val_count(x));
-        break;
-    default:
-        snprintf(buf, size, "a reply of type %d",
-                 redislockp_val_type_number(x));
-        break;
-    }
-}
-
 static const char *const shape_names[] = {
     "nothing known", "+OK", "+QUEUED", "+OK", "+OK or nil",
     "a string or nil", "an integer", "two strings of digits",
@@ -461,7 +429,7 @@ static const char *const shape_names[] = {
  * again (the caller closes it on REDISLOCK_ERR_PROTOCOL). */
 static int unexpected(conv *v, int i, const redislockp_val *x)
 {
-    char got[260], hint[96] = "";
+    char got[REDISLOCKP_BRIEF_SIZE], hint[96] = "";
     size_t len;
     const char *s = redislockp_val_str(x, &len), *q, *e;
     const char *after = v->cl != NULL ? "closed"
@@ -469,7 +437,7 @@ static int unexpected(conv *v, int i, const redislockp_val *x)
                                         "using it again";
     int w = v->want[i];
 
-    describe(x, got, sizeof got);
+    redislockp_val_brief(x, got, sizeof got);
     if (redislockp_val_type(x) != REDISLOCKP_V_ERROR)
         return redislockp_tx_fail(
             v->msg, REDISLOCK_ERR_PROTOCOL,
