@@ -62,10 +62,16 @@
 #include "config.h"
 
 #include <ctype.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+
+#ifdef HAVE_LIBEVENT
+#include <event2/event.h>
+#endif
 
 #include "testutil.h"
 
@@ -73,8 +79,8 @@ static redisContext *c;                 /* the default user: every right */
 
 #define OTHER_LEASE_MS 60000            /* another owner's holding */
 #define OWN_LEASE_MS 60000              /* the user's handle's lease */
-#define WAIT_MS 100                     /* acquire_wait's deadline */
-#define RENEW_LEASE_MS 300              /* auto-renewed: every 100 ms */
+#define WAIT_MS 150                     /* acquire_wait's deadline */
+#define RENEW_LEASE_MS 150              /* auto-renewed: every 50 ms */
 #define MAX_CMDS 48
 #define MAX_KEYS 12
 
@@ -146,10 +152,11 @@ struct group {
 struct learned {
     int ncmd, nkey;
     char cmd[MAX_CMDS][48];             /* "get", "function|load" */
+    char minus[MAX_CMDS][49];           /* "-get": the rule lacking it */
     char key[MAX_KEYS][80];             /* with "$K" for the lock key */
 };
 
-static int cases_run, cases_failed, notes;
+static int cases_run, cases_failed, notes, users_made;
 static char group_name[96];
 
 /* ------------------------------------------------------------------------
@@ -320,12 +327,9 @@ static bool is_command(const char *name, char args[][200], int n)
     size_t len = bar != NULL ? (size_t)(bar - name) : strlen(name);
 
     if (n < 1 || strlen(args[0]) != len ||
-        !has_nocase(args[0], name) /* same length: equal */)
+        strncasecmp(args[0], name, len) != 0)
         return false;
-    if (bar == NULL)
-        return true;
-    return n >= 2 && strlen(args[1]) == strlen(bar + 1) &&
-           has_nocase(args[1], bar + 1);
+    return bar == NULL || (n >= 2 && strcasecmp(args[1], bar + 1) == 0);
 }
 
 static void learn_cmd(struct learned *l, const char *name)
@@ -335,8 +339,10 @@ static void learn_cmd(struct learned *l, const char *name)
     for (i = 0; i < l->ncmd; i++)
         if (strcmp(l->cmd[i], name) == 0)
             return;
-    if (l->ncmd < MAX_CMDS)
-        snprintf(l->cmd[l->ncmd++], sizeof l->cmd[0], "%s", name);
+    if (l->ncmd < MAX_CMDS) {
+        snprintf(l->cmd[l->ncmd], sizeof l->cmd[0], "%s", name);
+        snprintf(l->minus[l->ncmd++], sizeof l->minus[0], "-%s", name);
+    }
 }
 
 static void learn_key(struct learned *l, const char *arg, const char *key)
@@ -413,6 +419,15 @@ static void learn_from(redisContext *m, const char *mark, const char *admin,
  * One case
  */
 
+/* The operation's result. */
+struct outcome {
+    int st;
+    bool ok;
+    char err[600];
+    bool lost;                  /* auto-renewal: a loss reported */
+    char note[200];
+};
+
 struct kase {
     const struct group *g;
     const struct path *p;
@@ -422,11 +437,28 @@ struct kase {
     char key[64], fukey[64], user[32], lacked[128];
     redislock_client *cl;
     tu_loop loop;
+#ifdef HAVE_LIBEVENT
+    struct event *guard;        /* bounds a blocking turn of the loop */
+#endif
     redislock *h, *o, *h2, *o2;
     long long o_since, o2_since;
     char fence_before[512];
+    struct outcome out;
+    /* A timed operation under way (acquire_wait, auto-renewal). */
+    pthread_t tid;
+    tu_async a;
+    int started;                /* 1: blocking (a thread), 2: on the loop */
+    int returned;               /* the thread's call returned (atomic) */
+    long long t0, lease, until;
+    bool done, renewed;
     int failed;
 };
+
+/* The cases whose clients are open: on the loop API, each turn runs all
+ * their loops (auto-renewal runs there). */
+#define MAX_LIVE 64
+static struct kase *live[MAX_LIVE];
+static int nlive;
 
 /* Note a failure of case K (printed at once, counted). */
 static void TU_PRINTF(2, 3) bad(struct kase *k, const char *fmt, ...)
@@ -437,9 +469,9 @@ static void TU_PRINTF(2, 3) bad(struct kase *k, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    printf("# FAIL %s: %s, user lacking %s: %s\n", group_name, k->p->name,
-           k->lack != NULL ? k->lacked : "nothing (baseline)", msg);
-    fflush(stdout);
+    fprintf(stderr, "# FAIL %s: %s, user lacking %s: %s\n", group_name,
+            k->p->name, k->lack != NULL ? k->lacked : "nothing (baseline)",
+            msg);
     k->failed = 1;
 }
 
@@ -470,14 +502,45 @@ static redislock *user_handle(const struct kase *k, const char *key,
     return l;
 }
 
-/* Let the case's client work for a moment: its loop, or (blocking API:
- * the watchdog is a thread) a short sleep. */
+#ifdef HAVE_LIBEVENT
+static void guard_fired(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd, (void)what, (void)arg;
+}
+#endif
+
+/* One turn of case K's loop: what is ready, or (BLOCK) wait for
+ * something first, 2 ms at most. */
+static void loop_turn(struct kase *k, bool block)
+{
+#ifdef HAVE_LIBEVENT
+    if (k->loop.kind == TU_LOOP_LIBEVENT) {
+        (void)event_base_loop(k->loop.lib,
+                              block ? EVLOOP_ONCE : EVLOOP_NONBLOCK);
+        return;
+    }
+#endif
+    tu_loop_once(&k->loop, block ? 1 : 0);
+}
+
+/* Let the clients work: every live case's loop once without waiting,
+ * then K's (if any) until something happens; on the blocking API the
+ * clients need nothing (their watchdogs are threads): a short sleep. */
 static void pump(struct kase *k)
 {
-    if (k->g->api == API_LOOP)
-        tu_loop_once(&k->loop, 1);
+    int i;
+
+    if ((k != NULL ? k->g : live[0]->g)->api == API_BLOCKING) {
+        tu_sleep_ms(1);
+        return;
+    }
+    for (i = 0; i < nlive; i++)
+        if (live[i] != k)
+            loop_turn(live[i], false);
+    if (k != NULL)
+        loop_turn(k, true);
     else
-        tu_sleep_ms(5);
+        tu_sleep_ms(1);
 }
 
 /* An async operation started with status ST: its outcome. */
@@ -493,7 +556,7 @@ static int finish(struct kase *k, int st, tu_async *a, bool *ok)
         if (tu_now_ms() > end)
             fail_msg("%s: %s: no callback within %lld ms", group_name,
                      k->p->name, tu_deadline_ms(20000));
-        tu_loop_once(&k->loop, 1);
+        pump(k);
     }
     *ok = a->ok;
     return a->status;
@@ -524,16 +587,6 @@ static int do_release(struct kase *k, redislock *l, bool *ok)
     if (k->g->api == API_BLOCKING)
         return redislock_release(l, ok);
     return finish(k, redislock_release_async(l, tu_async_done, &a), &a, ok);
-}
-
-static int do_wait(struct kase *k, redislock *l, long long ms, bool *ok)
-{
-    tu_async a = { 0 };
-
-    if (k->g->api == API_BLOCKING)
-        return redislock_acquire_wait(l, ms, ok);
-    return finish(k, redislock_acquire_wait_async(l, ms, tu_async_done, &a),
-                  &a, ok);
 }
 
 /* held and ttl: blocking, two calls (the first failure is the answer);
@@ -641,11 +694,10 @@ static void check_validity(struct kase *k, redislock *l, const char *what)
 static void check_connections(struct kase *k, const char *when)
 {
     redisReply *r = tu_cmd(c, "CLIENT LIST");
-    char want[48], user[48], multi[16], id[24];
+    char user[48], multi[16], id[24];
     const char *line;
 
     assert_int_equal(r->type, REDIS_REPLY_STRING);
-    snprintf(want, sizeof want, "%s", k->user);
     for (line = r->str; *line != '\0';) {
         size_t len = strcspn(line, "\n");
         char buf[1024];
@@ -654,7 +706,7 @@ static void check_connections(struct kase *k, const char *when)
         field_of(buf, "user", user, sizeof user);
         field_of(buf, "multi", multi, sizeof multi);
         field_of(buf, "id", id, sizeof id);
-        if (strcmp(user, want) == 0 && strcmp(multi, "-1") != 0)
+        if (strcmp(user, k->user) == 0 && strcmp(multi, "-1") != 0)
             bad(k, "%s: connection id=%s of the user is inside MULTI "
                 "(multi=%s)", when, id, multi);
         line += len;
@@ -684,15 +736,6 @@ static bool names_cause(const struct kase *k, const char *err)
            (strstr(err, "NOPERM") != NULL && has_nocase(err, "key"));
 }
 
-/* The operation's result. */
-struct outcome {
-    int st;
-    bool ok;
-    char err[600];
-    bool lost;                  /* auto-renewal: a loss reported */
-    char note[200];
-};
-
 static void set_result(struct outcome *out, redislock *l, int st, bool ok)
 {
     out->st = st;
@@ -714,56 +757,149 @@ static void add_waiter(const char *key)
     tu_cmd_ok(c, "ZADD {%s}:waiters %lld rf-waiter", key, ms + 10000);
 }
 
-/* Auto-renewal: acquire with a short lease; then either wait for a
- * renewal (the lease counted by the handle grows past what the acquire
- * gave) or a loss, or (SC_OTHER) let another owner take the key and wait
- * for the loss. */
-static void run_renew(struct kase *k, struct outcome *out)
+/* ------------------------------------------------------------------------
+ * The timed operations, which the cases of a path run side by side:
+ * start (one after the other), wait for all, finish (one after the
+ * other).
+ */
+
+static bool timed(const struct path *p)
 {
-    long long lease = RENEW_LEASE_MS * (tu_wrapped() ? 10 : 1);
-    long long t0, end;
-    bool ok = false, renewed = false;
+    return p->op == OP_WAIT || p->op == OP_RENEW;
+}
+
+/* acquire_wait on the blocking API: a thread of its own (library calls
+ * only; the checks stay on the main thread). */
+static void *wait_main(void *arg)
+{
+    struct kase *k = arg;
+    bool ok = false;
+    int st = redislock_acquire_wait(k->h, WAIT_MS, &ok);
+
+    set_result(&k->out, k->h, st, ok);
+    __atomic_store_n(&k->returned, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* Auto-renewal: acquire with a short lease; SC_OTHER then lets another
+ * owner take the key.  The wait is for a renewal (the lease the handle
+ * counts grows past what the acquire gave) or a loss. */
+static void timed_start(struct kase *k)
+{
+    bool ok = false;
     int st;
 
-    lease = tu_deadline_ms(lease);
-    assert_int_equal(redislock_set_expire_ms(k->h, lease), REDISLOCK_OK);
-    assert_int_equal(redislock_set_autorenew(k->h, true), REDISLOCK_OK);
-    t0 = tu_now_ms();
-    st = do_acquire(k, k->h, &ok);
-    if (st != REDISLOCK_OK || !ok) {
-        set_result(out, k->h, st, ok);
-        snprintf(out->note, sizeof out->note, "the acquire");
+    if (k->p->op == OP_WAIT) {
+        if (k->g->api == API_BLOCKING) {
+            assert_int_equal(pthread_create(&k->tid, NULL, wait_main, k), 0);
+            k->started = 1;
+        } else {
+            k->started = 2;
+            st = redislock_acquire_wait_async(k->h, WAIT_MS, tu_async_done,
+                                              &k->a);
+            if (st != REDISLOCK_OK) {
+                set_result(&k->out, k->h, st, false);
+                k->done = true;
+            }
+        }
         return;
     }
-    if (k->p->sc == SC_OTHER) {
-        tu_cmd_ok(c, "DEL %s", k->key);
-        k->o = admin_handle(k, k->key);
-        k->o_since = tu_now_ms();
-        assert_true(tu_acquire(k->o));
-        fence_state(k->key, k->fence_before, sizeof k->fence_before);
+    k->lease = tu_deadline_ms(RENEW_LEASE_MS * (tu_wrapped() ? 10 : 1));
+    assert_int_equal(redislock_set_expire_ms(k->h, k->lease), REDISLOCK_OK);
+    assert_int_equal(redislock_set_autorenew(k->h, true), REDISLOCK_OK);
+    k->t0 = tu_now_ms();
+    st = do_acquire(k, k->h, &ok);
+    if (st != REDISLOCK_OK || !ok) {
+        set_result(&k->out, k->h, st, ok);
+        snprintf(k->out.note, sizeof k->out.note, "the acquire");
+        k->done = true;
+        return;
     }
-    end = tu_now_ms() + tu_deadline_ms(3 * lease + 1000);
-    while (tu_now_ms() < end) {
-        if (redislock_lost_reason(k->h) != REDISLOCK_LOST_NONE) {
-            out->lost = true;
-            break;
+    k->started = 1;
+}
+
+/* SC_OTHER's auto-renewal: another owner takes the key (after every
+ * case's acquire: the loop API's renewals run only while this test turns
+ * the loops). */
+static void timed_steal(struct kase *k)
+{
+    if (k->p->op != OP_RENEW || k->p->sc != SC_OTHER || k->done)
+        return;
+    tu_cmd_ok(c, "DEL %s", k->key);
+    k->o = admin_handle(k, k->key);
+    k->o_since = tu_now_ms();
+    assert_true(tu_acquire(k->o));
+    fence_state(k->key, k->fence_before, sizeof k->fence_before);
+}
+
+/* Has K's timed operation come to an end? */
+static bool timed_poll(struct kase *k)
+{
+    if (k->done)
+        return true;
+    if (k->p->op == OP_WAIT) {
+        if (k->started == 1 &&
+            __atomic_load_n(&k->returned, __ATOMIC_ACQUIRE)) {
+            assert_int_equal(pthread_join(k->tid, NULL), 0);
+            k->done = true;
+        } else if (k->started == 2 && k->a.calls > 0) {
+            set_result(&k->out, k->h, k->a.status, k->a.ok);
+            k->done = true;
         }
-        if (k->p->sc == SC_OWN &&
-            redislock_valid_for_ms(k->h) > lease - (tu_now_ms() - t0) + 20) {
-            renewed = true;
-            break;
-        }
-        pump(k);
+        return k->done;
     }
+    if (redislock_lost_reason(k->h) != REDISLOCK_LOST_NONE) {
+        k->out.lost = true;
+        k->done = true;
+    } else if (k->p->sc == SC_OWN &&
+               redislock_valid_for_ms(k->h) >
+                   k->lease - (tu_now_ms() - k->t0) + 20) {
+        k->renewed = true;
+        k->done = true;
+    } else if (tu_now_ms() > k->until) {
+        k->done = true;
+    }
+    return k->done;
+}
+
+static void timed_wait(struct kase *ks, int n)
+{
+    long long end = tu_now_ms() + tu_deadline_ms(20000);
+    int i, left;
+
+    for (i = 0; i < n; i++)
+        ks[i].until = tu_now_ms() + tu_deadline_ms(3 * ks[i].lease + 1000);
+    for (;;) {
+        for (i = 0, left = 0; i < n; i++)
+            left += !timed_poll(&ks[i]);
+        if (left == 0)
+            break;
+        if (tu_now_ms() > end)
+            fail_msg("%s: %s: %d timed operations still under way after "
+                     "%lld ms", group_name, ks[0].p->name, left,
+                     tu_deadline_ms(20000));
+        pump(NULL);
+    }
+}
+
+static void timed_finish(struct kase *k)
+{
+    struct outcome *out = &k->out;
+    bool ok = false;
+    int st;
+
+    if (k->p->op == OP_WAIT || !k->started)
+        return;
     check_validity(k, k->h, "while auto-renewed");
     /* The outcome: does the handle still believe it holds the lock? */
-    out->ok = !out->lost && (renewed || k->p->sc == SC_OTHER);
+    out->ok = !out->lost && (k->renewed || k->p->sc == SC_OTHER);
     out->st = REDISLOCK_OK;
     out->err[0] = '\0';
     if (!out->lost) {
-        if (!renewed && k->p->sc == SC_OWN)
+        if (!k->renewed && k->p->sc == SC_OWN)
             snprintf(out->note, sizeof out->note, "neither renewed nor "
-                     "lost within %lld ms", tu_deadline_ms(3 * lease + 1000));
+                     "lost within %lld ms",
+                     tu_deadline_ms(3 * k->lease + 1000));
         return;
     }
     /* A loss is reported by the next call, as REDISLOCK_ERR_LOST.  Where
@@ -779,15 +915,14 @@ static void run_renew(struct kase *k, struct outcome *out)
         set_result(out, k->h, st, false);
 }
 
-/* Run the case's operation. */
-static void run_op(struct kase *k, struct outcome *out)
+/* Run case K's operation (not a timed one) into K->out. */
+static void run_op(struct kase *k)
 {
     char owner[REDISLOCK_MAX_ID_LEN + 1];
     long long ttl = -1;
     bool ok = false;
     int st = REDISLOCK_OK;
 
-    memset(out, 0, sizeof *out);
     switch (k->p->op) {
     case OP_ACQUIRE:
         st = do_acquire(k, k->h, &ok);
@@ -798,9 +933,6 @@ static void run_op(struct kase *k, struct outcome *out)
     case OP_RELEASE:
     case OP_RELEASE_WAITER:
         st = do_release(k, k->h, &ok);
-        break;
-    case OP_WAIT:
-        st = do_wait(k, k->h, WAIT_MS, &ok);
         break;
     case OP_HELD:
         st = do_held(k, k->h, &ok, &ttl);
@@ -819,32 +951,35 @@ static void run_op(struct kase *k, struct outcome *out)
                     want);
         }
         break;
-    case OP_RENEW:
-        run_renew(k, out);
-        return;
     default:
-        fail_msg("no such operation");
+        fail_msg("%s is timed", k->p->name);
     }
-    set_result(out, k->h, st, ok);
+    set_result(&k->out, k->h, st, ok);
 }
+
+/* ------------------------------------------------------------------------
+ * A case from start to end
+ */
 
 /* Set up case K: the user, its client, the holdings. */
 static void case_begin(struct kase *k)
 {
     static const char *const scripts[] = { "", "?scripts=functions",
                                            "?scripts=none" };
+    static const char *const companions[] = { "{$K}:waiters", "{$K}:wake",
+                                              "{$K}:turn", "{$K}:fence" };
     char url[256], word[128];
     const char *argv[MAX_KEYS + 16];
     size_t argvlen[MAX_KEYS + 16];
     char keyrules[MAX_KEYS + 6][128];
-    static const char *const companions[] = { "{$K}:waiters", "{$K}:wake",
-                                              "{$K}:turn", "{$K}:fence" };
     redisReply *r;
     int argc = 0, nk = 0, i;
 
+    assert_true(nlive < MAX_LIVE);
+    live[nlive++] = k;
     tu_key(k->key, sizeof k->key, "rfk");
     tu_key(k->fukey, sizeof k->fukey, "rffu");
-    snprintf(k->user, sizeof k->user, "rf%d", cases_run);
+    snprintf(k->user, sizeof k->user, "rf%d", ++users_made);
 
     /* The user: every right, but the one lacking. */
     argv[argc++] = "ACL";
@@ -896,9 +1031,20 @@ static void case_begin(struct kase *k)
              scripts[k->g->sm]);
     if (redislock_client_open(url, &k->cl, NULL, 0) != REDISLOCK_OK)
         fail_msg("client_open %s", url);
-    if (k->g->api == API_LOOP &&
-        !tu_loop_attach_kind(&k->loop, k->cl, TU_LOOP_LIBEVENT))
-        (void)tu_loop_attach_kind(&k->loop, k->cl, TU_LOOP_POLL);
+    if (k->g->api == API_LOOP) {
+        if (tu_loop_attach_kind(&k->loop, k->cl, TU_LOOP_LIBEVENT)) {
+#ifdef HAVE_LIBEVENT
+            struct timeval tv = { 0, 2000 };
+
+            k->guard = event_new(k->loop.lib, -1, EV_PERSIST, guard_fired,
+                                 NULL);
+            assert_non_null(k->guard);
+            assert_int_equal(event_add(k->guard, &tv), 0);
+#endif
+        } else {
+            (void)tu_loop_attach_kind(&k->loop, k->cl, TU_LOOP_POLL);
+        }
+    }
 
     k->h = user_handle(k, k->key, OWN_LEASE_MS);
     if (k->p->op != OP_RENEW && k->p->sc == SC_OTHER) {
@@ -927,11 +1073,12 @@ static void case_begin(struct kase *k)
 }
 
 /* The checks after the operation, the follow-up, and the clean-up. */
-static void case_end(struct kase *k, const struct outcome *out)
+static void case_end(struct kase *k)
 {
+    const struct outcome *out = &k->out;
     char fence[512];
     bool ok = false;
-    int st;
+    int st, i;
 
     /* 1. No grant the baseline did not have; 4. a refusal is an error
      * naming what is missing. */
@@ -949,10 +1096,10 @@ static void case_end(struct kase *k, const struct outcome *out)
     if (out->st != REDISLOCK_OK && k->lack != NULL &&
         !names_cause(k, out->err)) {
         if (k->p->op == OP_RENEW && out->lost) {
-            printf("# note %s: %s, user lacking %s: the loss is reported "
-                   "(%s: %s) without naming what was refused\n", group_name,
-                   k->p->name, k->lacked, redislock_strerror(out->st),
-                   out->err);
+            fprintf(stderr, "# note %s: %s, user lacking %s: the loss is "
+                    "reported (%s: %s) without naming what was refused\n",
+                    group_name, k->p->name, k->lacked,
+                    redislock_strerror(out->st), out->err);
             notes++;
         } else {
             bad(k, "%s: %s: \"%s\" does not name %s",
@@ -984,11 +1131,20 @@ static void case_end(struct kase *k, const struct outcome *out)
     check_untouched(k, "after the follow-up", k->fukey, k->o2, k->o2_since);
     check_connections(k, "after the follow-up");
 
+    for (i = 0; i < nlive && live[i] != k; i++)
+        ;
+    assert_true(i < nlive);
+    live[i] = live[--nlive];
     redislock_free(k->h2);
     redislock_free(k->h);
     redislock_client_free(k->cl);
-    if (k->g->api == API_LOOP)
+    if (k->g->api == API_LOOP) {
+#ifdef HAVE_LIBEVENT
+        if (k->guard != NULL)
+            event_free(k->guard);
+#endif
         tu_loop_end(&k->loop);
+    }
     redislock_free(k->o);
     redislock_free(k->o2);
     freeReplyObject(redisCommand(c, "ACL DELUSER %s", k->user));
@@ -1001,13 +1157,39 @@ static void case_end(struct kase *k, const struct outcome *out)
         cases_failed++;
 }
 
-/* The baseline of path P: run it as a user with every right, learning
- * what it sends into L. */
+/* The cases KS[0..N-1] of one path: one after the other, or side by side
+ * for a timed path. */
+static void run_cases(struct kase *ks, int n)
+{
+    int i;
+
+    if (!timed(ks[0].p)) {
+        for (i = 0; i < n; i++) {
+            case_begin(&ks[i]);
+            run_op(&ks[i]);
+            case_end(&ks[i]);
+        }
+        return;
+    }
+    for (i = 0; i < n; i++)
+        case_begin(&ks[i]);
+    for (i = 0; i < n; i++)
+        timed_start(&ks[i]);
+    for (i = 0; i < n; i++)
+        timed_steal(&ks[i]);
+    timed_wait(ks, n);
+    for (i = 0; i < n; i++)
+        timed_finish(&ks[i]);
+    for (i = 0; i < n; i++)
+        case_end(&ks[i]);
+}
+
+/* The baseline of path P: run as a user with every right, learning what
+ * it sends into L. */
 static void baseline(const struct group *g, const struct path *p,
                      struct learned *l)
 {
     struct kase k;
-    struct outcome out;
     struct cmdstats cs;
     char admin[64], mark[64];
     redisContext *m;
@@ -1022,76 +1204,79 @@ static void baseline(const struct group *g, const struct path *p,
     m = tu_connect();
     tu_cmd_ok(m, "MONITOR");
     tu_cmd_ok(c, "CONFIG RESETSTAT");
-    run_op(&k, &out);
+    if (timed(p)) {
+        timed_start(&k);
+        timed_steal(&k);
+        timed_wait(&k, 1);
+        timed_finish(&k);
+    } else {
+        run_op(&k);
+    }
     snprintf(mark, sizeof mark, "rf-mark-%d", cases_run);
     freeReplyObject(tu_cmd(c, "ECHO %s", mark));
     cmdstats_of(&cs);
     learn_from(m, mark, admin, k.key, &cs, l);
     redisFree(m);
-    case_end(&k, &out);
-}
+    /* A wait that outlasts a tick of the server blocks between tries. */
+    if (p->op == OP_WAIT && p->sc == SC_OTHER) {
+        int i;
 
-/* Path P as a user lacking LACK (a command "-cmd", or a key template). */
-static void refused(const struct group *g, const struct path *p,
-                    const struct learned *l, const char *lack, bool is_key)
-{
-    struct kase k;
-    struct outcome out;
-
-    memset(&k, 0, sizeof k);
-    k.g = g;
-    k.p = p;
-    k.base = l;
-    k.lack = lack;
-    k.lack_is_key = is_key;
-    case_begin(&k);
-    run_op(&k, &out);
-    case_end(&k, &out);
+        for (i = 0; i < l->ncmd && strcmp(l->cmd[i], "blpop") != 0; i++)
+            ;
+        if (i == l->ncmd)
+            bad(&k, "no BLPOP within the wait: the matrix misses it");
+    }
+    case_end(&k);
 }
 
 static void test_matrix(void **state)
 {
     const struct group *g = *state;
     struct learned l;
-    char lack[64], line[1024];
+    struct kase *ks;
+    char line[1024];
     size_t i;
-    int j, before = cases_run, failed_before = cases_failed;
+    int j, n, before = cases_run, failed_before = cases_failed;
     long long t0 = tu_now_ms();
 
-    if (g->sm == SM_FUNCTIONS && !tu_has_functions(c)) {
-        printf("# %s: the server has no Functions: skipped\n",
-               smode_name[g->sm]);
-        return;
-    }
     snprintf(group_name, sizeof group_name, "%s, %s, %s", smode_name[g->sm],
              kind_name[g->kd], api_name[g->api]);
+    if (g->sm == SM_FUNCTIONS && !tu_has_functions(c)) {
+        fprintf(stderr, "# %s: the server has no Functions: skipped\n",
+                group_name);
+        return;
+    }
     for (i = 0; i < NPATHS; i++) {
         long long tp = tu_now_ms();
-        int n = cases_run;
         size_t k = 0;
 
         if (!path_applies(g->kd, &paths[i]))
             continue;
+        n = cases_run;
         baseline(g, &paths[i], &l);
-        for (j = 0; j < l.ncmd; j++) {
-            snprintf(lack, sizeof lack, "-%s", l.cmd[j]);
-            refused(g, &paths[i], &l, lack, false);
+        ks = calloc((size_t)(l.ncmd + l.nkey), sizeof *ks);
+        assert_non_null(ks);
+        for (j = 0; j < l.ncmd + l.nkey; j++) {
+            ks[j].g = g;
+            ks[j].p = &paths[i];
+            ks[j].base = &l;
+            ks[j].lack_is_key = j >= l.ncmd;
+            ks[j].lack = j >= l.ncmd ? l.key[j - l.ncmd] : l.minus[j];
         }
-        for (j = 0; j < l.nkey; j++)
-            refused(g, &paths[i], &l, l.key[j], true);
+        run_cases(ks, l.ncmd + l.nkey);
+        free(ks);
         for (j = 0; j < l.ncmd && k < sizeof line; j++)
             k += (size_t)snprintf(line + k, sizeof line - k, " %s",
                                   l.cmd[j]);
         for (j = 0; j < l.nkey && k < sizeof line; j++)
             k += (size_t)snprintf(line + k, sizeof line - k, " ~%s",
                                   l.key[j]);
-        printf("# %s: %s:%s (%d cases, %lld ms)\n", group_name,
-               paths[i].name, line, cases_run - n, tu_now_ms() - tp);
+        fprintf(stderr, "# %s: %s:%s (%d cases, %lld ms)\n", group_name,
+                paths[i].name, line, cases_run - n, tu_now_ms() - tp);
     }
-    printf("# %s: %d cases (%d failed) in %lld ms\n", group_name,
-           cases_run - before, cases_failed - failed_before,
-           tu_now_ms() - t0);
-    fflush(stdout);
+    fprintf(stderr, "# %s: %d cases (%d failed) in %lld ms\n", group_name,
+            cases_run - before, cases_failed - failed_before,
+            tu_now_ms() - t0);
     if (cases_failed > failed_before)
         fail_msg("%s: %d of %d cases failed (see the # FAIL lines)",
                  group_name, cases_failed - failed_before,
@@ -1120,11 +1305,7 @@ int main(void)
         GROUP(SM_FUNCTIONS, KD_FENCED, API_BLOCKING),
         GROUP(SM_FUNCTIONS, KD_FENCED, API_LOOP),
     };
-    int rc;
-
-    /* The # lines in order with cmocka's own (on stderr) in the log. */
-    setvbuf(stdout, NULL, _IOLBF, 0);
-    rc = TU_RUN_CONNECTED(tests, &c);
+    int rc = TU_RUN_CONNECTED(tests, &c);
 
     printf("# the matrix: %d cases, %d failed, %d notes\n", cases_run,
            cases_failed, notes);
