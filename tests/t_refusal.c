@@ -11,29 +11,35 @@
  * The cases are not written out: they are learned from what the library
  * sends.  For each way of running the lock (scripts=eval, =functions,
  * =none; go-zero mode, and counted mode and fencing where scripts run;
- * the blocking API and the event-loop API through the libevent adapter)
- * and each path through an operation (acquire of a free key, of another
- * owner's, re-entry; extend; release with and without a waiter; a wait's
- * tries and BLPOP; the watchdog's renewals; held, ttl, inspect), the path
- * is run once as a user with every right, on the harness's server, and
+ * the blocking API and the event-loop API through the libevent adapter,
+ * or tu_loop's poll() loop in a build without libevent) and each path
+ * through an operation (acquire of a free key, of another owner's,
+ * re-entry; extend; release with and without a waiter; a wait that takes
+ * a free key, and one that registers, blocks in BLPOP and leaves at its
+ * deadline; the watchdog's renewals, kept and lost to another owner;
+ * held, ttl, hold_count; inspect), the path is run once as a user with
+ * every right, on the harness's server, and
  *   - the server's command counters (CONFIG RESETSTAT, INFO commandstats:
  *     commands run inside scripts count too, subcommands as
  *     "function|load") give the commands it ran, kept when MONITOR shows
  *     them coming from the library's connections (or from a script they
  *     ran) and not from this test's own;
  *   - MONITOR gives the keys: every argument naming the case's lock key
- *     or one of its companions ({K}:waiters, :wake, :turn, :fence).
+ *     (the lock key, {K}:waiters, :wake, :turn, :fence, or another).
  * That run is the baseline: it must give the right answer.  Then the path
  * runs again once per command, as a user with every right but that one
  * ("+@all -CMD"), and once per key, as a user allowed every key the path
- * touches but that one.  A command or a key the library starts sending
- * joins the matrix by itself.
+ * touches and the four companions but that one.  A command or a key the
+ * library starts sending joins the matrix by itself.  Every case starts
+ * with the scripts and the Function library flushed, so that loading
+ * them (EVAL after NOSCRIPT, FUNCTION LOAD) is on the path.
  *
  * Each case checks:
  *   1. no grant where the baseline had none (acquired, extended,
- *      released, held: true only where a user with every right gets
- *      true), and the handle's local validity (redislock_valid_for_ms())
- *      never longer than the lease Redis has for its owner ID;
+ *      released, held, "still held" for auto-renewal: true only where a
+ *      user with every right gets true), and the handle's local validity
+ *      (redislock_valid_for_ms()) never longer than the lease Redis has
+ *      for its owner ID;
  *   2. where another owner holds the key: its owner ID and lease (within
  *      its 60 s, counted from its acquire) are untouched, and so is the
  *      fencing counter, read back by the default user;
@@ -46,18 +52,27 @@
  *      baseline's is a refusal hidden), and redislock_last_error() names
  *      what is missing: the command's name (case-insensitive; a
  *      subcommand "function|load" as written, or with a space), or, for
- *      a key, the key's name or the server's own NOPERM words about a
- *      key.  A call that succeeds without the right (the library
- *      degrades as doc/acl.md says: a release without wake-ups, a wait
- *      that polls, plain commands when scripts are refused) must answer
- *      what the baseline answered.  The watchdog reports a refused
- *      renewal as a loss (redislock_lost_reason(), then REDISLOCK_ERR_LOST
- *      from the next call); the loss must be reported, and a loss text
- *      that does not name the command is printed as a note, not failed:
- *      the header gives the loss reasons as fixed texts.
- * Failures are collected, not stopped at: each is printed ("# FAIL ..."),
+ *      a key, the key's name, or NOPERM and the word "key" (Redis 7.0
+ *      does not say which key).  A call that succeeds without the right
+ *      (the library degrades as doc/acl.md says: a release without
+ *      wake-ups, a wait that polls, plain commands when scripts are
+ *      refused) must answer what the baseline answered.  The watchdog
+ *      reports a refused renewal as a loss (redislock_lost_reason(), then
+ *      REDISLOCK_ERR_LOST from the next call): the loss must be reported,
+ *      and a loss text that does not name the command is printed as a
+ *      note, not failed (the header gives the loss reasons as fixed
+ *      texts).  Where another owner took the key, the loss is the right
+ *      answer.
+ * Failures are collected, not stopped at: each is printed ("# FAIL ...")
  * and the group fails at the end with their count.  Every group prints
- * how many cases it ran.
+ * the commands and keys of each path and how many cases it ran.
+ *
+ * Time: the cases of a path without waits run one after the other, a few
+ * ms each; those of a timed path (acquire_wait's deadline, auto-renewal's
+ * lease) start one after the other and are waited for together, so a
+ * path costs one deadline.  About 15 s in all (natively); the deadlines
+ * follow REDISLOCK_TEST_DEADLINE_SCALE, the renewal lease is 4 times
+ * longer under a wrapper (valgrind).
  */
 #include "config.h"
 
@@ -126,8 +141,9 @@ static const struct path paths[] = {
       "release with a waiter (another owner's key)" },
     { OP_WAIT, SC_FREE, true, "acquire_wait (free key)" },
     { OP_WAIT, SC_OTHER, false, "acquire_wait (another owner's key)" },
-    { OP_HELD, SC_OWN, true, "held and ttl" },
-    { OP_HELD, SC_OTHER, false, "held and ttl (another owner's key)" },
+    { OP_HELD, SC_OWN, true, "held, ttl, hold_count" },
+    { OP_HELD, SC_OTHER, false,
+      "held, ttl, hold_count (another owner's key)" },
     { OP_INSPECT, SC_OWN, true, "inspect" },
     { OP_INSPECT, SC_OTHER, false, "inspect (another owner's key)" },
     { OP_RENEW, SC_OWN, true, "auto-renewal" },
@@ -531,7 +547,7 @@ static void pump(struct kase *k)
 {
     int i;
 
-    if ((k != NULL ? k->g : live[0]->g)->api == API_BLOCKING) {
+    if (nlive == 0 || live[0]->g->api == API_BLOCKING) {
         tu_sleep_ms(1);
         return;
     }
@@ -590,20 +606,23 @@ static int do_release(struct kase *k, redislock *l, bool *ok)
     return finish(k, redislock_release_async(l, tu_async_done, &a), &a, ok);
 }
 
-/* held and ttl: blocking, two calls (the first failure is the answer);
- * on the loop, held_async gives both. */
-static int do_held(struct kase *k, redislock *l, bool *ok, long long *ttl)
+/* held, ttl and hold_count: blocking, three calls (the first failure is
+ * the answer); on the loop, held_async gives all three. */
+static int do_held(struct kase *k, redislock *l, bool *ok, long long *ttl,
+                   int *holds)
 {
     tu_async a = { 0 };
-    int holds = 0, st;
+    int st;
 
     if (k->g->api == API_BLOCKING) {
         st = redislock_held(l, ok);
         if (st == REDISLOCK_OK)
             st = redislock_ttl(l, ttl);
+        if (st == REDISLOCK_OK)
+            st = redislock_hold_count(l, holds);
         return st;
     }
-    return finish(k, redislock_held_async(l, ttl, &holds, tu_async_done, &a),
+    return finish(k, redislock_held_async(l, ttl, holds, tu_async_done, &a),
                   &a, ok);
 }
 
@@ -779,7 +798,7 @@ static void *wait_main(void *arg)
 {
     struct kase *k = arg;
     bool ok = false;
-    int st = redislock_acquire_wait(k->h, WAIT_MS, &ok);
+    int st = redislock_acquire_wait(k->h, tu_deadline_ms(WAIT_MS), &ok);
 
     set_result(&k->out, k->h, st, ok);
     __atomic_store_n(&k->returned, 1, __ATOMIC_RELEASE);
@@ -800,8 +819,8 @@ static void timed_start(struct kase *k)
             k->started = 1;
         } else {
             k->started = 2;
-            st = redislock_acquire_wait_async(k->h, WAIT_MS, tu_async_done,
-                                              &k->a);
+            st = redislock_acquire_wait_async(k->h, tu_deadline_ms(WAIT_MS),
+                                              tu_async_done, &k->a);
             if (st != REDISLOCK_OK) {
                 set_result(&k->out, k->h, st, false);
                 k->done = true;
@@ -931,7 +950,7 @@ static void run_op(struct kase *k)
     char owner[REDISLOCK_MAX_ID_LEN + 1];
     long long ttl = -1;
     bool ok = false;
-    int st = REDISLOCK_OK;
+    int st = REDISLOCK_OK, holds = 0;
 
     switch (k->p->op) {
     case OP_ACQUIRE:
@@ -945,10 +964,12 @@ static void run_op(struct kase *k)
         st = do_release(k, k->h, &ok);
         break;
     case OP_HELD:
-        st = do_held(k, k->h, &ok, &ttl);
-        /* ttl: -1 when not held (or held without expiry). */
-        if (st == REDISLOCK_OK && (ok ? ttl == 0 || ttl < -1 : ttl != -1))
-            bad(k, "held %d but ttl %lld", ok, ttl);
+        st = do_held(k, k->h, &ok, &ttl, &holds);
+        /* ttl: -1 when not held (or held without expiry); the holds: 0
+         * when not held. */
+        if (st == REDISLOCK_OK && (ok ? ttl == 0 || ttl < -1 || holds < 1
+                                      : ttl != -1 || holds != 0))
+            bad(k, "held %d but ttl %lld and %d holds", ok, ttl, holds);
         break;
     case OP_INSPECT:
         st = do_inspect(k, k->h, &ok, owner, sizeof owner);
