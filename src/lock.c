@@ -1625,6 +1625,10 @@ int redislockp_op_next(redislockp_op *op)
     case P_EXTENDED:
         return extended(op);
     case P_LEFT:
+        /* Refused on a permission: say which (Redis 7.0's words inside a
+         * script do not). */
+        if (op_explain(op))
+            return 1;
         /* Whether we are still registered, or the turn passed on, is
          * not known after a failure. */
         if (op->st != REDISLOCK_OK)
