@@ -1099,6 +1099,27 @@ static void masters_now(int out[3])
     assert_int_equal(n, 3);
 }
 
+/* Does each of OUT's masters (node 0's CLUSTER SLOTS) say it is one?
+ * After a failover node 0 may still name the demoted master for a
+ * while: a write sent there would be refused (READONLY). */
+static int masters_settled(int out[3])
+{
+    int i, ok = 1;
+
+    masters_now(out);
+    for (i = 0; i < 3 && ok; i++) {
+        redisContext *c = connect_port(out[i]);
+        redisReply *r = redisCommand(c, "ROLE");
+
+        ok = r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
+             r->element[0]->type == REDIS_REPLY_STRING &&
+             strcmp(r->element[0]->str, "master") == 0;
+        freeReplyObject(r);
+        redisFree(c);
+    }
+    return ok;
+}
+
 /* INFO commandstats FIELD of COMMAND on the node on PORT. */
 static long long stat_at(int port, const char *command, const char *field)
 {
@@ -1191,7 +1212,8 @@ static void test_functions_on_every_master(void **state)
     (void)state;
     need_functions();
     TU_WAIT_UNTIL(all_ok(), 30000, "cluster_state:ok on every node");
-    masters_now(ms);
+    TU_WAIT_UNTIL(masters_settled(ms), 30000, "node 0's slot masters each "
+                  "answering ROLE as a master");
     for (i = 0; i < 6; i++)
         scripts[i] = scripts_at(ports[i]);
     for (i = 0; i < 3; i++)
