@@ -91,18 +91,21 @@ static int error_says(const redislockp_val *r, const char *words,
  * answer is checked.
  */
 enum {
-    WANT_NONE,             /* no shape known: a bug, refused */
-    WANT_OK,               /* +OK: WATCH UNWATCH MULTI DISCARD ASKING */
-    WANT_QUEUED,           /* inside MULTI: +QUEUED, or refused (an error) */
-    WANT_STATUS_OK,        /* SET without a condition: +OK */
-    WANT_OK_OR_NIL,        /* SET NX, SET IFEQ: +OK, or nil (not set) */
-    WANT_BULK,             /* GET, HGET: a string, or nil */
-    WANT_INT,              /* an integer */
-    WANT_TIME,             /* TIME: two strings of digits */
-    WANT_PAIRS,            /* ZREVRANGEBYSCORE WITHSCORES: strings, paired */
-    WANT_EXEC,             /* nil (a watched key changed), or an array of
+    WANT_NONE,          /* no shape known: a bug, refused */
+    WANT_OK,            /* +OK: WATCH UNWATCH MULTI DISCARD ASKING */
+    WANT_QUEUED,        /* inside MULTI: +QUEUED, or refused (an error) */
+    WANT_STATUS_OK,     /* SET without a condition: +OK */
+    WANT_OK_OR_NIL,     /* SET NX, SET IFEQ: +OK, or nil (not set) */
+    WANT_BULK,          /* GET, HGET: a string, or nil */
+    WANT_BOOL,          /* an integer, 0 or 1: one key, one member
+                         * (DEL, EXISTS, PEXPIRE, ZADD, ZREM, DELIFEQ) */
+    WANT_PTTL,          /* an integer, -2 or more (PTTL) */
+    WANT_COUNT,         /* an integer, 0 or more (ZCARD, RPUSH...) */
+    WANT_TIME,          /* TIME: two strings of digits */
+    WANT_PAIRS,         /* ZREVRANGEBYSCORE WITHSCORES: strings, paired */
+    WANT_EXEC,          /* nil (a watched key changed), or an array of
                          * the queued commands' results */
-    WANT_TRAILER           /* the trailer's: the caller judges (WAIT...) */
+    WANT_TRAILER        /* the trailer's: the caller judges (WAIT...) */
 };
 
 /* The shape of command ARGV's reply (outside MULTI; inside, of its
@@ -117,11 +120,12 @@ static unsigned char shape_of(int argc, const char *const *argv,
         {"WATCH", WANT_OK}, {"UNWATCH", WANT_OK}, {"MULTI", WANT_OK},
         {"DISCARD", WANT_OK}, {"ASKING", WANT_OK}, {"EXEC", WANT_EXEC},
         {"GET", WANT_BULK}, {"HGET", WANT_BULK}, {"TIME", WANT_TIME},
-        {"ZREVRANGEBYSCORE", WANT_PAIRS}, {"PTTL", WANT_INT}, {"EXISTS", WANT_INT},
-        {"ZCARD", WANT_INT}, {"ZCOUNT", WANT_INT}, {"DEL", WANT_INT},
-        {"ZREM", WANT_INT}, {"ZADD", WANT_INT}, {"PEXPIRE", WANT_INT},
-        {"RPUSH", WANT_INT}, {"ZREMRANGEBYSCORE", WANT_INT}, {"DELIFEQ", WANT_INT},
-        {"DELEX", WANT_INT}
+        {"ZREVRANGEBYSCORE", WANT_PAIRS}, {"PTTL", WANT_PTTL},
+        {"EXISTS", WANT_BOOL}, {"ZCARD", WANT_COUNT},
+        {"ZCOUNT", WANT_COUNT}, {"DEL", WANT_BOOL}, {"ZREM", WANT_BOOL},
+        {"ZADD", WANT_BOOL}, {"PEXPIRE", WANT_BOOL}, {"RPUSH", WANT_COUNT},
+        {"ZREMRANGEBYSCORE", WANT_COUNT}, {"DELIFEQ", WANT_BOOL},
+        {"DELEX", WANT_BOOL}
     };
     size_t i;
     int k;
@@ -182,8 +186,15 @@ static int shaped(const redislockp_val *r, int w)
     case WANT_BULK:
         return redislockp_val_type(r) == REDISLOCKP_V_STRING ||
                redislockp_val_type(r) == REDISLOCKP_V_NIL;
-    case WANT_INT:
-        return redislockp_val_type(r) == REDISLOCKP_V_INTEGER;
+    case WANT_BOOL:
+        return redislockp_val_type(r) == REDISLOCKP_V_INTEGER &&
+               (redislockp_val_int(r) == 0 || redislockp_val_int(r) == 1);
+    case WANT_PTTL:
+        return redislockp_val_type(r) == REDISLOCKP_V_INTEGER &&
+               redislockp_val_int(r) >= -2;
+    case WANT_COUNT:
+        return redislockp_val_type(r) == REDISLOCKP_V_INTEGER &&
+               redislockp_val_int(r) >= 0;
     case WANT_TIME:
         return redislockp_val_type(r) == REDISLOCKP_V_ARRAY && n == 2 &&
                is_digits(redislockp_val_at(r, 0)) &&
@@ -434,7 +445,8 @@ static int answers(const conv *v, redisReply *const *r, int i)
 
 static const char *const shape_names[] = {
     "nothing known", "+OK", "+QUEUED", "+OK", "+OK or nil",
-    "a string or nil", "an integer", "two strings of digits",
+    "a string or nil", "0 or 1", "an integer of -2 or more",
+    "an integer of 0 or more", "two strings of digits",
     "strings in pairs", "nil or an array of the queued commands' results",
     "the trailer's answer"
 };

@@ -304,7 +304,6 @@ int redislockp_script_answer_ok(const redislockp_call *call,
     static const long long woke_lo[] = {1, 0, 0}, woke_hi[] = {1, 0, 1};
     /* {1, holds left}: a counted release that left holds */
     static const long long left_lo[] = {1, 1}, left_hi[] = {1, ANY_HI};
-    static const long long bare_lo[] = {-1, 0}, bare_hi[] = {2, 0};
     static const long long ext_lo[] = {-1}, ext_hi[] = {1};
     static const long long st_lo[] = {-1, ANY_LO, ANY_LO, ANY_LO},
                            st_hi[] = {1, ANY_HI, ANY_HI, ANY_HI};
@@ -326,33 +325,23 @@ int redislockp_script_answer_ok(const redislockp_call *call,
     if (s == &redislockp_script_acquire_fencing)
         fencing = 1;
     if (redislockp_script_is_acquire(s)) {
-        /* Granted: the bare fencing token, 0 without fencing, or what it
-         * stands for, {1, token, holds} (src/scripts.h): one hold in
-         * go-zero mode; in counted mode a re-entry keeps the token its
-         * holding began with, 0 or not. */
-        long long tlo = fencing ? 1 : 0, thi = fencing ? ANY_HI : 0;
-        long long glo[3], ghi[3];
-
+        /* Granted: the bare fencing token, 0 without fencing - never the
+         * array it stands for, which no script sends ({1, 0, 1} is also a
+         * release's answer: a reply out of step must not read as a
+         * grant); in counted mode also a re-entry's {1, token, holds},
+         * the token its holding began with, 0 or not. */
         if (bare)
-            return x >= tlo && x <= thi;
-        if (redislockp_script_is_counted(s))
-            return ints_within(r, 2, other_lo, other_hi) ||
-                   ints_within(r, 3, held_lo, held_hi);
-        glo[0] = ghi[0] = 1;
-        glo[1] = tlo;
-        ghi[1] = thi;
-        glo[2] = ghi[2] = 1;
+            return fencing ? x >= 1 : x == 0;
         return ints_within(r, 2, other_lo, other_hi) ||
-               ints_within(r, 3, glo, ghi);
+               (redislockp_script_is_counted(s) &&
+                ints_within(r, 3, held_lo, held_hi));
     }
     if (s == &redislockp_script_release ||
         s == &redislockp_script_release_counted) {
-        /* The bare X, or {X, 0} it stands for; {1, 0, woke}; counted:
-         * {1, holds left}. */
+        /* The bare X; {1, 0, woke}; counted: {1, holds left}. */
         if (bare)
             return x >= -1 && x <= 2;
-        return ints_within(r, 2, bare_lo, bare_hi) ||
-               ints_within(r, 3, woke_lo, woke_hi) ||
+        return ints_within(r, 3, woke_lo, woke_hi) ||
                (s == &redislockp_script_release_counted &&
                 ints_within(r, 2, left_lo, left_hi));
     }

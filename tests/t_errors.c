@@ -381,10 +381,11 @@ static void release_gets(const char *reply, int want_status, bool want)
 static void test_acquire_reply_handling(void **state)
 {
     (void)state;
-    acquire_gets("*3\r\n:1\r\n:0\r\n:1\r\n", REDISLOCK_OK, true);
-    /* A go-zero acquire without fencing is granted with no token and
-     * one hold, nothing else: a token, or two holds, is not its answer
+    /* A go-zero acquire without fencing is granted by the bare 0 and
+     * nothing else: not the array it stands for, which no script sends
+     * ({1, 0, 1} is also a release's answer), not a token, not two holds
      * (never a grant; the connection is closed). */
+    acquire_gets("*3\r\n:1\r\n:0\r\n:1\r\n", REDISLOCK_ERR_PROTOCOL, false);
     acquire_gets("*3\r\n:1\r\n:7\r\n:2\r\n", REDISLOCK_ERR_PROTOCOL, false);
     acquire_gets("*3\r\n:1\r\n:7\r\n:1\r\n", REDISLOCK_ERR_PROTOCOL, false);
     acquire_gets("*2\r\n:0\r\n:1500\r\n", REDISLOCK_OK, false); /* refused */
@@ -411,14 +412,15 @@ static void test_acquire_reply_handling(void **state)
 static void test_release_reply_handling(void **state)
 {
     (void)state;
-    release_gets("*2\r\n:1\r\n:0\r\n", REDISLOCK_OK, true);
-    release_gets("*2\r\n:0\r\n:0\r\n", REDISLOCK_OK, false);
-    release_gets("*2\r\n:-1\r\n:0\r\n", REDISLOCK_OK, false);
+    /* The arrays the bare answers stand for are no script's answer. */
+    release_gets("*2\r\n:1\r\n:0\r\n", REDISLOCK_ERR_PROTOCOL, false);
+    release_gets("*2\r\n:0\r\n:0\r\n", REDISLOCK_ERR_PROTOCOL, false);
+    release_gets("*2\r\n:-1\r\n:0\r\n", REDISLOCK_ERR_PROTOCOL, false);
     release_gets("*2\r\n:3\r\n:0\r\n", REDISLOCK_ERR_PROTOCOL, false);
     release_gets("*2\r\n:0\r\n:3\r\n", REDISLOCK_ERR_PROTOCOL, false);
     release_gets("*2\r\n:1\r\n:-1\r\n", REDISLOCK_ERR_PROTOCOL, false);
     release_gets("*1\r\n:1\r\n", REDISLOCK_ERR_PROTOCOL, false);
-    /* A bare integer X stands for {X, 0} (src/scripts.h). */
+    /* The bare X (it stands for {X, 0}, src/scripts.h). */
     release_gets(":1\r\n", REDISLOCK_OK, true);
     release_gets(":0\r\n", REDISLOCK_OK, false);
     release_gets(":-1\r\n", REDISLOCK_OK, false);
@@ -587,10 +589,10 @@ static void test_wait_reply_handling(void **state)
     /* Refused twice; woken by a wake-up in between; then acquired. */
     const char *woken[] = { "*2\r\n:0\r\n:5000\r\n",
                             "*2\r\n$4\r\nwake\r\n$1\r\n1\r\n",
-                            "*3\r\n:1\r\n:0\r\n:1\r\n", NULL };
+                            ":0\r\n", NULL };
     const char *queued[] = { "*2\r\n:0\r\n:-3\r\n",
                              "*2\r\n$4\r\nwake\r\n$1\r\n1\r\n",
-                             "*3\r\n:1\r\n:0\r\n:1\r\n", NULL };
+                             ":0\r\n", NULL };
     struct canned k;
     bool ok = false;
     const char *sent;
@@ -627,7 +629,7 @@ static void test_peer_closes_before_reply(void **state)
 static void test_noscript_falls_back_to_eval(void **state)
 {
     const char *recover[] = { "-NOSCRIPT No matching script.\r\n",
-                              "*3\r\n:1\r\n:0\r\n:1\r\n", NULL };
+                              ":0\r\n", NULL };
     const char *fail[] = { "-NOSCRIPT No matching script.\r\n",
                            "-ERR boom\r\n", NULL };
     struct canned k;
@@ -684,8 +686,7 @@ static void test_acl_refusal_forms(void **state)
 
     (void)state;
     for (i = 0; i < sizeof forms / sizeof forms[0]; i++) {
-        const char *replies[] = { forms[i], "*2\r\n:1\r\n:0\r\n",
-                                  "*2\r\n:1\r\n:0\r\n", NULL };
+        const char *replies[] = { forms[i], ":1\r\n", ":1\r\n", NULL };
         const char *sent, *p;
         struct canned k;
         bool released = false;
