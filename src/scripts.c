@@ -227,3 +227,38 @@ int redislockp_int_array(const redislockp_val *r, const char *what,
     }
     return REDISLOCK_OK;
 }
+
+int redislockp_trailer_answer_ok(const redislockp_trailer *tr,
+                                 const redislockp_val *r)
+{
+    redislockp_vtype t = redislockp_val_type(r);
+    size_t len, i;
+
+    if (tr == NULL || tr->argc < 1 || t == REDISLOCKP_V_ERROR)
+        return 1;
+    len = tr->argvlen[0];
+    if (len == 4 && memcmp(tr->argv[0], "WAIT", 4) == 0)
+        return t == REDISLOCKP_V_INTEGER && redislockp_val_int(r) >= 0;
+    if (len == 7 && memcmp(tr->argv[0], "WAITAOF", 7) == 0) {
+        if (t != REDISLOCKP_V_ARRAY || redislockp_val_count(r) != 2)
+            return 0;
+        for (i = 0; i < 2; i++)
+            if (redislockp_val_type(redislockp_val_at(r, i)) !=
+                    REDISLOCKP_V_INTEGER ||
+                redislockp_val_int(redislockp_val_at(r, i)) < 0)
+                return 0;
+        return 1;
+    }
+    if (len == 5 && memcmp(tr->argv[0], "BLPOP", 5) == 0) {
+        if (t == REDISLOCKP_V_NIL)
+            return 1;
+        if (t != REDISLOCKP_V_ARRAY || redislockp_val_count(r) != 2)
+            return 0;
+        for (i = 0; i < 2; i++)
+            if (redislockp_val_type(redislockp_val_at(r, i)) !=
+                REDISLOCKP_V_STRING)
+                return 0;
+        return 1;
+    }
+    return 1;
+}

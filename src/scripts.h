@@ -134,6 +134,13 @@ typedef struct redislockp_trailer {
     size_t argvlen[4];
 } redislockp_trailer;
 
+/* Is R what trailer TR (NULL: none) may answer: WAIT an integer,
+ * WAITAOF two, BLPOP nil or a list's name and element - or an error
+ * reply, the caller's to judge?  Anything else means the connection is
+ * out of step. */
+int redislockp_trailer_answer_ok(const redislockp_trailer *tr,
+                                 const redislockp_val *r);
+
 /* Read a reply that must be an array of MIN..MAX integers into V;
  * REDISLOCK_ERR_PROTOCOL naming WHAT otherwise. */
 int redislockp_int_array(const redislockp_val *r, const char *what,
