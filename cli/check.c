@@ -1591,10 +1591,15 @@ static bool probe_access(struct node *n, redisContext *c)
     }
     if (!ask(n, c, m->scripts == SCRIPTS_NONE, &ran))
         return false;
-    if (n->may[N_BLPOP] == MAY_UNKNOWN)
-        unread(n, "whether the user may run BLPOP is unknown (only a "
-                  "script can ask Redis, from 7.0 on, and BLPOP cannot be "
-                  "tried without a lock's key outside a transaction)");
+    need_names(n, feature_needs(m), MAY_UNKNOWN, names, sizeof names);
+    if (names[0] != '\0') {
+        snprintf(cause, sizeof cause, "whether the user may run %s is "
+                 "unknown (Redis tells a script from 7.0 on, if the user "
+                 "may run one; else the check tries each command on a key "
+                 "of its own, HSET, HINCRBY, RPUSH and BLPOP only queued in "
+                 "a MULTI)", names);
+        unread(n, cause);
+    }
     if (m->scripts == SCRIPTS_FUNCTIONS && !old_functions &&
         !read_libraries(n, c))
         return false;

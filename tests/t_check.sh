@@ -659,8 +659,19 @@ check "replicas: min-replicas-to-write 0 warns; a replica stopped (SIGSTOP) show
 t_round_trip() {
     "$rcli" -p "$clean" DEBUG SLEEP 0 > /dev/null 2>&1 ||
         { diag "DEBUG not available: skipped"; return 0; }
+    debug_calls() {
+        ccli INFO commandstats | tr -d '\r' |
+            sed -n 's/^cmdstat_debug:calls=\([0-9]*\),.*/\1/p'
+    }
+    before=$(debug_calls)
     "$rcli" -p "$clean" -r 1500 DEBUG SLEEP 0.01 > /dev/null 2>&1 &
     busy=$!
+    # Busy before the check begins (a loaded machine may start it late,
+    # after the PINGs, which take milliseconds).
+    i=0
+    while [ "$(debug_calls)" -lt $((before + 2)) ] && [ $i -lt 100 ]; do
+        sleep 0.05; i=$((i + 1))
+    done
     $R -u "redis://127.0.0.1:$clean" -e 0.05 --check > "$work/t1" 2>&1
     st=$?
     kill $busy 2> /dev/null; wait $busy 2> /dev/null
