@@ -11,6 +11,15 @@
  * before their first write.  Rules that give a feature only some of its
  * commands check that too, and so do the refusals doc/acl.md lists
  * beyond the rules (no script rights, read-only keys, no +wait).
+ *
+ * Every rule also meets another owner's lock (contend()): its user's
+ * acquire, extend, release and acquire_wait never report success, and
+ * the other owner's lock stays as it was - issue 30's false grant, where
+ * a refused DISCARD left the connection inside MULTI and +QUEUED read as
+ * a lock taken.  The rules run as written come from doc/acl.md (go-zero
+ * mode without scripts and functions mode too, on clients whose URL
+ * chooses the mode) and from the man page; README.md must show
+ * doc/acl.md's rules word for word.
  */
 #include "config.h"
 
