@@ -1436,6 +1436,57 @@ static void test_refused_renewal_retried_on_the_loop(void **state)
     tu_cmd_ok(conn, "DEL %s", key);
 }
 
+/* Connections of USER to the harness's server (CLIENT LIST). */
+static int user_connections(const char *user)
+{
+    redisReply *r = tu_cmd(conn, "CLIENT LIST");
+    char want[80];
+    const char *p;
+    int n = 0;
+
+    snprintf(want, sizeof want, " user=%s ", user);
+    for (p = r->str; (p = strstr(p, want)) != NULL; p++)
+        n++;
+    freeReplyObject(r);
+    return n;
+}
+
+/* A refusal on a permission, explained (which command the user lacks)
+ * by the permissions probe as a step of the operation on the loop's own
+ * connection: no blocking round trip from the loop's thread (it used to
+ * borrow a pooled connection, connecting it there and then). */
+static void test_refusal_explained_on_the_loop(void **state)
+{
+    struct event_base *base;
+    redislock_client *cl;
+    redislock *lock;
+    char url[200];
+    tu_async d = { 0 };
+
+    (void)state;
+    tu_cmd_ok(conn, "ACL SETUSER asyncacl reset on >secret ~* +@all "
+                    "-hincrby");
+    snprintf(url, sizeof url, "redis://asyncacl:secret@%s:%s",
+             getenv("REDISLOCK_TEST_HOST"), getenv("REDISLOCK_TEST_PORT"));
+    cl = attached(url, &base);
+    lock = redislock_new_from_client(cl, "async:acl");
+    assert_non_null(lock);
+    assert_int_equal(redislock_set_fencing(lock, true), REDISLOCK_OK);
+    assert_int_equal(tu_async_start(redislock_acquire_async, lock, &d),
+                     REDISLOCK_OK);
+    RUN_UNTIL(base, d.calls == 1, 5000, "the refused acquire's callback");
+    assert_int_equal(d.status, REDISLOCK_ERR_SERVER);
+    assert_false(d.ok);
+    print_message("# %s\n", redislock_last_error(lock));
+    assert_non_null(strstr(redislock_last_error(lock),
+                           "may not run HINCRBY"));
+    assert_int_equal(user_connections("asyncacl"), 1);
+    redislock_free(lock);
+    redislock_client_free(cl);
+    event_base_free(base);
+    tu_cmd_ok(conn, "ACL DELUSER asyncacl");
+}
+
 /* A wait canceled while its try is on the wire: the try ends, then the
  * wait (CANCELED), out of the waiters. */
 static void test_cancel_during_a_try(void **state)
@@ -1524,6 +1575,7 @@ int main(void)
         cmocka_unit_test(test_withheld_renewal_on_the_loop),
         TU_BOTH_MODES(test_refused_renewal_retried_on_the_loop),
         TU_BOTH_MODES(test_cancel_during_a_try),
+        cmocka_unit_test(test_refusal_explained_on_the_loop),
     };
 
     tu_url(tcp_url, sizeof tcp_url);
