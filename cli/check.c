@@ -395,18 +395,22 @@ enum found {
 enum { MAY_UNUSED = -2, MAY_UNKNOWN = -1, MAY_NO = 0, MAY_YES = 1 };
 
 /* The commands whose permission the check asks about: those of the
- * library's modes (modes[] below), the waiters' BLPOP (and, without
- * scripts, the rest of waiting's commands), the replica
+ * library's modes (modes[] below) and of what runs in them (features[]
+ * below: the commands the scripts run, or without scripts the plain
+ * commands of each operation, src/plain.c), the replica
  * acknowledgement's WAIT, and what the URL's kind makes the library send
  * on each new connection.  WORDS is the command as redis.acl_check_cmd()
  * gets it: with its arguments where Redis would read keys from them, so
- * that none is read out of bounds; the plain commands and BLPOP alone, so
- * that no key is checked (which keys a lock uses depends on its name:
- * doc/acl.md).  The order is the order shown. */
+ * that none is read out of bounds; the commands on a lock's keys alone,
+ * so that no key is checked (which keys a lock uses depends on its name:
+ * doc/acl.md), but SET (NULL: see there).  The permission that grants
+ * one is its --json name, with '|' for '_' (+function|load).  The order
+ * is the order shown. */
 enum need { N_EVALSHA, N_EVAL, N_FCALL, N_FUNCTION_LOAD,
-            N_WATCH, N_UNWATCH, N_MULTI, N_EXEC, N_GET, N_SET, N_DEL,
-            N_PEXPIRE, N_PTTL, N_EXISTS,
-            N_TIME, N_ZADD, N_ZREM, N_ZCARD, N_ZREVRANGEBYSCORE,
+            N_WATCH, N_UNWATCH, N_MULTI, N_EXEC, N_DISCARD,
+            N_GET, N_SET, N_DEL, N_PEXPIRE, N_PTTL, N_EXISTS,
+            N_HGET, N_HSET, N_HINCRBY,
+            N_TIME, N_ZADD, N_ZREM, N_ZCARD, N_ZCOUNT, N_ZREVRANGEBYSCORE,
             N_ZREMRANGEBYSCORE, N_RPUSH,
             N_BLPOP, N_WAIT, N_SELECT, N_ROLE, N_CLUSTER_SLOTS, N_ASKING,
             NEEDS };
@@ -425,16 +429,24 @@ static const struct {
     { "UNWATCH", "unwatch", "unwatch" },
     { "MULTI", "multi", "multi" },
     { "EXEC", "exec", "exec" },
+    { "DISCARD", "discard", "discard" },
     { "GET", "get", "get" },
-    { "SET", "set", "set" },
+    /* Never asked alone: Redis 7.0 and Valkey 8.0 read SET's arguments
+     * for its keys whether they are there or not (a user with key
+     * patterns crashed the server); tried instead (try_plain()). */
+    { "SET", "set", NULL },
     { "DEL", "del", "del" },
     { "PEXPIRE", "pexpire", "pexpire" },
     { "PTTL", "pttl", "pttl" },
     { "EXISTS", "exists", "exists" },
+    { "HGET", "hget", "hget" },
+    { "HSET", "hset", "hset" },
+    { "HINCRBY", "hincrby", "hincrby" },
     { "TIME", "time", "time" },
     { "ZADD", "zadd", "zadd" },
     { "ZREM", "zrem", "zrem" },
     { "ZCARD", "zcard", "zcard" },
+    { "ZCOUNT", "zcount", "zcount" },
     { "ZREVRANGEBYSCORE", "zrevrangebyscore", "zrevrangebyscore" },
     { "ZREMRANGEBYSCORE", "zremrangebyscore", "zremrangebyscore" },
     { "RPUSH", "rpush", "rpush" },
@@ -446,18 +458,25 @@ static const struct {
     { "ASKING", "asking", "asking" },
 };
 
-#define NEED(n) (1u << (n))
+typedef unsigned long long needset;   /* NEED() bits */
 
-/* What go-zero mode needs without scripts (src/plain.c), on the lock
- * key; and what waiting and wake-ups need besides BLPOP, on the
- * waiters, the wake-up list and the turn (doc/acl.md, "No scripts"). */
+#define NEED(n) (1ULL << (n))
+
+/* What go-zero mode cannot do without when it runs without scripts
+ * (src/plain.c), on the lock key: the reads under WATCH, the writes in
+ * MULTI ... EXEC. */
 #define PLAIN_NEEDS                                                       \
-    (NEED(N_WATCH) | NEED(N_UNWATCH) | NEED(N_MULTI) | NEED(N_EXEC) |    \
-     NEED(N_GET) | NEED(N_SET) | NEED(N_DEL) | NEED(N_PEXPIRE) |         \
-     NEED(N_PTTL) | NEED(N_EXISTS))
-#define PLAIN_WAITING_NEEDS                                               \
-    (NEED(N_TIME) | NEED(N_ZADD) | NEED(N_ZREM) | NEED(N_ZCARD) |        \
-     NEED(N_ZREVRANGEBYSCORE) | NEED(N_ZREMRANGEBYSCORE) | NEED(N_RPUSH))
+    (NEED(N_WATCH) | NEED(N_MULTI) | NEED(N_EXEC) | NEED(N_GET) |        \
+     NEED(N_SET) | NEED(N_DEL) | NEED(N_PEXPIRE) | NEED(N_PTTL) |        \
+     NEED(N_EXISTS))
+/* The commands on a lock's keys, which try_plain() tries where no
+ * script can ask Redis. */
+#define KEY_NEEDS                                                         \
+    (PLAIN_NEEDS | NEED(N_UNWATCH) | NEED(N_DISCARD) | NEED(N_HGET) |    \
+     NEED(N_HSET) | NEED(N_HINCRBY) | NEED(N_TIME) | NEED(N_ZADD) |      \
+     NEED(N_ZREM) | NEED(N_ZCARD) | NEED(N_ZCOUNT) |                     \
+     NEED(N_ZREVRANGEBYSCORE) | NEED(N_ZREMRANGEBYSCORE) |               \
+     NEED(N_RPUSH) | NEED(N_BLPOP))
 /* The commands whose refusal makes a client of the library run go-zero
  * mode without scripts (plain.c's refusal of scripting itself). */
 #define SCRIPT_NEEDS (NEED(N_EVALSHA) | NEED(N_EVAL) | NEED(N_FCALL))
@@ -477,7 +496,7 @@ static const struct mode {
     const char *label;                /* as shown: the name, and what it
                                        * means where the name cannot say */
     int scripts;                      /* the URL's scripts= choosing it */
-    unsigned needs;                   /* NEED() bits it cannot do without */
+    needset needs;                    /* NEED() bits it cannot do without */
     const char *give;                 /* the ACL rules that grant them */
     const char *why;
 } modes[] = {
@@ -492,7 +511,8 @@ static const struct mode {
       "asks (scripts=functions)" },
     { "none", "none (plain commands; go-zero mode without fencing)",
       SCRIPTS_NONE, PLAIN_NEEDS,
-      "+get +set +del +pexpire +pttl +exists +watch +unwatch +multi +exec",
+      "+get +set +del +pexpire +pttl +exists +watch +unwatch +multi +exec "
+      "+discard",
       "every go-zero operation runs as plain commands (the reads under "
       "WATCH, the writes in MULTI ... EXEC), as the URL asks "
       "(scripts=none); counted mode and fencing cannot run" },
@@ -507,6 +527,80 @@ static const struct mode *url_mode(int scripts)
         if (modes[k].scripts == scripts)
             return &modes[k];
     return &modes[0];
+}
+
+/* What runs in a mode, feature by feature (doc/acl.md, "What each
+ * feature needs" and "No scripts"): a user who may not run a feature's
+ * commands gets a finding naming them, the permissions to give, and
+ * what happens without.  The scripts' commands are the same in functions
+ * mode (FCALL runs the same scripts); without scripts each operation is
+ * a conversation of plain commands, and what the mode cannot do without
+ * at all is modes[]'s.  A command the library comes to send is added to
+ * its feature here (and to needs[]). */
+#define IN_SCRIPTS (1 << SCRIPTS_EVAL | 1 << SCRIPTS_FUNCTIONS)
+#define IN_NONE (1 << SCRIPTS_NONE)
+
+static const struct feature {
+    int in;                           /* the modes it runs in: IN_* */
+    needset needs;
+    bool warn;                        /* a warning, else a note */
+    const char *what;                 /* "the user may not run X, which
+                                       * WHAT" */
+    const char *without;              /* what happens without */
+} features[] = {
+    { IN_SCRIPTS,
+      NEED(N_GET) | NEED(N_SET) | NEED(N_DEL) | NEED(N_PEXPIRE) |
+          NEED(N_PTTL), true,
+      "go-zero mode (the default) runs in its scripts",
+      "its operations (redislock, redislock_new()) fail, having written "
+      "nothing" },
+    { IN_SCRIPTS,
+      NEED(N_EXISTS) | NEED(N_GET) | NEED(N_HGET) | NEED(N_HSET) |
+          NEED(N_HINCRBY) | NEED(N_PEXPIRE) | NEED(N_PTTL) | NEED(N_DEL),
+      false, "counted mode runs in its scripts",
+      "counted locks (redislock -m counted, redislock_new_counted()) fail, "
+      "having written nothing" },
+    { IN_NONE, NEED(N_DISCARD) | NEED(N_UNWATCH), true,
+      "go-zero mode without scripts sends to end a conversation that "
+      "writes nothing (DISCARD after its MULTI, UNWATCH without one)",
+      "an extend or a release of a lock another owner holds (or that has "
+      "lapsed), and a release that finds waiters, fail "
+      "(REDISLOCK_ERR_PROTOCOL, naming the command refused) and close "
+      "their connection, the server having kept the transaction open" },
+    { IN_SCRIPTS,
+      NEED(N_EXISTS) | NEED(N_TIME) | NEED(N_ZADD) | NEED(N_ZREM) |
+          NEED(N_ZCARD) | NEED(N_ZREMRANGEBYSCORE) | NEED(N_RPUSH) |
+          NEED(N_BLPOP), true, "waiting and wake-ups need",
+      "waiters (redislock -w, redislock_acquire_wait()) poll instead of "
+      "being woken, and may lose their place in line" },
+    { IN_NONE,
+      NEED(N_TIME) | NEED(N_ZADD) | NEED(N_ZREM) | NEED(N_ZCARD) |
+          NEED(N_ZREVRANGEBYSCORE) | NEED(N_ZREMRANGEBYSCORE) |
+          NEED(N_RPUSH) | NEED(N_BLPOP), true,
+      "waiting and wake-ups need without scripts",
+      "waiters (redislock -w, redislock_acquire_wait()) poll instead of "
+      "being woken, and may lose their place in line" },
+    { IN_SCRIPTS, NEED(N_HGET) | NEED(N_HINCRBY) | NEED(N_HSET), true,
+      "fencing needs",
+      "an acquire with a fencing token (redislock without --no-fencing, "
+      "redislock_set_fencing()) fails, having written nothing" },
+    { IN_SCRIPTS | IN_NONE, NEED(N_TIME) | NEED(N_ZCOUNT) | NEED(N_HGET),
+      false, "reading the waiters and the fencing counter (the status "
+      "queries) needs",
+      "redislock --status shows waiters and fence as unknown, and "
+      "redislock_inspect_companions() fails" },
+};
+
+/* The NEED() bits of what runs in mode M (features[]). */
+static needset feature_needs(const struct mode *m)
+{
+    needset bits = 0;
+    size_t k;
+
+    for (k = 0; k < sizeof features / sizeof features[0]; k++)
+        if (features[k].in & (1 << m->scripts))
+            bits |= features[k].needs;
+    return bits;
 }
 
 /* What the check found of a one-command form (forms[]). */
@@ -564,7 +658,7 @@ struct node {
     bool fallback;                    /* mode "none" by the server's
                                        * refusal of scripts, not the URL */
     char mode_why[1024];
-    char mode_fix[240];               /* with "unusable": what to do */
+    char mode_fix[400];               /* with "unusable": what to do */
     int may[NEEDS];
     int forms[FORMS];                 /* with mode "none": FORM_* */
     char eval_error[160];             /* what a refused EVAL said */
@@ -1101,7 +1195,7 @@ static int try_command(struct node *n, redisContext *c, enum need need)
 
 /* The names of the given bits of N's needs whose permission is WANT,
  * "A, B", into BUF. */
-static void need_names(const struct node *n, unsigned bits, int want,
+static void need_names(const struct node *n, needset bits, int want,
                        char *buf, size_t size)
 {
     size_t len;
@@ -1113,6 +1207,26 @@ static void need_names(const struct node *n, unsigned bits, int want,
             len = strlen(buf);
             snprintf(buf + len, size - len, "%s%s", len ? ", " : "",
                      needs[i].name);
+        }
+}
+
+/* The permissions that grant the given bits of N's needs whose
+ * permission is WANT, "+a +b|c", into BUF. */
+static void perm_names(const struct node *n, needset bits, int want,
+                       char *buf, size_t size)
+{
+    size_t len, k;
+    int i;
+
+    buf[0] = '\0';
+    for (i = 0; i < NEEDS; i++)
+        if ((bits & NEED(i)) && n->may[i] == want) {
+            len = strlen(buf);
+            snprintf(buf + len, size - len, "%s+%s", len ? " " : "",
+                     needs[i].json);
+            for (k = len; buf[k] != '\0'; k++)
+                if (buf[k] == '_')
+                    buf[k] = '|';
         }
 }
 
@@ -1197,21 +1311,24 @@ static bool reply_has_word(const redisReply *r, const char *word)
     return false;
 }
 
-/* The commands of BITS (PLAIN_NEEDS and PLAIN_WAITING_NEEDS, BLPOP) that
- * N->may[] does not know yet, found by running them on a connection of
- * their own, on a scratch key no lock has, in forms that change nothing
- * there (SET ... XX, ZADD XX, PEXPIRE of a key that is not there, EXEC
- * without MULTI); RPUSH and BLPOP are only queued in a MULTI, which the
+/* The commands of BITS (KEY_NEEDS) that N->may[] does not know yet,
+ * found by running them on a connection of their own, on a scratch key
+ * no lock has, in forms that change nothing there (SET ... XX, ZADD XX,
+ * PEXPIRE of a key that is not there, EXEC and DISCARD without MULTI);
+ * HSET, HINCRBY, RPUSH and BLPOP are only queued in a MULTI, which the
  * connection's close throws away, and stay unknown if MULTI is refused.
  * With FORMS, also which one-command forms the server has for this
  * user, as the library finds them: SET ... IFEQ (a "syntax error"
  * without it), DELIFEQ, DELEX ... IFEQ (unknown commands without them),
  * none of which creates the key; COMMAND DOCS SET tells of IFEQ where
  * the scratch key is refused.  False when memory ran out (N->error). */
-static bool try_plain(struct node *n, unsigned bits, bool with_forms)
+static bool try_plain(struct node *n, needset bits, bool with_forms)
 {
+    static const enum need queued[] = { N_HSET, N_HINCRBY, N_RPUSH,
+                                        N_BLPOP };
     char key[64], err[320];
     const char *argv[10];
+    size_t q;
     redisContext *c;
     redisReply *r;
     int i, argc, got;
@@ -1235,6 +1352,12 @@ static bool try_plain(struct node *n, unsigned bits, bool with_forms)
         case N_ZCARD:
             argv[argc++] = key;
             break;
+        case N_HGET:
+            argv[argc++] = key, argv[argc++] = "f";
+            break;
+        case N_ZCOUNT:
+            argv[argc++] = key, argv[argc++] = "-inf", argv[argc++] = "+inf";
+            break;
         case N_SET:
             argv[argc++] = key, argv[argc++] = "x", argv[argc++] = "XX";
             break;
@@ -1255,9 +1378,9 @@ static bool try_plain(struct node *n, unsigned bits, bool with_forms)
         case N_ZREMRANGEBYSCORE:
             argv[argc++] = key, argv[argc++] = "-inf", argv[argc++] = "-inf";
             break;
-        case N_UNWATCH: case N_EXEC: case N_TIME:
+        case N_UNWATCH: case N_EXEC: case N_DISCARD: case N_TIME:
             break;
-        default:                      /* MULTI, RPUSH, BLPOP: below */
+        default:                      /* MULTI, and queued[]: below */
             continue;
         }
         r = command(c, n->t->command_ms, argc, argv, err, sizeof err);
@@ -1310,9 +1433,11 @@ static bool try_plain(struct node *n, unsigned bits, bool with_forms)
             freeReplyObject(r);
         }
     }
-    if ((bits & (NEED(N_MULTI) | NEED(N_RPUSH) | NEED(N_BLPOP))) &&
-        (n->may[N_MULTI] == MAY_UNKNOWN || n->may[N_RPUSH] == MAY_UNKNOWN ||
-         n->may[N_BLPOP] == MAY_UNKNOWN)) {
+    for (q = 0; q < sizeof queued / sizeof queued[0]; q++)
+        if ((bits & NEED(queued[q])) && n->may[queued[q]] == MAY_UNKNOWN)
+            break;
+    if (((bits & NEED(N_MULTI)) && n->may[N_MULTI] == MAY_UNKNOWN) ||
+        q < sizeof queued / sizeof queued[0]) {
         argv[0] = "MULTI";
         r = command(c, n->t->command_ms, 1, argv, err, sizeof err);
         if (r == NULL)
@@ -1320,14 +1445,18 @@ static bool try_plain(struct node *n, unsigned bits, bool with_forms)
         got = tried(r);
         multi = !is_error(r);
         freeReplyObject(r);
-        if (n->may[N_MULTI] != MAY_UNUSED)
+        if (n->may[N_MULTI] == MAY_UNKNOWN)
             n->may[N_MULTI] = got;
-        for (i = N_RPUSH; multi && i <= N_BLPOP; i += N_BLPOP - N_RPUSH) {
+        for (q = 0; multi && q < sizeof queued / sizeof queued[0]; q++) {
+            i = (int)queued[q];
             if (n->may[i] != MAY_UNKNOWN || !(bits & NEED(i)))
                 continue;
-            argv[0] = needs[i].name, argv[1] = key;
-            argv[2] = i == N_RPUSH ? "x" : "0";
-            r = command(c, n->t->command_ms, 3, argv, err, sizeof err);
+            argc = 0;
+            argv[argc++] = needs[i].name, argv[argc++] = key;
+            if (i == N_HSET || i == N_HINCRBY)
+                argv[argc++] = "f";
+            argv[argc++] = i == N_HINCRBY ? "1" : i == N_BLPOP ? "0" : "x";
+            r = command(c, n->t->command_ms, argc, argv, err, sizeof err);
             if (r == NULL)
                 goto dead;
             n->may[i] = tried(r);
@@ -1354,7 +1483,7 @@ static bool ask(struct node *n, redisContext *c, bool with_forms, bool *ran)
 {
     const char *argv[3 + NEEDS];
     int argc = 0, idx[NEEDS], nidx = 0, i, got;
-    unsigned plain = 0;
+    needset plain = 0;
     redisReply *r;
     size_t k;
 
@@ -1363,7 +1492,7 @@ static bool ask(struct node *n, redisContext *c, bool with_forms, bool *ran)
     argv[argc++] = probe_script;
     argv[argc++] = "0";
     for (i = 0; i < NEEDS; i++) {
-        if (n->may[i] != MAY_UNKNOWN)
+        if (n->may[i] != MAY_UNKNOWN || needs[i].words == NULL)
             continue;
         idx[nidx++] = i;
         argv[argc++] = needs[i].words;
@@ -1392,20 +1521,22 @@ static bool ask(struct node *n, redisContext *c, bool with_forms, bool *ran)
         }
         freeReplyObject(r);
     }
-    if (!*ran) {
-        for (i = 0; i < NEEDS; i++) {
-            if (n->may[i] != MAY_UNKNOWN)
-                continue;
-            if ((PLAIN_NEEDS | PLAIN_WAITING_NEEDS | NEED(N_BLPOP)) &
-                NEED(i)) {
-                plain |= NEED(i);
-                continue;
-            }
-            got = try_command(n, c, (enum need)i);
-            if (got == -3)
-                return false;
-            n->may[i] = got;
+    /* What the script did not tell (SET, or all where it did not run):
+     * the commands on a lock's keys are tried on a key of the check's
+     * own, the rest in harmless forms. */
+    for (i = 0; i < NEEDS; i++) {
+        if (n->may[i] != MAY_UNKNOWN)
+            continue;
+        if (KEY_NEEDS & NEED(i)) {
+            plain |= NEED(i);
+            continue;
         }
+        if (*ran)
+            continue;
+        got = try_command(n, c, (enum need)i);
+        if (got == -3)
+            return false;
+        n->may[i] = got;
     }
     if ((plain != 0 || with_forms) &&
         !try_plain(n, plain, with_forms)) {
@@ -1423,20 +1554,16 @@ static bool ask(struct node *n, redisContext *c, bool with_forms, bool *ran)
 static bool probe_access(struct node *n, redisContext *c)
 {
     const struct mode *m = url_mode(n->t->scripts), *none = url_mode(SCRIPTS_NONE);
-    unsigned missing, unknown, plain_missing;
-    char names[300], plain_names[300], cause[512];
+    needset missing, unknown, plain_missing;
+    char names[300], plain_names[300], cause[512], perms[160];
     size_t len;
     bool ran, old_functions;
     int i;
 
     for (i = 0; i < NEEDS; i++)
-        if (m->needs & NEED(i))
+        if ((m->needs | feature_needs(m)) & NEED(i))
             n->may[i] = MAY_UNKNOWN;
-    n->may[N_BLPOP] = n->may[N_WAIT] = MAY_UNKNOWN;
-    if (m->scripts == SCRIPTS_NONE)
-        for (i = 0; i < NEEDS; i++)
-            if (PLAIN_WAITING_NEEDS & NEED(i))
-                n->may[i] = MAY_UNKNOWN;
+    n->may[N_WAIT] = MAY_UNKNOWN;
     if (n->t->db != 0)
         n->may[N_SELECT] = MAY_UNKNOWN;
     if (n->t->sentinel)
@@ -1464,10 +1591,15 @@ static bool probe_access(struct node *n, redisContext *c)
     }
     if (!ask(n, c, m->scripts == SCRIPTS_NONE, &ran))
         return false;
-    if (n->may[N_BLPOP] == MAY_UNKNOWN)
-        unread(n, "whether the user may run BLPOP is unknown (only a "
-                  "script can ask Redis, from 7.0 on, and BLPOP cannot be "
-                  "tried without a lock's key outside a transaction)");
+    need_names(n, feature_needs(m), MAY_UNKNOWN, names, sizeof names);
+    if (names[0] != '\0') {
+        snprintf(cause, sizeof cause, "whether the user may run %s is "
+                 "unknown (Redis tells a script from 7.0 on, if the user "
+                 "may run one; else the check tries each command on a key "
+                 "of its own, HSET, HINCRBY, RPUSH and BLPOP only queued in "
+                 "a MULTI)", names);
+        unread(n, cause);
+    }
     if (m->scripts == SCRIPTS_FUNCTIONS && !old_functions &&
         !read_libraries(n, c))
         return false;
@@ -1532,7 +1664,7 @@ static bool probe_access(struct node *n, redisContext *c)
     if (m->scripts != SCRIPTS_NONE && (missing & ~SCRIPT_NEEDS) == 0 &&
         !n->t->quorum) {
         for (i = 0; i < NEEDS; i++)
-            if (((PLAIN_NEEDS | PLAIN_WAITING_NEEDS) & NEED(i)) &&
+            if (((none->needs | feature_needs(none)) & NEED(i)) &&
                 n->may[i] == MAY_UNUSED)
                 n->may[i] = MAY_UNKNOWN;
         if (!ask(n, c, true, &ran))
@@ -1567,9 +1699,10 @@ static bool probe_access(struct node *n, redisContext *c)
                  "without scripts, which the library falls back to, needs "
                  "%s, which this user may not run either", cause,
                  plain_names);
+        perm_names(n, missing, MAY_NO, perms, sizeof perms);
         snprintf(n->mode_fix, sizeof n->mode_fix, "give the user %s "
                  "(doc/acl.md), or %s for go-zero mode without scripts",
-                 m->give, none->give);
+                 perms, none->give);
         return true;
     }
     n->mode = "unusable";
@@ -1591,11 +1724,13 @@ static bool probe_access(struct node *n, redisContext *c)
     if (old_functions)
         snprintf(n->mode_fix, sizeof n->mode_fix, "drop scripts=functions "
                  "from the URL (or upgrade the server)");
-    else
+    else {
+        perm_names(n, missing, MAY_NO, perms, sizeof perms);
         snprintf(n->mode_fix, sizeof n->mode_fix, "give the user %s "
-                 "(doc/acl.md)%s", m->give,
+                 "(doc/acl.md)%s", perms,
                  m->scripts == SCRIPTS_FUNCTIONS
                      ? ", or have an administrator load the library" : "");
+    }
     return true;
 }
 
@@ -2119,11 +2254,13 @@ static void judge_replication(struct node *n)
 static void judge_access(struct node *n)
 {
     bool have_replicas = n->connected_replicas > 0;
-    unsigned waiting = 0;
+    const struct mode *mode = NULL;
     char names[300], give[300];
-    size_t len;
-    int i;
+    size_t k;
 
+    for (k = 0; k < sizeof modes / sizeof modes[0]; k++)
+        if (strcmp(n->mode, modes[k].name) == 0)
+            mode = &modes[k];
     if (strcmp(n->mode, "unusable") == 0) {
         if (n->t->scripts == SCRIPTS_EVAL && n->eval_error[0] &&
             n->may[N_EVAL] == MAY_NO && n->t->quorum)
@@ -2142,32 +2279,19 @@ static void judge_access(struct node *n)
                 "URL to choose this mode (redislock then issues no fencing "
                 "token)", url_mode(n->t->scripts)->give);
     }
-    if (n->mode != NULL && strcmp(n->mode, "none") == 0) {
-        /* Without scripts, waiting runs these commands itself. */
-        for (i = 0; i < NEEDS; i++)
-            if ((PLAIN_WAITING_NEEDS & NEED(i)) && n->may[i] == MAY_NO)
-                waiting |= NEED(i);
-        if (waiting != 0) {
-            need_names(n, waiting, MAY_NO, names, sizeof names);
-            give[0] = '\0';
-            for (i = 0; i < NEEDS; i++)
-                if (waiting & NEED(i)) {
-                    len = strlen(give);
-                    snprintf(give + len, sizeof give - len, "%s+%s",
-                             len ? " " : "", needs[i].json);
-                }
-            finding(n, true, "the user may not run %s, which waiting and "
-                    "wake-ups need without scripts: waiters (redislock -w, "
-                    "redislock_acquire_wait()) poll instead of being woken, "
-                    "and may lose their place in line; give the user %s "
-                    "(doc/acl.md)", names, give);
-        }
+    /* What runs in the mode, feature by feature. */
+    for (k = 0; mode != NULL && k < sizeof features / sizeof features[0];
+         k++) {
+        if (!(features[k].in & (1 << mode->scripts)))
+            continue;
+        need_names(n, features[k].needs, MAY_NO, names, sizeof names);
+        if (names[0] == '\0')
+            continue;
+        perm_names(n, features[k].needs, MAY_NO, give, sizeof give);
+        finding(n, features[k].warn, "the user may not run %s, which %s: "
+                "%s; give the user %s (doc/acl.md)", names,
+                features[k].what, features[k].without, give);
     }
-    if (n->may[N_BLPOP] == MAY_NO)
-        finding(n, true, "the user may not run BLPOP: waiters "
-                "(redislock -w, redislock_acquire_wait()) poll instead of "
-                "being woken, and may lose their place in line; give the "
-                "user +blpop (doc/acl.md)");
     if (n->may[N_WAIT] == MAY_NO)
         finding(n, have_replicas, "the user may not run WAIT: replica "
                 "acknowledgement (redislock_set_min_replicas()) fails here%s; "

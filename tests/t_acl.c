@@ -11,6 +11,15 @@
  * before their first write.  Rules that give a feature only some of its
  * commands check that too, and so do the refusals doc/acl.md lists
  * beyond the rules (no script rights, read-only keys, no +wait).
+ *
+ * Every rule also meets another owner's lock (contend()): its user's
+ * acquire, extend, release and acquire_wait never report success, and
+ * the other owner's lock stays as it was - issue 30's false grant, where
+ * a refused DISCARD left the connection inside MULTI and +QUEUED read as
+ * a lock taken.  The rules run as written come from doc/acl.md (go-zero
+ * mode without scripts and functions mode too, on clients whose URL
+ * chooses the mode) and from the man page; README.md must show
+ * doc/acl.md's rules word for word.
  */
 #include "config.h"
 
@@ -25,7 +34,8 @@ static redisContext *c;                 /* the default user: every right */
 
 static const char *const users[] = {
     "lock-gozero", "lock-wait", "lock-fence", "lock-counted", "lock-status",
-    "lock-all", "lock-partial", "lock-probe"
+    "lock-all", "lock-partial", "lock-probe", "lock-plain", "lock-fn",
+    "locker", "locker-plain"
 };
 
 /* What a rule allows, as doc/acl.md says ("Without a feature's rights"):
@@ -40,21 +50,26 @@ struct rule {
     const char *held[2];
     const char *inspect[2];             /* of a key of that mode */
     const char *companions;
+    const char *file;                   /* where the rule is written
+                                         * (NULL: doc/acl.md) */
 };
 
 static const struct rule rules[] = {
     { "lock-gozero", { NULL, "EXISTS $1" }, 0, { "HGET $2", NULL },
-      { NULL, "EXISTS $1" }, { NULL, "HGET $1" }, "TIME" },
+      { NULL, "EXISTS $1" }, { NULL, "HGET $1" }, "TIME", NULL },
     { "lock-wait", { NULL, "HGET $1" }, 1, { "HGET $2", NULL },
-      { NULL, "HGET $1" }, { NULL, "HGET $1" }, "ZCOUNT $3" },
+      { NULL, "HGET $1" }, { NULL, "HGET $1" }, "ZCOUNT $3", NULL },
     { "lock-fence", { NULL, NULL }, 1, { NULL, NULL }, { NULL, NULL },
-      { NULL, NULL }, "ZCOUNT $3" },
+      { NULL, NULL }, "ZCOUNT $3", NULL },
     { "lock-counted", { "SET $1", NULL }, 0, { NULL, "HINCRBY $2" },
-      { NULL, NULL }, { NULL, NULL }, "TIME" },
+      { NULL, NULL }, { NULL, NULL }, "TIME", NULL },
     { "lock-status", { "SET $1", "HINCRBY $1" }, 0, { NULL, NULL },
-      { NULL, NULL }, { NULL, NULL }, NULL },
+      { NULL, NULL }, { NULL, NULL }, NULL, NULL },
     { "lock-all", { NULL, NULL }, 1, { NULL, NULL }, { NULL, NULL },
-      { NULL, NULL }, NULL },
+      { NULL, NULL }, NULL, NULL },
+    /* The man page's rule for everything the tool does (NOTES). */
+    { "locker", { NULL, NULL }, 1, { NULL, NULL }, { NULL, NULL },
+      { NULL, NULL }, NULL, "man/redislock.1" },
 };
 
 /* The lock key and its companions ($1..$5). */
@@ -95,33 +110,59 @@ static void expand(const char *template, const struct keys *ks, char *out,
 /* ------------------------------------------------------------------------
  * The rules, from doc/acl.md. */
 
-/* Send the line "ACL SETUSER USER ..." of doc/acl.md, word by word,
- * for the user AS, with the rule EXTRA (NULL: none) added. */
-static void create_user_as(const char *user, const char *as,
-                           const char *extra)
+/* The rule "ACL SETUSER USER ..." of FILE (relative to the source tree)
+ * into OUT: a line that starts so, and the lines after it that start
+ * with a space (the man page breaks a long rule so, in a .nf block). */
+static void rule_text(const char *file, const char *user, char *out,
+                      size_t size)
 {
     const char *srcdir = getenv("REDISLOCK_TEST_SRCDIR");
     char path[512], line[2048], prefix[64];
-    const char *argv[64];
-    size_t argvlen[64];
-    redisReply *r;
+    size_t k = 0, n;
     FILE *f;
-    int argc = 0;
-    char *w, *save = NULL;
 
-    snprintf(path, sizeof path, "%s/doc/acl.md", srcdir ? srcdir : ".");
+    snprintf(path, sizeof path, "%s/%s", srcdir ? srcdir : ".", file);
     snprintf(prefix, sizeof prefix, "ACL SETUSER %s ", user);
     f = fopen(path, "r");
     if (f == NULL)
         fail_msg("cannot open %s", path);
-    while (fgets(line, sizeof line, f) != NULL)
-        if (strncmp(line, prefix, strlen(prefix)) == 0)
+    out[0] = '\0';
+    while (fgets(line, sizeof line, f) != NULL) {
+        if (k == 0 && strncmp(line, prefix, strlen(prefix)) != 0)
+            continue;
+        if (k > 0 && line[0] != ' ')
             break;
-    if (feof(f))
-        fail_msg("%s has no line \"%s...\"", path, prefix);
+        n = strcspn(line, "\n");
+        if (k + n + 2 > size)
+            fail_msg("%s: the rule for %s is too long", path, user);
+        out[k++] = ' ';
+        memcpy(out + k, line, n);
+        k += n;
+        out[k] = '\0';
+    }
     fclose(f);
-    for (w = strtok_r(line, " \n", &save); w != NULL && argc < 63;
-         w = strtok_r(NULL, " \n", &save)) {
+    if (k == 0)
+        fail_msg("%s has no line \"%s...\"", path, prefix);
+    if (strchr(out, '\\') != NULL)
+        fail_msg("%s: the rule for %s has a roff escape: %s", path, user,
+                 out);
+}
+
+/* Send the rule of FILE for USER as written, word by word, for the user
+ * AS, with the rule EXTRA (NULL: none) added. */
+static void create_user_from(const char *file, const char *user,
+                             const char *as, const char *extra)
+{
+    char line[2048];
+    const char *argv[64];
+    size_t argvlen[64];
+    redisReply *r;
+    int argc = 0;
+    char *w, *save = NULL;
+
+    rule_text(file, user, line, sizeof line);
+    for (w = strtok_r(line, " ", &save); w != NULL && argc < 63;
+         w = strtok_r(NULL, " ", &save)) {
         argv[argc] = argc == 2 ? as : w;
         argvlen[argc] = strlen(argv[argc]);
         argc++;
@@ -132,8 +173,17 @@ static void create_user_as(const char *user, const char *as,
     }
     r = tu_cmd_argv(c, argc, argv, argvlen);
     if (r->type != REDIS_REPLY_STATUS)
-        fail_msg("%s: %s", prefix, r->str ? r->str : "not OK");
+        fail_msg("%s: ACL SETUSER %s: %s", file, user,
+                 r->str ? r->str : "not OK");
     freeReplyObject(r);
+}
+
+/* The line "ACL SETUSER USER ..." of doc/acl.md, for the user AS, with
+ * EXTRA added. */
+static void create_user_as(const char *user, const char *as,
+                           const char *extra)
+{
+    create_user_from("doc/acl.md", user, as, extra);
 }
 
 static void create_user(const char *user)
@@ -315,6 +365,115 @@ static void wait_for_contender(void **state, redislock *lock, const char *key,
 }
 
 /* ------------------------------------------------------------------------
+ * Contention: another owner holds the lock while the rule's user tries
+ * everything that could take, lengthen or free it. */
+
+#define HOLDER_LEASE_MS 60000           /* the other owner's */
+#define CONTENDER_WAIT_MS 50            /* acquire_wait's deadline */
+
+/* The lock KEY as the default user reads it: its owner (a go-zero lock's
+ * value, a counted lock's "owner" field) into OWNER, and its value's
+ * digest into DIGEST. */
+static void holder_of(const char *key, char *owner, size_t osize,
+                      char *digest, size_t dsize)
+{
+    redisReply *t = tu_cmd(c, "TYPE %s", key);
+    redisReply *r, *d;
+
+    if (strcmp(t->str, "hash") == 0)
+        r = tu_cmd(c, "HGET %s owner", key);
+    else
+        r = tu_cmd(c, "GET %s", key);
+    snprintf(owner, osize, "%s",
+             r->type == REDIS_REPLY_STRING ? r->str : "(none)");
+    d = tu_cmd(c, "DEBUG DIGEST-VALUE %s", key);
+    assert_int_equal(d->type, REDIS_REPLY_ARRAY);
+    snprintf(digest, dsize, "%s", d->element[0]->str);
+    freeReplyObject(d);
+    freeReplyObject(r);
+    freeReplyObject(t);
+}
+
+/* Call NAME's status ST and outcome OK in a contention round: never a
+ * grant; REDISLOCK_OK and no message when WORKS (the rule gives the
+ * mode its rights), else whatever the refusal (the caller checks). */
+static void never_granted(redislock *lock, const char *name, int round,
+                          int st, bool ok, bool works)
+{
+    if (ok)
+        fail_msg("round %d: %s while another owner holds the lock reported "
+                 "success (status %s: %s)", round, name,
+                 redislock_strerror(st), redislock_last_error(lock));
+    if (works && (st != REDISLOCK_OK || redislock_last_error(lock)[0]))
+        fail_msg("round %d: %s: %s: %s", round, name, redislock_strerror(st),
+                 redislock_last_error(lock));
+}
+
+/*
+ * While another owner (the default user, in the test's mode) holds KEY
+ * with a long lease, LOCK - a handle of the rule's user on KEY - tries
+ * acquire, extend, release and acquire_wait (a short deadline), twice
+ * over, so that whatever a call leaves behind on its connection (a WATCH,
+ * a MULTI the server kept open) meets the calls after it.  None may
+ * report the lock acquired, extended or released, and the owner ID, the
+ * value and the lease the default user reads back are the holder's, as
+ * they were.  WORKS: the rule gives the mode its rights, so every call
+ * answers REDISLOCK_OK (not acquired, not extended, not released); else
+ * the calls may fail, and CHECK (NULL: none) judges each failure.
+ */
+static void contend_check(void **state, redislock *lock, const char *key,
+                          bool works,
+                          void (*check)(redislock *, const char *, int))
+{
+    static const char *const names[] = { "acquire", "extend", "release",
+                                         "acquire_wait" };
+    char owner[200], digest[64], owner2[200], digest2[64];
+    redislock *holder;
+    long long since;
+    bool ok;
+    int round, i, st = REDISLOCK_OK;
+
+    holder = tu_new_lock(state, c, key);
+    assert_int_equal(redislock_set_expire_ms(holder, HOLDER_LEASE_MS),
+                     REDISLOCK_OK);
+    since = tu_now_ms();
+    assert_true(tu_acquire(holder));
+    holder_of(key, owner, sizeof owner, digest, sizeof digest);
+    assert_string_equal(owner, redislock_id(holder));
+    for (round = 1; round <= 2; round++) {
+        for (i = 0; i < 4; i++) {
+            ok = false;
+            switch (i) {
+            case 0: st = redislock_acquire(lock, &ok); break;
+            case 1: st = redislock_extend(lock, &ok); break;
+            case 2: st = redislock_release(lock, &ok); break;
+            default:
+                st = redislock_acquire_wait(lock, CONTENDER_WAIT_MS, &ok);
+                break;
+            }
+            never_granted(lock, names[i], round, st, ok, works);
+            if (st != REDISLOCK_OK && check != NULL)
+                check(lock, names[i], st);
+            holder_of(key, owner2, sizeof owner2, digest2, sizeof digest2);
+            if (strcmp(owner, owner2) != 0 || strcmp(digest, digest2) != 0)
+                fail_msg("round %d: after %s the lock is \"%s\" (digest %s), "
+                         "not the holder's \"%s\" (%s)", round, names[i],
+                         owner2, digest2, owner, digest);
+            tu_assert_pttl_left(c, key, strlen(key), HOLDER_LEASE_MS, since);
+        }
+    }
+    /* The holder holds it still, and frees it. */
+    assert_true(tu_release(holder));
+    redislock_free(holder);
+}
+
+static void contend(void **state, redislock *lock, const char *key,
+                    bool works)
+{
+    contend_check(state, lock, key, works, NULL);
+}
+
+/* ------------------------------------------------------------------------
  * One rule, in the mode of the test. */
 
 static void run_rule(void **state, const char *user)
@@ -336,7 +495,7 @@ static void run_rule(void **state, const char *user)
         if (strcmp(rules[i].user, user) == 0)
             r = &rules[i];
     assert_non_null(r);
-    create_user(user);
+    create_user_from(r->file ? r->file : "doc/acl.md", user, user, NULL);
     u = connect_as(user);
     tu_key(key, sizeof key, "locks:acl");
     keys_of(key, &ks);
@@ -418,6 +577,9 @@ static void run_rule(void **state, const char *user)
     }
     assert_true(tu_release(other));
     redislock_free(other);
+
+    /* Another owner holds the lock: never a grant. */
+    contend(state, lock, key, r->acquire[m] == NULL);
     redislock_free(lock);
     redisFree(u);
 }
@@ -941,6 +1103,353 @@ static void test_acknowledgement_refused(void **state)
     redisFree(u);
 }
 
+/* ------------------------------------------------------------------------
+ * go-zero mode without scripts (scripts=none) and functions mode
+ * (scripts=functions): their rules, as written, with a client whose URL
+ * chooses the mode. */
+
+/* A client of the Redis user USER, its URL ending in QUERY. */
+static redislock_client *client_as(const char *user, const char *query)
+{
+    redislock_client *cl = NULL;
+    char url[300], err[256];
+
+    snprintf(url, sizeof url, "redis://%s:secret@%s:%s%s", user,
+             getenv("REDISLOCK_TEST_HOST"), getenv("REDISLOCK_TEST_PORT"),
+             query);
+    if (redislock_client_open(url, &cl, err, sizeof err) != REDISLOCK_OK)
+        fail_msg("%s: %s", url, err);
+    return cl;
+}
+
+/* A test's state: the mode first (go-zero; tu_is_counted() reads it),
+ * then where the rule is written and its user. */
+struct plain_case {
+    int mode;
+    const char *file;
+    const char *user;
+};
+
+/* For a handle LOCK on KEY whose user the rule allows go-zero mode
+ * without scripts: a whole holding, a wait woken by a release, the
+ * status of the waiters and the fence where the rule has them, and
+ * contention. */
+static void plain_rule_runs(void **state, redislock *lock, const char *key,
+                            bool companions)
+{
+    long long waiters;
+    uint64_t fence;
+
+    holding(lock, false);
+    wait_for_contender(state, lock, key, 1);
+    if (companions) {
+        expect_ok(lock, redislock_inspect_companions(lock, &waiters, &fence));
+        assert_int_equal(waiters, 0);
+    }
+    contend(state, lock, key, true);
+}
+
+/* The rule for go-zero mode without scripts (doc/acl.md's lock-plain,
+ * the man page's locker-plain), as written: on a client whose URL says
+ * scripts=none, and on a borrowed connection (each operation meets the
+ * refusal of EVALSHA first, then goes without). */
+static void test_rule_plain(void **state)
+{
+    const struct plain_case *pc = *state;
+    const bool companions = strcmp(pc->user, "locker-plain") == 0;
+    char key[64];
+    redislock_client *cl;
+    redisContext *u;
+    redislock *lock;
+
+    create_user_from(pc->file, pc->user, pc->user, NULL);
+    tu_key(key, sizeof key, "locks:acl");
+    cl = client_as(pc->user, "?scripts=none");
+    lock = redislock_new_from_client(cl, key);
+    assert_non_null(lock);
+    plain_rule_runs(state, lock, key, companions);
+    redislock_free(lock);
+    redislock_client_free(cl);
+
+    u = connect_as(pc->user);
+    lock = tu_new_lock(state, u, key);
+    plain_rule_runs(state, lock, key, companions);
+    redislock_free(lock);
+    redisFree(u);
+}
+
+/* Failures seen by the contention run of a user without +discard. */
+static int discard_failures;
+
+/* A call of that run that failed (on a client's connection): it says
+ * that the server refused DISCARD and which permission the user lacks,
+ * and that the connection, its state unknown, is closed. */
+static void discard_refused(redislock *lock, const char *name, int st)
+{
+    const char *e = redislock_last_error(lock);
+
+    discard_failures++;
+    if (st != REDISLOCK_ERR_PROTOCOL ||
+        strstr(e, "the server refused DISCARD") == NULL ||
+        strstr(e, "[the Redis user needs +discard (doc/acl.md)]") == NULL ||
+        strstr(e, "the connection's state is unknown: closed") == NULL)
+        fail_msg("%s: %s: \"%s\" (want REDISLOCK_ERR_PROTOCOL naming DISCARD "
+                 "and +discard, the connection closed)", name,
+                 redislock_strerror(st), e);
+}
+
+/* The same on a borrowed connection, which the library cannot close:
+ * the first failure names DISCARD and +discard and asks the caller to
+ * reconnect; a caller who goes on regardless gets failures (the
+ * connection's replies are not what the commands must answer), never a
+ * grant. */
+static void discard_refused_borrowed(redislock *lock, const char *name,
+                                     int st)
+{
+    const char *e = redislock_last_error(lock);
+
+    if (st != REDISLOCK_ERR_PROTOCOL ||
+        (discard_failures == 0 &&
+         (strstr(e, "the server refused DISCARD") == NULL ||
+          strstr(e, "[the Redis user needs +discard (doc/acl.md)]") == NULL ||
+          strstr(e, "reconnect this context before using it again") ==
+              NULL)))
+        fail_msg("%s: %s: \"%s\" (want REDISLOCK_ERR_PROTOCOL%s)", name,
+                 redislock_strerror(st), e,
+                 discard_failures == 0 ? " naming DISCARD and +discard, "
+                                         "asking for a reconnect" : "");
+    discard_failures++;
+}
+
+/* Issue 30: doc/acl.md's lock-plain rule once lacked +discard.  A
+ * conversation that read the lock and chose not to write (an extend or a
+ * release of a lock another owner holds) ended with DISCARD, refused;
+ * the server kept the transaction open, and the next calls' commands
+ * were answered +QUEUED, which read as grants.  With that rule, and with
+ * the rule less any other of the transaction's commands (doc/acl.md
+ * says to give all five), against another owner's lock: never a grant,
+ * the other owner's lock as it was; without +discard a failure names
+ * DISCARD and +discard.  On a client whose URL says scripts=none, and
+ * on a borrowed connection. */
+static void test_plain_rule_less_a_transaction_command(void **state)
+{
+    static const char *const minus[] = { "-discard", "-watch", "-unwatch",
+                                         "-multi", "-exec" };
+    char key[64];
+    redislock_client *cl;
+    redisContext *u;
+    redislock *lock;
+    size_t i;
+
+    for (i = 0; i < sizeof minus / sizeof minus[0]; i++) {
+        const bool discard = i == 0;
+
+        printf("# the rule lock-plain %s\n", minus[i]);
+        create_user_as("lock-plain", "lock-partial", minus[i]);
+        tu_key(key, sizeof key, "locks:acl");
+        cl = client_as("lock-partial", "?scripts=none");
+        lock = redislock_new_from_client(cl, key);
+        assert_non_null(lock);
+        discard_failures = 0;
+        contend_check(state, lock, key, false,
+                      discard ? discard_refused : NULL);
+        /* An extend and a release each round end with DISCARD. */
+        assert_true(!discard || discard_failures >= 4);
+        redislock_free(lock);
+        redislock_client_free(cl);
+
+        u = connect_as("lock-partial");
+        lock = tu_new_lock(state, u, key);
+        discard_failures = 0;
+        contend_check(state, lock, key, false,
+                      discard ? discard_refused_borrowed : NULL);
+        assert_true(!discard || discard_failures >= 1);
+        redislock_free(lock);
+        redisFree(u);
+    }
+}
+
+/* doc/acl.md's rule for functions mode (lock-fn), as written, on a
+ * client whose URL says scripts=functions, the Function library not yet
+ * on the server (the user loads it).  Go-zero mode: a whole holding, a
+ * wait (by polling: the rule has no waiters' rights), contention.
+ * Counted mode: refused, having written nothing, and never a grant. */
+static void test_rule_fn(void **state)
+{
+    const int m = tu_is_counted(state);
+    char key[64], before[1024], after[1024];
+    struct keys ks;
+    redislock_client *cl;
+    redislock *lock;
+    bool ok = true;
+
+    if (!tu_has_functions(c)) {
+        printf("# no Functions on this server: skipped\n");
+        return;
+    }
+    tu_cmd_ok(c, "FUNCTION FLUSH");
+    create_user("lock-fn");
+    cl = client_as("lock-fn", "?scripts=functions");
+    tu_key(key, sizeof key, "locks:acl");
+    keys_of(key, &ks);
+    lock = mode_lock(state, cl, key);
+    if (!m) {
+        holding(lock, false);
+        assert_int_equal(tu_libraries(c), 1);
+        wait_for_contender(state, lock, key, 0);
+    } else {
+        key_state(&ks, before, sizeof before);
+        assert_int_equal(redislock_acquire(lock, &ok), REDISLOCK_ERR_SERVER);
+        assert_false(ok);
+        key_state(&ks, after, sizeof after);
+        assert_string_equal(before, after);
+    }
+    contend(state, lock, key, !m);
+    redislock_free(lock);
+    redislock_client_free(cl);
+}
+
+/* ------------------------------------------------------------------------
+ * The rules shown elsewhere are the ones tested. */
+
+/* The whole text of FILE (of the source tree), which the caller frees. */
+static char *slurp(const char *file)
+{
+    const char *srcdir = getenv("REDISLOCK_TEST_SRCDIR");
+    char path[512];
+    char *text;
+    long size;
+    FILE *f;
+
+    snprintf(path, sizeof path, "%s/%s", srcdir ? srcdir : ".", file);
+    f = fopen(path, "r");
+    if (f == NULL)
+        fail_msg("cannot open %s", path);
+    assert_int_equal(fseek(f, 0, SEEK_END), 0);
+    size = ftell(f);
+    assert_true(size >= 0);
+    rewind(f);
+    text = malloc((size_t)size + 1);
+    assert_non_null(text);
+    assert_int_equal(fread(text, 1, (size_t)size, f), (size_t)size);
+    text[size] = '\0';
+    fclose(f);
+    return text;
+}
+
+/* Every rule README.md shows (`ACL SETUSER USER ...`) is doc/acl.md's
+ * for USER, word for word. */
+static void test_readme_rules_are_the_documents(void **state)
+{
+    char *readme = slurp("README.md"), shown[2048], user[64], doc[2048];
+    const char *p = readme, *end;
+    int n = 0;
+
+    (void)state;
+    while ((p = strstr(p, "`ACL SETUSER ")) != NULL) {
+        p++;
+        end = strchr(p, '`');
+        assert_non_null(end);
+        assert_true((size_t)(end - p) < sizeof shown);
+        snprintf(shown, sizeof shown, " %.*s", (int)(end - p), p);
+        assert_int_equal(sscanf(p, "ACL SETUSER %63s", user), 1);
+        rule_text("doc/acl.md", user, doc, sizeof doc);
+        if (strcmp(shown, doc) != 0)
+            fail_msg("README.md shows\n%s\nbut doc/acl.md has\n%s", shown,
+                     doc);
+        p = end;
+        n++;
+    }
+    assert_true(n >= 6);
+    free(readme);
+}
+
+/* The permissions "+cmd" in TEXT, each once, into SET (" +a +b ... "),
+ * less +delifeq and +delex (the man page names them as optional: a
+ * server that does not know a command refuses the whole rule). */
+static void add_permissions(const char *text, char *set, size_t size)
+{
+    char word[64];
+    size_t n;
+
+    for (; *text != '\0'; text++) {
+        if (*text != '+' || (text[1] < 'a' || text[1] > 'z'))
+            continue;
+        n = strspn(text + 1, "abcdefghijklmnopqrstuvwxyz|");
+        snprintf(word, sizeof word, " %.*s ", (int)(n + 1), text);
+        if (strstr(set, word) == NULL && strcmp(word, " +delifeq ") != 0 &&
+            strcmp(word, " +delex ") != 0)
+            snprintf(set + strlen(set), size - strlen(set), "%s", word + 1);
+        text += n;
+    }
+}
+
+/* Do the permission sets A and B (add_permissions()) hold the same? */
+static bool same_permissions(const char *a, const char *b)
+{
+    char word[64];
+    const char *p;
+    int pass;
+
+    for (pass = 0; pass < 2; pass++)
+        for (p = pass ? b : a; (p = strchr(p, '+')) != NULL; p++) {
+            snprintf(word, sizeof word, " %.*s ", (int)strcspn(p, " "), p);
+            if (strstr(pass ? a : b, word) == NULL)
+                return false;
+        }
+    return true;
+}
+
+/* The man page's NOTES list what each feature needs (an entry per
+ * feature) and then give whole rules, which the tests above run: the
+ * entries together name exactly the commands of the rule for everything
+ * the tool does (locker), and the entry for go-zero mode without scripts
+ * with the --status entry exactly those of locker-plain. */
+static void test_man_notes_agree_with_its_rules(void **state)
+{
+    char *man = slurp("man/redislock.1"), *notes, *end, *line, *save = NULL;
+    char with[1024] = " ", without[1024] = " ", status[1024] = " ";
+    char locker[1024] = " ", plain[1024] = " ", rule[2048];
+    char *in = NULL;                    /* the entry's set, or NULL */
+    bool tag = false;
+
+    (void)state;
+    notes = strstr(man, "\n.SH NOTES\n");
+    assert_non_null(notes);
+    end = strstr(notes + 1, "\n.SH ");
+    assert_non_null(end);
+    *end = '\0';
+    for (line = strtok_r(notes, "\n", &save); line != NULL;
+         line = strtok_r(NULL, "\n", &save)) {
+        if (strcmp(line, ".TP") == 0) {
+            tag = true;
+            continue;
+        }
+        if (tag) {
+            in = strstr(line, "without scripts") ? without
+                 : strstr(line, "\\-\\-status") ? status : with;
+            tag = false;
+            continue;
+        }
+        if (strncmp(line, ".PP", 3) == 0)
+            in = NULL;
+        if (in != NULL)
+            add_permissions(line, in, sizeof with);
+    }
+    rule_text("man/redislock.1", "locker", rule, sizeof rule);
+    add_permissions(rule, locker, sizeof locker);
+    rule_text("man/redislock.1", "locker-plain", rule, sizeof rule);
+    add_permissions(rule, plain, sizeof plain);
+    add_permissions(status, with, sizeof with);
+    add_permissions(status, without, sizeof without);
+    if (!same_permissions(with, locker))
+        fail_msg("the NOTES entries name%s, the rule locker%s", with, locker);
+    if (!same_permissions(without, plain))
+        fail_msg("the NOTES entry without scripts and --status's name%s, the "
+                 "rule locker-plain%s", without, plain);
+    free(man);
+}
+
 #define BOTH(t)                                                        \
     { #t " (go-zero mode)", t, NULL, delete_users, &tu_mode_gozero },  \
     { #t " (counted mode)", t, NULL, delete_users, &tu_mode_counted }
@@ -961,6 +1470,23 @@ int main(void)
         RULE("lock-counted"),
         RULE("lock-status"),
         RULE("lock-all"),
+        RULE("locker"),
+        { "rule lock-plain (scripts=none)", test_rule_plain, NULL,
+          delete_users, &(struct plain_case){ 0, "doc/acl.md", "lock-plain" } },
+        { "rule locker-plain of the man page (scripts=none)", test_rule_plain,
+          NULL, delete_users,
+          &(struct plain_case){ 0, "man/redislock.1", "locker-plain" } },
+        { "test_plain_rule_less_a_transaction_command",
+          test_plain_rule_less_a_transaction_command, NULL, delete_users,
+          &tu_mode_gozero },
+        { "rule lock-fn (scripts=functions, go-zero mode)", test_rule_fn, NULL,
+          delete_users, &tu_mode_gozero },
+        { "rule lock-fn (scripts=functions, counted mode)", test_rule_fn, NULL,
+          delete_users, &tu_mode_counted },
+        { "test_readme_rules_are_the_documents",
+          test_readme_rules_are_the_documents, NULL, NULL, NULL },
+        { "test_man_notes_agree_with_its_rules",
+          test_man_notes_agree_with_its_rules, NULL, NULL, NULL },
         BOTH(test_release_refused_before_its_delete),
         { "test_counted_acquire_refused_before_its_write",
           test_counted_acquire_refused_before_its_write, NULL, delete_users,
