@@ -229,11 +229,18 @@ typedef enum {
      *  redislock_last_error() has the server's message.  The connection
      *  is still usable. */
     REDISLOCK_ERR_SERVER = -4,
-    /** Redis replied with something the lock scripts never return (wrong
-     *  reply type or value).  The connection is probably out of step (a
-     *  reply meant for another command, see OWNERSHIP) or not talking to
-     *  the server you think: reconnect a borrowed context before using it
-     *  again (a client closes that connection by itself). */
+    /** Redis replied with something the step did not expect: a reply
+     *  the lock scripts never return (wrong type or value: +QUEUED where
+     *  a value is due, a grant's answer with a token the call did not ask
+     *  for), or - without scripts - a refusal of a command that keeps the
+     *  connection in step (WATCH, MULTI, EXEC, DISCARD, UNWATCH, ASKING,
+     *  e.g. a Redis user without +discard; redislock_last_error() names
+     *  the command and the permission).  Nothing is ever granted,
+     *  extended or released on such a reply.  The connection is out of
+     *  step (a reply meant for another command, see OWNERSHIP; left
+     *  inside a MULTI) or not talking to the server you think: reconnect
+     *  a borrowed context before using it again (a client closes that
+     *  connection by itself, never reusing it). */
     REDISLOCK_ERR_PROTOCOL = -5,
     /** The handle was created in another process: it was inherited across
      *  fork().  Nothing was sent; the parent's lock is untouched.  Create

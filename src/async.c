@@ -763,6 +763,21 @@ static int retry_later(redislockp_aop *o)
     return 1;
 }
 
+/* A leg on the loop's connection to NODE failed with ST: a reply out of
+ * step (REDISLOCK_ERR_PROTOCOL: not what its command answers, exec.c's
+ * leg_check) leaves the connection in a state we do not know - inside a
+ * MULTI, say, where every later command would answer +QUEUED.  It is
+ * closed, and whatever else was in flight on it fails as sent. */
+static void close_if_out_of_step(redislock_client *cl, size_t node, int st,
+                                 const char *why)
+{
+    redislockp_loop_state *ls = cl->loop;
+
+    if (st == REDISLOCK_ERR_PROTOCOL && node < ls->nconns &&
+        ls->conns[node] != NULL)
+        redislockp_aconn_close(&ls->conns[node]->a, REDISLOCK_ERR_IO, why);
+}
+
 /* O's leg has ended (done): a Cluster redirection is followed (the
  * command did not run), else what it says goes to lock.c. */
 static void leg_ended(redislockp_aop *o)
@@ -772,6 +787,8 @@ static void leg_ended(redislockp_aop *o)
 
     redislockp_leg_lost(leg);
     if (leg->st != REDISLOCK_OK) {
+        if (!o->plain)
+            close_if_out_of_step(cl, o->node, leg->st, leg->msg);
         if (leg->st == REDISLOCK_ERR_IO && (cl->cluster || cl->sentinel))
             redislockp_route_stale(cl);         /* ask the map again */
         /* Nothing sent, with sentinels: a failover under way (the master
@@ -1946,6 +1963,8 @@ static void on_qreply(void *arg, int status, redislockp_val **replies,
                 (void)qsend(o, i, &cmd);
             redislockp_cmd_clear(&cmd);
         }
+        if (leg->done)
+            close_if_out_of_step(o->cl, i, leg->st, leg->msg);
     }
     quorum_check(o);
 }
@@ -2396,7 +2415,11 @@ static void on_blpop(void *arg, int status, redislockp_val **replies, int n,
             }
         }
     } else if (redislockp_val_type(r) != REDISLOCKP_V_NIL) {
-        quiet = 1;                      /* not a BLPOP's reply */
+        /* Not a BLPOP's reply: the connection is out of step. */
+        quiet = 1;
+        redislockp_aconn_close(&b->c.a, REDISLOCK_ERR_IO, "BLPOP answered "
+                               "what it never answers: the connection's "
+                               "state is unknown");
     }
     for (i = 0; i < n; i++)
         redislockp_val_free(replies[i]);

@@ -159,19 +159,26 @@ static int library_there(const redislockp_val *r)
            memcmp(s + len - (sizeof there - 1), there, sizeof there - 1) == 0;
 }
 
-/* LEG, in functions mode, has every reply: a call still answered
- * "Function not found" (after loading the library) fails the leg, saying
- * why the load did not help; a tracked leg notes what it found. */
-static void leg_library_end(redislockp_leg *leg, const redislockp_fanout *f)
+/* Does LEG, in functions mode, have a call answered "Function not
+ * found"? */
+static int leg_nofunc(const redislockp_leg *leg, const redislockp_fanout *f)
 {
     int i, n, missing = 0;
 
-    if (!leg->functions || leg->st != REDISLOCK_OK)
-        return;
     (void)calls_of(f, &n);
     for (i = 0; i < n && i < leg->got; i++)
         missing |= redislockp_reply_nofunc(leg->reply[i]);
-    if (missing) {
+    return leg->functions && missing;
+}
+
+/* LEG, in functions mode, has every reply: a call still answered
+ * "Function not found" after loading the library fails the leg, saying
+ * why the load did not help; a tracked leg notes what it found. */
+static void leg_library_end(redislockp_leg *leg, const redislockp_fanout *f)
+{
+    if (!leg->functions || leg->st != REDISLOCK_OK)
+        return;
+    if (leg_nofunc(leg, f)) {
         char prefix[200];
 
         snprintf(prefix, sizeof prefix, "the Function library %s is not on "
@@ -181,9 +188,16 @@ static void leg_library_end(redislockp_leg *leg, const redislockp_fanout *f)
             leg->st = redislockp_tx_val_error(leg->load_reply, prefix,
                                               leg->msg);
         else
-            leg->st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_SERVER,
-                                         "%sthe server still answers "
-                                         "\"Function not found\"", prefix);
+            /* Loaded, and gone again before the call ran, round after
+             * round: another client removes it meanwhile. */
+            leg->st = redislockp_tx_fail(
+                leg->msg, REDISLOCK_ERR_SERVER,
+                "the Function library %s was loaded (FUNCTION LOAD "
+                "succeeded) %d times, and each time the call after it was "
+                "answered \"Function not found\": something removes the "
+                "library between the load and the call (FUNCTION FLUSH or "
+                "DELETE by another client?)", redislockp_library_name,
+                leg->reloads);
         redislockp_leg_note(leg);
         if (leg->tracked)
             (void)node_library(leg->cl, leg->node, 0);
@@ -192,6 +206,80 @@ static void leg_library_end(redislockp_leg *leg, const redislockp_fanout *f)
     /* Unknown before (loaded in front), or loaded again: known now. */
     if (leg->tracked == 2 || (leg->tracked && leg->reloading))
         (void)node_library(leg->cl, leg->node, 1);
+}
+
+/* Rounds of FUNCTION LOAD and the calls again, at most, when the calls
+ * are answered "Function not found" right after a load that succeeded
+ * (another client flushed the library in between). */
+#define MAX_RELOADS 3
+
+/* Every reply of LEG is in: each must be what its command answers - a
+ * call's, an answer its script documents (or an error reply, which the
+ * caller sorts); the trailer's, its command's.  Else the connection is
+ * out of step, or not talking to a server that ran our commands: the
+ * leg fails with REDISLOCK_ERR_PROTOCOL, which closes the connection,
+ * and nothing is read from the reply. */
+static void leg_check(redislockp_leg *leg, const redislockp_fanout *f)
+{
+    const redislockp_call *const *calls;
+    const redislockp_val *r = NULL;
+    char brief[REDISLOCKP_BRIEF_SIZE];
+    int i, n;
+
+    if (leg->st != REDISLOCK_OK)
+        return;
+    calls = calls_of(f, &n);
+    if (leg->odd) {
+        leg->st = REDISLOCK_ERR_PROTOCOL;   /* (its message in msg) */
+        redislockp_err_set(REDISLOCK_ERR_PROTOCOL, REDISLOCK_STAGE_COMMAND,
+                           REDISLOCK_CAUSE_PROTOCOL, leg->msg);
+        redislockp_leg_note(leg);
+        return;
+    }
+    for (i = 0; i < n && i < leg->got; i++) {
+        r = leg->reply[i];
+        if (redislockp_val_type(r) != REDISLOCKP_V_ERROR &&
+            !redislockp_script_answer_ok(calls[i], r))
+            break;
+    }
+    if (i < n && i < leg->got) {
+        leg->st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_PROTOCOL,
+                                     "%s: the server answered %s, which the "
+                                     "script never answers; the "
+                                     "connection's state is unknown: %s",
+                                     calls[i]->script->name,
+                                     redislockp_val_brief(r, brief,
+                                                          sizeof brief),
+                                     leg->borrowed ? "reconnect this "
+                                                     "context before using "
+                                                     "it again"
+                                                   : "closed");
+        redislockp_leg_note(leg);
+        return;
+    }
+    if (f->trailer != NULL && n < leg->got &&
+        !redislockp_trailer_answer_ok(f->trailer, leg->reply[n])) {
+        leg->st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_PROTOCOL,
+                                     "%s: the server answered %s; the "
+                                     "connection's state is unknown: %s",
+                                     f->trailer->argv[0],
+                                     redislockp_val_brief(leg->reply[n],
+                                                          brief,
+                                                          sizeof brief),
+                                     leg->borrowed ? "reconnect this "
+                                                     "context before using "
+                                                     "it again"
+                                                   : "closed");
+        redislockp_leg_note(leg);
+    }
+}
+
+/* LEG has every reply (or failed): checked, and its library noted. */
+static void leg_end(redislockp_leg *leg, const redislockp_fanout *f)
+{
+    leg->done = 1;
+    leg_check(leg, f);
+    leg_library_end(leg, f);
 }
 
 /* A tracked LEG ended without its replies (failed, cut): whether its
@@ -324,6 +412,7 @@ int redislockp_leg_again(redislockp_leg *leg, const redislockp_fanout *f,
                                          "command");
         leg->loading = 1;
         leg->reloading = 1;
+        leg->reloads++;
         redislockp_val_free(leg->load_reply);
         leg->load_reply = NULL;
     }
@@ -349,8 +438,7 @@ int redislockp_leg_again(redislockp_leg *leg, const redislockp_fanout *f,
         leg->again = 1;
         return 1;
     }
-    leg->done = 1;
-    leg_library_end(leg, f);
+    leg_end(leg, f);
     redislockp_leg_note(leg);
     return 0;
 }
@@ -366,8 +454,7 @@ static void leg_again(redislockp_leg *leg, const redislockp_fanout *f)
         leg->st = redislockp_tx_send(leg->c, &cmd, leg->msg, &sent);
         leg->sent |= sent;
         if (leg->st != REDISLOCK_OK) {
-            leg->done = 1;
-            leg_library_end(leg, f);
+            leg_end(leg, f);
             redislockp_leg_note(leg);
         }
     }
@@ -377,14 +464,36 @@ static void leg_again(redislockp_leg *leg, const redislockp_fanout *f)
 int redislockp_leg_take(redislockp_leg *leg, const redislockp_fanout *f,
                         redislockp_val *r)
 {
-    if (leg->loading > 0) {             /* FUNCTION LOAD's */
+    char brief[REDISLOCKP_BRIEF_SIZE];
+
+    if (leg->loading > 0) {             /* FUNCTION LOAD's: its name */
         leg->loading--;
+        if (!leg->odd && redislockp_val_type(r) != REDISLOCKP_V_STRING &&
+            redislockp_val_type(r) != REDISLOCKP_V_ERROR) {
+            leg->odd = 1;
+            snprintf(leg->msg, sizeof leg->msg, "FUNCTION LOAD: the server "
+                     "answered %s, not the library's name; the "
+                     "connection's state is unknown: %s",
+                     redislockp_val_brief(r, brief, sizeof brief),
+                     leg->borrowed ? "reconnect this context before using "
+                                     "it again" : "closed");
+        }
         redislockp_val_free(leg->load_reply);
         leg->load_reply = r;
         return 0;
     }
     if (leg->skip > 0) {                /* ASKING's "OK" */
         leg->skip--;
+        if (!leg->odd && !redislockp_val_is_ok(r)) {
+            leg->odd = 1;
+            snprintf(leg->msg, sizeof leg->msg, "ASKING: the server "
+                     "answered %s, not +OK%s; the connection's state is "
+                     "unknown: closed",
+                     redislockp_val_brief(r, brief, sizeof brief),
+                     redislockp_val_type(r) == REDISLOCKP_V_ERROR
+                         ? " [the Redis user needs +asking (doc/acl.md)]"
+                         : "");
+        }
         redislockp_val_free(r);
         return 0;
     }
@@ -393,9 +502,15 @@ int redislockp_leg_take(redislockp_leg *leg, const redislockp_fanout *f,
 
         redislockp_val_free(leg->reply[k]);
         leg->reply[k] = r;
-        leg->done = leg->again_got == leg->again_want;
-        if (leg->done)
-            leg_library_end(leg, f);
+        if (leg->again_got < leg->again_want)
+            return 0;
+        /* Loaded, and the calls still find no function: the library
+         * went again between the load and the calls (another client's
+         * FUNCTION FLUSH): load it and call again, a few times. */
+        if (leg_nofunc(leg, f) && !leg->odd && leg->reloads < MAX_RELOADS &&
+            (leg->load_reply == NULL || library_there(leg->load_reply)))
+            return 1;
+        leg_end(leg, f);
         return 0;
     }
     leg->reply[leg->got++] = r;

@@ -96,6 +96,11 @@ typedef struct redislockp_leg {
                                  * (node->has_library), and loaded it in
                                  * front of the calls if not known */
     redislockp_val *load_reply; /* FUNCTION LOAD's refusal, if any */
+    int reloads;                /* rounds of FUNCTION LOAD and the calls
+                                 * again after "Function not found" */
+    int odd;                    /* a reply not of its command's shape
+                                 * (ASKING's, FUNCTION LOAD's): the leg
+                                 * fails with the message in msg */
     int sent;                   /* a byte may have left: until its reply
                                  * is read, the command may yet run */
     int st;                     /* REDISLOCK_OK, or why the leg failed

@@ -35,8 +35,16 @@ typedef struct conv {
     int in_multi;               /* appending inside MULTI */
     int watching, queuing;      /* the server's state: WATCH on, MULTI
                                  * accepted (commands are queued) */
+    int tx_refused;             /* a command queued since MULTI was
+                                 * refused (EXEC answers EXECABORT) */
     int nasking;                /* ASKINGs in the step */
     unsigned char kind[2 * STEP_MAX + 2];   /* each command's, K_* */
+    unsigned char want[2 * STEP_MAX + 2];   /* its reply's shape, WANT_* */
+    unsigned char later[2 * STEP_MAX + 2];  /* queued: its result's in
+                                 * EXEC's array, WANT_* */
+    const char *name[2 * STEP_MAX + 2];     /* its command word */
+    unsigned char namelen[2 * STEP_MAX + 2];
+    const char *what;           /* the script's name, for messages */
     const redislockp_trailer *tr;
     redislockp_cmd *cmd;        /* the step: OWN, or a record's */
     redislockp_cmd own;
@@ -56,6 +64,134 @@ typedef struct conv {
 } conv;
 
 enum { K_OTHER, K_ASKING, K_WATCH, K_UNWATCH, K_MULTI, K_END };
+
+static int error_says(const redislockp_val *r, const char *words,
+                      int anywhere);
+
+/*
+ * What each reply must be.  Every reply of a step is checked against its
+ * command's shape before anything is read from it; a reply of another
+ * shape - +QUEUED where a value is due, a refused WATCH, MULTI, DISCARD,
+ * UNWATCH, ASKING or EXEC, an array of the wrong length - leaves the
+ * connection in a state we do not know (inside a MULTI, say, where every
+ * later command answers +QUEUED): the call fails with
+ * REDISLOCK_ERR_PROTOCOL, naming the command and what it answered, and
+ * its connection is closed (never pooled).  Nothing is ever derived from
+ * such a reply, a grant least of all.  Error replies are answers of
+ * their own where a command may be refused without changing the
+ * connection (a data command: NOPERM, WRONGTYPE, OOM, MOVED...), and
+ * the call passes them on.
+ */
+enum {
+    WANT_NONE,             /* no shape known: a bug, refused */
+    WANT_OK,               /* +OK: WATCH UNWATCH MULTI DISCARD ASKING */
+    WANT_QUEUED,           /* inside MULTI: +QUEUED, or refused (an error) */
+    WANT_STATUS_OK,        /* SET without a condition: +OK */
+    WANT_OK_OR_NIL,        /* SET NX, SET IFEQ: +OK, or nil (not set) */
+    WANT_BULK,             /* GET, HGET: a string, or nil */
+    WANT_INT,              /* an integer */
+    WANT_TIME,             /* TIME: two strings of digits */
+    WANT_PAIRS,            /* ZREVRANGEBYSCORE WITHSCORES: strings, paired */
+    WANT_EXEC,             /* nil (a watched key changed), or an array of
+                         * the queued commands' results */
+    WANT_TRAILER           /* the trailer's: the caller judges (WAIT...) */
+};
+
+/* The shape of command ARGV's reply (outside MULTI; inside, of its
+ * result in EXEC's array). */
+static unsigned char shape_of(int argc, const char *const *argv,
+                              const size_t *len)
+{
+    static const struct {
+        const char *word;
+        unsigned char w;
+    } shapes[] = {
+        {"WATCH", WANT_OK}, {"UNWATCH", WANT_OK}, {"MULTI", WANT_OK},
+        {"DISCARD", WANT_OK}, {"ASKING", WANT_OK}, {"EXEC", WANT_EXEC},
+        {"GET", WANT_BULK}, {"HGET", WANT_BULK}, {"TIME", WANT_TIME},
+        {"ZREVRANGEBYSCORE", WANT_PAIRS}, {"PTTL", WANT_INT}, {"EXISTS", WANT_INT},
+        {"ZCARD", WANT_INT}, {"ZCOUNT", WANT_INT}, {"DEL", WANT_INT},
+        {"ZREM", WANT_INT}, {"ZADD", WANT_INT}, {"PEXPIRE", WANT_INT},
+        {"RPUSH", WANT_INT}, {"ZREMRANGEBYSCORE", WANT_INT}, {"DELIFEQ", WANT_INT},
+        {"DELEX", WANT_INT}
+    };
+    size_t i;
+    int k;
+
+    if (len[0] == 3 && memcmp(argv[0], "SET", 3) == 0) {
+        for (k = 3; k < argc; k++)
+            if ((len[k] == 2 && memcmp(argv[k], "NX", 2) == 0) ||
+                (len[k] == 4 && memcmp(argv[k], "IFEQ", 4) == 0))
+                return WANT_OK_OR_NIL;
+        return WANT_STATUS_OK;
+    }
+    for (i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        if (len[0] == strlen(shapes[i].word) &&
+            memcmp(argv[0], shapes[i].word, len[0]) == 0)
+            return shapes[i].w;
+    return WANT_NONE;
+}
+
+/* Is R the status reply S? */
+static int is_status(const redislockp_val *r, const char *s)
+{
+    size_t len;
+    const char *t = redislockp_val_str(r, &len);
+
+    return redislockp_val_type(r) == REDISLOCKP_V_STATUS &&
+           len == strlen(s) && memcmp(t, s, len) == 0;
+}
+
+/* Is R a string of 1 to 19 digits? */
+static int is_digits(const redislockp_val *r)
+{
+    size_t len, i;
+    const char *s = redislockp_val_str(r, &len);
+
+    if (redislockp_val_type(r) != REDISLOCKP_V_STRING || len == 0 ||
+        len > 19)
+        return 0;
+    for (i = 0; i < len; i++)
+        if (s[i] < '0' || s[i] > '9')
+            return 0;
+    return 1;
+}
+
+/* Does R have shape W (an error reply aside: see allowed_error())? */
+static int shaped(const redislockp_val *r, int w)
+{
+    size_t i, n = redislockp_val_count(r);
+
+    switch (w) {
+    case WANT_OK:
+    case WANT_STATUS_OK:
+        return is_status(r, "OK");
+    case WANT_QUEUED:
+        return is_status(r, "QUEUED");
+    case WANT_OK_OR_NIL:
+        return is_status(r, "OK") ||
+               redislockp_val_type(r) == REDISLOCKP_V_NIL;
+    case WANT_BULK:
+        return redislockp_val_type(r) == REDISLOCKP_V_STRING ||
+               redislockp_val_type(r) == REDISLOCKP_V_NIL;
+    case WANT_INT:
+        return redislockp_val_type(r) == REDISLOCKP_V_INTEGER;
+    case WANT_TIME:
+        return redislockp_val_type(r) == REDISLOCKP_V_ARRAY && n == 2 &&
+               is_digits(redislockp_val_at(r, 0)) &&
+               is_digits(redislockp_val_at(r, 1));
+    case WANT_PAIRS:
+        if (redislockp_val_type(r) != REDISLOCKP_V_ARRAY || n % 2 != 0)
+            return 0;
+        for (i = 0; i < n; i++)
+            if (redislockp_val_type(redislockp_val_at(r, i)) !=
+                REDISLOCKP_V_STRING)
+                return 0;
+        return 1;
+    default:
+        return 0;
+    }
+}
 
 static const redislockp_val *at(const conv *v, int i)
 {
@@ -81,13 +217,25 @@ static void begin(conv *v)
     v->nasking = 0;
 }
 
-/* Append ARGC words: ASKING in front where the Cluster asks for it. */
+/* Note command I of the step: its word, and what its reply must be
+ * (W, or inside MULTI +QUEUED, with W its result's in EXEC's array). */
+static void note(conv *v, int i, const char *word, size_t len, int w)
+{
+    v->name[i] = word;
+    v->namelen[i] = (unsigned char)(len < 255 ? len : 255);
+    v->later[i] = (unsigned char)w;
+    v->want[i] = (unsigned char)(v->in_multi ? WANT_QUEUED : w);
+}
+
+/* Append ARGC words: ASKING in front where the Cluster asks for it.
+ * TRAILER: the trailer's (its answer is the caller's to judge). */
 static void append(conv *v, int argc, const char *const *argv,
-                   const size_t *len)
+                   const size_t *len, int trailer)
 {
     static const char *const asking_argv[] = {"ASKING"};
     static const size_t asking_len[] = {6};
     int k = K_OTHER;
+    unsigned char w = trailer ? WANT_TRAILER : shape_of(argc, argv, len);
 
 #define IS(w) (len[0] == sizeof w - 1 && memcmp(argv[0], w, sizeof w - 1) == 0)
     if (IS("WATCH"))
@@ -103,15 +251,17 @@ static void append(conv *v, int argc, const char *const *argv,
         return;                         /* run() refuses the step */
     if (v->asking && !v->in_multi) {
         v->kind[v->cmd->count] = K_ASKING;
+        note(v, v->cmd->count, "ASKING", 6, WANT_OK);
         (void)redislockp_cmd_append(v->cmd, 1, asking_argv, asking_len);
         v->nasking++;
     }
+    if (k == K_END)
+        v->in_multi = 0;                /* EXEC, DISCARD: not queued */
     v->kind[v->cmd->count] = (unsigned char)k;
+    note(v, v->cmd->count, argv[0], len[0], w);
     (void)redislockp_cmd_append(v->cmd, argc, argv, len); /* oom: send refuses */
     if (k == K_MULTI)
         v->in_multi = 1;
-    if (k == K_END)
-        v->in_multi = 0;
 }
 
 /* Append one command: FMT has a letter per word, 's' a C string, 'b' a
@@ -142,7 +292,7 @@ static void add(conv *v, const char *fmt, ...)
         argc++;
     }
     va_end(ap);
-    append(v, argc, argv, len);
+    append(v, argc, argv, len, 0);
 }
 
 /* The trailer after the step's commands: this step may end the
@@ -151,7 +301,7 @@ static void add_trailer(conv *v)
 {
     if (v->tr == NULL)
         return;
-    append(v, v->tr->argc, v->tr->argv, v->tr->argvlen);
+    append(v, v->tr->argc, v->tr->argv, v->tr->argvlen, 1);
     v->with_tr = 1;
 }
 
@@ -219,6 +369,100 @@ static int replay(conv *v, int writes, redisReply **r)
     return REDISLOCK_OK;
 }
 
+/* Is R a Cluster's "not here" (MOVED, ASK, TRYAGAIN, CLUSTERDOWN)?  A
+ * WATCH may answer so: it watched nothing, and the call follows it. */
+static int redirected(const redislockp_val *r)
+{
+    return error_says(r, "moved ", 0) || error_says(r, "ask ", 0) ||
+           error_says(r, "tryagain", 0) || error_says(r, "clusterdown", 0);
+}
+
+/* Does reply I of the step, of R, answer its command as it must (the
+ * shapes above)? */
+static int answers(const conv *v, redisReply *const *r, int i)
+{
+    const redislockp_val *x = redislockp_val_of(r[i]), *e;
+    int w = v->want[i], j, n = 0, refused = 0;
+
+    if (w == WANT_TRAILER)
+        return redislockp_trailer_answer_ok(v->tr, x);
+    if (w != WANT_EXEC)
+        return redislockp_val_type(x) == REDISLOCKP_V_ERROR
+                   ? (w != WANT_OK && w != WANT_NONE) ||
+                         (v->kind[i] == K_WATCH && redirected(x))
+                   : shaped(x, w);
+    /* EXEC's transaction was queued in this step (a step that reads ends
+     * with its MULTI, or the MULTI comes earlier in this one).  A command
+     * refused as it was queued (NOPERM, OOM, MOVED...) makes EXEC answer
+     * EXECABORT, having run nothing; else nil, or one result each. */
+    for (j = 0; j < i; j++)
+        if (v->want[j] == WANT_QUEUED)
+            refused |= redislockp_val_type(redislockp_val_of(r[j])) ==
+                       REDISLOCKP_V_ERROR;
+    if (redislockp_val_type(x) == REDISLOCKP_V_ERROR)
+        return refused && error_says(x, "execabort", 0);
+    if (redislockp_val_type(x) == REDISLOCKP_V_NIL)
+        return !refused;
+    if (refused || redislockp_val_type(x) != REDISLOCKP_V_ARRAY)
+        return 0;
+    for (j = 0; j < i; j++) {
+        if (v->want[j] != WANT_QUEUED)
+            continue;
+        e = redislockp_val_at(x, (size_t)n++);
+        if (e == NULL ||
+            (redislockp_val_type(e) != REDISLOCKP_V_ERROR &&
+             !shaped(e, v->later[j])))
+            return 0;
+    }
+    return (size_t)n == redislockp_val_count(x);
+}
+
+static const char *const shape_names[] = {
+    "nothing known", "+OK", "+QUEUED", "+OK", "+OK or nil",
+    "a string or nil", "an integer", "two strings of digits",
+    "strings in pairs", "nil or an array of the queued commands' results",
+    "the trailer's answer"
+};
+
+/* Reply X to command I of the step was not what it must be: the call
+ * fails, and the connection, in a state we do not know, is not used
+ * again (the caller closes it on REDISLOCK_ERR_PROTOCOL). */
+static int unexpected(conv *v, int i, const redislockp_val *x)
+{
+    char got[REDISLOCKP_BRIEF_SIZE], hint[96] = "";
+    size_t len;
+    const char *s = redislockp_val_str(x, &len), *q, *e;
+    const char *after = v->cl != NULL ? "closed"
+                                      : "reconnect this context before "
+                                        "using it again";
+    int w = v->want[i];
+
+    redislockp_val_brief(x, got, sizeof got);
+    if (redislockp_val_type(x) != REDISLOCKP_V_ERROR)
+        return redislockp_tx_fail(
+            v->msg, REDISLOCK_ERR_PROTOCOL,
+            "scripts=none, %s: %.*s answered %s where %s was due; the "
+            "connection's state is unknown: %s", v->what,
+            (int)v->namelen[i], v->name[i], got,
+            w >= 0 && w < (int)(sizeof shape_names / sizeof shape_names[0])
+                ? shape_names[w]
+                : "another reply",
+            after);
+    /* A refusal on a permission names the command in quotes: say which
+     * permission the user lacks. */
+    if (error_says(x, "noperm", 0) && s != NULL &&
+        (q = memchr(s, '\'', len)) != NULL &&
+        (e = memchr(q + 1, '\'', len - (size_t)(q + 1 - s))) != NULL &&
+        e - q - 1 < 40)
+        snprintf(hint, sizeof hint, " [the Redis user needs +%.*s "
+                 "(doc/acl.md)]", (int)(e - q - 1), q + 1);
+    return redislockp_tx_fail(v->msg, REDISLOCK_ERR_PROTOCOL,
+                              "scripts=none, %s: the server refused %.*s: "
+                              "%s%s; the connection's state is unknown: %s",
+                              v->what, (int)v->namelen[i], v->name[i], got,
+                              hint, after);
+}
+
 /* Send the step and read its replies.  WRITES: the step may change the
  * data (the call is "sent" once a byte of it left). */
 static int run(conv *v, int writes)
@@ -240,6 +484,15 @@ static int run(conv *v, int writes)
     }
     if (st != REDISLOCK_OK)
         return st;
+    for (i = 0; i < v->cmd->count; i++)
+        if (!answers(v, r, i))
+            break;
+    if (i < v->cmd->count) {
+        st = unexpected(v, i, redislockp_val_of(r[i]));
+        for (i = 0; i < v->cmd->count && v->rec == NULL; i++)
+            redislockp_val_free((redislockp_val *)r[i]); /* a record's: borrowed */
+        return st;
+    }
     v->n = 0;
     v->first_err = -1;
     for (i = 0; i < v->cmd->count; i++) {
@@ -545,7 +798,7 @@ static int acquire(conv *v, const redislockp_call *call, redislockp_val **out)
         add_trailer(v);
         if ((st = run(v, 1)) != REDISLOCK_OK)
             return st;
-        if (redislockp_val_type(at(v, 0)) == REDISLOCKP_V_STATUS)
+        if (is_status(at(v, 0), "OK"))  /* (run() checked: +OK or nil) */
             return answer_ints(v, out, 1, 1, 0LL);
         if (v->first_err >= 0)
             return answer_error(v, out);
@@ -564,7 +817,7 @@ static int acquire(conv *v, const redislockp_call *call, redislockp_val **out)
             add_trailer(v);
             if ((st = run(v, 1)) != REDISLOCK_OK)
                 return st;
-            if (redislockp_val_type(at(v, 0)) == REDISLOCKP_V_STATUS) {
+            if (is_status(at(v, 0), "OK")) {
                 set_form(v, FORM_IFEQ, 1);
                 return answer_ints(v, out, 1, 1, 0LL);
             }
@@ -916,7 +1169,7 @@ static int extend(conv *v, const redislockp_call *call, redislockp_val **out)
             add_trailer(v);
             if ((st = run(v, 1)) != REDISLOCK_OK)
                 return st;
-            if (redislockp_val_type(at(v, 0)) == REDISLOCKP_V_STATUS) {
+            if (is_status(at(v, 0), "OK")) {
                 set_form(v, FORM_IFEQ, 1);
                 return answer_ints(v, out, 0, 1, 1LL);
             }
@@ -1237,6 +1490,7 @@ static int converse(conv *v, const redislockp_call *call,
     *reply = NULL;
     if (tr_reply != NULL)
         *tr_reply = NULL;
+    v->what = s->name;
     if (!redislockp_plain_can(call, v->msg))
         st = REDISLOCK_ERR_INVALID;
     else if (s == &redislockp_script_acquire)
@@ -1259,6 +1513,10 @@ static int converse(conv *v, const redislockp_call *call,
         st = redislockp_tx_fail(v->msg, REDISLOCK_ERR_INVALID, /* LCOV_EXCL_LINE */
                                 "internal: scripts=none, a conversation "
                                 "ended without an answer");
+    if (st == REDISLOCK_OK && (v->watching || v->queuing))
+        st = redislockp_tx_fail(v->msg, REDISLOCK_ERR_PROTOCOL, /* LCOV_EXCL_LINE */
+                                "internal: scripts=none, %s ended with a "
+                                "WATCH or MULTI open", s->name);
     if (st == REDISLOCK_OK && v->tr != NULL && tr_reply != NULL) {
         if (v->with_tr && v->n > 0) {
             st = take(v, v->n - 1, tr_reply);

@@ -227,3 +227,154 @@ int redislockp_int_array(const redislockp_val *r, const char *what,
     }
     return REDISLOCK_OK;
 }
+
+int redislockp_trailer_answer_ok(const redislockp_trailer *tr,
+                                 const redislockp_val *r)
+{
+    redislockp_vtype t = redislockp_val_type(r);
+    size_t len, i;
+
+    if (tr == NULL || tr->argc < 1 || t == REDISLOCKP_V_ERROR)
+        return 1;
+    len = tr->argvlen[0];
+    if (len == 4 && memcmp(tr->argv[0], "WAIT", 4) == 0)
+        return t == REDISLOCKP_V_INTEGER && redislockp_val_int(r) >= 0;
+    if (len == 7 && memcmp(tr->argv[0], "WAITAOF", 7) == 0) {
+        if (t != REDISLOCKP_V_ARRAY || redislockp_val_count(r) != 2)
+            return 0;
+        for (i = 0; i < 2; i++)
+            if (redislockp_val_type(redislockp_val_at(r, i)) !=
+                    REDISLOCKP_V_INTEGER ||
+                redislockp_val_int(redislockp_val_at(r, i)) < 0)
+                return 0;
+        return 1;
+    }
+    if (len == 5 && memcmp(tr->argv[0], "BLPOP", 5) == 0) {
+        if (t == REDISLOCKP_V_NIL)
+            return 1;
+        if (t != REDISLOCKP_V_ARRAY || redislockp_val_count(r) != 2)
+            return 0;
+        for (i = 0; i < 2; i++)
+            if (redislockp_val_type(redislockp_val_at(r, i)) !=
+                REDISLOCKP_V_STRING)
+                return 0;
+        return 1;
+    }
+    return 1;
+}
+
+/* Is R the integer array of N elements whose element I lies in
+ * [LO[I], HI[I]]? */
+static int ints_within(const redislockp_val *r, size_t n, const long long *lo,
+                       const long long *hi)
+{
+    size_t i;
+
+    if (redislockp_val_type(r) != REDISLOCKP_V_ARRAY ||
+        redislockp_val_count(r) != n)
+        return 0;
+    for (i = 0; i < n; i++) {
+        const redislockp_val *e = redislockp_val_at(r, i);
+
+        if (redislockp_val_type(e) != REDISLOCKP_V_INTEGER ||
+            redislockp_val_int(e) < lo[i] || redislockp_val_int(e) > hi[i])
+            return 0;
+    }
+    return 1;
+}
+
+#define ANY_LO (-9223372036854775807LL - 1)
+#define ANY_HI 9223372036854775807LL
+
+int redislockp_script_answer_ok(const redislockp_call *call,
+                                const redislockp_val *r)
+{
+    /* {0, pttl}: held by another (pttl -3: free, a woken waiter's turn) */
+    static const long long other_lo[] = {0, ANY_LO}, other_hi[] = {0, ANY_HI};
+    /* {1, token, holds}: a counted holding */
+    static const long long held_lo[] = {1, 0, 1},
+                           held_hi[] = {1, ANY_HI, ANY_HI};
+    /* {1, 0, woke}: released, waking one or not */
+    static const long long woke_lo[] = {1, 0, 0}, woke_hi[] = {1, 0, 1};
+    /* {1, holds left}: a counted release that left holds */
+    static const long long left_lo[] = {1, 1}, left_hi[] = {1, ANY_HI};
+    static const long long bare_lo[] = {-1, 0}, bare_hi[] = {2, 0};
+    static const long long ext_lo[] = {-1}, ext_hi[] = {1};
+    static const long long st_lo[] = {-1, ANY_LO, ANY_LO, ANY_LO},
+                           st_hi[] = {1, ANY_HI, ANY_HI, ANY_HI};
+    static const long long two_lo[] = {ANY_LO, ANY_LO},
+                           two_hi[] = {ANY_HI, ANY_HI};
+    const redislockp_script *s = call->script;
+    int bare = redislockp_val_type(r) == REDISLOCKP_V_INTEGER;
+    long long x = redislockp_val_int(r);
+    int fencing = 0, fa = -1;
+
+    if (s == &redislockp_script_acquire_wait)
+        fa = REDISLOCKP_ACQUIRE_WAIT_A_FENCING;
+    else if (s == &redislockp_script_acquire_counted)
+        fa = REDISLOCKP_ACQUIRE_COUNTED_A_FENCING;
+    else if (s == &redislockp_script_acquire_counted_wait)
+        fa = REDISLOCKP_ACQUIRE_COUNTED_WAIT_A_FENCING;
+    if (fa >= 0)
+        fencing = call->arg[fa] != NULL && call->arg[fa][0] == '1';
+    if (s == &redislockp_script_acquire_fencing)
+        fencing = 1;
+    if (redislockp_script_is_acquire(s)) {
+        /* Granted: the bare fencing token, 0 without fencing, or what it
+         * stands for, {1, token, holds} (src/scripts.h): one hold in
+         * go-zero mode; in counted mode a re-entry keeps the token its
+         * holding began with, 0 or not. */
+        long long tlo = fencing ? 1 : 0, thi = fencing ? ANY_HI : 0;
+        long long glo[3], ghi[3];
+
+        if (bare)
+            return x >= tlo && x <= thi;
+        if (redislockp_script_is_counted(s))
+            return ints_within(r, 2, other_lo, other_hi) ||
+                   ints_within(r, 3, held_lo, held_hi);
+        glo[0] = ghi[0] = 1;
+        glo[1] = tlo;
+        ghi[1] = thi;
+        glo[2] = ghi[2] = 1;
+        return ints_within(r, 2, other_lo, other_hi) ||
+               ints_within(r, 3, glo, ghi);
+    }
+    if (s == &redislockp_script_release ||
+        s == &redislockp_script_release_counted) {
+        /* The bare X, or {X, 0} it stands for; {1, 0, woke}; counted:
+         * {1, holds left}. */
+        if (bare)
+            return x >= -1 && x <= 2;
+        return ints_within(r, 2, bare_lo, bare_hi) ||
+               ints_within(r, 3, woke_lo, woke_hi) ||
+               (s == &redislockp_script_release_counted &&
+                ints_within(r, 2, left_lo, left_hi));
+    }
+    if (s == &redislockp_script_extend || s == &redislockp_script_extend_counted)
+        return ints_within(r, 1, ext_lo, ext_hi);
+    if (s == &redislockp_script_status || s == &redislockp_script_status_counted)
+        return ints_within(r, 4, st_lo, st_hi);
+    if (s == &redislockp_script_leave)
+        return bare && x == 1;
+    if (s == &redislockp_script_permissions)
+        return bare && x >= -1;
+    if (s == &redislockp_script_companions)
+        return ints_within(r, 2, two_lo, two_hi);
+    if (s == &redislockp_script_inspect) {
+        const redislockp_val *e;
+
+        if (redislockp_val_type(r) != REDISLOCKP_V_ARRAY ||
+            redislockp_val_count(r) != 4)
+            return 0;
+        e = redislockp_val_at(r, 0);
+        return redislockp_val_type(e) == REDISLOCKP_V_INTEGER &&
+               redislockp_val_int(e) >= 0 && redislockp_val_int(e) <= 3 &&
+               redislockp_val_type(redislockp_val_at(r, 1)) ==
+                   REDISLOCKP_V_INTEGER &&
+               redislockp_val_type(redislockp_val_at(r, 2)) ==
+                   REDISLOCKP_V_STRING &&
+               redislockp_val_type(redislockp_val_at(r, 3)) ==
+                   REDISLOCKP_V_INTEGER;
+    }
+    return 0;                           /* a script without a grammar: a bug */
+}

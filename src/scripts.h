@@ -134,6 +134,22 @@ typedef struct redislockp_trailer {
     size_t argvlen[4];
 } redislockp_trailer;
 
+/* Is R, not an error reply, an answer CALL's script documents (its
+ * src/lua/ file's "Returns")?  A grant, above all, is only ever the
+ * exact answer of a grant: acquire.lua's bare 0, a fencing acquire's
+ * token of at least 1.  Anything else means the connection is out of
+ * step (a reply meant for another command, +QUEUED inside a MULTI) or
+ * not a server that runs the script: never read further. */
+int redislockp_script_answer_ok(const redislockp_call *call,
+                                const redislockp_val *r);
+
+/* Is R what trailer TR (NULL: none) may answer: WAIT an integer,
+ * WAITAOF two, BLPOP nil or a list's name and element - or an error
+ * reply, the caller's to judge?  Anything else means the connection is
+ * out of step. */
+int redislockp_trailer_answer_ok(const redislockp_trailer *tr,
+                                 const redislockp_val *r);
+
 /* Read a reply that must be an array of MIN..MAX integers into V;
  * REDISLOCK_ERR_PROTOCOL naming WHAT otherwise. */
 int redislockp_int_array(const redislockp_val *r, const char *what,

@@ -580,6 +580,48 @@ int redislockp_val_type_number(const redislockp_val *v)
     return r != NULL ? r->type : REDIS_REPLY_NIL;
 }
 
+int redislockp_val_is_ok(const redislockp_val *v)
+{
+    size_t len;
+    const char *s = redislockp_val_str(v, &len);
+
+    return redislockp_val_type(v) == REDISLOCKP_V_STATUS && len == 2 &&
+           memcmp(s, "OK", 2) == 0;
+}
+
+const char *redislockp_val_brief(const redislockp_val *v, char *buf,
+                                 size_t size)
+{
+    size_t len;
+    const char *s = redislockp_val_str(v, &len);
+
+    switch (redislockp_val_type(v)) {
+    case REDISLOCKP_V_STATUS:
+        snprintf(buf, size, "+%.*s", (int)(len < 40 ? len : 40), s);
+        break;
+    case REDISLOCKP_V_ERROR:
+        snprintf(buf, size, "\"%.*s\"", (int)(len < 200 ? len : 200), s);
+        break;
+    case REDISLOCKP_V_INTEGER:
+        snprintf(buf, size, "the integer %lld", redislockp_val_int(v));
+        break;
+    case REDISLOCKP_V_NIL:
+        snprintf(buf, size, "nil");
+        break;
+    case REDISLOCKP_V_STRING:
+        snprintf(buf, size, "a string of %zu bytes", len);
+        break;
+    case REDISLOCKP_V_ARRAY:
+        snprintf(buf, size, "an array of %zu", redislockp_val_count(v));
+        break;
+    default:
+        snprintf(buf, size, "a reply of type %d",
+                 redislockp_val_type_number(v));
+        break;
+    }
+    return buf;
+}
+
 void redislockp_val_free(redislockp_val *v)
 {
     freeReplyObject(v);

@@ -164,6 +164,15 @@ const redislockp_val *redislockp_val_at(const redislockp_val *v, size_t i);
  * NULL V. */
 int redislockp_val_type_number(const redislockp_val *v);
 
+/* Is V the status reply +OK? */
+int redislockp_val_is_ok(const redislockp_val *v);
+
+/* What V is, in a few words, for a message ("+QUEUED", "the integer 5",
+ * "an array of 3", the text of an error...), into BUF; returns BUF. */
+#define REDISLOCKP_BRIEF_SIZE 260
+const char *redislockp_val_brief(const redislockp_val *v, char *buf,
+                                 size_t size);
+
 /* Free V, a whole reply handed out on its own (the executor's, taken
  * out of its leg), with everything in it; NULL is fine. */
 void redislockp_val_free(redislockp_val *v);

@@ -382,7 +382,11 @@ static void test_acquire_reply_handling(void **state)
 {
     (void)state;
     acquire_gets("*3\r\n:1\r\n:0\r\n:1\r\n", REDISLOCK_OK, true);
-    acquire_gets("*3\r\n:1\r\n:7\r\n:2\r\n", REDISLOCK_OK, true);
+    /* A go-zero acquire without fencing is granted with no token and
+     * one hold, nothing else: a token, or two holds, is not its answer
+     * (never a grant; the connection is closed). */
+    acquire_gets("*3\r\n:1\r\n:7\r\n:2\r\n", REDISLOCK_ERR_PROTOCOL, false);
+    acquire_gets("*3\r\n:1\r\n:7\r\n:1\r\n", REDISLOCK_ERR_PROTOCOL, false);
     acquire_gets("*2\r\n:0\r\n:1500\r\n", REDISLOCK_OK, false); /* refused */
     acquire_gets("*2\r\n:1\r\n:0\r\n", REDISLOCK_ERR_PROTOCOL, false);
     acquire_gets("*3\r\n:1\r\n:-1\r\n:1\r\n", REDISLOCK_ERR_PROTOCOL, false);
@@ -393,9 +397,11 @@ static void test_acquire_reply_handling(void **state)
     acquire_gets("*0\r\n", REDISLOCK_ERR_PROTOCOL, false);
     acquire_gets("+OK\r\n", REDISLOCK_ERR_PROTOCOL, false);
     acquire_gets("$-1\r\n", REDISLOCK_ERR_PROTOCOL, false);
-    /* A bare integer is a granted acquire's token (src/scripts.h). */
+    /* A bare integer is a granted acquire's token (src/scripts.h): 0,
+     * without fencing. */
     acquire_gets(":0\r\n", REDISLOCK_OK, true);
-    acquire_gets(":7\r\n", REDISLOCK_OK, true);
+    acquire_gets(":7\r\n", REDISLOCK_ERR_PROTOCOL, false);
+    acquire_gets("+QUEUED\r\n", REDISLOCK_ERR_PROTOCOL, false);
     acquire_gets(":-1\r\n", REDISLOCK_ERR_PROTOCOL, false);
     acquire_gets("-ERR boom\r\n", REDISLOCK_ERR_SERVER, false);
     /* Not RESP at all: hiredis gives up on the connection. */

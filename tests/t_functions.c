@@ -9,9 +9,13 @@
  */
 #include "config.h"
 
+#include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "testutil.h"
 
@@ -251,6 +255,165 @@ static void test_setting(void **state)
     redislock_client_free(cl);
 }
 
+/* ------------------------------------------------------------------------
+ * The library removed between its load and the call (another client's
+ * FUNCTION FLUSH in between: seen with a real server when FUNCTION LOAD's
+ * argument is big enough for the server to turn to other clients before
+ * the FCALL that follows it in the same write).  A server of our own,
+ * which answers FCALL "Function not found" until it has answered
+ * FUNCTION LOAD (with the library's name) LOADS_FIRST times: the
+ * interleaving, every time, without a race to win.
+ */
+
+struct fake {
+    int listener, port;
+    int loads_first;                    /* loads answered before FCALL
+                                         * finds the function */
+    int loads, fcalls;                  /* seen */
+    pthread_t thread;
+};
+
+/* Write S to FD, all of it. */
+static void fake_write(int fd, const char *s)
+{
+    size_t len = strlen(s);
+
+    while (len > 0) {
+        ssize_t n = write(fd, s, len);
+
+        if (n <= 0)
+            return;
+        s += n;
+        len -= (size_t)n;
+    }
+}
+
+static void *fake_serve(void *arg)
+{
+    struct fake *f = arg;
+    int fd = accept(f->listener, NULL, NULL);
+    redisReader *rd = redisReaderCreate();
+    char buf[65536];
+    ssize_t n;
+
+    while (fd >= 0 && (n = read(fd, buf, sizeof buf)) > 0) {
+        void *cmd;
+
+        redisReaderFeed(rd, buf, (size_t)n);
+        while (redisReaderGetReply(rd, &cmd) == REDIS_OK && cmd != NULL) {
+            redisReply *r = cmd;
+            const char *w = r->elements > 0 ? r->element[0]->str : "";
+
+            if (strcasecmp(w, "FUNCTION") == 0) {
+                f->loads++;
+                fake_write(fd, "$22\r\nredislock_0123456789ab\r\n");
+            } else if (strcasecmp(w, "FCALL") == 0) {
+                f->fcalls++;
+                fake_write(fd, f->loads < f->loads_first
+                                   ? "-ERR Function not found\r\n"
+                                   : ":0\r\n");
+            } else {
+                fake_write(fd, "-ERR not this fake's\r\n");
+            }
+            freeReplyObject(r);
+        }
+    }
+    redisReaderFree(rd);
+    if (fd >= 0)
+        close(fd);
+    return NULL;
+}
+
+static void fake_start(struct fake *f, int loads_first)
+{
+    struct sockaddr_in a;
+    socklen_t len = sizeof a;
+
+    memset(f, 0, sizeof *f);
+    f->loads_first = loads_first;
+    f->listener = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(f->listener >= 0);
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(f->listener, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(listen(f->listener, 4), 0);
+    assert_int_equal(getsockname(f->listener, (struct sockaddr *)&a, &len),
+                     0);
+    f->port = ntohs(a.sin_port);
+    assert_int_equal(pthread_create(&f->thread, NULL, fake_serve, f), 0);
+}
+
+/* Once the client is freed (its connection closed). */
+static void fake_stop(struct fake *f)
+{
+    pthread_join(f->thread, NULL);
+    close(f->listener);
+}
+
+static redislock_client *fake_client(const struct fake *f)
+{
+    char u[96];
+    redislock_client *cl;
+
+    snprintf(u, sizeof u, "redis://127.0.0.1:%d?scripts=functions", f->port);
+    cl = redislock_client_new(u);
+    assert_non_null(cl);
+    return cl;
+}
+
+/* Loaded, and gone again before the call: loaded again and called
+ * again, not "FUNCTION LOAD failed". */
+static void test_library_gone_after_its_load(void **state)
+{
+    struct fake f;
+    redislock_client *cl;
+    redislock *lock;
+    bool ok = false;
+
+    (void)state;
+    fake_start(&f, 2);
+    cl = fake_client(&f);
+    lock = redislock_new_from_client(cl, "locks:fake");
+    assert_non_null(lock);
+    if (redislock_acquire(lock, &ok) != REDISLOCK_OK)
+        fail_msg("acquire: %s", redislock_last_error(lock));
+    assert_true(ok);
+    redislock_free(lock);
+    redislock_client_free(cl);
+    fake_stop(&f);
+    /* FCALL (not found), LOAD + FCALL (not found), LOAD + FCALL (0). */
+    assert_int_equal(f.loads, 2);
+    assert_int_equal(f.fcalls, 3);
+}
+
+/* Gone after every load: a few rounds, then the failure says what
+ * happened - the load succeeded, the library did not stay. */
+static void test_library_never_stays(void **state)
+{
+    struct fake f;
+    redislock_client *cl;
+    redislock *lock;
+    bool ok = true;
+
+    (void)state;
+    fake_start(&f, 1000);
+    cl = fake_client(&f);
+    lock = redislock_new_from_client(cl, "locks:fake");
+    assert_non_null(lock);
+    assert_int_equal(redislock_acquire(lock, &ok), REDISLOCK_ERR_SERVER);
+    assert_false(ok);
+    print_message("# %s\n", redislock_last_error(lock));
+    assert_non_null(strstr(redislock_last_error(lock),
+                           "FUNCTION LOAD succeeded"));
+    assert_null(strstr(redislock_last_error(lock), "LOAD failed"));
+    redislock_free(lock);
+    redislock_client_free(cl);
+    fake_stop(&f);
+    assert_int_equal(f.loads, 3);
+    assert_int_equal(f.fcalls, 4);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -260,6 +423,8 @@ int main(void)
         cmocka_unit_test(test_two_versions_share_a_server),
         cmocka_unit_test(test_user_without_function_load),
         cmocka_unit_test(test_gozero_excludes_functions_mode),
+        cmocka_unit_test(test_library_gone_after_its_load),
+        cmocka_unit_test(test_library_never_stays),
     };
     redisContext *probe;
     redisReply *r;

@@ -1225,20 +1225,25 @@ static void test_user_without_multi_writes_nothing(void **state)
      * its own), then another owner's: refused, the key untouched. */
     st = redislock_release(same, &ok);
     assert_holder(c, key, redislock_id(holder));
-    assert_int_equal(st, REDISLOCK_ERR_SERVER);
+    /* A refused MULTI leaves the connection in a state the library does
+     * not know: the call fails as a protocol surprise, naming the
+     * command and the permission, and the connection is closed. */
+    assert_int_equal(st, REDISLOCK_ERR_PROTOCOL);
     assert_error_has(same, "NOPERM");
-    assert_error_has(same, "multi");
+    assert_error_has(same, "refused MULTI");
+    assert_error_has(same, "+multi");
     st = redislock_extend(same, &ok);
     assert_true(tu_pttl(c, key, strlen(key)) > 2000);   /* not 1000 ms */
-    assert_int_equal(st, REDISLOCK_ERR_SERVER);
+    assert_int_equal(st, REDISLOCK_ERR_PROTOCOL);
     assert_false(ok);
     assert_false(tu_acquire(other));            /* SET NX: no MULTI */
-    assert_int_equal(redislock_release(other, &ok), REDISLOCK_ERR_SERVER);
-    assert_error_has(other, "NOPERM");
-    /* A waiter's try refused on a permission: the wait polls with plain
-     * tries (SET NX), as wait.c does for any refused waiting right. */
+    assert_int_equal(redislock_release(other, &ok), REDISLOCK_ERR_PROTOCOL);
+    assert_error_has(other, "+multi");
+    /* A waiter's try: the same refusal, never a grant. */
     ok = true;
-    expect_ok(other, redislock_acquire_wait(other, 200, &ok));
+    assert_int_equal(redislock_acquire_wait(other, 200, &ok),
+                     REDISLOCK_ERR_PROTOCOL);
+    assert_error_has(other, "+multi");
     assert_false(ok);
     /* The holder's key as it was: its ID, its lease. */
     assert_holder(c, key, redislock_id(holder));
@@ -1248,6 +1253,129 @@ static void test_user_without_multi_writes_nothing(void **state)
     redislock_free(other);
     redislock_free(holder);
     redislock_client_free(cl);
+}
+
+/* Connections of USER on S left inside a MULTI (CLIENT LIST's multi=
+ * is -1 outside one). */
+static int users_in_multi(redisContext *s, const char *user)
+{
+    redisReply *r = tu_cmd(s, "CLIENT LIST");
+    char want[80];
+    const char *line;
+    int n = 0;
+
+    snprintf(want, sizeof want, " user=%s ", user);
+    for (line = r->str; line != NULL && *line != '\0';) {
+        const char *end = strchr(line, '\n');
+        size_t len = end != NULL ? (size_t)(end - line) : strlen(line);
+        char buf[1024];
+
+        snprintf(buf, sizeof buf, "%.*s ", (int)len, line);
+        if (strstr(buf, want) != NULL && strstr(buf, " multi=-1 ") == NULL)
+            n++;
+        line = end != NULL ? end + 1 : NULL;
+    }
+    freeReplyObject(r);
+    return n;
+}
+
+/* One call of the reproduction: never a grant; a failure names the
+ * permission. */
+static void no_grant(redislock *lock, const char *what, int st, bool ok)
+{
+    print_message("# %s: %s, %s%s%s\n", what, redislock_strerror(st),
+                  ok ? "granted" : "not granted",
+                  st != REDISLOCK_OK ? ": " : "",
+                  st != REDISLOCK_OK ? redislock_last_error(lock) : "");
+    assert_false(ok);
+    if (st != REDISLOCK_OK) {
+        assert_int_equal(st, REDISLOCK_ERR_PROTOCOL);
+        assert_error_has(lock, "+discard");
+    }
+}
+
+/*
+ * Issue 30's reproduction: a user without +discard (doc/acl.md's
+ * lock-plain rule lacked it), scripts=none, against a key another owner
+ * holds for 60 s.  A conversation that read the key and chose not to
+ * write sent DISCARD; its refusal left the connection inside MULTI, and
+ * the +QUEUED answers that followed were read as grants: "extended",
+ * "acquired" three times.  Now every call fails or answers no, through
+ * the blocking and the loop API, the key keeps its owner and lease, and
+ * no connection of the user is left inside a MULTI.
+ */
+static void test_user_without_discard_grants_nothing(void **state)
+{
+    char url[300], key[64];
+    redislock_client *cl;
+    redislock *holder, *h;
+    long long since;
+    bool ok;
+    int st, i, api;
+
+    (void)state;
+    create_plain_user(c);
+    tu_cmd_ok(c, "ACL SETUSER lock-plain -discard");
+    snprintf(url, sizeof url,
+             "redis://lock-plain:secret@127.0.0.1:%s?scripts=none",
+             getenv("REDISLOCK_TEST_PORT"));
+    tu_key(key, sizeof key, "locks:p3");
+    holder = redislock_new(c, key);
+    assert_non_null(holder);
+    assert_int_equal(redislock_set_expire_ms(holder, 60000), REDISLOCK_OK);
+    since = tu_now_ms();
+    assert_true(tu_acquire(holder));
+    for (api = 0; api < 2; api++) {
+        tu_loop l;
+
+        cl = api == 0 ? client_of(url) : loop_client(&l, url);
+        h = handle(cl, key, 5000);
+        if (api == 0) {
+            st = redislock_release(h, &ok);
+            no_grant(h, "release (not ours)", st, ok);
+            st = redislock_extend(h, &ok);
+            no_grant(h, "extend", st, ok);
+            for (i = 0; i < 3; i++) {
+                st = redislock_acquire(h, &ok);
+                no_grant(h, "acquire", st, ok);
+            }
+            st = redislock_acquire_wait(h, 200, &ok);
+            no_grant(h, "acquire_wait", st, ok);
+            st = redislock_release(h, &ok);
+            no_grant(h, "release", st, ok);
+        } else {
+            int (*const ops[])(redislock *, redislock_done_fn, void *) = {
+                redislock_release_async, redislock_extend_async,
+                redislock_acquire_async, redislock_acquire_async,
+                redislock_acquire_async, redislock_release_async
+            };
+
+            for (i = 0; i < 6; i++) {
+                tu_async a = { 0 };
+
+                assert_int_equal(tu_async_start(ops[i], h, &a),
+                                 REDISLOCK_OK);
+                TU_LOOP_UNTIL(&l, a.calls == 1, 20000, "the callback");
+                no_grant(h, "loop call", a.status, a.ok);
+            }
+            {
+                tu_async a = { 0 };
+
+                assert_int_equal(tu_async_wait_start(h, 200, &a),
+                                 REDISLOCK_OK);
+                TU_LOOP_UNTIL(&l, a.calls == 1, 20000, "the wait");
+                no_grant(h, "loop acquire_wait", a.status, a.ok);
+            }
+        }
+        /* The holder's key as it was; nobody left inside a MULTI. */
+        assert_holder(c, key, redislock_id(holder));
+        tu_assert_pttl_left(c, key, strlen(key), 60000, since);
+        assert_int_equal(users_in_multi(c, "lock-plain"), 0);
+        redislock_free(h);
+        redislock_client_free(cl);
+    }
+    assert_true(tu_release(holder));
+    redislock_free(holder);
 }
 
 /* ------------------------------------------------------------------------
@@ -3370,6 +3498,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_answers_match_the_scripts),
         cmocka_unit_test(test_commands_per_operation),
         cmocka_unit_test_teardown(test_refused_scripting, delete_plain_user),
+        cmocka_unit_test_teardown(test_user_without_discard_grants_nothing,
+                                  delete_plain_user),
         cmocka_unit_test_teardown(test_user_without_multi_writes_nothing,
                                   delete_plain_user),
         cmocka_unit_test(test_gozero_exclusion),
