@@ -27,6 +27,7 @@
 #include "config.h"
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -90,6 +91,12 @@ static void run(redislock *lock, int op, int acked, fuzz_server *srv, int fd)
     FUZZ_CHECK(st == REDISLOCK_OK || !ok);
     FUZZ_CHECK(st == REDISLOCK_OK || redislock_last_error(lock)[0] != '\0');
 
+    if (getenv("FUZZ_TRACE") != NULL)
+        fprintf(stderr, "  = %s: %s, ok %d, ms %lld, count %d: %s\n",
+                (const char *[]){ "acquire", "release", "extend", "ttl",
+                                  "hold_count", "held" }[op],
+                redislock_strerror(st), (int)ok, ms, count,
+                redislock_last_error(lock));
     /* What it reported ... */
     if (st == REDISLOCK_OK)
         claims = op == 0 && ok ? FUZZ_ACQUIRED

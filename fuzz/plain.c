@@ -547,6 +547,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         FUZZ_CHECK(steps < MAX_STEPS);
     }
+    if (getenv("FUZZ_TRACE") != NULL) {
+        if (st == REDISLOCK_OK) {
+            fprintf(stderr, "  = answer: type %d, ",
+                    redislockp_val_type_number(reply));
+            if (redislockp_val_type(reply) == REDISLOCKP_V_INTEGER)
+                fprintf(stderr, ":%lld", redislockp_val_int(reply));
+            else if (redislockp_val_type(reply) == REDISLOCKP_V_ARRAY)
+                fprintf(stderr, "%zu elements",
+                        redislockp_val_count(reply));
+            fprintf(stderr, "%s\n", rec.dirty ? " (dirty)" : "");
+        } else {
+            fprintf(stderr, "  = %s: %s\n", redislock_strerror(st), errmsg);
+        }
+    }
     FUZZ_CHECK(st == REDISLOCK_OK || st == REDISLOCK_ERR_IO ||
                st == REDISLOCK_ERR_SERVER || st == REDISLOCK_ERR_PROTOCOL ||
                st == REDISLOCK_ERR_NOMEM || st == REDISLOCK_ERR_INVALID);
