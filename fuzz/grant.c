@@ -322,10 +322,9 @@ static unsigned script_outcome(const cmdinfo *c, const redisReply *r)
                    ? FUZZ_RELEASED : 0;
     case S_EXTEND:                      /* {1}, {0}, {-1} */
         return ints(r, 1, v) && v[0] == 1 ? FUZZ_EXTENDED : 0;
-    case S_STATUS:                      /* {1, pttl, 1, 0} */
-        return ints(r, 4, v) && v[0] == 1 && v[2] == 1 && v[3] == 0
-                   ? FUZZ_HELD : 0;
-    case S_STATUS_COUNTED:              /* {1, pttl, holds, token} */
+    case S_STATUS:                      /* {1, pttl, 1, 0}; counted: */
+    case S_STATUS_COUNTED:              /* {1, pttl, holds, token} (held is
+                                         * the 1; the rest, sane) */
         return ints(r, 4, v) && v[0] == 1 && v[2] >= 1 && v[3] >= 0
                    ? FUZZ_HELD : 0;
     default:

@@ -19,7 +19,7 @@
  *               :1 in EXEC's array under such a WATCH; a release
  *               script's 1 or {1, 0, 0|1} (counted: {1, holds left});
  *   held        GET KEY answered ID; a status script's {1, pttl, holds,
- *               token};
+ *               token} (holds >= 1, token >= 0);
  *   replicated  WAIT answered :n, n >= 1.
  * A transaction's element counts only when MULTI was answered +OK, every
  * command after it +QUEUED, and EXEC an array of exactly as many
