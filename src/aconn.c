@@ -22,6 +22,26 @@ void redislockp_aconn_open(redislockp_aconn *a, const redislockp_url *u)
     }
 }
 
+void redislockp_aconn_refuse(redislockp_aconn *a, int status,
+                             const char *why)
+{
+    memset(a, 0, sizeof *a);
+    a->state = REDISLOCKP_ACONN_BROKEN;
+    a->status = status;
+    snprintf(a->errmsg, sizeof a->errmsg, "%s", why);
+}
+
+/* A's dial has ended with STATUS (its message in a->errmsg): its owner
+ * is told, once. */
+static void dial_over(redislockp_aconn *a, int status)
+{
+    void (*fn)(void *, int, const char *) = a->dialed;
+
+    a->dialed = NULL;
+    if (fn != NULL)
+        fn(a->dialed_arg, status, a->errmsg);
+}
+
 /* Free R and what it holds (replies not handed over). */
 static void req_free(redislockp_areq *r)
 {
@@ -41,6 +61,9 @@ static void fail_all(redislockp_aconn *a, int status, const char *why)
     redislockp_areq *r = a->head, *next;
     char msg[REDISLOCKP_ERRMSG_SIZE];
 
+    /* A dial given up (closed while being made) blames nobody. */
+    if (a->state == REDISLOCKP_ACONN_DIALING)
+        dial_over(a, REDISLOCK_ERR_CANCELED);
     /* Told even when the descriptor is gone already (a failed dial
      * closes its own): the loop lets go of what it watched. */
     if (a->closing != NULL && a->state != REDISLOCKP_ACONN_BROKEN)
@@ -275,10 +298,12 @@ void redislockp_aconn_io(redislockp_aconn *a, short revents)
     if (a->state == REDISLOCKP_ACONN_DIALING) {
         redislockp_dial_step(&a->dial, revents, a->errmsg);
         if (a->dial.phase == REDISLOCKP_DIAL_FAILED) {
+            dial_over(a, a->dial.status);
             fail_all(a, a->dial.status, a->errmsg);
         } else if (a->dial.phase == REDISLOCKP_DIAL_DONE) {
             a->c = redislockp_dial_take(&a->dial);
             a->state = REDISLOCKP_ACONN_READY;
+            dial_over(a, REDISLOCK_OK);
             flush(a);
         }
         return;
@@ -324,6 +349,7 @@ void redislockp_aconn_tick(redislockp_aconn *a)
     if (a->state == REDISLOCKP_ACONN_DIALING && now >= a->dial.deadline) {
         redislockp_dial_step(&a->dial, 0, a->errmsg);
         if (a->dial.phase == REDISLOCKP_DIAL_FAILED) {
+            dial_over(a, a->dial.status);
             fail_all(a, a->dial.status, a->errmsg);
             return;
         }
@@ -331,6 +357,7 @@ void redislockp_aconn_tick(redislockp_aconn *a)
             /* Its last step was ready when looked at: up, as from io. */
             a->c = redislockp_dial_take(&a->dial);
             a->state = REDISLOCKP_ACONN_READY;
+            dial_over(a, REDISLOCK_OK);
             flush(a);
             if (a->state != REDISLOCKP_ACONN_READY)
                 return;
@@ -347,9 +374,11 @@ void redislockp_aconn_tick(redislockp_aconn *a)
             redislockp_err_set(REDISLOCK_ERR_IO,
                                redislockp_dial_stage(&a->dial),
                                REDISLOCK_CAUSE_TIMEOUT, NULL);
-            fail_all(a, REDISLOCK_ERR_IO, "not connected within a "
+            snprintf(a->errmsg, sizeof a->errmsg, "not connected within a "
                      "request's time (the connection still being made; "
                      "nothing sent)");
+            dial_over(a, REDISLOCK_ERR_IO);
+            fail_all(a, REDISLOCK_ERR_IO, a->errmsg);
             return;
         }
         redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_COMMAND,

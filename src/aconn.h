@@ -74,6 +74,11 @@ typedef struct redislockp_aconn {
      * reused by a new connection. */
     void (*closing)(void *arg, int fd);
     void *closing_arg;
+    /* Told once when its dial ends (set after open; NULL: nobody):
+     * STATUS REDISLOCK_OK, up; else the dial's failure (ERRMSG).  The
+     * owner keeps the node's backoff with it (client.h). */
+    void (*dialed)(void *arg, int status, const char *errmsg);
+    void *dialed_arg;
     int status;                 /* why it broke */
     char errmsg[REDISLOCKP_ERRMSG_SIZE];
 } redislockp_aconn;
@@ -109,5 +114,10 @@ void redislockp_aconn_tick(redislockp_aconn *a);
 
 /* Close it: every queued request fails with STATUS and WHY. */
 void redislockp_aconn_close(redislockp_aconn *a, int status, const char *why);
+
+/* A that is not to be dialled now (its node backs off): broken from the
+ * start with STATUS and WHY, which every request is told at once. */
+void redislockp_aconn_refuse(redislockp_aconn *a, int status,
+                             const char *why);
 
 #endif /* REDISLOCK_ACONN_H */

@@ -45,6 +45,9 @@ typedef struct lconn {
     int fd;                     /* watched; -1: nothing */
     int events;                 /* REDISLOCK_EV_* asked for FD */
     void *fd_data;              /* the adapter's */
+    redislock_client *bo_cl;    /* whose node's backoff it keeps (NULL:
+                                 * none); a quorum member's own */
+    size_t bo_node;
 } lconn;
 
 /* The connections: one per node of the client (conns[node]), for a
@@ -407,15 +410,40 @@ static void conn_closing(void *arg, int fd)
     unwatch(c->ls, c);
 }
 
-/* Open C (again) to its URL if it is not up. */
+/* C's dial has ended: its node's backoff goes on, or ends (client.h). */
+static void conn_dialed(void *arg, int status, const char *errmsg)
+{
+    lconn *c = arg;
+
+    redislockp_node_connected(c->bo_cl, c->bo_node, status, errmsg);
+}
+
+/* Open C (again) to its URL if it is not up - unless its node backs off
+ * after failed connects, as the pool's do: then C is broken at once with
+ * the last failure, and what is sent on it fails, not sent. */
 static void conn_up(redislockp_loop_state *ls, lconn *c)
 {
+    char msg[REDISLOCKP_ERRMSG_SIZE];
+    int st;
+
     if (c->open && c->a.state != REDISLOCKP_ACONN_BROKEN)
         return;
     unwatch(ls, c);
     if (c->open)
         redislockp_aconn_close(&c->a, REDISLOCK_ERR_IO, "closed");
-    redislockp_aconn_open(&c->a, &c->url);
+    if (c->bo_cl != NULL &&
+        !redislockp_node_may_connect(c->bo_cl, c->bo_node, msg, &st)) {
+        redislockp_aconn_refuse(&c->a, st, msg);
+    } else {
+        redislockp_aconn_open(&c->a, &c->url);
+        if (c->bo_cl != NULL && c->a.state == REDISLOCKP_ACONN_BROKEN) {
+            redislockp_node_connected(c->bo_cl, c->bo_node, c->a.status,
+                                      c->a.errmsg);
+        } else if (c->bo_cl != NULL) {
+            c->a.dialed = conn_dialed;
+            c->a.dialed_arg = c;
+        }
+    }
     c->a.closing = conn_closing;
     c->a.closing_arg = c;
     c->ls = ls;
@@ -459,6 +487,8 @@ static lconn *conn_get(redislock_client *cl, size_t node)
     if (!c->open || c->a.state == REDISLOCKP_ACONN_BROKEN)
         c->url = cl->quorum ? redislockp_node_url(cl->subs[node], 0)
                             : redislockp_node_url(cl, node);
+    c->bo_cl = cl->quorum ? cl->subs[node] : cl;
+    c->bo_node = cl->quorum ? 0 : node;
     conn_up(ls, c);
     return c;
 }

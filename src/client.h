@@ -232,6 +232,23 @@ redislockp_url redislockp_pool_url(redislock_client *cl, size_t node,
 void redislockp_pool_made(redislock_client *cl, size_t node, redisContext *c,
                           const redislockp_url *u, long long command_ms,
                           int status, const char *errmsg);
+/*
+ * The backoff of a node whose connections fail, the one rule for both
+ * ways of connecting: the pool's (above) and an event loop's own
+ * connections (async.c).  After a failed connect (or a refused AUTH or
+ * SELECT), the node is not tried again for redislockp_backoff_ms() of
+ * its failures; then one caller at a time tries, and the others fail at
+ * once with the last failure's status and message, as the pool's do.
+ * redislockp_node_may_connect(): 1, go ahead (this one tries); 0, not
+ * now (*STATUS, ERRMSG).  redislockp_node_connected(): how that try
+ * ended (STATUS REDISLOCK_OK: up; REDISLOCK_ERR_CANCELED: given up,
+ * which blames nobody).
+ */
+int redislockp_node_may_connect(redislock_client *cl, size_t node,
+                                char *errmsg, int *status);
+void redislockp_node_connected(redislock_client *cl, size_t node, int status,
+                               const char *errmsg);
+
 /* Give it back; a broken one (BROKEN, or c->err) is closed instead. */
 void redislockp_pool_put(redislock_client *cl, size_t node, redisContext *c,
                          int broken);

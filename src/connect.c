@@ -208,6 +208,16 @@ static int setup_judge(redislockp_dial *d, int i, const redisReply *r,
         if (st != REDISLOCK_OK)
             redislockp_err_set(st, REDISLOCK_STAGE_ROLE,
                                REDISLOCK_CAUSE_NOT_MASTER, NULL);
+    } else if (!redislockp_val_is_ok(redislockp_val_of(r))) {
+        /* AUTH, SELECT: +OK, or the server is not what we think. */
+        char brief[REDISLOCKP_BRIEF_SIZE];
+
+        st = redislockp_tx_fail(errmsg, REDISLOCK_ERR_PROTOCOL,
+                                "%s answered %s, not +OK", name,
+                                redislockp_val_brief(redislockp_val_of(r),
+                                                     brief, sizeof brief));
+        redislockp_err_set(st, stage_of(name), REDISLOCK_CAUSE_PROTOCOL,
+                           NULL);
     }
     return st;
 }

@@ -888,72 +888,96 @@ static int parse_int(const redislockp_val *r, void *out, char *errmsg)
 /* Redis refused CALL (its words in the handle's message), maybe on a
  * permission: then say which, after them, as "... [the Redis user may not
  * run HINCRBY on {k}:fence; fencing needs +hget +hincrby +hset on
- * {k}:fence (doc/acl.md)]".  One more round trip, on failures only; none
- * on a quorum (whose masters would each answer). */
-static void explain_refusal(redislock *lock, const redislockp_call *call)
+ * {k}:fence (doc/acl.md)]".  It takes one more round trip, the
+ * permissions script, on failures only, and none on a quorum (whose
+ * masters would each answer): explain_begin() says whether one is due
+ * and prepares it in EX (the probe's call in *PROBE), explain_end() reads
+ * its answer (ST, LINE).  An operation runs the probe as a step of its
+ * own (op_explain()), so that nothing blocks a loop's thread. */
+static int explain_begin(redislock *lock, const redislockp_call *call,
+                         redislockp_explain *ex, redislockp_call *probe)
 {
-    const redislockp_need *needs[40];
-    char need[1024], words[REDISLOCKP_ERRMSG_SIZE], hint[400];
-    redislock_error_info refusal = lock->info;
-    redislockp_call probe;
-    long long line = 0;
-    size_t i, n, k = 0;
-    unsigned acl = 0;
-    int st;
+    size_t i, k = 0;
 
     if (!acl_refused(lock) || lock->quorum)
-        return;
-    n = redislockp_call_needs(call, lock, needs, sizeof needs / sizeof needs[0]);
-    for (i = 0; i < n && k < sizeof need; i++)
-        k += (size_t)snprintf(need + k, sizeof need - k, "%s\n",
-                              needs[i]->words);
-    memcpy(words, lock->errmsg, sizeof words);
-    redislockp_call_permissions(&probe, lock, need);
-    st = redislockp_op_run(lock, &probe, 0, parse_int, &line);
-    if (st != REDISLOCK_OK && acl_refused(lock) &&
-        redislockp_plain_can(call, NULL)) {
+        return 0;
+    ex->n = redislockp_call_needs(call, lock, ex->needs,
+                                  sizeof ex->needs / sizeof ex->needs[0]);
+    for (i = 0; i < ex->n && k < sizeof ex->need; i++)
+        k += (size_t)snprintf(ex->need + k, sizeof ex->need - k, "%s\n",
+                              ex->needs[i]->words);
+    ex->plain = redislockp_plain_can(call, NULL);
+    ex->refusal = lock->info;
+    memcpy(ex->words, lock->errmsg, sizeof ex->words);
+    redislockp_call_permissions(probe, lock, ex->need);
+    return 1;
+}
+
+static void explain_end(redislock *lock, const redislockp_explain *ex,
+                        int st, long long line)
+{
+    char hint[400];
+    unsigned acl = 0;
+    size_t i, k, n = ex->n;
+
+    if (st != REDISLOCK_OK && acl_refused(lock) && ex->plain) {
         /* Scripts refused, and this call ran without them (src/plain.h):
          * Redis's words name the plain command refused. */
-        memcpy(lock->errmsg, words, sizeof words);
-        lock->info = refusal;
         snprintf(hint, sizeof hint, "without scripts, go-zero mode needs "
-                 "+watch +unwatch +multi +exec besides its commands");
+                 "+watch +unwatch +multi +exec +discard besides its "
+                 "commands");
         acl = REDISLOCK_ACL_SCRIPTS;
     } else if (st != REDISLOCK_OK && acl_refused(lock)) {
         snprintf(hint, sizeof hint, "counted mode and fencing run scripts: "
                  "the Redis user needs +evalsha and +eval");
         acl = REDISLOCK_ACL_SCRIPTS;
     } else if (st == REDISLOCK_OK && line >= 1 && (size_t)line <= n) {
-        missing(lock, needs[line - 1], hint, sizeof hint);
-        acl = feature_acl(needs[line - 1]->feature);
+        missing(lock, ex->needs[line - 1], hint, sizeof hint);
+        acl = feature_acl(ex->needs[line - 1]->feature);
     } else if (st == REDISLOCK_OK && line == -1 && n > 0) {
         char rule[320];
 
         /* Redis 6: the features the call serves, as a whole. */
-        with_keys(lock, feature_rule(needs[0]->feature), rule, sizeof rule);
+        with_keys(lock, feature_rule(ex->needs[0]->feature), rule,
+                  sizeof rule);
         k = (size_t)snprintf(hint, sizeof hint, "%s", rule);
-        acl = feature_acl(needs[0]->feature);
+        acl = feature_acl(ex->needs[0]->feature);
         for (i = 1; i < n && k < sizeof hint; i++)
-            if (needs[i]->feature != needs[i - 1]->feature &&
-                needs[i]->feature != REDISLOCKP_FEATURE_SCRIPTS) {
-                with_keys(lock, feature_rule(needs[i]->feature), rule,
+            if (ex->needs[i]->feature != ex->needs[i - 1]->feature &&
+                ex->needs[i]->feature != REDISLOCKP_FEATURE_SCRIPTS) {
+                with_keys(lock, feature_rule(ex->needs[i]->feature), rule,
                           sizeof rule);
                 k += (size_t)snprintf(hint + k, sizeof hint - k, "; %s",
                                       rule);
-                acl |= feature_acl(needs[i]->feature);
+                acl |= feature_acl(ex->needs[i]->feature);
             }
     } else {
-        memcpy(lock->errmsg, words, sizeof words);
-        lock->info = refusal;
+        memcpy(lock->errmsg, ex->words, sizeof ex->words);
+        lock->info = ex->refusal;
         return;
     }
     /* Redis's words give way to the hint (at most 399 bytes of 511). */
     snprintf(lock->errmsg, sizeof lock->errmsg, "%.*s [%s (doc/acl.md)]",
              (int)(sizeof lock->errmsg - sizeof " [ (doc/acl.md)]" -
-                   strlen(hint)), words, hint);
-    lock->info = refusal;
+                   strlen(hint)), ex->words, hint);
+    lock->info = ex->refusal;
     snprintf(lock->info.hint, sizeof lock->info.hint, "%s", hint);
     lock->info.acl |= acl;
+}
+
+/* explain_begin() and _end() around a run of the probe here and now:
+ * for the blocking calls that are not operations (inspect_companions). */
+static void explain_refusal(redislock *lock, const redislockp_call *call)
+{
+    redislockp_explain ex;
+    redislockp_call probe;
+    long long line = 0;
+    int st;
+
+    if (!explain_begin(lock, call, &ex, &probe))
+        return;
+    st = redislockp_op_run(lock, &probe, 0, parse_int, &line);
+    explain_end(lock, &ex, st, line);
 }
 
 /* After a reply: a key that is not ours means we hold nothing. */
@@ -1076,6 +1100,7 @@ enum {
     P_LEFT,                     /* the leave's reply is in */
     P_STATUS,                   /* the status's reply is in */
     P_INSPECTED,                /* the inspect's reply is in */
+    P_PROBED,                   /* the ACL probe's reply is in */
     P_END
 };
 
@@ -1098,6 +1123,52 @@ static int done(redislockp_op *op, int st)
     op->phase = P_END;
     op->result = st;
     return 0;
+}
+
+/* A step met a refusal (OP->st, the handle's message): 1 when the ACL
+ * probe runs first, as a step of its own (the step is kept, and P_PROBED
+ * resumes it with the refusal explained); 0 to go on (nothing to
+ * explain, or explained). */
+static int op_explain(redislockp_op *op)
+{
+    if (op->explained || op->st != REDISLOCK_ERR_SERVER)
+        return 0;
+    op->explained = 1;
+    op->probe_call = op->call;
+    if (!explain_begin(op->lock, &op->probe_call, &op->ex, &op->call)) {
+        op->call = op->probe_call;
+        return 0;
+    }
+    op->probe_phase = op->phase;
+    op->probe_rphase = op->rphase;
+    op->probe_st = op->st;
+    op->probe_r = op->r;
+    op->probe_parse = op->parse;
+    op->probe_out = op->out;
+    redislockp_val_free(op->ack);
+    op->probing = 1;
+    op->phase = P_PROBED;
+    op->probe_line = 0;
+    run(op, ints("permissions", 1, 1), 0);
+    op->parse = parse_int;
+    op->out = &op->probe_line;
+    return 1;
+}
+
+/* The probe's answer is in: the refusal explained, the step it
+ * interrupted resumed as it was. */
+static int op_explained(redislockp_op *op)
+{
+    explain_end(op->lock, &op->ex, op->st, op->probe_line);
+    op->call = op->probe_call;
+    op->st = op->probe_st;
+    op->r = op->probe_r;
+    op->parse = op->probe_parse;
+    op->out = op->probe_out;
+    op->phase = op->probe_phase;
+    op->rphase = op->probe_rphase;
+    op->probing = 0;
+    return redislockp_op_next(op);
 }
 
 /* The release's steps (R_START first): 1, run the call; 0, the release
@@ -1147,8 +1218,8 @@ static int release_steps(redislockp_op *op)
             lock->wakeups_refused = 0;
         break;
     }
-    if (st == REDISLOCK_ERR_SERVER)
-        explain_refusal(lock, call);
+    if (op_explain(op))
+        return 1;
     /* A release that deleted the key with the wake-up keys and met no
      * live waiter: the next looks first again. */
     if (st == REDISLOCK_OK && r->v[0] == 1 && r->v[1] == 0 &&
@@ -1243,13 +1314,14 @@ static int acquired(redislockp_op *op)
     int_reply *r = &op->r;
     int st = op->st;
 
-    op->ack = NULL;                     /* freed here */
     if (st != REDISLOCK_OK) {
         /* A waiter's try refused on a permission is wait.c's to judge. */
-        if (st == REDISLOCK_ERR_SERVER && op->how == REDISLOCKP_TRY_PLAIN)
-            explain_refusal(lock, &op->call);
+        if (op->how == REDISLOCKP_TRY_PLAIN && op_explain(op))
+            return 1;                   /* (the ack freed there) */
+        op->ack = NULL;                 /* freed here */
         goto fail;
     }
+    op->ack = NULL;                     /* freed here */
     if (r->v[0] == 1 && r->n == 3 && r->v[1] >= 0 && r->v[2] >= 1) {
         int fresh = !lock->held;
 
@@ -1370,8 +1442,8 @@ static int extended(redislockp_op *op)
     int_reply *r = &op->r;
     int st = op->st;
 
-    if (st == REDISLOCK_ERR_SERVER)
-        explain_refusal(lock, &op->call);
+    if (op_explain(op))
+        return 1;
     if (st == REDISLOCK_OK && (r->v[0] < -1 || r->v[0] > 1))
         st = redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL,
                              "extend: unexpected reply {%lld}", r->v[0]);
@@ -1436,8 +1508,8 @@ static int status_read(redislockp_op *op)
     const long long *v = op->r.v;
     int st = op->st;
 
-    if (st == REDISLOCK_ERR_SERVER)
-        explain_refusal(lock, &op->call);
+    if (op_explain(op))
+        return 1;
     if (st == REDISLOCK_OK &&
         (v[0] < -1 || v[0] > 1 || (v[0] == 1 && v[2] < 1) || v[3] < 0))
         st = redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL,
@@ -1462,8 +1534,8 @@ static int inspect_read(redislockp_op *op)
     redislock *lock = op->lock;
     redislockp_inspect_out *ir = &op->insp;
 
-    if (op->st == REDISLOCK_ERR_SERVER)
-        explain_refusal(lock, &op->call);
+    if (op_explain(op))
+        return 1;
     if (op->st != REDISLOCK_OK) {
         if (ir->owner != NULL && ir->owner_size > 0)
             ir->owner[0] = '\0';
@@ -1553,6 +1625,10 @@ int redislockp_op_next(redislockp_op *op)
     case P_EXTENDED:
         return extended(op);
     case P_LEFT:
+        /* Refused on a permission: say which (Redis 7.0's words inside a
+         * script do not). */
+        if (op_explain(op))
+            return 1;
         /* Whether we are still registered, or the turn passed on, is
          * not known after a failure. */
         if (op->st != REDISLOCK_OK)
@@ -1562,6 +1638,8 @@ int redislockp_op_next(redislockp_op *op)
         return status_read(op);
     case P_INSPECTED:
         return inspect_read(op);
+    case P_PROBED:
+        return op_explained(op);
     default:
         return 0;
     }
@@ -1569,7 +1647,7 @@ int redislockp_op_next(redislockp_op *op)
 
 int redislockp_op_mutating(const redislockp_op *op)
 {
-    return op->kind != REDISLOCKP_OP_LEAVE &&
+    return !op->probing && op->kind != REDISLOCKP_OP_LEAVE &&
            op->kind != REDISLOCKP_OP_STATUS &&
            op->kind != REDISLOCKP_OP_INSPECT;
 }

@@ -54,6 +54,19 @@ typedef struct redislockp_inspect_out {
     size_t idlen;
 } redislockp_inspect_out;
 
+/* A refusal on a permission being explained: what the probe (the
+ * permissions script, a run of its own) asks about, and what the refusal
+ * said before it (lock.c's explain_*). */
+typedef struct redislockp_explain {
+    const redislockp_need *needs[40];
+    size_t n;
+    int plain;                          /* the refused call can run
+                                         * without scripts */
+    char need[1024];                    /* the probe's argument */
+    char words[REDISLOCKP_ERRMSG_SIZE]; /* the refusal's message */
+    redislock_error_info refusal;
+} redislockp_explain;
+
 typedef struct redislockp_op {
     redislock *lock;
     redislockp_op_kind kind;
@@ -85,6 +98,18 @@ typedef struct redislockp_op {
      * lock.c's integer-array parse into R (redislockp_op_parser()). */
     redislockp_parse_fn parse;
     void *out;
+    /* The ACL probe, a step of its own: the step it interrupted (phase,
+     * rphase, call, reply, parse) to resume with the refusal explained;
+     * never a blocking round trip inside a step (an event loop's thread
+     * runs them). */
+    int probing, explained;
+    int probe_phase, probe_rphase, probe_st;
+    redislockp_call probe_call;
+    redislockp_ints probe_r;
+    redislockp_parse_fn probe_parse;
+    void *probe_out;
+    long long probe_line;
+    redislockp_explain ex;
 } redislockp_op;
 
 /* OP's parse function and where it parses to (see above). */

@@ -44,6 +44,9 @@ typedef struct conv {
                                  * EXEC's array, WANT_* */
     const char *name[2 * STEP_MAX + 2];     /* its command word */
     unsigned char namelen[2 * STEP_MAX + 2];
+    const char *karg[2 * STEP_MAX + 2][2];  /* its keys (the first two) */
+    size_t klen[2 * STEP_MAX + 2][2];
+    unsigned char nk[2 * STEP_MAX + 2];
     const char *what;           /* the script's name, for messages */
     const redislockp_trailer *tr;
     redislockp_cmd *cmd;        /* the step: OWN, or a record's */
@@ -56,6 +59,7 @@ typedef struct conv {
     int at, live;
     int forms[3];
     redisReply *r[STEP_MAX];    /* the step's replies, ASKING's dropped */
+    int cmdidx[STEP_MAX];       /* each one's command in the step */
     int n;
     int first_err;              /* index of the first error reply, or -1 */
     int with_tr;                /* the step carried the trailer (last) */
@@ -80,7 +84,11 @@ static int error_says(const redislockp_val *r, const char *words,
  * such a reply, a grant least of all.  Error replies are answers of
  * their own where a command may be refused without changing the
  * connection (a data command: NOPERM, WRONGTYPE, OOM, MOVED...), and
- * the call passes them on.
+ * the call passes them on.  So is a refused WATCH (a Cluster's MOVED or
+ * ASK, a key the user may not access - the waiters', whose refusal makes
+ * a release go again without wake-ups): it watched nothing, and the
+ * MULTI that ends its step, if accepted, is ended by a DISCARD whose own
+ * answer is checked.
  */
 enum {
     WANT_NONE,             /* no shape known: a bug, refused */
@@ -219,12 +227,27 @@ static void begin(conv *v)
 
 /* Note command I of the step: its word, and what its reply must be
  * (W, or inside MULTI +QUEUED, with W its result's in EXEC's array). */
-static void note(conv *v, int i, const char *word, size_t len, int w)
+static void note(conv *v, int i, int argc, const char *const *argv,
+                 const size_t *len, int w)
 {
-    v->name[i] = word;
-    v->namelen[i] = (unsigned char)(len < 255 ? len : 255);
+    int k, first = 1, last = 1;
+
+    v->name[i] = argv[0];
+    v->namelen[i] = (unsigned char)(len[0] < 255 ? len[0] : 255);
     v->later[i] = (unsigned char)w;
     v->want[i] = (unsigned char)(v->in_multi ? WANT_QUEUED : w);
+    /* Its keys, for a refusal's message: WATCH's every argument, the
+     * others' first (TIME, MULTI, EXEC... have none). */
+    if (w == WANT_OK && v->name[i][0] == 'W')
+        last = argc - 1;
+    if (argc < 2 || w == WANT_TIME || w == WANT_EXEC || w == WANT_TRAILER ||
+        (w == WANT_OK && v->name[i][0] != 'W'))
+        last = 0;
+    v->nk[i] = 0;
+    for (k = first; k <= last && v->nk[i] < 2; k++) {
+        v->karg[i][v->nk[i]] = argv[k];
+        v->klen[i][v->nk[i]++] = len[k];
+    }
 }
 
 /* Append ARGC words: ASKING in front where the Cluster asks for it.
@@ -251,14 +274,14 @@ static void append(conv *v, int argc, const char *const *argv,
         return;                         /* run() refuses the step */
     if (v->asking && !v->in_multi) {
         v->kind[v->cmd->count] = K_ASKING;
-        note(v, v->cmd->count, "ASKING", 6, WANT_OK);
+        note(v, v->cmd->count, 1, asking_argv, asking_len, WANT_OK);
         (void)redislockp_cmd_append(v->cmd, 1, asking_argv, asking_len);
         v->nasking++;
     }
     if (k == K_END)
         v->in_multi = 0;                /* EXEC, DISCARD: not queued */
     v->kind[v->cmd->count] = (unsigned char)k;
-    note(v, v->cmd->count, argv[0], len[0], w);
+    note(v, v->cmd->count, argc, argv, len, w);
     (void)redislockp_cmd_append(v->cmd, argc, argv, len); /* oom: send refuses */
     if (k == K_MULTI)
         v->in_multi = 1;
@@ -369,14 +392,6 @@ static int replay(conv *v, int writes, redisReply **r)
     return REDISLOCK_OK;
 }
 
-/* Is R a Cluster's "not here" (MOVED, ASK, TRYAGAIN, CLUSTERDOWN)?  A
- * WATCH may answer so: it watched nothing, and the call follows it. */
-static int redirected(const redislockp_val *r)
-{
-    return error_says(r, "moved ", 0) || error_says(r, "ask ", 0) ||
-           error_says(r, "tryagain", 0) || error_says(r, "clusterdown", 0);
-}
-
 /* Does reply I of the step, of R, answer its command as it must (the
  * shapes above)? */
 static int answers(const conv *v, redisReply *const *r, int i)
@@ -389,7 +404,7 @@ static int answers(const conv *v, redisReply *const *r, int i)
     if (w != WANT_EXEC)
         return redislockp_val_type(x) == REDISLOCKP_V_ERROR
                    ? (w != WANT_OK && w != WANT_NONE) ||
-                         (v->kind[i] == K_WATCH && redirected(x))
+                         v->kind[i] == K_WATCH
                    : shaped(x, w);
     /* EXEC's transaction was queued in this step (a step that reads ends
      * with its MULTI, or the MULTI comes earlier in this one).  A command
@@ -424,14 +439,47 @@ static const char *const shape_names[] = {
     "the trailer's answer"
 };
 
+/* X, command I's error reply, refused it on a permission: what the
+ * user lacks, as " [the Redis user needs +discard (doc/acl.md)]" - or,
+ * refused a key (Redis 7.0 does not say which), " [the Redis user may
+ * not access K or W ...]" - into HINT; "" if X says nothing of it. */
+static void refusal_hint(const conv *v, int i, const redislockp_val *x,
+                         char *hint, size_t size)
+{
+    size_t len, k, n;
+    const char *s = redislockp_val_str(x, &len), *q, *e;
+
+    hint[0] = '\0';
+    if (!error_says(x, "noperm", 0) || s == NULL)
+        return;
+    q = memchr(s, '\'', len);
+    e = q != NULL ? memchr(q + 1, '\'', len - (size_t)(q + 1 - s)) : NULL;
+    if (e != NULL && e - q - 1 < 40 && e + 9 <= s + len &&
+        memcmp(e, "' command", 9) == 0) {
+        snprintf(hint, size, " [the Redis user needs +%.*s (doc/acl.md)]",
+                 (int)(e - q - 1), q + 1);
+        return;
+    }
+    if (v->nk[i] == 0)
+        return;
+    n = (size_t)snprintf(hint, size, " [the Redis user may not access ");
+    for (k = 0; k < v->nk[i] && n < size; k++)
+        n += (size_t)snprintf(hint + n, size - n, "%s%.*s",
+                              k > 0 ? " or " : "",
+                              (int)(v->klen[i][k] < 100 ? v->klen[i][k]
+                                                         : 100),
+                              v->karg[i][k]);
+    if (n < size)
+        snprintf(hint + n, size - n, " with %.*s (doc/acl.md)]",
+                 (int)v->namelen[i], v->name[i]);
+}
+
 /* Reply X to command I of the step was not what it must be: the call
  * fails, and the connection, in a state we do not know, is not used
  * again (the caller closes it on REDISLOCK_ERR_PROTOCOL). */
 static int unexpected(conv *v, int i, const redislockp_val *x)
 {
-    char got[REDISLOCKP_BRIEF_SIZE], hint[96] = "";
-    size_t len;
-    const char *s = redislockp_val_str(x, &len), *q, *e;
+    char got[REDISLOCKP_BRIEF_SIZE], hint[300];
     const char *after = v->cl != NULL ? "closed"
                                       : "reconnect this context before "
                                         "using it again";
@@ -448,14 +496,7 @@ static int unexpected(conv *v, int i, const redislockp_val *x)
                 ? shape_names[w]
                 : "another reply",
             after);
-    /* A refusal on a permission names the command in quotes: say which
-     * permission the user lacks. */
-    if (error_says(x, "noperm", 0) && s != NULL &&
-        (q = memchr(s, '\'', len)) != NULL &&
-        (e = memchr(q + 1, '\'', len - (size_t)(q + 1 - s))) != NULL &&
-        e - q - 1 < 40)
-        snprintf(hint, sizeof hint, " [the Redis user needs +%.*s "
-                 "(doc/acl.md)]", (int)(e - q - 1), q + 1);
+    refusal_hint(v, i, x, hint, sizeof hint);
     return redislockp_tx_fail(v->msg, REDISLOCK_ERR_PROTOCOL,
                               "scripts=none, %s: the server refused %.*s: "
                               "%s%s; the connection's state is unknown: %s",
@@ -518,6 +559,7 @@ static int run(conv *v, int writes)
             redislockp_val_type(redislockp_val_of(r[i])) ==
                 REDISLOCKP_V_ERROR)
             v->first_err = v->n;
+        v->cmdidx[v->n] = i;
         v->r[v->n++] = r[i];
     }
     return REDISLOCK_OK;
@@ -563,20 +605,34 @@ static int answer_ints(conv *v, redislockp_val **out, int bare, int n, ...)
     return REDISLOCK_OK;
 }
 
-/* An error reply of ours, with the text of the error reply E. */
-static int answer_copy(conv *v, const redislockp_val *e, redislockp_val **out)
+/* An error reply of ours, with the text of the error reply E (and HINT
+ * after it). */
+static int answer_copy_hint(conv *v, const redislockp_val *e,
+                            const char *hint, redislockp_val **out)
 {
-    size_t len;
+    size_t len, k;
     const char *s = redislockp_val_str(e, &len);
-    char buf[600];
-    int n = snprintf(buf, sizeof buf, "-%.*s\r\n",
-                     (int)(len < 500 ? len : 500), s != NULL ? s : "");
+    char buf[900];
+    int n = snprintf(buf, sizeof buf - 2, "-%.*s%s",
+                     (int)(len < 500 ? len : 500), s != NULL ? s : "",
+                     hint);
 
-    *out = redislockp_val_parse(buf, (size_t)n);
+    if (n < 0 || n > (int)sizeof buf - 3)
+        n = (int)sizeof buf - 3;
+    for (k = 1; k < (size_t)n; k++)     /* one line, whatever it said */
+        if (buf[k] == '\r' || buf[k] == '\n')
+            buf[k] = ' ';
+    memcpy(buf + n, "\r\n", 2);
+    *out = redislockp_val_parse(buf, (size_t)n + 2);
     if (*out == NULL)
         return redislockp_tx_fail(v->msg, REDISLOCK_ERR_NOMEM,
                                   "out of memory making a reply");
     return REDISLOCK_OK;
+}
+
+static int answer_copy(conv *v, const redislockp_val *e, redislockp_val **out)
+{
+    return answer_copy_hint(v, e, "", out);
 }
 
 /* Does reply R hold the string S (LEN bytes)? */
@@ -711,8 +767,18 @@ static int let_go(conv *v)
 static int answer_error(conv *v, redislockp_val **out)
 {
     redislockp_val *e;
-    int st = take(v, v->first_err, &e);
+    char hint[300];
+    int st;
 
+    /* Refused on a permission: Redis's words, and what the user lacks
+     * (the command, or the keys it was given). */
+    refusal_hint(v, v->cmdidx[v->first_err], at(v, v->first_err), hint,
+                 sizeof hint);
+    if (hint[0] != '\0') {
+        st = answer_copy_hint(v, at(v, v->first_err), hint, &e);
+    } else {
+        st = take(v, v->first_err, &e);
+    }
     if (st != REDISLOCK_OK)
         return st;
     if (v->watching || v->queuing)

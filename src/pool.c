@@ -76,6 +76,57 @@ static int pool_wait(redislock_client *cl, size_t node, long long deadline,
     return w->handed;
 }
 
+/* redislockp_node_may_connect() with CL's lock held. */
+static int may_connect_locked(redislock_client *cl, size_t node,
+                              long long now, char *errmsg, int *status)
+{
+    redislockp_node *n = &cl->nodes[node];
+
+    if (n->failures > 0 && (n->probing || now < n->retry_at)) {
+        /* After failures, one caller at a time tries the server again,
+         * after a backoff; meanwhile the others fail at once, with the
+         * cause and status of the last failure, so that the caller sees
+         * one story (a wrong password stays a wrong password). */
+        long long wait = n->retry_at - now;
+
+        *redislockp_err_here() = n->last_info;  /* the story as data */
+        if (wait > 0)
+            *status = redislockp_tx_fail(errmsg, n->last_status,
+                                         "%s (not retried for %lld ms)",
+                                         n->last_error, wait);
+        else
+            *status = redislockp_tx_fail(errmsg, n->last_status,
+                                         "%s (another caller is "
+                                         "connecting again)",
+                                         n->last_error);
+        return 0;
+    }
+    if (n->failures > 0)
+        n->probing = 1;
+    return 1;
+}
+
+/* redislockp_node_connected() with CL's lock held. */
+static void connected_locked(redislock_client *cl, size_t node, int status,
+                             const char *errmsg)
+{
+    redislockp_node *n = &cl->nodes[node];
+
+    n->probing = 0;
+    /* Back off after a failed connect, and after a refused AUTH or SELECT
+     * too (retrying a wrong password at once helps nobody). */
+    if (status == REDISLOCK_ERR_IO || status == REDISLOCK_ERR_SERVER ||
+        status == REDISLOCK_ERR_PROTOCOL) {
+        n->retry_at = redislockp_now_ms() + redislockp_backoff_ms(n->failures);
+        n->failures++;
+        n->last_status = status;
+        n->last_info = *redislockp_err_here();
+        snprintf(n->last_error, sizeof n->last_error, "%s", errmsg);
+    } else if (status == REDISLOCK_OK) {
+        n->failures = 0;
+    }
+}
+
 /* Has the server closed idle connection C (or sent it what nobody asked
  * for)?  Its socket reads as ready: the end of the stream, a reset.  An
  * idle connection's replies were all read, so anything there means it
@@ -175,35 +226,39 @@ again:
                                      wait);
         return REDISLOCKP_POOL_FAILED;
     }
-    if (n->failures > 0 && (n->probing || now < n->retry_at)) {
-        /* After failures, one thread at a time tries the server again,
-         * after a backoff; meanwhile the others fail at once, with the
-         * cause and status of the last failure, so that the caller sees
-         * one story (a wrong password stays a wrong password). */
-        char last[sizeof n->last_error];
-        int st = n->last_status;
-        redislock_error_info info = n->last_info;
-
-        memcpy(last, n->last_error, sizeof last);
-        *redislockp_err_here() = info;  /* the same story as data */
-        wait = n->retry_at - now;
+    if (!may_connect_locked(cl, node, now, errmsg, status)) {
         if (room)
             redislockp_pool_uncount(cl, node);
         pthread_mutex_unlock(&cl->mu);
-        if (wait > 0)
-            *status = redislockp_tx_fail(errmsg, st, "%s (not retried for "
-                                         "%lld ms)", last, wait);
-        else
-            *status = redislockp_tx_fail(errmsg, st, "%s (another thread "
-                                         "is connecting again)", last);
         return REDISLOCKP_POOL_FAILED;
     }
-    if (n->failures > 0)
-        n->probing = 1;
     if (!room)
         n->open++;              /* this one, while it is being made */
     pthread_mutex_unlock(&cl->mu);
     return REDISLOCKP_POOL_ROOM;
+}
+
+int redislockp_node_may_connect(redislock_client *cl, size_t node,
+                                char *errmsg, int *status)
+{
+    int ok = 1;
+
+    *status = REDISLOCK_OK;
+    pthread_mutex_lock(&cl->mu);
+    if (node < cl->nnodes)
+        ok = may_connect_locked(cl, node, redislockp_now_ms(), errmsg,
+                                status);
+    pthread_mutex_unlock(&cl->mu);
+    return ok;
+}
+
+void redislockp_node_connected(redislock_client *cl, size_t node, int status,
+                               const char *errmsg)
+{
+    pthread_mutex_lock(&cl->mu);
+    if (node < cl->nnodes)
+        connected_locked(cl, node, status, errmsg);
+    pthread_mutex_unlock(&cl->mu);
 }
 
 redislockp_url redislockp_pool_url(redislock_client *cl, size_t node,
@@ -226,25 +281,15 @@ void redislockp_pool_made(redislock_client *cl, size_t node, redisContext *c,
                           const redislockp_url *u, long long command_ms,
                           int status, const char *errmsg)
 {
-    redislockp_node *n;
-
     if (c != NULL && u->command_ms != command_ms)
         (void)redisSetTimeout(c, redislockp_timeval_ms(command_ms));
     pthread_mutex_lock(&cl->mu);
-    n = &cl->nodes[node];       /* the array may have grown meanwhile */
-    n->probing = 0;
-    /* Back off after a failed connect, and after a refused AUTH or SELECT
-     * too (retrying a wrong password at once helps nobody). */
-    if (c == NULL && (status == REDISLOCK_ERR_IO ||
-                      status == REDISLOCK_ERR_SERVER)) {
-        n->retry_at = redislockp_now_ms() + redislockp_backoff_ms(n->failures);
-        n->failures++;
-        n->last_status = status;
-        n->last_info = *redislockp_err_here();
-        snprintf(n->last_error, sizeof n->last_error, "%s", errmsg);
-    } else if (c != NULL) {
-        n->failures = 0;
-    }
+    /* (The node array may have grown meanwhile: by index.) */
+    connected_locked(cl, node,
+                     c != NULL ? REDISLOCK_OK
+                     : status == REDISLOCK_OK ? REDISLOCK_ERR_CANCELED
+                                              : status,
+                     errmsg);
     if (c == NULL)
         redislockp_pool_uncount(cl, node);
     pthread_mutex_unlock(&cl->mu);

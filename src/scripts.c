@@ -249,6 +249,12 @@ int redislockp_trailer_answer_ok(const redislockp_trailer *tr,
                 return 0;
         return 1;
     }
+    if (len == 4 && memcmp(tr->argv[0], "PING", 4) == 0) {
+        const char *s = redislockp_val_str(r, &len);
+
+        return t == REDISLOCKP_V_STATUS && len == 4 &&
+               memcmp(s, "PONG", 4) == 0;
+    }
     if (len == 5 && memcmp(tr->argv[0], "BLPOP", 5) == 0) {
         if (t == REDISLOCKP_V_NIL)
             return 1;

@@ -144,9 +144,9 @@ int redislockp_script_answer_ok(const redislockp_call *call,
                                 const redislockp_val *r);
 
 /* Is R what trailer TR (NULL: none) may answer: WAIT an integer,
- * WAITAOF two, BLPOP nil or a list's name and element - or an error
- * reply, the caller's to judge?  Anything else means the connection is
- * out of step. */
+ * WAITAOF two, BLPOP nil or a list's name and element, PING +PONG - or
+ * an error reply, the caller's to judge?  Anything else means the
+ * connection is out of step. */
 int redislockp_trailer_answer_ok(const redislockp_trailer *tr,
                                  const redislockp_val *r);
 

@@ -13,11 +13,14 @@
 #include "config.h"
 
 #include <dirent.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 
@@ -1436,6 +1439,173 @@ static void test_refused_renewal_retried_on_the_loop(void **state)
     tu_cmd_ok(conn, "DEL %s", key);
 }
 
+/* Connections of USER to the harness's server (CLIENT LIST). */
+static int user_connections(const char *user)
+{
+    redisReply *r = tu_cmd(conn, "CLIENT LIST");
+    char want[80];
+    const char *p;
+    int n = 0;
+
+    snprintf(want, sizeof want, " user=%s ", user);
+    for (p = r->str; (p = strstr(p, want)) != NULL; p++)
+        n++;
+    freeReplyObject(r);
+    return n;
+}
+
+/* A refusal on a permission, explained (which command the user lacks)
+ * by the permissions probe as a step of the operation on the loop's own
+ * connection: no blocking round trip from the loop's thread (it used to
+ * borrow a pooled connection, connecting it there and then). */
+static void test_refusal_explained_on_the_loop(void **state)
+{
+    struct event_base *base;
+    redislock_client *cl;
+    redislock *lock;
+    char url[200];
+    tu_async d = { 0 };
+
+    (void)state;
+    tu_cmd_ok(conn, "ACL SETUSER asyncacl reset on >secret ~* +@all "
+                    "-hincrby");
+    snprintf(url, sizeof url, "redis://asyncacl:secret@%s:%s",
+             getenv("REDISLOCK_TEST_HOST"), getenv("REDISLOCK_TEST_PORT"));
+    cl = attached(url, &base);
+    lock = redislock_new_from_client(cl, "async:acl");
+    assert_non_null(lock);
+    assert_int_equal(redislock_set_fencing(lock, true), REDISLOCK_OK);
+    assert_int_equal(tu_async_start(redislock_acquire_async, lock, &d),
+                     REDISLOCK_OK);
+    RUN_UNTIL(base, d.calls == 1, 5000, "the refused acquire's callback");
+    assert_int_equal(d.status, REDISLOCK_ERR_SERVER);
+    assert_false(d.ok);
+    print_message("# %s\n", redislock_last_error(lock));
+    assert_non_null(strstr(redislock_last_error(lock),
+                           "may not run HINCRBY"));
+    assert_int_equal(user_connections("asyncacl"), 1);
+    redislock_free(lock);
+    redislock_client_free(cl);
+    event_base_free(base);
+    tu_cmd_ok(conn, "ACL DELUSER asyncacl");
+}
+
+/* A server that takes every connection and closes it at once: each
+ * dial (with AUTH, whose reply never comes) fails; it counts them. */
+struct slammer {
+    int listener, port, stop;
+    int accepted;
+    pthread_t thread;
+};
+
+static void *slam(void *arg)
+{
+    struct slammer *s = arg;
+
+    while (!__atomic_load_n(&s->stop, __ATOMIC_RELAXED)) {
+        struct pollfd p = { s->listener, POLLIN, 0 };
+
+        if (poll(&p, 1, 20) == 1) {
+            int fd = accept(s->listener, NULL, NULL);
+
+            if (fd >= 0) {
+                __atomic_add_fetch(&s->accepted, 1, __ATOMIC_RELAXED);
+                close(fd);
+            }
+        }
+    }
+    return NULL;
+}
+
+static void slammer_start(struct slammer *s)
+{
+    struct sockaddr_in a;
+    socklen_t len = sizeof a;
+
+    memset(s, 0, sizeof *s);
+    s->listener = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(s->listener >= 0);
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(s->listener, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(listen(s->listener, 64), 0);
+    assert_int_equal(getsockname(s->listener, (struct sockaddr *)&a, &len),
+                     0);
+    s->port = ntohs(a.sin_port);
+    assert_int_equal(pthread_create(&s->thread, NULL, slam, s), 0);
+}
+
+/* The connects made so far, once every one was taken. */
+static int slammer_count(struct slammer *s)
+{
+    struct pollfd p = { s->listener, POLLIN, 0 };
+    long long end = tu_now_ms() + tu_deadline_ms(2000);
+
+    while (poll(&p, 1, 0) == 1 && tu_now_ms() < end)
+        tu_sleep_ms(5);
+    return __atomic_load_n(&s->accepted, __ATOMIC_RELAXED);
+}
+
+static void slammer_stop(struct slammer *s)
+{
+    __atomic_store_n(&s->stop, 1, __ATOMIC_RELAXED);
+    pthread_join(s->thread, NULL);
+    close(s->listener);
+}
+
+/* A server whose connections all fail: the loop backs off reconnects as
+ * the pool does (one rule, pool.c's node backoff), not one connect per
+ * operation.  50 operations over a second, each through each API: a
+ * handful of connects each (backoff 50 ms doubling: 0, 50, 150, 350,
+ * 750 ms); the loop made 50 before. */
+static void test_loop_backs_off_reconnects(void **state)
+{
+    struct event_base *base;
+    struct slammer s;
+    redislock_client *cl;
+    redislock *lock;
+    char url[200];
+    int i, blocking, loop;
+    bool ok;
+
+    (void)state;
+    slammer_start(&s);
+    snprintf(url, sizeof url, "redis://u:pw@127.0.0.1:%d?timeout=500",
+             s.port);
+    assert_int_equal(redislock_client_open(url, &cl, NULL, 0), REDISLOCK_OK);
+    lock = redislock_new_from_client(cl, "async:backoff");
+    for (i = 0; i < 50; i++) {
+        assert_int_equal(redislock_acquire(lock, &ok), REDISLOCK_ERR_IO);
+        tu_sleep_ms(20);                /* (the pace is what is tested) */
+    }
+    blocking = slammer_count(&s);
+    redislock_free(lock);
+    redislock_client_free(cl);
+
+    cl = attached(url, &base);
+    lock = redislock_new_from_client(cl, "async:backoff");
+    for (i = 0; i < 50; i++) {
+        tu_async d = { 0 };
+
+        assert_int_equal(tu_async_start(redislock_acquire_async, lock, &d),
+                         REDISLOCK_OK);
+        RUN_UNTIL(base, d.calls == 1, 5000, "the acquire's callback");
+        assert_int_not_equal(d.status, REDISLOCK_OK);
+        tu_sleep_ms(20);
+    }
+    loop = slammer_count(&s) - blocking;
+    print_message("# connects for 50 operations over a second: blocking "
+                  "%d, loop %d; the loop's last: %s\n", blocking, loop,
+                  redislock_last_error(lock));
+    redislock_free(lock);
+    redislock_client_free(cl);
+    event_base_free(base);
+    slammer_stop(&s);
+    assert_true(blocking >= 2 && blocking <= 10);
+    assert_true(loop >= 2 && loop <= 10);
+}
+
 /* A wait canceled while its try is on the wire: the try ends, then the
  * wait (CANCELED), out of the waiters. */
 static void test_cancel_during_a_try(void **state)
@@ -1524,6 +1694,8 @@ int main(void)
         cmocka_unit_test(test_withheld_renewal_on_the_loop),
         TU_BOTH_MODES(test_refused_renewal_retried_on_the_loop),
         TU_BOTH_MODES(test_cancel_during_a_try),
+        cmocka_unit_test(test_refusal_explained_on_the_loop),
+        cmocka_unit_test(test_loop_backs_off_reconnects),
     };
 
     tu_url(tcp_url, sizeof tcp_url);

@@ -304,7 +304,9 @@ static void *fake_serve(void *arg)
             redisReply *r = cmd;
             const char *w = r->elements > 0 ? r->element[0]->str : "";
 
-            if (strcasecmp(w, "FUNCTION") == 0) {
+            if (strcasecmp(w, "AUTH") == 0) {
+                fake_write(fd, "+QUEUED\r\n");  /* never AUTH's answer */
+            } else if (strcasecmp(w, "FUNCTION") == 0) {
                 f->loads++;
                 fake_write(fd, "$22\r\nredislock_0123456789ab\r\n");
             } else if (strcasecmp(w, "FCALL") == 0) {
@@ -414,6 +416,35 @@ static void test_library_never_stays(void **state)
     assert_int_equal(f.fcalls, 4);
 }
 
+/* A connection's AUTH answered anything but +OK: the call fails as a
+ * protocol surprise, naming AUTH, and sends nothing more. */
+static void test_auth_answered_oddly(void **state)
+{
+    struct fake f;
+    char u[96];
+    redislock_client *cl;
+    redislock *lock;
+    bool ok = true;
+
+    (void)state;
+    fake_start(&f, 0);
+    snprintf(u, sizeof u, "redis://user:pw@127.0.0.1:%d?scripts=functions",
+             f.port);
+    cl = redislock_client_new(u);
+    assert_non_null(cl);
+    lock = redislock_new_from_client(cl, "locks:fake");
+    assert_non_null(lock);
+    assert_int_equal(redislock_acquire(lock, &ok), REDISLOCK_ERR_PROTOCOL);
+    assert_false(ok);
+    print_message("# %s\n", redislock_last_error(lock));
+    assert_non_null(strstr(redislock_last_error(lock),
+                           "AUTH answered +QUEUED, not +OK"));
+    redislock_free(lock);
+    redislock_client_free(cl);
+    fake_stop(&f);
+    assert_int_equal(f.fcalls, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -425,6 +456,7 @@ int main(void)
         cmocka_unit_test(test_gozero_excludes_functions_mode),
         cmocka_unit_test(test_library_gone_after_its_load),
         cmocka_unit_test(test_library_never_stays),
+        cmocka_unit_test(test_auth_answered_oddly),
     };
     redisContext *probe;
     redisReply *r;
