@@ -28,22 +28,31 @@ static void *capped_array(const redisReadTask *task, fuzz_count n)
     return TOO_MANY(n) ? NULL : create_array(task, n);
 }
 
-size_t fuzz_replies(const uint8_t *data, size_t size,
-                    void (*fn)(const redisReply *reply, void *arg),
-                    void *arg)
+redisReader *fuzz_reader(void)
 {
     redisReader *reader = redisReaderCreate();
-    void *reply;
-    size_t n = 0;
 
     if (reader == NULL)
-        return 0;
+        return NULL;
     if (create_array == NULL) {
         capped = *reader->fn;
         create_array = capped.createArray;
         capped.createArray = capped_array;
     }
     reader->fn = &capped;
+    return reader;
+}
+
+size_t fuzz_replies(const uint8_t *data, size_t size,
+                    void (*fn)(const redisReply *reply, void *arg),
+                    void *arg)
+{
+    redisReader *reader = fuzz_reader();
+    void *reply;
+    size_t n = 0;
+
+    if (reader == NULL)
+        return 0;
     if (redisReaderFeed(reader, (const char *)data, size) == REDIS_OK) {
         for (;;) {
             reply = NULL;

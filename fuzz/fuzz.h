@@ -24,6 +24,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
  * library asks is far shorter. */
 #define FUZZ_MAX_ELEMENTS 4096
 
+/* A hiredis reader that refuses arrays of more than FUZZ_MAX_ELEMENTS
+ * (redisReaderFree() it); NULL out of memory. */
+redisReader *fuzz_reader(void);
+
 /* Feed DATA (SIZE bytes) to a hiredis reader and call FN(REPLY, ARG) for
  * each reply it completes, in order, until the input ends or the reader
  * fails; the reply is freed after FN returns.  Returns how many came. */
