@@ -258,6 +258,9 @@ struct redislockp_aop {
     cconn *cc;
     int convq;
     redislockp_aop *convq_next, *convq_prev;
+    /* Its next step waits for the watchdog thread's round on its handle
+     * to end (a timer), never on a condition variable. */
+    int step_later;
     /* A handle's auto-renewal (renew): no callback, not lock->aop. */
     int renew;
     int renew_stale;            /* the renewal in flight no longer counts */
@@ -1643,11 +1646,30 @@ static void send_leg(redislockp_aop *o)
 
 /* Run O's steps: the next call goes out (its reply, or the slot map, is
  * waited for), or the operation ends. */
+/* Steps of an acquire, a release or an extend may start or stop the
+ * handle's renewal, which waits while the watchdog thread's round for it
+ * is under way (a handle the blocking API acquired is renewed there).
+ * The loop's thread never waits so: the step is held off that thread's
+ * rounds while it runs, or put off until the round is over. */
+#define WATCHDOG_RECHECK_MS 2
+
 static void step(redislockp_aop *o)
 {
     redislockp_op *op = &o->op;
+    int held = op->kind == REDISLOCKP_OP_ACQUIRE ||
+               op->kind == REDISLOCKP_OP_RELEASE ||
+               op->kind == REDISLOCKP_OP_EXTEND;
+    int more;
 
-    if (!redislockp_op_next(op)) {
+    if (held && !redislockp_renew_hold(o->lock)) {
+        o->step_later = 1;
+        set_timer(o, redislockp_now_ms() + WATCHDOG_RECHECK_MS);
+        return;
+    }
+    more = redislockp_op_next(op);
+    if (held)
+        redislockp_renew_unhold(o->lock);
+    if (!more) {
         if (o->wait)
             wait_stepped(o);            /* a waiter's try or leave */
         else
@@ -3099,7 +3121,10 @@ int redislock_client_on_timer(redislock_client *cl)
     for (o = fired; o != NULL; o = o->fired_next) {
         if (o->lock == NULL || o->called || o->ended)
             continue;
-        if (o->renew)
+        if (o->step_later) {
+            o->step_later = 0;
+            step(o);                    /* the watchdog's round is over? */
+        } else if (o->renew)
             renew_timer(o);             /* a renewal due, or a lease's end */
         else if (o->q != NULL && o->inflight)
             quorum_check(o);            /* a quorum run's wait or grace */

@@ -285,6 +285,13 @@ void redislockp_refresh_id(redislock *lock);
 /* watchdog.c: auto-renewal of a client handle's lease. */
 void redislockp_renew_start(redislock *lock, int fresh);   /* after acquire */
 void redislockp_renew_stop(redislock *lock);   /* before release / free */
+/* Both wait while the watchdog thread's round for LOCK is under way (a
+ * round trip).  A step on an event loop's thread must not: it asks
+ * redislockp_renew_hold() first - 1, no round for LOCK is under way and
+ * none starts until redislockp_renew_unhold(); 0, one is: try again
+ * shortly (a timer of the loop). */
+int redislockp_renew_hold(redislock *lock);
+void redislockp_renew_unhold(redislock *lock);
 /* 0, or why the lock was lost (REDISLOCK_LOST_*); clears it.  Call it
  * after redislockp_renew_stop(), or the watchdog may declare it again. */
 int redislockp_renew_lost(redislock *lock);

@@ -648,6 +648,33 @@ void redislockp_renew_stop(redislock *lock)
     pthread_mutex_unlock(&cl->wd_mu);
 }
 
+int redislockp_renew_hold(redislock *lock)
+{
+    redislock_client *cl = lock->client;
+    int ok;
+
+    if (cl == NULL || redislockp_client_forked(cl))
+        return 1;
+    pthread_mutex_lock(&cl->wd_mu);
+    ok = !lock->renew_busy;
+    if (ok)
+        lock->renew_stopping = 1;       /* no new round meanwhile */
+    pthread_mutex_unlock(&cl->wd_mu);
+    return ok;
+}
+
+void redislockp_renew_unhold(redislock *lock)
+{
+    redislock_client *cl = lock->client;
+
+    if (cl == NULL || redislockp_client_forked(cl))
+        return;
+    pthread_mutex_lock(&cl->wd_mu);
+    lock->renew_stopping = 0;
+    pthread_cond_broadcast(&cl->wd_cond);
+    pthread_mutex_unlock(&cl->wd_mu);
+}
+
 /* Read a watchdog-shared int FIELD of LOCK under wd_mu, clearing it with
  * TAKE.  0 without a client, and in a fork child (whose copy of the mutex
  * may have been held at fork time). */

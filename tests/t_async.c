@@ -1606,6 +1606,60 @@ static void test_loop_backs_off_reconnects(void **state)
     assert_true(loop >= 2 && loop <= 10);
 }
 
+/* A handle the blocking API acquired is renewed by the watchdog thread;
+ * released through the loop while a round of the watchdog's is on the
+ * wire for it, the release's steps wait for that round on the loop's
+ * timer, never on a condition variable (it waited up to the round's
+ * timeout inside redislock_release_async()). */
+static void test_release_async_during_a_watchdog_round(void **state)
+{
+    const char *host = getenv("REDISLOCK_TEST_HOST");
+    const char *port = getenv("REDISLOCK_TEST_PORT");
+    struct event_base *base;
+    redislock_client *cl;
+    tu_async d = { 0 };
+    char key[64], url[256];
+    long long t0, took;
+    fp_proxy *p;
+    redislock *a;
+
+    (void)state;
+    p = fp_start(host, atoi(port));
+    assert_non_null(p);
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d?timeout=5000",
+             fp_port(p));
+    cl = attached(url, &base);
+    tu_key(key, sizeof key, "async:wdround");
+    a = redislock_new_from_client(cl, key);
+    assert_int_equal(redislock_set_expire_ms(a, 6000), REDISLOCK_OK);
+    assert_int_equal(redislock_set_autorenew(a, true), REDISLOCK_OK);
+    assert_true(tu_acquire(a));
+    /* The watchdog's renewal (due a third into the lease) held in the
+     * network: its round is under way until the bytes go on, or for the
+     * rest of the lease (4 s). */
+    fp_hold(p);
+    TU_WAIT_UNTIL(fp_held_bytes(p) > 0, 5000, "the watchdog's renewal, "
+                  "held in the network");
+    t0 = tu_now_ms();
+    assert_int_equal(tu_async_start(redislock_release_async, a, &d),
+                     REDISLOCK_OK);
+    took = tu_now_ms() - t0;
+    print_message("# redislock_release_async() returned in %lld ms, the "
+                  "watchdog's round still on the wire\n", took);
+    assert_true(took < 1500);           /* the round lasts 4 s */
+    assert_int_equal(d.calls, 0);
+    fp_release(p);
+    RUN_UNTIL(base, d.calls == 1, 10000, "the release, once the round is "
+              "over");
+    assert_int_equal(d.status, REDISLOCK_OK);
+    assert_true(d.ok);
+    assert_int_equal(tu_pttl(conn, key, strlen(key)), -2);
+    redislock_free(a);
+    redislock_client_free(cl);
+    event_base_free(base);
+    fp_stop(p);
+}
+
 /* A wait canceled while its try is on the wire: the try ends, then the
  * wait (CANCELED), out of the waiters. */
 static void test_cancel_during_a_try(void **state)
@@ -1696,6 +1750,7 @@ int main(void)
         TU_BOTH_MODES(test_cancel_during_a_try),
         cmocka_unit_test(test_refusal_explained_on_the_loop),
         cmocka_unit_test(test_loop_backs_off_reconnects),
+        cmocka_unit_test(test_release_async_during_a_watchdog_round),
     };
 
     tu_url(tcp_url, sizeof tcp_url);
