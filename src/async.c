@@ -201,8 +201,9 @@ struct redislockp_aop {
     redislockp_leg leg;
     redislockp_res res;
     size_t node;                /* where its leg goes */
-    int asking;                 /* Cluster: ASKING first (an ASK) */
-    int redirects, retries;
+    redislockp_follow fw;       /* what follows its leg (exec.c): the
+                                 * ASKING of an ASK, redirections and
+                                 * retries counted, until fw.end */
     int parked;                 /* Cluster: waits for the slot map */
     int map_reads;              /* Cluster: maps read for it so far */
     long long at;               /* its timer (monotonic ms); 0: none */
@@ -210,7 +211,6 @@ struct redislockp_aop {
     redislockp_aop *fired_next;     /* on_timer()'s list */
     redislockp_aop *dead_next;
     int dead;                   /* on the list to free */
-    long long end_all;          /* redirections and retries until then */
     int inflight;               /* a request of it is on a connection */
     int ended;                  /* STATUS and OK are its outcome */
     int queued;                 /* in the queue of callbacks due */
@@ -781,21 +781,6 @@ static void run_over(redislockp_aop *o)
     step(o);
 }
 
-/* Cluster: send O again after a pause (10 ms doubling to 200 ms) within
- * its deadline; 0 when the deadline would pass. */
-static int retry_later(redislockp_aop *o)
-{
-    long long pause = o->retries < 5 ? 10LL << o->retries : 200;
-    long long at = redislockp_now_ms() + pause;
-
-    o->retries++;
-    if (at > o->end_all)
-        return 0;
-    redislockp_legs_end(&o->leg, 1);
-    set_timer(o, at);
-    return 1;
-}
-
 /* A leg on the loop's connection to NODE failed with ST: a reply out of
  * step (REDISLOCK_ERR_PROTOCOL: not what its command answers, exec.c's
  * leg_check) leaves the connection in a state we do not know - inside a
@@ -811,112 +796,52 @@ static void close_if_out_of_step(redislock_client *cl, size_t node, int st,
         redislockp_aconn_close(&ls->conns[node]->a, REDISLOCK_ERR_IO, why);
 }
 
-/* O's leg has ended (done): a Cluster redirection is followed (the
- * command did not run), else what it says goes to lock.c. */
+/* O's leg has ended (done): exec.c's judge says what follows (a
+ * redirection followed, a retry after a pause, a failover waited out,
+ * scripts refused: again without them), else what it says goes to
+ * lock.c. */
 static void leg_ended(redislockp_aop *o)
 {
     redislock_client *cl = o->cl;
     redislockp_leg *leg = &o->leg;
+    redislockp_next next;
 
     redislockp_leg_lost(leg);
-    if (leg->st != REDISLOCK_OK) {
-        if (!o->plain)
-            close_if_out_of_step(cl, o->node, leg->st, leg->msg);
-        if (leg->st == REDISLOCK_ERR_IO && (cl->cluster || cl->sentinel))
-            redislockp_route_stale(cl);         /* ask the map again */
-        /* Nothing sent, with sentinels: a failover under way (the master
-         * gone); they are asked again and the command goes again within
-         * its deadline, as the executor does.  (Sent, its outcome is
-         * unknown: the operation fails.) */
-        if (leg->st == REDISLOCK_ERR_IO && cl->sentinel && !leg->sent &&
-            !o->renew && retry_later(o)) {
-            /* The master named may not be one (a sentinel's answer out
-             * of date: its connection's ROLE check failed): the next
-             * asking starts with the next sentinel. */
-            pthread_mutex_lock(&cl->mu);
-            cl->sentinel_first = (cl->sentinel_first + 1) % cl->url.nseeds;
-            pthread_mutex_unlock(&cl->mu);
-            return;
-        }
-        run_over(o);
-        return;
-    }
-    redislockp_classify(leg->reply[0], cl->cluster, cl->sentinel, &o->res);
-    if (o->res.kind == REDISLOCKP_VALUE) {
-        run_over(o);
-        return;
-    }
-    /* The server refused scripting itself to this user (NOPERM, EVALSHA
-     * unknown: renamed, disabled): the call did not run, and go-zero mode
-     * goes on without scripts, as the executor does (exec.c). */
-    if (!o->plain && o->res.kind == REDISLOCKP_SERVER &&
-        redislockp_plain_refusal(leg->reply[0]) &&
-        redislockp_plain_can(o->run.f.call, NULL)) {
-        __atomic_store_n(&cl->scripts_refused_until,
-                         redislockp_now_ms() + REDISLOCKP_PLAIN_RETRY_MS,
-                         __ATOMIC_RELAXED);
-        redislockp_legs_end(leg, 1);
-        send_leg(o);
-        return;
-    }
-    redislockp_tx_val_error(leg->reply[0], "", leg->msg);
-    leg->st = REDISLOCK_ERR_SERVER;
-    if (o->res.kind == REDISLOCKP_CLOSING && !o->plain &&
-        o->node < cl->loop->nconns &&
+    if (leg->st == REDISLOCK_OK)
+        redislockp_classify(leg->reply[0], cl->cluster, cl->sentinel,
+                            &o->res);
+    if (leg->st != REDISLOCK_OK && !o->plain)
+        close_if_out_of_step(cl, o->node, leg->st, leg->msg);
+    o->fw.plain = o->plain;
+    next = redislockp_follow_next(&o->fw, cl, &o->run.f, leg, &o->res, 0);
+    if (o->fw.close && !o->plain && o->node < cl->loop->nconns &&
         cl->loop->conns[o->node] != NULL)
-        /* The server closes it after this reply. */
+        /* The server closes it after this reply, or it is no master. */
         redislockp_aconn_close(&cl->loop->conns[o->node]->a,
-                               REDISLOCK_ERR_IO, "closed by the server "
-                               "after a protocol error");
-    if (!cl->cluster) {
-        if (o->res.kind == REDISLOCKP_NOT_MASTER) {
-            /* Sentinel: a demoted master (READONLY; the command did not
-             * run).  Its connection goes; the sentinels are asked again
-             * and the command goes again within its deadline. */
-            redislockp_exec_learn(cl, o->node, &o->res);
-            if (o->node < cl->loop->nconns && cl->loop->conns[o->node])
-                redislockp_aconn_close(&cl->loop->conns[o->node]->a,
-                                       REDISLOCK_ERR_IO, "not a master "
-                                       "any more");
-            conv_close_node(cl->loop, o->node);
-            if (!o->renew && retry_later(o))
-                return;
-        }
-        run_over(o);
-        return;
-    }
-    redislockp_exec_learn(cl, o->node, &o->res);
-    if (o->res.kind == REDISLOCKP_MOVED || o->res.kind == REDISLOCKP_ASK) {
-        if (++o->redirects > REDISLOCKP_MAX_REDIRECTS) {
-            redislockp_too_many_redirects(leg->msg);
-            run_over(o);
-            return;
-        }
-        if (o->res.kind == REDISLOCKP_ASK) {
-            long n = redislockp_node_named(cl, o->res.host, o->res.port);
-
-            if (n < 0) {
-                run_over(o);            /* out of memory: as it is */
-                return;
-            }
-            o->asking = 1;
-            o->node = (size_t)n;
-        } else {
-            o->asking = 0;              /* the map says where now */
-        }
+                               REDISLOCK_ERR_IO,
+                               o->res.kind == REDISLOCKP_CLOSING
+                                   ? "closed by the server after a "
+                                     "protocol error"
+                                   : "not a master any more");
+    if (o->fw.close && o->res.kind == REDISLOCKP_NOT_MASTER)
+        conv_close_node(cl->loop, o->node);
+    switch (next) {
+    case REDISLOCKP_NEXT_AGAIN:
+        if (o->fw.asking)
+            o->node = (size_t)o->fw.node;
+        /* fall through */
+    case REDISLOCKP_NEXT_PLAIN:
         redislockp_legs_end(leg, 1);
         send_leg(o);
         return;
+    case REDISLOCKP_NEXT_LATER:
+        redislockp_legs_end(leg, 1);
+        set_timer(o, o->fw.at);
+        return;
+    default:
+        run_over(o);
+        return;
     }
-    if (o->res.kind == REDISLOCKP_RETRY) {
-        /* TRYAGAIN (keys mid-migration), CLUSTERDOWN...: again shortly;
-         * the redirections count afresh. */
-        o->redirects = 0;
-        o->asking = 0;
-        if (retry_later(o))
-            return;
-    }
-    run_over(o);
 }
 
 static void on_reply(void *arg, int status, redislockp_val **replies, int n,
@@ -1325,7 +1250,7 @@ static void conv_enqueue(redislockp_aop *o)
         after = after != NULL ? after->convq_prev : ls->convq_tail;
     } else {
         after = ls->convq_tail;
-        set_timer(o, o->end_all);
+        set_timer(o, o->fw.end);
     }
     o->convq = 1;
     o->convq_prev = after;
@@ -1455,7 +1380,7 @@ static void conv_next(redislockp_aop *o)
     redislockp_val *reply = NULL, *trr = NULL;
     int st, sent = 0, nomem;
 
-    st = redislockp_plain_resume(rec, o->cl, o->node, o->asking, tr, &reply,
+    st = redislockp_plain_resume(rec, o->cl, o->node, o->fw.asking, tr, &reply,
                                  tr != NULL ? &trr : NULL, &sent, leg->msg);
     if (st == REDISLOCKP_PLAIN_PENDING) {
         long long timeout = redislockp_client_url(o->cl).command_ms;
@@ -1543,7 +1468,7 @@ static void send_leg(redislockp_aop *o)
     int st;
 
     set_timer(o, 0);
-    if (cl->cluster && !o->asking) {
+    if (cl->cluster && !o->fw.asking) {
         unsigned slot = o->lock->slot;
         size_t known;
         int stale;
@@ -1553,7 +1478,7 @@ static void send_leg(redislockp_aop *o)
         stale = cl->map_stale;
         pthread_mutex_unlock(&cl->mu);
         if (known == 0 && (o->map_reads > 0 ||
-                           redislockp_now_ms() > o->end_all)) {
+                           redislockp_now_ms() > o->fw.end)) {
             /* A map read for it does not serve its slot either. */
             o->leg.done = 1;
             o->leg.st = redislockp_tx_fail(o->leg.msg, REDISLOCK_ERR_SERVER,
@@ -1610,7 +1535,7 @@ static void send_leg(redislockp_aop *o)
     o->leg.cl = cl;
     o->leg.node = o->node;
     o->leg.asked = 1;
-    o->leg.asking = o->asking;
+    o->leg.asking = o->fw.asking;
     redislockp_classify(NULL, 0, 0, &o->res);
     /* Without scripts: a conversation; but counted mode and fencing are
      * scripts or nothing (refused with scripts=none; after a server's
@@ -1694,10 +1619,10 @@ static void step(redislockp_aop *o)
         return;
     }
     o->node = 0;
-    o->asking = 0;
-    o->redirects = o->retries = o->map_reads = 0;
-    o->end_all = redislockp_now_ms() +
-                 redislockp_client_url(o->cl).command_ms;
+    o->map_reads = 0;
+    redislockp_follow_init(&o->fw, -1, 1, 0,
+                           redislockp_now_ms() +
+                               redislockp_client_url(o->cl).command_ms);
     send_leg(o);
 }
 
@@ -2876,9 +2801,11 @@ static void renew_timer(redislockp_aop *o)
         o->run.reply_ms = limit;
     }
     o->node = 0;
-    o->asking = 0;
-    o->redirects = o->retries = o->map_reads = 0;
-    o->end_all = now + redislockp_client_url(cl).command_ms;
+    o->map_reads = 0;
+    /* A renewal follows nothing (as the watchdog thread's): a
+     * redirection is noted, and the next renewal goes where it says. */
+    redislockp_follow_init(&o->fw, -1, 0, 0,
+                           now + redislockp_client_url(cl).command_ms);
     send_leg(o);
     if (o->lock != NULL && (o->inflight || o->parked || o->convq))
         set_timer(o, l->renew_until);   /* no answer by then: lost */

@@ -1021,16 +1021,115 @@ void redislockp_exec_learn(redislock_client *cl, size_t node,
 /* Pause before another try (10 ms doubling to 200 ms) and put the route
  * in doubt (re-read the slot map, ask the sentinels); 0, or -1 when the
  * pause would pass END. */
-static int back_off(redislock_client *cl, int *retries, long long end)
+/* FW's next try after a pause (10 ms doubling to 200 ms), if the
+ * deadline allows: LATER, the route put in doubt; else DONE. */
+static redislockp_next later(redislockp_follow *fw, redislock_client *cl)
 {
-    long long pause = *retries < 5 ? 10LL << *retries : 200;
+    long long pause = fw->retries < 5 ? 10LL << fw->retries : 200;
 
-    ++*retries;
-    if (redislockp_now_ms() + pause > end)
-        return -1;
-    redislockp_sleep_ms(pause);
-    redislockp_route_stale(cl);
-    return 0;
+    fw->retries++;
+    fw->at = redislockp_now_ms() + pause;
+    if (fw->at > fw->end)
+        return REDISLOCKP_NEXT_DONE;
+    if (cl != NULL)
+        redislockp_route_stale(cl);
+    return REDISLOCKP_NEXT_LATER;
+}
+
+void redislockp_follow_init(redislockp_follow *fw, long node, int follow,
+                            int plain, long long end)
+{
+    memset(fw, 0, sizeof *fw);
+    fw->follow = follow;
+    fw->plain = plain;
+    fw->node0 = fw->node = node;
+    fw->end = end;
+}
+
+redislockp_next redislockp_follow_next(redislockp_follow *fw,
+                                       redislock_client *cl,
+                                       const redislockp_fanout *f,
+                                       redislockp_leg *leg,
+                                       redislockp_res *res, int busy)
+{
+    int scripted = f->call != NULL || f->ncalls > 0;
+
+    fw->close = 0;
+    if (leg->st != REDISLOCK_OK) {
+        /* Nothing was sent, with sentinels: look for the master again (a
+         * failover under way), from the next sentinel (the one asked
+         * last may have named a master that is one no more). */
+        if (fw->follow && cl != NULL && cl->sentinel &&
+            leg->st == REDISLOCK_ERR_IO && !leg->sent && !busy) {
+            pthread_mutex_lock(&cl->mu);
+            if (cl->url.nseeds > 0)
+                cl->sentinel_first = (cl->sentinel_first + 1) %
+                                     cl->url.nseeds;
+            pthread_mutex_unlock(&cl->mu);
+            fw->node = fw->node0;
+            fw->asking = 0;
+            return later(fw, cl);
+        }
+        if (cl != NULL && leg->st == REDISLOCK_ERR_IO && !busy)
+            redislockp_route_stale(cl);     /* not reached: ask again */
+        return REDISLOCKP_NEXT_DONE;
+    }
+    if (res->kind == REDISLOCKP_VALUE)
+        return REDISLOCKP_NEXT_DONE;
+    /* An error reply: the command did not run, so following a
+     * redirection cannot run it twice - nor running it without scripts,
+     * when the server refused scripting itself to this user (NOPERM, or
+     * EVALSHA unknown: renamed, disabled): go-zero mode goes on with
+     * plain commands, for the client's operations of the next
+     * REDISLOCKP_PLAIN_RETRY_MS (then scripts are tried again: rights
+     * given back, a failover to another server). */
+    if (!fw->plain && scripted && res->kind == REDISLOCKP_SERVER &&
+        redislockp_plain_refusal(leg->reply[0]) && plain_can(f, NULL)) {
+        if (cl != NULL)
+            __atomic_store_n(&cl->scripts_refused_until,
+                             redislockp_now_ms() + REDISLOCKP_PLAIN_RETRY_MS,
+                             __ATOMIC_RELAXED);
+        fw->plain = 1;
+        return REDISLOCKP_NEXT_PLAIN;
+    }
+    redislockp_tx_val_error(leg->reply[0], "", leg->msg);
+    leg->st = REDISLOCK_ERR_SERVER;
+    fw->close = res->kind == REDISLOCKP_CLOSING ||
+                res->kind == REDISLOCKP_NOT_MASTER;
+    redislockp_exec_learn(cl, leg->node, res);
+    if (!fw->follow)
+        return REDISLOCKP_NEXT_DONE;
+    if (res->kind == REDISLOCKP_MOVED || res->kind == REDISLOCKP_ASK) {
+        if (++fw->redirects > REDISLOCKP_MAX_REDIRECTS) {
+            redislockp_too_many_redirects(leg->msg);
+            return REDISLOCKP_NEXT_DONE;
+        }
+        fw->asking = res->kind == REDISLOCKP_ASK;
+        fw->node = fw->asking ? redislockp_node_named(cl, res->host,
+                                                      res->port)
+                              : -1;
+        if (fw->asking && fw->node < 0) {
+            fw->node = fw->node0;       /* (out of memory: as it is) */
+            fw->asking = 0;
+            return REDISLOCKP_NEXT_DONE;
+        }
+        leg->st = REDISLOCK_OK;
+        return REDISLOCKP_NEXT_AGAIN;
+    }
+    if (res->kind == REDISLOCKP_RETRY || res->kind == REDISLOCKP_NOT_MASTER) {
+        /* TRYAGAIN (keys mid-migration), CLUSTERDOWN, LOADING, a demoted
+         * master: try again within the deadline.  An ASK answered by
+         * TRYAGAIN is a migration under way, not a loop: the
+         * redirections start counting afresh. */
+        fw->redirects = 0;
+        fw->asking = 0;
+        fw->node = fw->node0;
+        if (later(fw, cl) == REDISLOCKP_NEXT_LATER) {
+            leg->st = REDISLOCK_OK;
+            return REDISLOCKP_NEXT_LATER;
+        }
+    }
+    return REDISLOCKP_NEXT_DONE;
 }
 
 /* What is left of T's limit, from START: 0 without one, else at least
@@ -1052,9 +1151,9 @@ int redislockp_exec_one(const redislockp_target *t, const redislockp_fanout *f,
     int cluster = cl != NULL && cl->cluster;
     int sentinel = cl != NULL && cl->sentinel;
     long long start = redislockp_now_ms(), end_all = start;
-    long node = t->node;
-    int asking = 0, redirects = 0, retries = 0, any_sent = 0;
+    int any_sent = 0;
     int plain = redislockp_uses_plain(cl), scripted;
+    redislockp_follow fw;
 
     memset(leg, 0, sizeof *leg);
     redislockp_classify(NULL, 0, 0, res);
@@ -1072,12 +1171,14 @@ int redislockp_exec_one(const redislockp_target *t, const redislockp_fanout *f,
     if (t->limit_ms > 0 && start + t->limit_ms < end_all)
         end_all = start + t->limit_ms;
     scripted = f->call != NULL || f->ncalls > 0;
+    redislockp_follow_init(&fw, t->node, t->follow, plain, end_all);
     for (;;) {
         struct timeval old;
         int st, changed = 0, busy = 0;
+        redislockp_next next;
 
         leg_clear(leg);
-        leg->asking = asking;
+        leg->asking = fw.asking;
         if (plain && scripted && !plain_can(f, leg->msg)) {
             /* Counted mode, fencing: scripts or nothing.  Refused by
              * the client's choice; after a server's refusal, asked for
@@ -1086,7 +1187,7 @@ int redislockp_exec_one(const redislockp_target *t, const redislockp_fanout *f,
                 leg->st = REDISLOCK_ERR_INVALID;
                 break;
             }
-            plain = 0;
+            plain = fw.plain = 0;
         }
         /* A connection. */
         if (cl == NULL) {
@@ -1097,10 +1198,10 @@ int redislockp_exec_one(const redislockp_target *t, const redislockp_fanout *f,
                 leg->c = NULL;
         } else {
             leg->c = NULL;
-            leg->node = (size_t)node;
-            st = node >= 0 ? REDISLOCK_OK
-                           : redislockp_route(cl, t->slot, &leg->node,
-                                              leg->msg);
+            leg->node = (size_t)fw.node;
+            st = fw.node >= 0 ? REDISLOCK_OK
+                              : redislockp_route(cl, t->slot, &leg->node,
+                                                 leg->msg);
             if (st == REDISLOCK_OK) {
                 leg->c = redislockp_pool_get(cl, leg->node,
                                              left_of(t, start), t->urgent,
@@ -1110,111 +1211,52 @@ int redislockp_exec_one(const redislockp_target *t, const redislockp_fanout *f,
         }
         leg->cl = cl;
         if (leg->c == NULL) {
-            /* Nothing was sent: with sentinels, look for the master again
-             * (a failover under way). */
-            if (t->follow && sentinel && st == REDISLOCK_ERR_IO &&
-                !busy && back_off(cl, &retries, end_all) == 0)
-                continue;
-            if (cl != NULL && st == REDISLOCK_ERR_IO && !busy)
-                redislockp_route_stale(cl);     /* not reached: ask again */
             leg->st = st;
-            break;
-        }
-        /* Send, and read the replies within the connection's command
-         * timeout: raised for a reply that is slow on purpose (a BLPOP's
-         * wait, an acknowledgement's), lowered to T's limit. */
-        if (t->reply_ms > 0)
-            changed = redislockp_tx_raise_timeout(leg->c, t->reply_ms, &old);
-        else if (t->limit_ms > 0)
-            changed = redislockp_tx_lower_timeout(leg->c, left_of(t, start),
-                                                  &old);
-        /* With a trailer (WAIT), EVAL with the text: a NOSCRIPT answer
-         * would have run the trailer before the calls ran. */
-        if (plain && scripted) {
-            leg_plain(leg, f);
         } else {
-            leg_send(leg, f, f->trailer != NULL && scripted);
-            drive_one(f, leg);
-        }
-        if (changed)
-            redislockp_tx_restore_timeout(leg->c, &old);
-        any_sent |= leg->sent;
-        redislockp_leg_lost(leg);
-        if (leg->st != REDISLOCK_OK) {
-            if (!leg->borrowed)
-                redislockp_conn_back(cl, leg->node, leg->c, leg->st);
-            leg->c = NULL;
-            break;
-        }
-        redislockp_classify(leg->reply[0], cluster, sentinel, res);
-        if (res->kind == REDISLOCKP_VALUE) {
-            if (!leg->borrowed)
-                redislockp_conn_back(cl, leg->node, leg->c, REDISLOCK_OK);
-            leg->c = NULL;
-            break;
-        }
-        /* An error reply: the command did not run, so following a
-         * redirection cannot run it twice - nor running it without
-         * scripts, when the server refused scripting itself to this user
-         * (NOPERM, or EVALSHA unknown: renamed, disabled): go-zero mode
-         * goes on with plain commands, for the client's operations of
-         * the next REDISLOCKP_PLAIN_RETRY_MS (then scripts are tried
-         * again: rights given back, a failover to another server). */
-        if (!plain && scripted && res->kind == REDISLOCKP_SERVER &&
-            redislockp_plain_refusal(leg->reply[0]) &&
-            plain_can(f, NULL)) {
-            if (!leg->borrowed)
-                redislockp_conn_back(cl, leg->node, leg->c, REDISLOCK_OK);
-            leg->c = NULL;
-            if (cl != NULL)
-                __atomic_store_n(&cl->scripts_refused_until,
-                                 redislockp_now_ms() +
-                                     REDISLOCKP_PLAIN_RETRY_MS,
-                                 __ATOMIC_RELAXED);
-            plain = 1;
-            any_sent = 0;
-            continue;
-        }
-        redislockp_tx_val_error(leg->reply[0], "", leg->msg);
-        if (!leg->borrowed)
-            redislockp_conn_back(cl, leg->node, leg->c,
-                                 res->kind == REDISLOCKP_CLOSING ||
-                                         res->kind == REDISLOCKP_NOT_MASTER
-                                     ? REDISLOCK_ERR_IO
-                                     : REDISLOCK_OK);
-        leg->c = NULL;
-        redislockp_exec_learn(cl, leg->node, res);
-        if (t->follow && (res->kind == REDISLOCKP_MOVED ||
-                          res->kind == REDISLOCKP_ASK)) {
-            if (++redirects <= REDISLOCKP_MAX_REDIRECTS) {
-                asking = res->kind == REDISLOCKP_ASK;
-                node = asking ? redislockp_node_named(cl, res->host,
-                                                      res->port)
-                              : -1;
-                if (!asking || node >= 0) {
-                    any_sent = 0;
-                    continue;
-                }
-                node = t->node;
+            /* Send, and read the replies within the connection's command
+             * timeout: raised for a reply that is slow on purpose (a
+             * BLPOP's wait, an acknowledgement's), lowered to T's
+             * limit. */
+            if (t->reply_ms > 0)
+                changed = redislockp_tx_raise_timeout(leg->c, t->reply_ms,
+                                                      &old);
+            else if (t->limit_ms > 0)
+                changed = redislockp_tx_lower_timeout(leg->c,
+                                                      left_of(t, start),
+                                                      &old);
+            /* With a trailer (WAIT), EVAL with the text: a NOSCRIPT
+             * answer would have run the trailer before the calls ran. */
+            if (plain && scripted) {
+                leg_plain(leg, f);
             } else {
-                redislockp_too_many_redirects(leg->msg);
+                leg_send(leg, f, f->trailer != NULL && scripted);
+                drive_one(f, leg);
             }
-        } else if (t->follow && (res->kind == REDISLOCKP_RETRY ||
-                                 res->kind == REDISLOCKP_NOT_MASTER)) {
-            /* TRYAGAIN (keys mid-migration), CLUSTERDOWN, LOADING, a
-             * demoted master: try again within the deadline.  An ASK
-             * answered by TRYAGAIN is a migration under way, not a loop:
-             * the redirections start counting afresh. */
-            redirects = 0;
-            asking = 0;
-            node = t->node;
-            if (back_off(cl, &retries, end_all) == 0) {
-                any_sent = 0;
-                continue;
-            }
+            if (changed)
+                redislockp_tx_restore_timeout(leg->c, &old);
+            any_sent |= leg->sent;
+            redislockp_leg_lost(leg);
+            if (leg->st == REDISLOCK_OK)
+                redislockp_classify(leg->reply[0], cluster, sentinel, res);
         }
-        leg->st = REDISLOCK_ERR_SERVER;
-        break;
+        next = redislockp_follow_next(&fw, cl, f, leg, res, busy);
+        if (leg->c != NULL && !leg->borrowed)
+            redislockp_conn_back(cl, leg->node, leg->c,
+                                 leg->st != REDISLOCK_OK &&
+                                         leg->st != REDISLOCK_ERR_SERVER
+                                     ? leg->st
+                                 : fw.close ? REDISLOCK_ERR_IO
+                                            : REDISLOCK_OK);
+        leg->c = NULL;
+        if (next == REDISLOCKP_NEXT_DONE)
+            break;
+        /* Again: the command did not run (an error reply), or was never
+         * sent. */
+        if (next == REDISLOCKP_NEXT_PLAIN)
+            plain = 1;
+        any_sent = 0;
+        if (next == REDISLOCKP_NEXT_LATER)
+            redislockp_sleep_ms(fw.at - redislockp_now_ms());
     }
     leg->sent = any_sent;
     leg->done = 1;

@@ -235,6 +235,54 @@ void redislockp_leg_lost(redislockp_leg *leg);
  * than REDISLOCKP_MAX_REDIRECTS redirections; the last: MSG". */
 void redislockp_too_many_redirects(char *msg);
 
+/*
+ * What follows a leg on one server that has ended - the one judge of
+ * the blocking executor (redislockp_exec_one()) and the loop (async.c):
+ * a Cluster's redirection followed (MOVED: route by the slot map again;
+ * ASK: the node named, with ASKING; at most REDISLOCKP_MAX_REDIRECTS),
+ * TRYAGAIN, CLUSTERDOWN, LOADING or a demoted master waited out
+ * (10 ms doubling to 200 ms, within the deadline, the route put in
+ * doubt), a Sentinel master that could not be reached before anything
+ * was sent asked for again (from the next sentinel), a server that
+ * refuses scripting itself answered without scripts from now on (the
+ * client's go-zero operations, for REDISLOCKP_PLAIN_RETRY_MS).  Without
+ * FOLLOW (a renewal, whose batch is sent again by its owner) nothing is
+ * followed: a redirection is noted and the leg ends.
+ */
+typedef enum redislockp_next {
+    REDISLOCKP_NEXT_DONE,       /* the leg is over: LEG->st says how
+                                 * (an error reply: REDISLOCK_ERR_SERVER,
+                                 * its words in LEG->msg) */
+    REDISLOCKP_NEXT_AGAIN,      /* send it again now: to FW->node (-1: the
+                                 * slot's node), with ASKING if FW->asking */
+    REDISLOCKP_NEXT_LATER,      /* send it again at FW->at, to FW->node */
+    REDISLOCKP_NEXT_PLAIN       /* send it again now, without scripts */
+} redislockp_next;
+
+typedef struct redislockp_follow {
+    int follow;
+    int plain;                  /* the calls run without scripts */
+    long node0;                 /* the target's node (-1: the slot's) */
+    long long end;              /* following ends then (monotonic ms) */
+    /* The way on. */
+    long node;
+    int asking;
+    long long at;
+    int close;                  /* the leg's connection must go: the
+                                 * server closes it, or is no master */
+    int redirects, retries;
+} redislockp_follow;
+
+void redislockp_follow_init(redislockp_follow *fw, long node, int follow,
+                            int plain, long long end);
+/* LEG (done) failed, or was answered (RES, its first reply classified;
+ * F its calls).  BUSY: it failed waiting for a pooled connection. */
+redislockp_next redislockp_follow_next(redislockp_follow *fw,
+                                       redislock_client *cl,
+                                       const redislockp_fanout *f,
+                                       redislockp_leg *leg,
+                                       redislockp_res *res, int busy);
+
 /* LEG (zeroed) of member I of the quorum client CL in F: its client, and
  * whether F asks it (else it is done, REDISLOCK_ERR_INVALID): 1 or 0. */
 int redislockp_fanout_leg(redislockp_leg *leg, redislock_client *cl,
