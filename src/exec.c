@@ -213,6 +213,23 @@ static void leg_library_end(redislockp_leg *leg, const redislockp_fanout *f)
  * (another client flushed the library in between). */
 #define MAX_RELOADS 3
 
+/* LEG fails: WHAT was answered R (WHY), not what it answers. */
+static void out_of_step(redislockp_leg *leg, const char *what,
+                        const redislockp_val *r, const char *why)
+{
+    char brief[REDISLOCKP_BRIEF_SIZE];
+
+    leg->st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_PROTOCOL,
+                                 "%s: the server answered %s%s; the "
+                                 "connection's state is unknown: %s", what,
+                                 redislockp_val_brief(r, brief, sizeof brief),
+                                 why,
+                                 leg->borrowed ? "reconnect this context "
+                                                 "before using it again"
+                                               : "closed");
+    redislockp_leg_note(leg);
+}
+
 /* Every reply of LEG is in: each must be what its command answers - a
  * call's, an answer its script documents (or an error reply, which the
  * caller sorts); the trailer's, its command's.  Else the connection is
@@ -223,7 +240,6 @@ static void leg_check(redislockp_leg *leg, const redislockp_fanout *f)
 {
     const redislockp_call *const *calls;
     const redislockp_val *r = NULL;
-    char brief[REDISLOCKP_BRIEF_SIZE];
     int i, n;
 
     if (leg->st != REDISLOCK_OK)
@@ -242,36 +258,12 @@ static void leg_check(redislockp_leg *leg, const redislockp_fanout *f)
             !redislockp_script_answer_ok(calls[i], r))
             break;
     }
-    if (i < n && i < leg->got) {
-        leg->st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_PROTOCOL,
-                                     "%s: the server answered %s, which the "
-                                     "script never answers; the "
-                                     "connection's state is unknown: %s",
-                                     calls[i]->script->name,
-                                     redislockp_val_brief(r, brief,
-                                                          sizeof brief),
-                                     leg->borrowed ? "reconnect this "
-                                                     "context before using "
-                                                     "it again"
-                                                   : "closed");
-        redislockp_leg_note(leg);
-        return;
-    }
-    if (f->trailer != NULL && n < leg->got &&
-        !redislockp_trailer_answer_ok(f->trailer, leg->reply[n])) {
-        leg->st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_PROTOCOL,
-                                     "%s: the server answered %s; the "
-                                     "connection's state is unknown: %s",
-                                     f->trailer->argv[0],
-                                     redislockp_val_brief(leg->reply[n],
-                                                          brief,
-                                                          sizeof brief),
-                                     leg->borrowed ? "reconnect this "
-                                                     "context before using "
-                                                     "it again"
-                                                   : "closed");
-        redislockp_leg_note(leg);
-    }
+    if (i < n && i < leg->got)
+        out_of_step(leg, calls[i]->script->name, r,
+                    ", which the script never answers");
+    else if (f->trailer != NULL && n < leg->got &&
+             !redislockp_trailer_answer_ok(f->trailer, leg->reply[n]))
+        out_of_step(leg, f->trailer->argv[0], leg->reply[n], "");
 }
 
 /* LEG has every reply (or failed): checked, and its library noted. */

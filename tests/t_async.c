@@ -13,7 +13,6 @@
 #include "config.h"
 
 #include <dirent.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -1519,20 +1518,8 @@ static void *slam(void *arg)
 
 static void slammer_start(struct slammer *s)
 {
-    struct sockaddr_in a;
-    socklen_t len = sizeof a;
-
     memset(s, 0, sizeof *s);
-    s->listener = socket(AF_INET, SOCK_STREAM, 0);
-    assert_true(s->listener >= 0);
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    assert_int_equal(bind(s->listener, (struct sockaddr *)&a, sizeof a), 0);
-    assert_int_equal(listen(s->listener, 64), 0);
-    assert_int_equal(getsockname(s->listener, (struct sockaddr *)&a, &len),
-                     0);
-    s->port = ntohs(a.sin_port);
+    s->listener = tu_listen_loopback(&s->port);
     assert_int_equal(pthread_create(&s->thread, NULL, slam, s), 0);
 }
 

@@ -9,7 +9,6 @@
  */
 #include "config.h"
 
-#include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -328,21 +327,9 @@ static void *fake_serve(void *arg)
 
 static void fake_start(struct fake *f, int loads_first)
 {
-    struct sockaddr_in a;
-    socklen_t len = sizeof a;
-
     memset(f, 0, sizeof *f);
     f->loads_first = loads_first;
-    f->listener = socket(AF_INET, SOCK_STREAM, 0);
-    assert_true(f->listener >= 0);
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    assert_int_equal(bind(f->listener, (struct sockaddr *)&a, sizeof a), 0);
-    assert_int_equal(listen(f->listener, 4), 0);
-    assert_int_equal(getsockname(f->listener, (struct sockaddr *)&a, &len),
-                     0);
-    f->port = ntohs(a.sin_port);
+    f->listener = tu_listen_loopback(&f->port);
     assert_int_equal(pthread_create(&f->thread, NULL, fake_serve, f), 0);
 }
 

@@ -280,19 +280,9 @@ static void *fake_sentinel(void *arg)
 
 static void fake_start(pthread_t *t, int replica_port)
 {
-    struct sockaddr_in a;
-    socklen_t len = sizeof a;
     char port[16];
 
-    fake_fd = socket(AF_INET, SOCK_STREAM, 0);
-    assert_true(fake_fd >= 0);
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    assert_int_equal(bind(fake_fd, (struct sockaddr *)&a, sizeof a), 0);
-    assert_int_equal(listen(fake_fd, 16), 0);
-    assert_int_equal(getsockname(fake_fd, (struct sockaddr *)&a, &len), 0);
-    fake_port = ntohs(a.sin_port);
+    fake_fd = tu_listen_loopback(&fake_port);
     snprintf(port, sizeof port, "%d", replica_port);
     snprintf(fake_answer, sizeof fake_answer,
              "*2\r\n$9\r\n127.0.0.1\r\n$%zu\r\n%s\r\n", strlen(port), port);

@@ -296,6 +296,11 @@ const char *tu_loop_kind_name(int kind);
  */
 int tu_loop_adapters(redislock_client *(*open)(void *), void *arg,
                      const char *key);
+/* A socket listening on 127.0.0.1, on a port the kernel chose (*PORT):
+ * a server of the test's own (a fake that answers as it is told, one
+ * that closes every connection).  Fails the test if it cannot. */
+int tu_listen_loopback(int *port);
+
 /* A quorum client whose three "masters" are databases FIRST_DB,
  * FIRST_DB + 1 and FIRST_DB + 2 of the test server (each its own
  * connection): enough to run a quorum's code paths on one server. */
