@@ -1010,9 +1010,6 @@ void redislockp_exec_learn(redislock_client *cl, size_t node,
     }
 }
 
-/* Pause before another try (10 ms doubling to 200 ms) and put the route
- * in doubt (re-read the slot map, ask the sentinels); 0, or -1 when the
- * pause would pass END. */
 /* FW's next try after a pause (10 ms doubling to 200 ms), if the
  * deadline allows: LATER, the route put in doubt; else DONE. */
 static redislockp_next later(redislockp_follow *fw, redislock_client *cl)
