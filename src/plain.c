@@ -462,7 +462,8 @@ static void refusal_hint(const conv *v, int i, const redislockp_val *x,
     const char *s = redislockp_val_str(x, &len), *q, *e;
 
     hint[0] = '\0';
-    if (!error_says(x, "noperm", 0) || s == NULL)
+    /* (Anywhere: a refused EXEC answers "EXECABORT ... NOPERM ...".) */
+    if (!error_says(x, "noperm", 1) || s == NULL)
         return;
     q = memchr(s, '\'', len);
     e = q != NULL ? memchr(q + 1, '\'', len - (size_t)(q + 1 - s)) : NULL;

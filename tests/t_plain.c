@@ -1378,6 +1378,42 @@ static void test_user_without_discard_grants_nothing(void **state)
     redislock_free(holder);
 }
 
+/* A user without +exec: the server ends the transaction with
+ * "EXECABORT ... NOPERM ... 'exec'"; the extend fails naming +exec, and
+ * the lease is as it was. */
+static void test_user_without_exec_names_it(void **state)
+{
+    char url[300], key[64];
+    redislock_client *cl;
+    redislock *holder, *same;
+    bool ok = true;
+
+    (void)state;
+    create_plain_user(c);
+    tu_cmd_ok(c, "ACL SETUSER lock-plain -exec");
+    snprintf(url, sizeof url,
+             "redis://lock-plain:secret@127.0.0.1:%s?scripts=none",
+             getenv("REDISLOCK_TEST_PORT"));
+    tu_key(key, sizeof key, "locks:plain:noexec");
+    holder = redislock_new(c, key);
+    assert_non_null(holder);
+    assert_int_equal(redislock_set_expire_ms(holder, 60000), REDISLOCK_OK);
+    assert_true(tu_acquire(holder));
+    cl = client_of(url);
+    same = handle(cl, key, 1000);
+    assert_int_equal(redislock_set_id(same, redislock_id(holder)),
+                     REDISLOCK_OK);
+    assert_int_equal(redislock_extend(same, &ok), REDISLOCK_ERR_PROTOCOL);
+    assert_false(ok);
+    assert_error_has(same, "+exec");
+    assert_true(tu_pttl(c, key, strlen(key)) > 2000);   /* not 1000 ms */
+    assert_int_equal(users_in_multi(c, "lock-plain"), 0);
+    assert_true(tu_release(holder));
+    redislock_free(same);
+    redislock_free(holder);
+    redislock_client_free(cl);
+}
+
 /* ------------------------------------------------------------------------
  * 3. go-zero's own scripts on the same key
  */
@@ -3499,6 +3535,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_commands_per_operation),
         cmocka_unit_test_teardown(test_refused_scripting, delete_plain_user),
         cmocka_unit_test_teardown(test_user_without_discard_grants_nothing,
+                                  delete_plain_user),
+        cmocka_unit_test_teardown(test_user_without_exec_names_it,
                                   delete_plain_user),
         cmocka_unit_test_teardown(test_user_without_multi_writes_nothing,
                                   delete_plain_user),
