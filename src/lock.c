@@ -753,11 +753,10 @@ static const char *feature_rule(redislockp_feature f)
 {
     switch (f) {
     case REDISLOCKP_FEATURE_GOZERO:
-        return "go-zero mode needs +evalsha +eval +get +set +del +pexpire "
-               "+pttl on $1";
+        return "go-zero mode needs $S +get +set +del +pexpire +pttl on $1";
     case REDISLOCKP_FEATURE_COUNTED:
-        return "counted mode needs +evalsha +eval +exists +get +hget +hset "
-               "+hincrby +pexpire +pttl +del on $1";
+        return "counted mode needs $S +exists +get +hget +hset +hincrby "
+               "+pexpire +pttl +del on $1";
     case REDISLOCKP_FEATURE_FENCING:
         return "fencing needs +hget +hincrby +hset on $2";
     case REDISLOCKP_FEATURE_WAITING:
@@ -796,7 +795,20 @@ static void show_key(const char *key, size_t len, char *out, size_t size)
     out[k] = '\0';
 }
 
-/* TEMPLATE with $1..$5 replaced by LOCK's keys, into OUT. */
+/* The rights that run LOCK's scripts: FCALL in functions mode (and
+ * FUNCTION LOAD where the library is not loaded yet), else EVALSHA and
+ * EVAL. */
+static const char *script_rights(const redislock *lock)
+{
+    return lock->client != NULL &&
+                   __atomic_load_n(&lock->client->url.functions,
+                                   __ATOMIC_RELAXED)
+               ? "+fcall +function|load"
+               : "+evalsha +eval";
+}
+
+/* TEMPLATE with $1..$5 replaced by LOCK's keys, and $S by the rights
+ * that run its scripts, into OUT. */
 static void with_keys(const redislock *lock, const char *template, char *out,
                       size_t size)
 {
@@ -814,6 +826,10 @@ static void with_keys(const redislock *lock, const char *template, char *out,
             int i = p[1] - '1';
 
             show_key(keys[i], lens[i], out + k, size - k);
+            k += strlen(out + k);
+            p++;
+        } else if (p[0] == '$' && p[1] == 'S') {
+            snprintf(out + k, size - k, "%s", script_rights(lock));
             k += strlen(out + k);
             p++;
         } else {
@@ -929,7 +945,9 @@ static void explain_end(redislock *lock, const redislockp_explain *ex,
         acl = REDISLOCK_ACL_SCRIPTS;
     } else if (st != REDISLOCK_OK && acl_refused(lock)) {
         snprintf(hint, sizeof hint, "counted mode and fencing run scripts: "
-                 "the Redis user needs +evalsha and +eval");
+                 "the Redis user needs %s",
+                 script_rights(lock)[1] == 'f' ? "+fcall and +function|load"
+                                               : "+evalsha and +eval");
         acl = REDISLOCK_ACL_SCRIPTS;
     } else if (st == REDISLOCK_OK && line >= 1 && (size_t)line <= n) {
         missing(lock, ex->needs[line - 1], hint, sizeof hint);

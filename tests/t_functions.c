@@ -203,6 +203,17 @@ static void test_user_without_function_load(void **state)
     lock = redislock_new_from_client(cl, key);
     assert_true(tu_acquire(lock));
     assert_true(tu_release(lock));
+
+    /* A refusal explained in this mode names FCALL's rights, not
+     * EVALSHA's: without +pexpire, an extend. */
+    tu_cmd_ok(c, "ACL SETUSER fn-user -pexpire");
+    assert_true(tu_acquire(lock));
+    assert_int_equal(redislock_extend(lock, &acquired), REDISLOCK_ERR_SERVER);
+    if (strstr(redislock_last_error(lock), "go-zero mode needs +fcall") ==
+        NULL)
+        fail_msg("message: %s", redislock_last_error(lock));
+    tu_cmd_ok(c, "ACL SETUSER fn-user +pexpire");
+    assert_true(tu_release(lock));
     redislock_free(lock);
     redislock_client_free(cl);
     redislock_client_free(admin);
