@@ -54,68 +54,72 @@ static void acquire_call(redislockp_call *call)
     redislockp_call_arg(call, REDISLOCKP_ACQUIRE_A_PX, "1500", 4);
 }
 
-/* A value, followed or not: DONE, the leg as it was. */
-static void test_value_is_done(void **state)
-{
+/* What each test feeds the judge: a go-zero acquire's leg and its
+ * classification, the judge's state. */
+typedef struct bench {
     redislockp_follow fw;
     redislockp_fanout f;
     redislockp_call call;
     redislockp_leg leg;
     redislockp_res res;
+} bench;
+
+static void bench_init(bench *b, long node, int follow, long long end_ms)
+{
+    memset(b, 0, sizeof *b);
+    acquire_call(&b->call);
+    b->f.call = &b->call;
+    redislockp_follow_init(&b->fw, node, follow, 0,
+                           redislockp_now_ms() + end_ms);
+}
+
+/* B's leg answered RESP for CL; what the judge says. */
+static redislockp_next judge(bench *b, redislock_client *cl, const char *resp)
+{
+    answered(&b->leg, &b->res, cl, resp);
+    return redislockp_follow_next(&b->fw, cl, &b->f, &b->leg, &b->res, 0);
+}
+
+/* A value, followed or not: DONE, the leg as it was. */
+static void test_value_is_done(void **state)
+{
+    bench b;
 
     (void)state;
-    memset(&f, 0, sizeof f);
-    memset(&leg, 0, sizeof leg);
-    acquire_call(&call);
-    f.call = &call;
-    redislockp_follow_init(&fw, -1, 1, 0, redislockp_now_ms() + 1000);
-    answered(&leg, &res, NULL, ":0\r\n");
-    assert_int_equal(redislockp_follow_next(&fw, NULL, &f, &leg, &res, 0),
-                     REDISLOCKP_NEXT_DONE);
-    assert_int_equal(leg.st, REDISLOCK_OK);
-    assert_false(fw.close);
-    redislockp_legs_end(&leg, 1);
+    bench_init(&b, -1, 1, 1000);
+    assert_int_equal(judge(&b, NULL, ":0\r\n"), REDISLOCKP_NEXT_DONE);
+    assert_int_equal(b.leg.st, REDISLOCK_OK);
+    assert_false(b.fw.close);
+    redislockp_legs_end(&b.leg, 1);
 }
 
 /* MOVED: again by the slot map, five times; the sixth ends it, saying
  * so.  Without FOLLOW (a renewal) the first ends it. */
 static void test_redirections_counted(void **state)
 {
+    static const char moved[] = "-MOVED 3999 127.0.0.1:7001\r\n";
     redislock_client *cl = cluster_client();
-    redislockp_follow fw;
-    redislockp_fanout f;
-    redislockp_call call;
-    redislockp_leg leg;
-    redislockp_res res;
+    bench b;
     int i;
 
     (void)state;
-    memset(&f, 0, sizeof f);
-    memset(&leg, 0, sizeof leg);
-    acquire_call(&call);
-    f.call = &call;
-    redislockp_follow_init(&fw, -1, 1, 0, redislockp_now_ms() + 1000);
+    bench_init(&b, -1, 1, 1000);
     for (i = 0; i < REDISLOCKP_MAX_REDIRECTS; i++) {
-        answered(&leg, &res, cl, "-MOVED 3999 127.0.0.1:7001\r\n");
-        assert_int_equal(res.kind, REDISLOCKP_MOVED);
-        assert_int_equal(redislockp_follow_next(&fw, cl, &f, &leg, &res, 0),
-                         REDISLOCKP_NEXT_AGAIN);
-        assert_int_equal(fw.node, -1);
-        assert_false(fw.asking);
+        assert_int_equal(judge(&b, cl, moved), REDISLOCKP_NEXT_AGAIN);
+        assert_int_equal(b.res.kind, REDISLOCKP_MOVED);
+        assert_int_equal(b.fw.node, -1);
+        assert_false(b.fw.asking);
     }
-    answered(&leg, &res, cl, "-MOVED 3999 127.0.0.1:7001\r\n");
-    assert_int_equal(redislockp_follow_next(&fw, cl, &f, &leg, &res, 0),
-                     REDISLOCKP_NEXT_DONE);
-    assert_int_equal(leg.st, REDISLOCK_ERR_SERVER);
-    assert_non_null(strstr(leg.msg, "Cluster redirections"));
+    assert_int_equal(judge(&b, cl, moved), REDISLOCKP_NEXT_DONE);
+    assert_int_equal(b.leg.st, REDISLOCK_ERR_SERVER);
+    assert_non_null(strstr(b.leg.msg, "Cluster redirections"));
+    redislockp_legs_end(&b.leg, 1);
 
-    redislockp_follow_init(&fw, -1, 0, 0, redislockp_now_ms() + 1000);
-    answered(&leg, &res, cl, "-MOVED 3999 127.0.0.1:7001\r\n");
-    assert_int_equal(redislockp_follow_next(&fw, cl, &f, &leg, &res, 0),
-                     REDISLOCKP_NEXT_DONE);
-    assert_int_equal(leg.st, REDISLOCK_ERR_SERVER);
-    assert_non_null(strstr(leg.msg, "MOVED"));
-    redislockp_legs_end(&leg, 1);
+    bench_init(&b, -1, 0, 1000);
+    assert_int_equal(judge(&b, cl, moved), REDISLOCKP_NEXT_DONE);
+    assert_int_equal(b.leg.st, REDISLOCK_ERR_SERVER);
+    assert_non_null(strstr(b.leg.msg, "MOVED"));
+    redislockp_legs_end(&b.leg, 1);
     redislock_client_free(cl);
 }
 
@@ -124,32 +128,22 @@ static void test_redirections_counted(void **state)
 static void test_ask_then_tryagain(void **state)
 {
     redislock_client *cl = cluster_client();
-    redislockp_follow fw;
-    redislockp_fanout f;
-    redislockp_call call;
-    redislockp_leg leg;
-    redislockp_res res;
+    bench b;
 
     (void)state;
-    memset(&f, 0, sizeof f);
-    memset(&leg, 0, sizeof leg);
-    acquire_call(&call);
-    f.call = &call;
-    redislockp_follow_init(&fw, -1, 1, 0, redislockp_now_ms() + 5000);
-    answered(&leg, &res, cl, "-ASK 3999 127.0.0.1:7002\r\n");
-    assert_int_equal(redislockp_follow_next(&fw, cl, &f, &leg, &res, 0),
+    bench_init(&b, -1, 1, 5000);
+    assert_int_equal(judge(&b, cl, "-ASK 3999 127.0.0.1:7002\r\n"),
                      REDISLOCKP_NEXT_AGAIN);
-    assert_true(fw.asking);
-    assert_true(fw.node >= 0);
-    assert_int_equal(fw.redirects, 1);
-    answered(&leg, &res, cl, "-TRYAGAIN Multiple keys request during "
-                             "rehashing of slot\r\n");
-    assert_int_equal(redislockp_follow_next(&fw, cl, &f, &leg, &res, 0),
+    assert_true(b.fw.asking);
+    assert_true(b.fw.node >= 0);
+    assert_int_equal(b.fw.redirects, 1);
+    assert_int_equal(judge(&b, cl, "-TRYAGAIN Multiple keys request during "
+                                   "rehashing of slot\r\n"),
                      REDISLOCKP_NEXT_LATER);
-    assert_false(fw.asking);
-    assert_int_equal(fw.node, -1);
-    assert_int_equal(fw.redirects, 0);
-    redislockp_legs_end(&leg, 1);
+    assert_false(b.fw.asking);
+    assert_int_equal(b.fw.node, -1);
+    assert_int_equal(b.fw.redirects, 0);
+    redislockp_legs_end(&b.leg, 1);
     redislock_client_free(cl);
 }
 
@@ -158,36 +152,25 @@ static void test_ask_then_tryagain(void **state)
 static void test_pauses_double_to_the_deadline(void **state)
 {
     static const long long pause[] = { 10, 20, 40, 80, 160, 200, 200 };
+    static const char down[] = "-CLUSTERDOWN The cluster is down\r\n";
     redislock_client *cl = cluster_client();
-    redislockp_follow fw;
-    redislockp_fanout f;
-    redislockp_call call;
-    redislockp_leg leg;
-    redislockp_res res;
     long long before;
+    bench b;
     size_t i;
 
     (void)state;
-    memset(&f, 0, sizeof f);
-    memset(&leg, 0, sizeof leg);
-    acquire_call(&call);
-    f.call = &call;
-    redislockp_follow_init(&fw, 3, 1, 0, redislockp_now_ms() + 100000);
+    bench_init(&b, 3, 1, 100000);
     for (i = 0; i < sizeof pause / sizeof pause[0]; i++) {
-        answered(&leg, &res, cl, "-CLUSTERDOWN The cluster is down\r\n");
         before = redislockp_now_ms();
-        assert_int_equal(redislockp_follow_next(&fw, cl, &f, &leg, &res, 0),
-                         REDISLOCKP_NEXT_LATER);
-        assert_true(fw.at >= before + pause[i]);
-        assert_true(fw.at <= redislockp_now_ms() + pause[i]);
-        assert_int_equal(fw.node, 3);   /* the target's own */
+        assert_int_equal(judge(&b, cl, down), REDISLOCKP_NEXT_LATER);
+        assert_true(b.fw.at >= before + pause[i]);
+        assert_true(b.fw.at <= redislockp_now_ms() + pause[i]);
+        assert_int_equal(b.fw.node, 3);         /* the target's own */
     }
-    fw.end = redislockp_now_ms() + 100;     /* the next, 200 ms: too late */
-    answered(&leg, &res, cl, "-CLUSTERDOWN The cluster is down\r\n");
-    assert_int_equal(redislockp_follow_next(&fw, cl, &f, &leg, &res, 0),
-                     REDISLOCKP_NEXT_DONE);
-    assert_int_equal(leg.st, REDISLOCK_ERR_SERVER);
-    redislockp_legs_end(&leg, 1);
+    b.fw.end = redislockp_now_ms() + 100;       /* the next, 200 ms: late */
+    assert_int_equal(judge(&b, cl, down), REDISLOCKP_NEXT_DONE);
+    assert_int_equal(b.leg.st, REDISLOCK_ERR_SERVER);
+    redislockp_legs_end(&b.leg, 1);
     redislock_client_free(cl);
 }
 
@@ -199,41 +182,27 @@ static void test_scripts_refused(void **state)
     static const char refusal[] = "-NOPERM this user has no permissions to "
                                   "run the 'evalsha' command\r\n";
     redislock_client *cl = cluster_client();
-    redislockp_follow fw;
-    redislockp_fanout f;
-    redislockp_call call;
-    redislockp_leg leg;
-    redislockp_res res;
+    bench b;
 
     (void)state;
-    memset(&f, 0, sizeof f);
-    memset(&leg, 0, sizeof leg);
-    acquire_call(&call);
-    f.call = &call;
-    redislockp_follow_init(&fw, -1, 1, 0, redislockp_now_ms() + 1000);
-    answered(&leg, &res, cl, refusal);
-    assert_int_equal(redislockp_follow_next(&fw, cl, &f, &leg, &res, 0),
-                     REDISLOCKP_NEXT_PLAIN);
-    assert_true(fw.plain);
+    bench_init(&b, -1, 1, 1000);
+    assert_int_equal(judge(&b, cl, refusal), REDISLOCKP_NEXT_PLAIN);
+    assert_true(b.fw.plain);
     assert_int_equal(redislockp_uses_plain(cl), 1);
-    /* Refused again without scripts (it cannot be: a plain answer is no
-     * refusal of scripting), or already plain: the answer stands. */
-    answered(&leg, &res, cl, refusal);
-    assert_int_equal(redislockp_follow_next(&fw, cl, &f, &leg, &res, 0),
-                     REDISLOCKP_NEXT_DONE);
-    assert_int_equal(leg.st, REDISLOCK_ERR_SERVER);
+    /* Already without scripts: the answer stands. */
+    assert_int_equal(judge(&b, cl, refusal), REDISLOCKP_NEXT_DONE);
+    assert_int_equal(b.leg.st, REDISLOCK_ERR_SERVER);
+    redislockp_legs_end(&b.leg, 1);
 
-    redislockp_call_init(&call, &redislockp_script_acquire_fencing, 2);
-    redislockp_call_key(&call, 0, "k", 1);
-    redislockp_call_key(&call, 1, "{k}:fence", 9);
-    redislockp_call_arg(&call, 0, "me", 2);
-    redislockp_call_arg(&call, 1, "1500", 4);
-    redislockp_follow_init(&fw, -1, 1, 0, redislockp_now_ms() + 1000);
-    answered(&leg, &res, cl, refusal);
-    assert_int_equal(redislockp_follow_next(&fw, cl, &f, &leg, &res, 0),
-                     REDISLOCKP_NEXT_DONE);
-    assert_non_null(strstr(leg.msg, "NOPERM"));
-    redislockp_legs_end(&leg, 1);
+    bench_init(&b, -1, 1, 1000);
+    redislockp_call_init(&b.call, &redislockp_script_acquire_fencing, 2);
+    redislockp_call_key(&b.call, 0, "k", 1);
+    redislockp_call_key(&b.call, 1, "{k}:fence", 9);
+    redislockp_call_arg(&b.call, 0, "me", 2);
+    redislockp_call_arg(&b.call, 1, "1500", 4);
+    assert_int_equal(judge(&b, cl, refusal), REDISLOCKP_NEXT_DONE);
+    assert_non_null(strstr(b.leg.msg, "NOPERM"));
+    redislockp_legs_end(&b.leg, 1);
     redislock_client_free(cl);
 }
 
@@ -241,24 +210,16 @@ static void test_scripts_refused(void **state)
  * goes (close), the answer ends the leg. */
 static void test_closing_server(void **state)
 {
-    redislockp_follow fw;
-    redislockp_fanout f;
-    redislockp_call call;
-    redislockp_leg leg;
-    redislockp_res res;
+    bench b;
 
     (void)state;
-    memset(&f, 0, sizeof f);
-    memset(&leg, 0, sizeof leg);
-    acquire_call(&call);
-    f.call = &call;
-    redislockp_follow_init(&fw, -1, 1, 0, redislockp_now_ms() + 1000);
-    answered(&leg, &res, NULL, "-ERR Protocol error: invalid bulk length\r\n");
-    assert_int_equal(redislockp_follow_next(&fw, NULL, &f, &leg, &res, 0),
+    bench_init(&b, -1, 1, 1000);
+    assert_int_equal(judge(&b, NULL, "-ERR Protocol error: invalid bulk "
+                                     "length\r\n"),
                      REDISLOCKP_NEXT_DONE);
-    assert_true(fw.close);
-    assert_int_equal(leg.st, REDISLOCK_ERR_SERVER);
-    redislockp_legs_end(&leg, 1);
+    assert_true(b.fw.close);
+    assert_int_equal(b.leg.st, REDISLOCK_ERR_SERVER);
+    redislockp_legs_end(&b.leg, 1);
 }
 
 int main(void)
