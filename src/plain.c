@@ -35,8 +35,6 @@ typedef struct conv {
     int in_multi;               /* appending inside MULTI */
     int watching, queuing;      /* the server's state: WATCH on, MULTI
                                  * accepted (commands are queued) */
-    int tx_refused;             /* a command queued since MULTI was
-                                 * refused (EXEC answers EXECABORT) */
     int nasking;                /* ASKINGs in the step */
     unsigned char kind[2 * STEP_MAX + 2];   /* each command's, K_* */
     unsigned char want[2 * STEP_MAX + 2];   /* its reply's shape, WANT_* */
@@ -101,7 +99,8 @@ enum {
                          * (DEL, EXISTS, PEXPIRE, ZADD, ZREM, DELIFEQ) */
     WANT_PTTL,          /* an integer, -2 or more (PTTL) */
     WANT_COUNT,         /* an integer, 0 or more (ZCARD, RPUSH...) */
-    WANT_TIME,          /* TIME: two strings of digits */
+    WANT_TIME,          /* TIME: two strings of digits (seconds,
+                         * microseconds) */
     WANT_PAIRS,         /* ZREVRANGEBYSCORE WITHSCORES: strings, paired */
     WANT_EXEC,          /* nil (a watched key changed), or an array of
                          * the queued commands' results */
@@ -154,14 +153,14 @@ static int is_status(const redislockp_val *r, const char *s)
            len == strlen(s) && memcmp(t, s, len) == 0;
 }
 
-/* Is R a string of 1 to 19 digits? */
-static int is_digits(const redislockp_val *r)
+/* Is R a string of 1 to MAX digits? */
+static int is_digits(const redislockp_val *r, size_t max)
 {
     size_t len, i;
     const char *s = redislockp_val_str(r, &len);
 
     if (redislockp_val_type(r) != REDISLOCKP_V_STRING || len == 0 ||
-        len > 19)
+        len > max)
         return 0;
     for (i = 0; i < len; i++)
         if (s[i] < '0' || s[i] > '9')
@@ -169,7 +168,8 @@ static int is_digits(const redislockp_val *r)
     return 1;
 }
 
-/* Does R have shape W (an error reply aside: see allowed_error())? */
+/* Does R, not an error reply, have shape W?  (answers() says where an
+ * error reply may stand.) */
 static int shaped(const redislockp_val *r, int w)
 {
     size_t i, n = redislockp_val_count(r);
@@ -196,9 +196,11 @@ static int shaped(const redislockp_val *r, int w)
         return redislockp_val_type(r) == REDISLOCKP_V_INTEGER &&
                redislockp_val_int(r) >= 0;
     case WANT_TIME:
+        /* (Seconds and microseconds: short enough that time_ms()'s
+         * milliseconds cannot overflow.) */
         return redislockp_val_type(r) == REDISLOCKP_V_ARRAY && n == 2 &&
-               is_digits(redislockp_val_at(r, 0)) &&
-               is_digits(redislockp_val_at(r, 1));
+               is_digits(redislockp_val_at(r, 0), 12) &&
+               is_digits(redislockp_val_at(r, 1), 6);
     case WANT_PAIRS:
         if (redislockp_val_type(r) != REDISLOCKP_V_ARRAY || n % 2 != 0)
             return 0;
@@ -821,9 +823,7 @@ static int exec_ran(conv *v, int i, redislockp_val **out, int *ran)
     }
     if (is_nil(r))
         return REDISLOCK_OK;
-    if (redislockp_val_type(r) != REDISLOCKP_V_ARRAY)
-        return surprise(v, "EXEC", i);
-    *ran = 1;
+    *ran = 1;                           /* (run() checked: an array) */
     for (k = 0; k < redislockp_val_count(r); k++) {
         const redislockp_val *e = redislockp_val_at(r, k);
 
@@ -904,8 +904,7 @@ static int acquire(conv *v, const redislockp_call *call, redislockp_val **out)
                 set_form(v, FORM_IFEQ, 1);
                 continue;               /* not ours any more: look again */
             }
-            if (v->first_err < 0)
-                return surprise(v, "SET IFEQ", 0);
+            /* (run() checked: else an error) */
             if (!error_says(at(v, 0), "err syntax error", 0))
                 return answer_error(v, out);
             set_form(v, FORM_IFEQ, -1);
@@ -1122,10 +1121,7 @@ static int release_one_command(conv *v, const redislockp_call *call,
             *done = 1;
             return answer_error(v, out);
         }
-        if (redislockp_val_type(at(v, 0)) != REDISLOCKP_V_INTEGER)
-            return surprise(v, which == FORM_DELIFEQ ? "DELIFEQ" : "DELEX",
-                            0);
-        set_form(v, which, 1);
+        set_form(v, which, 1);         /* (run() checked: 0 or 1) */
         *done = 1;
         if (redislockp_val_int(at(v, 0)) == 1)
             st = answer_ints(v, out, 1, 1, 1LL);
@@ -1258,8 +1254,7 @@ static int extend(conv *v, const redislockp_call *call, redislockp_val **out)
                                    redislockp_val_int(at(v, 1)) > 0 ? -1LL
                                                                     : 0LL);
             }
-            if (v->first_err < 0)
-                return surprise(v, "SET IFEQ", 0);
+            /* (run() checked: else an error) */
             if (!error_says(at(v, 0), "err syntax error", 0))
                 return answer_error(v, out);
             set_form(v, FORM_IFEQ, -1);
