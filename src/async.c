@@ -781,18 +781,18 @@ static void run_over(redislockp_aop *o)
     step(o);
 }
 
-/* A leg on the loop's connection to NODE failed with ST: a reply out of
- * step (REDISLOCK_ERR_PROTOCOL: not what its command answers, exec.c's
- * leg_check) leaves the connection in a state we do not know - inside a
- * MULTI, say, where every later command would answer +QUEUED.  It is
- * closed, and whatever else was in flight on it fails as sent. */
-static void close_if_out_of_step(redislock_client *cl, size_t node, int st,
-                                 const char *why)
+/* Close the loop's connection to NODE (if open) for WHY: whatever else
+ * was in flight on it fails as sent.  A leg that failed with
+ * REDISLOCK_ERR_PROTOCOL (a reply not what its command answers, exec.c's
+ * leg_check) leaves it in a state we do not know - inside a MULTI, say,
+ * where every later command would answer +QUEUED - and so does a server
+ * that closes it or is no master (the judge's fw.close). */
+static void close_node_conn(redislock_client *cl, size_t node,
+                            const char *why)
 {
     redislockp_loop_state *ls = cl->loop;
 
-    if (st == REDISLOCK_ERR_PROTOCOL && node < ls->nconns &&
-        ls->conns[node] != NULL)
+    if (node < ls->nconns && ls->conns[node] != NULL)
         redislockp_aconn_close(&ls->conns[node]->a, REDISLOCK_ERR_IO, why);
 }
 
@@ -810,19 +810,15 @@ static void leg_ended(redislockp_aop *o)
     if (leg->st == REDISLOCK_OK)
         redislockp_classify(leg->reply[0], cl->cluster, cl->sentinel,
                             &o->res);
-    if (leg->st != REDISLOCK_OK && !o->plain)
-        close_if_out_of_step(cl, o->node, leg->st, leg->msg);
+    if (leg->st == REDISLOCK_ERR_PROTOCOL && !o->plain)
+        close_node_conn(cl, o->node, leg->msg);
     o->fw.plain = o->plain;
     next = redislockp_follow_next(&o->fw, cl, &o->run.f, leg, &o->res, 0);
-    if (o->fw.close && !o->plain && o->node < cl->loop->nconns &&
-        cl->loop->conns[o->node] != NULL)
-        /* The server closes it after this reply, or it is no master. */
-        redislockp_aconn_close(&cl->loop->conns[o->node]->a,
-                               REDISLOCK_ERR_IO,
-                               o->res.kind == REDISLOCKP_CLOSING
-                                   ? "closed by the server after a "
-                                     "protocol error"
-                                   : "not a master any more");
+    if (o->fw.close && !o->plain)
+        close_node_conn(cl, o->node,
+                        o->res.kind == REDISLOCKP_CLOSING
+                            ? "closed by the server after a protocol error"
+                            : "not a master any more");
     if (o->fw.close && o->res.kind == REDISLOCKP_NOT_MASTER)
         conv_close_node(cl->loop, o->node);
     switch (next) {
@@ -1569,21 +1565,24 @@ static void send_leg(redislockp_aop *o)
     /* else on_reply() goes on */
 }
 
-/* Run O's steps: the next call goes out (its reply, or the slot map, is
- * waited for), or the operation ends. */
-/* Steps of an acquire, a release or an extend may start or stop the
- * handle's renewal, which waits while the watchdog thread's round for it
- * is under way (a handle the blocking API acquired is renewed there).
- * The loop's thread never waits so: the step is held off that thread's
- * rounds while it runs, or put off until the round is over. */
 #define WATCHDOG_RECHECK_MS 2
 
+/* Run O's steps: the next call goes out (its reply, or the slot map, is
+ * waited for), or the operation ends.  Steps of an acquire, a release or
+ * an extend may start or stop the handle's renewal, which waits while
+ * the watchdog thread's round for it is under way (a handle the blocking
+ * API acquired is renewed there).  The loop's thread never waits so: the
+ * step holds that thread's rounds off the handle while it runs, or is
+ * put off (WATCHDOG_RECHECK_MS) until the round is over. */
 static void step(redislockp_aop *o)
 {
     redislockp_op *op = &o->op;
-    int held = op->kind == REDISLOCKP_OP_ACQUIRE ||
-               op->kind == REDISLOCKP_OP_RELEASE ||
-               op->kind == REDISLOCKP_OP_EXTEND;
+    /* (A handle without auto-renewal has no round to wait for: no
+     * mutex on the hot path.) */
+    int held = (op->kind == REDISLOCKP_OP_ACQUIRE ||
+                op->kind == REDISLOCKP_OP_RELEASE ||
+                op->kind == REDISLOCKP_OP_EXTEND) &&
+               (o->lock->autorenew || o->lock->renewing);
     int more;
 
     if (held && !redislockp_renew_hold(o->lock)) {
@@ -1940,8 +1939,8 @@ static void on_qreply(void *arg, int status, redislockp_val **replies,
                 (void)qsend(o, i, &cmd);
             redislockp_cmd_clear(&cmd);
         }
-        if (leg->done)
-            close_if_out_of_step(o->cl, i, leg->st, leg->msg);
+        if (leg->done && leg->st == REDISLOCK_ERR_PROTOCOL)
+            close_node_conn(o->cl, i, leg->msg);
     }
     quorum_check(o);
 }

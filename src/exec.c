@@ -213,20 +213,26 @@ static void leg_library_end(redislockp_leg *leg, const redislockp_fanout *f)
  * (another client flushed the library in between). */
 #define MAX_RELOADS 3
 
-/* LEG fails: WHAT was answered R (WHY), not what it answers. */
-static void out_of_step(redislockp_leg *leg, const char *what,
-                        const redislockp_val *r, const char *why)
+/* LEG's WHAT was answered R (WHY: what it answers instead), which
+ * leaves its connection out of step: into LEG's message. */
+static void say_out_of_step(redislockp_leg *leg, const char *what,
+                            const redislockp_val *r, const char *why)
 {
     char brief[REDISLOCKP_BRIEF_SIZE];
 
-    leg->st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_PROTOCOL,
-                                 "%s: the server answered %s%s; the "
-                                 "connection's state is unknown: %s", what,
-                                 redislockp_val_brief(r, brief, sizeof brief),
-                                 why,
-                                 leg->borrowed ? "reconnect this context "
-                                                 "before using it again"
-                                               : "closed");
+    snprintf(leg->msg, sizeof leg->msg, "%s: the server answered %s%s; "
+             "the connection's state is unknown: %s", what,
+             redislockp_val_brief(r, brief, sizeof brief), why,
+             leg->borrowed ? "reconnect this context before using it again"
+                           : "closed");
+}
+
+/* LEG fails, out of step (its message said so). */
+static void fail_out_of_step(redislockp_leg *leg)
+{
+    leg->st = REDISLOCK_ERR_PROTOCOL;
+    redislockp_err_set(REDISLOCK_ERR_PROTOCOL, REDISLOCK_STAGE_COMMAND,
+                       REDISLOCK_CAUSE_PROTOCOL, leg->msg);
     redislockp_leg_note(leg);
 }
 
@@ -245,11 +251,8 @@ static void leg_check(redislockp_leg *leg, const redislockp_fanout *f)
     if (leg->st != REDISLOCK_OK)
         return;
     calls = calls_of(f, &n);
-    if (leg->odd) {
-        leg->st = REDISLOCK_ERR_PROTOCOL;   /* (its message in msg) */
-        redislockp_err_set(REDISLOCK_ERR_PROTOCOL, REDISLOCK_STAGE_COMMAND,
-                           REDISLOCK_CAUSE_PROTOCOL, leg->msg);
-        redislockp_leg_note(leg);
+    if (leg->odd) {                     /* (its message in msg) */
+        fail_out_of_step(leg);
         return;
     }
     for (i = 0; i < n && i < leg->got; i++) {
@@ -258,12 +261,15 @@ static void leg_check(redislockp_leg *leg, const redislockp_fanout *f)
             !redislockp_script_answer_ok(calls[i], r))
             break;
     }
-    if (i < n && i < leg->got)
-        out_of_step(leg, calls[i]->script->name, r,
-                    ", which the script never answers");
-    else if (f->trailer != NULL && n < leg->got &&
-             !redislockp_trailer_answer_ok(f->trailer, leg->reply[n]))
-        out_of_step(leg, f->trailer->argv[0], leg->reply[n], "");
+    if (i < n && i < leg->got) {
+        say_out_of_step(leg, calls[i]->script->name, r,
+                        ", which the script never answers");
+        fail_out_of_step(leg);
+    } else if (f->trailer != NULL && n < leg->got &&
+               !redislockp_trailer_answer_ok(f->trailer, leg->reply[n])) {
+        say_out_of_step(leg, f->trailer->argv[0], leg->reply[n], "");
+        fail_out_of_step(leg);
+    }
 }
 
 /* LEG has every reply (or failed): checked, and its library noted. */
@@ -456,19 +462,13 @@ static void leg_again(redislockp_leg *leg, const redislockp_fanout *f)
 int redislockp_leg_take(redislockp_leg *leg, const redislockp_fanout *f,
                         redislockp_val *r)
 {
-    char brief[REDISLOCKP_BRIEF_SIZE];
-
     if (leg->loading > 0) {             /* FUNCTION LOAD's: its name */
         leg->loading--;
         if (!leg->odd && redislockp_val_type(r) != REDISLOCKP_V_STRING &&
             redislockp_val_type(r) != REDISLOCKP_V_ERROR) {
             leg->odd = 1;
-            snprintf(leg->msg, sizeof leg->msg, "FUNCTION LOAD: the server "
-                     "answered %s, not the library's name; the "
-                     "connection's state is unknown: %s",
-                     redislockp_val_brief(r, brief, sizeof brief),
-                     leg->borrowed ? "reconnect this context before using "
-                                     "it again" : "closed");
+            say_out_of_step(leg, "FUNCTION LOAD", r,
+                            ", not the library's name");
         }
         redislockp_val_free(leg->load_reply);
         leg->load_reply = r;
@@ -478,13 +478,11 @@ int redislockp_leg_take(redislockp_leg *leg, const redislockp_fanout *f,
         leg->skip--;
         if (!leg->odd && !redislockp_val_is_ok(r)) {
             leg->odd = 1;
-            snprintf(leg->msg, sizeof leg->msg, "ASKING: the server "
-                     "answered %s, not +OK%s; the connection's state is "
-                     "unknown: closed",
-                     redislockp_val_brief(r, brief, sizeof brief),
-                     redislockp_val_type(r) == REDISLOCKP_V_ERROR
-                         ? " [the Redis user needs +asking (doc/acl.md)]"
-                         : "");
+            say_out_of_step(leg, "ASKING", r,
+                            redislockp_val_type(r) == REDISLOCKP_V_ERROR
+                                ? ", not +OK [the Redis user needs +asking "
+                                  "(doc/acl.md)]"
+                                : ", not +OK");
         }
         redislockp_val_free(r);
         return 0;

@@ -795,16 +795,19 @@ static void show_key(const char *key, size_t len, char *out, size_t size)
     out[k] = '\0';
 }
 
+/* Does LOCK's client call the scripts as functions (scripts=functions)? */
+static int functions_mode(const redislock *lock)
+{
+    return lock->client != NULL &&
+           __atomic_load_n(&lock->client->url.functions, __ATOMIC_RELAXED);
+}
+
 /* The rights that run LOCK's scripts: FCALL in functions mode (and
  * FUNCTION LOAD where the library is not loaded yet), else EVALSHA and
  * EVAL. */
 static const char *script_rights(const redislock *lock)
 {
-    return lock->client != NULL &&
-                   __atomic_load_n(&lock->client->url.functions,
-                                   __ATOMIC_RELAXED)
-               ? "+fcall +function|load"
-               : "+evalsha +eval";
+    return functions_mode(lock) ? "+fcall +function|load" : "+evalsha +eval";
 }
 
 /* TEMPLATE with $1..$5 replaced by LOCK's keys, and $S by the rights
@@ -946,8 +949,8 @@ static void explain_end(redislock *lock, const redislockp_explain *ex,
     } else if (st != REDISLOCK_OK && acl_refused(lock)) {
         snprintf(hint, sizeof hint, "counted mode and fencing run scripts: "
                  "the Redis user needs %s",
-                 script_rights(lock)[1] == 'f' ? "+fcall and +function|load"
-                                               : "+evalsha and +eval");
+                 functions_mode(lock) ? "+fcall and +function|load"
+                                      : "+evalsha and +eval");
         acl = REDISLOCK_ACL_SCRIPTS;
     } else if (st == REDISLOCK_OK && line >= 1 && (size_t)line <= n) {
         missing(lock, ex->needs[line - 1], hint, sizeof hint);
