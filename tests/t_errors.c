@@ -409,6 +409,40 @@ static void test_acquire_reply_handling(void **state)
     acquire_gets("hello\r\n", REDISLOCK_ERR_IO, false);
 }
 
+/* The acknowledgement's reply after a granted acquire is checked with
+ * the leg: WAIT answers an integer; +QUEUED (a connection left in a
+ * MULTI) is no acknowledgement, nor a grant, and the context must be
+ * reconnected. */
+static void test_wait_trailer_checked(void **state)
+{
+    static const char *const replies[][2] = {
+        { ":0\r\n:1\r\n", NULL }, { ":0\r\n+QUEUED\r\n", NULL }
+    };
+    int i;
+
+    (void)state;
+    for (i = 0; i < 2; i++) {
+        const char *r[2] = { replies[i][0], NULL };
+        struct canned k;
+        bool acquired = i == 1;
+
+        canned_open(&k, r);
+        assert_int_equal(redislock_set_min_replicas(k.lock, 1, 100),
+                         REDISLOCK_OK);
+        assert_int_equal(redislock_acquire(k.lock, &acquired),
+                         i == 0 ? REDISLOCK_OK : REDISLOCK_ERR_PROTOCOL);
+        assert_int_equal(acquired, i == 0);
+        /* (Read where the leg ends: the borrowed context is named out
+         * of step, never given back as good.) */
+        if (i == 1 &&
+            (strstr(redislock_last_error(k.lock), "WAIT") == NULL ||
+             strstr(redislock_last_error(k.lock), "reconnect this "
+                                                  "context") == NULL))
+            fail_msg("message: %s", redislock_last_error(k.lock));
+        canned_close(&k);
+    }
+}
+
 static void test_release_reply_handling(void **state)
 {
     (void)state;
@@ -1060,6 +1094,7 @@ int main(void)
         cmocka_unit_test(test_nonblocking_context_is_refused),
         cmocka_unit_test(test_pending_command_is_refused),
         cmocka_unit_test(test_acquire_reply_handling),
+        cmocka_unit_test(test_wait_trailer_checked),
         cmocka_unit_test(test_release_reply_handling),
         cmocka_unit_test(test_release_meets_waiters),
         cmocka_unit_test(test_extend_and_status_reply_handling),
