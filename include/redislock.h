@@ -1312,7 +1312,12 @@ typedef enum {
     /** With redislock_set_min_replicas(): renewals reached Redis but too
      *  few replicas acknowledged them before the lease ran out (a renewal
      *  counts only once acknowledged, as an acquire does).  @since 0.4.0 */
-    REDISLOCK_LOST_NOT_REPLICATED = 6
+    REDISLOCK_LOST_NOT_REPLICATED = 6,
+    /** Renewals reached Redis but it answered them with an error (a
+     *  permission refused, OOM, a script error...) until the lease ran
+     *  out; the REDISLOCK_ERR_LOST that reports the loss quotes the last
+     *  error.  @since 0.4.0 */
+    REDISLOCK_LOST_REFUSED = 7
 } redislock_lost_why;
 
 /**

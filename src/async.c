@@ -2727,16 +2727,12 @@ static void renew_timer(redislockp_aop *o)
 {
     redislock *l = o->lock;
     redislock_client *cl = o->cl;
-    long long now = redislockp_now_ms(), limit;
-    int why = 0;
+    long long now = redislockp_now_ms(), limit, wake;
+    int why;
 
     pthread_mutex_lock(&cl->wd_mu);
-    if (now >= l->renew_until) {
-        why = redislockp_renew_withheld(l, now);
-        if (why == 0)
-            why = l->renew_unacked ? REDISLOCK_LOST_NOT_REPLICATED
-                                   : REDISLOCK_LOST_UNREACHABLE;
-    }
+    why = redislockp_renew_expired(l, now);
+    wake = why == 0 ? redislockp_renew_wake(l, now) : 0;
     pthread_mutex_unlock(&cl->wd_mu);
     if (why != 0 && o->q != NULL && o->inflight && !o->renew_stale) {
         /* A quorum's renewal under way: what the masters that answered
@@ -2760,12 +2756,8 @@ static void renew_timer(redislockp_aop *o)
         set_timer(o, l->renew_until);
         return;
     }
-    if (now < l->renew_due) {
-        set_timer(o, l->renew_due);
-        return;
-    }
-    if (redislockp_renew_withheld(l, now)) {
-        set_timer(o, l->renew_until);   /* let the lease run out */
+    if (wake != 0) {                    /* not due, or withheld */
+        set_timer(o, wake);
         return;
     }
     /* An owner-checked extend to the lease renewals set, and the
@@ -2816,7 +2808,8 @@ static void renew_over(redislockp_aop *o)
     redislock *l = o->lock;
     redislock_client *cl = o->cl;
     redislockp_leg *leg = &o->leg;
-    int result = -1, lost = 0, unknown = 0;
+    char words[REDISLOCKP_BRIEF_SIZE] = "";
+    int result, lost, unknown = 0;
     size_t i;
 
     if (l == NULL || o->renew_stale) {  /* stopped, or too late */
@@ -2830,43 +2823,28 @@ static void renew_over(redislockp_aop *o)
         return;
     }
     if (o->q != NULL) {
-        /* A majority renewed, or can no longer (watchdog.c's fold). */
+        /* A majority renewed, or can no longer (the ledger's fold). */
         result = redislockp_renew_quorum_fold(l, o->q->legs, cl->nsubs, 0,
-                                              o->renew_ack ? 1 : -1);
-        /* (As the watchdog: unknown when no answer decided.) */
+                                              o->renew_ack ? 1 : -1, words,
+                                              sizeof words);
+        /* Unknown when no answer decided (a refusal by one master may
+         * come with another's silence). */
         for (i = 0; i < cl->nsubs; i++)
-            unknown |= result == -1 && o->q->legs[i].st != REDISLOCK_OK &&
+            unknown |= (result == -1 || result == -2) &&
+                       o->q->legs[i].st != REDISLOCK_OK &&
                        o->q->legs[i].sent;
         redislockp_legs_end(o->q->legs, cl->nsubs);
     } else {
-        if ((leg->st == REDISLOCK_OK || leg->st == REDISLOCK_ERR_SERVER) &&
-            leg->got == 1 + o->renew_ack) {
-            result = redislockp_renew_reply(cl, o->node, leg->reply[0]);
-            if (result == 1 && o->renew_ack &&
-                !redislockp_ack_enough(&l->renew_ack, leg->reply[1]))
-                result = -3;            /* renewed, not acknowledged */
-        }
+        result = redislockp_renew_read(cl, o->node, leg, 0, 1,
+                                       o->renew_ack ? &l->renew_ack : NULL,
+                                       words, sizeof words);
         unknown = result == -1 && leg->sent;
         redislockp_legs_end(leg, 1);
     }
     pthread_mutex_lock(&cl->wd_mu);
-    if (unknown)
-        l->renew_unknown = 1;           /* may still arrive */
-    if (result == -3)
-        l->renew_unacked = 1;
-    else if (result == 1)
-        l->renew_unacked = 0;
-    if (result == 1) {
-        l->renew_until = o->renew_sent + l->renew_ms -
-                         REDISLOCKP_QUORUM_DRIFT(l);
-        l->renew_due = o->renew_sent + l->renew_ms / 3;
-    } else if (result == 0) {
-        lost = REDISLOCK_LOST_TAKEN;
-    } else {
-        l->renew_due = redislockp_now_ms() + REDISLOCKP_RENEW_RETRY_MS;
-    }
+    lost = redislockp_renew_note(l, result, unknown, o->renew_sent, words);
     pthread_mutex_unlock(&cl->wd_mu);
-    if (lost) {
+    if (lost == REDISLOCK_LOST_TAKEN) {
         renew_lost(o, lost);
         return;
     }

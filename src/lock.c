@@ -1013,6 +1013,32 @@ static void saw(redislock *lock, long long who)
     }
 }
 
+/* The last refused renewal's words, for a loss message, into OUT: "
+ * (the last: WORDS)", and on a permission what renewals need as a whole
+ * (no probe: the holding is over; the next acquire's refusal, if any,
+ * names the exact command and key). */
+static void renewal_refused(const redislock *lock, char *out, size_t size)
+{
+    redislock_error_info refusal;
+    const redislockp_need *needs[40];
+    redislockp_call call;
+    char rule[320];
+    size_t n;
+
+    redislockp_tx_describe(lock->renew_words, strlen(lock->renew_words),
+                           &refusal);
+    redislockp_call_extend(&call, lock, lock->renew_ms);
+    n = redislockp_call_needs(&call, lock, needs,
+                              sizeof needs / sizeof needs[0]);
+    if (!refusal.acl || n == 0 || strchr(lock->renew_words, '[') != NULL) {
+        snprintf(out, size, " (the last: %s)", lock->renew_words);
+        return;
+    }
+    with_keys(lock, feature_rule(needs[0]->feature), rule, sizeof rule);
+    snprintf(out, size, " (the last: %s) [renewals: %s (doc/acl.md)]",
+             lock->renew_words, rule);
+}
+
 /* Auto-renewal had found the lock lost (WHY, a REDISLOCK_LOST_*): the
  * holding is over; report it once, from the call named by WHEN, and
  * whatever that call's own round trip did (ST and its message: a release
@@ -1020,24 +1046,29 @@ static void saw(redislock *lock, long long who)
  * caller must act on). */
 static int report_lost(redislock *lock, int why, const char *when, int st)
 {
-    char detail[REDISLOCKP_ERRMSG_SIZE];
+    char detail[REDISLOCKP_ERRMSG_SIZE], said[REDISLOCKP_ERRMSG_SIZE];
 
     lock->held = 0;
     lock->token = 0;
     lock->state = REDISLOCK_STATE_UNKNOWN;
+    /* A refusal's own words (renewal has stopped: nobody writes them). */
+    said[0] = '\0';
+    if (why == REDISLOCK_LOST_REFUSED)
+        renewal_refused(lock, said, sizeof said);
     if (st != REDISLOCK_OK) {
         redislock_error_info failed = lock->info;
 
         /* The release's own failure, as data, under the status LOST. */
         memcpy(detail, lock->errmsg, sizeof detail);
         return redislockp_fail_as(lock, &failed, REDISLOCK_ERR_LOST,
-                                  "the lock was lost %s: %s (and the "
+                                  "the lock was lost %s: %s%s (and the "
                                   "release itself failed: %s)", when,
-                                  redislock_lost_reason_text(why), detail);
+                                  redislock_lost_reason_text(why), said,
+                                  detail);
     }
     return redislockp_fail(lock, REDISLOCK_ERR_LOST,
-                           "the lock was lost %s: %s", when,
-                           redislock_lost_reason_text(why));
+                           "the lock was lost %s: %s%s", when,
+                           redislock_lost_reason_text(why), said);
 }
 
 static void held_until(redislock *lock, long long sent)

@@ -145,6 +145,12 @@ struct redislock {
     int renew_unacked;                 /* a renewal since the last
                                         * acknowledged one ran but was
                                         * not acknowledged */
+    int renew_refused;                 /* ... or was answered with an
+                                        * error: its words */
+    char renew_words[REDISLOCKP_BRIEF_SIZE];
+    char renew_said[REDISLOCKP_BRIEF_SIZE];     /* the words of the
+                                        * round under way (its thread's
+                                        * own while renew_busy) */
     int lost_pipe[2];                  /* readable once lost; -1 unused */
     struct redislock *renew_next;
     int renew_on_loop;                 /* renewed by the client's event
@@ -301,25 +307,49 @@ int redislockp_renew_lost_pending(redislock *lock);
 long long redislockp_renew_until(const redislock *lock, int *renewing);
 /* Did a renewal go out without an answer since the last call?  Clears. */
 int redislockp_renew_unknown(redislock *lock);
-/* For the loop's renewals (async.c), the watchdog's rules: how reply R
- * of a renewal from NODE of CL reads (1 renewed, 0 not ours, -2 an
- * error reply); why renewal of L is withheld at NOW (0: it is not; under
- * wd_mu); the acknowledgement timeout of a renewal within LIMIT_MS. */
-int redislockp_renew_reply(redislock_client *cl, size_t node,
-                           const redislockp_val *r);
-int redislockp_renew_withheld(const redislock *l, long long now);
-long long redislockp_renew_ack_wait(const redislock *l, long long limit_ms);
-/* A quorum client's: how long a renewal of L (with an acknowledgement if
+/* The renewal ledger (watchdog.c): one set of rules for the watchdog
+ * thread's rounds and the loop's renewals (async.c), without I/O, under
+ * the client's wd_mu.
+ * - redislockp_renew_expired(): 0 while L's lease as renewals keep it
+ *   lasts at NOW; past it, why the holding is lost (renewal withheld: a
+ *   hold cap, no heartbeat; else what the last failed renewals met:
+ *   refused, not acknowledged, or nothing).
+ * - redislockp_renew_wake(): 0, a renewal of L is due at NOW; else when
+ *   to look again (the next renewal's time, or the lease's end while
+ *   renewal is withheld).
+ * - redislockp_renew_read(): how renewal K of the N calls in LEG's
+ *   pipeline from NODE of CL reads, the acknowledgement's reply after
+ *   them when ACK is not NULL: 1 renewed, 0 not ours (lost), -1 no
+ *   answer, -2 answered with an error (its words into WORDS, SIZE bytes;
+ *   what it says of the route noted in CL), -3 renewed, not
+ *   acknowledged, -4 answered out of step (PROTOCOL: the connection is
+ *   closed, what ran is not known; the message into WORDS).
+ * - redislockp_renew_note(): a renewal of L sent at SENT read RESULT
+ *   (as redislockp_renew_read(); UNKNOWN: it may still arrive; WORDS: a
+ *   refusal's); the lease goes on (renewed: the next due a third of it
+ *   later; failed: again in REDISLOCKP_RENEW_RETRY_MS) and 0 is returned,
+ *   or the loss's reason (a REDISLOCK_LOST_*).
+ * A quorum client's: how long a renewal of L (with an acknowledgement if
  * ACK) waits for the masters, within LIMIT_MS; and how renewal K of the
  * M legs (the acknowledgement's reply at ACK_AT; -1: none) reads - 1
  * renewed by a majority, 0 not ours (lost), -3 renewed, not acknowledged,
- * -1 no answer. */
+ * -1 no answer, -2 no majority and a master answered with an error or
+ * out of step (the first one's words into WORDS). */
 struct redislockp_leg;
+int redislockp_renew_expired(const redislock *l, long long now);
+long long redislockp_renew_wake(const redislock *l, long long now);
+int redislockp_renew_read(redislock_client *cl, size_t node,
+                          const struct redislockp_leg *leg, int k, int n,
+                          const redislockp_ack *ack, char *words,
+                          size_t size);
+int redislockp_renew_note(redislock *l, int result, int unknown,
+                          long long sent, const char *words);
+long long redislockp_renew_ack_wait(const redislock *l, long long limit_ms);
 long long redislockp_renew_quorum_wait(const redislock *l, long long limit,
                                        int ack);
 int redislockp_renew_quorum_fold(const redislock *l,
                                  const struct redislockp_leg *legs, size_t m,
-                                 int k, int ack_at);
+                                 int k, int ack_at, char *words, size_t size);
 /* After a failed renewal, the next try in this many ms. */
 #define REDISLOCKP_RENEW_RETRY_MS 50
 

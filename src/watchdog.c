@@ -93,12 +93,38 @@ static long long ack_wait(const redislock *l, long long limit_ms)
     return w > 0 ? w : 1;
 }
 
+int redislockp_renew_read(redislock_client *cl, size_t node,
+                          const redislockp_leg *leg, int k, int n,
+                          const redislockp_ack *ack, char *words,
+                          size_t size)
+{
+    int v;
+
+    /* Answered out of step (a reply no renewal gives; the connection is
+     * closed): what was run is not known, the words are. */
+    if (leg->st == REDISLOCK_ERR_PROTOCOL && leg->msg[0] != '\0') {
+        snprintf(words, size, "%s", leg->msg);
+        return -4;
+    }
+    /* Every reply read (an error reply among them or not), or none
+     * counts: the pipeline's answers are known only together. */
+    if ((leg->st != REDISLOCK_OK && leg->st != REDISLOCK_ERR_SERVER) ||
+        leg->got != n + (ack != NULL))
+        return -1;
+    v = renewed(cl, node, leg->reply[k]);
+    if (v == -2)
+        (void)redislockp_val_brief(leg->reply[k], words, size);
+    if (v == 1 && ack != NULL && !redislockp_ack_enough(ack, leg->reply[n]))
+        v = -3;                         /* renewed, not acknowledged */
+    return v;
+}
+
 /* Renew the handles in BATCH on NODE of CL as one pipeline of their
  * owner-checked extend calls, through the executor, on a connection of
  * the client's pool, all within LIMIT_MS (past the earliest lease in the
- * batch the loss must be declared, not waited on); RESULT[i] = 1
- * renewed, 0 not ours (lost), -1 no answer, -2 answered with an error.
- * *SENT: a renewal may have left without its answer. */
+ * batch the loss must be declared, not waited on); RESULT[i] as
+ * redislockp_renew_read() reads it (a refusal's words in the handle's
+ * renew_said).  *SENT: a renewal may have left without its answer. */
 static void renew_batch(redislock_client *cl, size_t node, redislock **batch,
                         int n, long long until, int *result, int *sent)
 {
@@ -110,7 +136,7 @@ static void renew_batch(redislock_client *cl, size_t node, redislock **batch,
     redislockp_leg leg;
     redislockp_res res;
     char num[3][24];
-    int i, st, ack;
+    int i, ack;
 
     for (i = 0; i < n; i++) {
         result[i] = -1;
@@ -138,20 +164,14 @@ static void renew_batch(redislock_client *cl, size_t node, redislock **batch,
                                  &tr, num);
     if (ack)
         f.trailer = &tr;
-    st = redislockp_exec_one(&t, &f, &leg, &res);
-    if ((st == REDISLOCK_OK || st == REDISLOCK_ERR_SERVER) &&
-        leg.got == n + ack) {
-        /* Every reply read (an error reply among them or not). */
-        for (i = 0; i < n; i++) {
-            result[i] = renewed(cl, node, leg.reply[i]);
-            if (result[i] == 1 && ack &&
-                !redislockp_ack_enough(&batch[0]->renew_ack,
-                                       leg.reply[n]))
-                result[i] = -3;         /* renewed, not acknowledged */
-        }
-    } else {
+    (void)redislockp_exec_one(&t, &f, &leg, &res);
+    for (i = 0; i < n; i++)
+        result[i] = redislockp_renew_read(cl, node, &leg, i, n,
+                                          ack ? &batch[0]->renew_ack : NULL,
+                                          batch[i]->renew_said,
+                                          sizeof batch[i]->renew_said);
+    if (result[0] == -1)
         *sent |= leg.sent;
-    }
     redislockp_legs_end(&leg, 1);
 }
 
@@ -198,13 +218,20 @@ static void renew_nodes(redislock_client *cl, redislock **batch, int n,
 }
 
 /* How a master answered renewal K of a quorum's batch: 1 renewed, 0 not
- * ours (lost), -1 no answer, -2 answered with an error. */
-static int renewed_on(const redislockp_leg *leg, int k)
+ * ours (lost), -1 no answer, -2 answered with an error or out of step
+ * (its words into WORDS, SIZE bytes, unless some are there already). */
+static int renewed_on(const redislockp_leg *leg, int k, char *words,
+                      size_t size)
 {
     const redislockp_val *r = leg->reply[k];
     const redislockp_val *who = redislockp_val_at(r, 0);
     redislockp_res res;
 
+    if (leg->st == REDISLOCK_ERR_PROTOCOL && leg->msg[0] != '\0') {
+        if (words[0] == '\0')          /* out of step: its words */
+            snprintf(words, size, "%s", leg->msg);
+        return -2;
+    }
     if (leg->st != REDISLOCK_OK || r == NULL)
         return -1;
     if (redislockp_val_type(r) == REDISLOCKP_V_ARRAY &&
@@ -214,6 +241,8 @@ static int renewed_on(const redislockp_leg *leg, int k)
     redislockp_classify(r, 0, 0, &res);
     if (strcmp(res.code, "WRONGTYPE") == 0)
         return 0;               /* the key holds something else: not ours */
+    if (words[0] == '\0')
+        (void)redislockp_val_brief(r, words, size);
     return -2;
 }
 
@@ -238,13 +267,14 @@ long long redislockp_renew_quorum_wait(const redislock *l, long long limit,
 
 int redislockp_renew_quorum_fold(const redislock *l,
                                  const redislockp_leg *legs, size_t m, int k,
-                                 int ack_at)
+                                 int ack_at, char *words, size_t size)
 {
-    size_t i, yes = 0, no = 0, unacked = 0;
+    size_t i, yes = 0, no = 0, unacked = 0, refused = 0;
     size_t maj = redislockp_majority(m);
 
+    words[0] = '\0';
     for (i = 0; i < m; i++) {
-        int v = renewed_on(&legs[i], k);
+        int v = renewed_on(&legs[i], k, words, size);
 
         if (v == 1 && ack_at >= 0 &&
             !redislockp_ack_enough(&l->renew_ack, legs[i].reply[ack_at]))
@@ -252,8 +282,15 @@ int redislockp_renew_quorum_fold(const redislock *l,
         yes += v == 1;
         no += v == 0;
         unacked += v == -3;
+        refused += v == -2;
     }
-    return yes >= maj ? 1 : no > m - maj ? 0 : yes + unacked >= maj ? -3 : -1;
+    if (yes >= maj)
+        return 1;
+    if (no > m - maj)
+        return 0;
+    if (yes + unacked >= maj)
+        return -3;
+    return refused > 0 ? -2 : -1;
 }
 
 /* Renew BATCH on a quorum client: on every master at once, through the
@@ -296,8 +333,9 @@ static void renew_quorum(redislock_client *cl, redislock **batch, int n,
     f.wait_ms = redislockp_renew_quorum_wait(batch[shortest], limit, ack);
     (void)redislockp_exec_fanout(cl, batch[0]->slot, &f, legs);
     for (j = 0; j < n; j++)
-        result[j] = redislockp_renew_quorum_fold(batch[0], legs, m, j,
-                                                 ack ? n : -1);
+        result[j] = redislockp_renew_quorum_fold(
+            batch[0], legs, m, j, ack ? n : -1, batch[j]->renew_said,
+            sizeof batch[j]->renew_said);
     for (i = 0; i < m; i++)
         *sent |= legs[i].st != REDISLOCK_OK && legs[i].sent;
     redislockp_legs_end(legs, m);
@@ -345,16 +383,75 @@ static int withheld(const redislock *l, long long now)
     return 0;
 }
 
-/* The same rules for the loop's renewals (redislock_int.h). */
-int redislockp_renew_reply(redislock_client *cl, size_t node,
-                           const redislockp_val *r)
+/* ---- The renewal ledger (redislock_int.h) ---------------------------- */
+
+int redislockp_renew_expired(const redislock *l, long long now)
 {
-    return renewed(cl, node, r);
+    int why;
+
+    if (now < l->renew_until)
+        return 0;
+    why = withheld(l, now);
+    if (why != 0)
+        return why;
+    /* What the renewals since the last one that renewed met. */
+    if (l->renew_refused)
+        return REDISLOCK_LOST_REFUSED;
+    return l->renew_unacked ? REDISLOCK_LOST_NOT_REPLICATED
+                            : REDISLOCK_LOST_UNREACHABLE;
 }
 
-int redislockp_renew_withheld(const redislock *l, long long now)
+long long redislockp_renew_wake(const redislock *l, long long now)
 {
-    return withheld(l, now);
+    if (now < l->renew_due)
+        return l->renew_due;
+    if (withheld(l, now))
+        return l->renew_until;          /* let the lease run out */
+    return 0;
+}
+
+int redislockp_renew_note(redislock *l, int result, int unknown,
+                          long long sent, const char *words)
+{
+    if (unknown)
+        l->renew_unknown = 1;
+    switch (result) {
+    case 1:
+        l->renew_unacked = 0;
+        l->renew_refused = 0;
+        l->renew_until = sent + l->renew_ms - REDISLOCKP_QUORUM_DRIFT(l);
+        l->renew_due = sent + l->renew_ms / 3;
+        return 0;
+    case 0:
+        return REDISLOCK_LOST_TAKEN;
+    case -3:
+        /* Renewed on the master but too few replicas have it: the lease
+         * a failover would leave is the last acknowledged one.  If the
+         * lease runs out before an acknowledged renewal, the loss says
+         * that renewals did reach Redis (a round cut short by the
+         * lease's end after this one does not change that). */
+        l->renew_unacked = 1;
+        l->renew_refused = 0;
+        break;
+    case -4:
+        l->renew_unknown = 1;           /* out of step: it may have run */
+        /* fall through */
+    case -2:
+        /* Answered with an error (OOM, BUSY, NOPERM, a redirection...):
+         * its words are the loss's if nothing better comes. */
+        l->renew_refused = 1;
+        l->renew_unacked = 0;
+        snprintf(l->renew_words, sizeof l->renew_words, "%s",
+                 words != NULL && words[0] != '\0' ? words
+                                                   : "an error reply");
+        break;
+    default:
+        break;                          /* no answer: as it was */
+    }
+    result = redislockp_renew_expired(l, redislockp_now_ms());
+    if (result == 0)
+        l->renew_due = redislockp_now_ms() + RETRY_MS;
+    return result;
 }
 
 long long redislockp_renew_ack_wait(const redislock *l, long long limit_ms)
@@ -385,6 +482,9 @@ const char *redislock_lost_reason_text(int reason)
     case REDISLOCK_LOST_NOT_REPLICATED:
         return "renewals reached Redis but too few replicas acknowledged "
                "them before the lease ran out";
+    case REDISLOCK_LOST_REFUSED:
+        return "renewals reached Redis but it answered them with an error "
+               "until the lease ran out";
     }
     return "unknown loss reason";
 }
@@ -405,39 +505,31 @@ static void *watchdog(void *arg)
         redislock_lost_fn fns[2 * BATCH];
         void *args[2 * BATCH];
         int fds[2 * BATCH];
-        int result[BATCH], n = 0, nlost = 0, i, sent_any = 0;
-        long long now = redislockp_now_ms(), next = now + IDLE_MS, sent;
+        int result[BATCH], n = 0, nlost = 0, i, sent_any = 0, why;
+        long long now = redislockp_now_ms(), next = now + IDLE_MS, sent, wake;
         long long limits = 0;
         struct timespec until;
 
         for (l = cl->renewals; l != NULL; l = l->renew_next) {
             if (l->lost || l->renew_busy || l->renew_stopping)
                 continue;
-            if (now >= l->renew_until) {
+            why = redislockp_renew_expired(l, now);
+            if (why != 0) {
                 /* The lease ran out before a renewal got through, or
                  * after renewal was withheld (more than a batch of them:
                  * the rest wait for the next round). */
                 if (nlost < BATCH) {
-                    l->lost = withheld(l, now);
-                    if (l->lost == 0)
-                        l->lost = l->renew_unacked
-                                      ? REDISLOCK_LOST_NOT_REPLICATED
-                                      : REDISLOCK_LOST_UNREACHABLE;
-                    l->lost_reason = l->lost;
+                    l->lost = why;
+                    l->lost_reason = why;
                     l->renew_busy = 1;
                     lost[nlost++] = l;
                 }
                 continue;
             }
-            if (now < l->renew_due) {
-                if (l->renew_due < next)
-                    next = l->renew_due;
-                continue;
-            }
-            if (withheld(l, now)) {
-                /* Renewal withheld: wait for the lease to run out. */
-                if (l->renew_until < next)
-                    next = l->renew_until;
+            wake = redislockp_renew_wake(l, now);
+            if (wake != 0) {                /* not due, or withheld */
+                if (wake < next)
+                    next = wake;
                 continue;
             }
             if (n < BATCH) {
@@ -480,41 +572,21 @@ static void *watchdog(void *arg)
             l = batch[i];
             /* A renewal sent without an answer may still arrive: the
              * owner ID must not be used for another holding (see
-             * redislockp_refresh_id). */
-            if (result[i] == -1 && sent_any)
-                l->renew_unknown = 1;
-            if (result[i] == -2)
-                result[i] = -1;         /* retry, like no answer */
-            /* Renewed on the master but too few replicas have it: the
-             * lease a failover would leave is the last acknowledged one.
-             * Retry, like no answer; if the lease runs out before an
-             * acknowledged renewal, the loss says that renewals did reach
-             * Redis (a round cut short by the lease's end after this one
-             * does not change that). */
-            if (result[i] == -3) {
-                l->renew_unacked = 1;
-                result[i] = -1;
-            } else if (result[i] == 1) {
-                l->renew_unacked = 0;
-            }
-            if (result[i] == 1) {
-                l->renew_until = sent + l->renew_ms -
-                                 REDISLOCKP_QUORUM_DRIFT(l);
-                l->renew_due = sent + l->renew_ms / 3;
-                l->renew_busy = 0;
-            } else if ((result[i] == 0 ||
-                        redislockp_now_ms() >= l->renew_until) &&
-                       nlost < 2 * BATCH) {
+             * redislockp_refresh_id).  (A quorum's refusal by one master
+             * may come with another's silence.) */
+            why = redislockp_renew_note(
+                l, result[i],
+                (result[i] == -1 || (cl->quorum && result[i] == -2)) &&
+                    sent_any,
+                sent, l->renew_said);
+            if (why != 0 && nlost < 2 * BATCH) {
                 /* It stays busy for the callback. */
-                l->lost = result[i] == 0 ? REDISLOCK_LOST_TAKEN
-                          : l->renew_unacked ? REDISLOCK_LOST_NOT_REPLICATED
-                                             : REDISLOCK_LOST_UNREACHABLE;
-                l->lost_reason = l->lost;
+                l->lost = why;
+                l->lost_reason = why;
                 lost[nlost++] = l;
             } else {
-                /* No answer (or no room): try again soon; the deadline
-                 * check of the next round declares the loss if need be. */
-                l->renew_due = redislockp_now_ms() + RETRY_MS;
+                /* Renewed, or tried again soon (no room for the loss:
+                 * the next round's scan declares it). */
                 l->renew_busy = 0;
             }
         }
@@ -591,6 +663,9 @@ void redislockp_renew_start(redislock *lock, int fresh)
     lock->renew_ms = lock->expire_ms;
     lock->renew_ack = redislockp_ack_of(lock);
     lock->renew_unacked = 0;
+    lock->renew_refused = 0;
+    if (fresh > 0)
+        lock->renew_words[0] = '\0';
     lock->renew_until = lock->valid_until;
     lock->renew_due = now + lock->renew_ms / 3;
     if (on_loop) {

@@ -1461,6 +1461,79 @@ static void test_man_notes_agree_with_its_rules(void **state)
     { "rule " u " (counted mode)", test_rule, NULL, delete_users,        \
       &(struct rule_case){ 1, u } }
 
+/* Renewals refused: the user lock-partial holds KEY with auto-renewal
+ * (a 1.5 s lease), then loses +pexpire.  The loss is
+ * REDISLOCK_LOST_REFUSED, not "unreachable", and the release that
+ * reports it quotes Redis's refusal and says what renewals need.  ON_LOOP:
+ * taken through the loop (renewed by the loop), else the watchdog. */
+static void renewal_refused(void **state, int on_loop)
+{
+    char key[64];
+    struct keys ks;
+    redisContext *u;
+    redislock_client *cl;
+    redislock *lock;
+    tu_async a = { 0 };
+    tu_loop l;
+    const char *err;
+    bool ok = true;
+    int st;
+
+    u = partial("on", key, sizeof key, &ks);
+    if (u == NULL)
+        return;
+    cl = on_loop ? attached_as("lock-partial", &l)
+                 : client_as("lock-partial", "");
+    lock = mode_lock(state, cl, key);
+    assert_int_equal(redislock_set_expire_ms(lock, 1500), REDISLOCK_OK);
+    assert_int_equal(redislock_set_autorenew(lock, true), REDISLOCK_OK);
+    if (on_loop) {
+        assert_int_equal(tu_async_start(redislock_acquire_async, lock, &a),
+                         REDISLOCK_OK);
+        TU_LOOP_UNTIL(&l, a.calls == 1, 5000, "the acquire");
+        assert_int_equal(a.status, REDISLOCK_OK);
+        assert_true(a.ok);
+    } else {
+        assert_true(tu_acquire(lock));
+    }
+    tu_cmd_ok(c, "ACL SETUSER lock-partial -pexpire");
+    if (on_loop)
+        TU_LOOP_UNTIL(&l, redislock_lost_reason(lock) != 0, 10000,
+                      "the loss of the holding whose renewals are refused");
+    else
+        TU_WAIT_UNTIL(redislock_lost_reason(lock) != 0, 10000,
+                      "the loss of the holding whose renewals are refused");
+    assert_int_equal(redislock_lost_reason(lock), REDISLOCK_LOST_REFUSED);
+    if (on_loop) {
+        a.calls = 0;
+        assert_int_equal(tu_async_start(redislock_release_async, lock, &a),
+                         REDISLOCK_OK);
+        TU_LOOP_UNTIL(&l, a.calls == 1, 5000, "the release");
+        st = a.status;
+    } else {
+        st = redislock_release(lock, &ok);
+    }
+    assert_int_equal(st, REDISLOCK_ERR_LOST);
+    err = redislock_last_error(lock);
+    if (strstr(err, "answered them with an error") == NULL ||
+        strstr(err, "+pexpire") == NULL || strstr(err, key) == NULL)
+        fail_msg("the loss does not quote the refusal and what renewals "
+                 "need (+pexpire on %s): %s", key, err);
+    redislock_free(lock);
+    redislock_client_free(cl);
+    redisFree(u);
+}
+
+static void test_renewal_refused(void **state)
+{
+    renewal_refused(state, 0);
+}
+
+static void test_async_renewal_refused(void **state)
+{
+    renewal_refused(state, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1506,6 +1579,8 @@ int main(void)
         BOTH(test_extend_refused_before_its_write),
         BOTH(test_read_only_keys_refused),
         BOTH(test_acknowledgement_refused),
+        BOTH(test_renewal_refused),
+        BOTH(test_async_renewal_refused),
     };
 
     return TU_RUN_CONNECTED(tests, &c);
