@@ -186,8 +186,7 @@ typedef struct qstate {
     int waiting[REDISLOCKP_QUORUM_MAX]; /* the run's request is out */
     int stale[REDISLOCKP_QUORUM_MAX];   /* requests of runs over */
     int undoing;                /* the run is a refused acquire's give-back */
-    int cut;                    /* decided: the grace runs */
-    long long sent_at, cut_end;
+    redislockp_fanclock ck;     /* the run's: sent, cut, grace */
     long long wake;             /* the run's next check (its timer) */
 } qstate;
 
@@ -1728,8 +1727,8 @@ static void quorum_send(redislockp_aop *o)
     int body = f->trailer != NULL || f->vote != NULL;
 
     set_timer(o, 0);
-    q->cut = 0;
-    q->sent_at = now;
+    q->ck.cut = 0;
+    q->ck.sent_at = now;
     o->inflight = 1;
     for (i = 0; i < n; i++) {
         redislockp_leg *leg = &q->legs[i];
@@ -1771,35 +1770,21 @@ static void quorum_check(redislockp_aop *o)
     const redislockp_fanout *f = &q->qr.f;
     size_t i, n = o->cl->nsubs;
     long long now = redislockp_now_ms(), wake = LLONG_MAX;
-    int reloading = 0, pending = 0;
+    int pending = 0;
 
-    if (!q->cut && redislockp_fanout_decided(f, q->legs, n)) {
-        long long took = now - q->sent_at;
-
-        q->cut = 1;
-        q->cut_end = now + (took > f->grace_ms ? took : f->grace_ms);
-    }
     for (i = 0; i < n; i++) {
         const redislockp_leg *leg = &q->legs[i];
 
         if (!leg->asked || leg->done)
             continue;
-        /* A leg loading the library (scripts=functions) is waited for
-         * past the grace, until its own wait: its call would not run
-         * there otherwise (exec.c does the same). */
-        reloading |= leg->reloading;
         if (leg->due > now) {
             pending = 1;
             if (leg->due < wake)
                 wake = leg->due;
         }
     }
-    if (q->cut && !reloading) {
-        if (now >= q->cut_end)
-            pending = 0;
-        else if (q->cut_end < wake)
-            wake = q->cut_end;
-    }
+    if (redislockp_fanclock_over(&q->ck, f, q->legs, n, now, &wake))
+        pending = 0;
     if (!pending) {
         quorum_over(o);
         return;
@@ -1842,11 +1827,11 @@ static void quorum_over(redislockp_aop *o)
             leg->done = 1;
             if (back && !leg->sent)
                 leg->st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_IO,
-                                             q->cut ? "not connected yet "
+                                             q->ck.cut ? "not connected yet "
                                              "when the others had decided "
                                              "(not sent)" : "not connected "
                                              "in time (not sent)");
-            else if (q->cut)
+            else if (q->ck.cut)
                 leg->st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_IO,
                                              "no reply yet when the others "
                                              "had decided");

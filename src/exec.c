@@ -644,6 +644,32 @@ static void leg_dial_step(redislockp_leg *leg, const redislockp_fanout *f,
         leg_dialed(leg, f, cut);
 }
 
+int redislockp_fanclock_over(redislockp_fanclock *ck,
+                             const redislockp_fanout *f,
+                             const redislockp_leg *legs, size_t n,
+                             long long now, long long *wake)
+{
+    size_t i;
+
+    if (!ck->cut && redislockp_fanout_decided(f, legs, n)) {
+        /* On a loaded machine the stragglers are late too. */
+        long long took = now - ck->sent_at;
+
+        ck->cut = 1;
+        ck->cut_end = now + (took > f->grace_ms ? took : f->grace_ms);
+    }
+    if (!ck->cut)
+        return 0;
+    for (i = 0; i < n; i++)
+        if (legs[i].asked && !legs[i].done && legs[i].reloading)
+            return 0;
+    if (now >= ck->cut_end)
+        return 1;
+    if (ck->cut_end < *wake)
+        *wake = ck->cut_end;
+    return 0;
+}
+
 /* Drive the legs (their dials, then their replies) until every leg is
  * done or past its own reply deadline (leg->due), or the votes decide
  * (then a grace for the stragglers). */
@@ -652,7 +678,7 @@ static void drive(const redislockp_fanout *f, redislockp_leg *legs, size_t n,
 {
     struct pollfd fds[REDISLOCKP_QUORUM_MAX];
     size_t idx[REDISLOCKP_QUORUM_MAX];
-    long long cut_end = 0;
+    redislockp_fanclock ck = { sent_at, 0, 0 };
 
     for (;;) {
         long long now = redislockp_now_ms(), wake = LLONG_MAX;
@@ -660,30 +686,9 @@ static void drive(const redislockp_fanout *f, redislockp_leg *legs, size_t n,
         size_t i;
         int rc;
 
-        if (!*cut && redislockp_fanout_decided(f, legs, n)) {
-            /* The stragglers get as long again as the deciders took, at
-             * least the grace: on a loaded machine they are late too. */
-            long long g = now - sent_at > f->grace_ms ? now - sent_at
-                                                      : f->grace_ms;
-
-            *cut = 1;
-            cut_end = now + g;
-        }
-        if (*cut) {
-            /* A leg loading the library (scripts=functions) is not cut:
-             * its call would never run there.  The others wait with it,
-             * each until its own reply deadline. */
-            int reloading = 0;
-
-            for (i = 0; i < n; i++)
-                reloading |= legs[i].asked && !legs[i].done &&
-                             legs[i].reloading;
-            if (!reloading) {
-                if (now >= cut_end)
-                    return;
-                wake = cut_end;
-            }
-        }
+        if (redislockp_fanclock_over(&ck, f, legs, n, now, &wake))
+            return;
+        *cut = ck.cut;
         for (i = 0; i < n; i++) {
             redislockp_leg *leg = &legs[i];
 
@@ -725,8 +730,8 @@ static void drive(const redislockp_fanout *f, redislockp_leg *legs, size_t n,
                 /* TLS: the rest of a record may be slow to come; wait
                  * for it no longer than the leg may. */
                 struct timeval old;
-                long long until = *cut && cut_end < leg->due ? cut_end
-                                                             : leg->due;
+                long long until = ck.cut && ck.cut_end < leg->due
+                                      ? ck.cut_end : leg->due;
                 long long left = until - redislockp_now_ms();
                 int lowered = redislockp_tx_lower_timeout(
                     leg->c, left > 0 ? left : 1, &old);

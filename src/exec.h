@@ -287,6 +287,27 @@ redislockp_next redislockp_follow_next(redislockp_follow *fw,
  * whether F asks it (else it is done, REDISLOCK_ERR_INVALID): 1 or 0. */
 int redislockp_fanout_leg(redislockp_leg *leg, redislock_client *cl,
                           const redislockp_fanout *f, size_t i);
+/* The clock of a fan-out's run, one for both executors (exec.c's
+ * drive() and the loop's quorum_check()): when it was sent, and once
+ * the legs' votes decide, the grace the stragglers get. */
+typedef struct redislockp_fanclock {
+    long long sent_at;
+    int cut;                            /* decided: the grace runs */
+    long long cut_end;
+} redislockp_fanclock;
+
+/* CK at NOW for F's N LEGS: cut once they decide (the stragglers get as
+ * long again as the deciders took, at least F's grace); 1 once the
+ * grace is over (the run ends), else 0 with *WAKE lowered to the
+ * grace's end while it runs.  A leg still loading the library
+ * (scripts=functions) holds the cut off: its call would never run there
+ * otherwise; the others then wait with it, each until its own reply
+ * deadline. */
+int redislockp_fanclock_over(redislockp_fanclock *ck,
+                             const redislockp_fanout *f,
+                             const redislockp_leg *legs, size_t n,
+                             long long now, long long *wake);
+
 /* Have the N LEGS done so far decided F (its votes)?  (The fan-out's
  * rule, for a runner that does its own I/O.) */
 int redislockp_fanout_decided(const redislockp_fanout *f,

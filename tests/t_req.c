@@ -222,6 +222,81 @@ static void test_closing_server(void **state)
     redislockp_legs_end(&b.leg, 1);
 }
 
+/* A leg's vote in the clock's tests: its first reply's integer. */
+static int vote_of(void *arg, size_t i, const redislockp_leg *leg)
+{
+    (void)arg;
+    (void)i;
+    return (int)redislockp_val_int(leg->reply[0]);
+}
+
+/* Leg I of LEGS answered :V (done, asked). */
+static void voted(redislockp_leg *legs, size_t i, int v)
+{
+    char resp[16];
+
+    snprintf(resp, sizeof resp, ":%d\r\n", v);
+    legs[i].asked = 1;
+    legs[i].done = 1;
+    legs[i].got = 1;
+    legs[i].reply[0] = redislockp_val_parse(resp, strlen(resp));
+    assert_non_null(legs[i].reply[0]);
+}
+
+/* The fan-out's one clock (redislockp_fanclock_over(), drive()'s and the
+ * loop's quorum_check()'s): no cut before a majority decides; then the
+ * stragglers get as long again as the deciders took, at least the grace;
+ * a leg loading the library holds the cut off. */
+static void test_fanout_clock(void **state)
+{
+    redislockp_leg legs[5];
+    redislockp_fanout f;
+    redislockp_fanclock ck = { 1000, 0, 0 };
+    long long wake = 5000;
+    size_t i;
+
+    (void)state;
+    memset(legs, 0, sizeof legs);
+    memset(&f, 0, sizeof f);
+    f.vote = vote_of;
+    f.grace_ms = 2;
+    for (i = 0; i < 5; i++)
+        legs[i].asked = 1;
+    voted(legs, 0, 1);
+    voted(legs, 1, 1);
+    assert_int_equal(redislockp_fanclock_over(&ck, &f, legs, 5, 1010, &wake),
+                     0);
+    assert_false(ck.cut);
+    assert_int_equal(wake, 5000);
+    /* The third yes at +30 ms: the others get 30 ms more. */
+    voted(legs, 2, 1);
+    assert_int_equal(redislockp_fanclock_over(&ck, &f, legs, 5, 1030, &wake),
+                     0);
+    assert_true(ck.cut);
+    assert_int_equal(ck.cut_end, 1060);
+    assert_int_equal(wake, 1060);
+    assert_int_equal(redislockp_fanclock_over(&ck, &f, legs, 5, 1059, &wake),
+                     0);
+    /* A straggler reloading the library holds the cut off past it. */
+    legs[3].reloading = 1;
+    wake = 5000;
+    assert_int_equal(redislockp_fanclock_over(&ck, &f, legs, 5, 1070, &wake),
+                     0);
+    assert_int_equal(wake, 5000);
+    legs[3].done = 1;
+    assert_int_equal(redislockp_fanclock_over(&ck, &f, legs, 5, 1070, &wake),
+                     1);
+    /* Decided at once: at least the grace. */
+    ck.sent_at = 2000;
+    ck.cut = 0;
+    assert_int_equal(redislockp_fanclock_over(&ck, &f, legs, 5, 2000, &wake),
+                     0);
+    assert_int_equal(ck.cut_end, 2002);
+    assert_int_equal(redislockp_fanclock_over(&ck, &f, legs, 5, 2002, &wake),
+                     1);
+    redislockp_legs_end(legs, 5);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -231,6 +306,7 @@ int main(void)
         cmocka_unit_test(test_pauses_double_to_the_deadline),
         cmocka_unit_test(test_scripts_refused),
         cmocka_unit_test(test_closing_server),
+        cmocka_unit_test(test_fanout_clock),
     };
 
     return TU_RUN(tests, NULL, NULL);
