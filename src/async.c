@@ -231,10 +231,8 @@ struct redislockp_aop {
     int after;                  /* what follows its leave: A_* */
     int once;                   /* timeout 0: one plain try */
     int first;                  /* its first try is yet to come */
-    long long deadline;
-    int woken;                  /* a wake-up came: the next try's turn */
-    int try_woken;              /* the try under way is a woken one */
-    int registered, splits, fallback, leave_first;
+    redislockp_waiting w;       /* wait.c's state of a wait */
+    int leave_first;            /* its BLPOP was refused: leave first */
     wkey *wk;                   /* the list it waits on; NULL: polls */
     redislockp_aop *wnext, *wprev;
     int end_st;                 /* the error to report after a leave */
@@ -2252,7 +2250,7 @@ static void cleanup_plan(redislockp_aop *o, redislock *lock)
     int acquiring = o->inflight && o->op.kind == REDISLOCKP_OP_ACQUIRE;
     int leaving = o->wait && o->op.kind != REDISLOCKP_OP_LEAVE &&
                   !lock->waiting_refused &&
-                  (o->registered ||
+                  (o->w.registered ||
                    (acquiring && o->op.how != REDISLOCKP_TRY_PLAIN));
     redislock *h;
 
@@ -2271,7 +2269,7 @@ static void cleanup_plan(redislockp_aop *o, redislock *lock)
     o->cleanup = h;
     o->cleanup_release = acquiring;
     o->cleanup_leave = leaving;
-    o->cleanup_woken = o->woken || o->try_woken;
+    o->cleanup_woken = o->w.woken || o->w.try_woken;
 }
 
 /* A wake-up from K: to its oldest waiter that has none. */
@@ -2280,7 +2278,7 @@ static void give(redislock_client *cl, wkey *k)
     redislockp_aop *o;
 
     for (o = k->head; o != NULL; o = o->wnext)
-        if (!o->woken && !o->try_woken &&
+        if (!o->w.woken && !o->w.try_woken &&
             (o->wstate == W_TRY || o->wstate == W_BLOCKED ||
              o->wstate == W_PAUSED)) {
             wait_woken(o);
@@ -2370,7 +2368,7 @@ static void on_blpop(void *arg, int status, redislockp_val **replies, int n,
                 next = o->wnext;
                 if (noperm) {
                     o->lock->waiting_refused = 1;
-                    o->leave_first = o->registered;
+                    o->leave_first = o->w.registered;
                 }
                 part(o);
             }
@@ -2431,12 +2429,12 @@ static void wait_try(redislockp_aop *o)
     redislock *lock = o->lock;
     redislockp_try how = o->once || lock->waiting_refused
                              ? REDISLOCKP_TRY_PLAIN
-                         : o->woken ? REDISLOCKP_TRY_WOKEN
+                         : o->w.woken ? REDISLOCKP_TRY_WOKEN
                                     : REDISLOCKP_TRY_WAITER;
 
     o->wstate = W_TRY;
-    o->try_woken = how == REDISLOCKP_TRY_WOKEN;
-    o->woken = 0;
+    o->w.try_woken = how == REDISLOCKP_TRY_WOKEN;
+    o->w.woken = 0;
     redislockp_op_begin(&o->op, lock, REDISLOCKP_OP_ACQUIRE, how);
     o->op.check_loss = o->first;
     o->first = 0;
@@ -2446,8 +2444,8 @@ static void wait_try(redislockp_aop *o)
 /* wait.c's canceled(). */
 static void wait_canceled(redislockp_aop *o)
 {
-    if (o->registered) {
-        leave_then(o, o->woken || o->try_woken, A_END_CANCELED);
+    if (o->w.registered) {
+        leave_then(o, o->w.woken || o->w.try_woken, A_END_CANCELED);
         return;
     }
     o->lock->state = REDISLOCK_STATE_UNKNOWN;
@@ -2461,7 +2459,7 @@ static void wait_canceled(redislockp_aop *o)
 static void wait_over(redislockp_aop *o, int st)
 {
     redislock *lock = o->lock;
-    int woken = o->woken || o->try_woken;
+    int woken = o->w.woken || o->w.try_woken;
 
     if (redislockp_cancel_asked(lock) && st == REDISLOCK_OK) {
         wait_canceled(o);
@@ -2471,7 +2469,7 @@ static void wait_over(redislockp_aop *o, int st)
         /* fail_waiting(): leave if the connection may still work; the
          * first error is the one reported. */
         lock->state = REDISLOCK_STATE_UNKNOWN;
-        if (o->registered && st != REDISLOCK_ERR_IO &&
+        if (o->w.registered && st != REDISLOCK_ERR_IO &&
             st != REDISLOCK_ERR_NOMEM) {
             o->end_st = st;
             o->end_info = lock->info;
@@ -2482,7 +2480,7 @@ static void wait_over(redislockp_aop *o, int st)
         wait_end(o, st, false);
         return;
     }
-    if (o->registered) {
+    if (o->w.registered) {
         leave_then(o, woken, A_END_LEAVE);
         return;
     }
@@ -2495,8 +2493,8 @@ static void wait_left(redislockp_aop *o)
     redislock *lock = o->lock;
     int st = o->op.result;
 
-    o->registered = 0;
-    o->woken = o->try_woken = 0;
+    o->w.registered = 0;
+    o->w.woken = o->w.try_woken = 0;
     switch (o->after) {
     case A_PLAIN:                       /* wait.c's try_plain() */
         wait_try(o);
@@ -2529,7 +2527,7 @@ static void wait_tried(redislockp_aop *o)
     redislock *lock = o->lock;
     redislockp_op *op = &o->op;
     int st = op->result;
-    long long pttl = op->holder_pttl, left, wait;
+    long long pttl = op->holder_pttl, ms;
 
     if (o->once) {
         if (st == REDISLOCK_OK && op->ok) {
@@ -2541,75 +2539,44 @@ static void wait_tried(redislockp_aop *o)
         }
         return;
     }
-    if (op->how != REDISLOCKP_TRY_PLAIN && redislockp_acl_refused(lock, st)) {
+    switch (redislockp_wait_next(lock, &o->w, op->how, st, op->ok, pttl,
+                                 redislockp_now_ms(), &ms)) {
+    case REDISLOCKP_WNEXT_PLAIN:
         /* May not use the waiters' keys: a plain try now, and polls. */
-        lock->waiting_refused = 1;
-        o->fallback = 1;
         o->leave_first = 0;             /* (this leave is the one) */
         part(o);
-        if (o->registered)
+        if (o->w.registered)
             leave_then(o, 0, A_PLAIN);
         else
             wait_try(o);
         return;
-    }
-    if (o->fallback) {
-        o->fallback = 0;
-        if (redislockp_acl_refused(lock, st))
-            lock->waiting_refused = 0;  /* not (only) the waiting */
-    }
-    if (st != REDISLOCK_OK) {
+    case REDISLOCKP_WNEXT_FAILED:
         wait_over(o, st);
         return;
-    }
-    if (op->ok) {
-        /* Too late: the wait is over (the request is used up). */
-        (void)redislockp_cancel_asked(lock);
-        if (o->registered)
-            lock->waiters_seen = 1;     /* (see wait.c) */
+    case REDISLOCKP_WNEXT_ACQUIRED:
         wait_end(o, REDISLOCK_OK, true);
         return;
-    }
-    if (op->how != REDISLOCKP_TRY_PLAIN)
-        o->registered = 1;
-    if (o->try_woken && pttl == REDISLOCKP_PTTL_SPLIT && o->splits < 3) {
-        o->splits++;
-        o->woken = 1;                   /* keeps its turn */
-    } else {
-        o->splits = 0;
-        if (pttl == REDISLOCKP_PTTL_SPLIT)
-            pttl = -2;
-    }
-    o->try_woken = 0;
-    left = o->deadline - redislockp_now_ms();
-    if (left <= 0 || redislockp_cancel_asked(lock)) {
-        if (left > 0)
-            wait_canceled(o);
-        else
-            wait_over(o, REDISLOCK_OK);
+    case REDISLOCKP_WNEXT_TIMEOUT:
+        wait_over(o, REDISLOCK_OK);
         return;
-    }
-    if (o->woken && pttl != REDISLOCKP_PTTL_SPLIT) {
+    case REDISLOCKP_WNEXT_CANCELED:
+        wait_canceled(o);
+        return;
+    case REDISLOCKP_WNEXT_TRY:
         wait_try(o);                    /* woken meanwhile: at once */
         return;
-    }
-    if (pttl == REDISLOCKP_PTTL_SPLIT) {
-        long long pause = 1 + (long long)randombytes_uniform(10);
-
+    case REDISLOCKP_WNEXT_PAUSE:
         o->wstate = W_PAUSED;
-        set_timer(o, redislockp_now_ms() + (pause < left ? pause : left));
+        set_timer(o, redislockp_now_ms() + ms);
+        return;
+    default:                            /* REDISLOCKP_WNEXT_WAIT */
+        o->wstate = W_BLOCKED;
+        set_timer(o, redislockp_now_ms() + ms);
+        join(o);
+        if (o->wk != NULL)
+            kick(o->cl, o->wk->b);
         return;
     }
-    wait = left < lock->poll_ms ? left : lock->poll_ms;
-    if (pttl >= 0 && pttl + 1 < wait)
-        wait = pttl + 1;
-    if (wait < 1)
-        wait = 1;
-    o->wstate = W_BLOCKED;
-    set_timer(o, redislockp_now_ms() + wait);
-    join(o);
-    if (o->wk != NULL)
-        kick(o->cl, o->wk->b);
 }
 
 /* A waiter's try or leave has ended (step()). */
@@ -2633,7 +2600,7 @@ static void wait_timer(redislockp_aop *o)
         wait_canceled(o);
         return;
     }
-    if (redislockp_now_ms() >= o->deadline) {
+    if (redislockp_now_ms() >= o->w.deadline) {
         wait_over(o, REDISLOCK_OK);
         return;
     }
@@ -2648,7 +2615,7 @@ static void wait_timer(redislockp_aop *o)
 /* A wake-up for O: its next try is a woken one, at once if it waits. */
 static void wait_woken(redislockp_aop *o)
 {
-    o->woken = 1;
+    o->w.woken = 1;
     if (o->wstate == W_BLOCKED)
         wait_timer(o);
 }
@@ -3208,7 +3175,7 @@ int redislock_acquire_wait_async(redislock *lock, long long timeout_ms,
     o->first = 1;
     o->once = timeout_ms == 0;
     /* Saturate rather than overflow for "wait forever" timeouts. */
-    o->deadline = timeout_ms == REDISLOCK_WAIT_FOREVER ||
+    o->w.deadline = timeout_ms == REDISLOCK_WAIT_FOREVER ||
                           timeout_ms > (1LL << 60)
                       ? (1LL << 60) + now : now + timeout_ms;
     /* A loss auto-renewal declared goes first (the first try reports

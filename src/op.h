@@ -140,6 +140,44 @@ int redislockp_leave(redislock *lock, bool woken);
 int redislockp_cancel_asked(redislock *lock);
 int redislockp_acl_refused(const redislock *lock, int st);
 
+/* A wait's state between its tries, the same for wait.c's loop and the
+ * loop's waiter steps (async.c). */
+typedef struct redislockp_waiting {
+    long long deadline;                 /* monotonic ms */
+    int registered;                     /* in the waiters' queue */
+    int woken;                          /* the next try is a woken one
+                                         * (a turn to pass on if the wait
+                                         * ends without it) */
+    int try_woken;                      /* the try just made was */
+    int splits;                         /* woken tries that met a split */
+    int fallback;                       /* a plain try after a refusal */
+} redislockp_waiting;
+
+/* What follows a waiter's try. */
+typedef enum redislockp_wnext {
+    REDISLOCKP_WNEXT_PLAIN,     /* the waiters' keys refused: leave the
+                                 * queue if registered, then a plain try,
+                                 * and polls from now on */
+    REDISLOCKP_WNEXT_FAILED,    /* the try's error ends the wait */
+    REDISLOCKP_WNEXT_ACQUIRED,  /* the lock: the wait is over */
+    REDISLOCKP_WNEXT_TIMEOUT,   /* past the deadline: the wait ends */
+    REDISLOCKP_WNEXT_CANCELED,  /* redislock_cancel_wait() (used up) */
+    REDISLOCKP_WNEXT_TRY,       /* woken meanwhile: the next try at once */
+    REDISLOCKP_WNEXT_PAUSE,     /* a quorum's split: a short pause */
+    REDISLOCKP_WNEXT_WAIT       /* wait for a wake-up, the holder's lease
+                                 * or a poll's time, then try again */
+} redislockp_wnext;
+
+/* The waiters' rules, once (wait.c): a try of HOW by LOCK ended with ST,
+ * ACQUIRED and the holder's PTTL (REDISLOCKP_PTTL_SPLIT...); W is
+ * updated (registered, the turn kept on a split) and the next step
+ * returned, with *MS for a pause or a wait (at most the time left), at
+ * NOW.  No I/O, no sleep: the caller acts on it. */
+redislockp_wnext redislockp_wait_next(redislock *lock, redislockp_waiting *w,
+                                      redislockp_try how, int st,
+                                      bool acquired, long long pttl,
+                                      long long now, long long *ms);
+
 /* A run of one call on one server, prepared (the fan-out's call and
  * the acknowledgement trailer when asked, REPLY_MS the time its replies
  * may take beyond the command timeout) and finished (the reply parsed

@@ -257,25 +257,78 @@ int redislockp_acl_refused(const redislock *lock, int st)
            (lock->info.acl & REDISLOCK_ACL_REFUSED) != 0;
 }
 
-/* A try of HOW (a waiter's) was refused on a permission: the user may
- * not use the waiters' keys.  Leave the waiters if REGISTERED (best
- * effort: a registration lapses on its own), then make the same try a
- * plain one, as every later try of this handle.  Refused too, the cause
- * is not (only) the waiting: that try's error is the one to report. */
-static int try_plain(redislock *lock, int *registered, bool *acquired,
-                     long long *holder_pttl)
+redislockp_wnext redislockp_wait_next(redislock *lock, redislockp_waiting *w,
+                                      redislockp_try how, int st,
+                                      bool acquired, long long pttl,
+                                      long long now, long long *ms)
 {
-    int st;
+    long long left, wait;
 
-    if (*registered)
-        (void)redislockp_leave(lock, false);
-    *registered = 0;
-    lock->waiting_refused = 1;
-    st = redislockp_acquire_once(lock, REDISLOCKP_TRY_PLAIN, acquired,
-                                 holder_pttl);
-    if (redislockp_acl_refused(lock, st))
-        lock->waiting_refused = 0;
-    return st;
+    *ms = 0;
+    if (how != REDISLOCKP_TRY_PLAIN && redislockp_acl_refused(lock, st)) {
+        /* May not use the waiters' keys: out of the queue, the same try
+         * a plain one, as every later try of this handle. */
+        lock->waiting_refused = 1;
+        w->fallback = 1;
+        w->try_woken = 0;
+        return REDISLOCKP_WNEXT_PLAIN;
+    }
+    if (w->fallback) {
+        /* Refused too: the cause is not (only) the waiting, and that
+         * try's error is the one to report. */
+        w->fallback = 0;
+        if (redislockp_acl_refused(lock, st))
+            lock->waiting_refused = 0;
+    }
+    if (st != REDISLOCK_OK)
+        return REDISLOCKP_WNEXT_FAILED;
+    if (acquired) {
+        /* Too late for a cancel request: the wait is over (the request
+         * is used up).  Others are likely queued behind a waiter that
+         * had to queue: its release gives the wake-up keys at once (see
+         * redislockp_call_release()); the script deregistered us. */
+        (void)redislockp_cancel_asked(lock);
+        if (w->registered)
+            lock->waiters_seen = 1;
+        return REDISLOCKP_WNEXT_ACQUIRED;
+    }
+    if (how != REDISLOCKP_TRY_PLAIN)
+        w->registered = 1;              /* a refused waiter's try did */
+    /* A woken quorum waiter that found the lock free on some masters
+     * only (the release still on its way to the others) keeps its turn
+     * for the next try, which comes soon - a few times at most: a split
+     * that lasts is contention, waited out as any refusal. */
+    if (w->try_woken && pttl == REDISLOCKP_PTTL_SPLIT && w->splits < 3) {
+        w->splits++;
+        w->woken = 1;
+    } else {
+        w->splits = 0;
+        if (pttl == REDISLOCKP_PTTL_SPLIT)
+            pttl = -2;                  /* (no hint) */
+    }
+    w->try_woken = 0;
+    left = w->deadline - now;
+    if (left <= 0)
+        return REDISLOCKP_WNEXT_TIMEOUT;
+    if (redislockp_cancel_asked(lock))
+        return REDISLOCKP_WNEXT_CANCELED;
+    if (pttl == REDISLOCKP_PTTL_SPLIT) {
+        /* A short jittered pause (not a block: the wake-up for it may
+         * have come and gone), then the next try. */
+        long long pause = 1 + (long long)randombytes_uniform(10);
+
+        *ms = pause < left ? pause : left;
+        return REDISLOCKP_WNEXT_PAUSE;
+    }
+    if (w->woken)
+        return REDISLOCKP_WNEXT_TRY;    /* a wake-up came during the try */
+    /* The holder's lease ends in PTTL ms (-1: no expiry; -3: handed to a
+     * woken waiter: wait for our own wake-up). */
+    wait = left < lock->poll_ms ? left : lock->poll_ms;
+    if (pttl >= 0 && pttl + 1 < wait)
+        wait = pttl + 1;
+    *ms = wait < 1 ? 1 : wait;
+    return REDISLOCKP_WNEXT_WAIT;
 }
 
 /* Stop waiting on request: leave the waiters (passing on a turn we were
@@ -305,9 +358,11 @@ static int end_wait(redislock *lock, int st, bool woken, int registered)
 int redislock_acquire_wait(redislock *lock, long long timeout_ms,
                            bool *acquired)
 {
-    long long start, deadline, holder_pttl, wait, left;
+    redislockp_waiting w;
+    redislockp_wnext next;
+    long long start, holder_pttl;
     bool woken = false;
-    int st, registered = 0, splits = 0;
+    int st;
 
     if (acquired)
         *acquired = false;
@@ -335,97 +390,78 @@ int redislock_acquire_wait(redislock *lock, long long timeout_ms,
     }
 
     start = redislockp_now_ms();
+    memset(&w, 0, sizeof w);
     /* Saturate rather than overflow for "wait forever" timeouts. */
-    deadline = timeout_ms == REDISLOCK_WAIT_FOREVER || timeout_ms > (1LL << 60)
-                   ? (1LL << 60) + start : start + timeout_ms;
+    w.deadline = timeout_ms == REDISLOCK_WAIT_FOREVER ||
+                         timeout_ms > (1LL << 60)
+                     ? (1LL << 60) + start : start + timeout_ms;
     for (;;) {
         redislockp_try how = lock->waiting_refused ? REDISLOCKP_TRY_PLAIN
-                           : woken ? REDISLOCKP_TRY_WOKEN
-                                   : REDISLOCKP_TRY_WAITER;
+                           : w.woken ? REDISLOCKP_TRY_WOKEN
+                                     : REDISLOCKP_TRY_WAITER;
+        long long ms, left;
 
+        w.try_woken = how == REDISLOCKP_TRY_WOKEN;
+        w.woken = 0;
         st = redislockp_acquire_once(lock, how, acquired, &holder_pttl);
-        if (how != REDISLOCKP_TRY_PLAIN && redislockp_acl_refused(lock, st)) {
+        next = redislockp_wait_next(lock, &w, how, st, *acquired,
+                                    holder_pttl, redislockp_now_ms(), &ms);
+        if (next == REDISLOCKP_WNEXT_PLAIN) {
+            if (w.registered)           /* best effort: it lapses */
+                (void)redislockp_leave(lock, false);
+            w.registered = 0;
             how = REDISLOCKP_TRY_PLAIN;
-            st = try_plain(lock, &registered, acquired, &holder_pttl);
+            st = redislockp_acquire_once(lock, how, acquired, &holder_pttl);
+            next = redislockp_wait_next(lock, &w, how, st, *acquired,
+                                        holder_pttl, redislockp_now_ms(),
+                                        &ms);
         }
-        if (st != REDISLOCK_OK)
-            return end_wait(lock, st, woken, registered);
-        if (*acquired) {
-            /* Too late: the wait is over (the request is used up). */
-            (void)redislockp_cancel_asked(lock);
-            /* Others are likely queued behind a waiter that had to
-             * queue: its release gives the wake-up keys at once (see
-             * redislockp_call_release()). */
-            if (registered)
-                lock->waiters_seen = 1;
-            return REDISLOCK_OK;        /* the script deregistered us */
-        }
-        if (how != REDISLOCKP_TRY_PLAIN)
-            registered = 1;             /* a refused waiter's try did */
-        /* A woken quorum waiter that found the lock free on some masters
-         * only (the release still on its way to the others) keeps its
-         * turn for the next try, which comes soon - a few times at most:
-         * a split that lasts is contention, waited out as any refusal. */
-        if (woken && holder_pttl == REDISLOCKP_PTTL_SPLIT && splits < 3) {
-            splits++;
-        } else {
-            woken = false;
-            splits = 0;
-            if (holder_pttl == REDISLOCKP_PTTL_SPLIT)
-                holder_pttl = -2;       /* (no hint) */
-        }
-        left = deadline - redislockp_now_ms();
-        if (left <= 0 || redislockp_cancel_asked(lock)) {
-            if (left > 0)
-                return canceled(lock, woken, registered);
-            return end_wait(lock, REDISLOCK_OK, woken, registered);
-        }
-        wait = left < lock->poll_ms ? left : lock->poll_ms;
-        /* The holder's lease ends in holder_pttl ms (-1: no expiry; -3:
-         * handed to a woken waiter: wait for our own wake-up). */
-        if (holder_pttl >= 0 && holder_pttl + 1 < wait)
-            wait = holder_pttl + 1;
-        if (holder_pttl == REDISLOCKP_PTTL_SPLIT) {
-            /* A split: a short jittered pause (not a block: the wake-up
-             * for it may have come and gone), then the next try. */
-            long long pause = 1 + (long long)randombytes_uniform(10);
-
-            redislockp_sleep_ms(pause < left ? pause : left);
-            if (redislockp_cancel_asked(lock))
-                return canceled(lock, woken, registered);
-            if (redislockp_now_ms() >= deadline)
-                return end_wait(lock, REDISLOCK_OK, woken, registered);
+        switch (next) {
+        case REDISLOCKP_WNEXT_ACQUIRED:
+            return REDISLOCK_OK;
+        case REDISLOCKP_WNEXT_FAILED:
+            return end_wait(lock, st, w.woken, w.registered);
+        case REDISLOCKP_WNEXT_CANCELED:
+            return canceled(lock, w.woken, w.registered);
+        case REDISLOCKP_WNEXT_TIMEOUT:
+            return end_wait(lock, REDISLOCK_OK, w.woken, w.registered);
+        case REDISLOCKP_WNEXT_TRY:
             continue;
-        }
-        if (wait < 1)
-            wait = 1;
-        if (left <= TICK_MS || lock->waiting_refused) {
-            /* Too close to the deadline for a BLPOP, which may time out a
-             * tick late: sleep here instead (at most a tick of this).
-             * Polling sleeps too. */
-            redislockp_sleep_ms(wait);
-        } else {
-            if (wait > left - TICK_MS)
-                wait = left - TICK_MS;
-            st = block(lock, wait, &woken);
+        case REDISLOCKP_WNEXT_PAUSE:
+            redislockp_sleep_ms(ms);
+            break;
+        default:                        /* REDISLOCKP_WNEXT_WAIT */
+            left = w.deadline - redislockp_now_ms();
+            if (left <= TICK_MS || lock->waiting_refused) {
+                /* Too close to the deadline for a BLPOP, which may time
+                 * out a tick late: sleep here instead (at most a tick of
+                 * this).  Polling sleeps too. */
+                redislockp_sleep_ms(ms);
+                break;
+            }
+            woken = false;
+            st = block(lock, ms < left - TICK_MS ? ms : left - TICK_MS,
+                       &woken);
+            w.woken = woken;
             if (redislockp_acl_refused(lock, st)) {
                 /* May not BLPOP: poll from now on, out of the queue. */
                 (void)redislockp_leave(lock, false);
-                registered = 0;
-                woken = false;
+                w.registered = 0;
+                w.woken = 0;
                 lock->waiting_refused = 1;
                 redislockp_clear_error(lock);
                 st = REDISLOCK_OK;
             }
             if (st != REDISLOCK_OK)
-                return end_wait(lock, st, false, registered);
+                return end_wait(lock, st, false, w.registered);
+            break;
         }
         if (redislockp_cancel_asked(lock))
-            return canceled(lock, woken, registered);
-        if (redislockp_now_ms() >= deadline) {
+            return canceled(lock, w.woken, w.registered);
+        if (redislockp_now_ms() >= w.deadline) {
             /* Out of time: try no more, leave the waiters, and pass on a
              * turn we were woken for. */
-            return end_wait(lock, REDISLOCK_OK, woken, registered);
+            return end_wait(lock, REDISLOCK_OK, w.woken, w.registered);
         }
     }
 }

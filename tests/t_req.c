@@ -5,7 +5,10 @@
  * classified as a Cluster or Sentinel client would, a failure - it must
  * say DONE, AGAIN (where, with ASKING or not), LATER (when) or PLAIN, and
  * whether the connection goes.  No server: a Cluster client that never
- * connects holds the slot map the judge writes to.
+ * connects holds the slot map the judge writes to.  The other rules both
+ * executors share are fed here too: the fan-out's clock
+ * (redislockp_fanclock_over()) and what follows a waiter's try
+ * (redislockp_wait_next()).
  */
 #include "config.h"
 
@@ -14,6 +17,7 @@
 #include <string.h>
 
 #include "exec.h"
+#include "op.h"
 #include "plain.h"
 #include "scripts_lua.h"
 #include "testutil.h"
@@ -297,6 +301,113 @@ static void test_fanout_clock(void **state)
     redislockp_legs_end(legs, 5);
 }
 
+/* The waiters' one rule (redislockp_wait_next(), wait.c's loop's and
+ * the loop's waiter steps'): what follows each kind of try. */
+static void test_wait_next(void **state)
+{
+    redislock_client *cl = NULL;
+    redislockp_waiting w;
+    redislock *lock;
+    long long ms, now = 10000;
+    int i;
+
+    (void)state;
+    assert_int_equal(redislock_client_open("redis://127.0.0.1:1", &cl, NULL,
+                                           0), REDISLOCK_OK);
+    lock = redislock_new_from_client(cl, "k");
+    assert_non_null(lock);
+    memset(&w, 0, sizeof w);
+    w.deadline = now + 1000;
+    lock->poll_ms = 200;
+
+    /* Held, 30 ms left of the holder's lease: wait for it (or a
+     * wake-up), registered by the waiter's try. */
+    assert_int_equal(redislockp_wait_next(lock, &w, REDISLOCKP_TRY_WAITER,
+                                          REDISLOCK_OK, false, 30, now, &ms),
+                     REDISLOCKP_WNEXT_WAIT);
+    assert_int_equal(ms, 31);
+    assert_true(w.registered);
+    /* No expiry: a poll's time; near the deadline, what is left. */
+    assert_int_equal(redislockp_wait_next(lock, &w, REDISLOCKP_TRY_WAITER,
+                                          REDISLOCK_OK, false, -1, now, &ms),
+                     REDISLOCKP_WNEXT_WAIT);
+    assert_int_equal(ms, 200);
+    assert_int_equal(redislockp_wait_next(lock, &w, REDISLOCKP_TRY_WAITER,
+                                          REDISLOCK_OK, false, -1,
+                                          now + 950, &ms),
+                     REDISLOCKP_WNEXT_WAIT);
+    assert_int_equal(ms, 50);
+    /* A wake-up during the try: the next at once. */
+    w.woken = 1;
+    assert_int_equal(redislockp_wait_next(lock, &w, REDISLOCKP_TRY_WAITER,
+                                          REDISLOCK_OK, false, -1, now, &ms),
+                     REDISLOCKP_WNEXT_TRY);
+    w.woken = 0;
+    /* A woken try meets a quorum's split: a short pause, the turn kept,
+     * three times; the fourth waits as any refusal. */
+    for (i = 0; i < 3; i++) {
+        w.try_woken = 1;
+        w.woken = 0;
+        assert_int_equal(redislockp_wait_next(lock, &w, REDISLOCKP_TRY_WOKEN,
+                                              REDISLOCK_OK, false,
+                                              REDISLOCKP_PTTL_SPLIT, now,
+                                              &ms),
+                         REDISLOCKP_WNEXT_PAUSE);
+        assert_true(ms >= 1 && ms <= 10);
+        assert_true(w.woken);
+    }
+    w.try_woken = 1;
+    w.woken = 0;
+    assert_int_equal(redislockp_wait_next(lock, &w, REDISLOCKP_TRY_WOKEN,
+                                          REDISLOCK_OK, false,
+                                          REDISLOCKP_PTTL_SPLIT, now, &ms),
+                     REDISLOCKP_WNEXT_WAIT);
+    assert_false(w.woken);
+    assert_int_equal(w.splits, 0);
+    /* Past the deadline; asked to stop (the request used up). */
+    assert_int_equal(redislockp_wait_next(lock, &w, REDISLOCKP_TRY_WAITER,
+                                          REDISLOCK_OK, false, 30,
+                                          now + 1000, &ms),
+                     REDISLOCKP_WNEXT_TIMEOUT);
+    assert_int_equal(redislock_cancel_wait(lock), REDISLOCK_OK);
+    assert_int_equal(redislockp_wait_next(lock, &w, REDISLOCKP_TRY_WAITER,
+                                          REDISLOCK_OK, false, 30, now, &ms),
+                     REDISLOCKP_WNEXT_CANCELED);
+    assert_int_equal(redislockp_cancel_asked(lock), 0);
+    /* Granted while registered: over, the cancel request used up, and
+     * the next release gives the wake-up keys at once. */
+    assert_int_equal(redislock_cancel_wait(lock), REDISLOCK_OK);
+    lock->waiters_seen = 0;
+    assert_int_equal(redislockp_wait_next(lock, &w, REDISLOCKP_TRY_WAITER,
+                                          REDISLOCK_OK, true, -2, now, &ms),
+                     REDISLOCKP_WNEXT_ACQUIRED);
+    assert_int_equal(redislockp_cancel_asked(lock), 0);
+    assert_true(lock->waiters_seen);
+    /* The waiters' keys refused: plain tries from now on; the plain try
+     * refused too, the cause is not the waiting. */
+    memset(&w, 0, sizeof w);
+    w.deadline = now + 1000;
+    lock->info.acl = REDISLOCK_ACL_REFUSED;
+    assert_int_equal(redislockp_wait_next(lock, &w, REDISLOCKP_TRY_WAITER,
+                                          REDISLOCK_ERR_SERVER, false, -2,
+                                          now, &ms),
+                     REDISLOCKP_WNEXT_PLAIN);
+    assert_true(lock->waiting_refused);
+    assert_int_equal(redislockp_wait_next(lock, &w, REDISLOCKP_TRY_PLAIN,
+                                          REDISLOCK_ERR_SERVER, false, -2,
+                                          now, &ms),
+                     REDISLOCKP_WNEXT_FAILED);
+    assert_false(lock->waiting_refused);
+    /* Any other error ends the wait. */
+    lock->info.acl = 0;
+    assert_int_equal(redislockp_wait_next(lock, &w, REDISLOCKP_TRY_WAITER,
+                                          REDISLOCK_ERR_IO, false, -2, now,
+                                          &ms),
+                     REDISLOCKP_WNEXT_FAILED);
+    redislock_free(lock);
+    redislock_client_free(cl);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -307,6 +418,7 @@ int main(void)
         cmocka_unit_test(test_scripts_refused),
         cmocka_unit_test(test_closing_server),
         cmocka_unit_test(test_fanout_clock),
+        cmocka_unit_test(test_wait_next),
     };
 
     return TU_RUN(tests, NULL, NULL);
