@@ -28,7 +28,6 @@
 typedef struct conv {
     redislock_client *cl;
     size_t node;
-    redisContext *c;
     int asking;                 /* Cluster ASK: ASKING before each command
                                  * outside MULTI (a transaction keeps the
                                  * flag from before its MULTI to EXEC) */
@@ -47,12 +46,12 @@ typedef struct conv {
     unsigned char nk[2 * STEP_MAX + 2];
     const char *what;           /* the script's name, for messages */
     const redislockp_trailer *tr;
-    redislockp_cmd *cmd;        /* the step: OWN, or a record's */
-    redislockp_cmd own;
-    /* Driven from outside (redislockp_plain_resume()): the record of the
-     * steps answered, the next one's index, the node's forms as the
-     * conversation goes (from the record's, as it began), and whether
-     * the step just read is the last answered (what follows is new). */
+    redislockp_cmd *cmd;        /* the step: the record's */
+    /* The record of the steps answered (redislockp_plain_resume()), the
+     * next one's index, the node's forms as the conversation goes (from
+     * the record's, as it began), and whether the step just read is the
+     * last answered (what follows is new).  NULL only while a record
+     * begins (its forms read). */
     redislockp_plain_rec *rec;
     int at, live;
     int forms[3];
@@ -219,12 +218,9 @@ static const redislockp_val *at(const conv *v, int i)
     return i < v->n ? redislockp_val_of(v->r[i]) : NULL;
 }
 
+/* The step's replies are the record's (freed with it). */
 static void drop(conv *v)
 {
-    int i;
-
-    for (i = 0; i < v->n && v->rec == NULL; i++)   /* a record's: borrowed */
-        redislockp_val_free((redislockp_val *)v->r[i]);
     v->n = 0;
     v->first_err = -1;
 }
@@ -352,9 +348,9 @@ static uint64_t step_hash(const redislockp_cmd *cmd)
     return h;
 }
 
-/* Driven from outside: the step's replies from the record into R
- * (borrowed), or its recorded failure; past the record, the step is the
- * one to send: REDISLOCKP_PLAIN_PENDING. */
+/* The step's replies from the record into R (borrowed), or its recorded
+ * failure; past the record, the step is the one to send:
+ * REDISLOCKP_PLAIN_PENDING. */
 static int replay(conv *v, int writes, redisReply **r)
 {
     redislockp_plain_rec *rec = v->rec;
@@ -524,31 +520,21 @@ static int unexpected(conv *v, int i, const redislockp_val *x)
 static int run(conv *v, int writes)
 {
     redisReply *r[2 * STEP_MAX + 2];
-    int i, sent = 0, st;
+    int i, st;
 
     if (v->cmd->count - v->nasking > STEP_MAX ||
         v->cmd->count >= (int)sizeof v->kind)
         return redislockp_tx_fail(v->msg, REDISLOCK_ERR_INVALID, /* LCOV_EXCL_LINE */
                                   "internal: %d commands in a step",
                                   v->cmd->count);
-    if (v->rec != NULL) {
-        st = replay(v, writes, r);
-    } else {
-        st = redislockp_tx_call(v->c, v->cmd, r, v->msg, &sent);
-        if (writes)
-            v->sent |= sent;
-    }
+    st = replay(v, writes, r);
     if (st != REDISLOCK_OK)
         return st;
     for (i = 0; i < v->cmd->count; i++)
         if (!answers(v, r, i))
             break;
-    if (i < v->cmd->count) {
-        st = unexpected(v, i, redislockp_val_of(r[i]));
-        for (i = 0; i < v->cmd->count && v->rec == NULL; i++)
-            redislockp_val_free((redislockp_val *)r[i]); /* a record's: borrowed */
-        return st;
-    }
+    if (i < v->cmd->count)
+        return unexpected(v, i, redislockp_val_of(r[i]));
     v->n = 0;
     v->first_err = -1;
     for (i = 0; i < v->cmd->count; i++) {
@@ -564,11 +550,8 @@ static int run(conv *v, int writes)
             v->queuing = 1;
         else if (v->kind[i] == K_END)
             v->watching = v->queuing = 0;
-        if (v->kind[i] == K_ASKING) {   /* ASKING's OK */
-            if (v->rec == NULL)
-                redislockp_val_free((redislockp_val *)r[i]);
+        if (v->kind[i] == K_ASKING)     /* ASKING's OK */
             continue;
-        }
         /* The trailer's answer is the caller's to judge. */
         if (v->first_err < 0 && !(v->with_tr && i == v->cmd->count - 1) &&
             redislockp_val_type(redislockp_val_of(r[i])) ==
@@ -581,19 +564,14 @@ static int run(conv *v, int writes)
 }
 
 /* Take reply I out of the step into *OUT (the caller frees it): a copy
- * of a record's. */
+ * of the record's. */
 static int take(conv *v, int i, redislockp_val **out)
 {
-    if (v->rec != NULL) {
-        *out = redislockp_val_dup(at(v, i));
-        if (*out == NULL)
-            return redislockp_tx_fail(v->msg, REDISLOCK_ERR_NOMEM,
-                                      "out of memory copying a reply (or "
-                                      "a RESP3 type, never asked for)");
-        return REDISLOCK_OK;
-    }
-    *out = (redislockp_val *)v->r[i];
-    v->r[i] = NULL;
+    *out = redislockp_val_dup(at(v, i));
+    if (*out == NULL)
+        return redislockp_tx_fail(v->msg, REDISLOCK_ERR_NOMEM,
+                                  "out of memory copying a reply (or a "
+                                  "RESP3 type, never asked for)");
     return REDISLOCK_OK;
 }
 
@@ -750,11 +728,9 @@ static int form(conv *v, int which)
 
 static void set_form(conv *v, int which, int x)
 {
-    if (v->rec != NULL) {
-        v->forms[which] = x;
-        if (!v->live)                   /* learned at an earlier replay */
-            return;
-    }
+    v->forms[which] = x;
+    if (!v->live)                       /* learned at an earlier replay */
+        return;
     if (v->cl == NULL)
         return;
     pthread_mutex_lock(&v->cl->mu);
@@ -1622,33 +1598,51 @@ static void conv_init(conv *v, redislock_client *cl, size_t node,
     v->tr = tr;
     v->msg = errmsg;
     v->first_err = -1;
-    v->cmd = &v->own;
-    redislockp_cmd_init(&v->own);
 }
 
-/* converse(), then V's own buffer freed and whether it sent a write. */
-static int converse_once(conv *v, const redislockp_call *call,
-                         redislockp_val **reply, redislockp_val **tr_reply,
-                         int *sent)
-{
-    int st = converse(v, call, reply, tr_reply);
-
-    redislockp_cmd_clear(&v->own);
-    *sent = v->sent;
-    return st;
-}
-
+/* The one runner of a conversation on a connection of its own, C, for
+ * the blocking executor: the conversation is played from its record
+ * (redislockp_plain_resume()) as the event loop plays it, each new step
+ * sent here and its replies recorded, until it ends. */
 int redislockp_plain_call(redislock_client *cl, size_t node, redisContext *c,
                           int asking, const redislockp_call *call,
                           const redislockp_trailer *tr,
                           redislockp_val **reply, redislockp_val **tr_reply,
                           int *sent, char *errmsg)
 {
-    conv v;
+    redislockp_plain_rec rec;
+    int st;
 
-    conv_init(&v, cl, node, asking, tr, errmsg);
-    v.c = c;
-    return converse_once(&v, call, reply, tr_reply, sent);
+    memset(&rec, 0, sizeof rec);
+    redislockp_cmd_init(&rec.cmd);
+    *reply = NULL;
+    if (tr_reply != NULL)
+        *tr_reply = NULL;
+    *sent = 0;
+    st = redislockp_plain_begin(&rec, cl, node, call, errmsg);
+    while (st == REDISLOCK_OK) {
+        redisReply *r[2 * STEP_MAX + 2];
+        int step_sent = 0;
+
+        st = redislockp_plain_resume(&rec, cl, node, asking, tr, reply,
+                                     tr_reply, sent, errmsg);
+        if (st != REDISLOCKP_PLAIN_PENDING)
+            break;
+        if (rec.cmd.oom || rec.cmd.count > (int)(sizeof r / sizeof r[0])) {
+            st = redislockp_tx_fail(errmsg, REDISLOCK_ERR_NOMEM, /* LCOV_EXCL_LINE */
+                                    "out of memory building a command");
+            break;                                          /* LCOV_EXCL_LINE */
+        }
+        st = redislockp_tx_call(c, &rec.cmd, r, errmsg, &step_sent);
+        if (st == REDISLOCK_OK)
+            redislockp_plain_answered(&rec, (redislockp_val **)r,
+                                      rec.cmd.count);
+        else
+            redislockp_plain_failed(&rec, st, step_sent, errmsg);
+        st = REDISLOCK_OK;              /* the next resume says how */
+    }
+    redislockp_plain_end(&rec);
+    return st;
 }
 
 /* ------------------------------------------------------------------------
@@ -1713,7 +1707,8 @@ int redislockp_plain_resume(redislockp_plain_rec *rec, redislock_client *cl,
     v.cmd = &rec->cmd;
     v.live = rec->n == 0;
     memcpy(v.forms, rec->forms, sizeof v.forms);
-    st = converse_once(&v, &rec->call, reply, tr_reply, sent);
+    st = converse(&v, &rec->call, reply, tr_reply);
+    *sent = v.sent;
     rec->dirty = v.watching || v.queuing;
     return st;
 }

@@ -73,7 +73,10 @@ int redislockp_plain_can(const redislockp_call *call, char *errmsg);
  * the conversation.  *REPLY gets the script's answer, or the error reply
  * that stopped it (nothing written after it); *TR_REPLY the trailer's.
  * Returns REDISLOCK_OK, or the failure (ERRMSG) with *SENT telling
- * whether a step that writes may have run.
+ * whether a step that writes may have run.  It is a driver of the
+ * conversation below (begin, resume, a blocking round trip per step,
+ * answered or failed): the blocking executor and the event loop run one
+ * conversation code.
  */
 int redislockp_plain_call(redislock_client *cl, size_t node, redisContext *c,
                           int asking, const redislockp_call *call,
