@@ -54,8 +54,10 @@ skip=
 if ! command -v ${nm%% *} >/dev/null 2>&1; then
     skip="nm not found"
 else
-    objs=$(ls "$builddir"/src/.libs/libredislock_la-*.o 2>/dev/null ||
-           ls "$builddir"/src/libredislock_la-*.o 2>/dev/null)
+    # The library's objects: those of its convenience library, which the
+    # shared library and the command are made of.
+    objs=$(ls "$builddir"/src/.libs/libredislock_core_la-*.o 2>/dev/null ||
+           ls "$builddir"/src/libredislock_core_la-*.o 2>/dev/null)
     [ -n "$objs" ] || skip="no object files of the library"
 fi
 if [ -n "$skip" ]; then
@@ -68,7 +70,7 @@ fi
 
 # name (e.g. "transport") defined-symbol / undefined-symbol lines
 for o in $objs; do
-    name=$(basename "$o" .o | sed 's/^libredislock_la-//')
+    name=$(basename "$o" .o | sed 's/^libredislock_core_la-//')
     $nm "$o" | awk -v n="$name" '
         $1 == "U" { print n, $2 >> "'"$tmp/undef"'" }
         NF == 3 && $2 ~ /^[TDBR]$/ { print $3, n >> "'"$tmp/def"'" }'
