@@ -14,7 +14,12 @@
 #   5. and they read replies only through the views of src/transport.h:
 #      their sources (read from REDISLOCK_TEST_SRCDIR) name no hiredis
 #      type, function, macro or header, and read no reply's or context's
-#      fields (->element, ->elements, ->integer, ctx->), comments included.
+#      fields (->element, ->elements, ->integer, ctx->), comments included;
+#   6. the redislock(1) command (cli/*.c, read from the sources) reads URLs
+#      and asks sentinels only through the library (src/url.c,
+#      src/sentinel.c): it defines no function named like a URL parser
+#      (parse_url, url_parse, userinfo) and sends no SENTINEL
+#      GET-MASTER-ADDR-BY-NAME of its own.
 set -u
 builddir=${REDISLOCK_TEST_BUILDDIR:-.}
 srcdir=${REDISLOCK_TEST_SRCDIR:-$(dirname "$0")/..}
@@ -23,7 +28,7 @@ nm=${NM:-nm}
 tmp=$(mktemp -d) || exit 99
 trap 'rm -rf "$tmp"' EXIT
 
-echo "1..5"
+echo "1..6"
 
 # Rule 5 reads the sources: it needs neither nm nor a build.
 rule5() {
@@ -50,6 +55,24 @@ rule5() {
     fi
 }
 
+# Rule 6 reads the command's sources, as rule 5 the library's.
+rule6() {
+    name="the command reads URLs and asks sentinels only through the library"
+    if ! ls "$srcdir"/cli/*.c > /dev/null 2>&1; then
+        echo "ok 6 - $name # SKIP no cli/*.c in $srcdir"
+        return
+    fi
+    # A definition starts a line (house style); calls are indented.
+    grep -nE '^[a-z].*(parse_url|url_parse|userinfo)[a-z_]*[ ]*\(|GET-MASTER-ADDR-BY-NAME' \
+        "$srcdir"/cli/*.c | sed "s|^$srcdir/||" > "$tmp/cli"
+    if [ ! -s "$tmp/cli" ]; then
+        echo "ok 6 - $name"
+    else
+        echo "not ok 6 - $name"
+        sed 's/^/# /' "$tmp/cli"
+    fi
+}
+
 skip=
 if ! command -v ${nm%% *} >/dev/null 2>&1; then
     skip="nm not found"
@@ -65,6 +88,7 @@ if [ -n "$skip" ]; then
         echo "ok $i - read off the object files # SKIP $skip"
     done
     rule5
+    rule6
     exit 0
 fi
 
@@ -116,4 +140,5 @@ else
     sed 's/^/# uses: /' "$tmp/direct"
 fi
 rule5
+rule6
 echo "# edges: $(tr '\n' ';' < "$tmp/edges")"
