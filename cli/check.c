@@ -35,12 +35,16 @@
  *
  * The library has no public way to send INFO, CONFIG GET or a script on
  * its client's connections, nor to list the nodes behind a URL, so the
- * check opens connections of its own with hiredis (which the tool links
- * anyway), to the addresses the URLs name and the servers report, with the
- * URL's user, password and timeouts.  It speaks plain TCP and unix sockets
- * only: a rediss:// server is reached through the library alone
- * (redislock_client_ping()), which tells whether it answers and how fast,
- * and nothing more (a warning says so).
+ * check opens connections of its own, to the addresses the URLs name and
+ * the servers report, and sends on them with hiredis.  Everything else
+ * is the library's own code, which the tool links whole (Makefile.am):
+ * the URLs are read by its parser (src/url.c), the connections made as
+ * it makes them (src/connect.c: timeouts, AUTH), the sentinels asked and
+ * a Cluster's slot map read as it asks and reads them (src/sentinel.c,
+ * src/cluster.c).  It speaks plain TCP and unix sockets only: a
+ * rediss:// server is reached through the library's client alone
+ * (redislock_client_ping()), which tells whether it answers and how
+ * fast, and nothing more (a warning says so).
  */
 #include "config.h"
 
@@ -57,6 +61,8 @@
 
 #include <hiredis/hiredis.h>
 #include <redislock.h>
+
+#include "client.h"                   /* the library's own: src/ */
 
 #include "check.h"
 #include "json.h"
@@ -95,10 +101,9 @@ enum { CHECK_OK = 0, CHECK_WARNED = 1, CHECK_UNREACHABLE = 69,
 #define MAX_FINDINGS 24               /* findings of one server */
 
 /* ------------------------------------------------------------------------
- * The URLs, as far as the check needs them.  redislock_client_open() has
- * accepted them already (its messages say what is wrong with a bad one),
- * so this reads them without judging; only what the check connects with
- * is kept: the addresses, the logins, the database, the timeouts. */
+ * The URLs, which redislock_client_open() has accepted already (its
+ * messages say what is wrong with a bad one), read again with the
+ * library's own parser (src/url.c). */
 
 struct hostport {
     char *host;                       /* a unix socket's path if port 0 */
@@ -110,15 +115,11 @@ enum { SCRIPTS_EVAL, SCRIPTS_FUNCTIONS, SCRIPTS_NONE };
 
 struct target {
     int index;                        /* its place among the URLs, from 1 */
-    bool tls, cluster, sentinel;
-    struct hostport *hosts;           /* the server, seeds or sentinels */
-    size_t nhosts;
-    char *user, *password;            /* for the servers; NULL: none */
-    char *sentinel_user, *sentinel_password;
-    char *master;                     /* a Sentinel URL's master name */
-    long long db;
-    long long connect_ms, command_ms;
-    int scripts;                      /* the URL's scripts=: SCRIPTS_* */
+    redislockp_url u;                 /* the URL (redislockp_url_parse()):
+                                       * the server, seeds or sentinels,
+                                       * the logins, the database, the
+                                       * timeouts */
+    int scripts;                      /* its scripts=: SCRIPTS_* */
     bool quorum;                      /* one of several URLs: a quorum's
                                        * master (which needs scripts) */
     redislock_client *client;         /* rediss://: the library's way in */
@@ -139,242 +140,15 @@ static void copy_text(char *dst, size_t size, const char *src, size_t len)
     dst[len] = '\0';
 }
 
-static void wipe_free(char *s)
+/* The port T's (first) server is named by: 0 for a unix socket. */
+static int url_port(const struct target *t)
 {
-    volatile char *v = s;
-
-    if (s == NULL)
-        return;
-    while (*v)
-        *v++ = '\0';
-    free(s);
-}
-
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-/* LEN bytes of S with %XX escapes decoded (the library has checked
- * them); NULL when memory ran out. */
-static char *decode(const char *s, size_t len)
-{
-    char *out = malloc(len + 1);
-    size_t i, n = 0;
-
-    if (out == NULL)
-        return NULL;
-    for (i = 0; i < len; i++) {
-        if (s[i] == '%' && i + 2 < len && hexval(s[i + 1]) >= 0 &&
-            hexval(s[i + 2]) >= 0) {
-            out[n++] = (char)(hexval(s[i + 1]) * 16 + hexval(s[i + 2]));
-            i += 2;
-        } else {
-            out[n++] = s[i];
-        }
-    }
-    out[n] = '\0';
-    return out;
-}
-
-static char *copy(const char *s, size_t len)
-{
-    char *out = malloc(len + 1);
-
-    if (out != NULL) {
-        memcpy(out, s, len);
-        out[len] = '\0';
-    }
-    return out;
-}
-
-/* A decimal number of LEN bytes at S (the library has checked it). */
-static long long number(const char *s, size_t len)
-{
-    long long v = 0;
-    size_t i;
-
-    for (i = 0; i < len && s[i] >= '0' && s[i] <= '9'; i++)
-        v = v * 10 + (s[i] - '0');
-    return v;
-}
-
-/* "[user][:password]", LEN bytes at S, into *USER and *PASSWORD. */
-static bool userinfo(const char *s, size_t len, char **user, char **password)
-{
-    const char *colon = memchr(s, ':', len);
-    size_t ulen = colon ? (size_t)(colon - s) : len;
-
-    if (ulen > 0 && (*user = decode(s, ulen)) == NULL)
-        return false;
-    if (colon != NULL &&
-        (*password = decode(colon + 1, (size_t)(s + len - colon - 1))) == NULL)
-        return false;
-    return true;
-}
-
-/* "host[:port]" or "[v6]:port", P..E, appended to T's hosts. */
-static bool add_host(struct target *t, const char *p, const char *e,
-                     int default_port)
-{
-    struct hostport *hosts;
-    const char *hend, *port = NULL;
-    char *host;
-
-    if (p < e && *p == '[') {
-        hend = memchr(p, ']', (size_t)(e - p));
-        if (hend == NULL)
-            hend = e;
-        host = copy(p + 1, (size_t)(hend - p - 1));
-        if (hend + 1 < e && hend[1] == ':')
-            port = hend + 2;
-    } else {
-        hend = memchr(p, ':', (size_t)(e - p));
-        if (hend == NULL)
-            hend = e;
-        host = copy(p, (size_t)(hend - p));
-        if (hend < e)
-            port = hend + 1;
-    }
-    hosts = host ? realloc(t->hosts, (t->nhosts + 1) * sizeof *hosts) : NULL;
-    if (hosts == NULL) {
-        free(host);
-        return false;
-    }
-    t->hosts = hosts;
-    hosts[t->nhosts].host = host;
-    hosts[t->nhosts].port = port ? (int)number(port, (size_t)(e - port))
-                                 : default_port;
-    t->nhosts++;
-    return true;
-}
-
-/* The parameters "name=value&...", LEN bytes at Q, that the check uses. */
-static bool parameters(struct target *t, const char *q, size_t len)
-{
-    const char *end = q + len, *stop, *eq;
-    size_t nlen, vlen;
-
-    for (; q < end; q = stop + 1) {
-        stop = memchr(q, '&', (size_t)(end - q));
-        if (stop == NULL)
-            stop = end;
-        eq = memchr(q, '=', (size_t)(stop - q));
-        if (eq == NULL)
-            continue;
-        nlen = (size_t)(eq - q);
-        vlen = (size_t)(stop - eq - 1);
-        if (nlen == 2 && strncmp(q, "db", 2) == 0) {
-            t->db = number(eq + 1, vlen);
-        } else if (nlen == 7 && strncmp(q, "timeout", 7) == 0) {
-            t->command_ms = number(eq + 1, vlen);
-        } else if (nlen == 15 && strncmp(q, "connect_timeout", 15) == 0) {
-            t->connect_ms = number(eq + 1, vlen);
-        } else if (nlen == 7 && strncmp(q, "cluster", 7) == 0) {
-            t->cluster = number(eq + 1, vlen) == 1;
-        } else if (nlen == 7 && strncmp(q, "scripts", 7) == 0) {
-            t->scripts = vlen == 9 && strncmp(eq + 1, "functions", 9) == 0
-                             ? SCRIPTS_FUNCTIONS
-                         : vlen == 4 && strncmp(eq + 1, "none", 4) == 0
-                             ? SCRIPTS_NONE
-                             : SCRIPTS_EVAL;
-        } else if (nlen == 13 && strncmp(q, "sentinel_user", 13) == 0) {
-            free(t->sentinel_user);
-            if ((t->sentinel_user = decode(eq + 1, vlen)) == NULL)
-                return false;
-        } else if (nlen == 17 && strncmp(q, "sentinel_password", 17) == 0) {
-            wipe_free(t->sentinel_password);
-            if ((t->sentinel_password = decode(eq + 1, vlen)) == NULL)
-                return false;
-        }
-    }
-    return true;
-}
-
-/* URL into T (zeroed); false when memory ran out.  The grammar is the
- * library's (redislock_client_open(3)); the URL has passed its checks. */
-static bool parse_url(const char *url, struct target *t)
-{
-    const char *rest, *end, *q, *p, *at = NULL, *slash, *hostend, *comma;
-    int default_port;
-
-    t->connect_ms = t->command_ms = 5000;
-    /* The query starts after the userinfo, which ends at the last '@'. */
-    rest = strrchr(url, '@');
-    rest = rest != NULL ? rest + 1 : url;
-    end = url + strlen(url);
-    q = strchr(rest, '?');
-    if (q != NULL)
-        end = q;
-    if (strncmp(url, "unix://", 7) == 0) {
-        p = url + 7;
-        if (*p != '/')
-            for (q = p; q + 1 < end; q++)
-                if (q[0] == '@' && q[1] == '/')
-                    at = q;
-        if (at != NULL) {
-            if (!userinfo(p, (size_t)(at - p), &t->user, &t->password))
-                return false;
-            p = at + 1;
-        }
-        t->hosts = calloc(1, sizeof *t->hosts);
-        if (t->hosts == NULL ||
-            (t->hosts[0].host = copy(p, (size_t)(end - p))) == NULL)
-            return false;
-        t->nhosts = 1;
-    } else {
-        t->tls = url[5] == 's';
-        t->sentinel = url[5 + t->tls] == '-';
-        default_port = t->sentinel ? 26379 : 6379;
-        p = strstr(url, "://") + 3;
-        q = rest > p ? rest : p;
-        slash = memchr(q, '/', (size_t)(end - q));
-        hostend = slash ? slash : end;
-        for (q = p; q < hostend; q++)
-            if (*q == '@')
-                at = q;
-        if (at != NULL) {
-            if (!userinfo(p, (size_t)(at - p), &t->user, &t->password))
-                return false;
-            p = at + 1;
-        }
-        for (;;) {
-            comma = memchr(p, ',', (size_t)(hostend - p));
-            if (!add_host(t, p, comma ? comma : hostend, default_port))
-                return false;
-            if (comma == NULL)
-                break;
-            p = comma + 1;
-        }
-        if (t->sentinel && slash != NULL) {
-            t->master = decode(slash + 1, (size_t)(end - slash - 1));
-            if (t->master == NULL)
-                return false;
-        } else if (slash != NULL) {
-            t->db = number(slash + 1, (size_t)(end - slash - 1));
-        }
-    }
-    return *end != '?' || parameters(t, end + 1, strlen(end + 1));
+    return t->u.unix_socket ? 0 : t->u.port;
 }
 
 static void target_clear(struct target *t)
 {
-    size_t i;
-
-    for (i = 0; i < t->nhosts; i++)
-        free(t->hosts[i].host);
-    free(t->hosts);
-    free(t->user);
-    wipe_free(t->password);
-    free(t->sentinel_user);
-    wipe_free(t->sentinel_password);
-    free(t->master);
+    redislockp_url_clear(&t->u);      /* wipes the passwords */
     redislock_client_free(t->client);
     memset(t, 0, sizeof *t);
 }
@@ -799,15 +573,6 @@ static long long now_ns(void)
     return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-static struct timeval timeval_ms(long long ms)
-{
-    struct timeval tv;
-
-    tv.tv_sec = (time_t)(ms / 1000);
-    tv.tv_usec = (suseconds_t)(ms % 1000 * 1000);
-    return tv;
-}
-
 /* The command ARGV (ARGC words) on C: its reply, which the caller frees;
  * or NULL with ERR saying why (the connection is then dead). */
 static redisReply *command(redisContext *c, long long timeout_ms, int argc,
@@ -855,57 +620,43 @@ static void reply_text(const redisReply *r, char *buf, size_t size)
         snprintf(buf, size, "a reply of type %d", r->type);
 }
 
-/* A connection to AT, logged in as T says (SENTINEL: as its sentinels
- * want); NULL with ERR saying why. */
+/* A connection to AT for T's servers, made by redislockp_connect() (the
+ * connect within the URL's connect timeout, AUTH with its user and
+ * password, their replies within its command timeout), in database 0
+ * and without ROLE: the check asks about SELECT and ROLE itself, and
+ * nothing it reads depends on the database.  NULL with ERR saying why
+ * ("out of memory" when memory ran out). */
 static redisContext *dial(const struct hostport *at, const struct target *t,
-                          bool sentinel, char *err, size_t size)
+                          char *err, size_t size)
 {
-    const char *user = sentinel ? t->sentinel_user : t->user;
-    const char *password = sentinel ? t->sentinel_password : t->password;
-    const char *argv[3];
+    const redislock_error_info *info;
+    char why[REDISLOCKP_ERRMSG_SIZE], code[32], detail[256];
+    redislockp_url u = t->u;
     redisContext *c;
-    redisReply *r;
-    char text[200];
-    int argc = 0;
+    int st;
 
-    c = at->port ? redisConnectWithTimeout(at->host, at->port,
-                                           timeval_ms(t->connect_ms))
-                 : redisConnectUnixWithTimeout(at->host,
-                                               timeval_ms(t->connect_ms));
-    if (c == NULL) {
-        snprintf(err, size, "out of memory");
-        return NULL;
-    }
-    if (c->err) {
-        snprintf(err, size, "%s", c->errstr);
-        redisFree(c);
-        return NULL;
-    }
-    if (redisSetTimeout(c, timeval_ms(t->command_ms)) != REDIS_OK) {
-        snprintf(err, size, "cannot set a timeout: %s", c->errstr);
-        redisFree(c);
-        return NULL;
-    }
-    if (user == NULL && password == NULL)
+    u.host = at->host;
+    u.port = at->port;
+    u.unix_socket = at->port == 0;
+    u.db = 0;
+    u.role_check = 0;
+    c = redislockp_connect(&u, why, &st);
+    if (c != NULL)
         return c;
-    argv[argc++] = "AUTH";
-    if (user != NULL)
-        argv[argc++] = user;
-    argv[argc++] = password != NULL ? password : "";
-    r = command(c, t->command_ms, argc, argv, err, size);
-    if (r == NULL) {
-        redisFree(c);
-        return NULL;
+    /* The library's typed record of the failure (transport.h). */
+    info = redislockp_err_here();
+    if (st == REDISLOCK_ERR_NOMEM) {
+        snprintf(err, size, "out of memory");
+    } else if (st == REDISLOCK_ERR_SERVER &&
+               info->stage == REDISLOCK_STAGE_AUTH && info->code[0]) {
+        copy_text(code, sizeof code, info->code, strlen(info->code));
+        copy_text(detail, sizeof detail, info->detail, strlen(info->detail));
+        snprintf(err, size, "the login was refused: %s%s%s", code,
+                 detail[0] ? " " : "", detail);
+    } else {
+        copy_text(err, size, why, strlen(why));
     }
-    if (is_error(r)) {
-        reply_text(r, text, sizeof text);
-        snprintf(err, size, "the login was refused: %s", text);
-        freeReplyObject(r);
-        redisFree(c);
-        return NULL;
-    }
-    freeReplyObject(r);
-    return c;
+    return NULL;
 }
 
 /* The value of FIELD in INFO's text, up to the end of its line, into BUF;
@@ -1050,7 +801,7 @@ static int config_get(struct node *n, redisContext *c, const char *name,
 
     if (*refused)
         return -1;
-    r = command(c, n->t->command_ms, 3, argv, n->error, sizeof n->error);
+    r = command(c, n->t->u.command_ms, 3, argv, n->error, sizeof n->error);
     if (r == NULL)
         return -2;
     if (is_error(r)) {
@@ -1166,7 +917,7 @@ static int try_command(struct node *n, redisContext *c, enum need need)
         argv[argc++] = "WAIT", argv[argc++] = "0", argv[argc++] = "0";
         break;
     case N_SELECT:
-        snprintf(db, sizeof db, "%lld", n->t->db);
+        snprintf(db, sizeof db, "%lld", n->t->u.db);
         argv[argc++] = "SELECT", argv[argc++] = db;
         break;
     case N_ROLE:
@@ -1184,7 +935,7 @@ static int try_command(struct node *n, redisContext *c, enum need need)
     default:
         return MAY_UNKNOWN;
     }
-    r = command(c, n->t->command_ms, argc, argv, n->error, sizeof n->error);
+    r = command(c, n->t->u.command_ms, argc, argv, n->error, sizeof n->error);
     if (r == NULL)
         return -3;
     may = !is_error(r) || (allowed && error_code_is(r, allowed)) ? MAY_YES
@@ -1242,7 +993,7 @@ static bool read_libraries(struct node *n, redisContext *c)
     redisReply *r;
     size_t i, j, len;
 
-    r = command(c, n->t->command_ms, 4, argv, n->error, sizeof n->error);
+    r = command(c, n->t->u.command_ms, 4, argv, n->error, sizeof n->error);
     if (r == NULL)
         return false;
     if (r->type == REDIS_REPLY_ARRAY) {
@@ -1336,7 +1087,7 @@ static bool try_plain(struct node *n, needset bits, bool with_forms)
 
     snprintf(key, sizeof key, "redislock-check:%ld:%lld", (long)getpid(),
              now_ns());
-    c = dial(&n->at, n->t, false, err, sizeof err);
+    c = dial(&n->at, n->t, err, sizeof err);
     if (c == NULL) {
         unread(n, "the plain commands could not be tried (a connection "
                   "for it failed)");
@@ -1383,7 +1134,7 @@ static bool try_plain(struct node *n, needset bits, bool with_forms)
         default:                      /* MULTI, and queued[]: below */
             continue;
         }
-        r = command(c, n->t->command_ms, argc, argv, err, sizeof err);
+        r = command(c, n->t->u.command_ms, argc, argv, err, sizeof err);
         if (r == NULL)
             goto dead;
         n->may[i] = tried(r);
@@ -1402,7 +1153,7 @@ static bool try_plain(struct node *n, needset bits, bool with_forms)
         for (f = 0; f < FORMS; f++) {
             memcpy(argv, form[f], (size_t)nform[f] * sizeof argv[0]);
             argv[1] = key;
-            r = command(c, n->t->command_ms, nform[f], argv, err, sizeof err);
+            r = command(c, n->t->u.command_ms, nform[f], argv, err, sizeof err);
             if (r == NULL)
                 goto dead;
             if (tried(r) == MAY_NO && error_code_is(r, "NOPERM"))
@@ -1424,7 +1175,7 @@ static bool try_plain(struct node *n, needset bits, bool with_forms)
             freeReplyObject(r);
         }
         if (n->forms[F_SET_IFEQ] == FORM_UNKNOWN) {
-            r = command(c, n->t->command_ms, 3, docs, err, sizeof err);
+            r = command(c, n->t->u.command_ms, 3, docs, err, sizeof err);
             if (r == NULL)
                 goto dead;
             if (r->type == REDIS_REPLY_ARRAY && r->elements > 0)
@@ -1439,7 +1190,7 @@ static bool try_plain(struct node *n, needset bits, bool with_forms)
     if (((bits & NEED(N_MULTI)) && n->may[N_MULTI] == MAY_UNKNOWN) ||
         q < sizeof queued / sizeof queued[0]) {
         argv[0] = "MULTI";
-        r = command(c, n->t->command_ms, 1, argv, err, sizeof err);
+        r = command(c, n->t->u.command_ms, 1, argv, err, sizeof err);
         if (r == NULL)
             goto dead;
         got = tried(r);
@@ -1456,7 +1207,7 @@ static bool try_plain(struct node *n, needset bits, bool with_forms)
             if (i == N_HSET || i == N_HINCRBY)
                 argv[argc++] = "f";
             argv[argc++] = i == N_HINCRBY ? "1" : i == N_BLPOP ? "0" : "x";
-            r = command(c, n->t->command_ms, argc, argv, err, sizeof err);
+            r = command(c, n->t->u.command_ms, argc, argv, err, sizeof err);
             if (r == NULL)
                 goto dead;
             n->may[i] = tried(r);
@@ -1498,7 +1249,7 @@ static bool ask(struct node *n, redisContext *c, bool with_forms, bool *ran)
         argv[argc++] = needs[i].words;
     }
     if (nidx > 0) {
-        r = command(c, n->t->command_ms, argc, argv, n->error,
+        r = command(c, n->t->u.command_ms, argc, argv, n->error,
                     sizeof n->error);
         if (r == NULL)
             return false;
@@ -1564,11 +1315,11 @@ static bool probe_access(struct node *n, redisContext *c)
         if ((m->needs | feature_needs(m)) & NEED(i))
             n->may[i] = MAY_UNKNOWN;
     n->may[N_WAIT] = MAY_UNKNOWN;
-    if (n->t->db != 0)
+    if (n->t->u.db != 0)
         n->may[N_SELECT] = MAY_UNKNOWN;
-    if (n->t->sentinel)
+    if (n->t->u.sentinel)
         n->may[N_ROLE] = MAY_UNKNOWN;
-    if (n->t->cluster)
+    if (n->t->u.cluster)
         n->may[N_CLUSTER_SLOTS] = n->may[N_ASKING] = MAY_UNKNOWN;
 
     if (m->scripts == SCRIPTS_NONE && n->t->quorum) {
@@ -1757,7 +1508,7 @@ static bool measure(struct node *n, redisContext *c)
 
     for (i = 0; i < PINGS; i++) {
         start = now_ns();
-        r = command(c, n->t->command_ms, 1, argv, n->error, sizeof n->error);
+        r = command(c, n->t->u.command_ms, 1, argv, n->error, sizeof n->error);
         if (r == NULL)
             return false;
         t[i] = now_ns() - start;
@@ -1797,87 +1548,69 @@ static bool measure_library(struct node *n)
  * Finding the servers */
 
 /* The master the sentinels of T name, added to K; false when memory ran
- * out.  If none answers, a node that says so (unreached). */
+ * out.  The sentinels are asked in turn (redislockp_sentinel_ask()) until
+ * one names it, and the server named is checked whatever its role: a
+ * replica named is a finding of its own (judge()).  If none answers, a
+ * node that says so (unreached). */
 static bool ask_sentinels(struct check *k, struct target *t)
 {
-    const char *argv[3] = { "SENTINEL", "GET-MASTER-ADDR-BY-NAME", t->master };
-    char err[320] = "", addr[96], port[16], host[64];
+    char err[REDISLOCKP_ERRMSG_SIZE] = "", addr[96], host[256], shown[256];
+    redislockp_url s;
     struct node *n;
-    redisContext *c;
-    redisReply *r;
     bool oom = false;
     size_t i;
+    int port, st;
 
-    for (i = 0; i < t->nhosts; i++) {
-        c = dial(&t->hosts[i], t, true, err, sizeof err);
-        if (c == NULL)
+    for (i = 0; i < t->u.nseeds; i++) {
+        s = redislockp_sentinel_url(&t->u, i);
+        st = redislockp_sentinel_ask(&s, t->u.master_name, host, sizeof host,
+                                     &port, err);
+        if (st == REDISLOCK_ERR_NOMEM)
+            return false;
+        if (st != REDISLOCK_OK)
             continue;
-        r = command(c, t->command_ms, 3, argv, err, sizeof err);
-        redisFree(c);
-        if (r == NULL)
-            continue;
-        address(t->hosts[i].host, t->hosts[i].port, addr, sizeof addr);
-        if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-            r->element[0]->type == REDIS_REPLY_STRING &&
-            r->element[1]->type == REDIS_REPLY_STRING) {
-            copy_text(host, sizeof host, r->element[0]->str,
-                      (size_t)r->element[0]->len);
-            copy_text(port, sizeof port, r->element[1]->str,
-                      (size_t)r->element[1]->len);
-            freeReplyObject(r);
-            n = add_node(k, t, host, atoi(port), &oom);
-            if (n != NULL) {
-                n->master = true;
-                n->found = FOUND_SENTINEL;
-                snprintf(n->via, sizeof n->via, "the master sentinel %s "
-                         "names for %s", addr, t->master);
-            }
-            return !oom;
+        address(s.host, s.port, addr, sizeof addr);
+        copy_text(shown, sizeof shown, host, strlen(host));
+        n = add_node(k, t, shown, port, &oom);
+        if (n != NULL) {
+            n->master = true;
+            n->found = FOUND_SENTINEL;
+            snprintf(n->via, sizeof n->via, "the master sentinel %s names "
+                     "for %s", addr, t->u.master_name);
         }
-        if (is_error(r)) {
-            char text[200];
-
-            reply_text(r, text, sizeof text);
-            snprintf(err, sizeof err, "sentinel %s refused: %s", addr, text);
-        } else {
-            snprintf(err, sizeof err, "sentinel %s knows no master %s", addr,
-                     t->master);
-        }
-        freeReplyObject(r);
+        return !oom;
     }
-    address(t->hosts[0].host, t->hosts[0].port, addr, sizeof addr);
+    address(t->u.seeds[0].host, t->u.seeds[0].port, addr, sizeof addr);
     n = add_node(k, t, addr, -1, &oom);   /* port -1: not an address */
     if (n != NULL) {
         n->master = true;
         n->found = FOUND_SENTINEL;
         snprintf(n->via, sizeof n->via, "the master %s, which no sentinel "
-                 "named", t->master);
+                 "named", t->u.master_name);
+        copy_text(host, sizeof host, err, strlen(err));
         snprintf(n->error, sizeof n->error, "no sentinel named the master "
-                 "(%s)", err);
+                 "(%s)", host);
     }
     return !oom;
 }
 
-/* Add the node of an element of CLUSTER SLOTS ([host, port, id, ...]),
- * asked of SEED.  False when memory ran out. */
+/* Add the node E of a range of CLUSTER SLOTS asked of SEED
+ * (redislockp_slots_node() reads it): one whose endpoint the Cluster does
+ * not know ("?") is left out.  False when memory ran out. */
 static bool add_slot_node(struct check *k, struct target *t,
-                          const redisReply *e, const struct hostport *seed,
-                          bool master, const char *master_addr)
+                          const redisReply *e, const char *seed, bool master,
+                          const char *master_addr)
 {
-    char host[64];
+    const char *at;
+    char host[256];
     struct node *n;
     bool oom = false;
+    int port;
 
-    if (e->type != REDIS_REPLY_ARRAY || e->elements < 2 ||
-        e->element[0]->type != REDIS_REPLY_STRING ||
-        e->element[1]->type != REDIS_REPLY_INTEGER)
+    if (redislockp_slots_node(e, seed, &at, &port) != 1)
         return true;
-    copy_text(host, sizeof host, e->element[0]->str,
-              (size_t)e->element[0]->len);
-    if (strcmp(host, "?") == 0)
-        return true;                  /* an endpoint it does not know */
-    n = add_node(k, t, host[0] ? host : seed->host,
-                 (int)e->element[1]->integer, &oom);
+    copy_text(host, sizeof host, at, strlen(at));
+    n = add_node(k, t, host, port, &oom);
     if (n != NULL) {
         n->master = master;
         n->found = master ? FOUND_SLOTS : FOUND_REPLICA;
@@ -1892,58 +1625,53 @@ static bool add_slot_node(struct check *k, struct target *t,
 }
 
 /* Every master and replica of T's Cluster, from the first seed whose
- * CLUSTER SLOTS answers; false when memory ran out.  If none answers, a
- * node that says so (unreached). */
+ * answer is a slot map (redislockp_cluster_ask(), redislockp_slots_read():
+ * one the library could route by); false when memory ran out.  If none
+ * gives one, a node that says so (unreached). */
 static bool read_slots(struct check *k, struct target *t)
 {
-    const char *argv[2] = { "CLUSTER", "SLOTS" };
-    char err[320] = "", addr[96], maddr[96], text[200];
-    const redisReply *e, *m;
+    char err[REDISLOCKP_ERRMSG_SIZE] = "", why[REDISLOCKP_ERRMSG_SIZE];
+    char addr[96], maddr[96], host[256];
+    const redisReply *range;
+    const char *mhost;
+    redislockp_url s;
     struct node *n;
-    redisContext *c;
     redisReply *r;
     bool oom = false;
-    size_t i, j, s;
+    size_t i, j, x;
+    int mport, st;
 
-    for (i = 0; i < t->nhosts; i++) {
-        c = dial(&t->hosts[i], t, false, err, sizeof err);
-        if (c == NULL)
-            continue;
-        r = command(c, t->command_ms, 2, argv, err, sizeof err);
-        redisFree(c);
-        if (r == NULL)
-            continue;
-        address(t->hosts[i].host, t->hosts[i].port, addr, sizeof addr);
-        if (r->type != REDIS_REPLY_ARRAY || r->elements == 0) {
-            if (is_error(r)) {
-                reply_text(r, text, sizeof text);
-                snprintf(err, sizeof err, "%s refused CLUSTER SLOTS: %s",
-                         addr, text);
-            } else {
-                snprintf(err, sizeof err, "%s has no slot map", addr);
-            }
+    for (i = 0; i < t->u.nseeds; i++) {
+        s = t->u;
+        s.host = t->u.seeds[i].host;
+        s.port = t->u.seeds[i].port;
+        address(s.host, s.port, addr, sizeof addr);
+        st = redislockp_cluster_ask(&s, &r, why);
+        if (st == REDISLOCK_OK && r->elements == 0)
+            st = redislockp_tx_fail(why, REDISLOCK_ERR_SERVER, "no slot map");
+        else if (st == REDISLOCK_OK)
+            st = redislockp_slots_read(r, why);
+        if (st != REDISLOCK_OK) {
             freeReplyObject(r);
+            if (st == REDISLOCK_ERR_NOMEM)
+                return false;
+            copy_text(host, sizeof host, why, strlen(why));
+            snprintf(err, sizeof err, "seed %s: %s", addr, host);
             continue;
         }
-        for (s = 0; s < r->elements; s++) {
-            e = r->element[s];
-            if (e->type != REDIS_REPLY_ARRAY || e->elements < 3)
-                continue;
-            m = e->element[2];
-            if (!add_slot_node(k, t, m, &t->hosts[i], true, NULL))
+        for (x = 0; x < r->elements; x++) {
+            range = r->element[x];
+            if (!add_slot_node(k, t, range->element[2], s.host, true, NULL))
                 goto oom;
-            if (m->type == REDIS_REPLY_ARRAY && m->elements >= 2 &&
-                m->element[0]->type == REDIS_REPLY_STRING &&
-                m->element[1]->type == REDIS_REPLY_INTEGER) {
-                copy_text(text, sizeof text, m->element[0]->str,
-                          (size_t)m->element[0]->len);
-                address(text[0] ? text : t->hosts[i].host,
-                        (int)m->element[1]->integer, maddr, sizeof maddr);
+            if (redislockp_slots_node(range->element[2], s.host, &mhost,
+                                      &mport) == 1) {
+                copy_text(host, sizeof host, mhost, strlen(mhost));
+                address(host, mport, maddr, sizeof maddr);
             } else {
                 snprintf(maddr, sizeof maddr, "a master");
             }
-            for (j = 3; j < e->elements; j++)
-                if (!add_slot_node(k, t, e->element[j], &t->hosts[i], false,
+            for (j = 3; j < range->elements; j++)
+                if (!add_slot_node(k, t, range->element[j], s.host, false,
                                    maddr))
                     goto oom;
         }
@@ -1953,7 +1681,7 @@ oom:
         freeReplyObject(r);
         return false;
     }
-    address(t->hosts[0].host, t->hosts[0].port, addr, sizeof addr);
+    address(t->u.seeds[0].host, t->u.seeds[0].port, addr, sizeof addr);
     n = add_node(k, t, addr, -1, &oom);
     if (n != NULL) {
         n->master = true;
@@ -1972,16 +1700,17 @@ static bool find_servers(struct check *k, struct target *t, int ntargets)
     char addr[96];
     bool oom = false;
 
-    if (t->tls) {
-        address(t->hosts[0].host, t->hosts[0].port, addr, sizeof addr);
-        n = add_node(k, t, t->hosts[0].host, t->hosts[0].port, &oom);
+    if (t->u.tls) {
+        address(t->u.host, t->u.port, addr, sizeof addr);
+        n = add_node(k, t, t->u.host, t->u.port, &oom);
         if (n != NULL) {
             n->master = true;
             n->found = FOUND_TLS;
-            if (t->sentinel)
+            if (t->u.sentinel)
                 snprintf(n->via, sizeof n->via, "the master the sentinels "
-                         "(%s, ...) name for %s, over TLS", addr, t->master);
-            else if (t->cluster)
+                         "(%s, ...) name for %s, over TLS", addr,
+                         t->u.master_name);
+            else if (t->u.cluster)
                 snprintf(n->via, sizeof n->via, "the Cluster seeded by %s, "
                          "over TLS", addr);
             else
@@ -1989,11 +1718,11 @@ static bool find_servers(struct check *k, struct target *t, int ntargets)
         }
         return !oom;
     }
-    if (t->sentinel)
+    if (t->u.sentinel)
         return ask_sentinels(k, t);
-    if (t->cluster)
+    if (t->u.cluster)
         return read_slots(k, t);
-    n = add_node(k, t, t->hosts[0].host, t->hosts[0].port, &oom);
+    n = add_node(k, t, t->u.host, url_port(t), &oom);
     if (n != NULL) {
         n->master = true;
         n->found = FOUND_URL;
@@ -2018,10 +1747,10 @@ static void inspect(struct node *n)
     redisContext *c;
     redisReply *r;
 
-    c = dial(&n->at, n->t, false, n->error, sizeof n->error);
+    c = dial(&n->at, n->t, n->error, sizeof n->error);
     if (c == NULL)
         return;
-    r = command(c, n->t->command_ms, 1, info_argv, n->error, sizeof n->error);
+    r = command(c, n->t->u.command_ms, 1, info_argv, n->error, sizeof n->error);
     if (r == NULL)
         goto out;
     if (r->type == REDIS_REPLY_STRING && r->str != NULL) {
@@ -2038,7 +1767,7 @@ static void inspect(struct node *n)
     if (n->master && strcmp(n->role, "slave") != 0 && !probe_access(n, c))
         goto out;
     if (n->cluster_mode && n->master) {
-        r = command(c, n->t->command_ms, 2, cluster_argv, n->error,
+        r = command(c, n->t->u.command_ms, 2, cluster_argv, n->error,
                     sizeof n->error);
         if (r == NULL)
             goto out;
@@ -2245,7 +1974,7 @@ static void judge_replication(struct node *n)
                 "have the library wait for replicas: "
                 "redislock_set_min_replicas())", n->connected_replicas,
                 n->connected_replicas == 1 ? "" : "s");
-    else if (n->t->sentinel && n->connected_replicas == 0)
+    else if (n->t->u.sentinel && n->connected_replicas == 0)
         finding(n, true, "no replica is connected: Sentinel has nothing to "
                 "fail over to, and the locks live on this server alone; "
                 "check the replicas");
@@ -2301,7 +2030,7 @@ static void judge_access(struct node *n)
         finding(n, true, "the user may not run SELECT, which the library "
                 "sends on each new connection for the URL's database %lld: "
                 "every connection is refused; give the user +select",
-                n->t->db);
+                n->t->u.db);
     if (n->may[N_ROLE] == MAY_NO)
         finding(n, true, "the user may not run ROLE, which the library "
                 "sends on each new connection to the master the sentinels "
@@ -2348,7 +2077,7 @@ static void judge(struct node *n, long long lease_ms)
             finding(n, true, "this server is a replica (of %s): it refuses "
                     "lock writes (READONLY); use its master's URL", addr);
     }
-    if (n->cluster_mode && !n->t->cluster && n->found != FOUND_TLS)
+    if (n->cluster_mode && !n->t->u.cluster && n->found != FOUND_TLS)
         finding(n, true, "this server is a Redis Cluster node: add "
                 "?cluster=1 to the URL, so that each lock goes to the "
                 "master of its key's slot");
@@ -2760,11 +2489,13 @@ struct check *check_new(const char *const *urls, int n)
         k->ntargets++;
         t->index = i + 1;
         t->quorum = n > 1;
-        if (!parse_url(urls[i], t))
+        if (redislockp_url_parse(urls[i], &t->u, err, sizeof err) != 0)
             goto oom;
+        t->scripts = t->u.noscripts ? SCRIPTS_NONE
+                     : t->u.functions ? SCRIPTS_FUNCTIONS : SCRIPTS_EVAL;
         /* Over TLS the library is the way in (it has the URL's CA,
          * certificates and host check); it copies the URL now. */
-        if (t->tls &&
+        if (t->u.tls &&
             redislock_client_open(urls[i], &t->client, err, sizeof err) !=
                 REDISLOCK_OK)
             goto oom;

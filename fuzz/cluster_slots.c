@@ -4,10 +4,11 @@
  * src/cluster.c), as successive refreshes do.
  *
  * The input is RESP: each array reply in it is applied in turn to one
- * client, the way a refresh applies what a node answered (ask_slots()
- * passes on arrays only).  Besides the sanitizers: an accepted map
- * points every slot it assigns at a known node, not marked gone, with a
- * host and a port; a refused one leaves the map as it was.
+ * client, the way a refresh applies what a node answered
+ * (redislockp_cluster_ask() passes on arrays only).  Besides the
+ * sanitizers: an accepted map points every slot it assigns at a known
+ * node, not marked gone, with a host and a port; a refused one leaves
+ * the map and the node table as they were.
  */
 #include "config.h"
 
@@ -22,7 +23,7 @@ static void apply(const redisReply *r, void *arg)
     redislock_client *cl = arg;
     char errmsg[REDISLOCKP_ERRMSG_SIZE];
     uint16_t *before;
-    size_t k;
+    size_t k, nnodes = cl->nnodes;
     int st;
 
     if (r->type != REDIS_REPLY_ARRAY)
@@ -37,6 +38,7 @@ static void apply(const redisReply *r, void *arg)
         FUZZ_CHECK(fuzz_terminated(errmsg, sizeof errmsg));
         FUZZ_CHECK(memcmp(before, cl->slots,
                           REDISLOCKP_SLOTS * sizeof *before) == 0);
+        FUZZ_CHECK(cl->nnodes == nnodes);
     }
     free(before);
     FUZZ_CHECK(cl->nnodes >= 1 && cl->nnodes <= cl->capnodes);

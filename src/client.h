@@ -344,12 +344,30 @@ void redislockp_cluster_stale(redislock_client *cl);
 /* Read the slot map now (rate-limited unless FORCE); REDISLOCK_OK or the
  * error of the last seed tried. */
 int redislockp_cluster_refresh(redislock_client *cl, int force, char *errmsg);
+/* CLUSTER SLOTS, asked of the node at U on a connection of its own
+ * (closed after): *REPLY, an array (an empty one from a node that has no
+ * slots yet), which the caller frees; or a status with ERRMSG
+ * (REDISLOCKP_ERRMSG_SIZE), *REPLY NULL. */
+int redislockp_cluster_ask(const redislockp_url *u, redisReply **reply,
+                           char *errmsg);
+/* Is CLUSTER SLOTS reply R (an array) a slot map: {start, end, master,
+ * replicas...} per range, START <= END in 0..16383, the master a node
+ * redislockp_slots_node() reads?  REDISLOCK_OK, or REDISLOCK_ERR_PROTOCOL
+ * with ERRMSG.  The replicas are not looked at. */
+int redislockp_slots_read(const redisReply *r, char *errmsg);
+/* A node E of a range ({host, port, id, ...}: its master, or a replica),
+ * from the node at ASKED_HOST: 1 with *HOST and *PORT (an empty host is
+ * ASKED_HOST, which *HOST then points to); 0 with *PORT, the node not
+ * knowing the endpoint ("?"), *HOST NULL; -1 when E is not a node (not
+ * a host and a port in 1..65535).  *HOST points into E otherwise. */
+int redislockp_slots_node(const redisReply *e, const char *asked_host,
+                          const char **host, int *port);
 /* Apply CLUSTER SLOTS reply R (an array, from the node at ASKED_HOST) to
- * CL's node table and slot map, under mu: {start, end, {host, port, ...},
- * replicas...} per range; an empty host ("" or "?") is ASKED_HOST.  Nodes
- * not in the map are marked gone.  No I/O.  REDISLOCK_OK, or
- * REDISLOCK_ERR_PROTOCOL (a malformed range: nothing changed) or _NOMEM
- * with ERRMSG. */
+ * CL's node table and slot map, under mu: each range's master
+ * (redislockp_slots_node(); one whose endpoint is unknown, "?", is taken
+ * to be ASKED_HOST).  Nodes not in the map are marked gone.  No I/O.
+ * REDISLOCK_OK, or REDISLOCK_ERR_PROTOCOL (not a slot map,
+ * redislockp_slots_read(): nothing changed) or _NOMEM with ERRMSG. */
 int redislockp_cluster_apply(redislock_client *cl, const redisReply *r,
                              const char *asked_host, char *errmsg);
 /* Free what the nodes and the map hold (client_free). */
@@ -366,6 +384,20 @@ int redislockp_sentinel_discover(redislock_client *cl, int force,
 int redislockp_sentinel_addr(const redisReply *r, const redislockp_url *u,
                              const char *name, char *host, size_t hostsize,
                              int *port, char *errmsg);
+/* The settings to ask sentinel I (of U->seeds) with: U's, at its
+ * address, with the sentinels' user and password (sentinel_user,
+ * sentinel_password), database 0 and no ROLE check.  The strings stay
+ * U's. */
+redislockp_url redislockp_sentinel_url(const redislockp_url *u, size_t i);
+/* Ask the sentinel at U (redislockp_sentinel_url()) where NAME's master
+ * is, on a connection of its own (closed after): HOST (HOSTSIZE bytes)
+ * and *PORT, as redislockp_sentinel_addr() reads them; REDISLOCK_OK, or
+ * a status with ERRMSG (REDISLOCKP_ERRMSG_SIZE) naming the sentinel.
+ * The master it names is not checked (redislockp_sentinel_discover()
+ * checks ROLE before using it). */
+int redislockp_sentinel_ask(const redislockp_url *u, const char *name,
+                            char *host, size_t hostsize, int *port,
+                            char *errmsg);
 /* The master's node, asking the sentinels first if it is unknown or in
  * doubt.  Under no lock. */
 int redislockp_sentinel_master(redislock_client *cl, size_t *node,

@@ -88,9 +88,9 @@ void redislockp_cluster_moved(redislock_client *cl, unsigned slot,
     pthread_mutex_unlock(&cl->mu);
 }
 
-/* CLUSTER SLOTS on a new connection to U; *REPLY an array. */
-static int ask_slots(const redislockp_url *u, redisReply **reply,
-                     char *errmsg)
+/* CLUSTER SLOTS on a new connection to U (client.h). */
+int redislockp_cluster_ask(const redislockp_url *u, redisReply **reply,
+                           char *errmsg)
 {
     static const char *const argv[2] = { "CLUSTER", "SLOTS" };
     static const size_t argvlen[2] = { 7, 5 };
@@ -122,14 +122,59 @@ static int ask_slots(const redislockp_url *u, redisReply **reply,
     return st;
 }
 
+/* A node of a range of CLUSTER SLOTS (client.h). */
+int redislockp_slots_node(const redisReply *e, const char *asked_host,
+                          const char **host, int *port)
+{
+    if (e->type != REDIS_REPLY_ARRAY || e->elements < 2 ||
+        e->element[0]->type != REDIS_REPLY_STRING ||
+        e->element[1]->type != REDIS_REPLY_INTEGER ||
+        e->element[1]->integer < 1 || e->element[1]->integer > 65535)
+        return -1;
+    *port = (int)e->element[1]->integer;
+    if (e->element[0]->len > 0 && strcmp(e->element[0]->str, "?") == 0) {
+        *host = NULL;
+        return 0;
+    }
+    *host = e->element[0]->len > 0 ? e->element[0]->str : asked_host;
+    return 1;
+}
+
+/* The ranges of CLUSTER SLOTS reply R (client.h). */
+int redislockp_slots_read(const redisReply *r, char *errmsg)
+{
+    const char *host;
+    size_t i;
+    int port;
+
+    for (i = 0; i < r->elements; i++) {
+        const redisReply *range = r->element[i];
+
+        if (range->type != REDIS_REPLY_ARRAY || range->elements < 3 ||
+            range->element[0]->type != REDIS_REPLY_INTEGER ||
+            range->element[1]->type != REDIS_REPLY_INTEGER ||
+            range->element[0]->integer < 0 ||
+            range->element[1]->integer >= REDISLOCKP_SLOTS ||
+            range->element[0]->integer > range->element[1]->integer ||
+            redislockp_slots_node(range->element[2], "", &host, &port) < 0)
+            return redislockp_tx_fail(errmsg, REDISLOCK_ERR_PROTOCOL,
+                                      "CLUSTER SLOTS: unexpected reply");
+    }
+    return REDISLOCK_OK;
+}
+
 /* {start, end, {host, port, ...}, replicas...} per range (client.h). */
 int redislockp_cluster_apply(redislock_client *cl, const redisReply *r,
                              const char *asked_host, char *errmsg)
 {
-    uint16_t *slots = redislockp_calloc(REDISLOCKP_SLOTS, sizeof *slots);
-    int *seen;
+    uint16_t *slots;
+    int *seen, st;
     size_t i, k;
 
+    st = redislockp_slots_read(r, errmsg);
+    if (st != REDISLOCK_OK)
+        return st;
+    slots = redislockp_calloc(REDISLOCKP_SLOTS, sizeof *slots);
     if (slots == NULL)
         return redislockp_tx_fail(errmsg, REDISLOCK_ERR_NOMEM,
                                   "out of memory reading the slot map");
@@ -140,31 +185,17 @@ int redislockp_cluster_apply(redislock_client *cl, const redisReply *r,
                                   "out of memory reading the slot map");
     }
     for (i = 0; i < r->elements; i++) {
-        const redisReply *range = r->element[i], *master;
+        const redisReply *range = r->element[i];
         const char *host;
-        long long start, end;
+        int port;
         long n;
 
-        if (range->type != REDIS_REPLY_ARRAY || range->elements < 3 ||
-            range->element[0]->type != REDIS_REPLY_INTEGER ||
-            range->element[1]->type != REDIS_REPLY_INTEGER ||
-            range->element[2]->type != REDIS_REPLY_ARRAY ||
-            range->element[2]->elements < 2 ||
-            range->element[2]->element[0]->type != REDIS_REPLY_STRING ||
-            range->element[2]->element[1]->type != REDIS_REPLY_INTEGER)
-            goto bad;
-        start = range->element[0]->integer;
-        end = range->element[1]->integer;
-        master = range->element[2];
-        if (start < 0 || end >= REDISLOCKP_SLOTS || start > end ||
-            master->element[1]->integer < 1 ||
-            master->element[1]->integer > 65535)
-            goto bad;
-        /* An empty host ("" or "?") means the node we asked. */
-        host = master->element[0]->len > 0 &&
-               strcmp(master->element[0]->str, "?") != 0
-                   ? master->element[0]->str : asked_host;
-        n = node_locked(cl, host, (int)master->element[1]->integer);
+        /* A master whose endpoint its node does not know ("?"): the
+         * node we asked, as good a guess as any (a MOVED corrects it). */
+        if (redislockp_slots_node(range->element[2], asked_host, &host,
+                                  &port) == 0)
+            host = asked_host;
+        n = node_locked(cl, host, port);
         if (n < 0) {
             redislockp_free(seen);
             redislockp_free(slots);
@@ -172,7 +203,8 @@ int redislockp_cluster_apply(redislock_client *cl, const redisReply *r,
                                       "out of memory reading the slot map");
         }
         seen[n] = 1;
-        for (k = (size_t)start; k <= (size_t)end; k++)
+        for (k = (size_t)range->element[0]->integer;
+             k <= (size_t)range->element[1]->integer; k++)
             slots[k] = (uint16_t)(n + 1);
     }
     memcpy(cl->slots, slots, REDISLOCKP_SLOTS * sizeof *slots);
@@ -183,11 +215,6 @@ int redislockp_cluster_apply(redislock_client *cl, const redisReply *r,
     redislockp_free(seen);
     redislockp_free(slots);
     return REDISLOCK_OK;
-bad:
-    redislockp_free(seen);
-    redislockp_free(slots);
-    return redislockp_tx_fail(errmsg, REDISLOCK_ERR_PROTOCOL,
-                              "CLUSTER SLOTS: unexpected reply");
 }
 
 int redislockp_cluster_refresh(redislock_client *cl, int force, char *errmsg)
@@ -230,7 +257,7 @@ int redislockp_cluster_refresh(redislock_client *cl, int force, char *errmsg)
 
     for (i = 0; cand != NULL && i < ncand; i++) {
         ntried++;
-        st = ask_slots(&cand[i], &r, errmsg);
+        st = redislockp_cluster_ask(&cand[i], &r, errmsg);
         if (st == REDISLOCK_OK)
             break;
         if (st == REDISLOCK_ERR_NOMEM)

@@ -64,10 +64,25 @@ int redislockp_sentinel_addr(const redisReply *r, const redislockp_url *u,
     return REDISLOCK_OK;
 }
 
-/* Ask the sentinel at U where NAME's master is: HOST (HOSTSIZE bytes) and
- * *PORT.  REDISLOCK_OK, or a status with ERRMSG naming the sentinel. */
-static int ask(const redislockp_url *u, const char *name, char *host,
-               size_t hostsize, int *port, char *errmsg)
+/* Sentinel I of sentinel URL U, to be asked (client.h). */
+redislockp_url redislockp_sentinel_url(const redislockp_url *u, size_t i)
+{
+    redislockp_url s = *u;
+
+    s.host = u->seeds[i].host;
+    s.port = u->seeds[i].port;
+    s.unix_socket = 0;
+    s.user = u->sentinel_user;
+    s.password = u->sentinel_password;
+    s.db = 0;
+    s.role_check = 0;
+    return s;
+}
+
+/* Ask the sentinel at U where NAME's master is (client.h). */
+int redislockp_sentinel_ask(const redislockp_url *u, const char *name,
+                            char *host, size_t hostsize, int *port,
+                            char *errmsg)
 {
     const char *argv[3] = { "SENTINEL", "GET-MASTER-ADDR-BY-NAME", name };
     size_t argvlen[3] = { 8, 23, 0 };
@@ -132,21 +147,10 @@ int redislockp_sentinel_discover(redislock_client *cl, int force,
     cl->map_stale = 0;
     n = cl->url.nseeds;
     first = cl->sentinel_first;
-    /* The sentinels, each with the sentinels' credentials, starting with
-     * the one that answered last. */
+    /* The sentinels, starting with the one that answered last. */
     cand = redislockp_calloc(n, sizeof *cand);
-    for (i = 0; cand != NULL && i < n; i++) {
-        redislockp_url *u = &cand[i];
-        const redislockp_seed *s = &cl->url.seeds[(first + i) % n];
-
-        *u = cl->url;
-        u->host = s->host;
-        u->port = s->port;
-        u->user = cl->url.sentinel_user;
-        u->password = cl->url.sentinel_password;
-        u->db = 0;
-        u->role_check = 0;
-    }
+    for (i = 0; cand != NULL && i < n; i++)
+        cand[i] = redislockp_sentinel_url(&cl->url, (first + i) % n);
     master = cl->url;
     pthread_mutex_unlock(&cl->mu);
 
@@ -158,8 +162,8 @@ int redislockp_sentinel_discover(redislock_client *cl, int force,
      * itself (ROLE) before we use it, else the next sentinel is asked.
      * The connection that checked goes to the pool. */
     for (i = 0; cand != NULL && i < n; i++) {
-        st = ask(&cand[i], cl->url.master_name, host, sizeof host, &port,
-                 errmsg);
+        st = redislockp_sentinel_ask(&cand[i], cl->url.master_name, host,
+                                     sizeof host, &port, errmsg);
         if (st == REDISLOCK_OK) {
             char why[REDISLOCKP_ERRMSG_SIZE];
 

@@ -14,7 +14,12 @@
 #   5. and they read replies only through the views of src/transport.h:
 #      their sources (read from REDISLOCK_TEST_SRCDIR) name no hiredis
 #      type, function, macro or header, and read no reply's or context's
-#      fields (->element, ->elements, ->integer, ctx->), comments included.
+#      fields (->element, ->elements, ->integer, ctx->), comments included;
+#   6. the redislock(1) command (cli/*.c, read from the sources) reads URLs
+#      and asks sentinels only through the library (src/url.c,
+#      src/sentinel.c): it defines no function named like a URL parser
+#      (parse_url, url_parse, userinfo) and sends no SENTINEL
+#      GET-MASTER-ADDR-BY-NAME of its own.
 set -u
 builddir=${REDISLOCK_TEST_BUILDDIR:-.}
 srcdir=${REDISLOCK_TEST_SRCDIR:-$(dirname "$0")/..}
@@ -23,7 +28,7 @@ nm=${NM:-nm}
 tmp=$(mktemp -d) || exit 99
 trap 'rm -rf "$tmp"' EXIT
 
-echo "1..5"
+echo "1..6"
 
 # Rule 5 reads the sources: it needs neither nm nor a build.
 rule5() {
@@ -50,12 +55,32 @@ rule5() {
     fi
 }
 
+# Rule 6 reads the command's sources, as rule 5 the library's.
+rule6() {
+    name="the command reads URLs and asks sentinels only through the library"
+    if ! ls "$srcdir"/cli/*.c > /dev/null 2>&1; then
+        echo "ok 6 - $name # SKIP no cli/*.c in $srcdir"
+        return
+    fi
+    # A definition starts a line (house style); calls are indented.
+    grep -nE '^[a-z].*(parse_url|url_parse|userinfo)[a-z_]*[ ]*\(|GET-MASTER-ADDR-BY-NAME' \
+        "$srcdir"/cli/*.c | sed "s|^$srcdir/||" > "$tmp/cli"
+    if [ ! -s "$tmp/cli" ]; then
+        echo "ok 6 - $name"
+    else
+        echo "not ok 6 - $name"
+        sed 's/^/# /' "$tmp/cli"
+    fi
+}
+
 skip=
 if ! command -v ${nm%% *} >/dev/null 2>&1; then
     skip="nm not found"
 else
-    objs=$(ls "$builddir"/src/.libs/libredislock_la-*.o 2>/dev/null ||
-           ls "$builddir"/src/libredislock_la-*.o 2>/dev/null)
+    # The library's objects: those of its convenience library, which the
+    # shared library and the command are made of.
+    objs=$(ls "$builddir"/src/.libs/libredislock_core_la-*.o 2>/dev/null ||
+           ls "$builddir"/src/libredislock_core_la-*.o 2>/dev/null)
     [ -n "$objs" ] || skip="no object files of the library"
 fi
 if [ -n "$skip" ]; then
@@ -63,12 +88,13 @@ if [ -n "$skip" ]; then
         echo "ok $i - read off the object files # SKIP $skip"
     done
     rule5
+    rule6
     exit 0
 fi
 
 # name (e.g. "transport") defined-symbol / undefined-symbol lines
 for o in $objs; do
-    name=$(basename "$o" .o | sed 's/^libredislock_la-//')
+    name=$(basename "$o" .o | sed 's/^libredislock_core_la-//')
     $nm "$o" | awk -v n="$name" '
         $1 == "U" { print n, $2 >> "'"$tmp/undef"'" }
         NF == 3 && $2 ~ /^[TDBR]$/ { print $3, n >> "'"$tmp/def"'" }'
@@ -114,4 +140,5 @@ else
     sed 's/^/# uses: /' "$tmp/direct"
 fi
 rule5
+rule6
 echo "# edges: $(tr '\n' ';' < "$tmp/edges")"

@@ -756,7 +756,9 @@ t_sentinel() {
     has "$work/se" '\(master: the master sentinel 127\.0\.0\.1:[0-9]+ names for redislock-test\)$' &&
     has "$work/se" '^  warning: 2 replicas and min-replicas-to-write 0: ' || return 1
     expect_status 69 "$(cat "$work/se.nomaster.st")" "an unknown master" || return 1
-    has "$work/se.nomaster" '^  cannot be reached: no sentinel named the master \(sentinel 127\.0\.0\.1:[0-9]+ knows no master no-such-master\)$'
+    # (The sentinel's answer in the words of redislockp_sentinel_ask(),
+    # which asked it.)
+    has "$work/se.nomaster" '^  cannot be reached: no sentinel named the master \(sentinel 127\.0\.0\.1:[0-9]+ does not know a master named .no-such-master.\)$'
 }
 check "Sentinel: the master the sentinels name and its replicas; an unknown master: 69" t_sentinel
 
