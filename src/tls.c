@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -186,10 +187,14 @@ int redislockp_tls_start(redisContext *c, void *ctx, const redislockp_url *u,
                                       "TLS: bad host name %.200s", name);
         }
     }
-    /* Server Name Indication: names only, never addresses. */
+    /* Server Name Indication: names only, never addresses.  What the
+     * macro SSL_set_tlsext_host_name() expands to, without its cast of
+     * NAME to void *, which clang's -Wcast-qual refuses (OpenSSL copies
+     * the name and never writes to it). */
     if (inet_pton(AF_INET, name, addr) != 1 &&
         inet_pton(AF_INET6, name, addr) != 1)
-        (void)SSL_set_tlsext_host_name(ssl, name);
+        (void)SSL_ctrl(ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME,
+                       TLSEXT_NAMETYPE_host_name, (void *)(uintptr_t)name);
     /* On a non-blocking context hiredis starts the handshake and leaves
      * the rest to us (redislockp_tls_step()); from here on the context
      * owns SSL. */
