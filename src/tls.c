@@ -29,6 +29,8 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
+/* redisInitiateSSL; with hiredict's shims it is declared by the
+ * header hiredis_compat.h includes (through client.h). */
 #include <hiredis/hiredis_ssl.h>
 
 /* The last OpenSSL error as text ("" if none). */
