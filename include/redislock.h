@@ -195,7 +195,17 @@ extern "C" {
 #define REDISLOCK_NODISCARD
 #endif
 
-/* hiredis's connection type; include <hiredis/hiredis.h> to create one. */
+/* hiredis's connection type; include <hiredis/hiredis.h> to create one.
+ * A library built against hiredict's hiredis shims (REDISLOCK_HIREDICT)
+ * takes their context, struct redictContext: the name is mapped here with
+ * the very definition their hiredis.h has, so that this header may come
+ * before or after theirs. */
+#if REDISLOCK_HIREDICT && defined(HIREDIS_MAJOR) && !defined(HIREDICT_MAJOR)
+#error "this redislock was built against hiredict's hiredis shims: use their hiredis.h (pkg-config hiredis), not hiredis's"
+#endif
+#if REDISLOCK_HIREDICT && !defined(redisContext)
+#define redisContext redictContext
+#endif
 struct redisContext;
 
 /** An opaque lock handle.  Create with redislock_new_from_client() (or

@@ -12,7 +12,7 @@
 #include <time.h>
 #include <sys/types.h>
 
-#include <hiredis/hiredis.h>
+#include "hiredis_compat.h"
 
 #include "redislock.h"
 #include "alloc.h"

@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -28,6 +29,8 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
+/* redisInitiateSSL; with hiredict's shims it is declared by the
+ * header hiredis_compat.h includes (through client.h). */
 #include <hiredis/hiredis_ssl.h>
 
 /* The last OpenSSL error as text ("" if none). */
@@ -186,10 +189,14 @@ int redislockp_tls_start(redisContext *c, void *ctx, const redislockp_url *u,
                                       "TLS: bad host name %.200s", name);
         }
     }
-    /* Server Name Indication: names only, never addresses. */
+    /* Server Name Indication: names only, never addresses.  What the
+     * macro SSL_set_tlsext_host_name() expands to, without its cast of
+     * NAME to void *, which clang's -Wcast-qual refuses (OpenSSL copies
+     * the name and never writes to it). */
     if (inet_pton(AF_INET, name, addr) != 1 &&
         inet_pton(AF_INET6, name, addr) != 1)
-        (void)SSL_set_tlsext_host_name(ssl, name);
+        (void)SSL_ctrl(ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME,
+                       TLSEXT_NAMETYPE_host_name, (void *)(uintptr_t)name);
     /* On a non-blocking context hiredis starts the handshake and leaves
      * the rest to us (redislockp_tls_step()); from here on the context
      * owns SSL. */

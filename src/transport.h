@@ -36,7 +36,7 @@
 #include <stddef.h>
 #include <sys/time.h>
 
-#include <hiredis/hiredis.h>
+#include "hiredis_compat.h"
 
 #include "redislock.h"
 
