@@ -28,58 +28,6 @@ static const redislockp_call *const *calls_of(const redislockp_fanout *f,
  * What a reply means
  */
 
-void redislockp_classify(const redislockp_val *r, int cluster, int sentinel,
-                         redislockp_res *res)
-{
-    redislock_error_info words;
-    const char *s;
-    size_t len;
-
-    res->kind = REDISLOCKP_VALUE;
-    res->code[0] = '\0';
-    res->host[0] = '\0';
-    res->slot = 0;
-    res->port = 0;
-    if (redislockp_val_type(r) != REDISLOCKP_V_ERROR)
-        return;
-    s = redislockp_val_str(r, &len);
-    if (s == NULL)
-        s = "";
-    /* The code as the transport reads it (a script's command's code for
-     * an error inside a script); "ERR" when the text has none. */
-    redislockp_tx_describe(s, len, &words);
-    (void)snprintf(res->code, sizeof res->code, "%s",
-                   words.code[0] ? words.code : "ERR");
-    res->kind = REDISLOCKP_SERVER;
-    if (redislockp_reply_noscript(r)) {
-        res->kind = REDISLOCKP_NOSCRIPT;
-    } else if (redislockp_reply_nofunc(r)) {
-        res->kind = REDISLOCKP_NOFUNC;
-    } else if (len >= 18 && memcmp(s, "ERR Protocol error", 18) == 0) {
-        res->kind = REDISLOCKP_CLOSING;
-    } else if (sentinel) {
-        /* Demoted while we waited (Redis unblocks a BLPOP with
-         * UNBLOCKED), or not a master yet. */
-        if (redislockp_not_master(s, len) ||
-            (len >= 9 && memcmp(s, "UNBLOCKED", 9) == 0))
-            res->kind = REDISLOCKP_NOT_MASTER;
-    } else if (cluster) {
-        switch (redislockp_redirect_parse(s, len, &res->slot, res->host,
-                                          sizeof res->host, &res->port)) {
-        case REDISLOCKP_REDIR_MOVED:
-            res->kind = REDISLOCKP_MOVED;
-            break;
-        case REDISLOCKP_REDIR_ASK:
-            res->kind = REDISLOCKP_ASK;
-            break;
-        case REDISLOCKP_REDIR_RETRY:
-            res->kind = REDISLOCKP_RETRY;
-            break;
-        case REDISLOCKP_REDIR_NONE:
-            break;
-        }
-    }
-}
 
 /* Did the last connection refused to this thread fail only because
  * every pooled connection was in use?  Then the node is fine: nothing
@@ -549,33 +497,6 @@ int redislockp_fanout_leg(redislockp_leg *leg, redislock_client *cl,
     return leg->asked;
 }
 
-int redislockp_fanout_decided(const redislockp_fanout *f,
-                              const redislockp_leg *legs, size_t n)
-{
-    size_t i, maj = redislockp_majority(n), yes = 0, no = 0, pending = 0;
-    size_t answered = 0;
-
-    if (f->vote == NULL)
-        return 0;
-    for (i = 0; i < n; i++) {
-        int v;
-
-        if (!legs[i].asked)
-            continue;
-        if (!legs[i].done) {
-            pending++;
-            continue;
-        }
-        if (legs[i].st != REDISLOCK_OK)
-            continue;
-        answered++;
-        v = f->vote(f->arg, i, &legs[i]);
-        yes += v > 0;
-        no += v < 0;
-    }
-    return yes >= maj || no >= maj ||
-           (answered >= maj && yes + pending < maj && no + pending < maj);
-}
 
 /* Quorum legs whose connection is being made send their command once it
  * is up (leg_dialed()). */
@@ -644,31 +565,6 @@ static void leg_dial_step(redislockp_leg *leg, const redislockp_fanout *f,
         leg_dialed(leg, f, cut);
 }
 
-int redislockp_fanclock_over(redislockp_fanclock *ck,
-                             const redislockp_fanout *f,
-                             const redislockp_leg *legs, size_t n,
-                             long long now, long long *wake)
-{
-    size_t i;
-
-    if (!ck->cut && redislockp_fanout_decided(f, legs, n)) {
-        /* On a loaded machine the stragglers are late too. */
-        long long took = now - ck->sent_at;
-
-        ck->cut = 1;
-        ck->cut_end = now + (took > f->grace_ms ? took : f->grace_ms);
-    }
-    if (!ck->cut)
-        return 0;
-    for (i = 0; i < n; i++)
-        if (legs[i].asked && !legs[i].done && legs[i].reloading)
-            return 0;
-    if (now >= ck->cut_end)
-        return 1;
-    if (ck->cut_end < *wake)
-        *wake = ck->cut_end;
-    return 0;
-}
 
 /* Drive the legs (their dials, then their replies) until every leg is
  * done or past its own reply deadline (leg->due), or the votes decide
@@ -951,19 +847,6 @@ static void leg_plain(redislockp_leg *leg, const redislockp_fanout *f)
     redislockp_leg_note(leg);
 }
 
-/* Can every call of F run without scripts?  Else the first that cannot
- * says why, in ERRMSG. */
-static int plain_can(const redislockp_fanout *f, char *errmsg)
-{
-    const redislockp_call *const *calls;
-    int i, n;
-
-    calls = calls_of(f, &n);
-    for (i = 0; i < n; i++)
-        if (!redislockp_plain_can(calls[i], errmsg))
-            return 0;
-    return 1;
-}
 
 /* Free LEG's replies, for another try. */
 static void leg_clear(redislockp_leg *leg)
@@ -978,151 +861,10 @@ static void leg_clear(redislockp_leg *leg)
     leg->msg[0] = '\0';
 }
 
-void redislockp_too_many_redirects(char *msg)
-{
-    char last[REDISLOCKP_ERRMSG_SIZE];
 
-    memcpy(last, msg, sizeof last);
-    (void)redislockp_tx_fail(msg, REDISLOCK_ERR_SERVER, "more than %d "
-                             "Cluster redirections; the last: %.400s",
-                             REDISLOCKP_MAX_REDIRECTS, last);
-}
 
-void redislockp_exec_learn(redislock_client *cl, size_t node,
-                           redislockp_res *res)
-{
-    if ((res->kind == REDISLOCKP_MOVED || res->kind == REDISLOCKP_ASK) &&
-        res->host[0] == '\0') {
-        /* "MOVED 3999 :6380": the node did not know its own address; it
-         * is the host we reached it at. */
-        redislockp_url u = redislockp_node_url(cl, node);
 
-        snprintf(res->host, sizeof res->host, "%s", u.host);
-    }
-    switch (res->kind) {
-    case REDISLOCKP_MOVED:
-        redislockp_cluster_moved(cl, res->slot, res->host, res->port);
-        break;
-    case REDISLOCKP_ASK:                /* a migration under way */
-    case REDISLOCKP_RETRY:              /* TRYAGAIN, CLUSTERDOWN... */
-    case REDISLOCKP_NOT_MASTER:         /* a failover */
-        redislockp_route_stale(cl);
-        break;
-    default:
-        break;
-    }
-}
 
-/* FW's next try after a pause (10 ms doubling to 200 ms), if the
- * deadline allows: LATER, the route put in doubt; else DONE. */
-static redislockp_next later(redislockp_follow *fw, redislock_client *cl)
-{
-    long long pause = fw->retries < 5 ? 10LL << fw->retries : 200;
-
-    fw->retries++;
-    fw->at = redislockp_now_ms() + pause;
-    if (fw->at > fw->end)
-        return REDISLOCKP_NEXT_DONE;
-    if (cl != NULL)
-        redislockp_route_stale(cl);
-    return REDISLOCKP_NEXT_LATER;
-}
-
-void redislockp_follow_init(redislockp_follow *fw, long node, int follow,
-                            int plain, long long end)
-{
-    memset(fw, 0, sizeof *fw);
-    fw->follow = follow;
-    fw->plain = plain;
-    fw->node0 = fw->node = node;
-    fw->end = end;
-}
-
-redislockp_next redislockp_follow_next(redislockp_follow *fw,
-                                       redislock_client *cl,
-                                       const redislockp_fanout *f,
-                                       redislockp_leg *leg,
-                                       redislockp_res *res, int busy)
-{
-    int scripted = f->call != NULL || f->ncalls > 0;
-
-    fw->close = 0;
-    if (leg->st != REDISLOCK_OK) {
-        /* Nothing was sent, with sentinels: look for the master again (a
-         * failover under way), from the next sentinel (the one asked
-         * last may have named a master that is one no more). */
-        if (fw->follow && cl != NULL && cl->sentinel &&
-            leg->st == REDISLOCK_ERR_IO && !leg->sent && !busy) {
-            pthread_mutex_lock(&cl->mu);
-            if (cl->url.nseeds > 0)
-                cl->sentinel_first = (cl->sentinel_first + 1) %
-                                     cl->url.nseeds;
-            pthread_mutex_unlock(&cl->mu);
-            fw->node = fw->node0;
-            fw->asking = 0;
-            return later(fw, cl);
-        }
-        if (cl != NULL && leg->st == REDISLOCK_ERR_IO && !busy)
-            redislockp_route_stale(cl);     /* not reached: ask again */
-        return REDISLOCKP_NEXT_DONE;
-    }
-    if (res->kind == REDISLOCKP_VALUE)
-        return REDISLOCKP_NEXT_DONE;
-    /* An error reply: the command did not run, so following a
-     * redirection cannot run it twice - nor running it without scripts,
-     * when the server refused scripting itself to this user (NOPERM, or
-     * EVALSHA unknown: renamed, disabled): go-zero mode goes on with
-     * plain commands, for the client's operations of the next
-     * REDISLOCKP_PLAIN_RETRY_MS (then scripts are tried again: rights
-     * given back, a failover to another server). */
-    if (!fw->plain && scripted && res->kind == REDISLOCKP_SERVER &&
-        redislockp_plain_refusal(leg->reply[0]) && plain_can(f, NULL)) {
-        if (cl != NULL)
-            __atomic_store_n(&cl->scripts_refused_until,
-                             redislockp_now_ms() + REDISLOCKP_PLAIN_RETRY_MS,
-                             __ATOMIC_RELAXED);
-        fw->plain = 1;
-        return REDISLOCKP_NEXT_PLAIN;
-    }
-    redislockp_tx_val_error(leg->reply[0], "", leg->msg);
-    leg->st = REDISLOCK_ERR_SERVER;
-    fw->close = res->kind == REDISLOCKP_CLOSING ||
-                res->kind == REDISLOCKP_NOT_MASTER;
-    redislockp_exec_learn(cl, leg->node, res);
-    if (!fw->follow)
-        return REDISLOCKP_NEXT_DONE;
-    if (res->kind == REDISLOCKP_MOVED || res->kind == REDISLOCKP_ASK) {
-        if (++fw->redirects > REDISLOCKP_MAX_REDIRECTS) {
-            redislockp_too_many_redirects(leg->msg);
-            return REDISLOCKP_NEXT_DONE;
-        }
-        fw->asking = res->kind == REDISLOCKP_ASK;
-        fw->node = fw->asking ? redislockp_node_named(cl, res->host,
-                                                      res->port)
-                              : -1;
-        if (fw->asking && fw->node < 0) {
-            fw->node = fw->node0;       /* (out of memory: as it is) */
-            fw->asking = 0;
-            return REDISLOCKP_NEXT_DONE;
-        }
-        leg->st = REDISLOCK_OK;
-        return REDISLOCKP_NEXT_AGAIN;
-    }
-    if (res->kind == REDISLOCKP_RETRY || res->kind == REDISLOCKP_NOT_MASTER) {
-        /* TRYAGAIN (keys mid-migration), CLUSTERDOWN, LOADING, a demoted
-         * master: try again within the deadline.  An ASK answered by
-         * TRYAGAIN is a migration under way, not a loop: the
-         * redirections start counting afresh. */
-        fw->redirects = 0;
-        fw->asking = 0;
-        fw->node = fw->node0;
-        if (later(fw, cl) == REDISLOCKP_NEXT_LATER) {
-            leg->st = REDISLOCK_OK;
-            return REDISLOCKP_NEXT_LATER;
-        }
-    }
-    return REDISLOCKP_NEXT_DONE;
-}
 
 /* What is left of T's limit, from START: 0 without one, else at least
  * 1 ms. */
@@ -1171,7 +913,7 @@ int redislockp_exec_one(const redislockp_target *t, const redislockp_fanout *f,
 
         leg_clear(leg);
         leg->asking = fw.asking;
-        if (plain && scripted && !plain_can(f, leg->msg)) {
+        if (plain && scripted && !redislockp_fanout_plain_can(f, leg->msg)) {
             /* Counted mode, fencing: scripts or nothing.  Refused by
              * the client's choice; after a server's refusal, asked for
              * all the same (the refusal, or the rights back, tell). */

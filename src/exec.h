@@ -287,6 +287,10 @@ redislockp_next redislockp_follow_next(redislockp_follow *fw,
  * whether F asks it (else it is done, REDISLOCK_ERR_INVALID): 1 or 0. */
 int redislockp_fanout_leg(redislockp_leg *leg, redislock_client *cl,
                           const redislockp_fanout *f, size_t i);
+/* Can every call of F run without scripts?  Else the first that cannot
+ * says why, in ERRMSG (NULL: not said). */
+int redislockp_fanout_plain_can(const redislockp_fanout *f, char *errmsg);
+
 /* The clock of a fan-out's run, one for both executors (exec.c's
  * drive() and the loop's quorum_check()): when it was sent, and once
  * the legs' votes decide, the grace the stragglers get. */

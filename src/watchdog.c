@@ -33,7 +33,6 @@
 #include "exec.h"
 #include "slot.h"
 
-#define RETRY_MS REDISLOCKP_RENEW_RETRY_MS  /* after a failed round */
 #define IDLE_MS 1000                    /* longest sleep with no work */
 #define BATCH 64                        /* handles renewed per round trip */
 
@@ -56,68 +55,8 @@ static void drain(redislock *lock)
             ;
 }
 
-/* How renewal reply R, from NODE of CL, reads: 1 renewed, 0 not ours
- * (lost), -2 answered with an error (OOM, BUSY, a redirection: tried
- * again soon; the reply was read, so nothing is in flight).  What an
- * error says about the route is noted (the renewal is retried on the
- * right node). */
-static int renewed(redislock_client *cl, size_t node, const redislockp_val *r)
-{
-    const redislockp_val *who = redislockp_val_at(r, 0);
-    redislockp_res res;
 
-    redislockp_classify(r, cl->cluster, cl->sentinel, &res);
-    if (res.kind == REDISLOCKP_VALUE) {
-        if (redislockp_val_type(r) == REDISLOCKP_V_ARRAY &&
-            redislockp_val_count(r) == 1 &&
-            redislockp_val_type(who) == REDISLOCKP_V_INTEGER)
-            return redislockp_val_int(who) == 1 ? 1 : 0;
-        return -2;
-    }
-    /* The key holds something else: not ours. */
-    if (res.kind == REDISLOCKP_SERVER && strcmp(res.code, "WRONGTYPE") == 0)
-        return 0;
-    redislockp_exec_learn(cl, node, &res);
-    return -2;
-}
 
-/* The acknowledgement timeout of a renewal of L that may wait LIMIT_MS
- * in all: L's, but at most half the limit (the reply must come within
- * it). */
-static long long ack_wait(const redislock *l, long long limit_ms)
-{
-    long long w = l->renew_ack.timeout_ms;
-
-    if (w > limit_ms / 2)
-        w = limit_ms / 2;
-    return w > 0 ? w : 1;
-}
-
-int redislockp_renew_read(redislock_client *cl, size_t node,
-                          const redislockp_leg *leg, int k, int n,
-                          const redislockp_ack *ack, char *words,
-                          size_t size)
-{
-    int v;
-
-    /* Answered out of step (a reply no renewal gives; the connection is
-     * closed): what was run is not known, the words are. */
-    if (leg->st == REDISLOCK_ERR_PROTOCOL && leg->msg[0] != '\0') {
-        snprintf(words, size, "%s", leg->msg);
-        return -4;
-    }
-    /* Every reply read (an error reply among them or not), or none
-     * counts: the pipeline's answers are known only together. */
-    if ((leg->st != REDISLOCK_OK && leg->st != REDISLOCK_ERR_SERVER) ||
-        leg->got != n + (ack != NULL))
-        return -1;
-    v = renewed(cl, node, leg->reply[k]);
-    if (v == -2)
-        (void)redislockp_val_brief(leg->reply[k], words, size);
-    if (v == 1 && ack != NULL && !redislockp_ack_enough(ack, leg->reply[n]))
-        v = -3;                         /* renewed, not acknowledged */
-    return v;
-}
 
 /* Renew the handles in BATCH on NODE of CL as one pipeline of their
  * owner-checked extend calls, through the executor, on a connection of
@@ -159,9 +98,9 @@ static void renew_batch(redislock_client *cl, size_t node, redislock **batch,
     /* The batch's handles ask for the same acknowledgement (see
      * renew_groups()): one WAIT after their renewals, its timeout within
      * the limit. */
-    ack = redislockp_ack_trailer(&batch[0]->renew_ack, ack_wait(batch[0],
-                                                                 t.limit_ms),
-                                 &tr, num);
+    ack = redislockp_ack_trailer(
+        &batch[0]->renew_ack, redislockp_renew_ack_wait(batch[0], t.limit_ms),
+        &tr, num);
     if (ack)
         f.trailer = &tr;
     (void)redislockp_exec_one(&t, &f, &leg, &res);
@@ -217,81 +156,8 @@ static void renew_nodes(redislock_client *cl, redislock **batch, int n,
     }
 }
 
-/* How a master answered renewal K of a quorum's batch: 1 renewed, 0 not
- * ours (lost), -1 no answer, -2 answered with an error or out of step
- * (its words into WORDS, SIZE bytes, unless some are there already). */
-static int renewed_on(const redislockp_leg *leg, int k, char *words,
-                      size_t size)
-{
-    const redislockp_val *r = leg->reply[k];
-    const redislockp_val *who = redislockp_val_at(r, 0);
-    redislockp_res res;
 
-    if (leg->st == REDISLOCK_ERR_PROTOCOL && leg->msg[0] != '\0') {
-        if (words[0] == '\0')          /* out of step: its words */
-            snprintf(words, size, "%s", leg->msg);
-        return -2;
-    }
-    if (leg->st != REDISLOCK_OK || r == NULL)
-        return -1;
-    if (redislockp_val_type(r) == REDISLOCKP_V_ARRAY &&
-        redislockp_val_count(r) == 1 &&
-        redislockp_val_type(who) == REDISLOCKP_V_INTEGER)
-        return redislockp_val_int(who) == 1 ? 1 : 0;
-    redislockp_classify(r, 0, 0, &res);
-    if (strcmp(res.code, "WRONGTYPE") == 0)
-        return 0;               /* the key holds something else: not ours */
-    if (words[0] == '\0')
-        (void)redislockp_val_brief(r, words, size);
-    return -2;
-}
 
-long long redislockp_renew_quorum_wait(const redislock *l, long long limit,
-                                       int ack)
-{
-    long long w = __atomic_load_n(&l->client->quorum_wait_ms,
-                                  __ATOMIC_RELAXED);
-
-    /* The default quorum wait: a tenth of the (shortest) lease. */
-    if (w <= 0)
-        w = l->renew_ms / 10;
-    if (w < REDISLOCKP_QUORUM_WAIT_MIN_MS)
-        w = REDISLOCKP_QUORUM_WAIT_MIN_MS;
-    if (w > limit)
-        w = limit;
-    /* With acknowledgement, its timeout on top. */
-    if (ack)
-        w += ack_wait(l, limit);
-    return w < limit ? w : limit;
-}
-
-int redislockp_renew_quorum_fold(const redislock *l,
-                                 const redislockp_leg *legs, size_t m, int k,
-                                 int ack_at, char *words, size_t size)
-{
-    size_t i, yes = 0, no = 0, unacked = 0, refused = 0;
-    size_t maj = redislockp_majority(m);
-
-    words[0] = '\0';
-    for (i = 0; i < m; i++) {
-        int v = renewed_on(&legs[i], k, words, size);
-
-        if (v == 1 && ack_at >= 0 &&
-            !redislockp_ack_enough(&l->renew_ack, legs[i].reply[ack_at]))
-            v = -3;
-        yes += v == 1;
-        no += v == 0;
-        unacked += v == -3;
-        refused += v == -2;
-    }
-    if (yes >= maj)
-        return 1;
-    if (no > m - maj)
-        return 0;
-    if (yes + unacked >= maj)
-        return -3;
-    return refused > 0 ? -2 : -1;
-}
 
 /* Renew BATCH on a quorum client: on every master at once, through the
  * executor (a stopped or slow master costs the round its quorum wait, not
@@ -327,7 +193,8 @@ static void renew_quorum(redislock_client *cl, redislock **batch, int n,
     f.urgent = 1;
     /* With acknowledgement, a WAIT after the renewals on every master. */
     ack = redislockp_ack_trailer(&batch[0]->renew_ack,
-                                 ack_wait(batch[0], limit), &tr, num);
+                                 redislockp_renew_ack_wait(batch[0], limit),
+                                 &tr, num);
     if (ack)
         f.trailer = &tr;
     f.wait_ms = redislockp_renew_quorum_wait(batch[shortest], limit, ack);
@@ -373,91 +240,12 @@ static void renew_groups(redislock_client *cl, redislock **batch, int n,
     }
 }
 
-/* Is renewal of L withheld at NOW, and why (0: it is not)?  Under wd_mu. */
-static int withheld(const redislock *l, long long now)
-{
-    if (l->max_hold_ms > 0 && now - l->renew_started >= l->max_hold_ms)
-        return REDISLOCK_LOST_MAX_HOLD;
-    if (l->heartbeat_ms > 0 && now - l->last_heartbeat > l->heartbeat_ms)
-        return REDISLOCK_LOST_NO_HEARTBEAT;
-    return 0;
-}
 
 /* ---- The renewal ledger (redislock_int.h) ---------------------------- */
 
-int redislockp_renew_expired(const redislock *l, long long now)
-{
-    int why;
 
-    if (now < l->renew_until)
-        return 0;
-    why = withheld(l, now);
-    if (why != 0)
-        return why;
-    /* What the renewals since the last one that renewed met. */
-    if (l->renew_refused)
-        return REDISLOCK_LOST_REFUSED;
-    return l->renew_unacked ? REDISLOCK_LOST_NOT_REPLICATED
-                            : REDISLOCK_LOST_UNREACHABLE;
-}
 
-long long redislockp_renew_wake(const redislock *l, long long now)
-{
-    if (now < l->renew_due)
-        return l->renew_due;
-    if (withheld(l, now))
-        return l->renew_until;          /* let the lease run out */
-    return 0;
-}
 
-int redislockp_renew_note(redislock *l, int result, int unknown,
-                          long long sent, const char *words)
-{
-    if (unknown)
-        l->renew_unknown = 1;
-    switch (result) {
-    case 1:
-        l->renew_unacked = 0;
-        l->renew_refused = 0;
-        l->renew_until = sent + l->renew_ms - REDISLOCKP_QUORUM_DRIFT(l);
-        l->renew_due = sent + l->renew_ms / 3;
-        return 0;
-    case 0:
-        return REDISLOCK_LOST_TAKEN;
-    case -3:
-        /* Renewed on the master but too few replicas have it: the lease
-         * a failover would leave is the last acknowledged one.  If the
-         * lease runs out before an acknowledged renewal, the loss says
-         * that renewals did reach Redis (a round cut short by the
-         * lease's end after this one does not change that). */
-        l->renew_unacked = 1;
-        l->renew_refused = 0;
-        break;
-    case -4:
-        l->renew_unknown = 1;           /* out of step: it may have run */
-        /* fall through */
-    case -2:
-        /* Answered with an error (OOM, BUSY, NOPERM, a redirection...):
-         * its words are the loss's if nothing better comes. */
-        l->renew_refused = 1;
-        l->renew_unacked = 0;
-        snprintf(l->renew_words, sizeof l->renew_words, "%s",
-                 words != NULL && words[0] != '\0' ? words
-                                                   : "an error reply");
-        break;
-    default:
-        break;                          /* no answer: as it was */
-    }
-    result = redislockp_renew_expired(l, redislockp_now_ms());
-    if (result == 0)
-        l->renew_due = redislockp_now_ms() + RETRY_MS;
-    return result;
-}
-
-long long redislockp_renew_ack_wait(const redislock *l, long long limit_ms)
-{
-    return ack_wait(l, limit_ms);
-}
 
 const char *redislock_lost_reason_text(int reason)
 {
