@@ -1461,17 +1461,16 @@ static void send_leg(redislockp_aop *o)
     int st;
 
     set_timer(o, 0);
-    if (cl->cluster && !o->fw.asking) {
+    if ((cl->cluster && !o->fw.asking) || cl->sentinel) {
         unsigned slot = o->lock->slot;
-        size_t known;
-        int stale;
+        size_t node;
+        /* The rule (engine.c); this driver reads the map or asks the
+         * sentinels beside its other operations, and parks the legs that
+         * must wait for the answer (another thread's asking too). */
+        redislockp_look look = redislockp_route_look(cl, slot, &node);
 
-        pthread_mutex_lock(&cl->mu);
-        known = cl->slots[slot];
-        stale = cl->map_stale;
-        pthread_mutex_unlock(&cl->mu);
-        if (known == 0 && (o->map_reads > 0 ||
-                           redislockp_now_ms() > o->fw.end)) {
+        if (cl->cluster && node == 0 &&
+            (o->map_reads > 0 || redislockp_now_ms() > o->fw.end)) {
             /* A map read for it does not serve its slot either. */
             o->leg.done = 1;
             o->leg.st = redislockp_tx_fail(o->leg.msg, REDISLOCK_ERR_SERVER,
@@ -1481,48 +1480,29 @@ static void send_leg(redislockp_aop *o)
             run_over(o);
             return;
         }
-        if (known == 0 || stale)
+        if (look != REDISLOCKP_LOOK_GO)
             map_read(cl);
-        if (known == 0) {
+        if (look == REDISLOCKP_LOOK_ASK || look == REDISLOCKP_LOOK_BUSY) {
             if (cl->loop->map_reading) {
                 o->parked = 1;
                 return;
             }
-            o->leg.done = 1;
-            o->leg.st = redislockp_tx_fail(o->leg.msg, REDISLOCK_ERR_IO,
-                                           "no Cluster node answered "
-                                           "CLUSTER SLOTS: %.400s",
-                                           cl->loop->map_err);
-            run_over(o);
-            return;
-        }
-        o->node = known - 1;
-    } else if (cl->sentinel) {
-        long master;
-        int stale;
-
-        pthread_mutex_lock(&cl->mu);
-        master = cl->master;
-        stale = cl->map_stale;
-        pthread_mutex_unlock(&cl->mu);
-        if (master <= 0 || stale) {
-            map_read(cl);               /* the sentinels are asked */
-            if (cl->loop->map_reading) {
-                o->parked = 1;
-                return;
-            }
-            if (master <= 0) {
+            if (node == 0) {
                 o->leg.done = 1;
-                o->leg.st = redislockp_tx_fail(o->leg.msg, REDISLOCK_ERR_IO,
-                                               "no sentinel named a master "
-                                               "for '%.100s': %.300s",
-                                               cl->url.master_name,
-                                               cl->loop->map_err);
+                if (cl->cluster)
+                    o->leg.st = redislockp_tx_fail(
+                        o->leg.msg, REDISLOCK_ERR_IO, "no Cluster node "
+                        "answered CLUSTER SLOTS: %.400s", cl->loop->map_err);
+                else
+                    o->leg.st = redislockp_tx_fail(
+                        o->leg.msg, REDISLOCK_ERR_IO, "no sentinel named a "
+                        "master for '%.100s': %.300s", cl->url.master_name,
+                        cl->loop->map_err);
                 run_over(o);
                 return;
             }
         }
-        o->node = (size_t)master;
+        o->node = node;
     }
     memset(&o->leg, 0, sizeof o->leg);
     o->leg.cl = cl;
@@ -2079,30 +2059,14 @@ static void kick(redislock_client *cl, blocker *b)
         return;
     if (b->probe > 0)
         argc = 2;                       /* the first list alone */
-    if (cl->sentinel) {
-        long master;
-
-        pthread_mutex_lock(&cl->mu);
-        master = cl->master;
-        pthread_mutex_unlock(&cl->mu);
-        if (master <= 0) {
-            /* The waiters' tries ask the sentinels; they poll meanwhile. */
+    if (cl->sentinel || cl->cluster) {
+        (void)redislockp_route_look(cl, b->slot, &node);
+        if (node == 0) {
+            /* The waiters' tries read the map or ask the sentinels; they
+             * poll meanwhile. */
             b->quiet_until = redislockp_now_ms() + QUIET_MS;
             return;
         }
-        node = (size_t)master;
-    } else if (cl->cluster) {
-        size_t known;
-
-        pthread_mutex_lock(&cl->mu);
-        known = cl->slots[b->slot];
-        pthread_mutex_unlock(&cl->mu);
-        if (known == 0) {
-            /* The waiters' tries read the map; they poll meanwhile. */
-            b->quiet_until = redislockp_now_ms() + QUIET_MS;
-            return;
-        }
-        node = known - 1;
     } else if (cl->quorum) {
         /* A quorum's waiters block on one master, as wait.c's do (its
          * quorum_block()): the first, or the next after a failure. */

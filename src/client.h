@@ -327,12 +327,12 @@ void redislockp_pool_drop(redislock_client *cl, size_t node, redisContext *c);
 void redislockp_conn_back(redislock_client *cl, size_t node, redisContext *c,
                           int status);
 
-/* cluster.c: the node that owns SLOT, reading the slot map first if it
+/* route.c: the node that owns SLOT, reading the slot map first if it
  * does not know (0 with *STATUS and ERRMSG on failure; standalone: node
  * 0).  Under no lock. */
 int redislockp_node_for_slot(redislock_client *cl, unsigned slot,
                              size_t *node, char *errmsg);
-/* The node HOST:PORT, added if new (under no lock); -1 out of memory. */
+/* cluster.c: the node HOST:PORT, added if new (under no lock); -1 out of memory. */
 long redislockp_node_named(redislock_client *cl, const char *host, int port);
 /* A MOVED reply: SLOT lives on HOST:PORT now; note it and refresh the map
  * (at most every REDISLOCKP_MAP_REFRESH_MS). */
@@ -398,10 +398,26 @@ redislockp_url redislockp_sentinel_url(const redislockp_url *u, size_t i);
 int redislockp_sentinel_ask(const redislockp_url *u, const char *name,
                             char *host, size_t hostsize, int *port,
                             char *errmsg);
-/* The master's node, asking the sentinels first if it is unknown or in
- * doubt.  Under no lock. */
+/* route.c: the master's node, asking the sentinels first if it is
+ * unknown or in doubt.  Under no lock. */
 int redislockp_sentinel_master(redislock_client *cl, size_t *node,
                                char *errmsg);
+
+/* engine.c: where a leg of CL for a key of SLOT goes, from what CL knows
+ * (no I/O; one rule for the blocking drivers below and the loop's):
+ * GO, *NODE; GO_REREAD, *NODE, a Cluster's owner from a map in doubt -
+ * as good a guess, the map read again (first, or beside); ASK, discovery
+ * first, then look again (*NODE the master in doubt with sentinels, 0
+ * when nothing is known); BUSY, nothing known and another caller is
+ * asking: wait for its answer.  Node 0 for one server. */
+typedef enum redislockp_look {
+    REDISLOCKP_LOOK_GO,
+    REDISLOCKP_LOOK_GO_REREAD,
+    REDISLOCKP_LOOK_ASK,
+    REDISLOCKP_LOOK_BUSY
+} redislockp_look;
+redislockp_look redislockp_route_look(redislock_client *cl, unsigned slot,
+                                      size_t *node);
 
 /* route.c: the node for an operation on a key of SLOT: node 0 for one
  * server, the slot's master on a Cluster, the sentinels' master. */

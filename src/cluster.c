@@ -289,52 +289,6 @@ int redislockp_cluster_refresh(redislock_client *cl, int force, char *errmsg)
     return st;
 }
 
-int redislockp_node_for_slot(redislock_client *cl, unsigned slot,
-                             size_t *node, char *errmsg)
-{
-    long long deadline = 0;
-    int st, stale, known, busy, tries = 0;
-
-    *node = 0;
-    if (!cl->cluster)
-        return REDISLOCK_OK;
-    for (;;) {
-        pthread_mutex_lock(&cl->mu);
-        known = cl->slots[slot];
-        stale = cl->map_stale;
-        busy = cl->map_busy;
-        if (deadline == 0)
-            deadline = redislockp_now_ms() + 2 * cl->url.connect_ms;
-        pthread_mutex_unlock(&cl->mu);
-        if (known && (!stale || tries > 0)) {
-            *node = (size_t)known - 1;
-            return REDISLOCK_OK;
-        }
-        if (!known && busy) {
-            /* Another thread is reading the map: wait for it rather than
-             * fail (the first operations of many threads at once). */
-            if (redislockp_now_ms() > deadline)
-                break;
-            redislockp_sleep_ms(1);
-            continue;
-        }
-        st = redislockp_cluster_refresh(cl, !known, errmsg);
-        tries++;
-        if (st != REDISLOCK_OK) {
-            if (!known)
-                return st;
-            *node = (size_t)known - 1;  /* the old owner, as good a guess */
-            return REDISLOCK_OK;
-        }
-        if (!known && tries >= 2)
-            break;
-    }
-    redislockp_err_set(REDISLOCK_ERR_SERVER, REDISLOCK_STAGE_CLUSTER,
-                       REDISLOCK_CAUSE_NONE, NULL);
-    return redislockp_tx_fail(errmsg, REDISLOCK_ERR_SERVER,
-                              "no Cluster node serves slot %u (the cluster "
-                              "is down or the slot unassigned)", slot);
-}
 
 void redislockp_nodes_free(redislock_client *cl)
 {

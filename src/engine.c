@@ -6,8 +6,9 @@
  * told what was read and what time it is, and says what follows
  * (tests/check-layers.sh holds this object to it; tests/t_req.c feeds
  * the rules with no server).
- *   - what a reply means (redislockp_classify), what it teaches the
- *     route (redislockp_exec_learn), and what follows a leg
+ *   - where a leg goes (redislockp_route_look), what a reply means
+ *     (redislockp_classify), what it teaches the route
+ *     (redislockp_exec_learn), and what follows a leg
  *     (redislockp_follow_next: follow, pause, go on without scripts);
  *   - a fan-out's votes and clock (redislockp_fanout_decided,
  *     redislockp_fanclock_over);
@@ -304,6 +305,40 @@ redislockp_next redislockp_follow_next(redislockp_follow *fw,
         }
     }
     return REDISLOCKP_NEXT_DONE;
+}
+
+redislockp_look redislockp_route_look(redislock_client *cl, unsigned slot,
+                                      size_t *node)
+{
+    redislockp_look look = REDISLOCKP_LOOK_GO;
+    long known = 0;
+
+    *node = 0;
+    if (!cl->cluster && !cl->sentinel)
+        return look;
+    pthread_mutex_lock(&cl->mu);
+    if (cl->cluster)
+        known = slot < REDISLOCKP_SLOTS ? (long)cl->slots[slot] - 1 : -1;
+    else
+        known = cl->master;
+    if (known <= 0)
+        look = cl->map_busy ? REDISLOCKP_LOOK_BUSY : REDISLOCKP_LOOK_ASK;
+    else if (cl->map_stale)
+        /* A Cluster's owner from a map in doubt still takes the leg (a
+         * redirection corrects it); a master in doubt is asked for
+         * first (a failover under way). */
+        look = cl->cluster ? REDISLOCKP_LOOK_GO_REREAD : REDISLOCKP_LOOK_ASK;
+    pthread_mutex_unlock(&cl->mu);
+    *node = known > 0 ? (size_t)known : 0;
+    return look;
+}
+
+void redislockp_route_stale(redislock_client *cl)
+{
+    /* The same flag serves both: re-read the slot map, or ask the
+     * sentinels again. */
+    if (cl->cluster || cl->sentinel)
+        redislockp_cluster_stale(cl);
 }
 
 /* ------------------------------------------------------------------------

@@ -6,7 +6,8 @@
  * say DONE, AGAIN (where, with ASKING or not), LATER (when) or PLAIN, and
  * whether the connection goes.  No server: a Cluster client that never
  * connects holds the slot map the judge writes to.  The other rules both
- * executors share are fed here too: the fan-out's clock
+ * executors share are fed here too: where a leg goes
+ * (redislockp_route_look()), the fan-out's clock
  * (redislockp_fanclock_over()) and what follows a waiter's try
  * (redislockp_wait_next()).
  */
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "client.h"
 #include "exec.h"
 #include "op.h"
 #include "plain.h"
@@ -408,6 +410,54 @@ static void test_wait_next(void **state)
     redislock_client_free(cl);
 }
 
+/* Where a leg goes (redislockp_route_look(), the blocking route's and
+ * the loop's send_leg()'s): from what the client knows, no I/O. */
+static void test_route_look(void **state)
+{
+    redislock_client *cl = cluster_client(), *sc = NULL, *one = NULL;
+    size_t node = 99;
+
+    (void)state;
+    /* A Cluster: nothing known, ask; another asking, wait for it; the
+     * owner known, go; from a map in doubt, go and read it again. */
+    assert_int_equal(redislockp_route_look(cl, 5, &node), REDISLOCKP_LOOK_ASK);
+    assert_int_equal(node, 0);
+    cl->map_busy = 1;
+    assert_int_equal(redislockp_route_look(cl, 5, &node),
+                     REDISLOCKP_LOOK_BUSY);
+    cl->map_busy = 0;
+    cl->slots[5] = 3;
+    assert_int_equal(redislockp_route_look(cl, 5, &node), REDISLOCKP_LOOK_GO);
+    assert_int_equal(node, 2);
+    redislockp_route_stale(cl);
+    assert_int_equal(redislockp_route_look(cl, 5, &node),
+                     REDISLOCKP_LOOK_GO_REREAD);
+    assert_int_equal(node, 2);
+    cl->slots[5] = 0;
+    redislock_client_free(cl);
+    /* Sentinels: a master in doubt is asked for first (the old one kept
+     * as a guess). */
+    assert_int_equal(redislock_client_open("redis-sentinel://127.0.0.1:1/m",
+                                           &sc, NULL, 0), REDISLOCK_OK);
+    assert_int_equal(redislockp_route_look(sc, 0, &node), REDISLOCKP_LOOK_ASK);
+    assert_int_equal(node, 0);
+    sc->master = 1;
+    sc->map_stale = 0;
+    assert_int_equal(redislockp_route_look(sc, 0, &node), REDISLOCKP_LOOK_GO);
+    assert_int_equal(node, 1);
+    redislockp_route_stale(sc);
+    assert_int_equal(redislockp_route_look(sc, 0, &node), REDISLOCKP_LOOK_ASK);
+    assert_int_equal(node, 1);
+    sc->master = 0;
+    redislock_client_free(sc);
+    /* One server: node 0, always. */
+    assert_int_equal(redislock_client_open("redis://127.0.0.1:1", &one, NULL,
+                                           0), REDISLOCK_OK);
+    assert_int_equal(redislockp_route_look(one, 5, &node), REDISLOCKP_LOOK_GO);
+    assert_int_equal(node, 0);
+    redislock_client_free(one);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -419,6 +469,7 @@ int main(void)
         cmocka_unit_test(test_closing_server),
         cmocka_unit_test(test_fanout_clock),
         cmocka_unit_test(test_wait_next),
+        cmocka_unit_test(test_route_look),
     };
 
     return TU_RUN(tests, NULL, NULL);
