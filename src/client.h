@@ -327,11 +327,6 @@ void redislockp_pool_drop(redislock_client *cl, size_t node, redisContext *c);
 void redislockp_conn_back(redislock_client *cl, size_t node, redisContext *c,
                           int status);
 
-/* route.c: the node that owns SLOT, reading the slot map first if it
- * does not know (0 with *STATUS and ERRMSG on failure; standalone: node
- * 0).  Under no lock. */
-int redislockp_node_for_slot(redislock_client *cl, unsigned slot,
-                             size_t *node, char *errmsg);
 /* cluster.c: the node HOST:PORT, added if new (under no lock); -1 out of memory. */
 long redislockp_node_named(redislock_client *cl, const char *host, int port);
 /* A MOVED reply: SLOT lives on HOST:PORT now; note it and refresh the map
@@ -398,10 +393,6 @@ redislockp_url redislockp_sentinel_url(const redislockp_url *u, size_t i);
 int redislockp_sentinel_ask(const redislockp_url *u, const char *name,
                             char *host, size_t hostsize, int *port,
                             char *errmsg);
-/* route.c: the master's node, asking the sentinels first if it is
- * unknown or in doubt.  Under no lock. */
-int redislockp_sentinel_master(redislock_client *cl, size_t *node,
-                               char *errmsg);
 
 /* engine.c: where a leg of CL for a key of SLOT goes, from what CL knows
  * (no I/O; one rule for the blocking drivers below and the loop's):
@@ -420,7 +411,9 @@ redislockp_look redislockp_route_look(redislock_client *cl, unsigned slot,
                                       size_t *node);
 
 /* route.c: the node for an operation on a key of SLOT: node 0 for one
- * server, the slot's master on a Cluster, the sentinels' master. */
+ * server, the slot's master on a Cluster (the slot map read first if it
+ * does not know), the sentinels' master (asked for first if unknown or
+ * in doubt); REDISLOCK_OK, or a status with ERRMSG.  Under no lock. */
 int redislockp_route(redislock_client *cl, unsigned slot, size_t *node,
                      char *errmsg);
 /* A failure put the route in doubt: ask again before the next

@@ -14,72 +14,18 @@
 int redislockp_route(redislock_client *cl, unsigned slot, size_t *node,
                      char *errmsg)
 {
-    if (cl->cluster)
-        return redislockp_node_for_slot(cl, slot, node, errmsg);
-    if (cl->sentinel)
-        return redislockp_sentinel_master(cl, node, errmsg);
-    *node = 0;
-    return REDISLOCK_OK;
-}
-
-int redislockp_node_for_slot(redislock_client *cl, unsigned slot,
-                             size_t *node, char *errmsg)
-{
     long long deadline = 0;
     redislockp_look look;
     size_t n;
     int st, tries = 0;
 
     *node = 0;
-    if (!cl->cluster)
+    if (!cl->cluster && !cl->sentinel)
         return REDISLOCK_OK;
     for (;;) {
-        /* The rule (engine.c); this driver reads the map itself, first. */
+        /* The rule (engine.c); this driver reads the map or asks the
+         * sentinels itself, first. */
         look = redislockp_route_look(cl, slot, &n);
-        if (deadline == 0)
-            deadline = redislockp_now_ms() + 2 * cl->url.connect_ms;
-        if (look == REDISLOCKP_LOOK_GO ||
-            (look == REDISLOCKP_LOOK_GO_REREAD && tries > 0)) {
-            *node = n;
-            return REDISLOCK_OK;
-        }
-        if (look == REDISLOCKP_LOOK_BUSY) {
-            /* Another thread is reading the map: wait for it rather than
-             * fail (the first operations of many threads at once). */
-            if (redislockp_now_ms() > deadline)
-                break;
-            redislockp_sleep_ms(1);
-            continue;
-        }
-        st = redislockp_cluster_refresh(cl, n == 0, errmsg);
-        tries++;
-        if (st != REDISLOCK_OK) {
-            if (n == 0)
-                return st;
-            *node = n;                  /* the old owner, as good a guess */
-            return REDISLOCK_OK;
-        }
-        if (n == 0 && tries >= 2)
-            break;
-    }
-    redislockp_err_set(REDISLOCK_ERR_SERVER, REDISLOCK_STAGE_CLUSTER,
-                       REDISLOCK_CAUSE_NONE, NULL);
-    return redislockp_tx_fail(errmsg, REDISLOCK_ERR_SERVER,
-                              "no Cluster node serves slot %u (the cluster "
-                              "is down or the slot unassigned)", slot);
-}
-
-int redislockp_sentinel_master(redislock_client *cl, size_t *node,
-                               char *errmsg)
-{
-    long long deadline = 0;
-    redislockp_look look;
-    size_t n;
-    int st, tries = 0;
-
-    for (;;) {
-        /* The rule (engine.c): a master in doubt is asked for first. */
-        look = redislockp_route_look(cl, 0, &n);
         if (deadline == 0)
             deadline = redislockp_now_ms() + 2 * cl->url.connect_ms;
         if (look == REDISLOCKP_LOOK_GO || (n > 0 && tries > 0)) {
@@ -87,23 +33,33 @@ int redislockp_sentinel_master(redislock_client *cl, size_t *node,
             return REDISLOCK_OK;
         }
         if (look == REDISLOCKP_LOOK_BUSY) {
-            /* Another thread is asking: wait for its answer. */
+            /* Another thread is asking: wait for its answer rather than
+             * fail (the first operations of many threads at once). */
             if (redislockp_now_ms() > deadline)
                 break;
             redislockp_sleep_ms(1);
             continue;
         }
-        st = redislockp_sentinel_discover(cl, n == 0, errmsg);
+        st = cl->cluster ? redislockp_cluster_refresh(cl, n == 0, errmsg)
+                         : redislockp_sentinel_discover(cl, n == 0, errmsg);
         tries++;
         if (st != REDISLOCK_OK) {
             if (n == 0)
                 return st;
-            *node = n;                  /* the old master, as good a guess */
+            *node = n;                  /* the old one, as good a guess */
             errmsg[0] = '\0';
             return REDISLOCK_OK;
         }
         if (n == 0 && tries >= 2)
             break;
+    }
+    if (cl->cluster) {
+        redislockp_err_set(REDISLOCK_ERR_SERVER, REDISLOCK_STAGE_CLUSTER,
+                           REDISLOCK_CAUSE_NONE, NULL);
+        return redislockp_tx_fail(errmsg, REDISLOCK_ERR_SERVER,
+                                  "no Cluster node serves slot %u (the "
+                                  "cluster is down or the slot unassigned)",
+                                  slot);
     }
     redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_SENTINEL,
                        REDISLOCK_CAUSE_TIMEOUT, NULL);
