@@ -125,7 +125,11 @@ echo "hiredict: built in $(( $(date +%s) - start )) s"
 
 # The library and the tool (the binary under libtool's wrapper, with the
 # library beside it) load hiredict, from DIR, and no hiredis.
-for obj in src/.libs/libredislock.so cli/.libs/redislock; do
+# The command links the library's objects itself (no libtool wrapper,
+# no libredislock.so at run time): cli/redislock is the program.
+tool=cli/redislock
+[ -f cli/.libs/redislock ] && tool=cli/.libs/redislock
+for obj in src/.libs/libredislock.so $tool; do
     LD_LIBRARY_PATH=$lib:$(pwd)/src/.libs ldd "$obj" > ldd.out 2>&1 || fail "ldd $obj"
     echo "hiredict: ldd $obj:"
     grep -E 'redislock|hiredi|ssl|crypto' ldd.out | sed 's/ (0x[0-9a-f]*)$//'
