@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/types.h>
 #ifdef __linux__
 #include <sys/prctl.h>
@@ -994,7 +995,7 @@ static bool hide_secrets(char *url)
     end = strchr(q != NULL ? q + 1 : url, '?');
     if (end == NULL)
         end = url + strlen(url);
-    if (starts(url, "unix://")) {
+    if (strncasecmp(url, "unix://", 7) == 0) {   /* any case */
         if (*p != '/')
             for (q = p; q + 1 < end; q++)
                 if (q[0] == '@' && q[1] == '/')
