@@ -108,6 +108,7 @@ struct options {
                                        * failure, at what the server
                                        * refused) */
     bool verbose;
+    bool quiet;                       /* -q: no line for a wait given up */
     bool status;
     bool json;                        /* --json, with --status or --check */
     bool check;                       /* --check: the servers' setup */
@@ -184,6 +185,7 @@ static void usage(FILE *f)
 "      --json             with --status or --check: one JSON object\n"
 "  -v, --verbose          say what happens (who holds KEY while waiting),\n"
 "                         on standard error\n"
+"  -q, --quiet            no line when a wait (-w) runs out\n"
 "  -h, --help             show this help\n"
 "  -V, --version          show the version\n"
 "\n"
@@ -429,6 +431,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         { "json", no_argument, NULL, OPT_JSON },
         { "check", no_argument, NULL, OPT_CHECK },
         { "verbose", no_argument, NULL, 'v' },
+        { "quiet", no_argument, NULL, 'q' },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 }
@@ -450,7 +453,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 
     opterr = 0;
     /* '+': options end at KEY, so COMMAND's own options stay its own. */
-    while ((c = getopt_long(argc, argv, "+u:e:w:nE:m:c:s:k:vhV", longopts,
+    while ((c = getopt_long(argc, argv, "+u:e:w:nE:m:c:s:k:vqhV", longopts,
                             NULL)) != -1) {
         switch (c) {
         case 'u':
@@ -535,6 +538,9 @@ static int parse_args(int argc, char **argv, struct options *o)
         case 'v':
             o->verbose = true;
             break;
+        case 'q':
+            o->quiet = true;
+            break;
         case 'h':
             usage(stdout);
             return -1;
@@ -566,6 +572,8 @@ static int parse_args(int argc, char **argv, struct options *o)
         }
     }
 
+    if (o->quiet && o->verbose)
+        return usage_error("%s", "give either -q or -v");
     if (o->check) {
         if (o->status)
             return usage_error("%s", "give either --check or --status");
@@ -1754,13 +1762,22 @@ static int take(redislock *lock, redislock_client *client,
     }
     if (st != REDISLOCK_OK)
         return lock_error(lock, st, o, "acquire the lock");
-    if (!o->verbose)
+    /* A wait that ran out is said without -v (unless -q): exit 75 alone
+     * reads like a failure to reach Redis.  -n's "busy" stays silent, as
+     * flock -n's: not getting the lock is what -n is for. */
+    if (!o->verbose && (*acquired || o->wait_ms == 0 || o->quiet))
         return 0;
     if (*acquired) {
-        (void)redislock_token(lock, &token);
-        say("got the lock %s after %.1f s (owner %s, token %llu)", o->key,
-            secs(now_ms() - start), redislock_id(lock),
-            (unsigned long long)token);
+        /* A token only if there is one (REDISLOCK_TOKEN is set only
+         * then): without fencing there is none, not a token 0. */
+        if (redislock_token(lock, &token) == REDISLOCK_OK && token > 0)
+            say("got the lock %s after %.1f s (owner %s, token %llu)",
+                o->key, secs(now_ms() - start), redislock_id(lock),
+                (unsigned long long)token);
+        else
+            say("got the lock %s after %.1f s (owner %s, no fencing "
+                "token)", o->key, secs(now_ms() - start),
+                redislock_id(lock));
     } else if (!stopped()) {
         if (look(lock, &h) == REDISLOCK_OK)
             holder_text(&h, what, sizeof what);
