@@ -74,9 +74,9 @@ enum { CHECK_OK = 0, CHECK_WARNED = 1, CHECK_UNREACHABLE = 69,
 /* How many PINGs give the round trip's median and 99th percentile. */
 #define PINGS 300
 
-/* The lease judged against unless -e gives one: the library's default,
- * which redislock_new() documents (an expiry of 0 s: a PX of 500 ms,
- * go-zero's). */
+/* The library's default lease, which redislock_new() documents (an
+ * expiry of 0 s: a PX of 500 ms, go-zero's); the check judges
+ * redislock's (-e, 30 s by default), which the header line says. */
 #define LIBRARY_LEASE_MS 500
 
 /* A round trip whose 99th percentile reaches a tenth of the lease gets a
@@ -314,27 +314,32 @@ static const struct mode *url_mode(int scripts)
 #define IN_SCRIPTS (1 << SCRIPTS_EVAL | 1 << SCRIPTS_FUNCTIONS)
 #define IN_NONE (1 << SCRIPTS_NONE)
 
+/* Who uses a feature (features[]): what is missing for it is a warning
+ * when the options beside --check use it (struct check_uses), a note
+ * when they do not. */
+enum use { USE_GOZERO, USE_COUNTED, USE_WAITING, USE_FENCING, USE_STATUS };
+
 static const struct feature {
     int in;                           /* the modes it runs in: IN_* */
     needset needs;
-    bool warn;                        /* a warning, else a note */
+    enum use use;                     /* a warning if used, else a note */
     const char *what;                 /* "the user may not run X, which
                                        * WHAT" */
     const char *without;              /* what happens without */
 } features[] = {
     { IN_SCRIPTS,
       NEED(N_GET) | NEED(N_SET) | NEED(N_DEL) | NEED(N_PEXPIRE) |
-          NEED(N_PTTL), true,
+          NEED(N_PTTL), USE_GOZERO,
       "go-zero mode (the default) runs in its scripts",
       "its operations (redislock, redislock_new()) fail, having written "
       "nothing" },
     { IN_SCRIPTS,
       NEED(N_EXISTS) | NEED(N_GET) | NEED(N_HGET) | NEED(N_HSET) |
           NEED(N_HINCRBY) | NEED(N_PEXPIRE) | NEED(N_PTTL) | NEED(N_DEL),
-      false, "counted mode runs in its scripts",
+      USE_COUNTED, "counted mode runs in its scripts",
       "counted locks (redislock -m counted, redislock_new_counted()) fail, "
       "having written nothing" },
-    { IN_NONE, NEED(N_DISCARD) | NEED(N_UNWATCH), true,
+    { IN_NONE, NEED(N_DISCARD) | NEED(N_UNWATCH), USE_GOZERO,
       "go-zero mode without scripts sends to end a conversation that "
       "writes nothing (DISCARD after its MULTI, UNWATCH without one)",
       "an extend or a release of a lock another owner holds (or that has "
@@ -344,26 +349,44 @@ static const struct feature {
     { IN_SCRIPTS,
       NEED(N_EXISTS) | NEED(N_TIME) | NEED(N_ZADD) | NEED(N_ZREM) |
           NEED(N_ZCARD) | NEED(N_ZREMRANGEBYSCORE) | NEED(N_RPUSH) |
-          NEED(N_BLPOP), true, "waiting and wake-ups need",
+          NEED(N_BLPOP), USE_WAITING, "waiting and wake-ups need",
       "waiters (redislock -w, redislock_acquire_wait()) poll instead of "
       "being woken, and may lose their place in line" },
     { IN_NONE,
       NEED(N_TIME) | NEED(N_ZADD) | NEED(N_ZREM) | NEED(N_ZCARD) |
           NEED(N_ZREVRANGEBYSCORE) | NEED(N_ZREMRANGEBYSCORE) |
-          NEED(N_RPUSH) | NEED(N_BLPOP), true,
+          NEED(N_RPUSH) | NEED(N_BLPOP), USE_WAITING,
       "waiting and wake-ups need without scripts",
       "waiters (redislock -w, redislock_acquire_wait()) poll instead of "
       "being woken, and may lose their place in line" },
-    { IN_SCRIPTS, NEED(N_HGET) | NEED(N_HINCRBY) | NEED(N_HSET), true,
-      "fencing needs",
+    { IN_SCRIPTS, NEED(N_HGET) | NEED(N_HINCRBY) | NEED(N_HSET),
+      USE_FENCING, "fencing needs",
       "an acquire with a fencing token (redislock without --no-fencing, "
       "redislock_set_fencing()) fails, having written nothing" },
     { IN_SCRIPTS | IN_NONE, NEED(N_TIME) | NEED(N_ZCOUNT) | NEED(N_HGET),
-      false, "reading the waiters and the fencing counter (the status "
+      USE_STATUS, "reading the waiters and the fencing counter (the status "
       "queries) needs",
       "redislock --status shows waiters and fence as unknown, and "
       "redislock_inspect_companions() fails" },
 };
+
+/* Do the locks to come (USES) use U? */
+static bool used(const struct check_uses *uses, enum use u)
+{
+    switch (u) {
+    case USE_GOZERO:
+        return !uses->counted;
+    case USE_COUNTED:
+        return uses->counted;
+    case USE_WAITING:
+        return uses->waits;
+    case USE_FENCING:
+        return uses->fencing;
+    case USE_STATUS:
+        break;
+    }
+    return false;                     /* --status is not run with --check */
+}
 
 /* The NEED() bits of what runs in mode M (features[]). */
 static needset feature_needs(const struct mode *m)
@@ -1980,7 +2003,7 @@ static void judge_replication(struct node *n)
                 "check the replicas");
 }
 
-static void judge_access(struct node *n)
+static void judge_access(struct node *n, const struct check_uses *uses)
 {
     bool have_replicas = n->connected_replicas > 0;
     const struct mode *mode = NULL;
@@ -2001,7 +2024,8 @@ static void judge_access(struct node *n)
             finding(n, true, "%s: no lock operation can run; %s",
                     n->mode_why, n->mode_fix);
     } else if (n->fallback) {
-        finding(n, true, "the library runs go-zero mode here without "
+        finding(n, uses->counted || uses->fencing,
+                "the library runs go-zero mode here without "
                 "scripts, as this user may not run them: counted mode and "
                 "fencing fail (and so does redislock without --no-fencing); "
                 "give the user %s (doc/acl.md), or put scripts=none in the "
@@ -2017,7 +2041,8 @@ static void judge_access(struct node *n)
         if (names[0] == '\0')
             continue;
         perm_names(n, features[k].needs, MAY_NO, give, sizeof give);
-        finding(n, features[k].warn, "the user may not run %s, which %s: "
+        finding(n, used(uses, features[k].use),
+                "the user may not run %s, which %s: "
                 "%s; give the user %s (doc/acl.md)", names,
                 features[k].what, features[k].without, give);
     }
@@ -2044,9 +2069,10 @@ static void judge_access(struct node *n)
                                                   : "ASKING");
 }
 
-/* What N's facts mean, against a lease of LEASE_MS. */
-static void judge(struct node *n, long long lease_ms)
+/* What N's facts mean, for locks that use USES. */
+static void judge(struct node *n, const struct check_uses *uses)
 {
+    long long lease_ms = uses->lease_ms;
     char addr[96], share[32];
 
     if (!n->reached)
@@ -2087,7 +2113,7 @@ static void judge(struct node *n, long long lease_ms)
                 "again", n->cluster_state);
     if (n->found != FOUND_TLS) {
         if (n->master && n->mode != NULL)
-            judge_access(n);
+            judge_access(n, uses);
         judge_persistence(n);
         judge_memory(n);
         judge_replication(n);
@@ -2520,17 +2546,17 @@ void check_free(struct check *k)
     free(k);
 }
 
-int check_run(struct check *k, long long lease_ms, bool json,
+int check_run(struct check *k, const struct check_uses *uses, bool json,
               const char *origin)
 {
+    struct check_uses u = *uses;
+    long long lease_ms = u.lease_ms > 0 ? u.lease_ms : LIBRARY_LEASE_MS;
     struct sigaction sa;
     int i, j, warnings = 0, notes = 0, unreachable = 0, rc;
     bool oom = false, first;
     struct node *n;
     char addr[96];
 
-    if (lease_ms <= 0)
-        lease_ms = LIBRARY_LEASE_MS;
     /* A server that closes the connection must not kill the check with
      * SIGPIPE (no COMMAND runs in this mode to inherit the change). */
     memset(&sa, 0, sizeof sa);
@@ -2567,7 +2593,8 @@ int check_run(struct check *k, long long lease_ms, bool json,
     }
     for (i = 0; i < k->nnodes; i++) {
         n = &k->nodes[i];
-        judge(n, lease_ms);
+        u.lease_ms = lease_ms;
+        judge(n, &u);
         if (!n->reached && n->master) {
             unreachable++;
         } else if (!n->reached) {
@@ -2588,8 +2615,12 @@ int check_run(struct check *k, long long lease_ms, bool json,
          : warnings ? CHECK_WARNED : CHECK_OK;
 
     if (json) {
-        printf("{\"lease_ms\":%lld,\"pings\":%d,\"rtt_warning_percent\":%d,"
-               "\"servers\":[", lease_ms, PINGS, 100 / RTT_SHARE);
+        printf("{\"lease_ms\":%lld,\"uses\":{\"mode\":\"%s\","
+               "\"fencing\":%s,\"waiting\":%s},\"pings\":%d,"
+               "\"rtt_warning_percent\":%d,\"servers\":[", lease_ms,
+               uses->counted ? "counted" : "gozero",
+               uses->fencing ? "true" : "false",
+               uses->waits ? "true" : "false", PINGS, 100 / RTT_SHARE);
         for (i = 0; i < k->nnodes; i++) {
             if (i)
                 printf(",");
@@ -2608,8 +2639,14 @@ int check_run(struct check *k, long long lease_ms, bool json,
     } else {
         printf("redislock --check: %d server%s, judged against a %lld ms "
                "lease%s\n", k->nnodes, k->nnodes == 1 ? "" : "s", lease_ms,
-               lease_ms == LIBRARY_LEASE_MS
-                   ? " (the library's default; -e sets another)" : "");
+               uses->lease_given ? ""
+                   : " (redislock's default; -e sets another, -e 0.5 the "
+                     "library's)");
+        printf("for locks in %s mode, %s, %s (what the options beside "
+               "--check use: -m, --no-fencing, -n)\n",
+               uses->counted ? "counted" : "go-zero",
+               uses->fencing ? "with a fencing token" : "without fencing",
+               uses->waits ? "waiting when busy" : "not waiting");
         for (i = 0; i < k->nnodes; i++)
             print_node_text(&k->nodes[i], i == 0 ? origin : "", lease_ms);
         printf("\n");

@@ -149,7 +149,8 @@ static void usage(FILE *f)
 "Usage: %s [OPTIONS] KEY [--] COMMAND [ARG...]\n"
 "       %s [OPTIONS] KEY -c SHELL-COMMAND\n"
 "       %s [OPTIONS] --status KEY\n"
-"       %s [-u URL]... [-e SECONDS] [--json] --check\n"
+"       %s [-u URL]... [-e SECONDS] [-m MODE] [-n|-w SECONDS]\n"
+"                 [--no-fencing] [--json] --check\n"
 "Run COMMAND while holding the Redis lock KEY (flock(1) across machines).\n"
 "\n"
 "  -u, --url URL          Redis to use (default $REDISLOCK_URL, else\n"
@@ -2631,8 +2632,20 @@ static int check(struct options *o, redislock_client *client)
         say("out of memory");
         rc = EXIT_SYSTEM;
     } else {
-        rc = check_run(c, o->expire_given ? o->expire_ms : 0, o->json,
-                       url_origin(o));
+        /* What a run with these options will use (settle_fencing()'s
+         * rules, without its usage errors: the check says what cannot
+         * run, and why). */
+        struct check_uses uses = {
+            .lease_ms = o->expire_ms,
+            .lease_given = o->expire_given,
+            .counted = o->counted,
+            .fencing = o->fencing &&
+                       (o->fencing_from == FENCING_ASKED ||
+                        (o->nurls <= 1 && urls_scripts(o) != SCRIPTS_NONE)),
+            .waits = o->wait_ms != 0,
+        };
+
+        rc = check_run(c, &uses, o->json, url_origin(o));
     }
     check_free(c);
     options_free(o);

@@ -198,6 +198,50 @@ t_clean() {
 }
 check "a clean server (AOF everysec, noeviction, no replicas): exit 0, every fact, no finding; --json" t_clean
 
+# What the options beside --check use decides what a missing command is
+# (issue 34 part 4, item 2): a warning for what the run will need (by
+# default fencing, waiting, go-zero mode), a note for what it will not.
+# The lease judged is redislock's (30 s), not the library's 500 ms.
+t_check_follows_options() {
+    ccli ACL SETUSER nohincrby on '>pw' '~*' '+@all' '-hincrby' > /dev/null
+    ccli ACL SETUSER noblpop on '>pw' '~*' '+@all' '-blpop' > /dev/null
+    $R -u "$(user_url nohincrby)" --no-auth-warning --check > "$work/o1" 2>&1
+    st1=$?
+    $R -u "$(user_url nohincrby)" --no-auth-warning --check --json > "$work/o1.json" 2>&1
+    $R -u "$(user_url nohincrby)" --no-auth-warning --no-fencing --check > "$work/o2" 2>&1
+    st2=$?
+    $R -u "$(user_url nohincrby)" --no-auth-warning --no-fencing -m counted --check > "$work/o3" 2>&1
+    st3=$?
+    $R -u "$(user_url noblpop)" --no-auth-warning -n --check > "$work/o4" 2>&1
+    st4=$?
+    $R -u "$(user_url noblpop)" --no-auth-warning -w 5 --check > "$work/o5" 2>&1
+    st5=$?
+    ccli ACL DELUSER nohincrby noblpop > /dev/null
+    # The defaults: fencing, so the missing HINCRBY fails the check.
+    expect_status 1 $st1 "a user without HINCRBY" || { sed 's/^/#   /' "$work/o1"; return 1; }
+    has "$work/o1" '^redislock --check: 1 server, judged against a 30000 ms lease \(redislock.s default; -e sets another, -e 0\.5 the library.s\)$' &&
+    has "$work/o1" '^for locks in go-zero mode, with a fencing token, waiting when busy ' &&
+    has "$work/o1" '^  warning: the user may not run HINCRBY, which fencing needs: .*give the user \+hincrby \(doc/acl\.md\)$' &&
+    has "$work/o1" '^  note: the user may not run HINCRBY, which counted mode runs in its scripts' &&
+    has "$work/o1" '^1 warning, 1 note\.$' || return 1
+    json_is "$work/o1.json" 'J["lease_ms"], J["uses"], J["exit_status"]' "(30000, {'mode': 'gozero', 'fencing': True, 'waiting': True}, 1)" || return 1
+    # --no-fencing: nothing the run needs is missing.
+    expect_status 0 $st2 "--no-fencing" || { sed 's/^/#   /' "$work/o2"; return 1; }
+    has "$work/o2" '^for locks in go-zero mode, without fencing, waiting when busy ' &&
+    has "$work/o2" '^  note: the user may not run HINCRBY, which fencing needs' &&
+    has "$work/o2" '^no warnings, 2 notes\.$' || return 1
+    # -m counted needs HINCRBY for its count.
+    expect_status 1 $st3 "-m counted" || { sed 's/^/#   /' "$work/o3"; return 1; }
+    has "$work/o3" '^  warning: the user may not run HINCRBY, which counted mode runs in its scripts' &&
+    has "$work/o3" '^1 warning, 1 note\.$' || return 1
+    # -n does not wait, so BLPOP is not needed; -w is.
+    expect_status 0 $st4 "-n without BLPOP" || { sed 's/^/#   /' "$work/o4"; return 1; }
+    has "$work/o4" '^  note: the user may not run BLPOP, which waiting and wake-ups need' || return 1
+    expect_status 1 $st5 "-w without BLPOP" || { sed 's/^/#   /' "$work/o5"; return 1; }
+    has "$work/o5" '^  warning: the user may not run BLPOP, which waiting and wake-ups need'
+}
+check "--check judges what the options use: redislock's lease, fencing (a user without HINCRBY fails it, --no-fencing not), -m counted, -n" t_check_follows_options
+
 t_unreachable() {
     $R -u "unix://$work/no-such.sock" --check > "$work/u1" 2>&1
     expect_status 69 $? "a missing socket" || return 1
@@ -226,7 +270,7 @@ t_no_persistence() {
     has "$work/p1" '^1 warning\.$' || return 1
     $R -u "unix://$REDISLOCK_TEST_SOCKET" --check --json > "$work/p1.json" 2>&1
     expect_status 1 $? "no persistence, --json" || return 1
-    json_is "$work/p1.json" 'J["lease_ms"], J["warnings"], J["servers"][0]["aof"], J["servers"][0]["rdb"]' "(500, 1, False, False)" &&
+    json_is "$work/p1.json" 'J["lease_ms"], J["warnings"], J["servers"][0]["aof"], J["servers"][0]["rdb"]' "(30000, 1, False, False)" &&
     json_is "$work/p1.json" '[f["level"] for f in J["servers"][0]["findings"]]' "['warning']" || return 1
     # RDB snapshots only.
     "$rcli" -p "$REDISLOCK_TEST_PORT" CONFIG SET save "3600 1 300 100" > /dev/null
