@@ -26,6 +26,9 @@ struct check_uses {
     bool counted;                     /* -m counted, else go-zero mode */
     bool fencing;                     /* a fencing token will be drawn */
     bool waits;                       /* a busy lock is waited for (not -n) */
+    const char *key;                  /* --check KEY: the lock whose keys
+                                       * the user's key patterns must
+                                       * cover; NULL: none checked */
 };
 
 /* Check every server, print what was found on standard output (one JSON

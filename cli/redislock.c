@@ -150,7 +150,7 @@ static void usage(FILE *f)
 "       %s [OPTIONS] KEY -c SHELL-COMMAND\n"
 "       %s [OPTIONS] --status KEY\n"
 "       %s [-u URL]... [-e SECONDS] [-m MODE] [-n|-w SECONDS]\n"
-"                 [--no-fencing] [--json] --check\n"
+"                 [--no-fencing] [--json] --check [KEY]\n"
 "Run COMMAND while holding the Redis lock KEY (flock(1) across machines).\n"
 "\n"
 "  -u, --url URL          Redis to use (default $REDISLOCK_URL, else\n"
@@ -578,8 +578,14 @@ static int parse_args(int argc, char **argv, struct options *o)
     if (o->check) {
         if (o->status)
             return usage_error("%s", "give either --check or --status");
+        /* A KEY: its keys are checked against the user's key patterns. */
+        if (optind < argc)
+            o->key = argv[optind++];
         if (optind < argc || o->shell_command)
-            return usage_error("%s", "--check takes no KEY or COMMAND");
+            return usage_error("%s", "--check takes a KEY at most, no "
+                               "COMMAND");
+        if (o->key != NULL && *o->key == '\0')
+            return usage_error("%s", "KEY is empty");
         return 0;
     }
     if (optind >= argc)
@@ -2643,6 +2649,7 @@ static int check(struct options *o, redislock_client *client)
                        (o->fencing_from == FENCING_ASKED ||
                         (o->nurls <= 1 && urls_scripts(o) != SCRIPTS_NONE)),
             .waits = o->wait_ms != 0,
+            .key = o->key,
         };
 
         rc = check_run(c, &uses, o->json, url_origin(o));

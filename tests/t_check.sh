@@ -242,6 +242,42 @@ t_check_follows_options() {
 }
 check "--check judges what the options use: redislock's lease, fencing (a user without HINCRBY fails it, --no-fencing not), -m counted, -n" t_check_follows_options
 
+# --check KEY: the lock's keys against the user's key patterns (Redis
+# 7.0 and later).  A user of ~locks:* may run every command, but not on
+# {locks:x}:fence, which fencing needs: a plain --check was clean, and
+# then "redislock locks:x ..." exited 69 (issue 34 part 4, item 2).
+t_check_key() {
+    ccli ACL SETUSER keysonly on '>pw' '~locks:*' '+@all' > /dev/null
+    ccli ACL SETUSER keysall on '>pw' '~locks:*' '~{locks:*}:*' '+@all' > /dev/null
+    $R -u "$(user_url keysonly)" --no-auth-warning -e 30 --check locks:x > "$work/y1" 2>&1
+    st1=$?
+    $R -u "$(user_url keysonly)" --no-auth-warning -e 30 --no-fencing -n --check locks:x > "$work/y2" 2>&1
+    st2=$?
+    $R -u "$(user_url keysall)" --no-auth-warning -e 30 --check locks:x > "$work/y3" 2>&1
+    st3=$?
+    $R -u "$(user_url keysonly)" --no-auth-warning -e 30 --check locks:x true > "$work/y4" 2>&1
+    st4=$?
+    ccli ACL DELUSER keysonly keysall > /dev/null
+    if [ "$(ccli INFO server | tr -d '\r' | sed -n 's/^redis_version:\([0-9]*\)\..*/\1/p')" -lt 7 ] 2>/dev/null; then
+        has "$work/y1" '^  note: the keys of the lock locks:x were not checked against the user.s key patterns: Redis before 7\.0' || return 1
+        return 0
+    fi
+    expect_status 1 $st1 "a user of ~locks:* for the lock locks:x" || { sed 's/^/#   /' "$work/y1"; return 1; }
+    has "$work/y1" '^  warning: the user.s key patterns \(~\.\.\.\) do not cover HGET on \{locks:x\}:fence, HINCRBY on \{locks:x\}:fence, HSET on \{locks:x\}:fence, which fencing needs: .*give the user a key pattern that matches those keys \(doc/acl\.md\)$' &&
+    has "$work/y1" '^  warning: the user.s key patterns \(~\.\.\.\) do not cover EXISTS on locks:x and \{locks:x\}:turn, ZADD on \{locks:x\}:waiters, .*which waiting and wake-ups need' &&
+    lacks "$work/y1" 'which go-zero mode' &&
+    has "$work/y1" '^2 warnings, 1 note\.$' || return 1
+    # Without fencing and waiting, what is left out is not used.
+    expect_status 0 $st2 "--no-fencing -n" || { sed 's/^/#   /' "$work/y2"; return 1; }
+    has "$work/y2" '^  note: the user.s key patterns \(~\.\.\.\) do not cover HGET on \{locks:x\}:fence' || return 1
+    # Patterns that cover the companions: nothing to say.
+    expect_status 0 $st3 "~locks:* ~{locks:*}:*" || { sed 's/^/#   /' "$work/y3"; return 1; }
+    lacks "$work/y3" 'key patterns' || return 1
+    expect_status 64 $st4 "--check KEY COMMAND" || return 1
+    has "$work/y4" '^redislock: --check takes a KEY at most, no COMMAND$'
+}
+check "--check KEY: the lock's keys against the user's key patterns (a user of ~locks:* fails it for fencing's {locks:x}:fence)" t_check_key
+
 t_unreachable() {
     $R -u "unix://$work/no-such.sock" --check > "$work/u1" 2>&1
     expect_status 69 $? "a missing socket" || return 1
@@ -853,20 +889,22 @@ t_tls() {
 check "rediss:// (a TLS build): reached through the library only, which a warning says; 69 when gone" t_tls
 
 t_usage() {
-    for args in "--check k" "--check --status k" "--check -c true" \
-                "--check -- true"; do
+    for args in "--check k true" "--check --status k" "--check -c true" \
+                "--check -- k true"; do
         # shellcheck disable=SC2086
         $R $args > "$work/us" 2>&1
         expect_status 64 $? "redislock $args" || return 1
         has "$work/us" '^redislock: ' || return 1
     done
+    $R --check "" > "$work/us" 2>&1
+    expect_status 64 $? "an empty KEY" || return 1
     $R -u 'redis://127.0.0.1:notaport' --check > "$work/us" 2>&1
     expect_status 64 $? "a bad URL" || return 1
     has "$work/us" '^redislock: URL: port is not a number' || return 1
     $R -u "redis://127.0.0.1:$clean" -u "redis://127.0.0.1:$clean" --check > "$work/us" 2>&1
     expect_status 64 $? "two URLs (an even quorum)"
 }
-check "--check with a KEY, COMMAND, --status or a bad URL: exit 64" t_usage
+check "--check with a COMMAND, an empty KEY, --status or a bad URL: exit 64" t_usage
 
 if [ -n "$vglogs" ]; then
     t_valgrind_clean() {
