@@ -74,9 +74,9 @@ enum { CHECK_OK = 0, CHECK_WARNED = 1, CHECK_UNREACHABLE = 69,
 /* How many PINGs give the round trip's median and 99th percentile. */
 #define PINGS 300
 
-/* The lease judged against unless -e gives one: the library's default,
- * which redislock_new() documents (an expiry of 0 s: a PX of 500 ms,
- * go-zero's). */
+/* The library's default lease, which redislock_new() documents (an
+ * expiry of 0 s: a PX of 500 ms, go-zero's); the check judges
+ * redislock's (-e, 30 s by default), which the header line says. */
 #define LIBRARY_LEASE_MS 500
 
 /* A round trip whose 99th percentile reaches a tenth of the lease gets a
@@ -122,6 +122,8 @@ struct target {
     int scripts;                      /* its scripts=: SCRIPTS_* */
     bool quorum;                      /* one of several URLs: a quorum's
                                        * master (which needs scripts) */
+    const char *lock_key;             /* --check KEY: its keys are
+                                       * checked; NULL without */
     redislock_client *client;         /* rediss://: the library's way in */
 };
 
@@ -314,27 +316,32 @@ static const struct mode *url_mode(int scripts)
 #define IN_SCRIPTS (1 << SCRIPTS_EVAL | 1 << SCRIPTS_FUNCTIONS)
 #define IN_NONE (1 << SCRIPTS_NONE)
 
+/* Who uses a feature (features[]): what is missing for it is a warning
+ * when the options beside --check use it (struct check_uses), a note
+ * when they do not. */
+enum use { USE_GOZERO, USE_COUNTED, USE_WAITING, USE_FENCING, USE_STATUS };
+
 static const struct feature {
     int in;                           /* the modes it runs in: IN_* */
     needset needs;
-    bool warn;                        /* a warning, else a note */
+    enum use use;                     /* a warning if used, else a note */
     const char *what;                 /* "the user may not run X, which
                                        * WHAT" */
     const char *without;              /* what happens without */
 } features[] = {
     { IN_SCRIPTS,
       NEED(N_GET) | NEED(N_SET) | NEED(N_DEL) | NEED(N_PEXPIRE) |
-          NEED(N_PTTL), true,
+          NEED(N_PTTL), USE_GOZERO,
       "go-zero mode (the default) runs in its scripts",
       "its operations (redislock, redislock_new()) fail, having written "
       "nothing" },
     { IN_SCRIPTS,
       NEED(N_EXISTS) | NEED(N_GET) | NEED(N_HGET) | NEED(N_HSET) |
           NEED(N_HINCRBY) | NEED(N_PEXPIRE) | NEED(N_PTTL) | NEED(N_DEL),
-      false, "counted mode runs in its scripts",
+      USE_COUNTED, "counted mode runs in its scripts",
       "counted locks (redislock -m counted, redislock_new_counted()) fail, "
       "having written nothing" },
-    { IN_NONE, NEED(N_DISCARD) | NEED(N_UNWATCH), true,
+    { IN_NONE, NEED(N_DISCARD) | NEED(N_UNWATCH), USE_GOZERO,
       "go-zero mode without scripts sends to end a conversation that "
       "writes nothing (DISCARD after its MULTI, UNWATCH without one)",
       "an extend or a release of a lock another owner holds (or that has "
@@ -344,26 +351,69 @@ static const struct feature {
     { IN_SCRIPTS,
       NEED(N_EXISTS) | NEED(N_TIME) | NEED(N_ZADD) | NEED(N_ZREM) |
           NEED(N_ZCARD) | NEED(N_ZREMRANGEBYSCORE) | NEED(N_RPUSH) |
-          NEED(N_BLPOP), true, "waiting and wake-ups need",
+          NEED(N_BLPOP), USE_WAITING, "waiting and wake-ups need",
       "waiters (redislock -w, redislock_acquire_wait()) poll instead of "
       "being woken, and may lose their place in line" },
     { IN_NONE,
       NEED(N_TIME) | NEED(N_ZADD) | NEED(N_ZREM) | NEED(N_ZCARD) |
           NEED(N_ZREVRANGEBYSCORE) | NEED(N_ZREMRANGEBYSCORE) |
-          NEED(N_RPUSH) | NEED(N_BLPOP), true,
+          NEED(N_RPUSH) | NEED(N_BLPOP), USE_WAITING,
       "waiting and wake-ups need without scripts",
       "waiters (redislock -w, redislock_acquire_wait()) poll instead of "
       "being woken, and may lose their place in line" },
-    { IN_SCRIPTS, NEED(N_HGET) | NEED(N_HINCRBY) | NEED(N_HSET), true,
-      "fencing needs",
+    { IN_SCRIPTS, NEED(N_HGET) | NEED(N_HINCRBY) | NEED(N_HSET),
+      USE_FENCING, "fencing needs",
       "an acquire with a fencing token (redislock without --no-fencing, "
       "redislock_set_fencing()) fails, having written nothing" },
     { IN_SCRIPTS | IN_NONE, NEED(N_TIME) | NEED(N_ZCOUNT) | NEED(N_HGET),
-      false, "reading the waiters and the fencing counter (the status "
+      USE_STATUS, "reading the waiters and the fencing counter (the status "
       "queries) needs",
       "redislock --status shows waiters and fence as unknown, and "
       "redislock_inspect_companions() fails" },
 };
+
+#define FEATURES (sizeof features / sizeof features[0])
+
+/* What each feature runs on which of a lock's keys (src/calls.c's
+ * tables, which permissions.lua checks after a refusal): $1 the lock
+ * key, $2 the fencing counter, $3 the waiters, $4 the wake-up list, $5
+ * the turn.  FEATURE is its features[] entry. */
+static const struct key_use {
+    size_t feature;
+    const char *words;
+} key_uses[] = {
+    { 0, "GET $1" }, { 0, "SET $1 x PX 1" }, { 0, "PTTL $1" },
+    { 0, "DEL $1" }, { 0, "PEXPIRE $1 1" },
+    { 1, "EXISTS $1" }, { 1, "HGET $1 owner" }, { 1, "HINCRBY $1 count 1" },
+    { 1, "HSET $1 owner x" }, { 1, "PEXPIRE $1 1" }, { 1, "DEL $1" },
+    { 2, "WATCH $1" }, { 2, "GET $1" }, { 2, "SET $1 x PX 1" },
+    { 2, "PEXPIRE $1 1" }, { 2, "DEL $1" },
+    { 3, "EXISTS $1 $5" }, { 3, "ZADD $3 1 x" }, { 3, "ZREM $3 x" },
+    { 3, "ZREMRANGEBYSCORE $3 -inf 0" }, { 3, "RPUSH $4 1" },
+    { 3, "BLPOP $4 0" }, { 3, "SET $5 1 PX 1" },
+    { 4, "ZADD $3 1 x" }, { 4, "ZREM $3 x" }, { 4, "RPUSH $4 1" },
+    { 4, "BLPOP $4 0" }, { 4, "SET $5 1 PX 1" },
+    { 5, "HGET $2 owner" }, { 5, "HINCRBY $2 n 1" }, { 5, "HSET $2 owner x" },
+    { 6, "ZCOUNT $3 0 1" }, { 6, "HGET $2 n" },
+};
+
+/* Do the locks to come (USES) use U? */
+static bool used(const struct check_uses *uses, enum use u)
+{
+    switch (u) {
+    case USE_GOZERO:
+        return !uses->counted;
+    case USE_COUNTED:
+        return uses->counted;
+    case USE_WAITING:
+        return uses->waits;
+    case USE_FENCING:
+        return uses->fencing;
+    case USE_STATUS:
+        break;
+    }
+    return false;                     /* --status is not run with --check */
+}
 
 /* The NEED() bits of what runs in mode M (features[]). */
 static needset feature_needs(const struct mode *m)
@@ -434,6 +484,10 @@ struct node {
     char mode_why[1024];
     char mode_fix[400];               /* with "unusable": what to do */
     int may[NEEDS];
+    /* --check KEY: per features[] entry, "HINCRBY on {k}:fence, ..." its
+     * key patterns refused; keys_unchecked says why none was asked */
+    char key_refused[FEATURES][300];
+    char keys_unchecked[200];
     int forms[FORMS];                 /* with mode "none": FORM_* */
     char eval_error[160];             /* what a refused EVAL said */
     int nlibraries;                   /* redislock Function libraries
@@ -1297,6 +1351,129 @@ static bool ask(struct node *n, redisContext *c, bool with_forms, bool *ran)
     return true;
 }
 
+/* Asks Redis (7.0 and later) whether this user may run each command of
+ * ARGV, given as its number of words and then the words (no splitting,
+ * so that a key may hold spaces): 1, 0, or -1 for a command the server
+ * does not know. */
+static const char key_probe_script[] =
+    "if not redis.acl_check_cmd then return -1 end\n"
+    "local r, i = {}, 1\n"
+    "while i <= #ARGV do\n"
+    "  local n = tonumber(ARGV[i])\n"
+    "  local known, allowed = pcall(redis.acl_check_cmd,\n"
+    "                               unpack(ARGV, i + 1, i + n))\n"
+    "  r[#r + 1] = known and (allowed and 1 or 0) or -1\n"
+    "  i = i + n + 1\n"
+    "end\n"
+    "return r\n";
+
+/* --check KEY: may this user run what each feature of N's mode runs on
+ * KEY's keys, which its key patterns (~...) may not cover?  Into
+ * N->key_refused[], or N->keys_unchecked why not.  False when the
+ * connection died. */
+static bool probe_keys(struct node *n, redisContext *c, int scripts)
+{
+    enum { MAX_ARGS = 3 + (sizeof key_uses / sizeof key_uses[0]) * 6 };
+    const char *argv[MAX_ARGS], *keys[5];
+    char counts[sizeof key_uses / sizeof key_uses[0]][12];
+    char words[sizeof key_uses / sizeof key_uses[0]][40];
+    size_t idx[sizeof key_uses / sizeof key_uses[0]];
+    size_t i, k, nlines = 0, len;
+    redislock *lock;
+    redisReply *r;
+    int argc = 0;
+
+    if (n->may[N_EVAL] == MAY_NO) {
+        snprintf(n->keys_unchecked, sizeof n->keys_unchecked, "this user "
+                 "may not run the script that asks Redis");
+        return true;
+    }
+    /* The library names the keys (nothing is sent). */
+    lock = redislock_new(c, n->t->lock_key);
+    if (lock == NULL) {
+        snprintf(n->error, sizeof n->error, "out of memory");
+        return false;
+    }
+    keys[0] = lock->key, keys[1] = lock->fence_key;
+    keys[2] = lock->waiters_key, keys[3] = lock->wake_key;
+    keys[4] = lock->turn_key;
+    argv[argc++] = "EVAL";
+    argv[argc++] = key_probe_script;
+    argv[argc++] = "0";
+    for (i = 0; i < sizeof key_uses / sizeof key_uses[0]; i++) {
+        const char *w = key_uses[i].words;
+        int count = 0, at;
+
+        if (!(features[key_uses[i].feature].in & (1 << scripts)))
+            continue;
+        at = argc++;
+        idx[nlines] = i;
+        /* Split the words into words[] (the commands' own words are
+         * short), with $N for the keys. */
+        for (k = 0; *w != '\0'; count++) {
+            len = strcspn(w, " ");
+            if (w[0] == '$') {
+                argv[argc++] = keys[w[1] - '1'];
+            } else {
+                snprintf(words[nlines] + k, sizeof words[nlines] - k,
+                         "%.*s", (int)len, w);
+                argv[argc++] = words[nlines] + k;
+                k += len + 1;
+            }
+            w += len;
+            while (*w == ' ')
+                w++;
+        }
+        snprintf(counts[nlines], sizeof counts[nlines], "%d", count);
+        argv[at] = counts[nlines];
+        nlines++;
+    }
+    r = command(c, n->t->u.command_ms, argc, argv, n->error,
+                sizeof n->error);
+    if (r == NULL) {
+        redislock_free(lock);
+        return false;
+    }
+    if (r->type == REDIS_REPLY_ARRAY && r->elements == nlines) {
+        for (i = 0; i < nlines; i++) {
+            const struct key_use *u = &key_uses[idx[i]];
+            char *out = n->key_refused[u->feature], shown[120];
+            size_t size = sizeof n->key_refused[0];
+            size_t at = strlen(out), cmd = strcspn(u->words, " ");
+            const char *ref;
+
+            if (r->element[i]->type != REDIS_REPLY_INTEGER ||
+                r->element[i]->integer != 0)
+                continue;
+            at += (size_t)snprintf(out + at, size - at, "%s%.*s on",
+                                   at ? ", " : "", (int)cmd, u->words);
+            /* Every key it is given (Redis does not say which one). */
+            for (ref = strchr(u->words, '$'); ref != NULL && at < size;
+                 ref = strchr(ref + 1, '$')) {
+                const char *key = keys[ref[1] - '1'];
+
+                copy_text(shown, sizeof shown, key, strlen(key));
+                at += (size_t)snprintf(out + at, size - at, "%s %s",
+                                       ref == strchr(u->words, '$') ? ""
+                                                                    : " and",
+                                       shown);
+            }
+        }
+    } else if (r->type == REDIS_REPLY_INTEGER) {
+        snprintf(n->keys_unchecked, sizeof n->keys_unchecked, "Redis "
+                 "before 7.0 cannot tell (redis.acl_check_cmd)");
+    } else {
+        char text[100];
+
+        reply_text(r, text, sizeof text);
+        snprintf(n->keys_unchecked, sizeof n->keys_unchecked, "the script "
+                 "that asks Redis was refused (%s)", text);
+    }
+    freeReplyObject(r);
+    redislock_free(lock);
+    return true;
+}
+
 /* Fill N->may[] with what N's URL mode and kind need, and tell N->mode:
  * the URL's, if this user may run it there; else "none" when the server
  * refuses this user scripting itself and go-zero mode can run without
@@ -1766,6 +1943,14 @@ static void inspect(struct node *n)
         goto out;
     if (n->master && strcmp(n->role, "slave") != 0 && !probe_access(n, c))
         goto out;
+    if (n->master && n->mode != NULL && n->t->lock_key != NULL) {
+        size_t m;
+
+        for (m = 0; m < sizeof modes / sizeof modes[0]; m++)
+            if (strcmp(n->mode, modes[m].name) == 0 &&
+                !probe_keys(n, c, modes[m].scripts))
+                goto out;
+    }
     if (n->cluster_mode && n->master) {
         r = command(c, n->t->u.command_ms, 2, cluster_argv, n->error,
                     sizeof n->error);
@@ -1980,7 +2165,7 @@ static void judge_replication(struct node *n)
                 "check the replicas");
 }
 
-static void judge_access(struct node *n)
+static void judge_access(struct node *n, const struct check_uses *uses)
 {
     bool have_replicas = n->connected_replicas > 0;
     const struct mode *mode = NULL;
@@ -2001,7 +2186,8 @@ static void judge_access(struct node *n)
             finding(n, true, "%s: no lock operation can run; %s",
                     n->mode_why, n->mode_fix);
     } else if (n->fallback) {
-        finding(n, true, "the library runs go-zero mode here without "
+        finding(n, uses->counted || uses->fencing,
+                "the library runs go-zero mode here without "
                 "scripts, as this user may not run them: counted mode and "
                 "fencing fail (and so does redislock without --no-fencing); "
                 "give the user %s (doc/acl.md), or put scripts=none in the "
@@ -2017,9 +2203,26 @@ static void judge_access(struct node *n)
         if (names[0] == '\0')
             continue;
         perm_names(n, features[k].needs, MAY_NO, give, sizeof give);
-        finding(n, features[k].warn, "the user may not run %s, which %s: "
+        finding(n, used(uses, features[k].use),
+                "the user may not run %s, which %s: "
                 "%s; give the user %s (doc/acl.md)", names,
                 features[k].what, features[k].without, give);
+    }
+    /* --check KEY: what the key patterns leave out. */
+    for (k = 0; mode != NULL && k < FEATURES; k++)
+        if ((features[k].in & (1 << mode->scripts)) &&
+            n->key_refused[k][0] != '\0')
+            finding(n, used(uses, features[k].use), "the user's key "
+                    "patterns (~...) do not cover %s, which %s: %s; give "
+                    "the user a key pattern that matches those keys "
+                    "(doc/acl.md)", n->key_refused[k], features[k].what,
+                    features[k].without);
+    if (n->t->lock_key != NULL && n->keys_unchecked[0] != '\0') {
+        copy_text(names, sizeof names, n->t->lock_key,
+                  strlen(n->t->lock_key));
+        finding(n, false, "the keys of the lock %s were not checked "
+                "against the user's key patterns: %s", names,
+                n->keys_unchecked);
     }
     if (n->may[N_WAIT] == MAY_NO)
         finding(n, have_replicas, "the user may not run WAIT: replica "
@@ -2044,9 +2247,10 @@ static void judge_access(struct node *n)
                                                   : "ASKING");
 }
 
-/* What N's facts mean, against a lease of LEASE_MS. */
-static void judge(struct node *n, long long lease_ms)
+/* What N's facts mean, for locks that use USES. */
+static void judge(struct node *n, const struct check_uses *uses)
 {
+    long long lease_ms = uses->lease_ms;
     char addr[96], share[32];
 
     if (!n->reached)
@@ -2087,7 +2291,7 @@ static void judge(struct node *n, long long lease_ms)
                 "again", n->cluster_state);
     if (n->found != FOUND_TLS) {
         if (n->master && n->mode != NULL)
-            judge_access(n);
+            judge_access(n, uses);
         judge_persistence(n);
         judge_memory(n);
         judge_replication(n);
@@ -2520,17 +2724,17 @@ void check_free(struct check *k)
     free(k);
 }
 
-int check_run(struct check *k, long long lease_ms, bool json,
+int check_run(struct check *k, const struct check_uses *uses, bool json,
               const char *origin)
 {
+    struct check_uses u = *uses;
+    long long lease_ms = u.lease_ms > 0 ? u.lease_ms : LIBRARY_LEASE_MS;
     struct sigaction sa;
     int i, j, warnings = 0, notes = 0, unreachable = 0, rc;
     bool oom = false, first;
     struct node *n;
     char addr[96];
 
-    if (lease_ms <= 0)
-        lease_ms = LIBRARY_LEASE_MS;
     /* A server that closes the connection must not kill the check with
      * SIGPIPE (no COMMAND runs in this mode to inherit the change). */
     memset(&sa, 0, sizeof sa);
@@ -2538,6 +2742,8 @@ int check_run(struct check *k, long long lease_ms, bool json,
     sigemptyset(&sa.sa_mask);
     (void)sigaction(SIGPIPE, &sa, NULL);
 
+    for (i = 0; i < k->ntargets; i++)
+        k->targets[i].lock_key = uses->key;
     for (i = 0; i < k->ntargets && !oom; i++)
         oom = !find_servers(k, &k->targets[i], k->ntargets);
     /* Replicas join the list as their masters report them. */
@@ -2567,7 +2773,8 @@ int check_run(struct check *k, long long lease_ms, bool json,
     }
     for (i = 0; i < k->nnodes; i++) {
         n = &k->nodes[i];
-        judge(n, lease_ms);
+        u.lease_ms = lease_ms;
+        judge(n, &u);
         if (!n->reached && n->master) {
             unreachable++;
         } else if (!n->reached) {
@@ -2588,8 +2795,12 @@ int check_run(struct check *k, long long lease_ms, bool json,
          : warnings ? CHECK_WARNED : CHECK_OK;
 
     if (json) {
-        printf("{\"lease_ms\":%lld,\"pings\":%d,\"rtt_warning_percent\":%d,"
-               "\"servers\":[", lease_ms, PINGS, 100 / RTT_SHARE);
+        printf("{\"lease_ms\":%lld,\"uses\":{\"mode\":\"%s\","
+               "\"fencing\":%s,\"waiting\":%s},\"pings\":%d,"
+               "\"rtt_warning_percent\":%d,\"servers\":[", lease_ms,
+               uses->counted ? "counted" : "gozero",
+               uses->fencing ? "true" : "false",
+               uses->waits ? "true" : "false", PINGS, 100 / RTT_SHARE);
         for (i = 0; i < k->nnodes; i++) {
             if (i)
                 printf(",");
@@ -2608,8 +2819,14 @@ int check_run(struct check *k, long long lease_ms, bool json,
     } else {
         printf("redislock --check: %d server%s, judged against a %lld ms "
                "lease%s\n", k->nnodes, k->nnodes == 1 ? "" : "s", lease_ms,
-               lease_ms == LIBRARY_LEASE_MS
-                   ? " (the library's default; -e sets another)" : "");
+               uses->lease_given ? ""
+                   : " (redislock's default; -e sets another, -e 0.5 the "
+                     "library's)");
+        printf("for locks in %s mode, %s, %s (what the options beside "
+               "--check use: -m, --no-fencing, -n)\n",
+               uses->counted ? "counted" : "go-zero",
+               uses->fencing ? "with a fencing token" : "without fencing",
+               uses->waits ? "waiting when busy" : "not waiting");
         for (i = 0; i < k->nnodes; i++)
             print_node_text(&k->nodes[i], i == 0 ? origin : "", lease_ms);
         printf("\n");

@@ -17,14 +17,28 @@ struct check;
  * out. */
 struct check *check_new(const char *const *urls, int n);
 
+/* What the locks to come will use (redislock's options beside --check):
+ * what they need is a warning where the server would refuse it, and a
+ * note where they will not use it. */
+struct check_uses {
+    long long lease_ms;               /* the lease to judge against */
+    bool lease_given;                 /* by -e, not redislock's default */
+    bool counted;                     /* -m counted, else go-zero mode */
+    bool fencing;                     /* a fencing token will be drawn */
+    bool waits;                       /* a busy lock is waited for (not -n) */
+    const char *key;                  /* --check KEY: the lock whose keys
+                                       * the user's key patterns must
+                                       * cover; NULL: none checked */
+};
+
 /* Check every server, print what was found on standard output (one JSON
  * object with JSON), and return the exit status: 0 when nothing needs a
  * warning, 1 when something does, 69 when a server that locks are taken
  * on cannot be reached (or refuses the login), 71 when memory ran out.
- * LEASE_MS is the lease to judge the round trip against (0: the
- * library's default).  ORIGIN is said after a failure to reach the first
- * URL's server (where that URL came from; "" for -u). */
-int check_run(struct check *c, long long lease_ms, bool json,
+ * USES says what the locks will use (the round trip is judged against its
+ * lease).  ORIGIN is said after a failure to reach the first URL's server
+ * (where that URL came from; "" for -u). */
+int check_run(struct check *c, const struct check_uses *uses, bool json,
               const char *origin);
 
 /* Free C (wiping the passwords it copied); NULL is fine. */

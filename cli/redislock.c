@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/types.h>
 #ifdef __linux__
 #include <sys/prctl.h>
@@ -107,6 +108,7 @@ struct options {
                                        * failure, at what the server
                                        * refused) */
     bool verbose;
+    bool quiet;                       /* -q: no line for a wait given up */
     bool status;
     bool json;                        /* --json, with --status or --check */
     bool check;                       /* --check: the servers' setup */
@@ -147,7 +149,8 @@ static void usage(FILE *f)
 "Usage: %s [OPTIONS] KEY [--] COMMAND [ARG...]\n"
 "       %s [OPTIONS] KEY -c SHELL-COMMAND\n"
 "       %s [OPTIONS] --status KEY\n"
-"       %s [-u URL]... [-e SECONDS] [--json] --check\n"
+"       %s [-u URL]... [-e SECONDS] [-m MODE] [-n|-w SECONDS]\n"
+"                 [--no-fencing] [--json] --check [KEY]\n"
 "Run COMMAND while holding the Redis lock KEY (flock(1) across machines).\n"
 "\n"
 "  -u, --url URL          Redis to use (default $REDISLOCK_URL, else\n"
@@ -183,6 +186,7 @@ static void usage(FILE *f)
 "      --json             with --status or --check: one JSON object\n"
 "  -v, --verbose          say what happens (who holds KEY while waiting),\n"
 "                         on standard error\n"
+"  -q, --quiet            no line when a wait (-w) runs out\n"
 "  -h, --help             show this help\n"
 "  -V, --version          show the version\n"
 "\n"
@@ -428,6 +432,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         { "json", no_argument, NULL, OPT_JSON },
         { "check", no_argument, NULL, OPT_CHECK },
         { "verbose", no_argument, NULL, 'v' },
+        { "quiet", no_argument, NULL, 'q' },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 }
@@ -449,7 +454,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 
     opterr = 0;
     /* '+': options end at KEY, so COMMAND's own options stay its own. */
-    while ((c = getopt_long(argc, argv, "+u:e:w:nE:m:c:s:k:vhV", longopts,
+    while ((c = getopt_long(argc, argv, "+u:e:w:nE:m:c:s:k:vqhV", longopts,
                             NULL)) != -1) {
         switch (c) {
         case 'u':
@@ -534,6 +539,9 @@ static int parse_args(int argc, char **argv, struct options *o)
         case 'v':
             o->verbose = true;
             break;
+        case 'q':
+            o->quiet = true;
+            break;
         case 'h':
             usage(stdout);
             return -1;
@@ -565,11 +573,19 @@ static int parse_args(int argc, char **argv, struct options *o)
         }
     }
 
+    if (o->quiet && o->verbose)
+        return usage_error("%s", "give either -q or -v");
     if (o->check) {
         if (o->status)
             return usage_error("%s", "give either --check or --status");
+        /* A KEY: its keys are checked against the user's key patterns. */
+        if (optind < argc)
+            o->key = argv[optind++];
         if (optind < argc || o->shell_command)
-            return usage_error("%s", "--check takes no KEY or COMMAND");
+            return usage_error("%s", "--check takes a KEY at most, no "
+                               "COMMAND");
+        if (o->key != NULL && *o->key == '\0')
+            return usage_error("%s", "KEY is empty");
         return 0;
     }
     if (optind >= argc)
@@ -994,7 +1010,7 @@ static bool hide_secrets(char *url)
     end = strchr(q != NULL ? q + 1 : url, '?');
     if (end == NULL)
         end = url + strlen(url);
-    if (starts(url, "unix://")) {
+    if (strncasecmp(url, "unix://", 7) == 0) {   /* any case */
         if (*p != '/')
             for (q = p; q + 1 < end; q++)
                 if (q[0] == '@' && q[1] == '/')
@@ -1753,13 +1769,22 @@ static int take(redislock *lock, redislock_client *client,
     }
     if (st != REDISLOCK_OK)
         return lock_error(lock, st, o, "acquire the lock");
-    if (!o->verbose)
+    /* A wait that ran out is said without -v (unless -q): exit 75 alone
+     * reads like a failure to reach Redis.  -n's "busy" stays silent, as
+     * flock -n's: not getting the lock is what -n is for. */
+    if (!o->verbose && (*acquired || o->wait_ms == 0 || o->quiet))
         return 0;
     if (*acquired) {
-        (void)redislock_token(lock, &token);
-        say("got the lock %s after %.1f s (owner %s, token %llu)", o->key,
-            secs(now_ms() - start), redislock_id(lock),
-            (unsigned long long)token);
+        /* A token only if there is one (REDISLOCK_TOKEN is set only
+         * then): without fencing there is none, not a token 0. */
+        if (redislock_token(lock, &token) == REDISLOCK_OK && token > 0)
+            say("got the lock %s after %.1f s (owner %s, token %llu)",
+                o->key, secs(now_ms() - start), redislock_id(lock),
+                (unsigned long long)token);
+        else
+            say("got the lock %s after %.1f s (owner %s, no fencing "
+                "token)", o->key, secs(now_ms() - start),
+                redislock_id(lock));
     } else if (!stopped()) {
         if (look(lock, &h) == REDISLOCK_OK)
             holder_text(&h, what, sizeof what);
@@ -2613,8 +2638,21 @@ static int check(struct options *o, redislock_client *client)
         say("out of memory");
         rc = EXIT_SYSTEM;
     } else {
-        rc = check_run(c, o->expire_given ? o->expire_ms : 0, o->json,
-                       url_origin(o));
+        /* What a run with these options will use (settle_fencing()'s
+         * rules, without its usage errors: the check says what cannot
+         * run, and why). */
+        struct check_uses uses = {
+            .lease_ms = o->expire_ms,
+            .lease_given = o->expire_given,
+            .counted = o->counted,
+            .fencing = o->fencing &&
+                       (o->fencing_from == FENCING_ASKED ||
+                        (o->nurls <= 1 && urls_scripts(o) != SCRIPTS_NONE)),
+            .waits = o->wait_ms != 0,
+            .key = o->key,
+        };
+
+        rc = check_run(c, &uses, o->json, url_origin(o));
     }
     check_free(c);
     options_free(o);

@@ -236,8 +236,20 @@ int main(int argc, char **argv)
     socklen_t len = sizeof sin;
     char err[256];
 
+    if (argc > 1 && (strcmp(argv[1], "--help") == 0 ||
+                     strcmp(argv[1], "-h") == 0)) {
+        printf("usage: %s REDIS_URL PORT\n"
+               "Listens on 127.0.0.1:PORT (0: any free port, printed) for "
+               "lines \"NAME MS [WAIT_MS]\":\ntakes the Redis lock NAME "
+               "(waiting up to WAIT_MS ms), works MS ms under it,\nreleases "
+               "it and answers \"done NAME\", \"busy NAME\", \"timeout "
+               "NAME\" or\n\"error NAME: WHY\"; one thread, one libevent "
+               "loop, never blocking it.\n", argv[0]);
+        return 0;
+    }
     if (argc != 3) {
-        fprintf(stderr, "usage: lock_server REDIS_URL PORT\n");
+        fprintf(stderr, "usage: lock_server REDIS_URL PORT (--help: what it "
+                "does)\n");
         return 2;
     }
     base = event_base_new();

@@ -932,6 +932,18 @@ static int explain_begin(redislock *lock, const redislockp_call *call,
     return 1;
 }
 
+/* Did Redis refuse (its words WORDS) a key the user's key patterns do
+ * not allow, rather than a command?  Redis 6.2 and 7.0 say "...no
+ * permissions to access one of the keys used as arguments", 7.2 and
+ * Valkey "No permissions to access a key". */
+static int key_refused(const char *words)
+{
+    return strstr(words, "NOPERM") != NULL &&
+           strstr(words, "to access") != NULL &&
+           strstr(words, " key") != NULL &&
+           strstr(words, "' command") == NULL;
+}
+
 static void explain_end(redislock *lock, const redislockp_explain *ex,
                         int st, long long line)
 {
@@ -939,7 +951,16 @@ static void explain_end(redislock *lock, const redislockp_explain *ex,
     unsigned acl = 0;
     size_t i, k, n = ex->n;
 
-    if (st != REDISLOCK_OK && acl_refused(lock) && ex->plain) {
+    if (st != REDISLOCK_OK && acl_refused(lock) && ex->plain &&
+        key_refused(ex->words)) {
+        /* Scripts refused, and the plain commands that ran instead
+         * refused a key: the user has the commands, but not the keys
+         * (issue 34: this said +watch ... +discard were missing). */
+        with_keys(lock, "the Redis user's key patterns do not cover the "
+                  "lock's keys: give it a pattern (~...) that matches $1 "
+                  "and, for waiting, $3 $4 $5", hint, sizeof hint);
+        acl = REDISLOCK_ACL_LOCK;
+    } else if (st != REDISLOCK_OK && acl_refused(lock) && ex->plain) {
         /* Scripts refused, and this call ran without them (src/plain.h):
          * Redis's words name the plain command refused. */
         snprintf(hint, sizeof hint, "without scripts, go-zero mode needs "

@@ -451,8 +451,10 @@ static const char *const shape_names[] = {
 
 /* X, command I's error reply, refused it on a permission: what the
  * user lacks, as " [the Redis user needs +discard (doc/acl.md)]" - or,
- * refused a key (Redis 7.0 does not say which), " [the Redis user may
- * not access K or W ...]" - into HINT; "" if X says nothing of it. */
+ * refused a key (Redis 7.0 does not say which), " [the Redis user's key
+ * patterns (~...) do not cover K or W, given to GET ...]": the key
+ * pattern, not a command, is missing - into HINT; "" if X says nothing
+ * of it. */
 static void refusal_hint(const conv *v, int i, const redislockp_val *x,
                          char *hint, size_t size)
 {
@@ -473,7 +475,8 @@ static void refusal_hint(const conv *v, int i, const redislockp_val *x,
     }
     if (v->nk[i] == 0)
         return;
-    n = (size_t)snprintf(hint, size, " [the Redis user may not access ");
+    n = (size_t)snprintf(hint, size, " [the Redis user's key patterns "
+                         "(~...) do not cover ");
     for (k = 0; k < v->nk[i] && n < size; k++)
         n += (size_t)snprintf(hint + n, size - n, "%s%.*s",
                               k > 0 ? " or " : "",
@@ -481,7 +484,7 @@ static void refusal_hint(const conv *v, int i, const redislockp_val *x,
                                                          : 100),
                               v->karg[i][k]);
     if (n < size)
-        snprintf(hint + n, size - n, " with %.*s (doc/acl.md)]",
+        snprintf(hint + n, size - n, ", given to %.*s (doc/acl.md)]",
                  (int)v->namelen[i], v->name[i]);
 }
 

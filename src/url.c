@@ -21,6 +21,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include <sodium.h>
 
@@ -158,18 +159,29 @@ void redislockp_url_clear(redislockp_url *u)
     memset(u, 0, sizeof *u);
 }
 
+/* Every parameter params() knows, so that one given twice is named: the
+ * second would silently win (or, for scripts=, mix), and a URL pasted
+ * together from two sources usually means one of them is not what its
+ * author thinks. */
+static const char *const known[] = {
+    "db", "pool_size", "connect_timeout", "timeout", "cacert", "cacertdir",
+    "cert", "key", "sni", "sentinel_user", "sentinel_password", "scripts",
+    "insecure", "cluster",
+};
+
 /* Parse "name=value&..." (LEN bytes at Q). */
 static int params(redislockp_url *u, const char *q, size_t len, char *err,
                   size_t errsize)
 {
     const char *end = q + len;
+    unsigned seen = 0;
 
     while (q < end) {
         const char *amp = memchr(q, '&', (size_t)(end - q));
         const char *stop = amp ? amp : end;
         const char *eq = memchr(q, '=', (size_t)(stop - q));
         char name[32];
-        size_t nlen;
+        size_t nlen, i;
         long long v;
 
         if (eq == NULL || eq == q || (size_t)(eq - q) >= sizeof name) {
@@ -180,6 +192,14 @@ static int params(redislockp_url *u, const char *q, size_t len, char *err,
         nlen = (size_t)(eq - q);
         memcpy(name, q, nlen);
         name[nlen] = '\0';
+        for (i = 0; i < sizeof known / sizeof known[0]; i++) {
+            if (strcmp(name, known[i]) != 0)
+                continue;
+            if (seen & (1u << i))
+                return fail(err, errsize, "URL: %s= is given twice (give "
+                            "each parameter once)", name);
+            seen |= 1u << i;
+        }
         if (strcmp(name, "db") == 0) {
             v = number(eq + 1, (size_t)(stop - eq - 1), 0, 1000000);
             if (v < 0)
@@ -336,6 +356,44 @@ static int add_seed(redislockp_url *u, char *host, int port)
     return 0;
 }
 
+/* Whether URL starts with the scheme WANT ("redis://"), in any case:
+ * RFC 3986 3.1 makes schemes case-insensitive, and REDIS:// is what a
+ * configuration file written in capitals holds. */
+static int scheme(const char *url, const char *want)
+{
+    return strncasecmp(url, want, strlen(want)) == 0;
+}
+
+/* Refuse white space before or after URL, and control characters in it:
+ * each made a misleading message ("port is not a number" for the newline
+ * of a URL read from a file).  Refused, not stripped: a URL is written in
+ * one place and read in several (redislock(1), the library, a
+ * configuration file), and only a refusal makes the writer fix it there;
+ * a space inside stays allowed (a password may hold one).  The message
+ * names the byte's offset, never the URL, which may hold a password. */
+static int blanks(const char *url, char *err, size_t errsize)
+{
+    size_t len = strlen(url), i;
+    unsigned char last = len > 0 ? (unsigned char)url[len - 1] : 0;
+
+    if (len > 0 && (last == ' ' || (last >= '\t' && last <= '\r')))
+        return fail(err, errsize, "URL: trailing whitespace (%s at byte "
+                    "%zu; a URL read from a file keeps its line's end): "
+                    "remove it", last == '\n' ? "a newline"
+                    : last == '\r' ? "a carriage return"
+                    : last == ' ' ? "a space" : "a tab or form feed",
+                    len - 1);
+    if (url[0] == ' ' || (url[0] >= '\t' && url[0] <= '\r'))
+        return fail(err, errsize, "URL: %s", "leading whitespace: remove it");
+    for (i = 0; i < len; i++)
+        if ((unsigned char)url[i] < 0x20 || url[i] == 0x7f)
+            return fail(err, errsize, "URL: a control character (byte "
+                        "0x%02x) at byte %zu (escape it as %%%02X in a "
+                        "password)", (unsigned)(unsigned char)url[i], i,
+                        (unsigned)(unsigned char)url[i]);
+    return 0;
+}
+
 static int parse(const char *url, redislockp_url *u, char *err,
                  size_t errsize)
 {
@@ -349,6 +407,8 @@ static int parse(const char *url, redislockp_url *u, char *err,
     u->pool_size = REDISLOCKP_POOL_DEFAULT;
     if (url == NULL)
         return fail(err, errsize, "URL: %s", "none given");
+    if (blanks(url, err, errsize) < 0)
+        return -1;
     if (strchr(url, '#') != NULL)
         return fail(err, errsize, "URL: %s",
                     "'#' is not allowed (escape it as %23 in a password)");
@@ -361,7 +421,7 @@ static int parse(const char *url, redislockp_url *u, char *err,
     if (q != NULL)
         end = q;
 
-    if (strncmp(url, "unix://", 7) == 0) {
+    if (scheme(url, "unix://")) {
         p = url + 7;
         /* Userinfo ends at the last "@/" before the query: the socket
          * path starts with the '/'. */
@@ -387,11 +447,10 @@ static int parse(const char *url, redislockp_url *u, char *err,
         u->host = copy(p, (size_t)(end - p));
         if (u->host == NULL)
             goto oom;
-    } else if (strncmp(url, "redis://", 8) == 0 ||
-               strncmp(url, "rediss://", 9) == 0 ||
-               strncmp(url, "redis-sentinel://", 17) == 0 ||
-               strncmp(url, "rediss-sentinel://", 18) == 0) {
-        u->tls = url[5] == 's';
+    } else if (scheme(url, "redis://") || scheme(url, "rediss://") ||
+               scheme(url, "redis-sentinel://") ||
+               scheme(url, "rediss-sentinel://")) {
+        u->tls = url[5] == 's' || url[5] == 'S';
         u->sentinel = url[5 + u->tls] == '-';
         default_port = u->sentinel ? 26379 : 6379;
 #ifndef REDISLOCK_HAVE_TLS

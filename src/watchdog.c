@@ -691,13 +691,20 @@ int redislock_lost_fd(redislock *lock)
     return lock->lost_pipe[0];
 }
 
-static int set_ms(redislock *lock, long long *field, long long ms)
+/* WHAT names the setting in the message of a negative MS: a setter that
+ * fails says why itself, never leaving an earlier call's message. */
+static int set_ms(redislock *lock, long long *field, long long ms,
+                  const char *what)
 {
     redislock_client *cl;
 
-    if (lock == NULL || ms < 0)
+    if (lock == NULL)
         return REDISLOCK_ERR_INVALID;
     redislockp_clear_error(lock);
+    if (ms < 0)
+        return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
+                               "%s must not be negative (got %lld ms; 0 "
+                               "turns it off)", what, ms);
     cl = lockable(lock);
     if (cl != NULL)
         pthread_mutex_lock(&cl->wd_mu);
@@ -709,17 +716,20 @@ static int set_ms(redislock *lock, long long *field, long long ms)
 
 int redislock_set_max_hold_ms(redislock *lock, long long ms)
 {
-    return set_ms(lock, lock ? &lock->max_hold_ms : NULL, ms);
+    return set_ms(lock, lock ? &lock->max_hold_ms : NULL, ms,
+                  "the maximum hold time");
 }
 
 int redislock_set_heartbeat_ms(redislock *lock, long long ms)
 {
-    return set_ms(lock, lock ? &lock->heartbeat_ms : NULL, ms);
+    return set_ms(lock, lock ? &lock->heartbeat_ms : NULL, ms,
+                  "the heartbeat interval");
 }
 
 int redislock_heartbeat(redislock *lock)
 {
     if (lock == NULL)
         return REDISLOCK_ERR_INVALID;
-    return set_ms(lock, &lock->last_heartbeat, redislockp_now_ms());
+    return set_ms(lock, &lock->last_heartbeat, redislockp_now_ms(),
+                  "the heartbeat time");
 }

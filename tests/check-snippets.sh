@@ -79,7 +79,7 @@ awk -v dir="$tmp" '
 ' "$srcdir/README.md" "$srcdir"/man/*.3
 
 count=$(ls "$tmp" | grep -c '\.name$')
-echo "1..$count"
+echo "1..$((count + 1))"
 i=0
 while [ $i -lt "$count" ]; do
     i=$((i + 1))
@@ -130,4 +130,38 @@ while [ $i -lt "$count" ]; do
         sed 's/^/# /' "$tmp/log" | head -20
     fi
 done
+
+# The install snippets: README.md's apt-get lines (its Install section)
+# and tools/quickstart.sh's list name every Debian 12 package that make
+# check uses - the libraries configure looks for (libevent and libuv
+# build the loop tests and examples/lock_server) and the programs tests
+# skip without (issue 34 part 4: both lacked libevent-dev).
+i=$((count + 1))
+want="libhiredis-dev libsodium-dev libcmocka-dev libevent-dev libuv1-dev
+      g++ pkg-config redis-server redis-tools strace python3 groff-base"
+for m in $(sed -n 's/^PKG_CHECK_MODULES(\[[A-Z_]*\], *\[\([a-z_]*\).*/\1/p' \
+               "$srcdir/configure.ac"); do
+    case $m in
+        hiredis|libsodium|libevent_core|libuv|cmocka) ;;
+        hiredis_ssl|openssl) ;;        # TLS: backports (README, TLS)
+        *) want="$want unknown-package-for-$m" ;;
+    esac
+done
+readme=$(awk '/^## Install/ { on = 1; next } on && /^## / { exit }
+              on && /^apt-get install/ { take = 1 }
+              take { print; if ($0 !~ /\\$/) take = 0 }' "$srcdir/README.md" |
+         sed 's/#.*//' | tr -d '\\')
+quick=$(awk '/^pkgs="/ { take = 1 } take { print; if (/"$/ && !/^pkgs="[^"]*$/) exit }
+             /^pkgs="[^"]*"$/ { exit }' "$srcdir/tools/quickstart.sh" | tr -d '"')
+lacks=
+for p in $want; do
+    case " $(echo $readme) " in *" $p "*) ;; *) lacks="$lacks README:$p" ;; esac
+    case " $(echo $quick) " in *" $p "*) ;; *) lacks="$lacks quickstart:$p" ;; esac
+done
+if [ -z "$lacks" ]; then
+    echo "ok $i - README.md's and tools/quickstart.sh's package lists name what make check uses"
+else
+    echo "not ok $i - README.md's and tools/quickstart.sh's package lists name what make check uses"
+    echo "# missing:$lacks"
+fi
 exit 0

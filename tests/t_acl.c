@@ -1269,6 +1269,75 @@ static void test_plain_rule_less_a_transaction_command(void **state)
     }
 }
 
+/* A user who may run every command but scripts, whose key patterns do
+ * not match the lock's key: the refusal names the key patterns, not
+ * +watch ... +discard, which the user has (issue 34 part 4, item 4).
+ * On a client whose URL chooses scripts (the library falls back to plain
+ * commands), one whose URL says scripts=none, and a borrowed context. */
+static void key_pattern_named(redislock *lock, const char *key, int fell_back)
+{
+    char want[200];
+    const char *msg;
+    bool ok = true;
+
+    assert_int_not_equal(redislock_acquire(lock, &ok), REDISLOCK_OK);
+    assert_false(ok);
+    msg = redislock_last_error(lock);
+    snprintf(want, sizeof want, "[the Redis user's key patterns (~...) do "
+             "not cover %s, given to ", key);
+    if (strstr(msg, want) == NULL || strstr(msg, "+watch") != NULL ||
+        strstr(msg, "+multi") != NULL)
+        fail_msg("last_error \"%s\" lacks \"%s\" or names commands", msg,
+                 want);
+    if (fell_back) {
+        redislock_error_info info;
+
+        snprintf(want, sizeof want, "the Redis user's key patterns do not "
+                 "cover the lock's keys: give it a pattern (~...) that "
+                 "matches %s and", key);
+        assert_int_equal(redislock_last_error_info(lock, &info),
+                         REDISLOCK_OK);
+        if (strstr(info.hint, want) == NULL)
+            fail_msg("hint \"%s\" lacks \"%s\"", info.hint, want);
+        assert_true(info.acl & REDISLOCK_ACL_LOCK);
+        assert_false(info.acl & REDISLOCK_ACL_SCRIPTS);
+    }
+    assert_int_equal(tu_pttl(c, key, strlen(key)), -2);
+}
+
+static void test_key_pattern_refusal_names_it(void **state)
+{
+    char key[64];
+    redislock_client *cl;
+    redisContext *u;
+    redislock *lock;
+
+    (void)state;
+    tu_cmd_ok(c, "ACL SETUSER lock-partial reset on >secret ~elsewhere:* "
+              "+@all -evalsha -eval -fcall -evalsha_ro -eval_ro -fcall_ro");
+    tu_key(key, sizeof key, "locks:acl");
+    cl = client_as("lock-partial", "");
+    lock = redislock_new_from_client(cl, key);
+    assert_non_null(lock);
+    key_pattern_named(lock, key, 1);
+    redislock_free(lock);
+    redislock_client_free(cl);
+
+    cl = client_as("lock-partial", "?scripts=none");
+    lock = redislock_new_from_client(cl, key);
+    assert_non_null(lock);
+    key_pattern_named(lock, key, 0);
+    redislock_free(lock);
+    redislock_client_free(cl);
+
+    u = connect_as("lock-partial");
+    lock = redislock_new(u, key);
+    assert_non_null(lock);
+    key_pattern_named(lock, key, 1);
+    redislock_free(lock);
+    redisFree(u);
+}
+
 /* doc/acl.md's rule for functions mode (lock-fn), as written, on a
  * client whose URL says scripts=functions, the Function library not yet
  * on the server (the user loads it).  Go-zero mode: a whole holding, a
@@ -1573,6 +1642,9 @@ int main(void)
         BOTH(test_async_blpop_refused_polls),
         BOTH(test_async_one_list_refused),
         BOTH(test_no_script_rights),
+        { "test_key_pattern_refusal_names_it",
+          test_key_pattern_refusal_names_it, NULL, delete_users,
+          &tu_mode_gozero },
         { "test_refusal_shows_the_key_readably",
           test_refusal_shows_the_key_readably, NULL, delete_users,
           &tu_mode_counted },

@@ -104,6 +104,96 @@ static void test_set_context_null(void **state)
     redislock_free(lock);
 }
 
+/* Every setter that fails says why in its own words: never an empty
+ * message, never the message an earlier failed call left (issue 34 part
+ * 4, item 5: set_max_hold_ms(-1) left "", set_heartbeat_ms(-1) after
+ * set_expire(-1) left the expiry's message). */
+static const char poison[] = "expiry must not be negative";
+
+static void poisoned(redislock *lock)
+{
+    assert_int_equal(redislock_set_expire(lock, -1), REDISLOCK_ERR_INVALID);
+    assert_non_null(strstr(redislock_last_error(lock), poison));
+}
+
+static void assert_own_message(redislock *lock, int rc, const char *call,
+                               const char *want)
+{
+    const char *msg = redislock_last_error(lock);
+
+    if (rc != REDISLOCK_ERR_INVALID || strstr(msg, want) == NULL ||
+        strstr(msg, poison) != NULL)
+        fail_msg("%s returned %d with last_error \"%s\"; want "
+                 "REDISLOCK_ERR_INVALID and a message with \"%s\"", call,
+                 rc, msg, want);
+}
+
+#define CHECK_SETTER(lock, expr, want)                                  \
+    do {                                                                \
+        poisoned(lock);                                                 \
+        assert_own_message(lock, (expr), #expr, want);                  \
+    } while (0)
+
+static void test_failed_setters_say_why(void **state)
+{
+    char url[256];
+    static const char *const urls[3] = {
+        "redis://127.0.0.1:1", "redis://127.0.0.1:2", "redis://127.0.0.1:3",
+    };
+    redislock_client *cl, *quorum;
+    redislock *lock = redislock_new(c, "args:setters"), *ch, *qh;
+
+    (void)state;
+    assert_non_null(lock);
+    CHECK_SETTER(lock, redislock_set_max_hold_ms(lock, -1),
+                 "maximum hold time must not be negative");
+    CHECK_SETTER(lock, redislock_set_heartbeat_ms(lock, -1),
+                 "heartbeat interval must not be negative");
+    CHECK_SETTER(lock, redislock_set_expire_ms(lock, 0), "expiry of 0 ms");
+    CHECK_SETTER(lock, redislock_set_id(lock, NULL), "id is NULL");
+    CHECK_SETTER(lock, redislock_set_id(lock, "a b"), "not printable");
+    CHECK_SETTER(lock, redislock_set_min_replicas(lock, -1, 100),
+                 "replicas is 0..1000");
+    CHECK_SETTER(lock, redislock_set_min_replicas(lock, 1, 0),
+                 "acknowledgement timeout");
+    CHECK_SETTER(lock, redislock_set_min_replicas_aof(lock, 2, 0, 100),
+                 "replicas is 0..1000");
+    CHECK_SETTER(lock, redislock_set_wait_poll_ms(lock, 0),
+                 "poll interval of 0 ms");
+    CHECK_SETTER(lock, redislock_set_context(lock, NULL), "context is NULL");
+    CHECK_SETTER(lock, redislock_set_autorenew(lock, true),
+                 "auto-renewal needs a handle made from a client");
+    /* The one that poisons, poisoned by another. */
+    assert_int_equal(redislock_set_wait_poll_ms(lock, 0),
+                     REDISLOCK_ERR_INVALID);
+    assert_int_equal(redislock_set_expire(lock, -1), REDISLOCK_ERR_INVALID);
+    assert_non_null(strstr(redislock_last_error(lock), poison));
+    assert_null(strstr(redislock_last_error(lock), "poll interval"));
+    /* And a setter that succeeds clears the message. */
+    assert_int_equal(redislock_set_max_hold_ms(lock, 0), REDISLOCK_OK);
+    assert_string_equal(redislock_last_error(lock), "");
+    redislock_free(lock);
+
+    tu_url(url, sizeof url);
+    assert_int_equal(redislock_client_open(url, &cl, NULL, 0), REDISLOCK_OK);
+    ch = redislock_new_from_client(cl, "args:setters");
+    assert_non_null(ch);
+    CHECK_SETTER(ch, redislock_set_context(ch, c),
+                 "uses its client's connections");
+    CHECK_SETTER(ch, redislock_set_max_hold_ms(ch, -5),
+                 "maximum hold time must not be negative");
+    redislock_free(ch);
+    redislock_client_free(cl);
+
+    assert_int_equal(redislock_client_open_quorum(urls, 3, &quorum, NULL, 0),
+                     REDISLOCK_OK);
+    qh = redislock_new_from_client(quorum, "args:setters");
+    assert_non_null(qh);
+    CHECK_SETTER(qh, redislock_set_fencing(qh, true), "not on a quorum");
+    redislock_free(qh);
+    redislock_client_free(quorum);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -113,6 +203,7 @@ int main(void)
         cmocka_unit_test(test_acquire_null_arguments),
         cmocka_unit_test(test_release_null_arguments),
         cmocka_unit_test(test_set_context_null),
+        cmocka_unit_test(test_failed_setters_say_why),
     };
     return TU_RUN_CONNECTED(tests, &c);
 }

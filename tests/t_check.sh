@@ -198,6 +198,86 @@ t_clean() {
 }
 check "a clean server (AOF everysec, noeviction, no replicas): exit 0, every fact, no finding; --json" t_clean
 
+# What the options beside --check use decides what a missing command is
+# (issue 34 part 4, item 2): a warning for what the run will need (by
+# default fencing, waiting, go-zero mode), a note for what it will not.
+# The lease judged is redislock's (30 s), not the library's 500 ms.
+t_check_follows_options() {
+    ccli ACL SETUSER nohincrby on '>pw' '~*' '+@all' '-hincrby' > /dev/null
+    ccli ACL SETUSER noblpop on '>pw' '~*' '+@all' '-blpop' > /dev/null
+    $R -u "$(user_url nohincrby)" --no-auth-warning --check > "$work/o1" 2>&1
+    st1=$?
+    $R -u "$(user_url nohincrby)" --no-auth-warning --check --json > "$work/o1.json" 2>&1
+    $R -u "$(user_url nohincrby)" --no-auth-warning --no-fencing --check > "$work/o2" 2>&1
+    st2=$?
+    $R -u "$(user_url nohincrby)" --no-auth-warning --no-fencing -m counted --check > "$work/o3" 2>&1
+    st3=$?
+    $R -u "$(user_url noblpop)" --no-auth-warning -n --check > "$work/o4" 2>&1
+    st4=$?
+    $R -u "$(user_url noblpop)" --no-auth-warning -w 5 --check > "$work/o5" 2>&1
+    st5=$?
+    ccli ACL DELUSER nohincrby noblpop > /dev/null
+    # The defaults: fencing, so the missing HINCRBY fails the check.
+    expect_status 1 $st1 "a user without HINCRBY" || { sed 's/^/#   /' "$work/o1"; return 1; }
+    has "$work/o1" '^redislock --check: 1 server, judged against a 30000 ms lease \(redislock.s default; -e sets another, -e 0\.5 the library.s\)$' &&
+    has "$work/o1" '^for locks in go-zero mode, with a fencing token, waiting when busy ' &&
+    has "$work/o1" '^  warning: the user may not run HINCRBY, which fencing needs: .*give the user \+hincrby \(doc/acl\.md\)$' &&
+    has "$work/o1" '^  note: the user may not run HINCRBY, which counted mode runs in its scripts' &&
+    has "$work/o1" '^1 warning, 1 note\.$' || return 1
+    json_is "$work/o1.json" 'J["lease_ms"], J["uses"], J["exit_status"]' "(30000, {'mode': 'gozero', 'fencing': True, 'waiting': True}, 1)" || return 1
+    # --no-fencing: nothing the run needs is missing.
+    expect_status 0 $st2 "--no-fencing" || { sed 's/^/#   /' "$work/o2"; return 1; }
+    has "$work/o2" '^for locks in go-zero mode, without fencing, waiting when busy ' &&
+    has "$work/o2" '^  note: the user may not run HINCRBY, which fencing needs' &&
+    has "$work/o2" '^no warnings, 2 notes\.$' || return 1
+    # -m counted needs HINCRBY for its count.
+    expect_status 1 $st3 "-m counted" || { sed 's/^/#   /' "$work/o3"; return 1; }
+    has "$work/o3" '^  warning: the user may not run HINCRBY, which counted mode runs in its scripts' &&
+    has "$work/o3" '^1 warning, 1 note\.$' || return 1
+    # -n does not wait, so BLPOP is not needed; -w is.
+    expect_status 0 $st4 "-n without BLPOP" || { sed 's/^/#   /' "$work/o4"; return 1; }
+    has "$work/o4" '^  note: the user may not run BLPOP, which waiting and wake-ups need' || return 1
+    expect_status 1 $st5 "-w without BLPOP" || { sed 's/^/#   /' "$work/o5"; return 1; }
+    has "$work/o5" '^  warning: the user may not run BLPOP, which waiting and wake-ups need'
+}
+check "--check judges what the options use: redislock's lease, fencing (a user without HINCRBY fails it, --no-fencing not), -m counted, -n" t_check_follows_options
+
+# --check KEY: the lock's keys against the user's key patterns (Redis
+# 7.0 and later).  A user of ~locks:* may run every command, but not on
+# {locks:x}:fence, which fencing needs: a plain --check was clean, and
+# then "redislock locks:x ..." exited 69 (issue 34 part 4, item 2).
+t_check_key() {
+    ccli ACL SETUSER keysonly on '>pw' '~locks:*' '+@all' > /dev/null
+    ccli ACL SETUSER keysall on '>pw' '~locks:*' '~{locks:*}:*' '+@all' > /dev/null
+    $R -u "$(user_url keysonly)" --no-auth-warning -e 30 --check locks:x > "$work/y1" 2>&1
+    st1=$?
+    $R -u "$(user_url keysonly)" --no-auth-warning -e 30 --no-fencing -n --check locks:x > "$work/y2" 2>&1
+    st2=$?
+    $R -u "$(user_url keysall)" --no-auth-warning -e 30 --check locks:x > "$work/y3" 2>&1
+    st3=$?
+    $R -u "$(user_url keysonly)" --no-auth-warning -e 30 --check locks:x true > "$work/y4" 2>&1
+    st4=$?
+    ccli ACL DELUSER keysonly keysall > /dev/null
+    if [ "$(ccli INFO server | tr -d '\r' | sed -n 's/^redis_version:\([0-9]*\)\..*/\1/p')" -lt 7 ] 2>/dev/null; then
+        has "$work/y1" '^  note: the keys of the lock locks:x were not checked against the user.s key patterns: Redis before 7\.0' || return 1
+        return 0
+    fi
+    expect_status 1 $st1 "a user of ~locks:* for the lock locks:x" || { sed 's/^/#   /' "$work/y1"; return 1; }
+    has "$work/y1" '^  warning: the user.s key patterns \(~\.\.\.\) do not cover HGET on \{locks:x\}:fence, HINCRBY on \{locks:x\}:fence, HSET on \{locks:x\}:fence, which fencing needs: .*give the user a key pattern that matches those keys \(doc/acl\.md\)$' &&
+    has "$work/y1" '^  warning: the user.s key patterns \(~\.\.\.\) do not cover EXISTS on locks:x and \{locks:x\}:turn, ZADD on \{locks:x\}:waiters, .*which waiting and wake-ups need' &&
+    lacks "$work/y1" 'which go-zero mode' &&
+    has "$work/y1" '^2 warnings, 1 note\.$' || return 1
+    # Without fencing and waiting, what is left out is not used.
+    expect_status 0 $st2 "--no-fencing -n" || { sed 's/^/#   /' "$work/y2"; return 1; }
+    has "$work/y2" '^  note: the user.s key patterns \(~\.\.\.\) do not cover HGET on \{locks:x\}:fence' || return 1
+    # Patterns that cover the companions: nothing to say.
+    expect_status 0 $st3 "~locks:* ~{locks:*}:*" || { sed 's/^/#   /' "$work/y3"; return 1; }
+    lacks "$work/y3" 'key patterns' || return 1
+    expect_status 64 $st4 "--check KEY COMMAND" || return 1
+    has "$work/y4" '^redislock: --check takes a KEY at most, no COMMAND$'
+}
+check "--check KEY: the lock's keys against the user's key patterns (a user of ~locks:* fails it for fencing's {locks:x}:fence)" t_check_key
+
 t_unreachable() {
     $R -u "unix://$work/no-such.sock" --check > "$work/u1" 2>&1
     expect_status 69 $? "a missing socket" || return 1
@@ -226,7 +306,7 @@ t_no_persistence() {
     has "$work/p1" '^1 warning\.$' || return 1
     $R -u "unix://$REDISLOCK_TEST_SOCKET" --check --json > "$work/p1.json" 2>&1
     expect_status 1 $? "no persistence, --json" || return 1
-    json_is "$work/p1.json" 'J["lease_ms"], J["warnings"], J["servers"][0]["aof"], J["servers"][0]["rdb"]' "(500, 1, False, False)" &&
+    json_is "$work/p1.json" 'J["lease_ms"], J["warnings"], J["servers"][0]["aof"], J["servers"][0]["rdb"]' "(30000, 1, False, False)" &&
     json_is "$work/p1.json" '[f["level"] for f in J["servers"][0]["findings"]]' "['warning']" || return 1
     # RDB snapshots only.
     "$rcli" -p "$REDISLOCK_TEST_PORT" CONFIG SET save "3600 1 300 100" > /dev/null
@@ -809,20 +889,22 @@ t_tls() {
 check "rediss:// (a TLS build): reached through the library only, which a warning says; 69 when gone" t_tls
 
 t_usage() {
-    for args in "--check k" "--check --status k" "--check -c true" \
-                "--check -- true"; do
+    for args in "--check k true" "--check --status k" "--check -c true" \
+                "--check -- k true"; do
         # shellcheck disable=SC2086
         $R $args > "$work/us" 2>&1
         expect_status 64 $? "redislock $args" || return 1
         has "$work/us" '^redislock: ' || return 1
     done
+    $R --check "" > "$work/us" 2>&1
+    expect_status 64 $? "an empty KEY" || return 1
     $R -u 'redis://127.0.0.1:notaport' --check > "$work/us" 2>&1
     expect_status 64 $? "a bad URL" || return 1
     has "$work/us" '^redislock: URL: port is not a number' || return 1
     $R -u "redis://127.0.0.1:$clean" -u "redis://127.0.0.1:$clean" --check > "$work/us" 2>&1
     expect_status 64 $? "two URLs (an even quorum)"
 }
-check "--check with a KEY, COMMAND, --status or a bad URL: exit 64" t_usage
+check "--check with a COMMAND, an empty KEY, --status or a bad URL: exit 64" t_usage
 
 if [ -n "$vglogs" ]; then
     t_valgrind_clean() {

@@ -216,15 +216,30 @@ t_wait_gives_up() {
     holder=$!
     wait_file "$work/k4.held" || return 1
     t0=$(now_ms)
-    $R -w 1 k4 touch "$work/k4.ran"
+    $R -w 1 k4 touch "$work/k4.ran" 2> "$work/k4.err"
     st=$?
     t=$(( $(now_ms) - t0 ))
+    # -q: the same, without a word; -q and -v: a usage error.
+    $R -q -w 0.2 k4 true 2> "$work/k4q.err"
+    stq=$?
+    $R -q -v -w 0.2 k4 true 2> "$work/k4qv.err"
+    stqv=$?
     kill -TERM $holder; wait $holder
     expect_status 75 $st "-w 1" || return 1
     [ ! -e "$work/k4.ran" ] || { diag "COMMAND ran"; return 1; }
     [ $t -ge 990 ] && [ $t -lt 4000 ] || { diag "gave up after $t ms"; return 1; }
+    # One line says what timed out and after how long (issue 34 part 4,
+    # item 6: exit 75 came without a word unless -v).
+    [ "$(grep -c . "$work/k4.err")" -eq 1 ] &&
+    grep -Eq '^redislock: gave up waiting for k4 after [1-3]\.[0-9] s: held by ' "$work/k4.err" ||
+        { diag "stderr: $(cat "$work/k4.err")"; return 1; }
+    expect_status 75 $stq "-q -w 0.2" || return 1
+    [ ! -s "$work/k4q.err" ] || { diag "-q said: $(cat "$work/k4q.err")"; return 1; }
+    expect_status 64 $stqv "-q -v" || return 1
+    grep -qx 'redislock: give either -q or -v' "$work/k4qv.err" ||
+        { diag "$(cat "$work/k4qv.err")"; return 1; }
 }
-check "-w 1 on a held key gives up after about a second" t_wait_gives_up
+check "-w 1 on a held key gives up after about a second, saying so on one line (-q: silent)" t_wait_gives_up
 
 # Two instances: the second, started while the first holds the lock, runs
 # its COMMAND only after the first has finished.
@@ -1010,8 +1025,10 @@ t_wait_foreign() {
     st=$?
     cli DEL k70 > /dev/null
     expect_status 75 $st "waiting for a foreign value" || return 1
-    [ "$(grep -c . "$work/k70.err")" -eq 1 ] &&
-    grep -q '^redislock: waiting for k70, which holds a value that is not a lock (a string without expiry.*: it will never be freed unless someone deletes it' "$work/k70.err" ||
+    # Said once; then the line of any wait that runs out.
+    [ "$(grep -c . "$work/k70.err")" -eq 2 ] &&
+    grep -q '^redislock: waiting for k70, which holds a value that is not a lock (a string without expiry.*: it will never be freed unless someone deletes it' "$work/k70.err" &&
+    tail -n 1 "$work/k70.err" | grep -q '^redislock: gave up waiting for k70 after 2\.[0-9] s' ||
         { diag "$(cat "$work/k70.err")"; return 1; }
     cli SET k71 "$(printf '%032x' 5)" PX 2000 > /dev/null
     $R -w 10 k71 true 2> "$work/k71.err"
@@ -1256,6 +1273,10 @@ t_scripts_none() {
     $R -u "$u" -v -n kn1 true 2> "$work/kn1v.err"
     expect_status 0 $? "-v" || { diag "$(cat "$work/kn1v.err")"; return 1; }
     grep -qx 'redislock: no fencing token: the URL says scripts=none (go-zero mode on plain commands, which cannot draw a token with the lock); REDISLOCK_TOKEN is not set' "$work/kn1v.err" ||
+        { diag "$(cat "$work/kn1v.err")"; return 1; }
+    # And no "token 0" beside it (issue 34 part 4, item 6).
+    grep -Eqx 'redislock: got the lock kn1 after [0-9.]+ s \(owner [0-9a-f]{32}, no fencing token\)' "$work/kn1v.err" &&
+    ! grep -q 'token 0' "$work/kn1v.err" ||
         { diag "$(cat "$work/kn1v.err")"; return 1; }
     # From $REDISLOCK_URL as well.
     REDISLOCK_URL=$u $R kn1 sh -c 'echo "${REDISLOCK_TOKEN-unset}" > "$0"' "$work/kn1e" 2> "$work/kn1e.err"

@@ -81,6 +81,29 @@ static void test_bad_urls_are_named(void **state)
     bad_url("redis://h?=1", "bad parameter", NULL);
     bad_url("redis://h?connect_timeout=99999999", "connect_timeout", NULL);
     bad_url("unix://", "absolute", NULL);
+    /* Issue 34 part 4, item 3: a URL read with $(cat file) or from a
+     * CRLF file said "port is not a number"; a parameter given twice
+     * was taken silently (the last won). */
+    bad_url("redis://h:6379\n", "trailing whitespace (a newline at byte 14",
+            NULL);
+    bad_url("redis://h:6379\r\n", "trailing whitespace (a newline", NULL);
+    bad_url("redis://h:6379 ", "trailing whitespace (a space at byte 14",
+            NULL);
+    bad_url("redis://:hunter2@h:6379\r", "a carriage return", "hunter2");
+    bad_url("redis://:hunter2@h\t", "trailing whitespace", "hunter2");
+    bad_url(" redis://h", "leading whitespace", NULL);
+    bad_url("redis://:hunter2\n@h", "control character (byte 0x0a) at "
+            "byte 16 (escape it as %0A", "hunter2");
+    bad_url("redis://h?timeout=5&timeout=6", "timeout= is given twice",
+            NULL);
+    bad_url("redis://h?scripts=none&pool_size=2&scripts=eval",
+            "scripts= is given twice", NULL);
+    bad_url("redis-sentinel://h/m?sentinel_password=hunter2&"
+            "sentinel_password=hunter3", "sentinel_password= is given twice",
+            "hunter");
+    bad_url("unix:///s?db=1&db=2", "db= is given twice", NULL);
+    bad_url("REDIS://h:0", "port", NULL);      /* parsed, not refused */
+    bad_url("HTTP://h", "unknown scheme", NULL);
     bad_url("unix://user:hunter2@relative", "absolute", "hunter2");
     bad_url("unix://user:hunter2%zz@/s", "escape", "hunter2");
     /* Cluster seeds. */
@@ -216,6 +239,11 @@ static void test_url_forms(void **state)
     lock_in_db(url, 0);
     snprintf(url, sizeof url, "unix://%s?db=2", getenv("REDISLOCK_TEST_SOCKET"));
     lock_in_db(url, 2);
+    /* The scheme in any case (RFC 3986 3.1; issue 34 part 4, item 3). */
+    snprintf(url, sizeof url, "REDIS://%s/4", tcp_url + strlen("redis://"));
+    lock_in_db(url, 4);
+    snprintf(url, sizeof url, "Unix://%s?db=5", getenv("REDISLOCK_TEST_SOCKET"));
+    lock_in_db(url, 5);
 }
 
 /* URL gives a client that connects, AUTHs and answers PING. */

@@ -6,6 +6,8 @@ builddir=${REDISLOCK_TEST_BUILDDIR:-.}
 progs="examples/basic examples/demo examples/fencing bench/redislock-bench"
 [ -x "$builddir/examples/cxx_guard" ] && progs="$progs examples/cxx_guard"
 [ -x "$builddir/examples/leader" ] && progs="$progs examples/leader"
+# Built with libevent (issue 34 part 4: it did not answer --help).
+[ -x "$builddir/examples/lock_server" ] && progs="$progs examples/lock_server"
 n=0
 set -- $progs
 echo "1..$#"

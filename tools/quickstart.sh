@@ -19,8 +19,13 @@ case $what in
     *) echo "usage: sh tools/quickstart.sh demo|test" >&2; exit 2 ;;
 esac
 
+# What make check uses (README.md's Install lists the same; check-snippets
+# compares them): without libevent-dev and libuv1-dev the event-loop tests
+# and examples/lock_server are not built, without strace, python3 and
+# groff-base tests are skipped.
 pkgs="gcc g++ make autoconf automake libtool pkg-config libhiredis-dev
-      libsodium-dev libcmocka-dev redis-server redis-tools libevent-dev"
+      libsodium-dev libcmocka-dev redis-server redis-tools libevent-dev
+      libuv1-dev strace python3 groff-base"
 missing=
 for p in $pkgs; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed'; then
