@@ -1246,12 +1246,19 @@ redislock_new_from_client(redislock_client *client, const char *key);
 REDISLOCK_API REDISLOCK_NODISCARD redislock *
 redislock_new_counted_from_client(redislock_client *client, const char *key);
 
-/** As redislock_new_from_client() (COUNTED false) or
- *  redislock_new_counted_from_client() (COUNTED true), for a binary key of
- *  LEN > 0 bytes, copied.  @since 0.2.0 */
+/** As redislock_new_from_client(), for a binary key of LEN > 0 bytes,
+ *  copied (as redislock_new_len() to redislock_new()).  @since 0.2.0;
+ *  before 0.4.0 it took a fourth argument, bool counted: now
+ *  redislock_new_counted_from_client_len(). */
 REDISLOCK_API REDISLOCK_NODISCARD redislock *
 redislock_new_from_client_len(redislock_client *client, const void *key,
-                              size_t len, bool counted);
+                              size_t len);
+
+/** As redislock_new_counted_from_client(), for a binary key of LEN > 0
+ *  bytes, copied.  @since 0.4.0 */
+REDISLOCK_API REDISLOCK_NODISCARD redislock *
+redislock_new_counted_from_client_len(redislock_client *client,
+                                      const void *key, size_t len);
 
 /* ------------------------------------------------------------------------
  * Auto-renewal (client handles only; since 0.2.0)

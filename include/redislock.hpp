@@ -524,8 +524,11 @@ public:
             detail::throw_error(errc::invalid, "mutex", key_, "empty client");
         if (key.empty())
             detail::throw_error(errc::invalid, "mutex", key_, "empty key");
-        h_.reset(redislock_new_from_client_len(cl.get(), key.data(),
-                                               key.size(), counted_));
+        h_.reset(counted_
+                     ? redislock_new_counted_from_client_len(
+                           cl.get(), key.data(), key.size())
+                     : redislock_new_from_client_len(cl.get(), key.data(),
+                                                     key.size()));
         if (!h_)
             detail::throw_error(errc::nomem, "mutex", key_, "out of memory");
         if (opt.expiry.count() != 0 && opt.expire_seconds != 0)

@@ -2154,8 +2154,7 @@ static void leave_of(redislock *h, int woken)
  * wake-up lost costs the next waiter its poll interval). */
 static void pass_on(redislock_client *cl, const wkey *k)
 {
-    redislock *h = redislock_new_from_client_len(cl, k->key, k->keylen,
-                                                 false);
+    redislock *h = redislock_new_from_client_len(cl, k->key, k->keylen);
 
     if (h != NULL)
         leave_of(h, 1);
@@ -2220,8 +2219,10 @@ static void cleanup_plan(redislockp_aop *o, redislock *lock)
 
     if ((!acquiring && !leaving) || o->cl->loop->closing)
         return;
-    h = redislock_new_from_client_len(o->cl, lock->key, lock->keylen,
-                                      lock->mode == REDISLOCKP_MODE_COUNTED);
+    h = lock->mode == REDISLOCKP_MODE_COUNTED
+            ? redislock_new_counted_from_client_len(o->cl, lock->key,
+                                                    lock->keylen)
+            : redislock_new_from_client_len(o->cl, lock->key, lock->keylen);
     if (h == NULL)
         return;                         /* as before: it lapses */
     if (redislock_set_id(h, lock->id) != REDISLOCK_OK) {

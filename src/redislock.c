@@ -158,13 +158,19 @@ redislock *redislock_new_counted_from_client(redislock_client *client,
 }
 
 redislock *redislock_new_from_client_len(redislock_client *client,
-                                         const void *key, size_t len,
-                                         bool counted)
+                                         const void *key, size_t len)
 {
     if (client == NULL)
         return NULL;
-    return create(NULL, client, key, len,
-                  counted ? REDISLOCKP_MODE_COUNTED : REDISLOCKP_MODE_GOZERO);
+    return create(NULL, client, key, len, REDISLOCKP_MODE_GOZERO);
+}
+
+redislock *redislock_new_counted_from_client_len(redislock_client *client,
+                                                 const void *key, size_t len)
+{
+    if (client == NULL)
+        return NULL;
+    return create(NULL, client, key, len, REDISLOCKP_MODE_COUNTED);
 }
 
 redislock *redislock_new_with_id(struct redisContext *c, const char *key,

@@ -155,13 +155,30 @@ static void test_arguments(void **state)
     assert_null(redislock_new_from_client(cl, NULL));
     assert_null(redislock_new_from_client(cl, ""));
     assert_null(redislock_new_counted_from_client(NULL, "k"));
-    assert_null(redislock_new_from_client_len(NULL, "k", 1, false));
-    assert_null(redislock_new_from_client_len(cl, "k", 0, true));
-    assert_null(redislock_new_from_client_len(cl, NULL, 1, false));
+    assert_null(redislock_new_from_client_len(NULL, "k", 1));
+    assert_null(redislock_new_counted_from_client_len(NULL, "k", 1));
+    assert_null(redislock_new_counted_from_client_len(cl, "k", 0));
+    assert_null(redislock_new_from_client_len(cl, NULL, 1));
     {
         static const char bin[] = { 'b', '\0', 'k' };
-        redislock *a = redislock_new_from_client_len(cl, bin, sizeof bin, true);
-        redislock *b = redislock_new_from_client_len(cl, bin, sizeof bin, true);
+        static const char gz[] = { 'g', '\0', 'z' };
+        redislock *a = redislock_new_counted_from_client_len(cl, bin,
+                                                             sizeof bin);
+        redislock *b = redislock_new_counted_from_client_len(cl, bin,
+                                                             sizeof bin);
+        redislock *g = redislock_new_from_client_len(cl, gz, sizeof gz);
+        redisReply *r;
+
+        /* The _len forms take what the forms without it take: go-zero
+         * mode stores a string under the binary key, counted a hash. */
+        assert_non_null(g);
+        assert_true(tu_acquire(g));
+        r = tu_cmd_argv(c, 2, (const char *[]){ "TYPE", gz },
+                        (const size_t[]){ 4, sizeof gz });
+        assert_string_equal(r->str, "string");
+        freeReplyObject(r);
+        assert_true(tu_release(g));
+        redislock_free(g);
 
         assert_non_null(a);
         assert_non_null(b);
@@ -172,6 +189,12 @@ static void test_arguments(void **state)
         assert_true(tu_release(a));
         assert_true(tu_release(a));
         assert_int_equal(tu_pttl(c, bin, sizeof bin), -2);
+        assert_true(tu_acquire(a));
+        r = tu_cmd_argv(c, 2, (const char *[]){ "TYPE", bin },
+                        (const size_t[]){ 4, sizeof bin });
+        assert_string_equal(r->str, "hash");
+        freeReplyObject(r);
+        assert_true(tu_release(a));
         redislock_free(a);
         redislock_free(b);
     }
