@@ -2726,8 +2726,7 @@ static void renew_over(redislockp_aop *o)
     redislock_client *cl = o->cl;
     redislockp_leg *leg = &o->leg;
     char words[REDISLOCKP_BRIEF_SIZE] = "";
-    int result, lost, unknown = 0;
-    size_t i;
+    int result, lost, unknown;
 
     if (l == NULL || o->renew_stale) {  /* stopped, or too late */
         o->renew_stale = 0;
@@ -2744,18 +2743,13 @@ static void renew_over(redislockp_aop *o)
         result = redislockp_renew_quorum_fold(l, o->q->legs, cl->nsubs, 0,
                                               o->renew_ack ? 1 : -1, words,
                                               sizeof words);
-        /* Unknown when no answer decided (a refusal by one master may
-         * come with another's silence). */
-        for (i = 0; i < cl->nsubs; i++)
-            unknown |= (result == -1 || result == -2) &&
-                       o->q->legs[i].st != REDISLOCK_OK &&
-                       o->q->legs[i].sent;
+        unknown = redislockp_renew_in_doubt(result, o->q->legs, cl->nsubs);
         redislockp_legs_end(o->q->legs, cl->nsubs);
     } else {
         result = redislockp_renew_read(cl, o->node, leg, 0, 1,
                                        o->renew_ack ? &l->renew_ack : NULL,
                                        words, sizeof words);
-        unknown = result == -1 && leg->sent;
+        unknown = redislockp_renew_in_doubt(result, leg, 1);
         redislockp_legs_end(leg, 1);
     }
     pthread_mutex_lock(&cl->wd_mu);

@@ -289,7 +289,6 @@ int redislockp_cluster_refresh(redislock_client *cl, int force, char *errmsg)
     return st;
 }
 
-
 void redislockp_nodes_free(redislock_client *cl)
 {
     size_t i, k;

@@ -519,6 +519,20 @@ long long redislockp_renew_wake(const redislock *l, long long now)
     return 0;
 }
 
+int redislockp_renew_in_doubt(int result, const redislockp_leg *legs,
+                              size_t m)
+{
+    size_t i;
+
+    if (result != -1 && result != -2 && result != -4)
+        return 0;                       /* decided: every answer read */
+    for (i = 0; i < m; i++)
+        if (legs[i].sent && legs[i].st != REDISLOCK_OK &&
+            legs[i].st != REDISLOCK_ERR_SERVER)
+            return 1;
+    return 0;
+}
+
 int redislockp_renew_note(redislock *l, int result, int unknown,
                           long long sent, const char *words)
 {
@@ -542,9 +556,7 @@ int redislockp_renew_note(redislock *l, int result, int unknown,
         l->renew_unacked = 1;
         l->renew_refused = 0;
         break;
-    case -4:
-        l->renew_unknown = 1;           /* out of step: it may have run */
-        /* fall through */
+    case -4:                            /* out of step: its words too */
     case -2:
         /* Answered with an error (OOM, BUSY, NOPERM, a redirection...):
          * its words are the loss's if nothing better comes. */

@@ -28,7 +28,6 @@ static const redislockp_call *const *calls_of(const redislockp_fanout *f,
  * What a reply means
  */
 
-
 /* Did the last connection refused to this thread fail only because
  * every pooled connection was in use?  Then the node is fine: nothing
  * about the route is in doubt (re-reading the slot map or asking the
@@ -56,7 +55,6 @@ static int pool_busy(void)
  * before compiling anything, and another version's library, under
  * another name, is left alone.
  */
-
 
 static int uses_functions(const redislock_client *cl)
 {
@@ -497,7 +495,6 @@ int redislockp_fanout_leg(redislockp_leg *leg, redislock_client *cl,
     return leg->asked;
 }
 
-
 /* Quorum legs whose connection is being made send their command once it
  * is up (leg_dialed()). */
 static int as_eval(const redislockp_fanout *f)
@@ -564,7 +561,6 @@ static void leg_dial_step(redislockp_leg *leg, const redislockp_fanout *f,
     if (leg->dial.phase >= REDISLOCKP_DIAL_DONE)
         leg_dialed(leg, f, cut);
 }
-
 
 /* Drive the legs (their dials, then their replies) until every leg is
  * done or past its own reply deadline (leg->due), or the votes decide
@@ -847,7 +843,6 @@ static void leg_plain(redislockp_leg *leg, const redislockp_fanout *f)
     redislockp_leg_note(leg);
 }
 
-
 /* Free LEG's replies, for another try. */
 static void leg_clear(redislockp_leg *leg)
 {
@@ -860,11 +855,6 @@ static void leg_clear(redislockp_leg *leg)
     leg->done = leg->sent = 0;
     leg->msg[0] = '\0';
 }
-
-
-
-
-
 
 /* What is left of T's limit, from START: 0 without one, else at least
  * 1 ms. */

@@ -151,6 +151,8 @@ struct redislock {
     char renew_said[REDISLOCKP_BRIEF_SIZE];     /* the words of the
                                         * round under way (its thread's
                                         * own while renew_busy) */
+    int renew_doubt;                   /* ... and whether its renewal
+                                        * may still arrive */
     int lost_pipe[2];                  /* readable once lost; -1 unused */
     struct redislock *renew_next;
     int renew_on_loop;                 /* renewed by the client's event
@@ -324,9 +326,13 @@ int redislockp_renew_unknown(redislock *lock);
  *   what it says of the route noted in CL), -3 renewed, not
  *   acknowledged, -4 answered out of step (PROTOCOL: the connection is
  *   closed, what ran is not known; the message into WORDS).
+ * - redislockp_renew_in_doubt(): may a renewal that read RESULT over the
+ *   M LEGS (one, or a quorum's) still arrive - undecided, and a leg sent
+ *   that failed without its replies (timed out, cut, out of step)?  The
+ *   owner ID must then not serve another holding (redislockp_refresh_id).
  * - redislockp_renew_note(): a renewal of L sent at SENT read RESULT
- *   (as redislockp_renew_read(); UNKNOWN: it may still arrive; WORDS: a
- *   refusal's); the lease goes on (renewed: the next due a third of it
+ *   (as redislockp_renew_read(); UNKNOWN: as redislockp_renew_in_doubt()
+ *   says; WORDS: a refusal's); the lease goes on (renewed: the next due a third of it
  *   later; failed: again in REDISLOCKP_RENEW_RETRY_MS) and 0 is returned,
  *   or the loss's reason (a REDISLOCK_LOST_*).
  * A quorum client's: how long a renewal of L (with an acknowledgement if
@@ -342,6 +348,8 @@ int redislockp_renew_read(redislock_client *cl, size_t node,
                           const struct redislockp_leg *leg, int k, int n,
                           const redislockp_ack *ack, char *words,
                           size_t size);
+int redislockp_renew_in_doubt(int result, const struct redislockp_leg *legs,
+                              size_t m);
 int redislockp_renew_note(redislock *l, int result, int unknown,
                           long long sent, const char *words);
 long long redislockp_renew_ack_wait(const redislock *l, long long limit_ms);

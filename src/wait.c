@@ -246,9 +246,6 @@ int redislock_cancel_wait(redislock *lock)
     return REDISLOCK_OK;
 }
 
-
-
-
 /* Stop waiting on request: leave the waiters (passing on a turn we were
  * WOKEN for; best effort, as the registration lapses on its own) and say
  * so. */

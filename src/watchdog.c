@@ -55,17 +55,14 @@ static void drain(redislock *lock)
             ;
 }
 
-
-
-
 /* Renew the handles in BATCH on NODE of CL as one pipeline of their
  * owner-checked extend calls, through the executor, on a connection of
  * the client's pool, all within LIMIT_MS (past the earliest lease in the
  * batch the loss must be declared, not waited on); RESULT[i] as
  * redislockp_renew_read() reads it (a refusal's words in the handle's
- * renew_said).  *SENT: a renewal may have left without its answer. */
+ * renew_said, whether it may still arrive in its renew_doubt). */
 static void renew_batch(redislock_client *cl, size_t node, redislock **batch,
-                        int n, long long until, int *result, int *sent)
+                        int n, long long until, int *result)
 {
     redislockp_call calls[BATCH];
     const redislockp_call *ptrs[BATCH];
@@ -109,15 +106,15 @@ static void renew_batch(redislock_client *cl, size_t node, redislock **batch,
                                           ack ? &batch[0]->renew_ack : NULL,
                                           batch[i]->renew_said,
                                           sizeof batch[i]->renew_said);
-    if (result[0] == -1)
-        *sent |= leg.sent;
+    for (i = 0; i < n; i++)
+        batch[i]->renew_doubt = redislockp_renew_in_doubt(result[i], &leg, 1);
     redislockp_legs_end(&leg, 1);
 }
 
 /* Renew BATCH: on one server one pipeline; on a Cluster one pipeline per
  * master, each to the node owning the handles' slots. */
 static void renew_nodes(redislock_client *cl, redislock **batch, int n,
-                        long long until, int *result, int *sent)
+                        long long until, int *result)
 {
     redislock *group[BATCH];
     size_t nodes[BATCH];
@@ -150,14 +147,11 @@ static void renew_nodes(redislock_client *cl, redislock **batch, int n,
                 done[j] = 1;
             }
         }
-        renew_batch(cl, nodes[i], group, m, until, res, sent);
+        renew_batch(cl, nodes[i], group, m, until, res);
         for (j = 0; j < m; j++)
             result[idx[j]] = res[j];
     }
 }
-
-
-
 
 /* Renew BATCH on a quorum client: on every master at once, through the
  * executor (a stopped or slow master costs the round its quorum wait, not
@@ -165,14 +159,14 @@ static void renew_nodes(redislock_client *cl, redislock **batch, int n,
  * lost (not ours) once a majority can no longer be reached; else no
  * answer, tried again. */
 static void renew_quorum(redislock_client *cl, redislock **batch, int n,
-                         long long until, int *result, int *sent)
+                         long long until, int *result)
 {
     redislockp_leg legs[REDISLOCKP_QUORUM_MAX];
     redislockp_call calls[BATCH];
     const redislockp_call *ptrs[BATCH];
     redislockp_trailer tr;
     redislockp_fanout f;
-    size_t i, m = cl->nsubs;
+    size_t m = cl->nsubs;
     long long limit = until - redislockp_now_ms();
     char num[3][24];
     int j, ack, shortest = 0;
@@ -199,12 +193,13 @@ static void renew_quorum(redislock_client *cl, redislock **batch, int n,
         f.trailer = &tr;
     f.wait_ms = redislockp_renew_quorum_wait(batch[shortest], limit, ack);
     (void)redislockp_exec_fanout(cl, batch[0]->slot, &f, legs);
-    for (j = 0; j < n; j++)
+    for (j = 0; j < n; j++) {
         result[j] = redislockp_renew_quorum_fold(
             batch[0], legs, m, j, ack ? n : -1, batch[j]->renew_said,
             sizeof batch[j]->renew_said);
-    for (i = 0; i < m; i++)
-        *sent |= legs[i].st != REDISLOCK_OK && legs[i].sent;
+        batch[j]->renew_doubt = redislockp_renew_in_doubt(result[j], legs,
+                                                          m);
+    }
     redislockp_legs_end(legs, m);
 }
 
@@ -212,7 +207,7 @@ static void renew_quorum(redislock_client *cl, redislock **batch, int n,
  * handles that ask for the same acknowledgement: each group is one
  * pipeline per node (or one fan-out on a quorum) with one WAIT. */
 static void renew_groups(redislock_client *cl, redislock **batch, int n,
-                         long long until, int *result, int *sent)
+                         long long until, int *result)
 {
     redislock *group[BATCH];
     int res[BATCH], idx[BATCH], done[BATCH];
@@ -232,20 +227,16 @@ static void renew_groups(redislock_client *cl, redislock **batch, int n,
             }
         }
         if (cl->quorum)
-            renew_quorum(cl, group, m, until, res, sent);
+            renew_quorum(cl, group, m, until, res);
         else
-            renew_nodes(cl, group, m, until, res, sent);
+            renew_nodes(cl, group, m, until, res);
         for (j = 0; j < m; j++)
             result[idx[j]] = res[j];
     }
 }
 
-
-/* ---- The renewal ledger (redislock_int.h) ---------------------------- */
-
-
-
-
+/* (The renewal ledger - when a renewal is due, how its answer reads, what
+ * it does to the lease, why a holding is lost - is engine.c's.) */
 
 const char *redislock_lost_reason_text(int reason)
 {
@@ -293,7 +284,7 @@ static void *watchdog(void *arg)
         redislock_lost_fn fns[2 * BATCH];
         void *args[2 * BATCH];
         int fds[2 * BATCH];
-        int result[BATCH], n = 0, nlost = 0, i, sent_any = 0, why;
+        int result[BATCH], n = 0, nlost = 0, i, why;
         long long now = redislockp_now_ms(), next = now + IDLE_MS, sent, wake;
         long long limits = 0;
         struct timespec until;
@@ -324,6 +315,7 @@ static void *watchdog(void *arg)
                 if (n == 0 || l->renew_until < limits)
                     limits = l->renew_until;
                 l->renew_busy = 1;
+                l->renew_doubt = 0;     /* (a handle not routed: none) */
                 batch[n++] = l;
             }
         }
@@ -352,21 +344,14 @@ static void *watchdog(void *arg)
                 end = sent + command_ms;
             if (end < sent + 10)
                 end = sent + 10;
-            renew_groups(cl, batch, n, end, result, &sent_any);
+            renew_groups(cl, batch, n, end, result);
         }
 
         pthread_mutex_lock(&cl->wd_mu);
         for (i = 0; i < n; i++) {
             l = batch[i];
-            /* A renewal sent without an answer may still arrive: the
-             * owner ID must not be used for another holding (see
-             * redislockp_refresh_id).  (A quorum's refusal by one master
-             * may come with another's silence.) */
-            why = redislockp_renew_note(
-                l, result[i],
-                (result[i] == -1 || (cl->quorum && result[i] == -2)) &&
-                    sent_any,
-                sent, l->renew_said);
+            why = redislockp_renew_note(l, result[i], l->renew_doubt, sent,
+                                        l->renew_said);
             if (why != 0 && nlost < 2 * BATCH) {
                 /* It stays busy for the callback. */
                 l->lost = why;

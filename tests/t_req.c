@@ -410,6 +410,36 @@ static void test_wait_next(void **state)
     redislock_client_free(cl);
 }
 
+/* May a renewal still arrive (redislockp_renew_in_doubt(), the watchdog's
+ * and the loop's)?  Only when undecided and a leg that was sent failed
+ * without its replies. */
+static void test_renew_in_doubt(void **state)
+{
+    redislockp_leg legs[3];
+
+    (void)state;
+    memset(legs, 0, sizeof legs);
+    legs[0].sent = 1;
+    legs[0].st = REDISLOCK_ERR_IO;      /* timed out after sending */
+    assert_true(redislockp_renew_in_doubt(-1, legs, 1));
+    assert_false(redislockp_renew_in_doubt(1, legs, 1));    /* renewed */
+    assert_false(redislockp_renew_in_doubt(0, legs, 1));    /* not ours */
+    legs[0].sent = 0;                   /* never left */
+    assert_false(redislockp_renew_in_doubt(-1, legs, 1));
+    legs[0].st = REDISLOCK_ERR_SERVER;  /* an error reply: it did not run */
+    legs[0].sent = 1;
+    assert_false(redislockp_renew_in_doubt(-2, legs, 1));
+    legs[0].st = REDISLOCK_ERR_PROTOCOL;        /* out of step */
+    assert_true(redislockp_renew_in_doubt(-4, legs, 1));
+    /* A quorum: one master refused, another was cut unanswered. */
+    legs[0].st = REDISLOCK_OK;
+    legs[1].sent = 1;
+    legs[1].st = REDISLOCK_ERR_IO;
+    assert_true(redislockp_renew_in_doubt(-2, legs, 3));
+    legs[1].sent = 0;
+    assert_false(redislockp_renew_in_doubt(-2, legs, 3));
+}
+
 /* Where a leg goes (redislockp_route_look(), the blocking route's and
  * the loop's send_leg()'s): from what the client knows, no I/O. */
 static void test_route_look(void **state)
@@ -470,6 +500,7 @@ int main(void)
         cmocka_unit_test(test_fanout_clock),
         cmocka_unit_test(test_wait_next),
         cmocka_unit_test(test_route_look),
+        cmocka_unit_test(test_renew_in_doubt),
     };
 
     return TU_RUN(tests, NULL, NULL);
