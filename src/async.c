@@ -229,15 +229,11 @@ struct redislockp_aop {
     int wait;
     int wstate;                 /* W_* */
     int after;                  /* what follows its leave: A_* */
-    int once;                   /* timeout 0: one plain try */
     int first;                  /* its first try is yet to come */
-    redislockp_waiting w;       /* wait.c's state of a wait */
+    redislockp_waiting w;       /* the wait's state (engine.c's rules) */
     int leave_first;            /* its BLPOP was refused: leave first */
     wkey *wk;                   /* the list it waits on; NULL: polls */
     redislockp_aop *wnext, *wprev;
-    int end_st;                 /* the error to report after a leave */
-    redislock_error_info end_info;
-    char end_msg[REDISLOCKP_ERRMSG_SIZE];
     /* Its handle freed with its try on the wire (or registered): a twin
      * with the same key and ID gives back what the try may take and
      * leaves the waiters, once the try has ended (cleanup_start()). */
@@ -266,7 +262,7 @@ struct redislockp_aop {
 };
 
 enum { W_TRY, W_LEAVING, W_BLOCKED, W_PAUSED, W_DONE };
-enum { A_PLAIN, A_POLL, A_END_LEAVE, A_END_CANCELED, A_END_SAVED };
+enum { A_PLAIN, A_POLL, A_END };
 
 static void step(redislockp_aop *o);
 static void sync_loop(redislock_client *cl);
@@ -2392,64 +2388,24 @@ static void leave_then(redislockp_aop *o, int woken, int after)
 static void wait_try(redislockp_aop *o)
 {
     redislock *lock = o->lock;
-    redislockp_try how = o->once || lock->waiting_refused
-                             ? REDISLOCKP_TRY_PLAIN
-                         : o->w.woken ? REDISLOCKP_TRY_WOKEN
-                                    : REDISLOCKP_TRY_WAITER;
+    redislockp_try how = redislockp_wait_try(lock, &o->w);
 
     o->wstate = W_TRY;
-    o->w.try_woken = how == REDISLOCKP_TRY_WOKEN;
-    o->w.woken = 0;
     redislockp_op_begin(&o->op, lock, REDISLOCKP_OP_ACQUIRE, how);
     o->op.check_loss = o->first;
     o->first = 0;
     step(o);
 }
 
-/* wait.c's canceled(). */
-static void wait_canceled(redislockp_aop *o)
+/* The wait is over without the lock (engine.c's rule, as wait.c's
+ * end_wait()): with ST, or CANCELED; a leave first if the rule says. */
+static void wait_over(redislockp_aop *o, int st, int canceled)
 {
-    if (o->w.registered) {
-        leave_then(o, o->w.woken || o->w.try_woken, A_END_CANCELED);
+    if (redislockp_wait_end(o->lock, &o->w, st, canceled)) {
+        leave_then(o, o->w.leave_woken, A_END);
         return;
     }
-    o->lock->state = REDISLOCK_STATE_UNKNOWN;
-    redislockp_fail(o->lock, REDISLOCK_ERR_CANCELED,
-                    "redislock_cancel_wait() stopped the wait");
-    wait_end(o, REDISLOCK_ERR_CANCELED, false);
-}
-
-/* wait.c's end_wait(): the wait is over without the lock, with ST
- * (REDISLOCK_OK: its deadline). */
-static void wait_over(redislockp_aop *o, int st)
-{
-    redislock *lock = o->lock;
-    int woken = o->w.woken || o->w.try_woken;
-
-    if (redislockp_cancel_asked(lock) && st == REDISLOCK_OK) {
-        wait_canceled(o);
-        return;
-    }
-    if (st != REDISLOCK_OK) {
-        /* fail_waiting(): leave if the connection may still work; the
-         * first error is the one reported. */
-        lock->state = REDISLOCK_STATE_UNKNOWN;
-        if (o->w.registered && st != REDISLOCK_ERR_IO &&
-            st != REDISLOCK_ERR_NOMEM) {
-            o->end_st = st;
-            o->end_info = lock->info;
-            memcpy(o->end_msg, lock->errmsg, sizeof o->end_msg);
-            leave_then(o, 0, A_END_SAVED);
-            return;
-        }
-        wait_end(o, st, false);
-        return;
-    }
-    if (o->w.registered) {
-        leave_then(o, woken, A_END_LEAVE);
-        return;
-    }
-    wait_end(o, REDISLOCK_OK, false);
+    wait_end(o, redislockp_wait_ended(o->lock, &o->w, REDISLOCK_OK), false);
 }
 
 /* A leave is over: what was to follow it. */
@@ -2468,20 +2424,8 @@ static void wait_left(redislockp_aop *o)
         redislockp_clear_error(lock);
         wait_timer(o);
         return;
-    case A_END_LEAVE:
-        wait_end(o, st, false);
-        return;
-    case A_END_CANCELED:
-        lock->state = REDISLOCK_STATE_UNKNOWN;
-        redislockp_fail(lock, REDISLOCK_ERR_CANCELED,
-                        "redislock_cancel_wait() stopped the wait");
-        wait_end(o, REDISLOCK_ERR_CANCELED, false);
-        return;
-    default:                            /* A_END_SAVED */
-        memcpy(lock->errmsg, o->end_msg, sizeof o->end_msg);
-        lock->info = o->end_info;
-        lock->state = REDISLOCK_STATE_UNKNOWN;
-        wait_end(o, o->end_st, false);
+    default:                            /* A_END */
+        wait_end(o, redislockp_wait_ended(lock, &o->w, st), false);
         return;
     }
 }
@@ -2494,16 +2438,6 @@ static void wait_tried(redislockp_aop *o)
     int st = op->result;
     long long pttl = op->holder_pttl, ms;
 
-    if (o->once) {
-        if (st == REDISLOCK_OK && op->ok) {
-            /* Too late: the wait is over (the request is used up). */
-            (void)redislockp_cancel_asked(lock);
-            wait_end(o, REDISLOCK_OK, true);
-        } else {
-            wait_over(o, st);
-        }
-        return;
-    }
     switch (redislockp_wait_next(lock, &o->w, op->how, st, op->ok, pttl,
                                  redislockp_now_ms(), &ms)) {
     case REDISLOCKP_WNEXT_PLAIN:
@@ -2516,16 +2450,16 @@ static void wait_tried(redislockp_aop *o)
             wait_try(o);
         return;
     case REDISLOCKP_WNEXT_FAILED:
-        wait_over(o, st);
+        wait_over(o, st, 0);
         return;
     case REDISLOCKP_WNEXT_ACQUIRED:
         wait_end(o, REDISLOCK_OK, true);
         return;
     case REDISLOCKP_WNEXT_TIMEOUT:
-        wait_over(o, REDISLOCK_OK);
+        wait_over(o, REDISLOCK_OK, 0);
         return;
     case REDISLOCKP_WNEXT_CANCELED:
-        wait_canceled(o);
+        wait_over(o, REDISLOCK_OK, 1);
         return;
     case REDISLOCKP_WNEXT_TRY:
         wait_try(o);                    /* woken meanwhile: at once */
@@ -2562,11 +2496,11 @@ static void wait_timer(redislockp_aop *o)
     set_timer(o, 0);
     o->wstate = W_TRY;
     if (redislockp_cancel_asked(lock)) {
-        wait_canceled(o);
+        wait_over(o, REDISLOCK_OK, 1);
         return;
     }
     if (redislockp_now_ms() >= o->w.deadline) {
-        wait_over(o, REDISLOCK_OK);
+        wait_over(o, REDISLOCK_OK, 0);
         return;
     }
     if (o->leave_first) {               /* its BLPOP was refused */
@@ -3132,17 +3066,13 @@ int redislock_acquire_wait_async(redislock *lock, long long timeout_ms,
     now = redislockp_now_ms();
     o->wait = 1;
     o->first = 1;
-    o->once = timeout_ms == 0;
-    /* Saturate rather than overflow for "wait forever" timeouts. */
-    o->w.deadline = timeout_ms == REDISLOCK_WAIT_FOREVER ||
-                          timeout_ms > (1LL << 60)
-                      ? (1LL << 60) + now : now + timeout_ms;
+    redislockp_wait_begin(&o->w, timeout_ms, now);
     /* A loss auto-renewal declared goes first (the first try reports
      * it), as in wait.c; then a cancel asked before the call. */
     if (!redislockp_renew_lost_pending(lock) &&
         redislockp_cancel_asked(lock)) {
         o->wstate = W_TRY;
-        wait_canceled(o);               /* (its callback: a timer at 0) */
+        wait_over(o, REDISLOCK_OK, 1);  /* (its callback: a timer at 0) */
     } else {
         wait_try(o);
     }

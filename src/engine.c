@@ -595,6 +595,86 @@ int redislockp_acl_refused(const redislock *lock, int st)
            (lock->info.acl & REDISLOCK_ACL_REFUSED) != 0;
 }
 
+void redislockp_wait_begin(redislockp_waiting *w, long long timeout_ms,
+                           long long now)
+{
+    memset(w, 0, sizeof *w);
+    w->once = timeout_ms == 0;
+    w->deadline = timeout_ms == REDISLOCK_WAIT_FOREVER ||
+                          timeout_ms > (1LL << 60)
+                      ? (1LL << 60) + now : now + timeout_ms;
+}
+
+redislockp_try redislockp_wait_try(const redislock *lock,
+                                   redislockp_waiting *w)
+{
+    redislockp_try how = w->once || lock->waiting_refused
+                             ? REDISLOCKP_TRY_PLAIN
+                         : w->woken ? REDISLOCKP_TRY_WOKEN
+                                    : REDISLOCKP_TRY_WAITER;
+
+    w->try_woken = how == REDISLOCKP_TRY_WOKEN;
+    w->woken = 0;
+    return how;
+}
+
+int redislockp_wait_end(redislock *lock, redislockp_waiting *w, int st,
+                        int canceled)
+{
+    /* A cancel request is used up here whatever follows, so that it
+     * cannot stop a later wait; an error ends the wait as itself. */
+    if (!canceled && redislockp_cancel_asked(lock) && st == REDISLOCK_OK)
+        canceled = 1;
+    w->end_st = st;
+    w->saved = 0;
+    w->leave_woken = w->woken || w->try_woken;
+    if (canceled) {
+        w->end = REDISLOCKP_WEND_CANCELED;
+        lock->state = REDISLOCK_STATE_UNKNOWN;
+        return w->registered;           /* best effort: it lapses */
+    }
+    if (st == REDISLOCK_OK) {
+        w->end = REDISLOCKP_WEND_TIMEOUT;
+        return w->registered;
+    }
+    w->end = REDISLOCKP_WEND_FAILED;
+    lock->state = REDISLOCK_STATE_UNKNOWN;
+    /* Leave only if the connection may still work: after an I/O error it
+     * does not (a client's fresh connection could overrun the deadline;
+     * the registration lapses on its own), nor a borrowed context that
+     * failed.  The first error is the one reported. */
+    if (!w->registered || st == REDISLOCK_ERR_IO ||
+        st == REDISLOCK_ERR_NOMEM ||
+        (lock->client == NULL && redislockp_tx_failed(lock->ctx)))
+        return 0;
+    w->saved = 1;
+    w->end_info = lock->info;
+    memcpy(w->end_msg, lock->errmsg, sizeof w->end_msg);
+    w->leave_woken = 0;
+    return 1;
+}
+
+int redislockp_wait_ended(redislock *lock, redislockp_waiting *w, int left)
+{
+    w->registered = 0;
+    w->woken = w->try_woken = 0;
+    switch (w->end) {
+    case REDISLOCKP_WEND_CANCELED:
+        lock->state = REDISLOCK_STATE_UNKNOWN;
+        return redislockp_fail(lock, REDISLOCK_ERR_CANCELED,
+                               "redislock_cancel_wait() stopped the wait");
+    case REDISLOCKP_WEND_FAILED:
+        if (w->saved) {
+            memcpy(lock->errmsg, w->end_msg, sizeof w->end_msg);
+            lock->info = w->end_info;
+        }
+        lock->state = REDISLOCK_STATE_UNKNOWN;
+        return w->end_st;
+    default:                            /* at the deadline: the leave's */
+        return left;
+    }
+}
+
 redislockp_wnext redislockp_wait_next(redislock *lock, redislockp_waiting *w,
                                       redislockp_try how, int st,
                                       bool acquired, long long pttl,

@@ -151,7 +151,24 @@ typedef struct redislockp_waiting {
     int try_woken;                      /* the try just made was */
     int splits;                         /* woken tries that met a split */
     int fallback;                       /* a plain try after a refusal */
+    int once;                           /* timeout 0: one plain try */
+    /* How it ends without the lock (redislockp_wait_end()): */
+    int end;                            /* REDISLOCKP_WEND_* */
+    int end_st;                         /* the error it ends with */
+    int leave_woken;                    /* the leave passes on a turn */
+    int saved;                          /* end_info/end_msg hold the error
+                                         * while the leave runs */
+    redislock_error_info end_info;
+    char end_msg[REDISLOCKP_ERRMSG_SIZE];
 } redislockp_waiting;
+
+/* A wait's end without the lock. */
+enum {
+    REDISLOCKP_WEND_TIMEOUT,            /* the deadline (or a timeout-0
+                                         * try refused) */
+    REDISLOCKP_WEND_FAILED,             /* an error */
+    REDISLOCKP_WEND_CANCELED            /* redislock_cancel_wait() */
+};
 
 /* What follows a waiter's try. */
 typedef enum redislockp_wnext {
@@ -177,6 +194,28 @@ redislockp_wnext redislockp_wait_next(redislock *lock, redislockp_waiting *w,
                                       redislockp_try how, int st,
                                       bool acquired, long long pttl,
                                       long long now, long long *ms);
+
+/* A wait of TIMEOUT_MS (REDISLOCK_WAIT_FOREVER: none) begins at NOW:
+ * W from nothing, its deadline saturated rather than overflowed. */
+void redislockp_wait_begin(redislockp_waiting *w, long long timeout_ms,
+                           long long now);
+
+/* The next try of W's wait: a plain one (timeout 0, or a user who may
+ * not wait), a woken waiter's (a wake-up came), or a waiter's. */
+redislockp_try redislockp_wait_try(const redislock *lock,
+                                   redislockp_waiting *w);
+
+/* How a wait ends without the lock, once for wait.c's loop and the
+ * loop's waiter: with ST (REDISLOCK_OK at the deadline, else the error
+ * that ends it), or CANCELED (a cancel request the caller met; with ST
+ * REDISLOCK_OK a request asked meanwhile counts too, and is used up).
+ * Returns 1 when the waiters' queue is to be left first (passing on a
+ * turn if W->leave_woken; the error is kept meanwhile), else 0; then
+ * redislockp_wait_ended() with the leave's status (REDISLOCK_OK if
+ * none) gives the wait's. */
+int redislockp_wait_end(redislock *lock, redislockp_waiting *w, int st,
+                        int canceled);
+int redislockp_wait_ended(redislock *lock, redislockp_waiting *w, int left);
 
 /* A run of one call on one server, prepared (the fan-out's call and
  * the acknowledgement trailer when asked, REPLY_MS the time its replies

@@ -215,29 +215,6 @@ static int block_on(redislock *lock, redislock_client *cl, long node,
     return st;
 }
 
-/* Give up after an error: deregister if the connection still works (after
- * an I/O error it does not, and a client's fresh connection could overrun
- * the deadline; the registration lapses on its own), keep the first error. */
-static int fail_waiting(redislock *lock, int st, int registered)
-{
-    char saved[REDISLOCKP_ERRMSG_SIZE];
-
-    lock->state = REDISLOCK_STATE_UNKNOWN;
-    /* A client's handle holds no connection between calls: leave() takes
-     * a fresh one (or fails at once while reconnects back off). */
-    if (registered && st != REDISLOCK_ERR_IO && st != REDISLOCK_ERR_NOMEM &&
-        (lock->client != NULL || !redislockp_tx_failed(lock->ctx))) {
-        redislock_error_info saved_info = lock->info;
-
-        memcpy(saved, lock->errmsg, sizeof saved);
-        (void)redislockp_leave(lock, false);
-        memcpy(lock->errmsg, saved, sizeof saved);
-        lock->info = saved_info;
-        lock->state = REDISLOCK_STATE_UNKNOWN;
-    }
-    return st;
-}
-
 int redislock_cancel_wait(redislock *lock)
 {
     if (lock == NULL)
@@ -246,28 +223,16 @@ int redislock_cancel_wait(redislock *lock)
     return REDISLOCK_OK;
 }
 
-/* Stop waiting on request: leave the waiters (passing on a turn we were
- * WOKEN for; best effort, as the registration lapses on its own) and say
- * so. */
-static int canceled(redislock *lock, bool woken, int registered)
+/* The wait W is over without the lock (engine.c's rule): with ST, or
+ * CANCELED. */
+static int end_wait(redislock *lock, redislockp_waiting *w, int st,
+                    int canceled)
 {
-    if (registered)
-        (void)redislockp_leave(lock, woken);
-    lock->state = REDISLOCK_STATE_UNKNOWN;
-    return redislockp_fail(lock, REDISLOCK_ERR_CANCELED,
-                           "redislock_cancel_wait() stopped the wait");
-}
+    int left = REDISLOCK_OK;
 
-/* How a wait ends without the lock: with status ST (REDISLOCK_OK at the
- * deadline, or an error), unless a cancel request came meanwhile; either
- * way the request is used up here, so that it cannot stop a later wait. */
-static int end_wait(redislock *lock, int st, bool woken, int registered)
-{
-    if (redislockp_cancel_asked(lock) && st == REDISLOCK_OK)
-        return canceled(lock, woken, registered);
-    if (st != REDISLOCK_OK)
-        return fail_waiting(lock, st, registered);
-    return registered ? redislockp_leave(lock, woken) : REDISLOCK_OK;
+    if (redislockp_wait_end(lock, w, st, canceled))
+        left = redislockp_leave(lock, w->leave_woken);
+    return redislockp_wait_ended(lock, w, left);
 }
 
 int redislock_acquire_wait(redislock *lock, long long timeout_ms,
@@ -275,7 +240,7 @@ int redislock_acquire_wait(redislock *lock, long long timeout_ms,
 {
     redislockp_waiting w;
     redislockp_wnext next;
-    long long start, holder_pttl;
+    long long holder_pttl;
     bool woken = false;
     int st;
 
@@ -291,33 +256,13 @@ int redislock_acquire_wait(redislock *lock, long long timeout_ms,
     st = redislockp_report_pending_loss(lock);
     if (st != REDISLOCK_OK)
         return st;
+    redislockp_wait_begin(&w, timeout_ms, redislockp_now_ms());
     if (redislockp_cancel_asked(lock))      /* asked before the call */
-        return canceled(lock, false, 0);
-    if (timeout_ms == 0) {              /* one plain try */
-        st = redislockp_acquire_once(lock, REDISLOCKP_TRY_PLAIN, acquired,
-                                     &holder_pttl);
-        if (st == REDISLOCK_OK && *acquired) {
-            /* Too late: the wait is over (the request is used up). */
-            (void)redislockp_cancel_asked(lock);
-            return REDISLOCK_OK;
-        }
-        return end_wait(lock, st, false, 0);
-    }
-
-    start = redislockp_now_ms();
-    memset(&w, 0, sizeof w);
-    /* Saturate rather than overflow for "wait forever" timeouts. */
-    w.deadline = timeout_ms == REDISLOCK_WAIT_FOREVER ||
-                         timeout_ms > (1LL << 60)
-                     ? (1LL << 60) + start : start + timeout_ms;
+        return end_wait(lock, &w, REDISLOCK_OK, 1);
     for (;;) {
-        redislockp_try how = lock->waiting_refused ? REDISLOCKP_TRY_PLAIN
-                           : w.woken ? REDISLOCKP_TRY_WOKEN
-                                     : REDISLOCKP_TRY_WAITER;
+        redislockp_try how = redislockp_wait_try(lock, &w);
         long long ms, left;
 
-        w.try_woken = how == REDISLOCKP_TRY_WOKEN;
-        w.woken = 0;
         st = redislockp_acquire_once(lock, how, acquired, &holder_pttl);
         next = redislockp_wait_next(lock, &w, how, st, *acquired,
                                     holder_pttl, redislockp_now_ms(), &ms);
@@ -325,7 +270,7 @@ int redislock_acquire_wait(redislock *lock, long long timeout_ms,
             if (w.registered)           /* best effort: it lapses */
                 (void)redislockp_leave(lock, false);
             w.registered = 0;
-            how = REDISLOCKP_TRY_PLAIN;
+            how = redislockp_wait_try(lock, &w);    /* a plain one */
             st = redislockp_acquire_once(lock, how, acquired, &holder_pttl);
             next = redislockp_wait_next(lock, &w, how, st, *acquired,
                                         holder_pttl, redislockp_now_ms(),
@@ -335,11 +280,11 @@ int redislock_acquire_wait(redislock *lock, long long timeout_ms,
         case REDISLOCKP_WNEXT_ACQUIRED:
             return REDISLOCK_OK;
         case REDISLOCKP_WNEXT_FAILED:
-            return end_wait(lock, st, w.woken, w.registered);
+            return end_wait(lock, &w, st, 0);
         case REDISLOCKP_WNEXT_CANCELED:
-            return canceled(lock, w.woken, w.registered);
+            return end_wait(lock, &w, REDISLOCK_OK, 1);
         case REDISLOCKP_WNEXT_TIMEOUT:
-            return end_wait(lock, REDISLOCK_OK, w.woken, w.registered);
+            return end_wait(lock, &w, REDISLOCK_OK, 0);
         case REDISLOCKP_WNEXT_TRY:
             continue;
         case REDISLOCKP_WNEXT_PAUSE:
@@ -368,15 +313,15 @@ int redislock_acquire_wait(redislock *lock, long long timeout_ms,
                 st = REDISLOCK_OK;
             }
             if (st != REDISLOCK_OK)
-                return end_wait(lock, st, false, w.registered);
+                return end_wait(lock, &w, st, 0);
             break;
         }
         if (redislockp_cancel_asked(lock))
-            return canceled(lock, w.woken, w.registered);
+            return end_wait(lock, &w, REDISLOCK_OK, 1);
         if (redislockp_now_ms() >= w.deadline) {
             /* Out of time: try no more, leave the waiters, and pass on a
              * turn we were woken for. */
-            return end_wait(lock, REDISLOCK_OK, w.woken, w.registered);
+            return end_wait(lock, &w, REDISLOCK_OK, 0);
         }
     }
 }

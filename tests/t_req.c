@@ -440,6 +440,104 @@ static void test_renew_in_doubt(void **state)
     assert_false(redislockp_renew_in_doubt(-2, legs, 3));
 }
 
+
+/* How a wait begins, which try comes next, and how it ends without the
+ * lock (engine.c), for wait.c's loop and the loop's waiter alike. */
+static void test_wait_end(void **state)
+{
+    redislock_client *cl = NULL;
+    redislockp_waiting w;
+    redislock *lock;
+    long long ms, now = 10000;
+
+    (void)state;
+    assert_int_equal(redislock_client_open("redis://127.0.0.1:1", &cl, NULL,
+                                           0), REDISLOCK_OK);
+    lock = redislock_new_from_client(cl, "k");
+    assert_non_null(lock);
+
+    /* Timeout 0: one plain try, never a waiter's; refused, it is over. */
+    redislockp_wait_begin(&w, 0, now);
+    assert_true(w.once);
+    assert_int_equal(redislockp_wait_try(lock, &w), REDISLOCKP_TRY_PLAIN);
+    assert_int_equal(redislockp_wait_next(lock, &w, REDISLOCKP_TRY_PLAIN,
+                                          REDISLOCK_OK, false, 500, now, &ms),
+                     REDISLOCKP_WNEXT_TIMEOUT);
+    assert_false(w.registered);
+    assert_int_equal(redislockp_wait_end(lock, &w, REDISLOCK_OK, 0), 0);
+    assert_int_equal(redislockp_wait_ended(lock, &w, REDISLOCK_OK),
+                     REDISLOCK_OK);
+    /* Forever saturates; a waiter's try, then a woken one after a
+     * wake-up (the wake-up used by the try). */
+    redislockp_wait_begin(&w, REDISLOCK_WAIT_FOREVER, now);
+    assert_true(w.deadline > now + (1LL << 59));
+    assert_int_equal(redislockp_wait_try(lock, &w), REDISLOCKP_TRY_WAITER);
+    w.woken = 1;
+    assert_int_equal(redislockp_wait_try(lock, &w), REDISLOCKP_TRY_WOKEN);
+    assert_true(w.try_woken);
+    assert_false(w.woken);
+
+    /* The deadline, registered and woken: leave, passing on the turn;
+     * the wait ends as the leave did. */
+    redislockp_wait_begin(&w, 1000, now);
+    w.registered = 1;
+    w.woken = 1;
+    assert_int_equal(redislockp_wait_end(lock, &w, REDISLOCK_OK, 0), 1);
+    assert_true(w.leave_woken);
+    assert_int_equal(redislockp_wait_ended(lock, &w, REDISLOCK_ERR_IO),
+                     REDISLOCK_ERR_IO);
+    assert_false(w.registered);
+
+    /* An error while registered: leave without the turn, and the first
+     * error is the one reported, whatever the leave wrote meanwhile. */
+    redislockp_wait_begin(&w, 1000, now);
+    w.registered = 1;
+    w.woken = 1;
+    redislockp_fail(lock, REDISLOCK_ERR_SERVER, "first");
+    assert_int_equal(redislockp_wait_end(lock, &w, REDISLOCK_ERR_SERVER, 0),
+                     1);
+    assert_false(w.leave_woken);
+    redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL, "the leave's");
+    lock->state = REDISLOCK_STATE_FREE;
+    assert_int_equal(redislockp_wait_ended(lock, &w, REDISLOCK_ERR_PROTOCOL),
+                     REDISLOCK_ERR_SERVER);
+    assert_string_equal(redislock_last_error(lock), "first");
+    assert_int_equal(lock->state, REDISLOCK_STATE_UNKNOWN);
+    /* ... but not after an I/O error (the connection is gone). */
+    redislockp_wait_begin(&w, 1000, now);
+    w.registered = 1;
+    assert_int_equal(redislockp_wait_end(lock, &w, REDISLOCK_ERR_IO, 0), 0);
+    assert_int_equal(redislockp_wait_ended(lock, &w, REDISLOCK_OK),
+                     REDISLOCK_ERR_IO);
+
+    /* A cancel request met at the deadline ends it as canceled, passing
+     * on a turn; one that meets an error is used up all the same. */
+    redislockp_wait_begin(&w, 1000, now);
+    w.registered = 1;
+    w.woken = 1;
+    assert_int_equal(redislock_cancel_wait(lock), REDISLOCK_OK);
+    assert_int_equal(redislockp_wait_end(lock, &w, REDISLOCK_OK, 0), 1);
+    assert_true(w.leave_woken);
+    assert_int_equal(redislockp_wait_ended(lock, &w, REDISLOCK_OK),
+                     REDISLOCK_ERR_CANCELED);
+    assert_non_null(strstr(redislock_last_error(lock), "cancel_wait"));
+    assert_int_equal(redislock_cancel_wait(lock), REDISLOCK_OK);
+    redislockp_wait_begin(&w, 1000, now);
+    assert_int_equal(redislockp_wait_end(lock, &w, REDISLOCK_ERR_SERVER, 0),
+                     0);
+    assert_int_equal(redislockp_wait_ended(lock, &w, REDISLOCK_OK),
+                     REDISLOCK_ERR_SERVER);
+    assert_int_equal(redislockp_cancel_asked(lock), 0);
+    /* Canceled by the caller, not registered: no leave. */
+    redislockp_wait_begin(&w, 1000, now);
+    assert_int_equal(redislockp_wait_end(lock, &w, REDISLOCK_OK, 1), 0);
+    assert_int_equal(redislockp_wait_ended(lock, &w, REDISLOCK_OK),
+                     REDISLOCK_ERR_CANCELED);
+
+    redislock_free(lock);
+    redislock_client_free(cl);
+}
+
 /* Where a leg goes (redislockp_route_look(), the blocking route's and
  * the loop's send_leg()'s): from what the client knows, no I/O. */
 static void test_route_look(void **state)
@@ -499,6 +597,7 @@ int main(void)
         cmocka_unit_test(test_closing_server),
         cmocka_unit_test(test_fanout_clock),
         cmocka_unit_test(test_wait_next),
+        cmocka_unit_test(test_wait_end),
         cmocka_unit_test(test_route_look),
         cmocka_unit_test(test_renew_in_doubt),
     };
