@@ -174,6 +174,8 @@ static const char usage_text[] =
     "  --quorum URL,URL,...\n"
     "                  U, C: handles of a quorum client over these\n"
     "                  masters (3..9, odd); C keeps its counter on --port\n"
+    "  --no-metrics    U with --url or --quorum: the client's metrics off\n"
+    "                  (redislock_client_set_metrics()), to measure their cost\n"
     "  --label L       with --url, --quorum or T: the \"client\" field\n"
     "  --no-cpu-dma-latency\n"
     "                  do not hold /dev/cpu_dma_latency at 0\n"
@@ -2310,12 +2312,14 @@ int main(int argc, char **argv)
         { "gozero-dir", required_argument, NULL, 'G' },
         { "depth", required_argument, NULL, 'd' },
         { "waiters", required_argument, NULL, 'X' },
+        { "no-metrics", no_argument, NULL, 'N' },
         { NULL, 0, NULL, 0 },
     };
     const char *workload = NULL, *url = NULL, *label = "url";
     long long n = -1;
     int k = 8, m = 500, use_wait = 0, raw = 0, dma = 1, opt;
     int threads = 512, pool = 0, rounds = 9, depth = 256, waiters = 1000;
+    int metrics = 1;
 
     while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (opt) {
@@ -2328,6 +2332,7 @@ int main(int argc, char **argv)
         case 'W': use_wait = 1; break;
         case 'r': raw = 1; break;
         case 'D': dma = 0; break;
+        case 'N': metrics = 0; break;
         case 'v': verbose = 1; break;
         case 'u': url = optarg; break;
         case 'l': label = optarg; break;
@@ -2421,6 +2426,9 @@ int main(int argc, char **argv)
                        REDISLOCK_OK) {
                 die("--url", err);
             }
+            if (!metrics &&
+                redislock_client_set_metrics(cl, false) != REDISLOCK_OK)
+                die("--no-metrics", "redislock_client_set_metrics");
             run_client_cycles(cl, quorum_n > 0 ? "redislock-quorum"
                                                : "redislock-client",
                               label, n > 0 ? n : 20000, stats);

@@ -1846,6 +1846,165 @@ redislock_inspect_async(redislock *lock, redislock_kind *kind, char *owner,
                         size_t owner_size, long long *ttl_ms, int *holds,
                         redislock_done_fn fn, void *arg);
 
+/*
+ * ---------------------------------------------------------------------
+ * Lock metrics (@since 0.4.0)
+ *
+ * A client counts what its handles do, on whichever thread or loop they
+ * run: operations by kind and outcome, the time from an acquire's call to
+ * its grant and from a grant to the release or the loss (histograms),
+ * contended acquires, renewals, losses by reason, connects, redirections
+ * and failovers, and the holders and waiters of the moment.  Lock names
+ * are not recorded (their number is unbounded).  Counting is on from
+ * redislock_client_open() (a few atomic additions and two clock reads per
+ * operation) and may be turned off.  Handles made on a borrowed
+ * redisContext (redislock_new()) have no client and are not counted.
+ * ---------------------------------------------------------------------
+ */
+
+/** A histogram of durations, in microseconds.  The quantiles are read
+ *  from buckets four to a power of two (within 19% above the true
+ *  value, never below it, and never above MAX_US); 0 when COUNT is 0. */
+typedef struct redislock_histogram {
+    unsigned long long count;
+    unsigned long long sum_us;
+    unsigned long long p50_us, p90_us, p99_us, max_us;
+} redislock_histogram;
+
+/** What a client has counted since it was opened (redislock_client_stats()). */
+typedef struct redislock_metrics {
+    /* redislock_acquire() and redislock_acquire_async(): granted, held
+     * by another owner, failed (any error). */
+    unsigned long long acquired, acquire_busy, acquire_failed;
+    /* redislock_acquire_wait() and its _async form: granted, timed out,
+     * canceled (redislock_cancel_wait()), failed. */
+    unsigned long long wait_acquired, wait_timeout, wait_canceled,
+        wait_failed;
+    /* redislock_release() and its _async form: released, not held, failed. */
+    unsigned long long released, release_not_held, release_failed;
+    /* redislock_extend() and its _async form: extended, not held, failed. */
+    unsigned long long extended, extend_not_held, extend_failed;
+    /* Acquires that found the lock held by another owner: every
+     * acquire_busy, and every wait that did not get the lock at its
+     * first try. */
+    unsigned long long contended;
+    /* Auto-renewals (the watchdog's and a loop's): answered "renewed",
+     * and every other outcome (refused, not acknowledged, unanswered). */
+    unsigned long long renewals, renewals_failed;
+    /* Holdings lost, by REDISLOCK_LOST_* reason (lost[reason]). */
+    unsigned long long lost[16];
+    /* Connections made and connects failed (and AUTH/SELECT refused),
+     * over every server of the client; MOVED and ASK redirections
+     * followed; masters replaced by a Sentinel failover seen. */
+    unsigned long long connects, connect_failures, redirects, failovers;
+    /* Now: handles holding a lock (from their grant to their release,
+     * loss or redislock_free()), and waits under way. */
+    long long holders, waiters;
+    /* From an acquire's call to its grant (acquire and acquire_wait, when
+     * granted), and from a grant to its end (release, loss, free). */
+    redislock_histogram acquire_time, hold_time;
+} redislock_metrics;
+
+/**
+ * Copy what CLIENT has counted into *OUT, at most SIZE bytes of it (pass
+ * sizeof *OUT: a program built against an older, shorter struct gets its
+ * own fields).  The counters are read one by one, not as one atomic
+ * snapshot: under load two related counts may differ by an operation.
+ * A quorum client's connects add up those of its masters.
+ *
+ * @return REDISLOCK_OK; REDISLOCK_ERR_INVALID (NULL CLIENT or OUT, or
+ *         SIZE 0).
+ * @since 0.4.0
+ */
+REDISLOCK_API int redislock_client_stats(redislock_client *client,
+                                         redislock_metrics *out, size_t size);
+
+/**
+ * Write CLIENT's counts into BUF as Prometheus text (exposition format
+ * 0.0.4), for a service to serve on its own /metrics: counters
+ * redislock_operations_total{op,outcome}, redislock_contended_total,
+ * redislock_renewals_total{outcome}, redislock_lost_total{reason},
+ * redislock_connects_total{server,outcome} (per server),
+ * redislock_redirects_total, redislock_failovers_total; gauges
+ * redislock_holders and redislock_waiters; histograms
+ * redislock_acquire_seconds and redislock_hold_seconds.  With a key
+ * prefix breakdown (redislock_client_set_metrics_prefix()), acquires,
+ * contention, losses and holders per prefix too.  At most SIZE bytes
+ * are written, always NUL-terminated when SIZE > 0 (BUF may be NULL
+ * when SIZE is 0).
+ *
+ * @return the length of the whole text (without its NUL), as snprintf()
+ *         does: SIZE must exceed it for the text to be complete; -1 for
+ *         a NULL CLIENT.
+ * @since 0.4.0
+ */
+REDISLOCK_API long redislock_client_metrics(redislock_client *client,
+                                            char *buf, size_t size);
+
+/**
+ * Turn CLIENT's counting on (the default) or off.  Off, operations count
+ * nothing (what was counted stays; the event hook is not called).
+ * @return REDISLOCK_OK; REDISLOCK_ERR_INVALID for a NULL CLIENT.
+ * @since 0.4.0
+ */
+REDISLOCK_API int redislock_client_set_metrics(redislock_client *client,
+                                               bool on);
+
+/**
+ * Also count acquires, contention, losses and holders per key prefix:
+ * a lock's key up to (not including) the first of the characters in
+ * DELIMS (e.g. ":"), the whole key if it has none.  At most MAX_PREFIXES
+ * (1..256) prefixes are kept, the first seen; the others count under
+ * the prefix "_other".  DELIMS NULL or "" turns it off (the default).
+ * Set before operations run; a second call is refused.
+ * @return REDISLOCK_OK; REDISLOCK_ERR_INVALID (NULL CLIENT, MAX_PREFIXES
+ *         out of range, a second call); REDISLOCK_ERR_NOMEM.
+ * @since 0.4.0
+ */
+REDISLOCK_API int redislock_client_set_metrics_prefix(redislock_client *client,
+                                                      const char *delims,
+                                                      int max_prefixes);
+
+/** What an event says happened (redislock_client_set_event_hook()). */
+typedef enum redislock_event_type {
+    REDISLOCK_EVENT_ACQUIRED = 1,     /* a grant (acquire or a wait) */
+    REDISLOCK_EVENT_RELEASED = 2,     /* a holding ended by a release */
+    REDISLOCK_EVENT_LOST = 3,         /* a holding lost (REASON) */
+    REDISLOCK_EVENT_RENEW_FAILED = 4, /* an auto-renewal did not renew */
+    REDISLOCK_EVENT_WAITED = 5        /* a wait ended (STATUS, ACQUIRED) */
+} redislock_event_type;
+
+/** An event: borrowed for the hook's call only. */
+typedef struct redislock_event {
+    redislock_event_type type;
+    redislock *lock;                  /* the handle */
+    const char *key;                  /* its key (may hold NUL bytes) */
+    size_t keylen;
+    long long duration_us;            /* ACQUIRED: call to grant;
+                                       * RELEASED, LOST: the holding;
+                                       * WAITED: the wait; else 0 */
+    int status;                       /* WAITED: how it ended
+                                       * (REDISLOCK_OK or an error) */
+    bool acquired;                    /* WAITED: with the lock */
+    int reason;                       /* LOST: a REDISLOCK_LOST_* */
+} redislock_event;
+
+typedef void (*redislock_event_fn)(void *arg, const redislock_event *ev);
+
+/**
+ * Call FN(ARG, event) for each event of CLIENT's handles (NULL FN: none),
+ * while counting is on, for tracing of one's own.  FN runs on the thread
+ * where the event happens - the caller's, the watchdog's for renewals and
+ * losses, the loop's for a client attached to one - sometimes with the
+ * library's internal locks held: it must return quickly and must not call
+ * this library.  Set it before operations run.
+ * @return REDISLOCK_OK; REDISLOCK_ERR_INVALID for a NULL CLIENT.
+ * @since 0.4.0
+ */
+REDISLOCK_API int redislock_client_set_event_hook(redislock_client *client,
+                                                  redislock_event_fn fn,
+                                                  void *arg);
+
 /**
  * The version of the library actually linked, e.g. "0.1.0".  Compare with
  * REDISLOCK_VERSION_STRING to detect a header/library mismatch.

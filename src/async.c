@@ -1012,8 +1012,10 @@ static void on_sentinel(void *arg, int status, redislockp_val **replies,
     }
     pthread_mutex_lock(&cl->mu);
     old = cl->master;
-    if (old > 0 && old != node)
+    if (old > 0 && old != node) {
         cl->nodes[old].gone = 1;        /* a failover */
+        redislockp_metric_failover(cl);
+    }
     cl->master = node;
     cl->nodes[node].gone = 0;
     cl->sentinel_first = (cl->sentinel_first + ls->map_next) %
@@ -2543,8 +2545,7 @@ static void renew_lost(redislockp_aop *o, int reason)
     int fd;
 
     pthread_mutex_lock(&cl->wd_mu);
-    lock->lost = reason;
-    lock->lost_reason = reason;
+    redislockp_renew_losing(lock, reason);
     fn = lock->lost_fn;
     arg = lock->lost_arg;
     pthread_mutex_unlock(&cl->wd_mu);
@@ -2729,8 +2730,7 @@ static void loop_renew(redislock *lock, int start)
             /* No room: the holding is as good as lost (as a watchdog
              * thread that cannot start); said now. */
             pthread_mutex_lock(&cl->wd_mu);
-            lock->lost = REDISLOCK_LOST_NOT_STARTED;
-            lock->lost_reason = lock->lost;
+            redislockp_renew_losing(lock, REDISLOCK_LOST_NOT_STARTED);
             if (lock->lost_pipe[1] >= 0) {
                 char b = 'L';
 
@@ -2951,7 +2951,7 @@ static int start(redislock *lock, redislockp_op_kind kind,
     o = aop_new(lock, fn, arg, &st);
     if (o == NULL)
         return st;
-    redislockp_op_begin(&o->op, lock, kind, REDISLOCKP_TRY_PLAIN);
+    redislockp_op_begin_counted(&o->op, lock, kind);
     o->op.check_loss = kind == REDISLOCKP_OP_ACQUIRE;
     step(o);
     sync_loop(o->cl);
@@ -3066,7 +3066,7 @@ int redislock_acquire_wait_async(redislock *lock, long long timeout_ms,
     now = redislockp_now_ms();
     o->wait = 1;
     o->first = 1;
-    redislockp_wait_begin(&o->w, timeout_ms, now);
+    redislockp_wait_begin(lock, &o->w, timeout_ms, now);
     /* A loss auto-renewal declared goes first (the first try reports
      * it), as in wait.c; then a cancel asked before the call. */
     if (!redislockp_renew_lost_pending(lock) &&
@@ -3091,6 +3091,12 @@ void redislockp_async_forget(redislock *lock)
     cl = o->cl;
     ls = cl->loop;
     lock->aop = NULL;
+    if (o->wait && o->w.counted) {      /* a wait given up with its handle */
+        o->w.counted = 0;
+        redislockp_metric_wait_end(lock, REDISLOCKP_M_CANCELED,
+                                   REDISLOCK_ERR_CANCELED, o->w.tries,
+                                   o->w.began_us);
+    }
     cleanup_plan(o, lock);
     conv_unqueue(o);                    /* nothing of it was sent */
     part(o);

@@ -71,6 +71,7 @@ int redislock_client_open(const char *url, redislock_client **client,
         redislockp_free(cl);                  /* LCOV_EXCL_LINE */
         return REDISLOCK_ERR_NOMEM;           /* LCOV_EXCL_LINE */
     }
+    redislockp_metrics_init(&cl->metrics);
     cl->cluster = cl->url.cluster;
     cl->sentinel = cl->url.sentinel;
     if (cl->url.tls) {
@@ -134,6 +135,7 @@ void redislock_client_free(redislock_client *cl)
      * and the condition variable are copies of the parent's, possibly
      * held or waited on at fork time: destroying them could block for
      * ever.  The child only frees the memory. */
+    redislockp_metrics_free(&cl->metrics, redislockp_client_forked(cl));
     if (!redislockp_client_forked(cl)) {
         redislockp_watchdog_shutdown(cl);
         pthread_cond_destroy(&cl->wd_cond);

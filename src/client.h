@@ -7,6 +7,7 @@
 
 #include <pthread.h>
 
+#include "metrics.h"
 #include "redislock_int.h"
 #include "slot.h"
 
@@ -109,6 +110,8 @@ typedef struct redislockp_node {
     long long retry_at;         /* no connect before this (monotonic ms) */
     int last_status;            /* the last failed connect's status and */
     char last_error[256];       /* message, repeated while backing off */
+    unsigned long long connects, connect_failures;  /* made, failed (and
+                                 * AUTH/SELECT refused): the metrics' */
     redislock_error_info last_info; /* and as data (transport.h) */
 } redislockp_node;
 
@@ -179,6 +182,9 @@ struct redislock_client {
      * START 1 (re)schedules LOCK's renewal from its renew_* fields, 0
      * stops it; watchdog.c calls it instead of using its thread. */
     void (*loop_renew)(redislock *lock, int start);
+    /* What its handles did (metrics.h): atomics and a leaf lock of its
+     * own, taken under mu or wd_mu alike. */
+    redislockp_metrics metrics;
 };
 
 /* quorum.c: a client over N independent masters, at most this many. */

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "exec.h"
+#include "metrics.h"
 #include "op.h"
 #include "plain.h"
 
@@ -280,6 +281,7 @@ redislockp_next redislockp_follow_next(redislockp_follow *fw,
             return REDISLOCKP_NEXT_DONE;
         }
         fw->asking = res->kind == REDISLOCKP_ASK;
+        redislockp_metric_redirect(cl);
         fw->node = fw->asking ? redislockp_node_named(cl, res->host,
                                                       res->port)
                               : -1;
@@ -540,12 +542,14 @@ int redislockp_renew_note(redislock *l, int result, int unknown,
         l->renew_unknown = 1;
     switch (result) {
     case 1:
+        redislockp_metric_renewal(l, 1);
         l->renew_unacked = 0;
         l->renew_refused = 0;
         l->renew_until = sent + l->renew_ms - REDISLOCKP_QUORUM_DRIFT(l);
         l->renew_due = sent + l->renew_ms / 3;
         return 0;
     case 0:
+        redislockp_metric_renewal(l, 0);
         return REDISLOCK_LOST_TAKEN;
     case -3:
         /* Renewed on the master but too few replicas have it: the lease
@@ -569,6 +573,7 @@ int redislockp_renew_note(redislock *l, int result, int unknown,
     default:
         break;                          /* no answer: as it was */
     }
+    redislockp_metric_renewal(l, 0);
     result = redislockp_renew_expired(l, redislockp_now_ms());
     if (result == 0)
         l->renew_due = redislockp_now_ms() + RETRY_MS;
@@ -595,10 +600,15 @@ int redislockp_acl_refused(const redislock *lock, int st)
            (lock->info.acl & REDISLOCK_ACL_REFUSED) != 0;
 }
 
-void redislockp_wait_begin(redislockp_waiting *w, long long timeout_ms,
-                           long long now)
+void redislockp_wait_begin(redislock *lock, redislockp_waiting *w,
+                           long long timeout_ms, long long now)
 {
     memset(w, 0, sizeof *w);
+    if (redislockp_metrics_of(lock) != NULL) {
+        w->counted = 1;
+        w->began_us = redislockp_now_us();
+        redislockp_metric_wait_begin(lock);
+    }
     w->once = timeout_ms == 0;
     w->deadline = timeout_ms == REDISLOCK_WAIT_FOREVER ||
                           timeout_ms > (1LL << 60)
@@ -615,6 +625,7 @@ redislockp_try redislockp_wait_try(const redislock *lock,
 
     w->try_woken = how == REDISLOCKP_TRY_WOKEN;
     w->woken = 0;
+    w->tries++;
     return how;
 }
 
@@ -654,6 +665,17 @@ int redislockp_wait_end(redislock *lock, redislockp_waiting *w, int st,
     return 1;
 }
 
+/* W's end is counted (once), as OUTCOME with status ST. */
+static int wait_counted(redislock *lock, redislockp_waiting *w, int outcome,
+                        int st)
+{
+    if (w->counted) {
+        w->counted = 0;
+        redislockp_metric_wait_end(lock, outcome, st, w->tries, w->began_us);
+    }
+    return st;
+}
+
 int redislockp_wait_ended(redislock *lock, redislockp_waiting *w, int left)
 {
     w->registered = 0;
@@ -661,17 +683,21 @@ int redislockp_wait_ended(redislock *lock, redislockp_waiting *w, int left)
     switch (w->end) {
     case REDISLOCKP_WEND_CANCELED:
         lock->state = REDISLOCK_STATE_UNKNOWN;
-        return redislockp_fail(lock, REDISLOCK_ERR_CANCELED,
-                               "redislock_cancel_wait() stopped the wait");
+        return wait_counted(lock, w, REDISLOCKP_M_CANCELED,
+                            redislockp_fail(lock, REDISLOCK_ERR_CANCELED,
+                                            "redislock_cancel_wait() "
+                                            "stopped the wait"));
     case REDISLOCKP_WEND_FAILED:
         if (w->saved) {
             memcpy(lock->errmsg, w->end_msg, sizeof w->end_msg);
             lock->info = w->end_info;
         }
         lock->state = REDISLOCK_STATE_UNKNOWN;
-        return w->end_st;
+        return wait_counted(lock, w, REDISLOCKP_M_FAILED, w->end_st);
     default:                            /* at the deadline: the leave's */
-        return left;
+        return wait_counted(lock, w, left == REDISLOCK_OK
+                                         ? REDISLOCKP_M_NO
+                                         : REDISLOCKP_M_FAILED, left);
     }
 }
 
@@ -708,6 +734,7 @@ redislockp_wnext redislockp_wait_next(redislock *lock, redislockp_waiting *w,
         (void)redislockp_cancel_asked(lock);
         if (w->registered)
             lock->waiters_seen = 1;
+        (void)wait_counted(lock, w, REDISLOCKP_M_OK, REDISLOCK_OK);
         return REDISLOCKP_WNEXT_ACQUIRED;
     }
     if (how != REDISLOCKP_TRY_PLAIN)

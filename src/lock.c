@@ -14,6 +14,7 @@
 
 #include "client.h"
 #include "exec.h"
+#include "metrics.h"
 #include "op.h"
 #include "plain.h"
 #include "redislock_int.h"
@@ -1180,6 +1181,28 @@ enum {
 enum { R_START, R_FIRST, R_WAKE, R_NOWAKE };
 
 /* Ask for a run of OP->call (already built), read into shape R. */
+/* OP ends with ST: what the client's metrics count of it (metrics.h). */
+static void noted(redislockp_op *op, int st)
+{
+    redislock *lock = op->lock;
+    int outcome;
+
+    if (op->kind == REDISLOCKP_OP_ACQUIRE && op->ok && op->fresh)
+        redislockp_metric_hold_begin(lock);     /* a caller's or a wait's */
+    if (op->kind == REDISLOCKP_OP_RELEASE && !lock->held)
+        redislockp_metric_hold_end(lock, op->ok);
+    if (!op->counted)
+        return;
+    outcome = st != REDISLOCK_OK ? REDISLOCKP_M_FAILED
+              : op->ok ? REDISLOCKP_M_OK : REDISLOCKP_M_NO;
+    redislockp_metric_op(lock, op->kind == REDISLOCKP_OP_ACQUIRE
+                                   ? REDISLOCKP_M_ACQUIRE
+                               : op->kind == REDISLOCKP_OP_RELEASE
+                                   ? REDISLOCKP_M_RELEASE
+                                   : REDISLOCKP_M_EXTEND,
+                         outcome, op->began_us);
+}
+
 static int run(redislockp_op *op, int_reply r, int with_ack)
 {
     op->r = r;
@@ -1195,6 +1218,7 @@ static int done(redislockp_op *op, int st)
     op->ack = NULL;
     op->phase = P_END;
     op->result = st;
+    noted(op, st);
     return 0;
 }
 
@@ -1425,6 +1449,7 @@ static int acquired(redislockp_op *op)
         held_until(lock, op->sent);
         lock->token = (uint64_t)r->v[1];
         op->ok = true;
+        op->fresh = fresh;
         redislockp_renew_start(lock, fresh);
     } else if (r->v[0] == 0 && r->v[1] == -3) {
         saw(lock, 0);                   /* free, but waiters come first */
@@ -1718,6 +1743,18 @@ int redislockp_op_next(redislockp_op *op)
     }
 }
 
+void redislockp_op_begin_counted(redislockp_op *op, redislock *lock,
+                                 redislockp_op_kind kind)
+{
+    redislockp_op_begin(op, lock, kind, REDISLOCKP_TRY_PLAIN);
+    if (redislockp_metrics_of(lock) != NULL &&
+        (kind == REDISLOCKP_OP_ACQUIRE || kind == REDISLOCKP_OP_RELEASE ||
+         kind == REDISLOCKP_OP_EXTEND)) {
+        op->counted = 1;
+        op->began_us = redislockp_now_us();
+    }
+}
+
 int redislockp_op_mutating(const redislockp_op *op)
 {
     return !op->probing && op->kind != REDISLOCKP_OP_LEAVE &&
@@ -1778,8 +1815,7 @@ int redislock_acquire(redislock *lock, bool *acquired_out)
     st = redislockp_begin_call(lock, acquired_out, "acquired");
     if (st != REDISLOCK_OK)
         return st;
-    redislockp_op_begin(&op, lock, REDISLOCKP_OP_ACQUIRE,
-                        REDISLOCKP_TRY_PLAIN);
+    redislockp_op_begin_counted(&op, lock, REDISLOCKP_OP_ACQUIRE);
     op.check_loss = 1;
     st = drive(&op);
     *acquired_out = op.ok;
@@ -1801,8 +1837,7 @@ int redislock_release(redislock *lock, bool *released_out)
     st = redislockp_begin_call(lock, released_out, "released");
     if (st != REDISLOCK_OK)
         return st;
-    redislockp_op_begin(&op, lock, REDISLOCKP_OP_RELEASE,
-                        REDISLOCKP_TRY_PLAIN);
+    redislockp_op_begin_counted(&op, lock, REDISLOCKP_OP_RELEASE);
     st = drive(&op);
     *released_out = op.ok;
     return st;
@@ -1818,8 +1853,7 @@ int redislock_extend(redislock *lock, bool *extended_out)
     st = redislockp_begin_call(lock, extended_out, "extended");
     if (st != REDISLOCK_OK)
         return st;
-    redislockp_op_begin(&op, lock, REDISLOCKP_OP_EXTEND,
-                        REDISLOCKP_TRY_PLAIN);
+    redislockp_op_begin_counted(&op, lock, REDISLOCKP_OP_EXTEND);
     st = drive(&op);
     *extended_out = op.ok;
     return st;

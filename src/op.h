@@ -84,6 +84,9 @@ typedef struct redislockp_op {
     redislockp_val *ack;
     /* Kept between steps. */
     long long sent;
+    int counted;                /* a caller's acquire, release or extend:
+                                 * its end is counted (metrics.h) */
+    long long began_us;         /* ...and when it began */
     int fresh, undo_st;
     int was_lost, was_renewing, was_held, was_late;
     redislock_error_info why_info;
@@ -111,6 +114,11 @@ typedef struct redislockp_op {
     long long probe_line;
     redislockp_explain ex;
 } redislockp_op;
+
+/* redislockp_op_begin() for a caller's acquire, release or extend (not
+ * a wait's tries): its end is counted in the client's metrics. */
+void redislockp_op_begin_counted(redislockp_op *op, redislock *lock,
+                                 redislockp_op_kind kind);
 
 /* OP's parse function and where it parses to (see above). */
 redislockp_parse_fn redislockp_op_parser(const redislockp_op *op);
@@ -152,6 +160,10 @@ typedef struct redislockp_waiting {
     int splits;                         /* woken tries that met a split */
     int fallback;                       /* a plain try after a refusal */
     int once;                           /* timeout 0: one plain try */
+    int tries;                          /* made so far */
+    int counted;                        /* in the client's metrics: its
+                                         * end is to be counted */
+    long long began_us;
     /* How it ends without the lock (redislockp_wait_end()): */
     int end;                            /* REDISLOCKP_WEND_* */
     int end_st;                         /* the error it ends with */
@@ -195,10 +207,11 @@ redislockp_wnext redislockp_wait_next(redislock *lock, redislockp_waiting *w,
                                       bool acquired, long long pttl,
                                       long long now, long long *ms);
 
-/* A wait of TIMEOUT_MS (REDISLOCK_WAIT_FOREVER: none) begins at NOW:
- * W from nothing, its deadline saturated rather than overflowed. */
-void redislockp_wait_begin(redislockp_waiting *w, long long timeout_ms,
-                           long long now);
+/* A wait of LOCK for TIMEOUT_MS (REDISLOCK_WAIT_FOREVER: none) begins
+ * at NOW: W from nothing, its deadline saturated rather than
+ * overflowed, and counted among the client's waiters. */
+void redislockp_wait_begin(redislock *lock, redislockp_waiting *w,
+                           long long timeout_ms, long long now);
 
 /* The next try of W's wait: a plain one (timeout 0, or a user who may
  * not wait), a woken waiter's (a wake-up came), or a waiter's. */

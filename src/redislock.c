@@ -190,6 +190,7 @@ void redislock_free(redislock *lock)
     if (lock == NULL)
         return;
     redislockp_renew_stop(lock);
+    redislockp_metric_hold_end(lock, 0);    /* (given up, if held) */
     /* Last of what uses the client: the callback may free it. */
     if (lock->aop != NULL)
         lock->aop_cancel(lock);         /* redislockp_async_forget() */

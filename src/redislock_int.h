@@ -159,6 +159,11 @@ struct redislock {
                                         * loop, not its watchdog thread */
     struct redislockp_aop *renew_aop;  /* ...as this (async.c) */
 
+    /* The client's metrics (metrics.h): when the holding they count
+     * began (monotonic us; 0: none; atomic), and the key's prefix. */
+    long long hold_since_us;
+    struct redislockp_mprefix *mprefix;
+
     size_t idlen;
     char id[REDISLOCK_MAX_ID_LEN + 1]; /* owner ID, NUL-terminated */
     char errmsg[REDISLOCKP_ERRMSG_SIZE];
@@ -292,6 +297,10 @@ void redislockp_refresh_id(redislock *lock);
 
 /* watchdog.c: auto-renewal of a client handle's lease. */
 void redislockp_renew_start(redislock *lock, int fresh);   /* after acquire */
+/* LOCK's holding is declared lost, WHY a REDISLOCK_LOST_* (under the
+ * client's wd_mu, or on its loop's thread): the one place, for the
+ * watchdog and the loop alike. */
+void redislockp_renew_losing(redislock *lock, int why);
 void redislockp_renew_stop(redislock *lock);   /* before release / free */
 /* Both wait while the watchdog thread's round for LOCK is under way (a
  * round trip).  A step on an event loop's thread must not: it asks

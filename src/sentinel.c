@@ -203,6 +203,7 @@ int redislockp_sentinel_discover(redislock_client *cl, int force,
             /* A failover: the old master's idle connections go. */
             redislockp_node *old = &cl->nodes[cl->master];
 
+            redislockp_metric_failover(cl);
             old->gone = 1;
             while (old->nidle > 0)
                 drop[ndrop++] = old->idle[--old->nidle];

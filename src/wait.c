@@ -256,7 +256,7 @@ int redislock_acquire_wait(redislock *lock, long long timeout_ms,
     st = redislockp_report_pending_loss(lock);
     if (st != REDISLOCK_OK)
         return st;
-    redislockp_wait_begin(&w, timeout_ms, redislockp_now_ms());
+    redislockp_wait_begin(lock, &w, timeout_ms, redislockp_now_ms());
     if (redislockp_cancel_asked(lock))      /* asked before the call */
         return end_wait(lock, &w, REDISLOCK_OK, 1);
     for (;;) {

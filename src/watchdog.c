@@ -298,8 +298,7 @@ static void *watchdog(void *arg)
                  * after renewal was withheld (more than a batch of them:
                  * the rest wait for the next round). */
                 if (nlost < BATCH) {
-                    l->lost = why;
-                    l->lost_reason = why;
+                    redislockp_renew_losing(l, why);
                     l->renew_busy = 1;
                     lost[nlost++] = l;
                 }
@@ -354,8 +353,7 @@ static void *watchdog(void *arg)
                                         l->renew_said);
             if (why != 0 && nlost < 2 * BATCH) {
                 /* It stays busy for the callback. */
-                l->lost = why;
-                l->lost_reason = why;
+                redislockp_renew_losing(l, why);
                 lost[nlost++] = l;
             } else {
                 /* Renewed, or tried again soon (no room for the loss:
@@ -388,6 +386,13 @@ static void *watchdog(void *arg)
     }
     pthread_mutex_unlock(&cl->wd_mu);
     return NULL;
+}
+
+void redislockp_renew_losing(redislock *lock, int why)
+{
+    lock->lost = why;
+    lock->lost_reason = why;
+    redislockp_metric_lost(lock, why);
 }
 
 void redislockp_renew_start(redislock *lock, int fresh)
@@ -452,8 +457,7 @@ void redislockp_renew_start(redislock *lock, int fresh)
         } else {
             /* No watchdog, no renewal: the holding is as good as lost.
              * Say so now (descriptor, next call) rather than at expiry. */
-            lock->lost = REDISLOCK_LOST_NOT_STARTED;
-            lock->lost_reason = lock->lost;
+            redislockp_renew_losing(lock, REDISLOCK_LOST_NOT_STARTED);
             signal_lost(lock);
         }
     }

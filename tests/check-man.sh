@@ -65,7 +65,7 @@ ok() {
 }
 
 nfun=$(wc -l < "$tmp/functions")
-echo "1..$((nfun + 4))"
+echo "1..$((nfun + 5))"
 
 # 1. A page per function.
 for f in $(cat "$tmp/functions"); do
@@ -119,8 +119,11 @@ done
 ok $? "no man/redislock_*.3 for a function the header does not declare"
 [ -z "$stray" ] || echo "# stray pages:$stray"
 
-# 3. No page names an identifier the header does not declare.
-cat "$tmp/functions" "$tmp/types" "$tmp/adapters" | sort -u > "$tmp/known"
+# 3. No page names an identifier the header does not declare (or a
+# metric the library does not write: src/metrics.c's names).
+grep -oE '"redislock_[a-z0-9_]*[a-z0-9]["{ ]' "$srcdir/src/metrics.c" |
+    tr -d '"{ ' | sort -u > "$tmp/metrics"
+cat "$tmp/functions" "$tmp/types" "$tmp/adapters" "$tmp/metrics" | sort -u > "$tmp/known"
 unknown=
 for p in "$man"/*.[0-9]; do
     [ -f "$p" ] || continue
@@ -131,6 +134,16 @@ done
 [ -z "$unknown" ]
 ok $? "every redislock_* name in the man pages is a function or type of the header"
 [ -z "$unknown" ] || echo "# unknown:$unknown"
+
+# ... and every metric the library writes is documented.
+undocumented=
+for w in $(cat "$tmp/metrics"); do
+    sed 's/\\f[BIRP]//g' "$man/redislock_client_metrics.3" | grep -q "$w" ||
+        undocumented="$undocumented $w"
+done
+[ -z "$undocumented" ]
+ok $? "every metric the library writes is in redislock_client_metrics(3)"
+[ -z "$undocumented" ] || echo "# undocumented:$undocumented"
 
 # 4. Every page ships.
 unlisted=

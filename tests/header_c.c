@@ -73,6 +73,11 @@ int main(void)
         (void (*)(void))redislock_inspect_companions,
         (void (*)(void))redislock_lost_reason,
         (void (*)(void))redislock_lost_reason_text,
+        (void (*)(void))redislock_client_stats,
+        (void (*)(void))redislock_client_metrics,
+        (void (*)(void))redislock_client_set_metrics,
+        (void (*)(void))redislock_client_set_metrics_prefix,
+        (void (*)(void))redislock_client_set_event_hook,
     };
     size_t i, n = sizeof fns / sizeof fns[0];
     int ok = 1;

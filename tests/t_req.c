@@ -457,7 +457,7 @@ static void test_wait_end(void **state)
     assert_non_null(lock);
 
     /* Timeout 0: one plain try, never a waiter's; refused, it is over. */
-    redislockp_wait_begin(&w, 0, now);
+    redislockp_wait_begin(lock, &w, 0, now);
     assert_true(w.once);
     assert_int_equal(redislockp_wait_try(lock, &w), REDISLOCKP_TRY_PLAIN);
     assert_int_equal(redislockp_wait_next(lock, &w, REDISLOCKP_TRY_PLAIN,
@@ -469,7 +469,7 @@ static void test_wait_end(void **state)
                      REDISLOCK_OK);
     /* Forever saturates; a waiter's try, then a woken one after a
      * wake-up (the wake-up used by the try). */
-    redislockp_wait_begin(&w, REDISLOCK_WAIT_FOREVER, now);
+    redislockp_wait_begin(lock, &w, REDISLOCK_WAIT_FOREVER, now);
     assert_true(w.deadline > now + (1LL << 59));
     assert_int_equal(redislockp_wait_try(lock, &w), REDISLOCKP_TRY_WAITER);
     w.woken = 1;
@@ -479,7 +479,7 @@ static void test_wait_end(void **state)
 
     /* The deadline, registered and woken: leave, passing on the turn;
      * the wait ends as the leave did. */
-    redislockp_wait_begin(&w, 1000, now);
+    redislockp_wait_begin(lock, &w, 1000, now);
     w.registered = 1;
     w.woken = 1;
     assert_int_equal(redislockp_wait_end(lock, &w, REDISLOCK_OK, 0), 1);
@@ -490,7 +490,7 @@ static void test_wait_end(void **state)
 
     /* An error while registered: leave without the turn, and the first
      * error is the one reported, whatever the leave wrote meanwhile. */
-    redislockp_wait_begin(&w, 1000, now);
+    redislockp_wait_begin(lock, &w, 1000, now);
     w.registered = 1;
     w.woken = 1;
     redislockp_fail(lock, REDISLOCK_ERR_SERVER, "first");
@@ -504,7 +504,7 @@ static void test_wait_end(void **state)
     assert_string_equal(redislock_last_error(lock), "first");
     assert_int_equal(lock->state, REDISLOCK_STATE_UNKNOWN);
     /* ... but not after an I/O error (the connection is gone). */
-    redislockp_wait_begin(&w, 1000, now);
+    redislockp_wait_begin(lock, &w, 1000, now);
     w.registered = 1;
     assert_int_equal(redislockp_wait_end(lock, &w, REDISLOCK_ERR_IO, 0), 0);
     assert_int_equal(redislockp_wait_ended(lock, &w, REDISLOCK_OK),
@@ -512,7 +512,7 @@ static void test_wait_end(void **state)
 
     /* A cancel request met at the deadline ends it as canceled, passing
      * on a turn; one that meets an error is used up all the same. */
-    redislockp_wait_begin(&w, 1000, now);
+    redislockp_wait_begin(lock, &w, 1000, now);
     w.registered = 1;
     w.woken = 1;
     assert_int_equal(redislock_cancel_wait(lock), REDISLOCK_OK);
@@ -522,14 +522,14 @@ static void test_wait_end(void **state)
                      REDISLOCK_ERR_CANCELED);
     assert_non_null(strstr(redislock_last_error(lock), "cancel_wait"));
     assert_int_equal(redislock_cancel_wait(lock), REDISLOCK_OK);
-    redislockp_wait_begin(&w, 1000, now);
+    redislockp_wait_begin(lock, &w, 1000, now);
     assert_int_equal(redislockp_wait_end(lock, &w, REDISLOCK_ERR_SERVER, 0),
                      0);
     assert_int_equal(redislockp_wait_ended(lock, &w, REDISLOCK_OK),
                      REDISLOCK_ERR_SERVER);
     assert_int_equal(redislockp_cancel_asked(lock), 0);
     /* Canceled by the caller, not registered: no leave. */
-    redislockp_wait_begin(&w, 1000, now);
+    redislockp_wait_begin(lock, &w, 1000, now);
     assert_int_equal(redislockp_wait_end(lock, &w, REDISLOCK_OK, 1), 0);
     assert_int_equal(redislockp_wait_ended(lock, &w, REDISLOCK_OK),
                      REDISLOCK_ERR_CANCELED);
