@@ -6,6 +6,7 @@
 #            first) and SRCDIR/fuzz/TARGET.dict if there is one; what it
 #            finds new goes to WORKDIR/TARGET/, never into the sources;
 #   regress  each input of SRCDIR/fuzz/corpus/TARGET/ once.
+# FUZZ_JOBS=N runs N targets at once.
 # A crash, a leak, a sanitizer report or a broken invariant fails the
 # target; its input is kept as WORKDIR/TARGET-crash-* (or -leak-,
 # -timeout-, -oom-; add it to the corpus with the fix) and the end of the log is shown.  Exit status:
@@ -18,6 +19,27 @@ UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export UBSAN_OPTIONS
 mkdir -p "$workdir" || exit 1
 failed=0
+
+# FUZZ_JOBS N (> 1): the targets shared out among N runs of this script
+# at once, each of them single-threaded as libFuzzer runs (CI: one per
+# core); each target's line is printed as it ends.
+jobs=${FUZZ_JOBS:-1}
+if [ "$jobs" -gt 1 ] && [ $# -gt 1 ]; then
+    pids=
+    j=0
+    while [ $j -lt "$jobs" ]; do
+        group=$(printf '%s\n' "$@" | awk -v j=$j -v n="$jobs" '(NR - 1) % n == j')
+        j=$((j + 1))
+        [ -n "$group" ] || continue
+        # shellcheck disable=SC2086
+        FUZZ_JOBS=1 sh "$0" "$mode" "$srcdir" "$bindir" "$workdir" $group &
+        pids="$pids $!"
+    done
+    for p in $pids; do
+        wait "$p" || failed=1
+    done
+    exit $failed
+fi
 
 for t in "$@"; do
     corpus=$srcdir/fuzz/corpus/$t
