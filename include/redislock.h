@@ -1701,6 +1701,16 @@ typedef struct redislock_loop {
  * Attach CLIENT to an event loop: its *_async operations run there.  The
  * functions of LOOP are copied; LOOP_DATA is passed to them.  A client is
  * attached once, for its lifetime.
+ *
+ * The client has the loop watch every connection it has open for reading,
+ * busy or idle (a server closing an idle one is seen at once), and keeps
+ * its connections open for the next operation: a loop that runs until
+ * nothing is left (event_base_dispatch(), uv_run() with UV_RUN_DEFAULT)
+ * does not return while the client is attached, even with no operation
+ * pending.  A program that is done frees its handles and the client
+ * (from the last callback if it likes: the client goes when the callback
+ * returns, and the loop watches nothing of it any more), or stops its
+ * loop and frees them after.
  * @return REDISLOCK_OK; REDISLOCK_ERR_INVALID (a NULL argument, a missing
  *         watch or timer function, a client already attached, or a
  *         quorum client with a Cluster or Sentinel master: see above);
