@@ -41,8 +41,9 @@
  *   KEY "}" + the same suffixes, which hash to KEY's own slot (so a key
  *   holding '}' but no valid tag cannot use them on Cluster).
  *
- *   ACL USERS.  doc/acl.md gives, feature by feature, the commands and
- *   keys a Redis ACL user needs, and ready-made rules.  Every script asks
+ *   ACL USERS.  redislock-acl(7) (and doc/acl.md, at length) gives,
+ *   feature by feature, the commands and keys a Redis ACL user needs,
+ *   and ready-made rules.  Every script asks
  *   Redis (7.0 and later) before its first write whether the user may run
  *   what follows it, so a refused call has changed nothing.  Without the
  *   waiters' keys, releases still release (without waking anyone) and
@@ -1546,7 +1547,7 @@ typedef enum redislock_origin {
  * hint:    the library's advice, also appended to redislock_last_error()
  *          in brackets ("this server is a Redis Cluster node: add
  *          ?cluster=1 to the URL"; an ACL refusal's missing permission,
- *          there followed by "(doc/acl.md)"); "" if none.
+ *          there followed by "(man redislock-acl)"); "" if none.
  * @since 0.4.0
  */
 typedef struct redislock_error_info {
