@@ -365,11 +365,11 @@ REDISLOCK_API int redislock_set_expire(redislock *lock, int seconds);
  * script (SCRIPT FLUSH, restart, failover), the same call resends it with
  * EVAL and still gives the true outcome.
  *
- * What it costs the server (since 0.4.0; README, "Server cost"): each
- * set of features has a script of its own with nothing else in it.  A
- * plain try without fencing runs go-zero's commands, SET NX first (one
- * command for a free lock): with its release, about what go-zero's own
- * two scripts cost.  Fencing adds the counter's two commands, a waiter's
+ * What it costs the server (since 0.4.0; doc/benchmarks.md, "Server
+ * cost"): each set of features has a script of its own with nothing
+ * else in it.  A plain try without fencing runs go-zero's commands, SET
+ * NX first (one command for a free lock): with its release, about what
+ * go-zero's own two scripts cost.  Fencing adds the counter's two commands, a waiter's
  * try a look at the turn and leaving the queue, counted mode the hash's
  * expiry (about 1.4x go-zero's cycle each).
  *
@@ -922,8 +922,8 @@ typedef struct redislock_client redislock_client;
  * Redis Cluster (@since 0.3.0): redis://[userinfo@]h1[:p1],h2[:p2]...?cluster=1
  * - the hosts are seeds; the client reads the slot map (CLUSTER SLOTS)
  * and sends each operation to the master owning the key's slot, following
- * MOVED, ASK and TRYAGAIN (see README.md).  Several hosts without
- * cluster=1, a db with it, or a unix socket with it are errors.
+ * MOVED, ASK and TRYAGAIN (see doc/topologies.md).  Several hosts
+ * without cluster=1, a db with it, or a unix socket with it are errors.
  *
  * TLS (@since 0.3.0, when built with it: otherwise REDISLOCK_ERR_INVALID
  * "built without TLS support"): rediss://... with cacert=FILE and
@@ -1028,7 +1028,7 @@ redislock_client_open(const char *url, redislock_client **client,
  *   are woken by their poll.  Auto-renewal renews on all masters; the
  *   lock is lost when a majority is not renewed in time.
  * - A master that restarts without persistence forgets the locks it
- *   granted: see README.md ("Which setup do I need?").
+ *   granted: see doc/topologies.md ("Which setup do I need?").
  *
  * @param errbuf  if not NULL, what is wrong (naming the master's URL
  *                position), or "" on success.
