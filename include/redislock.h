@@ -369,9 +369,9 @@ REDISLOCK_API int redislock_set_expire(redislock *lock, int seconds);
  * cost"): each set of features has a script of its own with nothing
  * else in it.  A plain try without fencing runs go-zero's commands, SET
  * NX first (one command for a free lock): with its release, about what
- * go-zero's own two scripts cost.  Fencing adds the counter's two commands, a waiter's
- * try a look at the turn and leaving the queue, counted mode the hash's
- * expiry (about 1.4x go-zero's cycle each).
+ * go-zero's own two scripts cost.  Fencing adds the counter's two
+ * commands, a waiter's try a look at the turn and leaving the queue,
+ * counted mode the hash's expiry (about 1.4x go-zero's cycle each).
  *
  * @param acquired  set to true if this handle now holds the lock, false
  *                  if another owner holds it.  Set to false on any error.
