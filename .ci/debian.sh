@@ -111,6 +111,8 @@ then
             redislock --version | grep -F '$version'
             test -f /usr/share/man/man1/redislock.1.gz
             test -f /usr/share/man/man3/redislock_acquire.3.gz
+            test -f /usr/share/man/man7/redislock-acl.7.gz
+            ls /usr/share/doc/libredislock-dev/doc/acl.md* /usr/share/doc/redislock/doc/acl.md* >/dev/null
             test -f /usr/lib/\$(dpkg-architecture -qDEB_HOST_MULTIARCH)/cmake/redislock/redislockConfig.cmake
             echo installed: $packages"
 

@@ -1552,7 +1552,7 @@ static bool probe_access(struct node *n, redisContext *c)
                     "(FUNCTION LOAD): lock operations run while an "
                     "administrator keeps this redislock version's library "
                     "loaded, here and after every FUNCTION FLUSH, restart "
-                    "or failover (loaded now: %s; doc/acl.md)",
+                    "or failover (loaded now: %s) " REDISLOCKP_ACL_DOC,
                     n->libraries);
         else
             unknown |= NEED(N_FUNCTION_LOAD);
@@ -1629,7 +1629,7 @@ static bool probe_access(struct node *n, redisContext *c)
                  plain_names);
         perm_names(n, missing, MAY_NO, perms, sizeof perms);
         snprintf(n->mode_fix, sizeof n->mode_fix, "give the user %s "
-                 "(doc/acl.md), or %s for go-zero mode without scripts",
+                 REDISLOCKP_ACL_DOC ", or %s for go-zero mode without scripts",
                  perms, none->give);
         return true;
     }
@@ -1655,7 +1655,7 @@ static bool probe_access(struct node *n, redisContext *c)
     else {
         perm_names(n, missing, MAY_NO, perms, sizeof perms);
         snprintf(n->mode_fix, sizeof n->mode_fix, "give the user %s "
-                 "(doc/acl.md)%s", perms,
+                 REDISLOCKP_ACL_DOC "%s", perms,
                  m->scripts == SCRIPTS_FUNCTIONS
                      ? ", or have an administrator load the library" : "");
     }
@@ -2180,7 +2180,7 @@ static void judge_access(struct node *n, const struct check_uses *uses)
             n->may[N_EVAL] == MAY_NO && n->t->quorum)
             finding(n, true, "EVAL is refused here (%s): no lock operation "
                     "of a quorum can run, every one being a script; give "
-                    "the user +evalsha +eval (doc/acl.md), or enable "
+                    "the user +evalsha +eval " REDISLOCKP_ACL_DOC ", or enable "
                     "scripting", n->eval_error);
         else
             finding(n, true, "%s: no lock operation can run; %s",
@@ -2190,7 +2190,7 @@ static void judge_access(struct node *n, const struct check_uses *uses)
                 "the library runs go-zero mode here without "
                 "scripts, as this user may not run them: counted mode and "
                 "fencing fail (and so does redislock without --no-fencing); "
-                "give the user %s (doc/acl.md), or put scripts=none in the "
+                "give the user %s " REDISLOCKP_ACL_DOC ", or put scripts=none in the "
                 "URL to choose this mode (redislock then issues no fencing "
                 "token)", url_mode(n->t->scripts)->give);
     }
@@ -2205,7 +2205,7 @@ static void judge_access(struct node *n, const struct check_uses *uses)
         perm_names(n, features[k].needs, MAY_NO, give, sizeof give);
         finding(n, used(uses, features[k].use),
                 "the user may not run %s, which %s: "
-                "%s; give the user %s (doc/acl.md)", names,
+                "%s; give the user %s " REDISLOCKP_ACL_DOC, names,
                 features[k].what, features[k].without, give);
     }
     /* --check KEY: what the key patterns leave out. */
@@ -2215,7 +2215,7 @@ static void judge_access(struct node *n, const struct check_uses *uses)
             finding(n, used(uses, features[k].use), "the user's key "
                     "patterns (~...) do not cover %s, which %s: %s; give "
                     "the user a key pattern that matches those keys "
-                    "(doc/acl.md)", n->key_refused[k], features[k].what,
+                    REDISLOCKP_ACL_DOC, n->key_refused[k], features[k].what,
                     features[k].without);
     if (n->t->lock_key != NULL && n->keys_unchecked[0] != '\0') {
         copy_text(names, sizeof names, n->t->lock_key,
@@ -2270,7 +2270,7 @@ static void judge(struct node *n, const struct check_uses *uses)
         finding(n, false, "before 7.0 a script cannot check the user's "
                 "permissions before its first write, so a user given only "
                 "some of a feature's commands can see a lock script refused "
-                "half-way (doc/acl.md); give each feature's commands whole");
+                "half-way " REDISLOCKP_ACL_DOC "; give each feature's commands whole");
     if (n->master && strcmp(n->role, "slave") == 0) {
         address(n->master_host, n->master_port, addr, sizeof addr);
         if (n->found == FOUND_SENTINEL)

@@ -41,8 +41,9 @@
  *   KEY "}" + the same suffixes, which hash to KEY's own slot (so a key
  *   holding '}' but no valid tag cannot use them on Cluster).
  *
- *   ACL USERS.  doc/acl.md gives, feature by feature, the commands and
- *   keys a Redis ACL user needs, and ready-made rules.  Every script asks
+ *   ACL USERS.  redislock-acl(7) (and doc/acl.md, at length) gives,
+ *   feature by feature, the commands and keys a Redis ACL user needs,
+ *   and ready-made rules.  Every script asks
  *   Redis (7.0 and later) before its first write whether the user may run
  *   what follows it, so a refused call has changed nothing.  Without the
  *   waiters' keys, releases still release (without waking anyone) and
@@ -364,13 +365,13 @@ REDISLOCK_API int redislock_set_expire(redislock *lock, int seconds);
  * script (SCRIPT FLUSH, restart, failover), the same call resends it with
  * EVAL and still gives the true outcome.
  *
- * What it costs the server (since 0.4.0; README, "Server cost"): each
- * set of features has a script of its own with nothing else in it.  A
- * plain try without fencing runs go-zero's commands, SET NX first (one
- * command for a free lock): with its release, about what go-zero's own
- * two scripts cost.  Fencing adds the counter's two commands, a waiter's
- * try a look at the turn and leaving the queue, counted mode the hash's
- * expiry (about 1.4x go-zero's cycle each).
+ * What it costs the server (since 0.4.0; doc/benchmarks.md, "Server
+ * cost"): each set of features has a script of its own with nothing
+ * else in it.  A plain try without fencing runs go-zero's commands, SET
+ * NX first (one command for a free lock): with its release, about what
+ * go-zero's own two scripts cost.  Fencing adds the counter's two
+ * commands, a waiter's try a look at the turn and leaving the queue,
+ * counted mode the hash's expiry (about 1.4x go-zero's cycle each).
  *
  * @param acquired  set to true if this handle now holds the lock, false
  *                  if another owner holds it.  Set to false on any error.
@@ -921,8 +922,8 @@ typedef struct redislock_client redislock_client;
  * Redis Cluster (@since 0.3.0): redis://[userinfo@]h1[:p1],h2[:p2]...?cluster=1
  * - the hosts are seeds; the client reads the slot map (CLUSTER SLOTS)
  * and sends each operation to the master owning the key's slot, following
- * MOVED, ASK and TRYAGAIN (see README.md).  Several hosts without
- * cluster=1, a db with it, or a unix socket with it are errors.
+ * MOVED, ASK and TRYAGAIN (see doc/topologies.md).  Several hosts
+ * without cluster=1, a db with it, or a unix socket with it are errors.
  *
  * TLS (@since 0.3.0, when built with it: otherwise REDISLOCK_ERR_INVALID
  * "built without TLS support"): rediss://... with cacert=FILE and
@@ -1027,7 +1028,7 @@ redislock_client_open(const char *url, redislock_client **client,
  *   are woken by their poll.  Auto-renewal renews on all masters; the
  *   lock is lost when a majority is not renewed in time.
  * - A master that restarts without persistence forgets the locks it
- *   granted: see README.md ("Which setup do I need?").
+ *   granted: see doc/topologies.md ("Which setup do I need?").
  *
  * @param errbuf  if not NULL, what is wrong (naming the master's URL
  *                position), or "" on success.
@@ -1546,7 +1547,7 @@ typedef enum redislock_origin {
  * hint:    the library's advice, also appended to redislock_last_error()
  *          in brackets ("this server is a Redis Cluster node: add
  *          ?cluster=1 to the URL"; an ACL refusal's missing permission,
- *          there followed by "(doc/acl.md)"); "" if none.
+ *          there followed by "(man redislock-acl)"); "" if none.
  * @since 0.4.0
  */
 typedef struct redislock_error_info {
@@ -1701,6 +1702,16 @@ typedef struct redislock_loop {
  * Attach CLIENT to an event loop: its *_async operations run there.  The
  * functions of LOOP are copied; LOOP_DATA is passed to them.  A client is
  * attached once, for its lifetime.
+ *
+ * The client has the loop watch every connection it has open for reading,
+ * busy or idle (a server closing an idle one is seen at once), and keeps
+ * its connections open for the next operation: a loop that runs until
+ * nothing is left (event_base_dispatch(), uv_run() with UV_RUN_DEFAULT)
+ * does not return while the client is attached, even with no operation
+ * pending.  A program that is done frees its handles and the client
+ * (from the last callback if it likes: the client goes when the callback
+ * returns, and the loop watches nothing of it any more), or stops its
+ * loop and frees them after.
  * @return REDISLOCK_OK; REDISLOCK_ERR_INVALID (a NULL argument, a missing
  *         watch or timer function, a client already attached, or a
  *         quorum client with a Cluster or Sentinel master: see above);

@@ -427,7 +427,7 @@ int redislockp_leg_take(redislockp_leg *leg, const redislockp_fanout *f,
             say_out_of_step(leg, "ASKING", r,
                             redislockp_val_type(r) == REDISLOCKP_V_ERROR
                                 ? ", not +OK [the Redis user needs +asking "
-                                  "(doc/acl.md)]"
+                                  REDISLOCKP_ACL_DOC "]"
                                 : ", not +OK");
         }
         redislockp_val_free(r);

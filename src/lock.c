@@ -1000,8 +1000,8 @@ static void explain_end(redislock *lock, const redislockp_explain *ex,
         return;
     }
     /* Redis's words give way to the hint (at most 399 bytes of 511). */
-    snprintf(lock->errmsg, sizeof lock->errmsg, "%.*s [%s (doc/acl.md)]",
-             (int)(sizeof lock->errmsg - sizeof " [ (doc/acl.md)]" -
+    snprintf(lock->errmsg, sizeof lock->errmsg, "%.*s [%s " REDISLOCKP_ACL_DOC "]",
+             (int)(sizeof lock->errmsg - sizeof " [ " REDISLOCKP_ACL_DOC "]" -
                    strlen(hint)), ex->words, hint);
     lock->info = ex->refusal;
     snprintf(lock->info.hint, sizeof lock->info.hint, "%s", hint);
@@ -1057,7 +1057,7 @@ static void renewal_refused(const redislock *lock, char *out, size_t size)
         return;
     }
     with_keys(lock, feature_rule(needs[0]->feature), rule, sizeof rule);
-    snprintf(out, size, " (the last: %s) [renewals: %s (doc/acl.md)]",
+    snprintf(out, size, " (the last: %s) [renewals: %s " REDISLOCKP_ACL_DOC "]",
              lock->renew_words, rule);
 }
 
@@ -1135,7 +1135,7 @@ static int check_ack(redislock *lock, const redislockp_val *r,
                             lock->ack_aof
                                 ? "replica acknowledgement needs +waitaof"
                                 : "replica acknowledgement needs +wait",
-                            " (doc/acl.md)");
+                            " " REDISLOCKP_ACL_DOC);
         return REDISLOCK_ERR_SERVER;
     }
     if (!lock->ack_aof && redislockp_val_type(r) == REDISLOCKP_V_INTEGER) {

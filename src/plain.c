@@ -469,7 +469,7 @@ static void refusal_hint(const conv *v, int i, const redislockp_val *x,
     e = q != NULL ? memchr(q + 1, '\'', len - (size_t)(q + 1 - s)) : NULL;
     if (e != NULL && e - q - 1 < 40 && e + 9 <= s + len &&
         memcmp(e, "' command", 9) == 0) {
-        snprintf(hint, size, " [the Redis user needs +%.*s (doc/acl.md)]",
+        snprintf(hint, size, " [the Redis user needs +%.*s " REDISLOCKP_ACL_DOC "]",
                  (int)(e - q - 1), q + 1);
         return;
     }
@@ -484,7 +484,7 @@ static void refusal_hint(const conv *v, int i, const redislockp_val *x,
                                                          : 100),
                               v->karg[i][k]);
     if (n < size)
-        snprintf(hint + n, size - n, ", given to %.*s (doc/acl.md)]",
+        snprintf(hint + n, size - n, ", given to %.*s " REDISLOCKP_ACL_DOC "]",
                  (int)v->namelen[i], v->name[i]);
 }
 
@@ -1524,7 +1524,7 @@ int redislockp_plain_can(const redislockp_call *call, char *errmsg)
                                  "multi-key logic), and this client runs "
                                  "without them (scripts=none): use "
                                  "go-zero mode without fencing, or drop "
-                                 "scripts=none (doc/acl.md)",
+                                 "scripts=none " REDISLOCKP_ACL_DOC,
                                  redislockp_script_is_counted(s)
                                      ? "counted mode"
                                  : s == &redislockp_script_permissions

@@ -266,6 +266,11 @@ int redislockp_ack_trailer(const redislockp_ack *a, long long timeout_ms,
 int redislockp_ack_enough(const redislockp_ack *a, const redislockp_val *v);
 int redislockp_ack_same(const redislockp_ack *a, const redislockp_ack *b);
 
+/* Where a message naming a Redis ACL right sends its reader: an installed
+ * man page (man/redislock-acl.7), found by man(1) whatever the prefix or
+ * the package; doc/acl.md, its longer form, is not always installed. */
+#define REDISLOCKP_ACL_DOC "(man redislock-acl)"
+
 /* calls.c: what a call needs of a Redis ACL user (doc/acl.md). */
 typedef enum redislockp_feature {
     REDISLOCKP_FEATURE_GOZERO,         /* go-zero mode: the lock key */

@@ -1,8 +1,14 @@
 #!/bin/sh
-# check-snippets.sh - the C in the docs compiles: every ```c and ```cpp
-# block of README.md and the EXAMPLE section of every man/*.3 page, each
-# compiled on its own against include/ (compile only: nothing is linked or
-# run).  TAP output.
+# check-snippets.sh - the C in the docs compiles, and its programs run:
+# every ```c and ```cpp block of README.md and doc/*.md and the EXAMPLE
+# section of every man/*.3 page, each compiled on its own against
+# include/; each complete program (one with a main()) is then linked with
+# the library built here and run to its end beside a private
+# redis-server (tests/with-redis.sh), and must exit 0 within
+# REDISLOCK_SNIPPET_TIMEOUT seconds (30; 120 under a wrapper such as
+# valgrind, REDISLOCK_TEST_WRAPPER, which runs them).  TAP output.
+# (man/redislock.1's examples are shell commands: tests/t_cli.sh runs
+# the tool.)
 #
 # A C block that has a line holding only "{" (a function body, this
 # project's style) is a file of its own; any other is a fragment, compiled
@@ -13,6 +19,13 @@
 # <redislock.hpp>, <iostream> and <mutex>.  A man page's example is the
 # text of its .nf/.fi (or .EX/.EE) blocks, unescaped.
 #
+# A program runs against the test server: "redis://127.0.0.1:6379",
+# "redis://127.0.0.1" and redisConnect("127.0.0.1", 6379) are rewritten to
+# its port.  A program that still names another server is not run: it
+# must be one of the few below that need a kind of server with-redis.sh
+# does not start (each with its reason), or it fails - the docs' programs
+# talk to loopback only.
+#
 # CC (default cc) and CXX (default c++) compile; hiredis's flags come
 # from pkg-config.  Skipped without a compiler or hiredis's header.
 set -u
@@ -20,6 +33,32 @@ srcdir=${REDISLOCK_TEST_SRCDIR:-.}
 builddir=${REDISLOCK_TEST_BUILDDIR:-.}
 cc=${CC:-cc}
 cxx=${CXX:-c++}
+
+# The programs run beside a private server: run this script again under
+# tests/with-redis.sh (which, under CI, fails when there is none), keeping
+# the wrapper for the programs alone.
+if [ -z "${REDISLOCK_SNIPPETS_INNER:-}" ]; then
+    REDISLOCK_SNIPPETS_INNER=1
+    REDISLOCK_SNIPPETS_WRAPPER=${REDISLOCK_TEST_WRAPPER:-}
+    export REDISLOCK_SNIPPETS_INNER REDISLOCK_SNIPPETS_WRAPPER
+    if { command -v "${REDIS_SERVER:-redis-server}" &&
+         command -v "${REDIS_CLI:-redis-cli}"; } >/dev/null 2>&1 ||
+       [ "${CI:-}" = true ]; then
+        REDISLOCK_TEST_WRAPPER= exec sh "$srcdir/tests/with-redis.sh" sh "$0" "$@"
+    fi
+fi
+wrapper=${REDISLOCK_SNIPPETS_WRAPPER:-}
+limit=${REDISLOCK_SNIPPET_TIMEOUT:-30}
+[ -z "$wrapper" ] || limit=${REDISLOCK_SNIPPET_TIMEOUT:-120}
+
+# The programs that are compiled only: PATTERN|REASON, the first whose
+# fixed string PATTERN the program holds.  Keep it short.
+# A string literal naming a server, or a hiredis connect.
+other='"(rediss?|rediss?-sentinel|unix)://|redisConnect(Unix)?[(]'
+compile_only='cluster=1|needs a Redis Cluster (tests/with-cluster.sh; t_cluster covers it)
+redis-sentinel://|needs Sentinel (tests/with-sentinel.sh; t_sentinel covers it)
+rediss://|needs a TLS server (t_tls covers it)
+redislock_client_open_quorum|needs a quorum of 5 masters (t_quorum covers it)'
 
 tmp=$(mktemp -d) || exit 99
 trap 'rm -rf "$tmp"' EXIT
@@ -76,17 +115,85 @@ awk -v dir="$tmp" '
         gsub(/\\\(dq/, "\"", line); gsub(/\\&/, "", line)
         gsub(/\\e/, "\\", line)
         print line > file; next }
-' "$srcdir/README.md" "$srcdir"/man/*.3
+' "$srcdir/README.md" "$srcdir"/doc/*.md "$srcdir"/man/*.3
 
 count=$(ls "$tmp" | grep -c '\.name$')
-echo "1..$((count + 1))"
+progs=$(grep -l 'main(' "$tmp"/u.*.c "$tmp"/u.*.cc 2>/dev/null | wc -l)
+# Each unit's compile line, each program's run line, the package lists.
+echo "1..$((count + progs + 1))"
 i=0
+t=0                     # the TAP number of the last line printed
+
+# Link the program $tmp/t.o (language $1: CC or CXX, with the libraries
+# $2) with the library built here and run it to its end; one TAP line.
+run_program() {
+    t=$((t + 1))
+    if [ -n "${REDISLOCK_TEST_PORT:-}" ]; then :; else
+        echo "ok $t # SKIP $name: no redis-server to run it against"; return
+    fi
+    if [ ! -f "$builddir/src/libredislock.la" ] || [ ! -x "$builddir/libtool" ]; then
+        echo "ok $t # SKIP $name: the library is not built in $builddir"; return
+    fi
+    for what in $(printf '%s\n' "$compile_only" | cut -d'|' -f1); do
+        if grep -qF -- "$what" "$src"; then
+            why=$(printf '%s\n' "$compile_only" | grep -F -- "$what|" | head -1 | cut -d'|' -f2)
+            echo "ok $t # SKIP $name runs: $why"; return
+        fi
+    done
+    # Another server named (a URL or a hiredis connect, in the code)?
+    if grep -vF -e "127.0.0.1:$REDISLOCK_TEST_PORT" \
+                -e "\"127.0.0.1\", $REDISLOCK_TEST_PORT" "$src" |
+           grep -qE "$other"; then
+        echo "not ok $t - $name runs: it names a server other than the test's"
+        grep -nE "$other" "$src" | sed 's/^/# /'
+        return
+    fi
+    # shellcheck disable=SC2086
+    if ! "$builddir/libtool" --quiet --mode=link --tag=$1 \
+            $([ "$1" = CXX ] && echo "$cxx" || echo "$cc") -no-install \
+            -o "$tmp/prog" "$tmp/t.o" "$builddir/src/libredislock.la" $2 \
+            > "$tmp/log" 2>&1; then
+        echo "not ok $t - $name links"
+        sed 's/^/# /' "$tmp/log" | head -20
+        return
+    fi
+    # shellcheck disable=SC2086
+    (cd "$tmp" && timeout -k 5 "$limit" $wrapper ./prog < /dev/null) > "$tmp/log" 2>&1
+    st=$?
+    if [ $st -eq 0 ]; then
+        echo "ok $t - $name runs to its end (exit 0)"
+    elif [ $st -eq 124 ] || [ $st -eq 137 ]; then
+        echo "not ok $t - $name runs to its end: still running after $limit s"
+        sed 's/^/# /' "$tmp/log" | tail -20
+    else
+        echo "not ok $t - $name runs to its end: exit $st"
+        sed 's/^/# /' "$tmp/log" | tail -20
+    fi
+}
+
+# Unit $i is skipped for reason $1 (its run too, if it is a program).
+skip_unit() {
+    t=$((t + 1)); echo "ok $t # SKIP $name: $1"
+    if grep -q 'main(' "$src"; then
+        t=$((t + 1)); echo "ok $t # SKIP $name runs: $1"
+    fi
+}
+
+hiredis_libs=$(pkg-config --libs hiredis 2>/dev/null || echo -lhiredis)
 while [ $i -lt "$count" ]; do
     i=$((i + 1))
     name=$(cat "$tmp/u.$i.name")
+    src=$tmp/u.$i.c lang=CC libs=$hiredis_libs
+    [ -f "$src" ] || src=$tmp/u.$i.cc lang=CXX
+    # A program talks to the test server.
+    if grep -q 'main(' "$src" && [ -n "${REDISLOCK_TEST_PORT:-}" ]; then
+        sed -i -e "s#redis://127\.0\.0\.1:6379#redis://127.0.0.1:$REDISLOCK_TEST_PORT#g" \
+               -e "s#\"redis://127\.0\.0\.1\"#\"redis://127.0.0.1:$REDISLOCK_TEST_PORT\"#g" \
+               -e "s#\"127\.0\.0\.1\", 6379#\"127.0.0.1\", $REDISLOCK_TEST_PORT#g" "$src"
+    fi
     if [ -f "$tmp/u.$i.cc" ]; then
         if [ $have_cxx = no ]; then
-            echo "ok $i # SKIP $name: no C++ compiler"; continue
+            skip_unit "no C++ compiler"; continue
         fi
         if grep -q 'main(' "$tmp/u.$i.cc"; then
             cp "$tmp/u.$i.cc" "$tmp/t.cc"
@@ -102,12 +209,18 @@ while [ $i -lt "$count" ]; do
         if grep -q '<event2/' "$tmp/u.$i.c" &&
            ! printf '#include <event2/event.h>\n' |
                $cc $cppflags -E -x c - > /dev/null 2>&1; then
-            echo "ok $i # SKIP $name: libevent's headers not found"; continue
+            skip_unit "libevent's headers not found"; continue
+        fi
+        if grep -q '<event2/' "$src"; then
+            libs="$libs $(pkg-config --libs libevent_core 2>/dev/null || echo -levent_core)"
         fi
         if grep -q '<uv.h>' "$tmp/u.$i.c" &&
            ! printf '#include <uv.h>\n' |
                $cc $cppflags -E -x c - > /dev/null 2>&1; then
-            echo "ok $i # SKIP $name: libuv's headers not found"; continue
+            skip_unit "libuv's headers not found"; continue
+        fi
+        if grep -q '<uv.h>' "$src"; then
+            libs="$libs $(pkg-config --libs libuv 2>/dev/null || echo -luv)"
         fi
         if grep -qx '{' "$tmp/u.$i.c"; then
             { cat "$tmp/prelude.h"; cat "$tmp/u.$i.c"; } > "$tmp/t.c"
@@ -123,12 +236,20 @@ while [ $i -lt "$count" ]; do
             -Wno-unused-but-set-variable -Wno-unused-function $cppflags \
             -c -o "$tmp/t.o" "$tmp/t.c"
     fi
+    compiled=no
     if "$@" > "$tmp/log" 2>&1; then
-        echo "ok $i - $name compiles"
+        t=$((t + 1)); echo "ok $t - $name compiles"
+        compiled=yes
     else
-        echo "not ok $i - $name compiles"
+        t=$((t + 1)); echo "not ok $t - $name compiles"
         sed 's/^/# /' "$tmp/log" | head -20
     fi
+    grep -q 'main(' "$src" || continue
+    if [ $compiled = no ]; then
+        t=$((t + 1)); echo "not ok $t - $name runs: it does not compile"
+        continue
+    fi
+    run_program "$lang" "$libs"
 done
 
 # The install snippets: README.md's apt-get lines (its Install section)
@@ -136,7 +257,7 @@ done
 # check uses - the libraries configure looks for (libevent and libuv
 # build the loop tests and examples/lock_server) and the programs tests
 # skip without (issue 34 part 4: both lacked libevent-dev).
-i=$((count + 1))
+i=$((t + 1))
 want="libhiredis-dev libsodium-dev libcmocka-dev libevent-dev libuv1-dev
       g++ pkg-config redis-server redis-tools strace python3 groff-base"
 for m in $(sed -n 's/^PKG_CHECK_MODULES(\[[A-Z_]*\], *\[\([a-z_]*\).*/\1/p' \

@@ -18,8 +18,8 @@
  * a refused DISCARD left the connection inside MULTI and +QUEUED read as
  * a lock taken.  The rules run as written come from doc/acl.md (go-zero
  * mode without scripts and functions mode too, on clients whose URL
- * chooses the mode) and from the man page; README.md must show
- * doc/acl.md's rules word for word.
+ * chooses the mode) and from the man page; man/redislock-acl.7 (and
+ * README.md, if it shows any) must show doc/acl.md's rules word for word.
  */
 #include "config.h"
 
@@ -233,7 +233,7 @@ static void key_state(const struct keys *ks, char *out, size_t size)
 }
 
 /* ST is a refusal on a permission whose message ends as doc/acl.md says:
- * "[the Redis user may not run CMD on KEY; NEEDS (doc/acl.md)]", with
+ * "[the Redis user may not run CMD on KEY; NEEDS (man redislock-acl)]", with
  * WHAT the first command refused ("HGET $2") and NEEDS the feature's
  * rule, both with $1..$5 for KS's keys. */
 static void expect_refused(redislock *lock, int st, const char *what,
@@ -248,10 +248,10 @@ static void expect_refused(redislock *lock, int st, const char *what,
     if (key != NULL) {
         expand(key, ks, on, sizeof on);
         snprintf(want, sizeof want, "[the Redis user may not run %s on %s; "
-                 "%s (doc/acl.md)]", cmd, on, rule);
+                 "%s " TU_ACL_DOC "]", cmd, on, rule);
     } else {
         snprintf(want, sizeof want, "[the Redis user may not run %s; %s "
-                 "(doc/acl.md)]", cmd, rule);
+                 TU_ACL_DOC "]", cmd, rule);
     }
     if (strstr(redislock_last_error(lock), want) == NULL)
         fail_msg("last_error \"%s\" lacks \"%s\"", redislock_last_error(lock),
@@ -967,7 +967,7 @@ static void test_no_script_rights(void **state)
     if (strstr(redislock_last_error(lock), "NOPERM") == NULL ||
         strstr(redislock_last_error(lock), "[counted mode and fencing run "
                "scripts: the Redis user needs +evalsha and +eval "
-               "(doc/acl.md)]") == NULL)
+               TU_ACL_DOC "]") == NULL)
         fail_msg("last_error: %s", redislock_last_error(lock));
     assert_int_equal(tu_pttl(c, key, strlen(key)), -2);
     redislock_free(lock);
@@ -996,7 +996,7 @@ static void test_refusal_shows_the_key_readably(void **state)
     assert_false(ok);
     snprintf(want, sizeof want, "counted mode needs +evalsha +eval +exists "
              "+get +hget +hset +hincrby +pexpire +pttl +del on %s "
-             "(doc/acl.md)]", shown);
+             TU_ACL_DOC "]", shown);
     if (strstr(redislock_last_error(lock), want) == NULL)
         fail_msg("last_error \"%s\" lacks \"%s\"", redislock_last_error(lock),
                  want);
@@ -1058,7 +1058,7 @@ static void test_read_only_keys_refused(void **state)
     assert_false(ok);
     snprintf(want, sizeof want, "[the Redis user may not give %s to a "
              "script: Redis wants read and write access to every key given "
-             "to a script (a ~ pattern, not %%R~) (doc/acl.md)]", key);
+             "to a script (a ~ pattern, not %%R~) " TU_ACL_DOC "]", key);
     if (strstr(redislock_last_error(lock), want) == NULL)
         fail_msg("last_error \"%s\" lacks \"%s\"", redislock_last_error(lock),
                  want);
@@ -1086,7 +1086,7 @@ static void test_acknowledgement_refused(void **state)
     if (strstr(redislock_last_error(lock), "WAIT after the acquire: NOPERM") ==
             NULL ||
         strstr(redislock_last_error(lock), "[replica acknowledgement needs "
-               "+wait (doc/acl.md)]") == NULL)
+               "+wait " TU_ACL_DOC "]") == NULL)
         fail_msg("last_error: %s", redislock_last_error(lock));
     assert_int_equal(tu_pttl(c, key, strlen(key)), -2);
     assert_int_equal(redislock_set_min_replicas(lock, 0, 1), REDISLOCK_OK);
@@ -1191,7 +1191,7 @@ static void discard_refused(redislock *lock, const char *name, int st)
     discard_failures++;
     if (st != REDISLOCK_ERR_PROTOCOL ||
         strstr(e, "the server refused DISCARD") == NULL ||
-        strstr(e, "[the Redis user needs +discard (doc/acl.md)]") == NULL ||
+        strstr(e, "[the Redis user needs +discard " TU_ACL_DOC "]") == NULL ||
         strstr(e, "the connection's state is unknown: closed") == NULL)
         fail_msg("%s: %s: \"%s\" (want REDISLOCK_ERR_PROTOCOL naming DISCARD "
                  "and +discard, the connection closed)", name,
@@ -1211,7 +1211,7 @@ static void discard_refused_borrowed(redislock *lock, const char *name,
     if (st != REDISLOCK_ERR_PROTOCOL ||
         (discard_failures == 0 &&
          (strstr(e, "the server refused DISCARD") == NULL ||
-          strstr(e, "[the Redis user needs +discard (doc/acl.md)]") == NULL ||
+          strstr(e, "[the Redis user needs +discard " TU_ACL_DOC "]") == NULL ||
           strstr(e, "reconnect this context before using it again") ==
               NULL)))
         fail_msg("%s: %s: \"%s\" (want REDISLOCK_ERR_PROTOCOL%s)", name,
@@ -1406,31 +1406,49 @@ static char *slurp(const char *file)
     return text;
 }
 
-/* Every rule README.md shows (`ACL SETUSER USER ...`) is doc/acl.md's
- * for USER, word for word. */
-static void test_readme_rules_are_the_documents(void **state)
+/* Every rule shown elsewhere is doc/acl.md's for its user, word for
+ * word: each line "ACL SETUSER USER ..." of man/redislock-acl.7 (the
+ * installed page that the library's ACL messages point at; "\\-"
+ * unescaped), and each `ACL SETUSER USER ...` of README.md. */
+static void test_shown_rules_are_the_documents(void **state)
 {
-    char *readme = slurp("README.md"), shown[2048], user[64], doc[2048];
-    const char *p = readme, *end;
-    int n = 0;
+    static const char *const files[] = { "man/redislock-acl.7", "README.md" };
+    char shown[2048], user[64], doc[2048];
+    const char *p, *end;
+    size_t f, i, k;
+    int n = 0, in_man = 0;
 
     (void)state;
-    while ((p = strstr(p, "`ACL SETUSER ")) != NULL) {
-        p++;
-        end = strchr(p, '`');
-        assert_non_null(end);
-        assert_true((size_t)(end - p) < sizeof shown);
-        snprintf(shown, sizeof shown, " %.*s", (int)(end - p), p);
-        assert_int_equal(sscanf(p, "ACL SETUSER %63s", user), 1);
-        rule_text("doc/acl.md", user, doc, sizeof doc);
-        if (strcmp(shown, doc) != 0)
-            fail_msg("README.md shows\n%s\nbut doc/acl.md has\n%s", shown,
-                     doc);
-        p = end;
-        n++;
+    for (f = 0; f < sizeof files / sizeof files[0]; f++) {
+        char *text = slurp(files[f]);
+        int man = strstr(files[f], "man/") != NULL;
+
+        for (p = text; (p = strstr(p, "ACL SETUSER ")) != NULL; p = end) {
+            if (man ? p != text && p[-1] != '\n'
+                    : p == text || p[-1] != '`') {
+                end = p + 1;
+                continue;
+            }
+            end = p + strcspn(p, man ? "\n" : "`");
+            for (i = 0, k = 1, shown[0] = ' ';
+                 p + i < end && k + 1 < sizeof shown; i++) {
+                if (man && p[i] == '\\' && p + i + 1 < end && p[i + 1] == '-')
+                    continue;
+                shown[k++] = p[i];
+            }
+            shown[k] = '\0';
+            assert_int_equal(sscanf(shown, " ACL SETUSER %63s", user), 1);
+            rule_text("doc/acl.md", user, doc, sizeof doc);
+            if (strcmp(shown, doc) != 0)
+                fail_msg("%s shows\n%s\nbut doc/acl.md has\n%s", files[f],
+                         shown, doc);
+            n++;
+            in_man += man;
+        }
+        free(text);
     }
-    assert_true(n >= 6);
-    free(readme);
+    assert_true(in_man >= 8);
+    assert_true(n >= in_man);
 }
 
 /* The permissions "+cmd" in TEXT, each once, into SET (" +a +b ... "),
@@ -1625,8 +1643,8 @@ int main(void)
           delete_users, &tu_mode_gozero },
         { "rule lock-fn (scripts=functions, counted mode)", test_rule_fn, NULL,
           delete_users, &tu_mode_counted },
-        { "test_readme_rules_are_the_documents",
-          test_readme_rules_are_the_documents, NULL, NULL, NULL },
+        { "test_shown_rules_are_the_documents",
+          test_shown_rules_are_the_documents, NULL, NULL, NULL },
         { "test_man_notes_agree_with_its_rules",
           test_man_notes_agree_with_its_rules, NULL, NULL, NULL },
         BOTH(test_release_refused_before_its_delete),

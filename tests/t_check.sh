@@ -221,7 +221,7 @@ t_check_follows_options() {
     expect_status 1 $st1 "a user without HINCRBY" || { sed 's/^/#   /' "$work/o1"; return 1; }
     has "$work/o1" '^redislock --check: 1 server, judged against a 30000 ms lease \(redislock.s default; -e sets another, -e 0\.5 the library.s\)$' &&
     has "$work/o1" '^for locks in go-zero mode, with a fencing token, waiting when busy ' &&
-    has "$work/o1" '^  warning: the user may not run HINCRBY, which fencing needs: .*give the user \+hincrby \(doc/acl\.md\)$' &&
+    has "$work/o1" '^  warning: the user may not run HINCRBY, which fencing needs: .*give the user \+hincrby \(man redislock-acl\)$' &&
     has "$work/o1" '^  note: the user may not run HINCRBY, which counted mode runs in its scripts' &&
     has "$work/o1" '^1 warning, 1 note\.$' || return 1
     json_is "$work/o1.json" 'J["lease_ms"], J["uses"], J["exit_status"]' "(30000, {'mode': 'gozero', 'fencing': True, 'waiting': True}, 1)" || return 1
@@ -263,7 +263,7 @@ t_check_key() {
         return 0
     fi
     expect_status 1 $st1 "a user of ~locks:* for the lock locks:x" || { sed 's/^/#   /' "$work/y1"; return 1; }
-    has "$work/y1" '^  warning: the user.s key patterns \(~\.\.\.\) do not cover HGET on \{locks:x\}:fence, HINCRBY on \{locks:x\}:fence, HSET on \{locks:x\}:fence, which fencing needs: .*give the user a key pattern that matches those keys \(doc/acl\.md\)$' &&
+    has "$work/y1" '^  warning: the user.s key patterns \(~\.\.\.\) do not cover HGET on \{locks:x\}:fence, HINCRBY on \{locks:x\}:fence, HSET on \{locks:x\}:fence, which fencing needs: .*give the user a key pattern that matches those keys \(man redislock-acl\)$' &&
     has "$work/y1" '^  warning: the user.s key patterns \(~\.\.\.\) do not cover EXISTS on locks:x and \{locks:x\}:turn, ZADD on \{locks:x\}:waiters, .*which waiting and wake-ups need' &&
     lacks "$work/y1" 'which go-zero mode' &&
     has "$work/y1" '^2 warnings, 1 note\.$' || return 1
@@ -381,7 +381,7 @@ t_acl_no_scripting() {
     has "$work/a1" '^  mode: +none \(plain commands; go-zero mode without fencing\): this user may not run EVALSHA, EVAL, which the URL.s mode, scripts, needs: the library runs go-zero mode on plain commands instead \(the reads under WATCH, the writes in MULTI \.\.\. EXEC\), and tries scripts again every 30 s; counted mode and fencing cannot run$' &&
     has "$work/a1" '^  may run: +EVALSHA no, EVAL no, WATCH yes, UNWATCH yes, MULTI yes, EXEC yes, DISCARD yes, GET yes, SET yes, DEL yes, PEXPIRE yes, PTTL yes, EXISTS yes, HGET yes, HSET yes, HINCRBY yes, TIME yes, ZADD yes, ZREM yes, ZCARD yes, ZCOUNT yes, ZREVRANGEBYSCORE yes, ZREMRANGEBYSCORE yes, RPUSH yes, BLPOP yes, WAIT yes$' &&
     has "$work/a1" '^  one-command: SET IFEQ (yes|no), DELIFEQ (yes|no), DELEX (yes|no) \(a re-entry takes [23] round trips, an extend [12], a release without wake-ups [12]\)$' &&
-    has "$work/a1" '^  warning: the library runs go-zero mode here without scripts, as this user may not run them: counted mode and fencing fail \(and so does redislock without --no-fencing\); give the user \+evalsha \+eval \(doc/acl\.md\), or put scripts=none in the URL to choose this mode \(redislock then issues no fencing token\)$' &&
+    has "$work/a1" '^  warning: the library runs go-zero mode here without scripts, as this user may not run them: counted mode and fencing fail \(and so does redislock without --no-fencing\); give the user \+evalsha \+eval \(man redislock-acl\), or put scripts=none in the URL to choose this mode \(redislock then issues no fencing token\)$' &&
     has "$work/a1" '^1 warning\.$' || return 1
     json_is "$work/a1.json" 'J["servers"][0]["mode"], {k: v for k, v in J["servers"][0]["may_run"].items() if k in ("evalsha", "eval", "watch", "multi", "exec", "discard", "blpop", "wait")}, sorted(J["servers"][0]["plain_forms"])' "('none', {'evalsha': False, 'eval': False, 'watch': True, 'multi': True, 'exec': True, 'discard': True, 'blpop': True, 'wait': True}, ['delex', 'delifeq', 'set_ifeq'])" || return 1
     expect_status 1 $st2 "a user without EVAL" || return 1
@@ -390,12 +390,12 @@ t_acl_no_scripting() {
     expect_status 1 $st3 "a user without scripting and MULTI" || return 1
     has "$work/a3" '^  mode: +unusable: this user may not run EVALSHA, EVAL, which the URL.s mode, scripts, needs, and go-zero mode without scripts, which the library falls back to, needs MULTI, which this user may not run either$' &&
     has "$work/a3" '^  may run: +EVALSHA no, EVAL no, WATCH yes, UNWATCH yes, MULTI no, EXEC yes, ' &&
-    has "$work/a3" '^  warning: this user may not run EVALSHA, EVAL, .*: no lock operation can run; give the user \+evalsha \+eval \(doc/acl\.md\), or \+get \+set \+del \+pexpire \+pttl \+exists \+watch \+unwatch \+multi \+exec \+discard for go-zero mode without scripts$' &&
+    has "$work/a3" '^  warning: this user may not run EVALSHA, EVAL, .*: no lock operation can run; give the user \+evalsha \+eval \(man redislock-acl\), or \+get \+set \+del \+pexpire \+pttl \+exists \+watch \+unwatch \+multi \+exec \+discard for go-zero mode without scripts$' &&
     lacks "$work/a3" '^  one-command:' || return 1
     json_is "$work/a3.json" 'J["servers"][0]["mode"], J["servers"][0]["plain_forms"], J["exit_status"]' "('unusable', None, 1)" || return 1
     expect_status 1 $st4 "a quorum's master without scripting" || return 1
     has "$work/a4" '^  mode: +unusable: the URL.s mode, scripts, needs EVALSHA, EVAL, which this user may not run \(a quorum client does not fall back to plain commands\)$' &&
-    has "$work/a4" "^  warning: EVAL is refused here \(NOPERM .*'eval'.*\): no lock operation of a quorum can run, every one being a script; give the user \+evalsha \+eval \(doc/acl\.md\)"
+    has "$work/a4" "^  warning: EVAL is refused here \(NOPERM .*'eval'.*\): no lock operation of a quorum can run, every one being a script; give the user \+evalsha \+eval \(man redislock-acl\)"
 }
 check "an ACL user without scripting (or EVAL): mode none by the refusal (a warning), unusable without MULTI or on a quorum; what to give it" t_acl_no_scripting
 
@@ -452,7 +452,7 @@ t_scripts_none() {
     has "$work/n2" '^  may run: +WATCH yes, UNWATCH yes, MULTI yes, EXEC yes, DISCARD yes, GET yes, SET yes, DEL yes, PEXPIRE yes, PTTL yes, EXISTS yes, HGET no, TIME yes, ZADD yes, ZREM yes, ZCARD yes, ZCOUNT no, ZREVRANGEBYSCORE yes, ZREMRANGEBYSCORE yes, RPUSH yes, BLPOP yes, WAIT no$' &&
     has "$work/n2" "^  one-command: SET IFEQ unknown, ${want#SET IFEQ *, } \\(" &&
     # What doc/acl.md says to add for --status.
-    has "$work/n2" '^  note: the user may not run HGET, ZCOUNT, which reading the waiters and the fencing counter \(the status queries\) needs: redislock --status shows waiters and fence as unknown, and redislock_inspect_companions\(\) fails; give the user \+hget \+zcount \(doc/acl\.md\)$' &&
+    has "$work/n2" '^  note: the user may not run HGET, ZCOUNT, which reading the waiters and the fencing counter \(the status queries\) needs: redislock --status shows waiters and fence as unknown, and redislock_inspect_companions\(\) fails; give the user \+hget \+zcount \(man redislock-acl\)$' &&
     lacks "$work/n2" '^  warning:' || return 1
     $R -u "$u" -u "$u" -u "$u" -e 30 --check > "$work/n3" 2>&1
     expect_status 1 $? "scripts=none on a quorum" || return 1
@@ -490,7 +490,7 @@ t_plain_discard() {
     expect_status 1 $st1 "the old lock-plain rule" || { sed 's/^/#   /' "$work/pd1"; return 1; }
     has "$work/pd1" '^  mode: +none \(plain commands; ' &&
     has "$work/pd1" '^  may run: +WATCH yes, UNWATCH yes, MULTI yes, EXEC yes, DISCARD no, GET yes, ' &&
-    has "$work/pd1" '^  warning: the user may not run DISCARD, which go-zero mode without scripts sends to end a conversation that writes nothing \(DISCARD after its MULTI, UNWATCH without one\): an extend or a release of a lock another owner holds \(or that has lapsed\), and a release that finds waiters, fail \(REDISLOCK_ERR_PROTOCOL, naming the command refused\) and close their connection, the server having kept the transaction open; give the user \+discard \(doc/acl\.md\)$' &&
+    has "$work/pd1" '^  warning: the user may not run DISCARD, which go-zero mode without scripts sends to end a conversation that writes nothing \(DISCARD after its MULTI, UNWATCH without one\): an extend or a release of a lock another owner holds \(or that has lapsed\), and a release that finds waiters, fail \(REDISLOCK_ERR_PROTOCOL, naming the command refused\) and close their connection, the server having kept the transaction open; give the user \+discard \(man redislock-acl\)$' &&
     has "$work/pd1" '^1 warning, ' || return 1
     json_is "$work/pd1.json" 'J["servers"][0]["mode"], J["servers"][0]["may_run"]["discard"], [f["level"] for f in J["servers"][0]["findings"] if "+discard" in f["text"]]' "('none', False, ['warning'])" || return 1
     [ "$made" = OK ] || { diag "$rule: $made"; return 1; }
@@ -531,7 +531,7 @@ t_acl_no_blpop_wait() {
     expect_status 1 $st "a user without BLPOP and WAIT" || return 1
     has "$work/b1" '^  mode: +scripts: ' &&
     has "$work/b1" "^  may run: +EVALSHA yes, EVAL yes, ${script_run%BLPOP yes}BLPOP no, WAIT no\$" &&
-    has "$work/b1" '^  warning: the user may not run BLPOP, which waiting and wake-ups need: waiters \(redislock -w, redislock_acquire_wait\(\)\) poll instead of being woken, and may lose their place in line; give the user \+blpop \(doc/acl\.md\)$' &&
+    has "$work/b1" '^  warning: the user may not run BLPOP, which waiting and wake-ups need: waiters \(redislock -w, redislock_acquire_wait\(\)\) poll instead of being woken, and may lose their place in line; give the user \+blpop \(man redislock-acl\)$' &&
     # Without replicas, WAIT is a note only.
     has "$work/b1" '^  note: the user may not run WAIT: replica acknowledgement \(redislock_set_min_replicas\(\)\) fails here; give the user \+wait if you use it$' &&
     has "$work/b1" '^1 warning, 1 note\.$'
@@ -599,7 +599,7 @@ t_acl_doc_rule() {
     has "$work/d1" '^  server: +unknown \(INFO was refused\)$' &&
     has "$work/d1" '^  mode: +scripts: ' &&
     has "$work/d1" "^  may run: +EVALSHA yes, EVAL yes, $(echo "$script_run" | sed 's/ZCOUNT yes/ZCOUNT no/'), WAIT no\$" &&
-    has "$work/d1" '^  note: the user may not run ZCOUNT, which reading the waiters and the fencing counter \(the status queries\) needs: redislock --status shows waiters and fence as unknown, and redislock_inspect_companions\(\) fails; give the user \+zcount \(doc/acl\.md\)$' &&
+    has "$work/d1" '^  note: the user may not run ZCOUNT, which reading the waiters and the fencing counter \(the status queries\) needs: redislock --status shows waiters and fence as unknown, and redislock_inspect_companions\(\) fails; give the user \+zcount \(man redislock-acl\)$' &&
     has "$work/d1" '^  persistence: unknown$' &&
     has "$work/d1" '^  note: persistence is unknown \(neither INFO nor CONFIG GET answered\)' &&
     has "$work/d1" "^  note: could not read everything: INFO was refused \(NOPERM .*\): the version, the role and the replicas are unknown; CONFIG GET was refused" &&
@@ -622,9 +622,9 @@ t_acl_doc_rule() {
     expect_status 1 $st "doc/acl.md's lock-gozero" || { sed 's/^/#   /' "$work/d2"; return 1; }
     has "$work/d2" '^  may run: +EVALSHA yes, EVAL yes, GET yes, SET yes, DEL yes, PEXPIRE yes, PTTL yes, EXISTS no, HGET no, HSET no, HINCRBY no, TIME no, ZADD no, ZREM no, ZCARD no, ZCOUNT no, ZREMRANGEBYSCORE no, RPUSH no, BLPOP no, WAIT no$' &&
     lacks "$work/d2" 'which go-zero mode' &&
-    has "$work/d2" '^  note: the user may not run EXISTS, HGET, HSET, HINCRBY, which counted mode runs in its scripts: counted locks \(redislock -m counted, redislock_new_counted\(\)\) fail, having written nothing; give the user \+exists \+hget \+hset \+hincrby \(doc/acl\.md\)$' &&
-    has "$work/d2" '^  warning: the user may not run EXISTS, TIME, ZADD, ZREM, ZCARD, ZREMRANGEBYSCORE, RPUSH, BLPOP, which waiting and wake-ups need: .*; give the user \+exists \+time \+zadd \+zrem \+zcard \+zremrangebyscore \+rpush \+blpop \(doc/acl\.md\)$' &&
-    has "$work/d2" '^  warning: the user may not run HGET, HSET, HINCRBY, which fencing needs: an acquire with a fencing token \(redislock without --no-fencing, redislock_set_fencing\(\)\) fails, having written nothing; give the user \+hget \+hset \+hincrby \(doc/acl\.md\)$' &&
+    has "$work/d2" '^  note: the user may not run EXISTS, HGET, HSET, HINCRBY, which counted mode runs in its scripts: counted locks \(redislock -m counted, redislock_new_counted\(\)\) fail, having written nothing; give the user \+exists \+hget \+hset \+hincrby \(man redislock-acl\)$' &&
+    has "$work/d2" '^  warning: the user may not run EXISTS, TIME, ZADD, ZREM, ZCARD, ZREMRANGEBYSCORE, RPUSH, BLPOP, which waiting and wake-ups need: .*; give the user \+exists \+time \+zadd \+zrem \+zcard \+zremrangebyscore \+rpush \+blpop \(man redislock-acl\)$' &&
+    has "$work/d2" '^  warning: the user may not run HGET, HSET, HINCRBY, which fencing needs: an acquire with a fencing token \(redislock without --no-fencing, redislock_set_fencing\(\)\) fails, having written nothing; give the user \+hget \+hset \+hincrby \(man redislock-acl\)$' &&
     has "$work/d2" '^  note: the user may not run HGET, TIME, ZCOUNT, which reading the waiters and the fencing counter ' &&
     has "$work/d2" '^2 warnings, ' || return 1
     # A user without SET: go-zero mode itself.
@@ -633,7 +633,7 @@ t_acl_doc_rule() {
     st=$?
     ccli ACL DELUSER noset > /dev/null
     expect_status 1 $st "a user without SET" || return 1
-    has "$work/d3" '^  warning: the user may not run SET, which go-zero mode \(the default\) runs in its scripts: its operations \(redislock, redislock_new\(\)\) fail, having written nothing; give the user \+set \(doc/acl\.md\)$' &&
+    has "$work/d3" '^  warning: the user may not run SET, which go-zero mode \(the default\) runs in its scripts: its operations \(redislock, redislock_new\(\)\) fail, having written nothing; give the user \+set \(man redislock-acl\)$' &&
     has "$work/d3" '^1 warning\.$'
 }
 check "an ACL user as doc/acl.md makes it (no INFO, CONFIG, PING): mode and permissions told, the rest noted as unknown" t_acl_doc_rule
@@ -668,7 +668,7 @@ t_functions() {
     has "$work/f3" '^  note: the user may not load the Function library \(FUNCTION LOAD\): lock operations run while an administrator keeps this redislock version.s library loaded' || return 1
     expect_status 1 $st4 "a user who may not load, no library" || return 1
     has "$work/f4" '^  mode: +unusable: the URL.s mode, functions \(scripts=functions\), needs FUNCTION LOAD, which this user may not run, and no redislock Function library is loaded here$' &&
-    has "$work/f4" '^  warning: .*: no lock operation can run; give the user \+function\|load \(doc/acl\.md\), or have an administrator load the library$'
+    has "$work/f4" '^  warning: .*: no lock operation can run; give the user \+function\|load \(man redislock-acl\), or have an administrator load the library$'
 }
 check "functions mode (scripts=functions): FCALL, FUNCTION LOAD, the library loaded or not" t_functions
 

@@ -545,7 +545,8 @@ static void test_acl_user_with_minimal_rights(void **state)
     uint64_t token;
     int n;
 
-    /* Keep in step with README.md ("Extra keys, Cluster and ACLs"). */
+    /* Keep in step with doc/semantics.md ("Extra keys, Cluster and
+     * ACLs") and doc/acl.md. */
     tu_cmd_ok(c, "ACL SETUSER lockuser on >pw ~locks:* ~{locks:* "
                  "+evalsha +eval +blpop +get +set +del +exists +pttl "
                  "+pexpire +hget +hset +hincrby +zadd +zrem "

@@ -887,7 +887,7 @@ static void test_info_acl_refusal(void **state)
     assert_false(e.acl & REDISLOCK_ACL_FENCING);
     assert_true(strlen(e.detail) > 0);
     assert_non_null(strstr(e.hint, "go-zero mode needs +evalsha"));
-    assert_hint_in_message(lock, e.hint, " (doc/acl.md)");
+    assert_hint_in_message(lock, e.hint, " " TU_ACL_DOC);
     redislock_free(lock);
     redislock_client_free(cl);
     tu_cmd_ok(c, "ACL DELUSER locker");

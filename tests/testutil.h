@@ -25,6 +25,10 @@
 #define TU_PRINTF(f, a)
 #endif
 
+/* What the library's messages about a Redis ACL right end with (its
+ * REDISLOCKP_ACL_DOC, src/redislock_int.h): an installed man page. */
+#define TU_ACL_DOC "(man redislock-acl)"
+
 /* Run each test once per lock mode; the test reads tu_mode(state). */
 #define TU_BOTH_MODES(t)                                           \
     { #t " (go-zero mode)", t, NULL, NULL, &tu_mode_gozero },      \

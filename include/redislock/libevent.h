@@ -13,7 +13,9 @@
  *     redislock *lock = redislock_new_from_client(client, "job:42");
  *     if (redislock_acquire_async(lock, on_acquired, ctx))
  *         ...;
- *     event_base_dispatch(base);
+ *     event_base_dispatch(base);   (returns once the client is freed, e.g.
+ *                                   from the last callback: the client
+ *                                   watches its connections until then)
  *
  * Header only (as hiredis's adapters are): the program links libevent
  * (-levent_core, or pkg-config libevent_core) and libredislock; the

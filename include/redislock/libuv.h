@@ -11,7 +11,10 @@
  *         redislock_libuv_attach(client, loop))
  *         ...;
  *     ... redislock_acquire_async(lock, on_acquired, ctx) ...
- *     uv_run(loop, UV_RUN_DEFAULT);
+ *     uv_run(loop, UV_RUN_DEFAULT);   (returns once the client is freed,
+ *                                     e.g. from the last callback: the
+ *                                     client watches its connections
+ *                                     until then)
  *
  * Header only (as hiredis's adapters are): the program links libuv
  * (pkg-config libuv) and libredislock.  It uses only the public
