@@ -1011,25 +1011,17 @@ static void on_sentinel(void *arg, int status, redislockp_val **replies,
         return;
     }
     pthread_mutex_lock(&cl->mu);
-    old = cl->master;
-    if (old > 0 && old != node) {
-        cl->nodes[old].gone = 1;        /* a failover */
-        redislockp_metric_failover(cl);
-    }
-    cl->master = node;
-    cl->nodes[node].gone = 0;
-    cl->sentinel_first = (cl->sentinel_first + ls->map_next) %
-                         cl->url.nseeds;
-    cl->map_at = redislockp_now_ms();
-    cl->map_stale = 0;
+    old = redislockp_sentinel_adopt_locked(cl, node,
+                                           (cl->sentinel_first +
+                                            ls->map_next) % cl->url.nseeds);
     pthread_mutex_unlock(&cl->mu);
-    /* The old master's connection goes: what is on it fails (sent: an
-     * unknown outcome, as ever). */
-    if (old > 0 && old != node && (size_t)old < ls->nconns &&
-        ls->conns[old] != NULL && ls->conns[old]->open)
+    /* A failover: the old master's connection goes, what is on it fails
+     * (sent: an unknown outcome, as ever). */
+    if (old > 0 && (size_t)old < ls->nconns && ls->conns[old] != NULL &&
+        ls->conns[old]->open)
         redislockp_aconn_close(&ls->conns[old]->a, REDISLOCK_ERR_IO,
                                "the sentinels named another master");
-    if (old > 0 && old != node)
+    if (old > 0)
         conv_close_node(ls, (size_t)old);
     ls->map_next = 0;
     map_done(cl, REDISLOCK_OK);

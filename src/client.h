@@ -399,6 +399,14 @@ redislockp_url redislockp_sentinel_url(const redislockp_url *u, size_t i);
 int redislockp_sentinel_ask(const redislockp_url *u, const char *name,
                             char *host, size_t hostsize, int *port,
                             char *errmsg);
+/* CL's sentinels named NODE, the sentinel at seed FROM having answered:
+ * the one rule for the blocking asking and the loop's, with CL's mu
+ * held.  NODE is the master (not gone, its connect backoff ended), the
+ * next asking starts at FROM, the map is fresh.  Returns the master it
+ * replaces (a failover: that node is gone; its connections are the
+ * caller's to drop), else 0. */
+long redislockp_sentinel_adopt_locked(redislock_client *cl, long node,
+                                      size_t from);
 
 /* engine.c: where a leg of CL for a key of SLOT goes, from what CL knows
  * (no I/O; one rule for the blocking drivers below and the loop's):

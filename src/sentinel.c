@@ -80,6 +80,26 @@ redislockp_url redislockp_sentinel_url(const redislockp_url *u, size_t i)
 }
 
 /* Ask the sentinel at U where NAME's master is (client.h). */
+long redislockp_sentinel_adopt_locked(redislock_client *cl, long node,
+                                      size_t from)
+{
+    long old = cl->master;
+
+    if (old > 0 && old != node) {
+        cl->nodes[old].gone = 1;
+        redislockp_metric_failover(cl);
+    } else {
+        old = 0;
+    }
+    cl->master = node;
+    cl->nodes[node].gone = 0;
+    cl->nodes[node].failures = 0;       /* named: no backoff from before */
+    cl->sentinel_first = from;
+    cl->map_at = redislockp_now_ms();
+    cl->map_stale = 0;
+    return old;
+}
+
 int redislockp_sentinel_ask(const redislockp_url *u, const char *name,
                             char *host, size_t hostsize, int *port,
                             char *errmsg)
@@ -199,20 +219,17 @@ int redislockp_sentinel_discover(redislock_client *cl, int force,
 
     pthread_mutex_lock(&cl->mu);
     if (st == REDISLOCK_OK) {
-        if (cl->master > 0 && cl->master != node) {
-            /* A failover: the old master's idle connections go. */
-            redislockp_node *old = &cl->nodes[cl->master];
+        long was = redislockp_sentinel_adopt_locked(cl, node,
+                                                    (first + answered) % n);
 
-            redislockp_metric_failover(cl);
-            old->gone = 1;
+        if (was > 0) {
+            /* A failover: the old master's idle connections go. */
+            redislockp_node *old = &cl->nodes[was];
+
             while (old->nidle > 0)
                 drop[ndrop++] = old->idle[--old->nidle];
-            redislockp_pool_forget(cl, (size_t)cl->master, ndrop);
+            redislockp_pool_forget(cl, (size_t)was, ndrop);
         }
-        cl->master = node;
-        cl->nodes[node].gone = 0;
-        cl->nodes[node].failures = 0;
-        cl->sentinel_first = (first + answered) % n;
         if (redislockp_pool_adopt(cl, node) == 0) {
             cl->nodes[node].idle_at[cl->nodes[node].nidle] =
                 redislockp_now_ms();
