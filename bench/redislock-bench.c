@@ -176,6 +176,9 @@ static const char usage_text[] =
     "                  masters (3..9, odd); C keeps its counter on --port\n"
     "  --no-metrics    U with --url or --quorum: the client's metrics off\n"
     "                  (redislock_client_set_metrics()), to measure their cost\n"
+    "  --metrics-ab B  U with --url: blocks of B cycles, metrics off and on in\n"
+    "                  turn, on one connection; one line: their ratio (--n in all,\n"
+    "                  200000 by default)\n"
     "  --label L       with --url, --quorum or T: the \"client\" field\n"
     "  --no-cpu-dma-latency\n"
     "                  do not hold /dev/cpu_dma_latency at 0\n"
@@ -888,6 +891,62 @@ static void run_client_cycles(redislock_client *cl, const char *peer,
                  (double)(script_calls(stats) - calls0) / (double)(2 * n));
     report(peer, "U", n, t0, lat, (size_t)n, extra);
     free(lat);
+    redislock_free(lock);
+}
+
+/* What the client's metrics cost, in one process on one connection:
+ * blocks of BLOCK cycles with counting off and on in turn (off first),
+ * N cycles in all; the ratio is on/off in cycles per second, over the
+ * sums of each side's blocks and as the median of the pairs' ratios.  A
+ * shared machine's load drifts over seconds: blocks of a few
+ * milliseconds, interleaved, see the same load. */
+static void run_metrics_ab(redislock_client *cl, long long n, long long block)
+{
+    char key[64], extra[400];
+    redislock *lock;
+    long long i, t0, t[2] = { 0, 0 }, pairs = n / (2 * block), p;
+    double *ratio = malloc((size_t)(pairs > 0 ? pairs : 1) * sizeof *ratio);
+    int side;
+
+    if (ratio == NULL || pairs < 1)
+        die("--metrics-ab", "out of memory, or --n below two blocks");
+    snprintf(key, sizeof key, "bench:U:metrics-ab");
+    lock = new_client_lock(cl, key);
+    for (i = 0; i < 1000; i++)
+        acquire_release(lock, 0);
+    for (p = 0; p < pairs; p++) {
+        long long d[2];
+
+        for (side = 0; side < 2; side++) {
+            if (redislock_client_set_metrics(cl, side == 1) != REDISLOCK_OK)
+                die("--metrics-ab", "redislock_client_set_metrics");
+            t0 = now_us();
+            for (i = 0; i < block; i++)
+                acquire_release(lock, 0);
+            d[side] = now_us() - t0;
+            t[side] += d[side];
+        }
+        ratio[p] = d[1] > 0 ? (double)d[0] / (double)d[1] : 0;
+    }
+    for (p = 1; p < pairs; p++) {             /* insertion sort */
+        double v = ratio[p];
+        long long q = p - 1;
+
+        while (q >= 0 && ratio[q] > v) {
+            ratio[q + 1] = ratio[q];
+            q--;
+        }
+        ratio[q + 1] = v;
+    }
+    snprintf(extra, sizeof extra,
+             "\"peer\":\"metrics-on/metrics-off\",\"workload\":\"U\","
+             "\"blocks\":%lld,\"block_cycles\":%lld,\"off_us\":%lld,"
+             "\"on_us\":%lld,\"ratio\":%.4f,\"median_block_ratio\":%.4f,"
+             "\"cpu_dma_latency\":\"%s\"", 2 * pairs, block, t[0], t[1],
+             t[1] > 0 ? (double)t[0] / (double)t[1] : 0, ratio[pairs / 2],
+             dma_note);
+    printf("{%s}\n", extra);
+    free(ratio);
     redislock_free(lock);
 }
 
@@ -2313,6 +2372,7 @@ int main(int argc, char **argv)
         { "depth", required_argument, NULL, 'd' },
         { "waiters", required_argument, NULL, 'X' },
         { "no-metrics", no_argument, NULL, 'N' },
+        { "metrics-ab", required_argument, NULL, 'B' },
         { NULL, 0, NULL, 0 },
     };
     const char *workload = NULL, *url = NULL, *label = "url";
@@ -2320,6 +2380,7 @@ int main(int argc, char **argv)
     int k = 8, m = 500, use_wait = 0, raw = 0, dma = 1, opt;
     int threads = 512, pool = 0, rounds = 9, depth = 256, waiters = 1000;
     int metrics = 1;
+    long long ab_block = 0;
 
     while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (opt) {
@@ -2333,6 +2394,7 @@ int main(int argc, char **argv)
         case 'r': raw = 1; break;
         case 'D': dma = 0; break;
         case 'N': metrics = 0; break;
+        case 'B': ab_block = atoll(optarg); break;
         case 'v': verbose = 1; break;
         case 'u': url = optarg; break;
         case 'l': label = optarg; break;
@@ -2429,6 +2491,12 @@ int main(int argc, char **argv)
             if (!metrics &&
                 redislock_client_set_metrics(cl, false) != REDISLOCK_OK)
                 die("--no-metrics", "redislock_client_set_metrics");
+            if (ab_block > 0) {
+                run_metrics_ab(cl, n > 0 ? n : 200000, ab_block);
+                redislock_client_free(cl);
+                redisFree(stats);
+                return 0;
+            }
             run_client_cycles(cl, quorum_n > 0 ? "redislock-quorum"
                                                : "redislock-client",
                               label, n > 0 ? n : 20000, stats);
