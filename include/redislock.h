@@ -1873,9 +1873,10 @@ redislock_inspect_async(redislock *lock, redislock_kind *kind, char *owner,
  * ---------------------------------------------------------------------
  */
 
-/** A histogram of durations, in microseconds.  The quantiles are read
- *  from buckets four to a power of two (within 19% above the true
- *  value, never below it, and never above MAX_US); 0 when COUNT is 0. */
+/** A histogram of durations, in microseconds.  The quantiles (nearest
+ *  rank) are read from buckets four to a power of two: at most 25% above
+ *  the true value, never below it, never above MAX_US; 0 when COUNT is
+ *  0. */
 typedef struct redislock_histogram {
     unsigned long long count;
     unsigned long long sum_us;

@@ -2169,7 +2169,7 @@ static void cleanup_released(redislock *h, int status, bool ok, void *arg)
 }
 
 static int start(redislock *lock, redislockp_op_kind kind,
-                 redislock_done_fn fn, void *arg);
+                 redislock_done_fn fn, void *arg, int counted);
 
 /* O's handle was freed while its try was on the wire, or while it was
  * registered as a waiter; the try has ended (or there was none): its
@@ -2188,8 +2188,9 @@ static void cleanup_start(redislockp_aop *o)
         return;
     }
     if (o->cleanup_release) {
+        /* (The library's own release, not counted as the caller's.) */
         if (start(h, REDISLOCKP_OP_RELEASE, cleanup_released,
-                  (void *)(intptr_t)flags) != REDISLOCK_OK)
+                  (void *)(intptr_t)flags, 0) != REDISLOCK_OK)
             redislock_free(h);
         return;
     }
@@ -2933,9 +2934,10 @@ static redislockp_aop *aop_new(redislock *lock, redislock_done_fn fn,
     return o;
 }
 
-/* Start an operation of KIND on LOCK. */
+/* Start an operation of KIND on LOCK (COUNTED: a caller's, in the
+ * client's metrics). */
 static int start(redislock *lock, redislockp_op_kind kind,
-                 redislock_done_fn fn, void *arg)
+                 redislock_done_fn fn, void *arg, int counted)
 {
     redislockp_aop *o;
     int st;
@@ -2943,7 +2945,10 @@ static int start(redislock *lock, redislockp_op_kind kind,
     o = aop_new(lock, fn, arg, &st);
     if (o == NULL)
         return st;
-    redislockp_op_begin_counted(&o->op, lock, kind);
+    if (counted)
+        redislockp_op_begin_counted(&o->op, lock, kind);
+    else
+        redislockp_op_begin(&o->op, lock, kind, REDISLOCKP_TRY_PLAIN);
     o->op.check_loss = kind == REDISLOCKP_OP_ACQUIRE;
     step(o);
     sync_loop(o->cl);
@@ -2952,17 +2957,17 @@ static int start(redislock *lock, redislockp_op_kind kind,
 
 int redislock_acquire_async(redislock *lock, redislock_done_fn fn, void *arg)
 {
-    return start(lock, REDISLOCKP_OP_ACQUIRE, fn, arg);
+    return start(lock, REDISLOCKP_OP_ACQUIRE, fn, arg, 1);
 }
 
 int redislock_release_async(redislock *lock, redislock_done_fn fn, void *arg)
 {
-    return start(lock, REDISLOCKP_OP_RELEASE, fn, arg);
+    return start(lock, REDISLOCKP_OP_RELEASE, fn, arg, 1);
 }
 
 int redislock_extend_async(redislock *lock, redislock_done_fn fn, void *arg)
 {
-    return start(lock, REDISLOCKP_OP_EXTEND, fn, arg);
+    return start(lock, REDISLOCKP_OP_EXTEND, fn, arg, 1);
 }
 
 int redislock_held_async(redislock *lock, long long *ttl_ms, int *holds,

@@ -1187,10 +1187,11 @@ static void noted(redislockp_op *op, int st)
     redislock *lock = op->lock;
     int outcome;
 
-    if (op->kind == REDISLOCKP_OP_ACQUIRE && op->ok && op->fresh)
-        redislockp_metric_hold_begin(lock);     /* a caller's or a wait's */
-    if (op->kind == REDISLOCKP_OP_RELEASE && !lock->held)
-        redislockp_metric_hold_end(lock, op->ok);
+    /* Whatever ended the holding - a release, a reply that says another
+     * owner has the key (saw()), a loss reported - ends its count. */
+    if (!lock->held)
+        redislockp_metric_hold_end(lock, op->kind == REDISLOCKP_OP_RELEASE &&
+                                             op->ok);
     if (!op->counted)
         return;
     outcome = st != REDISLOCK_OK ? REDISLOCKP_M_FAILED
@@ -1450,6 +1451,10 @@ static int acquired(redislockp_op *op)
         lock->token = (uint64_t)r->v[1];
         op->ok = true;
         op->fresh = fresh;
+        /* A holding begins (a caller's grant or a wait's), counted before
+         * its renewal can be declared lost. */
+        if (fresh)
+            redislockp_metric_hold_begin(lock);
         redislockp_renew_start(lock, fresh);
     } else if (r->v[0] == 0 && r->v[1] == -3) {
         saw(lock, 0);                   /* free, but waiters come first */

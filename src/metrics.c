@@ -88,11 +88,14 @@ static unsigned long long bucket_top(int b)
     return (unsigned long long)(5 + s) << (e - 2);
 }
 
+/* A duration V goes to bucket_of(V - 1): bucket B holds the values in
+ * (lo, hi] (hi = bucket_top(B)), so that the values at most 2^e are
+ * exactly the buckets below 4e (Prometheus's le: less or equal). */
 static void hist_add(redislockp_hist *h, long long us)
 {
     unsigned long long v = us > 0 ? (unsigned long long)us : 0, max;
 
-    ADD(&h->b[bucket_of(v)], 1);
+    ADD(&h->b[bucket_of(v > 0 ? v - 1 : 0)], 1);
     ADD(&h->count, 1);
     ADD(&h->sum_us, v);
     max = GET(&h->max_us);
@@ -116,23 +119,26 @@ static void hist_read(const redislockp_hist *h, unsigned long long *b,
     }
 }
 
+/* The PERCENT-th percentile (nearest rank: the value at rank
+ * ceil(PERCENT * COUNT / 100)) as its bucket's upper bound: never below
+ * it, at most 25% above, never above MAX (nor the last bucket's bound,
+ * which holds everything longer). */
 static unsigned long long quantile(const unsigned long long *b,
-                                   unsigned long long count, double q,
+                                   unsigned long long count, int percent,
                                    unsigned long long max)
 {
-    unsigned long long rank = (unsigned long long)(q * (double)count), seen = 0;
+    unsigned long long rank = (count * (unsigned)percent + 99) / 100;
+    unsigned long long seen = 0;
     int i;
 
     if (count == 0)
         return 0;
     if (rank < 1)
         rank = 1;
-    if (rank > count)
-        rank = count;
-    for (i = 0; i < REDISLOCKP_HIST_BUCKETS; i++) {
+    for (i = 0; i < REDISLOCKP_HIST_BUCKETS - 1; i++) {
         seen += b[i];
         if (seen >= rank) {
-            unsigned long long top = bucket_top(i) - 1;
+            unsigned long long top = bucket_top(i);
 
             return top < max ? top : max;
         }
@@ -148,9 +154,9 @@ static void hist_out(const redislockp_hist *h, redislock_histogram *out)
     out->count = n;
     out->sum_us = GET(&h->sum_us);
     out->max_us = GET(&h->max_us);
-    out->p50_us = quantile(b, n, 0.50, out->max_us);
-    out->p90_us = quantile(b, n, 0.90, out->max_us);
-    out->p99_us = quantile(b, n, 0.99, out->max_us);
+    out->p50_us = quantile(b, n, 50, out->max_us);
+    out->p90_us = quantile(b, n, 90, out->max_us);
+    out->p99_us = quantile(b, n, 99, out->max_us);
 }
 
 /* ---- Per key prefix ---------------------------------------------------- */
@@ -163,20 +169,32 @@ static redislockp_mprefix *prefix_of(redislock *lock, redislockp_metrics *m)
     size_t len, i;
     int n;
 
+    redislockp_mprefix *p;
+
     if (m->delims == NULL)
         return NULL;
-    if (lock->mprefix != NULL)
-        return lock->mprefix;
+    /* (The watchdog's thread may look it up as the handle's does.) */
+    p = __atomic_load_n(&lock->mprefix, __ATOMIC_ACQUIRE);
+    if (p != NULL)
+        return p;
     for (len = 0; len < lock->keylen; len++)
         for (d = m->delims; *d != '\0'; d++)
             if (lock->key[len] == *d)
                 goto found;
 found:
+    if (len == 6 && memcmp(lock->key, "_other", 6) == 0) {
+        /* The overflow's name: counted with it. */
+        __atomic_store_n(&lock->mprefix, &m->other, __ATOMIC_RELEASE);
+        return &m->other;
+    }
     n = __atomic_load_n(&m->nprefixes, __ATOMIC_ACQUIRE);
     for (i = 0; i < (size_t)n; i++)
         if (m->prefixes[i].len == len &&
-            memcmp(m->prefixes[i].name, lock->key, len) == 0)
-            return lock->mprefix = &m->prefixes[i];
+            memcmp(m->prefixes[i].name, lock->key, len) == 0) {
+            __atomic_store_n(&lock->mprefix, &m->prefixes[i],
+                             __ATOMIC_RELEASE);
+            return &m->prefixes[i];
+        }
     pthread_mutex_lock(&m->mu);
     n = m->nprefixes;
     for (; i < (size_t)n; i++)
@@ -198,8 +216,9 @@ found:
         }
     }
     pthread_mutex_unlock(&m->mu);
-    lock->mprefix = i == (size_t)-1 ? &m->other : &m->prefixes[i];
-    return lock->mprefix;
+    p = i == (size_t)-1 ? &m->other : &m->prefixes[i];
+    __atomic_store_n(&lock->mprefix, p, __ATOMIC_RELEASE);
+    return p;
 }
 
 /* ---- Events ------------------------------------------------------------ */
@@ -247,13 +266,13 @@ static void event(redislockp_metrics *m, redislock *lock,
 static void hold_begin(redislock *lock, redislockp_metrics *m, long long now)
 {
     long long zero = 0;
-    redislockp_mprefix *p;
+    redislockp_mprefix *p = prefix_of(lock, m);   /* (before: hold_end reads
+                                                   * it) */
 
     if (!__atomic_compare_exchange_n(&lock->hold_since_us, &zero, now, 0,
                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED))
         return;                         /* already counted as holding */
     ADD(&m->holders, 1);
-    p = prefix_of(lock, m);
     if (p != NULL)
         ADD(&p->holders, 1);
 }
@@ -321,7 +340,11 @@ void redislockp_metric_wait_end(redislock *lock, int outcome, int st,
     if (GET(&m->off))
         return;
     ADD(&m->op[REDISLOCKP_M_WAIT][outcome], 1);
-    if (tries > 1 || outcome != REDISLOCKP_M_OK)
+    /* Contended: it found the lock held at least once (a try refused,
+     * and another after it or a wait ended without the lock); not a wait
+     * canceled or failed before it could tell. */
+    if (tries > 1 || (tries == 1 && (outcome == REDISLOCKP_M_NO ||
+                                     outcome == REDISLOCKP_M_CANCELED)))
         contended(lock, m);
     if (outcome == REDISLOCKP_M_OK)
         granted(lock, m, began_us);
@@ -342,7 +365,7 @@ void redislockp_metric_hold_end(redislock *lock, int released)
         return;
     m = &lock->client->metrics;
     ADD(&m->holders, -1);
-    p = lock->mprefix;
+    p = __atomic_load_n(&lock->mprefix, __ATOMIC_ACQUIRE);
     if (p != NULL)
         ADD(&p->holders, -1);
     if (GET(&m->off))
@@ -453,17 +476,21 @@ int redislock_client_set_metrics_prefix(redislock_client *client,
     return REDISLOCK_OK;
 }
 
-/* Connects of CL's servers (a quorum's: its masters'). */
+/* Connects of CL's servers (a quorum's: its masters'), and failovers its
+ * sentinels named.  Not in a fork child, whose copy of mu may be held. */
 static void connects(redislock_client *cl, unsigned long long *ok,
-                     unsigned long long *failed)
+                     unsigned long long *failed, unsigned long long *fo)
 {
     size_t i;
 
+    *fo += GET(&cl->metrics.failovers);
     if (cl->quorum) {
         for (i = 0; i < cl->nsubs; i++)
-            connects(cl->subs[i], ok, failed);
+            connects(cl->subs[i], ok, failed, fo);
         return;
     }
+    if (redislockp_client_forked(cl))
+        return;
     pthread_mutex_lock(&cl->mu);
     for (i = 0; i < cl->nnodes; i++) {
         *ok += cl->nodes[i].connects;
@@ -496,9 +523,8 @@ static void snapshot(redislock_client *cl, redislock_metrics *s)
     s->renewals_failed = GET(&m->renewals_failed);
     for (i = 0; i < REDISLOCKP_M_LOST; i++)
         s->lost[i] = GET(&m->lost[i]);
-    connects(cl, &s->connects, &s->connect_failures);
+    connects(cl, &s->connects, &s->connect_failures, &s->failovers);
     s->redirects = GET(&m->redirects);
-    s->failovers = GET(&m->failovers);
     s->holders = GET(&m->holders);
     s->waiters = GET(&m->waiters);
     hist_out(&m->acquire, &s->acquire_time);
@@ -512,6 +538,7 @@ int redislock_client_stats(redislock_client *client, redislock_metrics *out,
 
     if (client == NULL || out == NULL || size == 0)
         return REDISLOCK_ERR_INVALID;
+    memset(out, 0, size);               /* (a newer caller's fields too) */
     snapshot(client, &s);
     memcpy(out, &s, size < sizeof s ? size : sizeof s);
     return REDISLOCK_OK;
@@ -601,41 +628,69 @@ static const char *const lost_names[] = {
     "not_replicated", "refused"
 };
 
+/* Node I of CL as a server label into WHERE (SIZE bytes). */
+static void server_of(const redislock_client *cl, size_t i, char *where,
+                      size_t size)
+{
+    const redislockp_node *n = &cl->nodes[i];
+    const char *host = n->host;
+    int port = n->port;
+
+    if (host == NULL) {                 /* the URL's own server */
+        host = cl->url.host != NULL ? cl->url.host : "";
+        port = cl->url.unix_socket ? 0 : cl->url.port;
+    }
+    if (port > 0)
+        snprintf(where, size, strchr(host, ':') != NULL ? "[%s]:%d" : "%s:%d",
+                 host, port);
+    else
+        snprintf(where, size, "%s", host);
+}
+
+/* One pair of lines per server of CL (a quorum's masters): a server
+ * that is two nodes (a Cluster's seed, named again by its slot map) is
+ * one series, their counts added; a node never dialled (a Sentinel
+ * URL's placeholder) is left out.  Not in a fork child (mu may be held
+ * in its copy). */
 static void put_servers(text *t, redislock_client *cl)
 {
-    size_t i;
+    char where[300], other[300];
+    size_t i, j;
 
     if (cl->quorum) {
         for (i = 0; i < cl->nsubs; i++)
             put_servers(t, cl->subs[i]);
         return;
     }
+    if (redislockp_client_forked(cl))
+        return;
     pthread_mutex_lock(&cl->mu);
     for (i = 0; i < cl->nnodes; i++) {
-        const redislockp_node *n = &cl->nodes[i];
-        const char *host = n->host;
-        int port = n->port;
-        char where[300];
+        unsigned long long ok = 0, failed = 0;
 
-        if (host == NULL) {
-            /* The URL's own server (or, with sentinels, a placeholder
-             * that is never dialled: skipped when it never was). */
-            if (cl->sentinel && n->connects == 0 && n->connect_failures == 0)
-                continue;
-            host = cl->url.host != NULL ? cl->url.host : "";
-            port = cl->url.unix_socket ? 0 : cl->url.port;
+        server_of(cl, i, where, sizeof where);
+        for (j = 0; j < i; j++) {
+            server_of(cl, j, other, sizeof other);
+            if (strcmp(where, other) == 0)
+                break;
         }
-        if (port > 0)
-            snprintf(where, sizeof where, strchr(host, ':') != NULL
-                     ? "[%s]:%d" : "%s:%d", host, port);
-        else
-            snprintf(where, sizeof where, "%s", host);
+        if (j < i)
+            continue;                   /* counted with node J */
+        for (j = i; j < cl->nnodes; j++) {
+            server_of(cl, j, other, sizeof other);
+            if (strcmp(where, other) == 0) {
+                ok += cl->nodes[j].connects;
+                failed += cl->nodes[j].connect_failures;
+            }
+        }
+        if (cl->sentinel && ok == 0 && failed == 0)
+            continue;
         put(t, "redislock_connects_total{server=\"");
         put_label(t, where, strlen(where));
-        put(t, "\",outcome=\"ok\"} %llu\n", n->connects);
+        put(t, "\",outcome=\"ok\"} %llu\n", ok);
         put(t, "redislock_connects_total{server=\"");
         put_label(t, where, strlen(where));
-        put(t, "\",outcome=\"failed\"} %llu\n", n->connect_failures);
+        put(t, "\",outcome=\"failed\"} %llu\n", failed);
     }
     pthread_mutex_unlock(&cl->mu);
 }
@@ -644,11 +699,13 @@ long redislock_client_metrics(redislock_client *client, char *buf,
                               size_t size)
 {
     redislockp_metrics *m;
+    unsigned long long ok = 0, failed = 0, failovers = 0;
     text t;
     int k, o, i, n;
 
     if (client == NULL)
         return -1;
+    connects(client, &ok, &failed, &failovers);
     m = &client->metrics;
     t.buf = buf;
     t.size = buf != NULL ? size : 0;
@@ -685,7 +742,7 @@ long redislock_client_metrics(redislock_client *client, char *buf,
     put(&t, "redislock_redirects_total %llu\n", GET(&m->redirects));
     head(&t, "redislock_failovers_total", "counter",
          "Masters replaced by a Sentinel failover, as seen by the client.");
-    put(&t, "redislock_failovers_total %llu\n", GET(&m->failovers));
+    put(&t, "redislock_failovers_total %llu\n", failovers);
     head(&t, "redislock_holders", "gauge", "Handles holding a lock now.");
     put(&t, "redislock_holders %lld\n", GET(&m->holders));
     head(&t, "redislock_waiters", "gauge", "Waits under way now.");

@@ -122,10 +122,12 @@ static void connected_locked(redislock_client *cl, size_t node, int status,
         n->last_status = status;
         n->last_info = *redislockp_err_here();
         snprintf(n->last_error, sizeof n->last_error, "%s", errmsg);
-        n->connect_failures++;
+        if (!__atomic_load_n(&cl->metrics.off, __ATOMIC_RELAXED))
+            n->connect_failures++;
     } else if (status == REDISLOCK_OK) {
         n->failures = 0;
-        n->connects++;
+        if (!__atomic_load_n(&cl->metrics.off, __ATOMIC_RELAXED))
+            n->connects++;
     }
 }
 

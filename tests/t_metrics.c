@@ -322,6 +322,47 @@ static void test_renewals_and_a_loss(void **state)
     pthread_mutex_destroy(&s.mu);
 }
 
+/* A holding that ends without a release - its lease ran out, as an
+ * extend finds - ends its count; a wait canceled before its first try
+ * found nothing held: not contended. */
+static void test_holding_ends_unreleased(void **state)
+{
+    redislock_client *cl = client();
+    redislock_metrics m;
+    redislock *l;
+    char key[64];
+    bool ok = true;
+
+    (void)state;
+    tu_key(key, sizeof key, "metrics:lapsed");
+    l = handle(cl, key);
+    assert_int_equal(redislock_set_expire_ms(l, 100), REDISLOCK_OK);
+    assert_true(tu_acquire(l));
+    assert_int_equal(stats(cl).holders, 1);
+    tu_wait_key_gone(c, key, strlen(key), 5000);
+    assert_int_equal(redislock_extend(l, &ok), REDISLOCK_OK);
+    assert_false(ok);
+    m = stats(cl);
+    assert_int_equal(m.extend_not_held, 1);
+    assert_int_equal(m.holders, 0);
+    assert_int_equal(m.hold_time.count, 1);
+    /* A fresh grant counts a fresh holding. */
+    assert_true(tu_acquire(l));
+    assert_true(tu_release(l));
+    m = stats(cl);
+    assert_int_equal(m.hold_time.count, 2);
+    assert_true(m.hold_time.p50_us <= m.hold_time.max_us);
+    assert_int_equal(redislock_cancel_wait(l), REDISLOCK_OK);
+    assert_int_equal(redislock_acquire_wait(l, 1000, &ok),
+                     REDISLOCK_ERR_CANCELED);
+    m = stats(cl);
+    assert_int_equal(m.wait_canceled, 1);
+    assert_int_equal(m.contended, 0);
+    assert_int_equal(m.waiters, 0);
+    redislock_free(l);
+    redislock_client_free(cl);
+}
+
 /* ---- Off, prefixes, failures ------------------------------------------ */
 
 static void test_off_and_prefixes(void **state)
@@ -626,6 +667,7 @@ int main(void)
         cmocka_unit_test(test_arguments),
         cmocka_unit_test(test_known_workload),
         cmocka_unit_test(test_renewals_and_a_loss),
+        cmocka_unit_test(test_holding_ends_unreleased),
         cmocka_unit_test(test_off_and_prefixes),
         cmocka_unit_test(test_prometheus_text),
         cmocka_unit_test(test_loop_counts_alike),
