@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "alloc.h"
@@ -45,6 +46,38 @@ void redislockp_fi_fail_threads(int on)
     __atomic_store_n(&fi_threads, on, __ATOMIC_SEQ_CST);
 }
 #define THREAD_SHOULD_FAIL() __atomic_load_n(&fi_threads, __ATOMIC_SEQ_CST)
+
+static __thread int loop_depth;         /* loop entries this thread is in */
+static int guard_counts;                /* redislockp_fi_loop_guard(0) */
+static unsigned long guard_blocks;
+
+void redislockp_loop_enter(void)
+{
+    loop_depth++;
+}
+
+void redislockp_loop_leave(void)
+{
+    loop_depth--;
+}
+
+void redislockp_may_block(const char *what)
+{
+    if (loop_depth <= 0)
+        return;
+    if (!__atomic_load_n(&guard_counts, __ATOMIC_SEQ_CST)) {
+        fprintf(stderr, "redislock (test build): %s on a thread running an "
+                "event loop's entry: the loop API must never block\n", what);
+        abort();
+    }
+    __atomic_add_fetch(&guard_blocks, 1, __ATOMIC_SEQ_CST);
+}
+
+unsigned long redislockp_fi_loop_guard(int abort_on_block)
+{
+    __atomic_store_n(&guard_counts, !abort_on_block, __ATOMIC_SEQ_CST);
+    return __atomic_exchange_n(&guard_blocks, 0, __ATOMIC_SEQ_CST);
+}
 #else
 #define SHOULD_FAIL() 0
 #define THREAD_SHOULD_FAIL() 0

@@ -21,6 +21,29 @@ void redislockp_free(void *p);
 #include <pthread.h>
 int redislockp_thread_create(pthread_t *t, void *(*fn)(void *), void *arg);
 
+/*
+ * A wait that blocks the thread (a poll or a read with a timeout, a
+ * sleep, a blocking connect or name resolution, a wait for a pooled
+ * connection or for the watchdog), named WHAT, and the loop entries (a
+ * *_async call, redislock_client_on_fd/_on_timer) around which the
+ * thread runs an event loop's work.  The library proper has no such
+ * hook; in the test build a blocking wait inside a loop entry aborts
+ * the process, naming it (or, with redislockp_fi_loop_guard(0), is
+ * counted): the header promises that no loop call blocks.
+ */
+#ifdef REDISLOCK_FAULT_INJECTION
+void redislockp_may_block(const char *what);
+void redislockp_loop_enter(void);
+void redislockp_loop_leave(void);
+/* ABORT 1 (the default): a blocking wait in a loop entry aborts; 0: it
+ * is counted.  Returns the count so far, and clears it. */
+unsigned long redislockp_fi_loop_guard(int abort_on_block);
+#else
+#define redislockp_may_block(what) ((void)0)
+#define redislockp_loop_enter() ((void)0)
+#define redislockp_loop_leave() ((void)0)
+#endif
+
 #ifdef REDISLOCK_FAULT_INJECTION
 /*
  * Make allocation number N (counting from 1 after this call) fail, and

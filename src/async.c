@@ -2808,7 +2808,7 @@ int redislock_client_attach(redislock_client *cl, const redislock_loop *loop,
     return REDISLOCK_OK;
 }
 
-int redislock_client_on_fd(redislock_client *cl, int fd, int events)
+static int on_fd(redislock_client *cl, int fd, int events)
 {
     redislockp_loop_state *ls;
     short rev;
@@ -2832,7 +2832,17 @@ int redislock_client_on_fd(redislock_client *cl, int fd, int events)
     return REDISLOCK_OK;
 }
 
-int redislock_client_on_timer(redislock_client *cl)
+int redislock_client_on_fd(redislock_client *cl, int fd, int events)
+{
+    int st;
+
+    redislockp_loop_enter();
+    st = on_fd(cl, fd, events);
+    redislockp_loop_leave();
+    return st;
+}
+
+static int on_timer(redislock_client *cl)
 {
     redislockp_loop_state *ls;
     redislockp_aop *o, *fired = NULL, **tail = &fired;
@@ -2884,6 +2894,16 @@ int redislock_client_on_timer(redislock_client *cl)
             kick(cl, ls->blockers[i]);
     entry_end(cl);
     return REDISLOCK_OK;
+}
+
+int redislock_client_on_timer(redislock_client *cl)
+{
+    int st;
+
+    redislockp_loop_enter();
+    st = on_timer(cl);
+    redislockp_loop_leave();
+    return st;
 }
 
 /* A new operation on LOCK, linked in (NULL: refused, *ST why; LOCK's
@@ -2957,20 +2977,35 @@ static int start(redislock *lock, redislockp_op_kind kind,
 
 int redislock_acquire_async(redislock *lock, redislock_done_fn fn, void *arg)
 {
-    return start(lock, REDISLOCKP_OP_ACQUIRE, fn, arg, 1);
+    int st;
+
+    redislockp_loop_enter();
+    st = start(lock, REDISLOCKP_OP_ACQUIRE, fn, arg, 1);
+    redislockp_loop_leave();
+    return st;
 }
 
 int redislock_release_async(redislock *lock, redislock_done_fn fn, void *arg)
 {
-    return start(lock, REDISLOCKP_OP_RELEASE, fn, arg, 1);
+    int st;
+
+    redislockp_loop_enter();
+    st = start(lock, REDISLOCKP_OP_RELEASE, fn, arg, 1);
+    redislockp_loop_leave();
+    return st;
 }
 
 int redislock_extend_async(redislock *lock, redislock_done_fn fn, void *arg)
 {
-    return start(lock, REDISLOCKP_OP_EXTEND, fn, arg, 1);
+    int st;
+
+    redislockp_loop_enter();
+    st = start(lock, REDISLOCKP_OP_EXTEND, fn, arg, 1);
+    redislockp_loop_leave();
+    return st;
 }
 
-int redislock_held_async(redislock *lock, long long *ttl_ms, int *holds,
+static int held_async(redislock *lock, long long *ttl_ms, int *holds,
                          redislock_done_fn fn, void *arg)
 {
     redislockp_aop *o;
@@ -2992,7 +3027,18 @@ int redislock_held_async(redislock *lock, long long *ttl_ms, int *holds,
     return REDISLOCK_OK;
 }
 
-int redislock_inspect_async(redislock *lock, redislock_kind *kind,
+int redislock_held_async(redislock *lock, long long *ttl_ms, int *holds,
+                         redislock_done_fn fn, void *arg)
+{
+    int st;
+
+    redislockp_loop_enter();
+    st = held_async(lock, ttl_ms, holds, fn, arg);
+    redislockp_loop_leave();
+    return st;
+}
+
+static int inspect_async(redislock *lock, redislock_kind *kind,
                             char *owner, size_t owner_size,
                             long long *ttl_ms, int *holds,
                             redislock_done_fn fn, void *arg)
@@ -3042,7 +3088,21 @@ int redislock_inspect_async(redislock *lock, redislock_kind *kind,
     return REDISLOCK_OK;
 }
 
-int redislock_acquire_wait_async(redislock *lock, long long timeout_ms,
+int redislock_inspect_async(redislock *lock, redislock_kind *kind,
+                            char *owner, size_t owner_size,
+                            long long *ttl_ms, int *holds,
+                            redislock_done_fn fn, void *arg)
+{
+    int st;
+
+    redislockp_loop_enter();
+    st = inspect_async(lock, kind, owner, owner_size, ttl_ms, holds, fn,
+                       arg);
+    redislockp_loop_leave();
+    return st;
+}
+
+static int acquire_wait_async(redislock *lock, long long timeout_ms,
                                  redislock_done_fn fn, void *arg)
 {
     redislockp_aop *o;
@@ -3075,6 +3135,17 @@ int redislock_acquire_wait_async(redislock *lock, long long timeout_ms,
     }
     sync_loop(o->cl);
     return REDISLOCK_OK;
+}
+
+int redislock_acquire_wait_async(redislock *lock, long long timeout_ms,
+                                 redislock_done_fn fn, void *arg)
+{
+    int st;
+
+    redislockp_loop_enter();
+    st = acquire_wait_async(lock, timeout_ms, fn, arg);
+    redislockp_loop_leave();
+    return st;
 }
 
 void redislockp_async_forget(redislock *lock)
@@ -3134,6 +3205,17 @@ int redislockp_async_client_free(redislock_client *cl)
     for (o = ls->ops; o != NULL; o = o->next) {
         redislock *lock = o->lock;
 
+        /* Its handle may be freed after the client: what the client's
+         * metrics count of it ends now, while they exist. */
+        if (lock != NULL) {
+            redislockp_metric_hold_end(lock, 0);
+            if (o->wait && o->w.counted) {
+                o->w.counted = 0;
+                redislockp_metric_wait_end(lock, REDISLOCKP_M_CANCELED,
+                                           REDISLOCK_ERR_CANCELED,
+                                           o->w.tries, o->w.began_us);
+            }
+        }
         if (o->renew && lock != NULL) {
             /* Renewal ends with the loop (the watchdog is not asked). */
             lock->renew_aop = NULL;

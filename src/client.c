@@ -71,7 +71,6 @@ int redislock_client_open(const char *url, redislock_client **client,
         redislockp_free(cl);                  /* LCOV_EXCL_LINE */
         return REDISLOCK_ERR_NOMEM;           /* LCOV_EXCL_LINE */
     }
-    redislockp_metrics_init(&cl->metrics);
     cl->cluster = cl->url.cluster;
     cl->sentinel = cl->url.sentinel;
     if (cl->url.tls) {
@@ -95,7 +94,10 @@ int redislock_client_open(const char *url, redislock_client **client,
     cl->slots = cl->cluster ? redislockp_calloc(REDISLOCKP_SLOTS,
                                                 sizeof cl->slots[0])
                             : NULL;
-    if (cl->nodes == NULL || (cl->cluster && cl->slots == NULL)) {
+    cl->metrics = redislockp_metrics_new();
+    if (cl->nodes == NULL || (cl->cluster && cl->slots == NULL) ||
+        cl->metrics == NULL) {
+        redislockp_metrics_release(cl->metrics, 0);
         redislockp_free(cl->nodes);
         redislockp_free(cl->slots);
         pthread_cond_destroy(&cl->wd_cond);
@@ -135,7 +137,7 @@ void redislock_client_free(redislock_client *cl)
      * and the condition variable are copies of the parent's, possibly
      * held or waited on at fork time: destroying them could block for
      * ever.  The child only frees the memory. */
-    redislockp_metrics_free(&cl->metrics, redislockp_client_forked(cl));
+    redislockp_metrics_release(cl->metrics, redislockp_client_forked(cl));
     if (!redislockp_client_forked(cl)) {
         redislockp_watchdog_shutdown(cl);
         pthread_cond_destroy(&cl->wd_cond);

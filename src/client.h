@@ -184,7 +184,7 @@ struct redislock_client {
     void (*loop_renew)(redislock *lock, int start);
     /* What its handles did (metrics.h): atomics and a leaf lock of its
      * own, taken under mu or wd_mu alike. */
-    redislockp_metrics metrics;
+    redislockp_metrics *metrics;
 };
 
 /* quorum.c: a client over N independent masters, at most this many. */

@@ -20,6 +20,7 @@ long long redislockp_now_ms(void)
 
 void redislockp_sleep_ms(long long ms)
 {
+    redislockp_may_block("a sleep");
     struct timespec ts;
 
     if (ms <= 0)

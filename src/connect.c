@@ -352,6 +352,16 @@ static void dial_connect(redislockp_dial *d, const char *host, char *errmsg)
     const redislockp_url *u = &d->u;
 
     d->phase = REDISLOCKP_DIAL_TCP;
+#ifdef REDISLOCK_FAULT_INJECTION
+    {
+        unsigned char a[16];
+
+        /* hiredis resolves a name with getaddrinfo(), which blocks. */
+        if (!u->unix_socket && inet_pton(AF_INET, host, a) != 1 &&
+            inet_pton(AF_INET6, host, a) != 1)
+            redislockp_may_block("a host name resolved on the spot");
+    }
+#endif
     d->c = u->unix_socket ? redisConnectUnixNonBlock(host)
                           : redisConnectNonBlock(host, u->port);
     if (d->c == NULL) {
@@ -781,6 +791,7 @@ redisContext *redislockp_connect(const redislockp_url *u, char *errmsg,
 {
     redislockp_dial d;
 
+    redislockp_may_block("a blocking connect");
     redislockp_dial_start(&d, u, errmsg);
     while (d.phase < REDISLOCKP_DIAL_DONE) {
         struct pollfd p;

@@ -608,6 +608,7 @@ static void drive(const redislockp_fanout *f, redislockp_leg *legs, size_t n,
         }
         if (k == 0)
             return;
+        redislockp_may_block("the executor's poll");
         rc = poll(fds, k, wake - now > INT_MAX ? INT_MAX : (int)(wake - now));
         if (rc < 0 && errno != EINTR)
             return;                     /* LCOV_EXCL_LINE: bad fds only */

@@ -35,24 +35,40 @@ long long redislockp_now_us(void)
     return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-void redislockp_metrics_init(redislockp_metrics *m)
+redislockp_metrics *redislockp_metrics_new(void)
 {
     pthread_mutex_t init = PTHREAD_MUTEX_INITIALIZER;
+    redislockp_metrics *m = redislockp_calloc(1, sizeof *m);
 
-    memset(m, 0, sizeof *m);
+    if (m == NULL)
+        return NULL;
     m->mu = init;
+    m->refs = 1;
+    return m;
 }
 
-void redislockp_metrics_free(redislockp_metrics *m, int forked)
+static void unref(redislockp_metrics *m)
 {
     int i;
 
+    if (__atomic_sub_fetch(&m->refs, 1, __ATOMIC_ACQ_REL) != 0)
+        return;
     for (i = 0; i < m->nprefixes; i++)
         redislockp_free(m->prefixes[i].name);
     redislockp_free(m->prefixes);
     redislockp_free(m->delims);
-    if (!forked)                        /* (a copy, maybe held: client.c) */
+    if (!m->forked)                     /* (a copy, maybe held: client.c) */
         pthread_mutex_destroy(&m->mu);
+    redislockp_free(m);
+}
+
+void redislockp_metrics_release(redislockp_metrics *m, int forked)
+{
+    if (m == NULL)
+        return;
+    if (forked)
+        m->forked = 1;
+    unref(m);
 }
 
 redislockp_metrics *redislockp_metrics_of(const redislock *lock)
@@ -61,7 +77,7 @@ redislockp_metrics *redislockp_metrics_of(const redislock *lock)
 
     if (lock == NULL || lock->client == NULL)
         return NULL;
-    m = &lock->client->metrics;
+    m = lock->client->metrics;
     return GET(&m->off) ? NULL : m;
 }
 
@@ -272,6 +288,9 @@ static void hold_begin(redislock *lock, redislockp_metrics *m, long long now)
     if (!__atomic_compare_exchange_n(&lock->hold_since_us, &zero, now, 0,
                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED))
         return;                         /* already counted as holding */
+    __atomic_add_fetch(&m->refs, 1, __ATOMIC_RELAXED);
+    lock->hold_m = m;                   /* (its end may come after the
+                                         * client's) */
     ADD(&m->holders, 1);
     if (p != NULL)
         ADD(&p->holders, 1);
@@ -331,7 +350,7 @@ void redislockp_metric_wait_end(redislock *lock, int outcome, int st,
                                 int tries, long long began_us)
 {
     redislockp_metrics *m = lock != NULL && lock->client != NULL
-                                ? &lock->client->metrics : NULL;
+                                ? lock->client->metrics : NULL;
 
     if (m == NULL)
         return;
@@ -358,23 +377,25 @@ void redislockp_metric_hold_end(redislock *lock, int released)
     redislockp_mprefix *p;
     long long since, now;
 
-    if (lock == NULL || lock->client == NULL)
+    if (lock == NULL)
         return;
     since = __atomic_exchange_n(&lock->hold_since_us, 0, __ATOMIC_RELAXED);
     if (since == 0)
         return;
-    m = &lock->client->metrics;
+    m = lock->hold_m;                   /* (not the client: it may be gone) */
+    lock->hold_m = NULL;
     ADD(&m->holders, -1);
     p = __atomic_load_n(&lock->mprefix, __ATOMIC_ACQUIRE);
     if (p != NULL)
         ADD(&p->holders, -1);
-    if (GET(&m->off))
-        return;
-    now = redislockp_now_us();
-    hist_add(&m->hold, now - since);
-    if (released)
-        event(m, lock, REDISLOCK_EVENT_RELEASED, now - since, REDISLOCK_OK,
-              0, 0);
+    if (!GET(&m->off)) {
+        now = redislockp_now_us();
+        hist_add(&m->hold, now - since);
+        if (released)
+            event(m, lock, REDISLOCK_EVENT_RELEASED, now - since,
+                  REDISLOCK_OK, 0, 0);
+    }
+    unref(m);
 }
 
 void redislockp_metric_lost(redislock *lock, int why)
@@ -414,14 +435,14 @@ void redislockp_metric_renewal(redislock *lock, int ok)
 
 void redislockp_metric_redirect(redislock_client *cl)
 {
-    if (cl != NULL && !GET(&cl->metrics.off))
-        ADD(&cl->metrics.redirects, 1);
+    if (cl != NULL && !GET(&cl->metrics->off))
+        ADD(&cl->metrics->redirects, 1);
 }
 
 void redislockp_metric_failover(redislock_client *cl)
 {
-    if (cl != NULL && !GET(&cl->metrics.off))
-        ADD(&cl->metrics.failovers, 1);
+    if (cl != NULL && !GET(&cl->metrics->off))
+        ADD(&cl->metrics->failovers, 1);
 }
 
 /* ---- The API ----------------------------------------------------------- */
@@ -430,7 +451,7 @@ int redislock_client_set_metrics(redislock_client *client, bool on)
 {
     if (client == NULL)
         return REDISLOCK_ERR_INVALID;
-    __atomic_store_n(&client->metrics.off, !on, __ATOMIC_RELAXED);
+    __atomic_store_n(&client->metrics->off, !on, __ATOMIC_RELAXED);
     return REDISLOCK_OK;
 }
 
@@ -439,8 +460,8 @@ int redislock_client_set_event_hook(redislock_client *client,
 {
     if (client == NULL)
         return REDISLOCK_ERR_INVALID;
-    client->metrics.event_arg = arg;
-    __atomic_store_n(&client->metrics.event_fn, fn, __ATOMIC_RELEASE);
+    client->metrics->event_arg = arg;
+    __atomic_store_n(&client->metrics->event_fn, fn, __ATOMIC_RELEASE);
     return REDISLOCK_OK;
 }
 
@@ -452,7 +473,7 @@ int redislock_client_set_metrics_prefix(redislock_client *client,
 
     if (client == NULL)
         return REDISLOCK_ERR_INVALID;
-    m = &client->metrics;
+    m = client->metrics;
     if (delims == NULL || delims[0] == '\0')
         return m->delims == NULL ? REDISLOCK_OK : REDISLOCK_ERR_INVALID;
     if (max_prefixes < 1 || max_prefixes > 256 || m->delims != NULL)
@@ -483,7 +504,7 @@ static void connects(redislock_client *cl, unsigned long long *ok,
 {
     size_t i;
 
-    *fo += GET(&cl->metrics.failovers);
+    *fo += GET(&cl->metrics->failovers);
     if (cl->quorum) {
         for (i = 0; i < cl->nsubs; i++)
             connects(cl->subs[i], ok, failed, fo);
@@ -501,7 +522,7 @@ static void connects(redislock_client *cl, unsigned long long *ok,
 
 static void snapshot(redislock_client *cl, redislock_metrics *s)
 {
-    const redislockp_metrics *m = &cl->metrics;
+    const redislockp_metrics *m = cl->metrics;
     int i;
 
     memset(s, 0, sizeof *s);
@@ -706,7 +727,7 @@ long redislock_client_metrics(redislock_client *client, char *buf,
     if (client == NULL)
         return -1;
     connects(client, &ok, &failed, &failovers);
-    m = &client->metrics;
+    m = client->metrics;
     t.buf = buf;
     t.size = buf != NULL ? size : 0;
     t.len = 0;

@@ -48,6 +48,11 @@ typedef struct redislockp_mprefix {
 } redislockp_mprefix;
 
 typedef struct redislockp_metrics {
+    /* Its client's reference, and one per handle counted as holding: a
+     * handle may outlive its client (an attached client freed from a
+     * callback) and end its holding after (atomic). */
+    unsigned long refs;
+    int forked;                         /* freed in a fork child */
     int off;                            /* counting turned off; atomic */
     unsigned long long op[REDISLOCKP_M_KINDS][REDISLOCKP_M_OUTCOMES];
     unsigned long long contended, renewals, renewals_failed;
@@ -70,10 +75,11 @@ typedef struct redislockp_metrics {
 struct redislock_client;
 struct redislock;
 
-/* Set up and free a client's (FORKED: in a fork child, MU is a copy,
- * maybe held, and is left alone). */
-void redislockp_metrics_init(redislockp_metrics *m);
-void redislockp_metrics_free(redislockp_metrics *m, int forked);
+/* A client's, with its reference (NULL: out of memory); the client lets
+ * go of it (FORKED: in a fork child, MU is a copy, maybe held, and is
+ * left alone), and it is freed with the last reference. */
+redislockp_metrics *redislockp_metrics_new(void);
+void redislockp_metrics_release(redislockp_metrics *m, int forked);
 
 /* Microseconds on the monotonic clock. */
 long long redislockp_now_us(void);

@@ -68,6 +68,7 @@ static int pool_wait(redislock_client *cl, size_t node, long long deadline,
         if (left <= 0)
             break;
         until = redislockp_monotonic_in(left);
+        redislockp_may_block("a wait for a pooled connection");
         (void)pthread_cond_timedwait(&w->cond, &cl->mu, &until);
     }
     if (!w->handed)
@@ -122,11 +123,11 @@ static void connected_locked(redislock_client *cl, size_t node, int status,
         n->last_status = status;
         n->last_info = *redislockp_err_here();
         snprintf(n->last_error, sizeof n->last_error, "%s", errmsg);
-        if (!__atomic_load_n(&cl->metrics.off, __ATOMIC_RELAXED))
+        if (!__atomic_load_n(&cl->metrics->off, __ATOMIC_RELAXED))
             n->connect_failures++;
     } else if (status == REDISLOCK_OK) {
         n->failures = 0;
-        if (!__atomic_load_n(&cl->metrics.off, __ATOMIC_RELAXED))
+        if (!__atomic_load_n(&cl->metrics->off, __ATOMIC_RELAXED))
             n->connects++;
     }
 }

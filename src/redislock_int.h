@@ -162,6 +162,8 @@ struct redislock {
     /* The client's metrics (metrics.h): when the holding they count
      * began (monotonic us; 0: none; atomic), and the key's prefix. */
     long long hold_since_us;
+    struct redislockp_metrics *hold_m;  /* ...whose holders it is among
+                                        * (a reference: metrics.h) */
     struct redislockp_mprefix *mprefix;
 
     size_t idlen;

@@ -915,6 +915,7 @@ int redislockp_tx_recv(redisContext *c, redisReply **reply, char *errmsg)
 
     *reply = NULL;
     /* With nothing to write, redisGetReply() only reads (no signal). */
+    redislockp_may_block("a blocking read");
     errno = 0;
     if (redisGetReply(c, &r) != REDIS_OK || r == NULL) {
         /* hiredis leaves the failed read's errno in place: keep it before

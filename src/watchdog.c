@@ -408,8 +408,10 @@ void redislockp_renew_start(redislock *lock, int fresh)
     /* Not while the watchdog is still busy with the previous holding (a
      * loss being reported): it would flag this one. */
     lock->renew_stopping = 1;           /* (as in renew_stop()) */
-    while (lock->renew_busy)
+    while (lock->renew_busy) {
+        redislockp_may_block("a wait for the watchdog");
         pthread_cond_wait(&cl->wd_cond, &cl->wd_mu);
+    }
     lock->renew_stopping = 0;
     if (fresh >= 0)
         drain(lock);
@@ -486,8 +488,10 @@ void redislockp_renew_stop(redislock *lock)
      * takes as long as the renewal interval) would otherwise keep it busy
      * whenever this thread gets the mutex. */
     lock->renew_stopping = 1;
-    while (lock->renew_busy)
+    while (lock->renew_busy) {
+        redislockp_may_block("a wait for the watchdog");
         pthread_cond_wait(&cl->wd_cond, &cl->wd_mu);
+    }
     lock->renew_stopping = 0;
     for (pp = &cl->renewals; *pp != NULL; pp = &(*pp)->renew_next) {
         if (*pp == lock) {

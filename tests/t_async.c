@@ -1706,10 +1706,58 @@ static void test_free_in_loss_callback(void **state)
     event_base_free(base);
 }
 
+/* The test build's loop guard (src/alloc.h; this program links it): a
+ * blocking call made inside a loop entry - here the user's own, a
+ * blocking acquire from an *_async callback - is seen.  Every loop test
+ * linked with it aborts on one the library itself would make. */
+unsigned long redislockp_fi_loop_guard(int abort_on_block);
+
+static redislock *guard_other;
+
+static void guard_cb(redislock *lock, int status, bool ok, void *arg)
+{
+    bool got = false;
+
+    (void)lock, (void)status, (void)ok;
+    /* A blocking round trip on the loop's thread, inside on_fd(). */
+    *(int *)arg = redislock_acquire(guard_other, &got) == REDISLOCK_OK &&
+                          got
+                      ? 1 : 2;
+}
+
+static void test_loop_guard_sees_a_blocking_call(void **state)
+{
+    struct event_base *base;
+    redislock_client *cl = attached(tcp_url, &base);
+    redislock *a = redislock_new_from_client(cl, "async:guard:a");
+    bool ok = false;
+    int called = 0;
+
+    (void)state;
+    guard_other = redislock_new_from_client(cl, "async:guard:b");
+    assert_non_null(a);
+    assert_non_null(guard_other);
+    (void)redislockp_fi_loop_guard(0);          /* count, do not abort */
+    assert_int_equal(redislock_acquire_async(a, guard_cb, &called),
+                     REDISLOCK_OK);
+    RUN_UNTIL(base, called != 0, 5000, "the acquire's callback");
+    assert_int_equal(called, 1);
+    assert_true(redislockp_fi_loop_guard(1) >= 1);
+    /* The same blocking call outside a loop entry is no concern. */
+    assert_int_equal(redislock_release(guard_other, &ok), REDISLOCK_OK);
+    assert_int_equal(redislockp_fi_loop_guard(1), 0);
+    redislock_free(a);
+    redislock_free(guard_other);
+    redislock_client_free(cl);
+    event_base_free(base);
+    tu_cmd_ok(conn, "DEL async:guard:a async:guard:b");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_attach_arguments),
+        cmocka_unit_test(test_loop_guard_sees_a_blocking_call),
         cmocka_unit_test(test_start_refusals),
         TU_BOTH_MODES(test_acquire_extend_release),
         cmocka_unit_test(test_counted_reentry),
