@@ -433,6 +433,45 @@ public:
                           c_ == nullptr ? "empty client" : err);
     }
 
+    /**
+     * What the client has counted (redislock_client_stats(3)).
+     * @throws std::system_error errc::invalid (empty client).
+     */
+    redislock_metrics stats() const
+    {
+        redislock_metrics m;
+        int st = redislock_client_stats(c_, &m, sizeof m);
+
+        if (st != REDISLOCK_OK)
+            detail::throw_error(st, "client stats", std::string(),
+                                "empty client");
+        return m;
+    }
+
+    /**
+     * The counts as Prometheus text, for a /metrics endpoint
+     * (redislock_client_metrics(3)).
+     * @throws std::system_error errc::invalid (empty client).
+     */
+    std::string metrics() const
+    {
+        long n = redislock_client_metrics(c_, nullptr, 0);
+
+        if (n < 0)
+            detail::throw_error(errc::invalid, "client metrics",
+                                std::string(), "empty client");
+        for (;;) {
+            std::string text(static_cast<std::size_t>(n) + 1, '\0');
+            long m = redislock_client_metrics(c_, &text[0], text.size());
+
+            if (m <= n) {               /* (it may have grown meanwhile) */
+                text.resize(static_cast<std::size_t>(m));
+                return text;
+            }
+            n = m;
+        }
+    }
+
 private:
     redislock_client *c_ = nullptr;
 };

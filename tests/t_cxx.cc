@@ -439,6 +439,45 @@ void test_released_meanwhile(redislockpp::client &cl)
     }
 }
 
+// The client's metrics through the wrapper: a fresh client counts one
+// grant and one busy try; the text is what the C call writes.
+void test_metrics()
+{
+    redislockpp::client mc(url);
+    std::string k = key("metrics");
+    redislockpp::mutex a(mc, k, redislockpp::mode::gozero, seconds(10));
+    redislockpp::mutex b(mc, k, redislockpp::mode::gozero, seconds(10));
+
+    del(k);
+    a.lock();
+    ok(!b.try_lock(), "metrics: the second handle refused");
+    a.unlock();
+    redislock_metrics m = mc.stats();
+    // (lock() waits: acquire_wait; try_lock() is one acquire.)
+    ok(m.wait_acquired == 1 && m.acquire_busy == 1 && m.released == 1 &&
+           m.contended == 1 && m.holders == 0 && m.acquire_time.count == 1,
+       "metrics: stats() counts one grant, one busy try, one release");
+    if (m.wait_acquired != 1 || m.contended != 1)
+        diag("acquired " + std::to_string(m.acquired) + ", waits " +
+             std::to_string(m.wait_acquired) + ", busy " +
+             std::to_string(m.acquire_busy) + ", contended " +
+             std::to_string(m.contended));
+    std::string text = mc.metrics();
+    ok(text.find("redislock_operations_total{op=\"acquire\","
+                 "outcome=\"busy\"} 1\n") != std::string::npos &&
+           text.size() == static_cast<std::size_t>(
+                              redislock_client_metrics(mc.get(), nullptr, 0)),
+       "metrics: metrics() is the whole Prometheus text");
+    redislockpp::client empty(std::move(mc));
+    bool threw = false;
+    try {
+        (void)mc.stats();
+    } catch (const std::system_error &) {
+        threw = true;
+    }
+    ok(threw, "metrics: an empty client's stats() throws");
+}
+
 void test_two_keys(redislockpp::client &cl)
 {
     std::string k1 = key("two:1"), k2 = key("two:2");
@@ -1214,6 +1253,7 @@ int main()
     run("deadlines", [&]() { test_deadlines(cl); });
     run("released meanwhile", [&]() { test_released_meanwhile(cl); });
     run("two keys", [&]() { test_two_keys(cl); });
+    run("metrics", test_metrics);
     run("loss", [&]() { test_loss_without_renewal(cl); });
     run("guard past the lease", [&]() { test_guard_past_lease(cl); });
     run("release refused", test_release_refused);
