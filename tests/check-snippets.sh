@@ -27,7 +27,8 @@
 # talk to loopback only.
 #
 # CC (default cc) and CXX (default c++) compile; hiredis's flags come
-# from pkg-config.  Skipped without a compiler or hiredis's header.
+# from pkg-config; a program is linked with REDISLOCK_TEST_LINK_FLAGS too
+# (the build's sanitizer, coverage and link flags: make check sets it).  Skipped without a compiler or hiredis's header.
 set -u
 srcdir=${REDISLOCK_TEST_SRCDIR:-.}
 builddir=${REDISLOCK_TEST_BUILDDIR:-.}
@@ -151,6 +152,7 @@ run_program() {
     # shellcheck disable=SC2086
     if ! "$builddir/libtool" --quiet --mode=link --tag=$1 \
             $([ "$1" = CXX ] && echo "$cxx" || echo "$cc") -no-install \
+            ${REDISLOCK_TEST_LINK_FLAGS:-} \
             -o "$tmp/prog" "$tmp/t.o" "$builddir/src/libredislock.la" $2 \
             > "$tmp/log" 2>&1; then
         echo "not ok $t - $name links"
