@@ -3205,18 +3205,10 @@ int redislockp_async_client_free(redislock_client *cl)
     for (o = ls->ops; o != NULL; o = o->next) {
         redislock *lock = o->lock;
 
-        /* Its handle may be freed after the client: what the client's
-         * metrics count of it ends now, while they exist. */
-        if (lock != NULL) {
-            redislockp_metric_hold_end(lock, 0);
-            if (o->wait && o->w.counted) {
-                o->w.counted = 0;
-                redislockp_metric_wait_end(lock, REDISLOCKP_M_CANCELED,
-                                           REDISLOCK_ERR_CANCELED,
-                                           o->w.tries, o->w.began_us);
-            }
-        }
         if (o->renew && lock != NULL) {
+            /* Its handle may be freed after the client: what the
+             * client's metrics count of it ends now, while they exist. */
+            redislockp_metric_hold_end(lock, 0);
             /* Renewal ends with the loop (the watchdog is not asked). */
             lock->renew_aop = NULL;
             pthread_mutex_lock(&cl->wd_mu);
@@ -3227,10 +3219,19 @@ int redislockp_async_client_free(redislock_client *cl)
             o->called = 1;
         }
         if (o->called)
-            continue;
+            continue;                   /* (its handle may be gone) */
         o->called = 1;
-        if (lock != NULL)
+        if (lock != NULL) {
             lock->aop = NULL;
+            /* (As above, for a handle whose operation is under way.) */
+            redislockp_metric_hold_end(lock, 0);
+            if (o->wait && o->w.counted) {
+                o->w.counted = 0;
+                redislockp_metric_wait_end(lock, REDISLOCKP_M_CANCELED,
+                                           REDISLOCK_ERR_CANCELED,
+                                           o->w.tries, o->w.began_us);
+            }
+        }
         o->fn(lock, REDISLOCK_ERR_CANCELED, false, o->arg);
     }
     for (i = 0; i < ls->nconns; i++)
