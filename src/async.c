@@ -3148,6 +3148,18 @@ int redislock_acquire_wait_async(redislock *lock, long long timeout_ms,
     return st;
 }
 
+/* O's wait, on LOCK, ends without ever being called back as such (its
+ * handle or its client freed): the metrics count it canceled, once. */
+static void wait_given_up(redislockp_aop *o, redislock *lock)
+{
+    if (o->wait && o->w.counted) {
+        o->w.counted = 0;
+        redislockp_metric_wait_end(lock, REDISLOCKP_M_CANCELED,
+                                   REDISLOCK_ERR_CANCELED, o->w.tries,
+                                   o->w.began_us);
+    }
+}
+
 void redislockp_async_forget(redislock *lock)
 {
     redislockp_aop *o = lock->aop;
@@ -3159,12 +3171,7 @@ void redislockp_async_forget(redislock *lock)
     cl = o->cl;
     ls = cl->loop;
     lock->aop = NULL;
-    if (o->wait && o->w.counted) {      /* a wait given up with its handle */
-        o->w.counted = 0;
-        redislockp_metric_wait_end(lock, REDISLOCKP_M_CANCELED,
-                                   REDISLOCK_ERR_CANCELED, o->w.tries,
-                                   o->w.began_us);
-    }
+    wait_given_up(o, lock);             /* with its handle */
     cleanup_plan(o, lock);
     conv_unqueue(o);                    /* nothing of it was sent */
     part(o);
@@ -3225,12 +3232,7 @@ int redislockp_async_client_free(redislock_client *cl)
             lock->aop = NULL;
             /* (As above, for a handle whose operation is under way.) */
             redislockp_metric_hold_end(lock, 0);
-            if (o->wait && o->w.counted) {
-                o->w.counted = 0;
-                redislockp_metric_wait_end(lock, REDISLOCKP_M_CANCELED,
-                                           REDISLOCK_ERR_CANCELED,
-                                           o->w.tries, o->w.began_us);
-            }
+            wait_given_up(o, lock);
         }
         o->fn(lock, REDISLOCK_ERR_CANCELED, false, o->arg);
     }

@@ -1180,7 +1180,6 @@ enum {
 
 enum { R_START, R_FIRST, R_WAKE, R_NOWAKE };
 
-/* Ask for a run of OP->call (already built), read into shape R. */
 /* OP ends with ST: what the client's metrics count of it (metrics.h). */
 static void noted(redislockp_op *op, int st)
 {
@@ -1204,6 +1203,7 @@ static void noted(redislockp_op *op, int st)
                          outcome, op->began_us);
 }
 
+/* Ask for a run of OP->call (already built), read into shape R. */
 static int run(redislockp_op *op, int_reply r, int with_ack)
 {
     op->r = r;

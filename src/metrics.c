@@ -377,7 +377,10 @@ void redislockp_metric_hold_end(redislock *lock, int released)
     redislockp_mprefix *p;
     long long since, now;
 
-    if (lock == NULL)
+    /* (Every operation ends here: a plain load first, no locked
+     * exchange for a handle that holds nothing.) */
+    if (lock == NULL || __atomic_load_n(&lock->hold_since_us,
+                                        __ATOMIC_RELAXED) == 0)
         return;
     since = __atomic_exchange_n(&lock->hold_since_us, 0, __ATOMIC_RELAXED);
     if (since == 0)

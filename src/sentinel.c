@@ -79,7 +79,6 @@ redislockp_url redislockp_sentinel_url(const redislockp_url *u, size_t i)
     return s;
 }
 
-/* Ask the sentinel at U where NAME's master is (client.h). */
 long redislockp_sentinel_adopt_locked(redislock_client *cl, long node,
                                       size_t from)
 {
@@ -100,6 +99,7 @@ long redislockp_sentinel_adopt_locked(redislock_client *cl, long node,
     return old;
 }
 
+/* Ask the sentinel at U where NAME's master is (client.h). */
 int redislockp_sentinel_ask(const redislockp_url *u, const char *name,
                             char *host, size_t hostsize, int *port,
                             char *errmsg)

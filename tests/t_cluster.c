@@ -398,9 +398,14 @@ static void test_moved_is_followed(void **state)
     assert_true(tu_acquire(lock));          /* MOVED, then the new owner */
     {
         redisContext *c = connect_port(to);
+        redislock_metrics m;
 
         assert_true(tu_pttl(c, key, strlen(key)) > 0);
         redisFree(c);
+        /* The client's metrics counted the redirection. */
+        assert_int_equal(redislock_client_stats(cl, &m, sizeof m),
+                         REDISLOCK_OK);
+        assert_true(m.redirects >= 1);
     }
     assert_true(tu_release(lock));
     redislock_free(lock);

@@ -582,6 +582,17 @@ static void across_failover(const char *what, int (*disrupt)(void),
                 fail_msg("%s: the loop client%s never reached the new "
                          "master", what, k == 0 ? "" : " without scripts");
         }
+        if (k == 0) {
+            /* It knew the old master (the shared client may not have:
+             * its first asking can come after the failover began): its
+             * metrics saw the master replaced. */
+            redislock_metrics m;
+
+            assert_int_equal(redislock_client_stats(lcl[k], &m, sizeof m),
+                             REDISLOCK_OK);
+            if (m.failovers < 1)
+                fail_msg("%s: the loop client counted no failover", what);
+        }
         redislock_free(llock[k]);
         redislock_client_free(lcl[k]);
     }
