@@ -816,7 +816,7 @@ static void *wait_long_for(void *arg)
 {
     struct waiter *w = arg;
 
-    w->status = redislock_acquire_wait(w->lock, 10000, &w->acquired);
+    w->status = redislock_acquire_wait(w->lock, 120000, &w->acquired);
     return NULL;
 }
 
@@ -842,9 +842,11 @@ static void test_waiter_follows_its_slot(void **state)
     waiter = redislock_new_from_client(cl, key);
     assert_non_null(owner);
     assert_non_null(waiter);
-    assert_int_equal(redislock_set_expire(owner, 20), REDISLOCK_OK);
-    /* Long polls: only a wake-up (or the slot's move) gets it going. */
-    assert_int_equal(redislock_set_wait_poll_ms(waiter, 5000), REDISLOCK_OK);
+    /* Long lease, long polls, long deadline: only a wake-up (or the
+     * slot's move) gets the waiter going, however slow the machine (under
+     * valgrind the move alone can take seconds). */
+    assert_int_equal(redislock_set_expire(owner, 300), REDISLOCK_OK);
+    assert_int_equal(redislock_set_wait_poll_ms(waiter, 60000), REDISLOCK_OK);
     assert_true(tu_acquire(owner));
     w.lock = waiter;
     w.acquired = false;
@@ -882,9 +884,10 @@ static void test_waiter_follows_its_slot(void **state)
     assert_int_equal(pthread_join(t, NULL), 0);
     assert_int_equal(w.status, REDISLOCK_OK);
     assert_true(w.acquired);
-    /* Woken, not found by its 5 s poll. */
-    if (tu_now_ms() - t0 > 2000)
-        fail_msg("the waiter took %lld ms after the release", tu_now_ms() - t0);
+    /* Woken, not found by its 60 s poll. */
+    if (tu_now_ms() - t0 > 30000)
+        fail_msg("the waiter took %lld ms after the release (its poll is "
+                 "60 s: not woken)", tu_now_ms() - t0);
     assert_true(tu_release(waiter));
     redisFree(src);
     redisFree(dst);
