@@ -194,8 +194,14 @@ struct redislockp_aop {
     redislockp_aop *next, *prev;    /* the client's operations */
     redislockp_aop *due_next;       /* the queue of callbacks due */
     redislock_client *cl;
+    redislockp_loop_state *ls;  /* the machine it runs on */
     redislock *lock;            /* NULL once its handle was freed */
-    redislockp_op op;
+    redislockp_op *op;          /* its steps (OP_OWN) */
+    redislockp_op op_own;
+    redislockp_op *op_out;      /* a driven call's: its op, given the
+                                 * outcome with the callback (the
+                                 * operation may outlive the call: a
+                                 * quorum's straggler replies) */
     redislockp_run run;
     redislockp_leg leg;
     redislockp_res res;
@@ -265,7 +271,7 @@ enum { W_TRY, W_LEAVING, W_BLOCKED, W_PAUSED, W_DONE };
 enum { A_PLAIN, A_POLL, A_END };
 
 static void step(redislockp_aop *o);
-static void sync_loop(redislock_client *cl);
+static void sync_loop(redislockp_loop_state *ls);
 static void send_leg(redislockp_aop *o);
 static void wait_stepped(redislockp_aop *o);
 static void renew_over(redislockp_aop *o);
@@ -349,9 +355,8 @@ static void sync_conn(redislockp_loop_state *ls, lconn *c, long long *at)
 }
 
 /* Tell the loop what to watch now, and when to call back. */
-static void sync_loop(redislock_client *cl)
+static void sync_loop(redislockp_loop_state *ls)
 {
-    redislockp_loop_state *ls = cl->loop;
     long long at = -1, now = redislockp_now_ms();
     const redislockp_aop *o;
     size_t i;
@@ -456,9 +461,9 @@ static lconn *conn_new(void)
 }
 
 /* Node NODE's connection, up (or being made); NULL: out of memory. */
-static lconn *conn_get(redislock_client *cl, size_t node)
+static lconn *conn_get(redislockp_loop_state *ls, size_t node)
 {
-    redislockp_loop_state *ls = cl->loop;
+    redislock_client *cl = ls->cl;
     lconn *c;
 
     if (node >= ls->nconns) {
@@ -561,7 +566,7 @@ static int heap_room(redislockp_loop_state *ls)
  * every operation (heap_room()). */
 static void set_timer(redislockp_aop *o, long long at)
 {
-    redislockp_loop_state *ls = o->cl->loop;
+    redislockp_loop_state *ls = o->ls;
 
     if (o->hidx > 0) {
         size_t i = o->hidx - 1;
@@ -582,7 +587,7 @@ static void set_timer(redislockp_aop *o, long long at)
 
 static void end(redislockp_aop *o, int status, bool ok)
 {
-    redislockp_loop_state *ls = o->cl->loop;
+    redislockp_loop_state *ls = o->ls;
 
     o->ended = 1;
     o->status = status;
@@ -609,7 +614,8 @@ static void aop_free(redislockp_aop *o)
         redislockp_free(o->rec);
     }
     redislock_free(o->cleanup);         /* (not started: the client goes) */
-    redislockp_val_free(o->op.ack);
+    redislockp_val_free(o->op->ack);
+    o->op->ack = NULL;                  /* (a blocking call's op lives on) */
     redislockp_legs_end(&o->leg, 1);
     qstate_free(o);
     redislockp_free(o->owner_buf);
@@ -676,15 +682,15 @@ static int clamp_int(long long v)
  * blocking redislock_ttl() / _hold_count() / _inspect() give them. */
 static void query_results(redislockp_aop *o)
 {
-    const long long *v = o->op.r.v;     /* the status's reply */
-    const redislockp_inspect_out *in = &o->op.insp;
+    const long long *v = o->op->r.v;     /* the status's reply */
+    const redislockp_inspect_out *in = &o->op->insp;
 
-    if (o->op.kind == REDISLOCKP_OP_STATUS && o->ok) {
+    if (o->op->kind == REDISLOCKP_OP_STATUS && o->ok) {
         if (o->ttl_out != NULL)
             *o->ttl_out = v[1];
         if (o->holds_out != NULL)
             *o->holds_out = clamp_int(v[2]);
-    } else if (o->op.kind == REDISLOCKP_OP_INSPECT) {
+    } else if (o->op->kind == REDISLOCKP_OP_INSPECT) {
         if (o->kind_out != NULL)
             *o->kind_out = (redislock_kind)in->kind;
         if (o->ttl_out != NULL)
@@ -716,6 +722,13 @@ static void deliver(redislockp_loop_state *ls)
                 lock->aop = NULL;
             if (o->status == REDISLOCK_OK)
                 query_results(o);
+            if (o->op_out != NULL) {
+                /* The blocking call returns with it: nothing of the
+                 * operation may touch its op or its handle after. */
+                *o->op_out = *o->op;
+                o->op_out = NULL;
+                o->lock = NULL;
+            }
             o->fn(lock, o->status, o->ok, o->arg);
         }
         aop_done_with(ls, o);
@@ -733,7 +746,7 @@ static int send_cmd(redislockp_aop *o, const redislockp_cmd *cmd)
 {
     redislockp_url u = redislockp_client_url(o->cl);
     long long timeout = u.command_ms;
-    lconn *c = conn_get(o->cl, o->node);
+    lconn *c = conn_get(o->ls, o->node);
     int st;
 
     if (c == NULL) {
@@ -759,7 +772,7 @@ static int send_cmd(redislockp_aop *o, const redislockp_cmd *cmd)
  * it, then the next step. */
 static void run_over(redislockp_aop *o)
 {
-    redislockp_op *op = &o->op;
+    redislockp_op *op = o->op;
 
     if (o->renew) {
         renew_over(o);
@@ -780,10 +793,9 @@ static void run_over(redislockp_aop *o)
  * leg_check) leaves it in a state we do not know - inside a MULTI, say,
  * where every later command would answer +QUEUED - and so does a server
  * that closes it or is no master (the judge's fw.close). */
-static void close_node_conn(redislock_client *cl, size_t node,
+static void close_node_conn(redislockp_loop_state *ls, size_t node,
                             const char *why)
 {
-    redislockp_loop_state *ls = cl->loop;
 
     if (node < ls->nconns && ls->conns[node] != NULL)
         redislockp_aconn_close(&ls->conns[node]->a, REDISLOCK_ERR_IO, why);
@@ -804,16 +816,16 @@ static void leg_ended(redislockp_aop *o)
         redislockp_classify(leg->reply[0], cl->cluster, cl->sentinel,
                             &o->res);
     if (leg->st == REDISLOCK_ERR_PROTOCOL && !o->plain)
-        close_node_conn(cl, o->node, leg->msg);
+        close_node_conn(o->ls, o->node, leg->msg);
     o->fw.plain = o->plain;
     next = redislockp_follow_next(&o->fw, cl, &o->run.f, leg, &o->res, 0);
     if (o->fw.close && !o->plain)
-        close_node_conn(cl, o->node,
+        close_node_conn(o->ls, o->node,
                         o->res.kind == REDISLOCKP_CLOSING
                             ? "closed by the server after a protocol error"
                             : "not a master any more");
     if (o->fw.close && o->res.kind == REDISLOCKP_NOT_MASTER)
-        conv_close_node(cl->loop, o->node);
+        conv_close_node(o->ls, o->node);
     switch (next) {
     case REDISLOCKP_NEXT_AGAIN:
         if (o->fw.asking)
@@ -848,7 +860,7 @@ static void on_reply(void *arg, int status, redislockp_val **replies, int n,
             redislockp_val_free(replies[i]);
         if (o->cleanup != NULL)
             cleanup_start(o);
-        aop_done_with(o->cl->loop, o);
+        aop_done_with(o->ls, o);
         return;
     }
     if (status != REDISLOCK_OK) {
@@ -882,11 +894,12 @@ static void on_reply(void *arg, int status, redislockp_val **replies, int n,
 
 /* ---- Cluster: the slot map, read without blocking --------------------- */
 
-static void map_read(redislock_client *cl);
+static void map_read(redislockp_loop_state *ls);
 
 /* The parked operations go on (the map is in), or fail with ST. */
-static void map_done(redislock_client *cl, int st)
+static void map_done(redislockp_loop_state *ls, int st)
 {
+    redislock_client *cl = ls->cl;
     redislockp_aop *o;
 
     long master = 0;
@@ -900,7 +913,7 @@ static void map_done(redislock_client *cl, int st)
             cl->map_stale = 0;
         pthread_mutex_unlock(&cl->mu);
     }
-    for (o = cl->loop->ops; o != NULL; o = o->next) {
+    for (o = ls->ops; o != NULL; o = o->next) {
         if (!o->parked || o->lock == NULL || o->called)
             continue;
         o->parked = 0;
@@ -910,7 +923,7 @@ static void map_done(redislock_client *cl, int st)
         } else {
             o->leg.st = st;
             o->leg.done = 1;
-            snprintf(o->leg.msg, sizeof o->leg.msg, "%s", cl->loop->map_err);
+            snprintf(o->leg.msg, sizeof o->leg.msg, "%s", ls->map_err);
             run_over(o);
         }
     }
@@ -919,8 +932,8 @@ static void map_done(redislock_client *cl, int st)
 static void on_map(void *arg, int status, redislockp_val **replies, int n,
                    int sent, const char *errmsg)
 {
-    redislock_client *cl = arg;
-    redislockp_loop_state *ls = cl->loop;
+    redislockp_loop_state *ls = arg;
+    redislock_client *cl = ls->cl;
     int st = status, i;
 
     (void)sent;
@@ -950,21 +963,21 @@ static void on_map(void *arg, int status, redislockp_val **replies, int n,
         redislockp_val_free(replies[i]);
     if (st == REDISLOCK_OK) {
         ls->map_next = 0;
-        map_done(cl, REDISLOCK_OK);
+        map_done(ls, REDISLOCK_OK);
         return;
     }
     /* The next candidate; after the last, the parked operations fail. */
     ls->map_next++;
-    map_read(cl);
+    map_read(ls);
     if (!ls->map_reading) {
         ls->map_next = 0;
-        map_done(cl, st == REDISLOCK_ERR_NOMEM ? st : REDISLOCK_ERR_IO);
+        map_done(ls, st == REDISLOCK_ERR_NOMEM ? st : REDISLOCK_ERR_IO);
     }
 }
 
 /* ---- Sentinel: the master asked for without blocking ----------------- */
 
-static void sentinel_read(redislock_client *cl);
+static void sentinel_read(redislockp_loop_state *ls);
 
 /* A sentinel's answer to SENTINEL GET-MASTER-ADDR-BY-NAME: the master
  * (its connection checks ROLE when made, as the blocking dial does), or
@@ -973,8 +986,8 @@ static void sentinel_read(redislock_client *cl);
 static void on_sentinel(void *arg, int status, redislockp_val **replies,
                         int n, int sent, const char *errmsg)
 {
-    redislock_client *cl = arg;
-    redislockp_loop_state *ls = cl->loop;
+    redislockp_loop_state *ls = arg;
+    redislock_client *cl = ls->cl;
     char host[256];
     int st = status, port = 0, i;
     long node = -1, old = 0;
@@ -1003,10 +1016,10 @@ static void on_sentinel(void *arg, int status, redislockp_val **replies,
     }
     if (st != REDISLOCK_OK) {
         ls->map_next++;
-        sentinel_read(cl);
+        sentinel_read(ls);
         if (!ls->map_reading) {
             ls->map_next = 0;
-            map_done(cl, st == REDISLOCK_ERR_NOMEM ? st : REDISLOCK_ERR_IO);
+            map_done(ls, st == REDISLOCK_ERR_NOMEM ? st : REDISLOCK_ERR_IO);
         }
         return;
     }
@@ -1024,15 +1037,15 @@ static void on_sentinel(void *arg, int status, redislockp_val **replies,
     if (old > 0)
         conv_close_node(ls, (size_t)old);
     ls->map_next = 0;
-    map_done(cl, REDISLOCK_OK);
+    map_done(ls, REDISLOCK_OK);
 }
 
 /* Ask the next sentinel (from the one that answered last) where the
  * master is, unless an asking is under way; none left: map_reading
  * stays 0. */
-static void sentinel_read(redislock_client *cl)
+static void sentinel_read(redislockp_loop_state *ls)
 {
-    redislockp_loop_state *ls = cl->loop;
+    redislock_client *cl = ls->cl;
     const char *argv[3] = { "SENTINEL", "GET-MASTER-ADDR-BY-NAME", NULL };
     size_t argvlen[3] = { 8, 23, 0 };
     redislockp_cmd cmd;
@@ -1061,7 +1074,7 @@ static void sentinel_read(redislock_client *cl)
         redislockp_cmd_init(&cmd);
         (void)redislockp_cmd_append(&cmd, 3, argv, argvlen);
         st = redislockp_aconn_send(&ls->map->a, &cmd, u.command_ms,
-                                   on_sentinel, cl, ls->map_err);
+                                   on_sentinel, ls, ls->map_err);
         redislockp_cmd_clear(&cmd);
         if (st == REDISLOCK_OK) {
             ls->map_reading = 1;
@@ -1074,9 +1087,9 @@ static void sentinel_read(redislock_client *cl)
 
 /* Ask the next candidate - a known master, then the seeds - for the
  * slot map, unless a read is under way; none left: map_reading stays 0. */
-static void map_read(redislock_client *cl)
+static void map_read(redislockp_loop_state *ls)
 {
-    redislockp_loop_state *ls = cl->loop;
+    redislock_client *cl = ls->cl;
     static const char *const argv[2] = { "CLUSTER", "SLOTS" };
     static const size_t argvlen[2] = { 7, 5 };
     redislockp_cmd cmd;
@@ -1088,7 +1101,7 @@ static void map_read(redislock_client *cl)
     if (ls->map == NULL && (ls->map = conn_new()) == NULL)
         return;
     if (cl->sentinel) {
-        sentinel_read(cl);
+        sentinel_read(ls);
         return;
     }
     for (;;) {
@@ -1125,7 +1138,7 @@ static void map_read(redislock_client *cl)
         redislockp_cmd_init(&cmd);
         (void)redislockp_cmd_append(&cmd, 2, argv, argvlen);
         st = redislockp_aconn_send(&ls->map->a, &cmd, u.command_ms, on_map,
-                                   cl, ls->map_err);
+                                   ls, ls->map_err);
         redislockp_cmd_clear(&cmd);
         if (st == REDISLOCK_OK) {
             ls->map_reading = 1;
@@ -1160,7 +1173,7 @@ static cconn *conv_idle(const redislockp_loop_state *ls, size_t node,
  * are fewer than CONV_PER_NODE; NULL: all taken (*NOMEM: out of memory). */
 static cconn *conv_take(redislockp_aop *o, int *nomem)
 {
-    redislockp_loop_state *ls = o->cl->loop;
+    redislockp_loop_state *ls = o->ls;
     size_t mine;
     cconn *cc = conv_idle(ls, o->node, &mine);
 
@@ -1200,7 +1213,7 @@ static cconn *conv_take(redislockp_aop *o, int *nomem)
 
 static void conv_unqueue(redislockp_aop *o)
 {
-    redislockp_loop_state *ls = o->cl->loop;
+    redislockp_loop_state *ls = o->ls;
 
     if (!o->convq)
         return;
@@ -1221,7 +1234,7 @@ static void conv_unqueue(redislockp_aop *o)
  * within its command timeout (conv_expired()). */
 static void conv_enqueue(redislockp_aop *o)
 {
-    redislockp_loop_state *ls = o->cl->loop;
+    redislockp_loop_state *ls = o->ls;
     redislockp_aop *after = NULL;
 
     if (o->convq)
@@ -1253,7 +1266,7 @@ static void conv_enqueue(redislockp_aop *o)
  * queue goes on at the end of the loop's entry (conv_drain()). */
 static void conv_give_back(redislockp_aop *o, int close)
 {
-    redislockp_loop_state *ls = o->cl->loop;
+    redislockp_loop_state *ls = o->ls;
     cconn *cc = o->cc;
 
     if (cc == NULL)
@@ -1338,7 +1351,7 @@ static void on_conv(void *arg, int status, redislockp_val **replies, int n,
     int i;
 
     o->inflight = 0;
-    if (o->cl->loop->closing) {         /* the client is being freed */
+    if (o->ls->closing) {         /* the client is being freed */
         for (i = 0; i < n; i++)
             redislockp_val_free(replies[i]);
         return;
@@ -1399,7 +1412,7 @@ static void conv_next(redislockp_aop *o)
         redislockp_val_free(trr);
         if (o->cleanup != NULL)
             cleanup_start(o);
-        aop_done_with(o->cl->loop, o);
+        aop_done_with(o->ls, o);
         return;
     }
     leg->want = 1 + (tr != NULL);
@@ -1471,9 +1484,9 @@ static void send_leg(redislockp_aop *o)
             return;
         }
         if (look != REDISLOCKP_LOOK_GO)
-            map_read(cl);
+            map_read(o->ls);
         if (look == REDISLOCKP_LOOK_ASK || look == REDISLOCKP_LOOK_BUSY) {
-            if (cl->loop->map_reading) {
+            if (o->ls->map_reading) {
                 o->parked = 1;
                 return;
             }
@@ -1482,12 +1495,12 @@ static void send_leg(redislockp_aop *o)
                 if (cl->cluster)
                     o->leg.st = redislockp_tx_fail(
                         o->leg.msg, REDISLOCK_ERR_IO, "no Cluster node "
-                        "answered CLUSTER SLOTS: %.400s", cl->loop->map_err);
+                        "answered CLUSTER SLOTS: %.400s", o->ls->map_err);
                 else
                     o->leg.st = redislockp_tx_fail(
                         o->leg.msg, REDISLOCK_ERR_IO, "no sentinel named a "
                         "master for '%.100s': %.300s", cl->url.master_name,
-                        cl->loop->map_err);
+                        o->ls->map_err);
                 run_over(o);
                 return;
             }
@@ -1543,7 +1556,7 @@ static void send_leg(redislockp_aop *o)
  * put off (WATCHDOG_RECHECK_MS) until the round is over. */
 static void step(redislockp_aop *o)
 {
-    redislockp_op *op = &o->op;
+    redislockp_op *op = o->op;
     /* (A handle without auto-renewal has no round to wait for: no
      * mutex on the hot path.) */
     int held = (op->kind == REDISLOCKP_OP_ACQUIRE ||
@@ -1656,7 +1669,7 @@ static int qsend(redislockp_aop *o, size_t i, const redislockp_cmd *cmd)
     redislockp_leg *leg = &q->legs[i];
     redislockp_url u = redislockp_client_url(o->cl->subs[i]);
     long long timeout = u.command_ms;
-    lconn *c = conn_get(o->cl, i);
+    lconn *c = conn_get(o->ls, i);
     int st;
 
     if (c == NULL) {
@@ -1711,7 +1724,7 @@ static void quorum_send(redislockp_aop *o)
          * the quorum wait again, as the executor allows a leg's new
          * connection (its pool_url()): a master slow to connect costs
          * its leg, not the operation or a renewal's lease. */
-        c = i < cl->loop->nconns ? cl->loop->conns[i] : NULL;
+        c = i < o->ls->nconns ? o->ls->conns[i] : NULL;
         leg->due = now + f->wait_ms;
         if (c == NULL || !c->open || c->a.state != REDISLOCKP_ACONN_READY) {
             long long cms = redislockp_client_url(cl->subs[i]).connect_ms;
@@ -1769,8 +1782,8 @@ static void quorum_check(redislockp_aop *o)
  * step follows (a give-back first, if the fold asks for one). */
 static void quorum_over(redislockp_aop *o)
 {
-    redislockp_loop_state *ls = o->cl->loop;
-    redislockp_op *op = &o->op;
+    redislockp_loop_state *ls = o->ls;
+    redislockp_op *op = o->op;
     qstate *q = o->q;
     size_t i, n = o->cl->nsubs;
 
@@ -1867,7 +1880,7 @@ static void on_qreply(void *arg, int status, redislockp_val **replies,
             if (o->cleanup != NULL)
                 cleanup_start(o);
         }
-        aop_done_with(o->cl->loop, o);
+        aop_done_with(o->ls, o);
         return;
     }
     q->waiting[i] = 0;
@@ -1893,7 +1906,7 @@ static void on_qreply(void *arg, int status, redislockp_val **replies,
             redislockp_cmd_clear(&cmd);
         }
         if (leg->done && leg->st == REDISLOCK_ERR_PROTOCOL)
-            close_node_conn(o->cl, i, leg->msg);
+            close_node_conn(o->ls, i, leg->msg);
     }
     quorum_check(o);
 }
@@ -1913,9 +1926,9 @@ static void wkey_free(wkey *k)
 
 /* The blocker for LOCK's wake-up list; NULL: none can be had (too many,
  * or out of memory): its waiter polls. */
-static blocker *blocker_for(redislock_client *cl, const redislock *lock)
+static blocker *blocker_for(redislockp_loop_state *ls, const redislock *lock)
 {
-    redislockp_loop_state *ls = cl->loop;
+    redislock_client *cl = ls->cl;
     unsigned slot = cl->cluster ? lock->slot : 0;
     blocker *b;
     size_t i;
@@ -1962,7 +1975,7 @@ static void join(redislockp_aop *o)
 
     if (o->wk != NULL || lock->waiting_refused)
         return;
-    b = blocker_for(o->cl, lock);
+    b = blocker_for(o->ls, lock);
     if (b == NULL)
         return;
     for (k = b->keys; k != NULL; k = k->next)
@@ -2022,9 +2035,9 @@ static void part(redislockp_aop *o)
 
 /* Send B's next BLPOP, naming every list that has waiters, unless one is
  * under way or B rests. */
-static void kick(redislock_client *cl, blocker *b)
+static void kick(redislockp_loop_state *ls, blocker *b)
 {
-    redislockp_loop_state *ls = cl->loop;
+    redislock_client *cl = ls->cl;
     wkey **kp, *k;
     const char **argv;
     size_t *argvlen, argc = 1, node = 0;
@@ -2119,35 +2132,35 @@ static void pass_done(redislock *lock, int status, bool ok, void *arg)
     redislock_free(lock);
 }
 
-static redislockp_aop *aop_new(redislock *lock, redislock_done_fn fn,
-                               void *arg, int *st);
+static redislockp_aop *aop_new(redislockp_loop_state *ls, redislock *lock,
+                               redislock_done_fn fn, void *arg, int *st);
 
 /* Start a leave of H, a handle of the library's own (freed at its end),
  * passing on a turn if WOKEN; best effort. */
-static void leave_of(redislock *h, int woken)
+static void leave_of(redislockp_loop_state *ls, redislock *h, int woken)
 {
     redislockp_aop *o;
     int st;
 
-    o = aop_new(h, pass_done, NULL, &st);
+    o = aop_new(ls, h, pass_done, NULL, &st);
     if (o == NULL) {
         redislock_free(h);
         return;
     }
-    redislockp_op_begin(&o->op, h, REDISLOCKP_OP_LEAVE, REDISLOCKP_TRY_PLAIN);
-    o->op.woken = woken;
+    redislockp_op_begin(o->op, h, REDISLOCKP_OP_LEAVE, REDISLOCKP_TRY_PLAIN);
+    o->op->woken = woken;
     step(o);
 }
 
 /* A wake-up popped from K that none of its waiters can use: passed on
  * as a waiter that leaves would (best effort, by a handle of its own: a
  * wake-up lost costs the next waiter its poll interval). */
-static void pass_on(redislock_client *cl, const wkey *k)
+static void pass_on(redislockp_loop_state *ls, const wkey *k)
 {
-    redislock *h = redislock_new_from_client_len(cl, k->key, k->keylen);
+    redislock *h = redislock_new_from_client_len(ls->cl, k->key, k->keylen);
 
     if (h != NULL)
-        leave_of(h, 1);
+        leave_of(ls, h, 1);
 }
 
 /* ---- A handle freed with a try under way ------------------------------ */
@@ -2155,21 +2168,29 @@ static void pass_on(redislock_client *cl, const wkey *k)
 #define CLEANUP_LEAVE 1
 #define CLEANUP_WOKEN 2
 
+/* What follows a twin's release, and on which machine. */
+typedef struct cleanup_next {
+    redislockp_loop_state *ls;
+    int flags;
+} cleanup_next;
+
 /* The twin's release is over: then its leave, or the end. */
 static void cleanup_released(redislock *h, int status, bool ok, void *arg)
 {
-    int flags = (int)(intptr_t)arg;
+    cleanup_next next = *(cleanup_next *)arg;
 
     (void)status;
     (void)ok;
-    if (flags & CLEANUP_LEAVE)
-        leave_of(h, (flags & CLEANUP_WOKEN) != 0);
+    redislockp_free(arg);
+    if (next.flags & CLEANUP_LEAVE)
+        leave_of(next.ls, h, (next.flags & CLEANUP_WOKEN) != 0);
     else
         redislock_free(h);
 }
 
-static int start(redislock *lock, redislockp_op_kind kind,
-                 redislock_done_fn fn, void *arg, int counted);
+static int start(redislockp_loop_state *ls, redislock *lock,
+                 redislockp_op_kind kind, redislock_done_fn fn, void *arg,
+                 int counted);
 
 /* O's handle was freed while its try was on the wire, or while it was
  * registered as a waiter; the try has ended (or there was none): its
@@ -2183,32 +2204,42 @@ static void cleanup_start(redislockp_aop *o)
                 (o->cleanup_woken ? CLEANUP_WOKEN : 0);
 
     o->cleanup = NULL;
-    if (o->cl->loop->closing) {
+    if (o->ls->closing) {
         redislock_free(h);
         return;
     }
     if (o->cleanup_release) {
+        cleanup_next *next = redislockp_malloc(sizeof *next);
+
         /* (The library's own release, not counted as the caller's.) */
-        if (start(h, REDISLOCKP_OP_RELEASE, cleanup_released,
-                  (void *)(intptr_t)flags, 0) != REDISLOCK_OK)
+        if (next == NULL) {
+            redislock_free(h);          /* as before: it lapses */
+            return;
+        }
+        next->ls = o->ls;
+        next->flags = flags;
+        if (start(o->ls, h, REDISLOCKP_OP_RELEASE, cleanup_released, next,
+                  0) != REDISLOCK_OK) {
+            redislockp_free(next);
             redislock_free(h);
+        }
         return;
     }
-    leave_of(h, (flags & CLEANUP_WOKEN) != 0);
+    leave_of(o->ls, h, (flags & CLEANUP_WOKEN) != 0);
 }
 
 /* LOCK, about to be freed, had O pending: does what O's try or
  * registration may leave behind need undoing?  Then a twin for it. */
 static void cleanup_plan(redislockp_aop *o, redislock *lock)
 {
-    int acquiring = o->inflight && o->op.kind == REDISLOCKP_OP_ACQUIRE;
-    int leaving = o->wait && o->op.kind != REDISLOCKP_OP_LEAVE &&
+    int acquiring = o->inflight && o->op->kind == REDISLOCKP_OP_ACQUIRE;
+    int leaving = o->wait && o->op->kind != REDISLOCKP_OP_LEAVE &&
                   !lock->waiting_refused &&
                   (o->w.registered ||
-                   (acquiring && o->op.how != REDISLOCKP_TRY_PLAIN));
+                   (acquiring && o->op->how != REDISLOCKP_TRY_PLAIN));
     redislock *h;
 
-    if ((!acquiring && !leaving) || o->cl->loop->closing)
+    if ((!acquiring && !leaving) || o->ls->closing)
         return;
     h = lock->mode == REDISLOCKP_MODE_COUNTED
             ? redislock_new_counted_from_client_len(o->cl, lock->key,
@@ -2229,7 +2260,7 @@ static void cleanup_plan(redislockp_aop *o, redislock *lock)
 }
 
 /* A wake-up from K: to its oldest waiter that has none. */
-static void give(redislock_client *cl, wkey *k)
+static void give(redislockp_loop_state *ls, wkey *k)
 {
     redislockp_aop *o;
 
@@ -2240,7 +2271,7 @@ static void give(redislock_client *cl, wkey *k)
             wait_woken(o);
             return;
         }
-    pass_on(cl, k);
+    pass_on(ls, k);
 }
 
 /* B's BLPOP has ended: a wake-up to hand on, or none (its timeout); then
@@ -2259,7 +2290,7 @@ static void on_blpop(void *arg, int status, redislockp_val **replies, int n,
     (void)errmsg;
     b->blocking = 0;
     cl = b->c.ls != NULL ? b->c.ls->cl : NULL;
-    if (cl == NULL || cl->loop->closing) {
+    if (cl == NULL || b->c.ls->closing) {
         for (i = 0; i < n; i++)
             redislockp_val_free(replies[i]);
         return;
@@ -2287,7 +2318,7 @@ static void on_blpop(void *arg, int status, redislockp_val **replies, int n,
                 while (*kp != NULL)
                     kp = &(*kp)->next;
                 *kp = k;
-                give(cl, k);
+                give(b->c.ls, k);
                 break;
             }
     } else if (redislockp_val_type(r) == REDISLOCKP_V_ERROR) {
@@ -2354,7 +2385,7 @@ static void on_blpop(void *arg, int status, redislockp_val **replies, int n,
     b->one = NULL;
     if (quiet)
         b->quiet_until = redislockp_now_ms() + QUIET_MS;
-    kick(cl, b);
+    kick(b->c.ls, b);
 }
 
 /* ---- Waiters: their steps (wait.c's rules) ---------------------------- */
@@ -2372,9 +2403,9 @@ static void leave_then(redislockp_aop *o, int woken, int after)
 {
     o->after = after;
     o->wstate = W_LEAVING;
-    redislockp_op_begin(&o->op, o->lock, REDISLOCKP_OP_LEAVE,
+    redislockp_op_begin(o->op, o->lock, REDISLOCKP_OP_LEAVE,
                         REDISLOCKP_TRY_PLAIN);
-    o->op.woken = woken;
+    o->op->woken = woken;
     step(o);
 }
 
@@ -2386,8 +2417,8 @@ static void wait_try(redislockp_aop *o)
     redislockp_try how = redislockp_wait_try(lock, &o->w);
 
     o->wstate = W_TRY;
-    redislockp_op_begin(&o->op, lock, REDISLOCKP_OP_ACQUIRE, how);
-    o->op.check_loss = o->first;
+    redislockp_op_begin(o->op, lock, REDISLOCKP_OP_ACQUIRE, how);
+    o->op->check_loss = o->first;
     o->first = 0;
     step(o);
 }
@@ -2407,7 +2438,7 @@ static void wait_over(redislockp_aop *o, int st, int canceled)
 static void wait_left(redislockp_aop *o)
 {
     redislock *lock = o->lock;
-    int st = o->op.result;
+    int st = o->op->result;
 
     o->w.registered = 0;
     o->w.woken = o->w.try_woken = 0;
@@ -2429,7 +2460,7 @@ static void wait_left(redislockp_aop *o)
 static void wait_tried(redislockp_aop *o)
 {
     redislock *lock = o->lock;
-    redislockp_op *op = &o->op;
+    redislockp_op *op = o->op;
     int st = op->result;
     long long pttl = op->holder_pttl, ms;
 
@@ -2468,7 +2499,7 @@ static void wait_tried(redislockp_aop *o)
         set_timer(o, redislockp_now_ms() + ms);
         join(o);
         if (o->wk != NULL)
-            kick(o->cl, o->wk->b);
+            kick(o->ls, o->wk->b);
         return;
     }
 }
@@ -2476,7 +2507,7 @@ static void wait_tried(redislockp_aop *o)
 /* A waiter's try or leave has ended (step()). */
 static void wait_stepped(redislockp_aop *o)
 {
-    if (o->op.kind == REDISLOCKP_OP_LEAVE)
+    if (o->op->kind == REDISLOCKP_OP_LEAVE)
         wait_left(o);
     else
         wait_tried(o);
@@ -2532,7 +2563,7 @@ static void renew_lost(redislockp_aop *o, int reason)
 {
     redislock *lock = o->lock;
     redislock_client *cl = o->cl;
-    redislockp_loop_state *ls = cl->loop;
+    redislockp_loop_state *ls = o->ls;
     redislock_lost_fn fn;
     void *arg;
     int fd;
@@ -2608,7 +2639,7 @@ static void renew_timer(redislockp_aop *o)
     /* An owner-checked extend to the lease renewals set, and the
      * acknowledgement the acquire had, within what is left of the lease. */
     limit = l->renew_until - now;
-    redislockp_call_extend(&o->op.call, l, l->renew_ms);
+    redislockp_call_extend(&o->op->call, l, l->renew_ms);
     o->renew_sent = now;
     o->renew_stale = 0;
     if (o->q != NULL) {
@@ -2617,7 +2648,7 @@ static void renew_timer(redislockp_aop *o)
         redislockp_qrun *qr = &o->q->qr;
 
         memset(&qr->f, 0, sizeof qr->f);
-        qr->f.call = &o->op.call;
+        qr->f.call = &o->op->call;
         o->renew_ack = redislockp_ack_trailer(
             &l->renew_ack, redislockp_renew_ack_wait(l, limit), &qr->tr,
             qr->num);
@@ -2628,7 +2659,7 @@ static void renew_timer(redislockp_aop *o)
         return;
     }
     memset(&o->run, 0, sizeof o->run);
-    o->run.f.call = &o->op.call;
+    o->run.f.call = &o->op->call;
     o->renew_ack = redislockp_ack_trailer(&l->renew_ack,
                                           redislockp_renew_ack_wait(l, limit),
                                           &o->run.tr, o->run.num);
@@ -2714,6 +2745,7 @@ static void loop_renew(redislock *lock, int start)
         o = heap_room(ls) == 0 ? redislockp_calloc(1, sizeof *o) : NULL;
         if (o != NULL) {
             o->cl = cl;
+            o->op = &o->op_own;
             if (qstate_new(o) != 0) {
                 redislockp_free(o);
                 o = NULL;
@@ -2733,6 +2765,7 @@ static void loop_renew(redislock *lock, int start)
             return;
         }
         o->cl = cl;
+        o->ls = ls;
         o->lock = lock;
         o->renew = 1;
         aop_link(ls, o);
@@ -2751,9 +2784,9 @@ static void loop_renew(redislock *lock, int start)
 }
 
 /* The end of an entry of CL: callbacks, then the loop told what next. */
-static void entry_end(redislock_client *cl)
+static void entry_end(redislockp_loop_state *ls)
 {
-    redislockp_loop_state *ls = cl->loop;
+    redislock_client *cl = ls->cl;
 
     if (ls->conv_drain)
         conv_drain(ls);
@@ -2771,12 +2804,27 @@ static void entry_end(redislock_client *cl)
             return;
         }
     }
-    sync_loop(cl);
+    sync_loop(ls);
 }
 
 /* ------------------------------------------------------------------------
  * The API.
  */
+
+redislockp_loop_state *redislockp_machine_new(redislock_client *cl,
+                                              const redislock_loop *loop,
+                                              void *loop_data)
+{
+    redislockp_loop_state *ls = redislockp_calloc(1, sizeof *ls);
+
+    if (ls == NULL)
+        return NULL;
+    ls->fns = *loop;
+    ls->data = loop_data;
+    ls->cl = cl;
+    ls->timer_at = -1;
+    return ls;
+}
 
 int redislock_client_attach(redislock_client *cl, const redislock_loop *loop,
                             void *loop_data)
@@ -2795,28 +2843,22 @@ int redislock_client_attach(redislock_client *cl, const redislock_loop *loop,
     for (i = 0; cl->quorum && i < cl->nsubs; i++)
         if (cl->subs[i]->cluster || cl->subs[i]->sentinel)
             return REDISLOCK_ERR_INVALID;
-    ls = redislockp_calloc(1, sizeof *ls);
+    ls = redislockp_machine_new(cl, loop, loop_data);
     if (ls == NULL)
         return REDISLOCK_ERR_NOMEM;
-    ls->fns = *loop;
-    ls->data = loop_data;
-    ls->cl = cl;
-    ls->timer_at = -1;
     cl->loop = ls;
     cl->loop_free = redislockp_async_client_free;
     cl->loop_renew = loop_renew;
     return REDISLOCK_OK;
 }
 
-static int on_fd(redislock_client *cl, int fd, int events)
+int redislockp_machine_on_fd(redislockp_loop_state *ls, int fd, int events)
 {
-    redislockp_loop_state *ls;
     short rev;
     size_t i;
 
-    if (cl == NULL || cl->loop == NULL || cl->loop->closing)
+    if (ls->closing)
         return REDISLOCK_ERR_INVALID;
-    ls = cl->loop;
     ls->depth++;
     rev = (short)(((events & REDISLOCK_EV_READ) ? POLLIN : 0) |
                   ((events & REDISLOCK_EV_WRITE) ? POLLOUT : 0));
@@ -2828,7 +2870,7 @@ static int on_fd(redislock_client *cl, int fd, int events)
             break;
         }
     }
-    entry_end(cl);
+    entry_end(ls);
     return REDISLOCK_OK;
 }
 
@@ -2837,21 +2879,21 @@ int redislock_client_on_fd(redislock_client *cl, int fd, int events)
     int st;
 
     redislockp_loop_enter();
-    st = on_fd(cl, fd, events);
+    st = cl == NULL || cl->loop == NULL
+             ? REDISLOCK_ERR_INVALID
+             : redislockp_machine_on_fd(cl->loop, fd, events);
     redislockp_loop_leave();
     return st;
 }
 
-static int on_timer(redislock_client *cl)
+int redislockp_machine_on_timer(redislockp_loop_state *ls)
 {
-    redislockp_loop_state *ls;
     redislockp_aop *o, *fired = NULL, **tail = &fired;
     long long now;
     size_t i;
 
-    if (cl == NULL || cl->loop == NULL || cl->loop->closing)
+    if (ls->closing)
         return REDISLOCK_ERR_INVALID;
-    ls = cl->loop;
     ls->depth++;
     ls->timer_at = -1;                  /* it fired */
     for (i = 0; i < conn_count(ls); i++) {
@@ -2891,8 +2933,8 @@ static int on_timer(redislock_client *cl)
     for (i = 0; i < ls->nblockers; i++)       /* rested: BLPOP again */
         if (ls->blockers[i]->quiet_until > 0 &&
             now >= ls->blockers[i]->quiet_until)
-            kick(cl, ls->blockers[i]);
-    entry_end(cl);
+            kick(ls, ls->blockers[i]);
+    entry_end(ls);
     return REDISLOCK_OK;
 }
 
@@ -2901,18 +2943,19 @@ int redislock_client_on_timer(redislock_client *cl)
     int st;
 
     redislockp_loop_enter();
-    st = on_timer(cl);
+    st = cl == NULL || cl->loop == NULL
+             ? REDISLOCK_ERR_INVALID
+             : redislockp_machine_on_timer(cl->loop);
     redislockp_loop_leave();
     return st;
 }
 
-/* A new operation on LOCK, linked in (NULL: refused, *ST why; LOCK's
- * error says it). */
-static redislockp_aop *aop_new(redislock *lock, redislock_done_fn fn,
-                               void *arg, int *st)
+/* A new operation on LOCK, linked in on LS (NULL: the client's
+ * attached loop's) - NULL: refused, *ST why; LOCK's error says it. */
+static redislockp_aop *aop_new(redislockp_loop_state *ls, redislock *lock,
+                               redislock_done_fn fn, void *arg, int *st)
 {
     redislock_client *cl;
-    redislockp_loop_state *ls;
     redislockp_aop *o;
 
     *st = redislockp_begin_call(lock, fn != NULL ? (const void *)&fn : NULL,
@@ -2921,12 +2964,13 @@ static redislockp_aop *aop_new(redislock *lock, redislock_done_fn fn,
         return NULL;
     cl = lock->client;
     *st = REDISLOCK_ERR_INVALID;
-    if (cl == NULL || cl->loop == NULL) {
+    if (ls == NULL && (cl == NULL || cl->loop == NULL)) {
         redislockp_fail(lock, *st, "the handle's client is not attached "
                         "to an event loop (redislock_client_attach())");
         return NULL;
     }
-    ls = cl->loop;
+    if (ls == NULL)
+        ls = cl->loop;
     if (ls->closing) {
         redislockp_fail(lock, *st, "the client is being freed");
         return NULL;
@@ -2935,6 +2979,8 @@ static redislockp_aop *aop_new(redislock *lock, redislock_done_fn fn,
     o = heap_room(ls) == 0 ? redislockp_calloc(1, sizeof *o) : NULL;
     if (o != NULL) {
         o->cl = cl;
+        o->ls = ls;
+        o->op = &o->op_own;
         if (qstate_new(o) != 0) {
             redislockp_free(o);
             o = NULL;
@@ -2956,22 +3002,23 @@ static redislockp_aop *aop_new(redislock *lock, redislock_done_fn fn,
 
 /* Start an operation of KIND on LOCK (COUNTED: a caller's, in the
  * client's metrics). */
-static int start(redislock *lock, redislockp_op_kind kind,
-                 redislock_done_fn fn, void *arg, int counted)
+static int start(redislockp_loop_state *ls, redislock *lock,
+                 redislockp_op_kind kind, redislock_done_fn fn, void *arg,
+                 int counted)
 {
     redislockp_aop *o;
     int st;
 
-    o = aop_new(lock, fn, arg, &st);
+    o = aop_new(ls, lock, fn, arg, &st);
     if (o == NULL)
         return st;
     if (counted)
-        redislockp_op_begin_counted(&o->op, lock, kind);
+        redislockp_op_begin_counted(o->op, lock, kind);
     else
-        redislockp_op_begin(&o->op, lock, kind, REDISLOCKP_TRY_PLAIN);
-    o->op.check_loss = kind == REDISLOCKP_OP_ACQUIRE;
+        redislockp_op_begin(o->op, lock, kind, REDISLOCKP_TRY_PLAIN);
+    o->op->check_loss = kind == REDISLOCKP_OP_ACQUIRE;
     step(o);
-    sync_loop(o->cl);
+    sync_loop(o->ls);
     return REDISLOCK_OK;
 }
 
@@ -2980,7 +3027,7 @@ int redislock_acquire_async(redislock *lock, redislock_done_fn fn, void *arg)
     int st;
 
     redislockp_loop_enter();
-    st = start(lock, REDISLOCKP_OP_ACQUIRE, fn, arg, 1);
+    st = start(NULL, lock, REDISLOCKP_OP_ACQUIRE, fn, arg, 1);
     redislockp_loop_leave();
     return st;
 }
@@ -2990,7 +3037,7 @@ int redislock_release_async(redislock *lock, redislock_done_fn fn, void *arg)
     int st;
 
     redislockp_loop_enter();
-    st = start(lock, REDISLOCKP_OP_RELEASE, fn, arg, 1);
+    st = start(NULL, lock, REDISLOCKP_OP_RELEASE, fn, arg, 1);
     redislockp_loop_leave();
     return st;
 }
@@ -3000,7 +3047,7 @@ int redislock_extend_async(redislock *lock, redislock_done_fn fn, void *arg)
     int st;
 
     redislockp_loop_enter();
-    st = start(lock, REDISLOCKP_OP_EXTEND, fn, arg, 1);
+    st = start(NULL, lock, REDISLOCKP_OP_EXTEND, fn, arg, 1);
     redislockp_loop_leave();
     return st;
 }
@@ -3015,15 +3062,15 @@ static int held_async(redislock *lock, long long *ttl_ms, int *holds,
         *ttl_ms = -1;
     if (holds != NULL)
         *holds = 0;
-    o = aop_new(lock, fn, arg, &st);
+    o = aop_new(NULL, lock, fn, arg, &st);
     if (o == NULL)
         return st;
     o->ttl_out = ttl_ms;
     o->holds_out = holds;
-    redislockp_op_begin(&o->op, lock, REDISLOCKP_OP_STATUS,
+    redislockp_op_begin(o->op, lock, REDISLOCKP_OP_STATUS,
                         REDISLOCKP_TRY_PLAIN);
     step(o);
-    sync_loop(o->cl);
+    sync_loop(o->ls);
     return REDISLOCK_OK;
 }
 
@@ -3061,7 +3108,7 @@ static int inspect_async(redislock *lock, redislock_kind *kind,
     if (owner != NULL && owner_size == 0)
         return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
                                "owner_size is 0 with an owner buffer");
-    o = aop_new(lock, fn, arg, &st);
+    o = aop_new(NULL, lock, fn, arg, &st);
     if (o == NULL)
         return st;
     if (owner != NULL) {
@@ -3069,7 +3116,7 @@ static int inspect_async(redislock *lock, redislock_kind *kind,
         if (o->owner_buf == NULL) {
             o->called = 1;              /* never started */
             lock->aop = NULL;
-            aop_done_with(o->cl->loop, o);
+            aop_done_with(o->ls, o);
             return redislockp_fail(lock, REDISLOCK_ERR_NOMEM,
                                    "out of memory starting an operation");
         }
@@ -3079,12 +3126,12 @@ static int inspect_async(redislock *lock, redislock_kind *kind,
     o->kind_out = kind;
     o->ttl_out = ttl_ms;
     o->holds_out = holds;
-    redislockp_op_begin(&o->op, lock, REDISLOCKP_OP_INSPECT,
+    redislockp_op_begin(o->op, lock, REDISLOCKP_OP_INSPECT,
                         REDISLOCKP_TRY_PLAIN);
-    o->op.insp.owner = o->owner_buf;
-    o->op.insp.owner_size = owner_size;
+    o->op->insp.owner = o->owner_buf;
+    o->op->insp.owner_size = owner_size;
     step(o);
-    sync_loop(o->cl);
+    sync_loop(o->ls);
     return REDISLOCK_OK;
 }
 
@@ -3117,7 +3164,7 @@ static int acquire_wait_async(redislock *lock, long long timeout_ms,
         return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
                                "timeout of %lld ms is negative (and not "
                                "REDISLOCK_WAIT_FOREVER)", timeout_ms);
-    o = aop_new(lock, fn, arg, &st);
+    o = aop_new(NULL, lock, fn, arg, &st);
     if (o == NULL)
         return st;
     now = redislockp_now_ms();
@@ -3133,7 +3180,7 @@ static int acquire_wait_async(redislock *lock, long long timeout_ms,
     } else {
         wait_try(o);
     }
-    sync_loop(o->cl);
+    sync_loop(o->ls);
     return REDISLOCK_OK;
 }
 
@@ -3169,7 +3216,7 @@ void redislockp_async_forget(redislock *lock)
     if (o == NULL)
         return;
     cl = o->cl;
-    ls = cl->loop;
+    ls = o->ls;
     lock->aop = NULL;
     wait_given_up(o, lock);             /* with its handle */
     cleanup_plan(o, lock);
@@ -3197,8 +3244,6 @@ void redislockp_async_forget(redislock *lock)
 int redislockp_async_client_free(redislock_client *cl)
 {
     redislockp_loop_state *ls = cl->loop;
-    redislockp_aop *o;
-    size_t i;
 
     if (ls == NULL)
         return 0;
@@ -3208,6 +3253,18 @@ int redislockp_async_client_free(redislock_client *cl)
         ls->free_asked = 1;
         return 1;
     }
+    redislockp_machine_free(ls);
+    cl->loop = NULL;
+    cl->loop_renew = NULL;
+    return 0;
+}
+
+void redislockp_machine_free(redislockp_loop_state *ls)
+{
+    redislock_client *cl = ls->cl;
+    redislockp_aop *o;
+    size_t i;
+
     ls->closing = 1;
     for (o = ls->ops; o != NULL; o = o->next) {
         redislock *lock = o->lock;
@@ -3276,8 +3333,39 @@ int redislockp_async_client_free(redislock_client *cl)
     ls->ops_tail = NULL;
     redislockp_free(ls->heap);
     redislockp_free(ls->conns);
-    cl->loop = NULL;
-    cl->loop_renew = NULL;
     redislockp_free(ls);
-    return 0;
+}
+
+int redislockp_machine_start(redislockp_loop_state *ls, redislockp_op *op,
+                             redislock_done_fn fn, void *arg)
+{
+    redislock *lock = op->lock;
+    redislockp_aop *o;
+    size_t i;
+    int st;
+
+    o = aop_new(ls, lock, fn, arg, &st);
+    if (o == NULL)
+        return st;
+    /* The caller waits for it: not the handle's loop operation (a
+     * holding it takes is renewed by the watchdog thread). */
+    lock->aop = NULL;
+    o->op_own = *op;                    /* (just begun: no pointer into
+                                         * itself yet) */
+    o->op_out = op;
+    ls->depth++;
+    step(o);
+    /* Its first request goes out now on a connection that is up (a
+     * loop's would wait to be found writable: a poll() saved per call;
+     * a failure still ends it through the driver's callback, from the
+     * entry's end). */
+    for (i = 0; i < conn_count(ls); i++) {
+        lconn *c = conn_at(ls, i);
+
+        if (c != NULL && c->open && c->a.state == REDISLOCKP_ACONN_READY &&
+            (redislockp_aconn_events(&c->a) & POLLOUT))
+            redislockp_aconn_io(&c->a, POLLOUT);
+    }
+    entry_end(ls);
+    return REDISLOCK_OK;
 }

@@ -26,4 +26,24 @@ void redislockp_async_forget(redislock *lock);
  * that returns (the caller must not free CL); 0: done, go on. */
 int redislockp_async_client_free(redislock_client *cl);
 
+/*
+ * The machine itself, for a driver of the library's own (drive.c, the
+ * blocking calls): a state of its own, not the client's attached loop,
+ * on LOOP's watch and timer; its entries, called by that driver as a
+ * loop calls redislock_client_on_fd() and _on_timer(); and an operation
+ * whose steps OP (begun by lock.c) are run on it, FN(ARG) called at its
+ * end from an entry (never from inside the start).  OP stays the
+ * caller's, and must live until then.
+ */
+struct redislockp_op;
+redislockp_loop_state *redislockp_machine_new(redislock_client *cl,
+                                              const redislock_loop *loop,
+                                              void *loop_data);
+void redislockp_machine_free(redislockp_loop_state *ls);
+int redislockp_machine_on_fd(redislockp_loop_state *ls, int fd, int events);
+int redislockp_machine_on_timer(redislockp_loop_state *ls);
+int redislockp_machine_start(redislockp_loop_state *ls,
+                             struct redislockp_op *op, redislock_done_fn fn,
+                             void *arg);
+
 #endif /* REDISLOCK_ASYNC_H */

@@ -137,6 +137,8 @@ void redislock_client_free(redislock_client *cl)
      * and the condition variable are copies of the parent's, possibly
      * held or waited on at fork time: destroying them could block for
      * ever.  The child only frees the memory. */
+    if (cl->drives_free != NULL)
+        cl->drives_free(cl);
     redislockp_metrics_release(cl->metrics, redislockp_client_forked(cl));
     if (!redislockp_client_forked(cl)) {
         redislockp_watchdog_shutdown(cl);

@@ -182,6 +182,10 @@ struct redislock_client {
      * START 1 (re)schedules LOCK's renewal from its renew_* fields, 0
      * stops it; watchdog.c calls it instead of using its thread. */
     void (*loop_renew)(redislock *lock, int start);
+    /* The blocking calls' machines (drive.c), idle, under mu; and how
+     * they are freed with the client. */
+    struct drive *drives;
+    void (*drives_free)(redislock_client *cl);
     /* What its handles did (metrics.h): atomics and a leaf lock of its
      * own, taken under mu or wd_mu alike. */
     redislockp_metrics *metrics;

@@ -1777,9 +1777,14 @@ void *redislockp_op_out(redislockp_op *op)
     return op->parse != NULL ? op->out : (void *)&op->r;
 }
 
-/* Run OP's steps here and now, each call through the executor. */
+int (*redislockp_op_driver)(redislockp_op *op);
+
+/* Run OP's steps here and now, each call through the executor - or on
+ * the loop's machine, when a driver is installed (drive.c). */
 static int drive(redislockp_op *op)
 {
+    if (redislockp_op_driver != NULL && op->lock->client != NULL)
+        return redislockp_op_driver(op);
     while (redislockp_op_next(op))
         op->st = op_run_ack(op->lock, &op->call,
                             redislockp_op_mutating(op),

@@ -138,6 +138,10 @@ int redislockp_op_next(redislockp_op *op);
  * leaves the outcome unknown)?  Not a leave's or a status's. */
 int redislockp_op_mutating(const redislockp_op *op);
 
+/* Where lock.c's blocking calls run their steps: NULL, the executor
+ * (exec.c); else this (drive.c's redislockp_drive_install()). */
+extern int (*redislockp_op_driver)(redislockp_op *op);
+
 /* A waiter of LOCK leaves without the lock, passing on a turn it was
  * WOKEN for (OP_LEAVE, run here and now through the executor). */
 int redislockp_leave(redislock *lock, bool woken);

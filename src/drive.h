@@ -1,0 +1,13 @@
+/*
+ * drive.h - private: the blocking calls run on the event loop's machine,
+ * driven by poll() (drive.c).
+ */
+#ifndef REDISLOCK_DRIVE_H
+#define REDISLOCK_DRIVE_H
+
+/* From now on lock.c's blocking acquire, release, extend, status and
+ * inspect calls run on the machine (not yet the default: the tests ask
+ * for it). */
+void redislockp_drive_install(void);
+
+#endif /* REDISLOCK_DRIVE_H */

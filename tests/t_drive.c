@@ -1,0 +1,199 @@
+/*
+ * t_drive.c - the blocking calls run on the event loop's machine, driven
+ * by poll() (src/drive.c; issue 31, step 7 - not yet the library's
+ * default, so this test installs the driver itself): acquire, re-entry,
+ * another owner refused, extend, the status queries, inspect and release
+ * give what the executor gives; sequential calls keep one machine and
+ * its one connection; threads each get a machine of their own; a quorum
+ * client runs on it too.  This program links the test build, whose loop
+ * guard aborts on any blocking wait inside the machine's entries: what
+ * blocks is the driver's poll(), never the machine.
+ */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+#include "drive.h"
+
+static redisContext *c;
+static char url[128];
+
+static redislock_client *client(void)
+{
+    redislock_client *cl = NULL;
+    char err[256];
+
+    if (redislock_client_open(url, &cl, err, sizeof err) != REDISLOCK_OK)
+        fail_msg("%s: %s", url, err);
+    return cl;
+}
+
+/* How many connections the server has now (the harness's C included). */
+static long long clients(void)
+{
+    return tu_info_num(c, "connected_clients");
+}
+
+/* One handle through every blocking call, another owner beside it. */
+static void exercise(redislock_client *cl, const char *key)
+{
+    redislock *a = redislock_new_from_client(cl, key);
+    redislock *b = redislock_new_from_client(cl, key);
+    char owner[64];
+    redislock_kind kind;
+    long long ttl;
+    bool ok, held;
+    int holds;
+
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_int_equal(redislock_set_expire(a, 30), REDISLOCK_OK);
+    assert_int_equal(redislock_acquire(a, &ok), REDISLOCK_OK);
+    assert_true(ok);
+    assert_int_equal(redislock_acquire(b, &ok), REDISLOCK_OK);
+    assert_false(ok);                       /* another owner: refused */
+    assert_int_equal(redislock_acquire(a, &ok), REDISLOCK_OK);
+    assert_true(ok);                        /* re-entry */
+    assert_int_equal(redislock_held(a, &held), REDISLOCK_OK);
+    assert_true(held);
+    assert_int_equal(redislock_held(b, &held), REDISLOCK_OK);
+    assert_false(held);
+    assert_int_equal(redislock_ttl(a, &ttl), REDISLOCK_OK);
+    if (ttl <= 0 || ttl > 30500)
+        fail_msg("ttl %lld ms, not within the 30.5 s lease", ttl);
+    assert_int_equal(redislock_inspect(b, &kind, owner, sizeof owner, &ttl,
+                                       &holds), REDISLOCK_OK);
+    assert_int_equal(kind, REDISLOCK_KIND_GOZERO);
+    assert_string_equal(owner, redislock_id(a));
+    assert_int_equal(redislock_extend(a, &ok), REDISLOCK_OK);
+    assert_true(ok);
+    assert_int_equal(redislock_extend(b, &ok), REDISLOCK_OK);
+    assert_false(ok);                       /* not its lock */
+    assert_int_equal(redislock_release(b, &ok), REDISLOCK_OK);
+    assert_false(ok);
+    assert_int_equal(redislock_release(a, &ok), REDISLOCK_OK);
+    assert_true(ok);
+    assert_int_equal(redislock_acquire(b, &ok), REDISLOCK_OK);
+    assert_true(ok);                        /* free again */
+    assert_int_equal(redislock_release(b, &ok), REDISLOCK_OK);
+    assert_true(ok);
+    assert_int_equal(redislock_hold_count(a, &holds), REDISLOCK_OK);
+    assert_int_equal(holds, 0);
+    redislock_free(a);
+    redislock_free(b);
+}
+
+static void test_calls_on_the_machine(void **state)
+{
+    redislock_client *cl = client();
+    long long before = clients();
+    char key[64];
+    int i;
+
+    (void)state;
+    tu_key(key, sizeof key, "drive");
+    for (i = 0; i < 3; i++)
+        exercise(cl, key);
+    /* One call at a time: one machine, one connection, kept. */
+    assert_int_equal(clients(), before + 1);
+    redislock_client_free(cl);
+    TU_WAIT_UNTIL(clients() == before, 10000,
+                  "the machine's connection closed with its client");
+}
+
+/* A call whose server is gone fails, as the executor's does, and the
+ * next one after the server is back succeeds on the same client. */
+static void test_a_refused_connection_fails_the_call(void **state)
+{
+    redislock_client *cl = NULL;
+    redislock *l;
+    char dead[128];
+    bool ok = true;
+
+    (void)state;
+    snprintf(dead, sizeof dead, "redis://127.0.0.1:1");
+    assert_int_equal(redislock_client_open(dead, &cl, NULL, 0), REDISLOCK_OK);
+    l = redislock_new_from_client(cl, "drive:dead");
+    assert_non_null(l);
+    assert_int_equal(redislock_acquire(l, &ok), REDISLOCK_ERR_IO);
+    assert_false(ok);
+    assert_non_null(strstr(redislock_last_error(l), "127.0.0.1"));
+    redislock_free(l);
+    redislock_client_free(cl);
+}
+
+struct worker {
+    redislock_client *cl;
+    char key[64];
+    int rounds, got;
+};
+
+static void *work(void *arg)
+{
+    struct worker *w = arg;
+    redislock *l = redislock_new_from_client(w->cl, w->key);
+    int i;
+
+    for (i = 0; l != NULL && i < w->rounds; i++) {
+        bool ok = false;
+
+        if (redislock_acquire(l, &ok) == REDISLOCK_OK && ok &&
+            redislock_release(l, &ok) == REDISLOCK_OK && ok)
+            w->got++;
+    }
+    redislock_free(l);
+    return NULL;
+}
+
+/* Threads on one client: each call has a machine to itself. */
+static void test_threads_share_the_client(void **state)
+{
+    redislock_client *cl = client();
+    struct worker w[4];
+    pthread_t t[4];
+    int i;
+
+    (void)state;
+    for (i = 0; i < 4; i++) {
+        w[i].cl = cl;
+        w[i].rounds = 50;
+        w[i].got = 0;
+        tu_key(w[i].key, sizeof w[i].key, "drive-thread");
+        assert_int_equal(pthread_create(&t[i], NULL, work, &w[i]), 0);
+    }
+    for (i = 0; i < 4; i++) {
+        assert_int_equal(pthread_join(t[i], NULL), 0);
+        assert_int_equal(w[i].got, 50);     /* keys of their own */
+    }
+    redislock_client_free(cl);
+}
+
+static void test_quorum_on_the_machine(void **state)
+{
+    redislock_client *cl = tu_db_quorum(1);
+    char key[64];
+
+    (void)state;
+    tu_key(key, sizeof key, "drive-quorum");
+    exercise(cl, key);
+    redislock_client_free(cl);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_calls_on_the_machine),
+        cmocka_unit_test(test_a_refused_connection_fails_the_call),
+        cmocka_unit_test(test_threads_share_the_client),
+        cmocka_unit_test(test_quorum_on_the_machine),
+    };
+
+    redislockp_drive_install();
+    snprintf(url, sizeof url, "redis://127.0.0.1:%s",
+             getenv("REDISLOCK_TEST_PORT"));
+    return TU_RUN_CONNECTED(tests, &c);
+}
