@@ -383,8 +383,7 @@ void redislockp_aconn_tick(redislockp_aconn *a)
         }
         redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_COMMAND,
                            REDISLOCK_CAUSE_TIMEOUT, NULL);
-        fail_all(a, REDISLOCK_ERR_IO, "no reply in time (a request's "
-                 "deadline passed with its replies outstanding)");
+        fail_all(a, REDISLOCK_ERR_IO, REDISLOCKP_TIMEOUT_TEXT);
         return;
     }
 }

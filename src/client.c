@@ -137,8 +137,8 @@ void redislock_client_free(redislock_client *cl)
      * and the condition variable are copies of the parent's, possibly
      * held or waited on at fork time: destroying them could block for
      * ever.  The child only frees the memory. */
-    if (cl->drives_free != NULL)
-        cl->drives_free(cl);
+    if (cl->drives_trim != NULL)
+        cl->drives_trim(cl, 0);
     redislockp_metrics_release(cl->metrics, redislockp_client_forked(cl));
     if (!redislockp_client_forked(cl)) {
         redislockp_watchdog_shutdown(cl);
@@ -175,6 +175,10 @@ int redislock_client_set_pool_size(redislock_client *cl, int n)
                redislockp_pool_hand(&cl->nodes[i], NULL))
             cl->nodes[i].open++;
     pthread_mutex_unlock(&cl->mu);
+    /* The blocking calls' machines too (drive.c): fewer at once, or
+     * room for a waiting call. */
+    if (cl->drives_trim != NULL)
+        cl->drives_trim(cl, (size_t)n);
     for (i = 0; i < cl->nsubs; i++)
         (void)redislock_client_set_pool_size(cl->subs[i], n);
     return REDISLOCK_OK;

@@ -182,10 +182,14 @@ struct redislock_client {
      * START 1 (re)schedules LOCK's renewal from its renew_* fields, 0
      * stops it; watchdog.c calls it instead of using its thread. */
     void (*loop_renew)(redislock *lock, int start);
-    /* The blocking calls' machines (drive.c), idle, under mu; and how
-     * they are freed with the client. */
+    /* The blocking calls' machines (drive.c), under mu: the idle ones,
+     * how many there are in all (at most the pool size), the calls
+     * waiting for one; and how the idle ones beyond KEEP are freed (the
+     * pool shrank, or the client goes: KEEP 0). */
     struct drive *drives;
-    void (*drives_free)(redislock_client *cl);
+    size_t drives_made;
+    struct drive_waiter *drive_waiters;
+    void (*drives_trim)(redislock_client *cl, size_t keep);
     /* What its handles did (metrics.h): atomics and a leaf lock of its
      * own, taken under mu or wd_mu alike. */
     redislockp_metrics *metrics;

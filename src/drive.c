@@ -21,6 +21,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <string.h>
+#include <time.h>
 
 #include "alloc.h"
 #include "async.h"
@@ -34,7 +35,16 @@ typedef struct drive {
     struct pollfd *pfd;
     size_t n, cap;
     long long timer_at;         /* monotonic ms; -1: none */
+    long long idle_at;          /* given back then (monotonic ms) */
 } drive;
+
+/* A call waiting for a machine (all POOL_SIZE in use), in turn. */
+typedef struct drive_waiter {
+    struct drive_waiter *next;
+    pthread_cond_t cond;
+    drive *d;                   /* handed over; or */
+    int room;                   /* room to make one, counted */
+} drive_waiter;
 
 /* The machine's redislock_loop. */
 static int d_watch(void *data, int fd, int events, void **fd_data)
@@ -90,32 +100,86 @@ static void d_free(drive *d)
     redislockp_free(d);
 }
 
-/* The client's hook (client.c, redislock_client_free()). */
-static void drives_free(redislock_client *cl)
+static int pump(drive *d, int wait);
+
+/* The client's hook (client.c): the idle machines beyond KEEP go (KEEP
+ * 0: the client is freed); room made by a larger pool goes to the calls
+ * waiting, in turn. */
+static void drives_trim(redislock_client *cl, size_t keep)
 {
-    while (cl->drives != NULL) {
+    drive *gone = NULL;
+
+    pthread_mutex_lock(&cl->mu);
+    while (cl->drives != NULL && (keep == 0 || cl->drives_made > keep)) {
         drive *d = cl->drives;
 
         cl->drives = d->next;
+        cl->drives_made--;
+        d->next = gone;
+        gone = d;
+    }
+    while (cl->drive_waiters != NULL && cl->drives_made < keep) {
+        drive_waiter *w = cl->drive_waiters;
+
+        cl->drive_waiters = w->next;
+        w->room = 1;
+        cl->drives_made++;
+        pthread_cond_signal(&w->cond);
+    }
+    pthread_mutex_unlock(&cl->mu);
+    while (gone != NULL) {
+        drive *d = gone;
+
+        gone = d->next;
         d_free(d);
     }
 }
 
-/* An idle machine of CL's, or a new one (NULL: out of memory). */
-static drive *borrow(redislock_client *cl)
+/* Wait for a machine under CL's mu (released meanwhile) until DEADLINE:
+ * 1 with W handed one (W->d) or room (W->room), 0 timed out. */
+static int wait_turn(redislock_client *cl, long long deadline,
+                     drive_waiter *w)
+{
+    pthread_condattr_t attr;
+    drive_waiter **p;
+    int made;
+
+    memset(w, 0, sizeof *w);
+    if (pthread_condattr_init(&attr) != 0)
+        return 0;                       /* LCOV_EXCL_LINE */
+    made = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0 &&
+           pthread_cond_init(&w->cond, &attr) == 0;
+    pthread_condattr_destroy(&attr);
+    if (!made)
+        return 0;                       /* LCOV_EXCL_LINE */
+    for (p = &cl->drive_waiters; *p != NULL; p = &(*p)->next)
+        ;
+    *p = w;
+    while (w->d == NULL && !w->room) {
+        long long left = deadline - redislockp_now_ms();
+        struct timespec until;
+
+        if (left <= 0)
+            break;
+        until = redislockp_monotonic_in(left);
+        redislockp_may_block("a wait for a pooled connection");
+        (void)pthread_cond_timedwait(&w->cond, &cl->mu, &until);
+    }
+    if (w->d == NULL && !w->room)
+        for (p = &cl->drive_waiters; *p != NULL; p = &(*p)->next)
+            if (*p == w) {
+                *p = w->next;
+                break;
+            }
+    pthread_cond_destroy(&w->cond);
+    return w->d != NULL || w->room;
+}
+
+static drive *make(redislock_client *cl)
 {
     static const redislock_loop fns = { d_watch, d_timer, NULL };
-    drive *d;
+    drive *d = redislockp_calloc(1, sizeof *d);
 
-    pthread_mutex_lock(&cl->mu);
-    d = cl->drives;
-    if (d != NULL)
-        cl->drives = d->next;
-    cl->drives_free = drives_free;
-    pthread_mutex_unlock(&cl->mu);
-    if (d != NULL)
-        return d;
-    d = redislockp_calloc(1, sizeof *d);
     if (d == NULL)
         return NULL;
     d->timer_at = -1;
@@ -127,12 +191,86 @@ static drive *borrow(redislock_client *cl)
     return d;
 }
 
+/* A machine for LOCK's call: an idle one of its client's, a new one
+ * (at most the pool size in all), or one given back within the command
+ * timeout - the pool's rules (pool.c), for machines.  NULL: failed, the
+ * handle's error says why (*ST). */
+static drive *borrow(redislock *lock, int *st)
+{
+    redislock_client *cl = lock->client;
+    long long wait = redislockp_client_url(cl).command_ms;
+    drive_waiter w;
+    drive *d = NULL;
+    int room = 0;
+
+    if (redislockp_client_forked(cl)) {
+        *st = redislockp_fail(lock, REDISLOCK_ERR_FORKED,
+                              "client created in another process: create "
+                              "a new one after fork()");
+        return NULL;
+    }
+    pthread_mutex_lock(&cl->mu);
+    cl->drives_trim = drives_trim;
+    if (cl->drives != NULL) {
+        d = cl->drives;
+        cl->drives = d->next;
+    } else if (cl->drives_made < (size_t)cl->url.pool_size) {
+        cl->drives_made++;
+        room = 1;
+    } else if (wait_turn(cl, redislockp_now_ms() + wait, &w)) {
+        d = w.d;
+        room = w.room;
+    } else {
+        pthread_mutex_unlock(&cl->mu);
+        redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_COMMAND,
+                           REDISLOCK_CAUSE_POOL_BUSY, NULL);
+        *st = redislockp_fail(lock, REDISLOCK_ERR_IO, "all %lld "
+                              "connections to the server are in use "
+                              "(pool_size), and none came back within "
+                              "%lld ms", cl->url.pool_size, wait);
+        return NULL;
+    }
+    pthread_mutex_unlock(&cl->mu);
+    if (room) {
+        d = make(cl);
+        if (d == NULL) {
+            pthread_mutex_lock(&cl->mu);
+            cl->drives_made--;
+            pthread_mutex_unlock(&cl->mu);
+            *st = redislockp_fail(lock, REDISLOCK_ERR_NOMEM,
+                                  "out of memory starting an operation");
+        }
+        return d;
+    }
+    /* Idle a while: what the servers did meanwhile (closed a connection:
+     * a failover, an idle timeout) is seen before a request goes out on
+     * it, which then goes on a new connection - as the pool probes. */
+    if (redislockp_now_ms() - d->idle_at >= REDISLOCKP_IDLE_PROBE_MS)
+        (void)pump(d, 0);
+    return d;
+}
+
 static void give_back(redislock_client *cl, drive *d)
 {
+    drive *gone = NULL;
+
+    d->idle_at = redislockp_now_ms();
     pthread_mutex_lock(&cl->mu);
-    d->next = cl->drives;
-    cl->drives = d;
+    if (cl->drives_made > (size_t)cl->url.pool_size) {
+        cl->drives_made--;              /* the pool shrank meanwhile */
+        gone = d;
+    } else if (cl->drive_waiters != NULL) {
+        drive_waiter *w = cl->drive_waiters;
+
+        cl->drive_waiters = w->next;
+        w->d = d;
+        pthread_cond_signal(&w->cond);
+    } else {
+        d->next = cl->drives;
+        cl->drives = d;
+    }
     pthread_mutex_unlock(&cl->mu);
+    d_free(gone);
 }
 
 typedef struct ending {
@@ -147,24 +285,28 @@ static void ended(redislock *lock, int status, bool ok, void *arg)
     ((ending *)arg)->done = 1;
 }
 
-/* One round: wait for D's descriptors or its timer, then feed the
- * machine what happened.  -1: nothing to wait for (a machine that can
- * make no progress: a bug). */
-static int pump(drive *d)
+/* One round: wait (WAIT 0: look) for D's descriptors or its timer, then
+ * feed the machine what happened.  -1: nothing to wait for (a machine
+ * that can make no progress: a bug). */
+static int pump(drive *d, int wait)
 {
     struct pollfd ready[16];
     long long now = redislockp_now_ms();
     int timeout, n, i, k = 0;
 
-    if (d->n == 0 && d->timer_at < 0)
+    if (wait && d->n == 0 && d->timer_at < 0)
         return -1;
-    if (d->timer_at < 0)
+    if (!wait)
+        timeout = 0;
+    else if (d->timer_at < 0)
         timeout = -1;
     else
         timeout = d->timer_at <= now ? 0
                   : d->timer_at - now > 2147483647LL ? 2147483647
                                                        : (int)(d->timer_at -
                                                                now);
+    if (timeout != 0)
+        redislockp_may_block("poll() for a blocking call's replies");
     n = poll(d->pfd, (nfds_t)d->n, timeout);
     if (n < 0 && errno != EINTR)
         return -1;
@@ -200,10 +342,9 @@ static int drive_op(redislockp_op *op)
     drive *d;
     int st;
 
-    d = borrow(cl);
+    d = borrow(lock, &st);
     if (d == NULL)
-        return redislockp_fail(lock, REDISLOCK_ERR_NOMEM,
-                               "out of memory starting an operation");
+        return st;
     /* The machine's entries never block (the test build checks it):
      * only this driver's poll() does. */
     redislockp_loop_enter();
@@ -214,8 +355,11 @@ static int drive_op(redislockp_op *op)
         return st;
     }
     while (!e.done)
-        if (pump(d) != 0) {
+        if (pump(d, 1) != 0) {
             /* Nothing can end it: never a machine in that state again. */
+            pthread_mutex_lock(&cl->mu);
+            cl->drives_made--;
+            pthread_mutex_unlock(&cl->mu);
             d_free(d);
             return redislockp_fail(lock, REDISLOCK_ERR_IO,
                                    "internal: the operation's machine has "

@@ -318,11 +318,6 @@ oom:
  * Errors
  */
 
-/* A read or write that timed out; the outcome of what was sent is
- * unknown. */
-#define TIMEOUT_TEXT "timeout: Redis did not answer in time (a client's " \
-    "URL sets the command timeout with ?timeout=MS; a borrowed context, " \
-    "redisSetTimeout())"
 
 int redislockp_tx_error(const redisContext *c, int err_no, char *errmsg)
 {
@@ -339,7 +334,7 @@ int redislockp_tx_error(const redisContext *c, int err_no, char *errmsg)
     case REDIS_ERR_TIMEOUT:
         redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_COMMAND,
                            REDISLOCK_CAUSE_TIMEOUT, what);
-        return redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO, TIMEOUT_TEXT);
+        return redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO, REDISLOCKP_TIMEOUT_TEXT);
 #endif
     case REDIS_ERR_IO:
         /* hiredis 0.14 reports a read/write timeout as an I/O error whose
@@ -347,7 +342,7 @@ int redislockp_tx_error(const redisContext *c, int err_no, char *errmsg)
         if (err_no == EAGAIN || err_no == EWOULDBLOCK) {
             redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_COMMAND,
                                REDISLOCK_CAUSE_TIMEOUT, what);
-            return redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO, TIMEOUT_TEXT);
+            return redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO, REDISLOCKP_TIMEOUT_TEXT);
         }
         redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_COMMAND,
                            REDISLOCK_CAUSE_IO, what);

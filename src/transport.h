@@ -43,6 +43,13 @@
 /* Room for the last error message, NUL included; longer ones are cut. */
 #define REDISLOCKP_ERRMSG_SIZE 512
 
+/* A request that timed out (a blocking read's, or a request's deadline
+ * on a loop's connection); the outcome of what was sent is unknown.  The
+ * one wording for both. */
+#define REDISLOCKP_TIMEOUT_TEXT "timeout: Redis did not answer in time " \
+    "(a client's URL sets the command timeout with ?timeout=MS; a " \
+    "borrowed context, redisSetTimeout())"
+
 /* A command buffer kept on the stack; bigger commands (EVAL with a
  * script's body, long keys) move to the heap. */
 #define REDISLOCKP_CMD_INLINE 768

@@ -4,8 +4,9 @@
  * default, so this test installs the driver itself): acquire, re-entry,
  * another owner refused, extend, the status queries, inspect and release
  * give what the executor gives; sequential calls keep one machine and
- * its one connection; threads each get a machine of their own; a quorum
- * client runs on it too.  This program links the test build, whose loop
+ * its one connection; threads each get a machine of their own, at most
+ * the pool size of them, a call waiting for one as for a pooled
+ * connection; a quorum client runs on it too.  This program links the test build, whose loop
  * guard aborts on any blocking wait inside the machine's entries: what
  * blocks is the driver's poll(), never the machine.
  */
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "faultproxy.h"
 #include "testutil.h"
 #include "drive.h"
 
@@ -172,6 +174,82 @@ static void test_threads_share_the_client(void **state)
     redislock_client_free(cl);
 }
 
+struct held {
+    redislock *lock;
+    int status;
+    bool ok;
+    pthread_t tid;
+};
+
+static void *held_acquire(void *arg)
+{
+    struct held *h = arg;
+
+    h->status = redislock_acquire(h->lock, &h->ok);
+    return NULL;
+}
+
+/* pool_size=1: one machine.  While a call's request is held in a proxy,
+ * another call waits for the machine no longer than the command timeout
+ * and fails saying so, opening nothing; once the first call is over the
+ * machine serves the next one on its one connection. */
+static void test_pool_size_bounds_the_machines(void **state)
+{
+    const char *port = getenv("REDISLOCK_TEST_PORT");
+    fp_proxy *p = fp_start("127.0.0.1", atoi(port));
+    redislock_client *cl;
+    redislock *lock;
+    struct held h;
+    char purl[200], key[64];
+    long long t0;
+    bool ok = true;
+
+    (void)state;
+    assert_non_null(p);
+    snprintf(purl, sizeof purl, "redis://127.0.0.1:%d?pool_size=1&"
+             "timeout=30000", fp_port(p));
+    cl = redislock_client_new(purl);
+    assert_non_null(cl);
+    tu_key(key, sizeof key, "drive-pool");
+    lock = redislock_new_from_client(cl, key);
+    assert_non_null(lock);
+    assert_true(tu_acquire(lock));          /* the machine, connected */
+    assert_true(tu_release(lock));
+    assert_int_equal(fp_connections(p), 1);
+    fp_hold(p);
+    tu_key(key, sizeof key, "drive-pool-held");
+    h.lock = redislock_new_from_client(cl, key);
+    assert_non_null(h.lock);
+    h.status = -99;
+    assert_int_equal(pthread_create(&h.tid, NULL, held_acquire, &h), 0);
+    TU_WAIT_UNTIL(fp_held_bytes(p) > 0, 10000,
+                  "the first call's request held in the proxy");
+    assert_int_equal(redislock_client_set_timeouts(cl, 1000, 200),
+                     REDISLOCK_OK);
+    t0 = tu_now_ms();
+    assert_int_equal(redislock_acquire(lock, &ok), REDISLOCK_ERR_IO);
+    assert_false(ok);
+    if (strstr(redislock_last_error(lock), "all 1 connections to the server "
+               "are in use (pool_size), and none came back within 200 ms") ==
+        NULL)
+        fail_msg("last error: %s", redislock_last_error(lock));
+    if (tu_now_ms() - t0 < 198)
+        fail_msg("gave up after %lld ms, before the command timeout",
+                 tu_now_ms() - t0);
+    fp_release(p);
+    assert_int_equal(pthread_join(h.tid, NULL), 0);
+    assert_int_equal(h.status, REDISLOCK_OK);
+    assert_true(h.ok);
+    assert_true(tu_release(h.lock));
+    assert_true(tu_acquire(lock));          /* the machine came back */
+    assert_true(tu_release(lock));
+    assert_int_equal(fp_connections(p), 1);
+    redislock_free(h.lock);
+    redislock_free(lock);
+    redislock_client_free(cl);
+    fp_stop(p);
+}
+
 static void test_quorum_on_the_machine(void **state)
 {
     redislock_client *cl = tu_db_quorum(1);
@@ -189,6 +267,7 @@ int main(void)
         cmocka_unit_test(test_calls_on_the_machine),
         cmocka_unit_test(test_a_refused_connection_fails_the_call),
         cmocka_unit_test(test_threads_share_the_client),
+        cmocka_unit_test(test_pool_size_bounds_the_machines),
         cmocka_unit_test(test_quorum_on_the_machine),
     };
 
