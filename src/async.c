@@ -744,9 +744,8 @@ static void on_reply(void *arg, int status, redislockp_val **replies, int n,
  * come to on_reply()), or the failure in O's leg. */
 static int send_cmd(redislockp_aop *o, const redislockp_cmd *cmd)
 {
-    redislockp_url u = redislockp_client_url(o->cl);
-    long long timeout = u.command_ms;
     lconn *c = conn_get(o->ls, o->node);
+    long long timeout;
     int st;
 
     if (c == NULL) {
@@ -755,7 +754,11 @@ static int send_cmd(redislockp_aop *o, const redislockp_cmd *cmd)
                                               "out of memory opening a "
                                               "connection");
     }
-    /* A reply slow on purpose (an acknowledgement's) may take longer. */
+    /* The connection's command timeout (the client's when it was made:
+     * redislock_client_set_timeouts() is for connections made from now
+     * on, as the pool's); a reply slow on purpose (an acknowledgement's)
+     * may take longer. */
+    timeout = c->url.command_ms;
     if (o->run.reply_ms > timeout)
         timeout = o->run.reply_ms;
     st = redislockp_aconn_send(&c->a, cmd, timeout, on_reply, o, o->leg.msg);
@@ -1379,7 +1382,7 @@ static void conv_next(redislockp_aop *o)
     st = redislockp_plain_resume(rec, o->cl, o->node, o->fw.asking, tr, &reply,
                                  tr != NULL ? &trr : NULL, &sent, leg->msg);
     if (st == REDISLOCKP_PLAIN_PENDING) {
-        long long timeout = redislockp_client_url(o->cl).command_ms;
+        long long timeout;
 
         if (o->cc == NULL && (o->cc = conv_take(o, &nomem)) == NULL) {
             if (!nomem) {
@@ -1389,8 +1392,10 @@ static void conv_next(redislockp_aop *o)
             st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_NOMEM,
                                     "out of memory opening a connection");
         } else {
-            /* A reply slow on purpose (an acknowledgement's) may take
+            /* The connection's command timeout (as send_cmd()'s); a
+             * reply slow on purpose (an acknowledgement's) may take
              * longer. */
+            timeout = o->cc->c.url.command_ms;
             if (o->run.reply_ms > timeout)
                 timeout = o->run.reply_ms;
             st = redislockp_aconn_send(&o->cc->c.a, &rec->cmd, timeout,
@@ -1667,17 +1672,17 @@ static int qsend(redislockp_aop *o, size_t i, const redislockp_cmd *cmd)
 {
     qstate *q = o->q;
     redislockp_leg *leg = &q->legs[i];
-    redislockp_url u = redislockp_client_url(o->cl->subs[i]);
-    long long timeout = u.command_ms;
     lconn *c = conn_get(o->ls, i);
+    long long timeout;
     int st;
 
     if (c == NULL) {
         st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_NOMEM,
                                 "out of memory opening a connection");
     } else {
-        /* A reply slow on purpose (an acknowledgement's) may take
-         * longer than the command timeout. */
+        /* The connection's command timeout (as send_cmd()'s); a reply
+         * slow on purpose (an acknowledgement's) may take longer. */
+        timeout = c->url.command_ms;
         if (q->qr.f.wait_ms > timeout)
             timeout = q->qr.f.wait_ms;
         st = redislockp_aconn_send(&c->a, cmd, timeout, on_qreply,
