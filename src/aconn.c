@@ -388,6 +388,16 @@ void redislockp_aconn_tick(redislockp_aconn *a)
     }
 }
 
+long long redislockp_aconn_read_due(const redislockp_aconn *a)
+{
+    const redislockp_areq *r = a->head;
+
+    return a->state == REDISLOCKP_ACONN_READY && r != NULL &&
+                   r->started && r->buf == NULL
+               ? r->deadline
+               : 0;
+}
+
 int redislockp_aconn_fd(const redislockp_aconn *a)
 {
     if (a->state == REDISLOCKP_ACONN_DIALING)

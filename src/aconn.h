@@ -83,6 +83,10 @@ typedef struct redislockp_aconn {
     char errmsg[REDISLOCKP_ERRMSG_SIZE];
 } redislockp_aconn;
 
+/* The deadline of A's oldest request if it was wholly written and its
+ * replies are awaited (a read is what comes next); else 0. */
+long long redislockp_aconn_read_due(const redislockp_aconn *a);
+
 /* Start connecting A to U (the dial's non-blocking form; U's strings are
  * borrowed until it is up: a client's URL). */
 void redislockp_aconn_open(redislockp_aconn *a, const redislockp_url *u);

@@ -48,6 +48,8 @@ typedef struct lconn {
     redislock_client *bo_cl;    /* whose node's backoff it keeps (NULL:
                                  * none); a quorum member's own */
     size_t bo_node;
+    int blocking;               /* its socket blocks, with the command
+                                 * timeout (a driver's machine) */
 } lconn;
 
 /* The connections: one per node of the client (conns[node]), for a
@@ -170,6 +172,9 @@ struct redislockp_loop_state {
                                  * handle is freed in it) */
     int free_asked;             /* the client was freed inside one */
     int closing;                /* being freed: nothing starts */
+    int block_reads;            /* a blocking call's driver: the node
+                                 * connections' sockets block on reads
+                                 * (redislockp_machine_read_due()) */
 };
 
 /* A quorum client's operation: its run on every master (see "A quorum
@@ -411,12 +416,20 @@ static void conn_closing(void *arg, int fd)
     unwatch(c->ls, c);
 }
 
-/* C's dial has ended: its node's backoff goes on, or ends (client.h). */
+/* C's dial has ended: its node's backoff goes on, or ends (client.h).
+ * On a driver's machine that reads blocking, a plain socket now blocks,
+ * with the connection's command timeout: the driver reads a single
+ * reply without a poll() first. */
 static void conn_dialed(void *arg, int status, const char *errmsg)
 {
     lconn *c = arg;
 
     redislockp_node_connected(c->bo_cl, c->bo_node, status, errmsg);
+    c->blocking = 0;
+    if (status == REDISLOCK_OK && c->ls != NULL && c->ls->block_reads &&
+        !c->url.tls)
+        c->blocking = redislockp_socket_blocking(
+                          redislockp_aconn_fd(&c->a), c->url.command_ms) == 0;
 }
 
 /* Open C (again) to its URL if it is not up - unless its node backs off
@@ -3339,6 +3352,25 @@ void redislockp_machine_free(redislockp_loop_state *ls)
     redislockp_free(ls->heap);
     redislockp_free(ls->conns);
     redislockp_free(ls);
+}
+
+void redislockp_machine_block_reads(redislockp_loop_state *ls)
+{
+    ls->block_reads = 1;
+}
+
+long long redislockp_machine_read_due(const redislockp_loop_state *ls,
+                                      int fd)
+{
+    size_t i;
+
+    for (i = 0; i < ls->nconns; i++) {
+        const lconn *c = ls->conns[i];
+
+        if (c != NULL && c->open && c->fd == fd)
+            return c->blocking ? redislockp_aconn_read_due(&c->a) : 0;
+    }
+    return 0;
 }
 
 int redislockp_machine_start(redislockp_loop_state *ls, redislockp_op *op,

@@ -42,6 +42,15 @@ redislockp_loop_state *redislockp_machine_new(redislock_client *cl,
 void redislockp_machine_free(redislockp_loop_state *ls);
 int redislockp_machine_on_fd(redislockp_loop_state *ls, int fd, int events);
 int redislockp_machine_on_timer(redislockp_loop_state *ls);
+/* The driver reads blocking (drive.c): from now on LS's plain node
+ * connections, once up, have sockets that block on reads, with their
+ * command timeout; redislockp_machine_read_due(LS, FD) is then the
+ * deadline of the written request whose reply FD's connection awaits
+ * (0: none, or FD does not block): a read on FD, without a poll(), is
+ * the next thing to do. */
+void redislockp_machine_block_reads(redislockp_loop_state *ls);
+long long redislockp_machine_read_due(const redislockp_loop_state *ls,
+                                      int fd);
 int redislockp_machine_start(redislockp_loop_state *ls,
                              struct redislockp_op *op, redislock_done_fn fn,
                              void *arg);

@@ -534,6 +534,13 @@ int redislockp_dial_fd(const redislockp_dial *d);
 /* The stage (REDISLOCK_STAGE_*) D is at: for a failure met there. */
 int redislockp_dial_stage(const redislockp_dial *d);
 redisContext *redislockp_dial_take(redislockp_dial *d);
+
+/* A loop's connection made to block (a driver of the blocking calls
+ * reads from it without a poll first, drive.c): FD's reads and writes
+ * block, each at most TIMEOUT_MS; then a read that times out reads
+ * nothing (hiredis's context stays a non-blocking one: EAGAIN is "more
+ * to come").  0, or -1 (left non-blocking). */
+int redislockp_socket_blocking(int fd, long long timeout_ms);
 void redislockp_dial_abort(redislockp_dial *d);
 redisContext *redislockp_connect(const redislockp_url *u, char *errmsg,
                                  int *status);

@@ -255,6 +255,22 @@ static void dial_write_setup(redislockp_dial *d, char *errmsg)
     d->events = POLLOUT;
 }
 
+int redislockp_socket_blocking(int fd, long long timeout_ms)
+{
+    struct timeval tv = redislockp_timeval_ms(timeout_ms);
+    int flags = fcntl(fd, F_GETFL);
+
+    if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0 ||
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0 ||
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) != 0) {
+        /* Non-blocking as it was: the driver polls it, as a loop does. */
+        if (flags >= 0)
+            (void)fcntl(fd, F_SETFL, flags);
+        return -1;
+    }
+    return 0;
+}
+
 /* D is done.  A connection for the library's threads becomes a blocking
  * one like all of them (its reads bounded by the command timeout); an
  * event loop's stays non-blocking. */
