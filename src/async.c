@@ -203,10 +203,11 @@ struct redislockp_aop {
     redislock *lock;            /* NULL once its handle was freed */
     redislockp_op *op;          /* its steps (OP_OWN) */
     redislockp_op op_own;
-    redislockp_op *op_out;      /* a driven call's: its op, given the
-                                 * outcome with the callback (the
-                                 * operation may outlive the call: a
-                                 * quorum's straggler replies) */
+    int driven;                 /* a blocking call's (a driver's) */
+    redislockp_op *op_out;      /* ...its op, given the outcome with the
+                                 * callback (the operation may outlive
+                                 * the call: a quorum's straggler
+                                 * replies) */
     redislockp_run run;
     redislockp_leg leg;
     redislockp_res res;
@@ -735,10 +736,11 @@ static void deliver(redislockp_loop_state *ls)
                 lock->aop = NULL;
             if (o->status == REDISLOCK_OK)
                 query_results(o);
-            if (o->op_out != NULL) {
+            if (o->driven) {
                 /* The blocking call returns with it: nothing of the
                  * operation may touch its op or its handle after. */
-                *o->op_out = *o->op;
+                if (o->op_out != NULL)
+                    *o->op_out = *o->op;
                 o->op_out = NULL;
                 o->lock = NULL;
             }
@@ -3167,11 +3169,12 @@ int redislock_inspect_async(redislock *lock, redislock_kind *kind,
     return st;
 }
 
+static void wait_start(redislockp_aop *o, long long timeout_ms);
+
 static int acquire_wait_async(redislock *lock, long long timeout_ms,
                                  redislock_done_fn fn, void *arg)
 {
     redislockp_aop *o;
-    long long now;
     int st;
 
     st = redislockp_begin_call(lock, fn != NULL ? (const void *)&fn : NULL,
@@ -3185,6 +3188,17 @@ static int acquire_wait_async(redislock *lock, long long timeout_ms,
     o = aop_new(NULL, lock, fn, arg, &st);
     if (o == NULL)
         return st;
+    wait_start(o, timeout_ms);
+    sync_loop(o->ls);
+    return REDISLOCK_OK;
+}
+
+/* O, new, waits for its handle's lock for TIMEOUT_MS. */
+static void wait_start(redislockp_aop *o, long long timeout_ms)
+{
+    redislock *lock = o->lock;
+    long long now;
+
     now = redislockp_now_ms();
     o->wait = 1;
     o->first = 1;
@@ -3198,8 +3212,6 @@ static int acquire_wait_async(redislock *lock, long long timeout_ms,
     } else {
         wait_try(o);
     }
-    sync_loop(o->ls);
-    return REDISLOCK_OK;
 }
 
 int redislock_acquire_wait_async(redislock *lock, long long timeout_ms,
@@ -3390,6 +3402,7 @@ int redislockp_machine_start(redislockp_loop_state *ls, redislockp_op *op,
     o->op_own = *op;                    /* (just begun: no pointer into
                                          * itself yet) */
     o->op_out = op;
+    o->driven = 1;
     ls->depth++;
     step(o);
     /* Its first request goes out now on a connection that is up (a
@@ -3403,6 +3416,24 @@ int redislockp_machine_start(redislockp_loop_state *ls, redislockp_op *op,
             (redislockp_aconn_events(&c->a) & POLLOUT))
             redislockp_aconn_io(&c->a, POLLOUT);
     }
+    entry_end(ls);
+    return REDISLOCK_OK;
+}
+
+int redislockp_machine_start_wait(redislockp_loop_state *ls, redislock *lock,
+                                  long long timeout_ms, redislock_done_fn fn,
+                                  void *arg)
+{
+    redislockp_aop *o;
+    int st;
+
+    o = aop_new(ls, lock, fn, arg, &st);
+    if (o == NULL)
+        return st;
+    lock->aop = NULL;                   /* (as redislockp_machine_start) */
+    o->driven = 1;
+    ls->depth++;
+    wait_start(o, timeout_ms);
     entry_end(ls);
     return REDISLOCK_OK;
 }

@@ -54,5 +54,10 @@ long long redislockp_machine_read_due(const redislockp_loop_state *ls,
 int redislockp_machine_start(redislockp_loop_state *ls,
                              struct redislockp_op *op, redislock_done_fn fn,
                              void *arg);
+/* A wait for LOCK on LS, as redislock_acquire_wait_async() (a loss
+ * pending is the caller's to report first). */
+int redislockp_machine_start_wait(redislockp_loop_state *ls, redislock *lock,
+                                  long long timeout_ms, redislock_done_fn fn,
+                                  void *arg);
 
 #endif /* REDISLOCK_ASYNC_H */

@@ -11,8 +11,9 @@
  * keeps a pollfd per descriptor, its timer() one deadline.
  *
  * Not yet the default: redislockp_drive_install() routes lock.c's
- * acquire, release, extend, status and inspect calls here; the waits
- * (wait.c) and the watchdog still run on the executor.
+ * acquire, release, extend, status and inspect calls and wait.c's
+ * redislock_acquire_wait() here; the watchdog, redislock_client_ping()
+ * and the companions' inspect still run on the executor.
  */
 #include "config.h"
 
@@ -275,15 +276,18 @@ static void give_back(redislock_client *cl, drive *d)
 }
 
 typedef struct ending {
-    int done;
+    int done, status;
+    bool ok;
 } ending;
 
 static void ended(redislock *lock, int status, bool ok, void *arg)
 {
+    ending *e = arg;
+
     (void)lock;
-    (void)status;
-    (void)ok;
-    ((ending *)arg)->done = 1;
+    e->done = 1;
+    e->status = status;
+    e->ok = ok;
 }
 
 /* One round: wait (WAIT 0: look) for D's descriptors or its timer, then
@@ -355,11 +359,12 @@ static int pump(drive *d, int wait)
     return 0;
 }
 
-static int drive_op(redislockp_op *op)
+/* Run LOCK's call on a machine of its client's: START (OP, or a wait of
+ * TIMEOUT_MS when OP is NULL) until its end, in E. */
+static int run(redislock *lock, redislockp_op *op, long long timeout_ms,
+               ending *e)
 {
-    redislock *lock = op->lock;
     redislock_client *cl = lock->client;
-    ending e = { 0 };
     drive *d;
     int st;
 
@@ -367,15 +372,18 @@ static int drive_op(redislockp_op *op)
     if (d == NULL)
         return st;
     /* The machine's entries never block (the test build checks it):
-     * only this driver's poll() does. */
+     * only this driver's poll() and reads do. */
     redislockp_loop_enter();
-    st = redislockp_machine_start(d->ls, op, ended, &e);
+    st = op != NULL
+             ? redislockp_machine_start(d->ls, op, ended, e)
+             : redislockp_machine_start_wait(d->ls, lock, timeout_ms, ended,
+                                             e);
     redislockp_loop_leave();
     if (st != REDISLOCK_OK) {
         give_back(cl, d);
         return st;
     }
-    while (!e.done)
+    while (!e->done)
         if (pump(d, 1) != 0) {
             /* Nothing can end it: never a machine in that state again. */
             pthread_mutex_lock(&cl->mu);
@@ -387,12 +395,30 @@ static int drive_op(redislockp_op *op)
                                    "nothing to wait for");
         }
     give_back(cl, d);
-    return op->result;
+    return e->status;
+}
+
+static int drive_op(redislockp_op *op)
+{
+    ending e = { 0, 0, false };
+    int st = run(op->lock, op, 0, &e);
+
+    return e.done ? op->result : st;
+}
+
+static int drive_wait(redislock *lock, long long timeout_ms, bool *acquired)
+{
+    ending e = { 0, 0, false };
+    int st = run(lock, NULL, timeout_ms, &e);
+
+    *acquired = e.done && st == REDISLOCK_OK && e.ok;
+    return st;
 }
 
 void redislockp_drive_install(void)
 {
     redislockp_op_driver = drive_op;
+    redislockp_wait_driver = drive_wait;
 }
 
 #ifdef REDISLOCKP_DRIVE_ENV

@@ -6,8 +6,8 @@
 #define REDISLOCK_DRIVE_H
 
 /* From now on lock.c's blocking acquire, release, extend, status and
- * inspect calls run on the machine (not yet the default: the tests ask
- * for it). */
+ * inspect calls and redislock_acquire_wait() run on the machine (not yet
+ * the default: the tests ask for it). */
 void redislockp_drive_install(void);
 
 #endif /* REDISLOCK_DRIVE_H */

@@ -141,6 +141,11 @@ int redislockp_op_mutating(const redislockp_op *op);
 /* Where lock.c's blocking calls run their steps: NULL, the executor
  * (exec.c); else this (drive.c's redislockp_drive_install()). */
 extern int (*redislockp_op_driver)(redislockp_op *op);
+/* ...and where redislock_acquire_wait() waits (wait.c; after a loss
+ * pending was reported): NULL, its own loop over the executor; else this
+ * (drive.c). */
+extern int (*redislockp_wait_driver)(redislock *lock, long long timeout_ms,
+                                     bool *acquired);
 
 /* A waiter of LOCK leaves without the lock, passing on a turn it was
  * WOKEN for (OP_LEAVE, run here and now through the executor). */

@@ -215,6 +215,9 @@ static int block_on(redislock *lock, redislock_client *cl, long node,
     return st;
 }
 
+int (*redislockp_wait_driver)(redislock *lock, long long timeout_ms,
+                              bool *acquired);
+
 int redislock_cancel_wait(redislock *lock)
 {
     if (lock == NULL)
@@ -256,6 +259,8 @@ int redislock_acquire_wait(redislock *lock, long long timeout_ms,
     st = redislockp_report_pending_loss(lock);
     if (st != REDISLOCK_OK)
         return st;
+    if (redislockp_wait_driver != NULL && lock->client != NULL)
+        return redislockp_wait_driver(lock, timeout_ms, acquired);
     redislockp_wait_begin(lock, &w, timeout_ms, redislockp_now_ms());
     if (redislockp_cancel_asked(lock))      /* asked before the call */
         return end_wait(lock, &w, REDISLOCK_OK, 1);

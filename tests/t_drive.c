@@ -3,7 +3,8 @@
  * by poll() (src/drive.c; issue 31, step 7 - not yet the library's
  * default, so this test installs the driver itself): acquire, re-entry,
  * another owner refused, extend, the status queries, inspect and release
- * give what the executor gives; sequential calls keep one machine and
+ * give what the executor gives, and so do waits (a deadline, a wake-up,
+ * a cancel); sequential calls keep one machine and
  * its one connection; threads each get a machine of their own, at most
  * the pool size of them, a call waiting for one as for a pooled
  * connection; a quorum client runs on it too.  This program links the test build, whose loop
@@ -13,6 +14,7 @@
 #include "config.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -250,6 +252,95 @@ static void test_pool_size_bounds_the_machines(void **state)
     fp_stop(p);
 }
 
+struct waiter {
+    redislock *lock;
+    long long timeout_ms;
+    int status;
+    bool ok;
+    pthread_t tid;
+};
+
+static void *wait_for(void *arg)
+{
+    struct waiter *w = arg;
+
+    w->status = redislock_acquire_wait(w->lock, w->timeout_ms, &w->ok);
+    return NULL;
+}
+
+/* How many waiters the lock's queue holds (its companion key). */
+static long long waiters(redislock *lock)
+{
+    long long n = -1;
+    uint64_t fence;
+
+    if (redislock_inspect_companions(lock, &n, &fence) != REDISLOCK_OK)
+        return -1;
+    return n;
+}
+
+/* redislock_acquire_wait() on the machine: a deadline met without the
+ * lock; woken by the release (its poll is a minute: a wake-up, not a
+ * poll, ends the wait); canceled from another thread. */
+static void test_waits_on_the_machine(void **state)
+{
+    redislock_client *cl = client();
+    redislock *a, *b;
+    struct waiter w;
+    char key[64];
+    long long t0;
+    bool ok = true;
+
+    (void)state;
+    tu_key(key, sizeof key, "drive-wait");
+    a = redislock_new_from_client(cl, key);
+    b = redislock_new_from_client(cl, key);
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_int_equal(redislock_set_expire(a, 120), REDISLOCK_OK);
+    assert_true(tu_acquire(a));
+    t0 = tu_now_ms();
+    assert_int_equal(redislock_acquire_wait(b, 300, &ok), REDISLOCK_OK);
+    assert_false(ok);                       /* the deadline, not the lock */
+    if (tu_now_ms() - t0 < 290)
+        fail_msg("the wait ended after %lld ms, before its 300 ms",
+                 tu_now_ms() - t0);
+    assert_int_equal(waiters(a), 0);        /* it left the queue */
+
+    assert_int_equal(redislock_set_wait_poll_ms(b, 60000), REDISLOCK_OK);
+    w.lock = b;
+    w.timeout_ms = 120000;
+    w.status = -99;
+    w.ok = false;
+    assert_int_equal(pthread_create(&w.tid, NULL, wait_for, &w), 0);
+    TU_WAIT_UNTIL(waiters(a) == 1, 20000, "the waiter in the lock's queue");
+    t0 = tu_now_ms();
+    assert_true(tu_release(a));
+    assert_int_equal(pthread_join(w.tid, NULL), 0);
+    assert_int_equal(w.status, REDISLOCK_OK);
+    assert_true(w.ok);
+    if (tu_now_ms() - t0 > 30000)
+        fail_msg("the waiter took %lld ms after the release (its poll is "
+                 "60 s: not woken)", tu_now_ms() - t0);
+    assert_true(tu_release(b));
+
+    assert_true(tu_acquire(a));
+    w.timeout_ms = REDISLOCK_WAIT_FOREVER;
+    w.status = -99;
+    assert_int_equal(redislock_set_wait_poll_ms(b, 200), REDISLOCK_OK);
+    assert_int_equal(pthread_create(&w.tid, NULL, wait_for, &w), 0);
+    TU_WAIT_UNTIL(waiters(a) == 1, 20000, "the waiter in the lock's queue");
+    assert_int_equal(redislock_cancel_wait(b), REDISLOCK_OK);
+    assert_int_equal(pthread_join(w.tid, NULL), 0);
+    assert_int_equal(w.status, REDISLOCK_ERR_CANCELED);
+    assert_false(w.ok);
+    TU_WAIT_UNTIL(waiters(a) == 0, 20000, "the canceled waiter gone");
+    assert_true(tu_release(a));
+    redislock_free(a);
+    redislock_free(b);
+    redislock_client_free(cl);
+}
+
 static void test_quorum_on_the_machine(void **state)
 {
     redislock_client *cl = tu_db_quorum(1);
@@ -268,6 +359,7 @@ int main(void)
         cmocka_unit_test(test_a_refused_connection_fails_the_call),
         cmocka_unit_test(test_threads_share_the_client),
         cmocka_unit_test(test_pool_size_bounds_the_machines),
+        cmocka_unit_test(test_waits_on_the_machine),
         cmocka_unit_test(test_quorum_on_the_machine),
     };
 
