@@ -312,8 +312,8 @@ void redislockp_renew_stop(redislock *lock);   /* before release / free */
 /* Both wait while the watchdog thread's round for LOCK is under way (a
  * round trip).  A step on an event loop's thread must not: it asks
  * redislockp_renew_hold() first - 1, no round for LOCK is under way and
- * none starts until redislockp_renew_unhold(); 0, one is: try again
- * shortly (a timer of the loop). */
+ * none starts until redislockp_renew_unhold(); 0, one is, and none
+ * starts after it: try again shortly (a timer of the loop), until 1. */
 int redislockp_renew_hold(redislock *lock);
 void redislockp_renew_unhold(redislock *lock);
 /* 0, or why the lock was lost (REDISLOCK_LOST_*); clears it.  Call it

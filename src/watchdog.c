@@ -513,8 +513,11 @@ int redislockp_renew_hold(redislock *lock)
         return 1;
     pthread_mutex_lock(&cl->wd_mu);
     ok = !lock->renew_busy;
-    if (ok)
-        lock->renew_stopping = 1;       /* no new round meanwhile */
+    /* No new round meanwhile - nor after the one under way, which the
+     * caller waits out: rounds back to back (a WAIT as long as the
+     * renewal interval) would otherwise keep it busy at every try, as
+     * renew_stop() says. */
+    lock->renew_stopping = 1;
     pthread_mutex_unlock(&cl->wd_mu);
     return ok;
 }

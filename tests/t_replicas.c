@@ -823,6 +823,60 @@ static void test_renewals_acknowledged(void **state)
     redisFree(c);
 }
 
+/* A handle the blocking API acquired is renewed by the watchdog thread;
+ * released on an event loop, the loop's step waits out a round under way
+ * without blocking (it tries again on a timer).  Rounds back to back -
+ * each waits its whole acknowledgement timeout on a master that has no
+ * replica - used to win every such try, and the release never ran; now
+ * no round starts after the one the step waits for. */
+#define LOOP_LEASE_MS (tu_wrapped() ? 6000 : 600)  /* valgrind: slower */
+static void test_loop_release_beside_busy_renewals(void **state)
+{
+    tu_server plain;
+    char db1[300], db2[300], p0[300], key[64];
+    redislock_client *cl;
+    redisContext *c = tu_connect();
+    redislock *lock;
+    tu_loop l;
+    tu_async a;
+    long long waits;
+
+    (void)state;
+    memset(&a, 0, sizeof a);
+    tu_server_start(&plain, NULL);
+    snprintf(db1, sizeof db1, "%s/1", url);
+    snprintf(db2, sizeof db2, "%s/2", url);
+    snprintf(p0, sizeof p0, "unix://%s", plain.socket);
+    tu_key(key, sizeof key, "acks:loop-release");
+    cl = quorum3(db1, db2, p0);
+    assert_int_equal(tu_loop_attach(&l, cl), REDISLOCK_OK);
+    lock = redislock_new_from_client(cl, key);
+    assert_non_null(lock);
+    assert_int_equal(redislock_set_expire_ms(lock, LOOP_LEASE_MS),
+                     REDISLOCK_OK);
+    assert_int_equal(redislock_set_autorenew(lock, true), REDISLOCK_OK);
+    /* The plain server has no replica: its WAIT takes all of its
+     * timeout, half the lease, longer than the renewal interval (a third
+     * of it). */
+    assert_int_equal(redislock_set_min_replicas(lock, 1, LOOP_LEASE_MS / 2),
+                     REDISLOCK_OK);
+    assert_true(tu_acquire(lock));          /* blocking: the watchdog's */
+    waits = tu_cmdstat_calls(c, "wait");
+    TU_WAIT_UNTIL(tu_cmdstat_calls(c, "wait") >= waits + 6, 20000,
+                  "three rounds of renewals on the harness's two masters");
+    assert_int_equal(tu_async_start(redislock_release_async, lock, &a),
+                     REDISLOCK_OK);
+    TU_LOOP_UNTIL(&l, a.calls == 1, 20000,
+                  "the loop's release beside the watchdog's rounds");
+    assert_int_equal(a.status, REDISLOCK_OK);
+    assert_true(a.ok);
+    assert_int_equal(on_db(1, key), 0);
+    redislock_free(lock);
+    redislock_client_free(cl);
+    tu_server_stop(&plain);
+    redisFree(c);
+}
+
 /* The same on a quorum: two masters of three have the replicas, so a
  * round counts while both acknowledge, and not once they cannot (one of
  * the two replicas stopped for good).  It leaves one replica. */
@@ -1372,6 +1426,7 @@ int main(void)
         cmocka_unit_test(test_shared_id_is_not_undone),
         cmocka_unit_test(test_quorum_acknowledgement),
         cmocka_unit_test(test_renewals_acknowledged),
+        cmocka_unit_test(test_loop_release_beside_busy_renewals),
         cmocka_unit_test(test_quorum_renewals_acknowledged),
         cmocka_unit_test(test_renewals_survive_a_killed_replica),
         cmocka_unit_test(test_renewals_lost_to_a_killed_replica),
