@@ -24,20 +24,6 @@
 #include "client.h"
 #include "exec.h"
 
-/* The watchdog's timed waits run on the monotonic clock. */
-static int monotonic_cond_init(pthread_cond_t *cond)
-{
-    pthread_condattr_t attr;
-    int rc;
-
-    if (pthread_condattr_init(&attr) != 0)
-        return -1;
-    rc = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0 &&
-         pthread_cond_init(cond, &attr) == 0 ? 0 : -1;
-    pthread_condattr_destroy(&attr);
-    return rc;
-}
-
 int redislock_client_open(const char *url, redislock_client **client,
                           char *errbuf, size_t errsize)
 {
@@ -66,7 +52,7 @@ int redislock_client_open(const char *url, redislock_client **client,
     }
     if (pthread_mutex_init(&cl->mu, NULL) != 0 ||
         pthread_mutex_init(&cl->wd_mu, NULL) != 0 ||
-        monotonic_cond_init(&cl->wd_cond) != 0) {
+        redislockp_cond_init_monotonic(&cl->wd_cond) != 0) {
         redislockp_url_clear(&cl->url);       /* LCOV_EXCL_LINE */
         redislockp_free(cl);                  /* LCOV_EXCL_LINE */
         return REDISLOCK_ERR_NOMEM;           /* LCOV_EXCL_LINE */

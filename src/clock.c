@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <sys/time.h>
 #include <time.h>
 
@@ -43,6 +44,21 @@ struct timespec redislockp_monotonic_in(long long ms)
         at.tv_nsec -= 1000000000L;
     }
     return at;
+}
+
+int redislockp_cond_init_monotonic(pthread_cond_t *cond)
+{
+    pthread_condattr_t attr;
+    int rc;
+
+    if (pthread_condattr_init(&attr) != 0)
+        return -1;                      /* LCOV_EXCL_LINE */
+    rc = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0 &&
+                 pthread_cond_init(cond, &attr) == 0
+             ? 0
+             : -1;
+    pthread_condattr_destroy(&attr);
+    return rc;
 }
 
 struct timeval redislockp_timeval_ms(long long ms)

@@ -141,17 +141,10 @@ static void drives_trim(redislock_client *cl, size_t keep)
 static int wait_turn(redislock_client *cl, long long deadline,
                      drive_waiter *w)
 {
-    pthread_condattr_t attr;
     drive_waiter **p;
-    int made;
 
     memset(w, 0, sizeof *w);
-    if (pthread_condattr_init(&attr) != 0)
-        return 0;                       /* LCOV_EXCL_LINE */
-    made = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0 &&
-           pthread_cond_init(&w->cond, &attr) == 0;
-    pthread_condattr_destroy(&attr);
-    if (!made)
+    if (redislockp_cond_init_monotonic(&w->cond) != 0)
         return 0;                       /* LCOV_EXCL_LINE */
     for (p = &cl->drive_waiters; *p != NULL; p = &(*p)->next)
         ;
@@ -290,6 +283,17 @@ static void ended(redislock *lock, int status, bool ok, void *arg)
     e->ok = ok;
 }
 
+/* D's timer, if its time has come: the machine's entry for it. */
+static void timer_due(drive *d)
+{
+    if (d->timer_at < 0 || redislockp_now_ms() < d->timer_at)
+        return;
+    d->timer_at = -1;
+    redislockp_loop_enter();
+    (void)redislockp_machine_on_timer(d->ls);
+    redislockp_loop_leave();
+}
+
 /* One round: wait (WAIT 0: look) for D's descriptors or its timer, then
  * feed the machine what happened.  -1: nothing to wait for (a machine
  * that can make no progress: a bug). */
@@ -312,12 +316,7 @@ static int pump(drive *d, int wait)
             redislockp_may_block("a blocking call's read");
             (void)redislockp_machine_on_fd(d->ls, d->pfd[0].fd,
                                            REDISLOCK_EV_READ);
-            if (d->timer_at >= 0 && redislockp_now_ms() >= d->timer_at) {
-                d->timer_at = -1;
-                redislockp_loop_enter();
-                (void)redislockp_machine_on_timer(d->ls);
-                redislockp_loop_leave();
-            }
+            timer_due(d);
             return 0;
         }
     }
@@ -350,12 +349,7 @@ static int pump(drive *d, int wait)
         (void)redislockp_machine_on_fd(d->ls, ready[i].fd, ev);
         redislockp_loop_leave();
     }
-    if (d->timer_at >= 0 && redislockp_now_ms() >= d->timer_at) {
-        d->timer_at = -1;
-        redislockp_loop_enter();
-        (void)redislockp_machine_on_timer(d->ls);
-        redislockp_loop_leave();
-    }
+    timer_due(d);
     return 0;
 }
 

@@ -37,17 +37,10 @@ static void waiter_remove(redislockp_node *n, redislockp_pool_waiter *w)
 static int pool_wait(redislock_client *cl, size_t node, long long deadline,
                      int urgent, redislockp_pool_waiter *w)
 {
-    pthread_condattr_t attr;
     redislockp_node *n = &cl->nodes[node];
-    int made;
 
     memset(w, 0, sizeof *w);
-    if (pthread_condattr_init(&attr) != 0)
-        return 0;                       /* LCOV_EXCL_LINE */
-    made = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0 &&
-           pthread_cond_init(&w->cond, &attr) == 0;
-    pthread_condattr_destroy(&attr);
-    if (!made)
+    if (redislockp_cond_init_monotonic(&w->cond) != 0)
         return 0;                       /* LCOV_EXCL_LINE */
     if (urgent) {
         w->next = n->wait_head;

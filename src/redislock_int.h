@@ -182,6 +182,9 @@ struct timeval redislockp_timeval_ms(long long ms);
 /* CLOCK_MONOTONIC MS from now, for the timed waits of condition
  * variables made with pthread_condattr_setclock(CLOCK_MONOTONIC). */
 struct timespec redislockp_monotonic_in(long long ms);
+/* COND, made to wait on that clock: 0, or -1 (not made).  The one way
+ * the watchdog, the pool and the driver make theirs. */
+int redislockp_cond_init_monotonic(pthread_cond_t *cond);
 
 /* error.c: the handle's last error, as text and as data.  Clearing
  * forgets both.  redislockp_fail() writes the text and takes the
