@@ -3199,14 +3199,23 @@ static void wait_start(redislockp_aop *o, long long timeout_ms)
     redislock *lock = o->lock;
     long long now;
 
+    if (redislockp_renew_lost_pending(lock)) {
+        /* A loss auto-renewal declared goes first, and no wait begins
+         * (nor is counted), as in wait.c: an acquire's first step says
+         * it (and were it gone meanwhile, the acquire is the wait's one
+         * try). */
+        redislockp_op_begin(o->op, lock, REDISLOCKP_OP_ACQUIRE,
+                            REDISLOCKP_TRY_PLAIN);
+        o->op->check_loss = 1;
+        step(o);
+        return;
+    }
     now = redislockp_now_ms();
     o->wait = 1;
     o->first = 1;
     redislockp_wait_begin(lock, &o->w, timeout_ms, now);
-    /* A loss auto-renewal declared goes first (the first try reports
-     * it), as in wait.c; then a cancel asked before the call. */
-    if (!redislockp_renew_lost_pending(lock) &&
-        redislockp_cancel_asked(lock)) {
+    /* A cancel asked before the call ends it before its first try. */
+    if (redislockp_cancel_asked(lock)) {
         o->wstate = W_TRY;
         wait_over(o, REDISLOCK_OK, 1);  /* (its callback: a timer at 0) */
     } else {

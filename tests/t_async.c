@@ -1330,6 +1330,53 @@ static void test_loss_on_the_loop(void **state)
     event_base_free(base);
 }
 
+/* A wait on a handle whose loss is pending reports the loss and never
+ * begins: REDISLOCK_ERR_LOST, and no wait counted - as the blocking
+ * redislock_acquire_wait() (one rule: the loop counted it a failed
+ * wait). */
+static void test_wait_after_a_loss_on_the_loop(void **state)
+{
+    struct event_base *base;
+    redislock_client *cl = attached(tcp_url, &base);
+    redislock_metrics before, after;
+    char key[64];
+    redislock *lock;
+    lost_rec rec;
+    tu_async w = { 0 };
+
+    tu_key(key, sizeof key, "async:lost-wait");
+    lock = renewed_holder(state, cl, base, key, 600, &rec);
+    tu_cmd_ok(conn, "DEL %s", key);
+    RUN_UNTIL(base, rec.calls == 1, 5000, "the loss callback");
+    assert_int_equal(redislock_client_stats(cl, &before, sizeof before),
+                     REDISLOCK_OK);
+    assert_int_equal(tu_async_wait_start(lock, 1000, &w), REDISLOCK_OK);
+    RUN_UNTIL(base, w.calls == 1, 5000, "the wait");
+    assert_int_equal(w.status, REDISLOCK_ERR_LOST);
+    assert_false(w.ok);
+    assert_int_equal(redislock_client_stats(cl, &after, sizeof after),
+                     REDISLOCK_OK);
+    assert_int_equal(after.wait_acquired + after.wait_timeout +
+                         after.wait_canceled + after.wait_failed,
+                     before.wait_acquired + before.wait_timeout +
+                         before.wait_canceled + before.wait_failed);
+    assert_int_equal(after.waiters, 0);
+    /* Reported once: the next wait takes the lock, free again. */
+    memset(&w, 0, sizeof w);
+    assert_int_equal(tu_async_wait_start(lock, 1000, &w), REDISLOCK_OK);
+    RUN_UNTIL(base, w.calls == 1, 5000, "the next wait");
+    assert_int_equal(w.status, REDISLOCK_OK);
+    assert_true(w.ok);
+    memset(&w, 0, sizeof w);
+    assert_int_equal(tu_async_start(redislock_release_async, lock, &w),
+                     REDISLOCK_OK);
+    RUN_UNTIL(base, w.calls == 1, 5000, "the release");
+    assert_int_equal(w.status, REDISLOCK_OK);
+    redislock_free(lock);
+    redislock_client_free(cl);
+    event_base_free(base);
+}
+
 /* Redis stops answering: the renewals go unanswered until the lease's
  * end, where the loss is declared (not later, whatever the replies). */
 static void test_unreachable_loss_on_the_loop(void **state)
@@ -1778,6 +1825,7 @@ int main(void)
         cmocka_unit_test(test_scripts_none),
         TU_BOTH_MODES(test_renewal_on_the_loop),
         TU_BOTH_MODES(test_loss_on_the_loop),
+        TU_BOTH_MODES(test_wait_after_a_loss_on_the_loop),
         cmocka_unit_test(test_unreachable_loss_on_the_loop),
         cmocka_unit_test(test_free_in_loss_callback),
         cmocka_unit_test(test_withheld_renewal_on_the_loop),
