@@ -1639,7 +1639,8 @@ static void step(redislockp_aop *o)
  *
  * What differs from the executor: a straggler's connection is not closed
  * when the run ends without its reply (other operations' requests share
- * it).  Its request stays; its reply, when it comes, is dropped (STALE
+ * it) - on a loop's machine; a blocking call's (drive.c) closes it, as
+ * the executor does.  Its request stays; its reply, when it comes, is dropped (STALE
  * counts them per master: replies come in the order of the requests),
  * and the operation is kept until then.  The leg counts as sent and
  * unanswered - its outcome unknown - as a cut leg of the executor's; one
@@ -1806,6 +1807,7 @@ static void quorum_over(redislockp_aop *o)
     redislockp_op *op = o->op;
     qstate *q = o->q;
     size_t i, n = o->cl->nsubs;
+    int close_straggler = 0;
 
     set_timer(o, 0);
     for (i = 0; i < n; i++) {
@@ -1823,6 +1825,7 @@ static void quorum_over(redislockp_aop *o)
             } else if (q->waiting[i]) {
                 q->stale[i]++;          /* its reply will be dropped */
                 leg->sent = 1;
+                close_straggler = ls->block_reads;
             }
             q->waiting[i] = 0;
             leg->done = 1;
@@ -1847,6 +1850,15 @@ static void quorum_over(redislockp_aop *o)
             redislockp_leg_note(leg);
         }
         redislockp_leg_lost(leg);
+        /* A blocking call's machine is its own: what comes next (a
+         * give-back, the next call) must not queue behind the
+         * straggler's reply.  Its connection goes, as the executor's cut
+         * leg's does (the reply, had it come, would have been dropped). */
+        if (close_straggler && c != NULL && c->open)
+            redislockp_aconn_close(&c->a, REDISLOCK_ERR_IO,
+                                   "closed: no reply when the others had "
+                                   "decided");
+        close_straggler = 0;
     }
     o->inflight = 0;
     if (o->renew) {
