@@ -32,8 +32,10 @@ int redislockp_async_client_free(redislock_client *cl);
  * on LOOP's watch and timer; its entries, called by that driver as a
  * loop calls redislock_client_on_fd() and _on_timer(); and an operation
  * whose steps OP (begun by lock.c) are run on it, FN(ARG) called at its
- * end from an entry (never from inside the start).  OP stays the
- * caller's, and must live until then.
+ * end from an entry - the start's own, if it ends there (the driver's
+ * callback only records the end).  OP gets the operation's outcome
+ * then; the operation keeps a copy of its own (it may outlive the
+ * call).
  */
 struct redislockp_op;
 redislockp_loop_state *redislockp_machine_new(redislock_client *cl,
@@ -49,6 +51,11 @@ int redislockp_machine_on_timer(redislockp_loop_state *ls);
  * (0: none, or FD does not block): a read on FD, without a poll(), is
  * the next thing to do. */
 void redislockp_machine_block_reads(redislockp_loop_state *ls);
+/* 1 while an operation of LS is not over (the library's own too: a
+ * wake-up passed on); redislockp_machine_idle(LS): LS is put away until
+ * the next call - a blocker's BLPOP that no waiter needs is let go. */
+int redislockp_machine_busy(const redislockp_loop_state *ls);
+void redislockp_machine_idle(redislockp_loop_state *ls);
 long long redislockp_machine_read_due(const redislockp_loop_state *ls,
                                       int fd);
 int redislockp_machine_start(redislockp_loop_state *ls,

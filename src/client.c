@@ -124,7 +124,7 @@ void redislock_client_free(redislock_client *cl)
      * held or waited on at fork time: destroying them could block for
      * ever.  The child only frees the memory. */
     if (cl->drives_trim != NULL)
-        cl->drives_trim(cl, 0);
+        cl->drives_trim(cl, 1);
     redislockp_metrics_release(cl->metrics, redislockp_client_forked(cl));
     if (!redislockp_client_forked(cl)) {
         redislockp_watchdog_shutdown(cl);
@@ -147,6 +147,7 @@ void redislock_client_free(redislock_client *cl)
 
 int redislock_client_set_pool_size(redislock_client *cl, int n)
 {
+    void (*trim)(redislock_client *, int);
     size_t i;
 
     if (cl == NULL || n < 1 || n > REDISLOCKP_POOL_LIMIT)
@@ -160,11 +161,12 @@ int redislock_client_set_pool_size(redislock_client *cl, int n)
         while (cl->nodes[i].open < (size_t)n &&
                redislockp_pool_hand(&cl->nodes[i], NULL))
             cl->nodes[i].open++;
+    trim = cl->drives_trim;
     pthread_mutex_unlock(&cl->mu);
     /* The blocking calls' machines too (drive.c): fewer at once, or
-     * room for a waiting call. */
-    if (cl->drives_trim != NULL)
-        cl->drives_trim(cl, (size_t)n);
+     * room for a waiting call (the size read under mu again there). */
+    if (trim != NULL)
+        trim(cl, 0);
     for (i = 0; i < cl->nsubs; i++)
         (void)redislock_client_set_pool_size(cl->subs[i], n);
     return REDISLOCK_OK;

@@ -184,12 +184,12 @@ struct redislock_client {
     void (*loop_renew)(redislock *lock, int start);
     /* The blocking calls' machines (drive.c), under mu: the idle ones,
      * how many there are in all (at most the pool size), the calls
-     * waiting for one; and how the idle ones beyond KEEP are freed (the
-     * pool shrank, or the client goes: KEEP 0). */
+     * waiting for one; and how the idle ones beyond the pool size (ALL:
+     * every one, the client goes) are freed. */
     struct drive *drives;
     size_t drives_made;
     struct drive_waiter *drive_waiters;
-    void (*drives_trim)(redislock_client *cl, size_t keep);
+    void (*drives_trim)(redislock_client *cl, int all);
     /* What its handles did (metrics.h): atomics and a leaf lock of its
      * own, taken under mu or wd_mu alike. */
     redislockp_metrics *metrics;

@@ -103,15 +103,44 @@ static void d_free(drive *d)
 
 static int pump(drive *d, int wait);
 
-/* The client's hook (client.c): the idle machines beyond KEEP go (KEEP
- * 0: the client is freed); room made by a larger pool goes to the calls
- * waiting, in turn. */
-static void drives_trim(redislock_client *cl, size_t keep)
+/* Room for a machine was given up (under CL's mu): to the first call
+ * waiting for one, if the pool has room. */
+static void room_freed_locked(redislock_client *cl)
+{
+    cl->drives_made--;
+    if (cl->drive_waiters != NULL &&
+        cl->drives_made < (size_t)cl->url.pool_size) {
+        drive_waiter *w = cl->drive_waiters;
+
+        cl->drive_waiters = w->next;
+        w->room = 1;
+        cl->drives_made++;
+        pthread_cond_signal(&w->cond);
+    }
+}
+
+/* The client's hook (client.c): the idle machines beyond the pool size
+ * go (ALL: every one, the client is freed); room made by a larger pool
+ * goes to the calls waiting, in turn. */
+static void drives_trim(redislock_client *cl, int all)
 {
     drive *gone = NULL;
+    size_t keep;
 
+    if (redislockp_client_forked(cl)) {
+        /* A fork child's copy of the mutex may be held for ever: only
+         * the memory (and the child's copies of the sockets) go. */
+        while (all && cl->drives != NULL) {
+            drive *d = cl->drives;
+
+            cl->drives = d->next;
+            d_free(d);
+        }
+        return;
+    }
     pthread_mutex_lock(&cl->mu);
-    while (cl->drives != NULL && (keep == 0 || cl->drives_made > keep)) {
+    keep = all ? 0 : (size_t)cl->url.pool_size;
+    while (cl->drives != NULL && (all || cl->drives_made > keep)) {
         drive *d = cl->drives;
 
         cl->drives = d->next;
@@ -193,7 +222,7 @@ static drive *make(redislock_client *cl)
 static drive *borrow(redislock *lock, int *st)
 {
     redislock_client *cl = lock->client;
-    long long wait = redislockp_client_url(cl).command_ms;
+    long long wait = redislockp_client_url(cl).command_ms, size;
     drive_waiter w;
     drive *d = NULL;
     int room = 0;
@@ -216,13 +245,14 @@ static drive *borrow(redislock *lock, int *st)
         d = w.d;
         room = w.room;
     } else {
+        size = cl->url.pool_size;
         pthread_mutex_unlock(&cl->mu);
         redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_COMMAND,
                            REDISLOCK_CAUSE_POOL_BUSY, NULL);
         *st = redislockp_fail(lock, REDISLOCK_ERR_IO, "all %lld "
                               "connections to the server are in use "
                               "(pool_size), and none came back within "
-                              "%lld ms", cl->url.pool_size, wait);
+                              "%lld ms", size, wait);
         return NULL;
     }
     pthread_mutex_unlock(&cl->mu);
@@ -230,7 +260,7 @@ static drive *borrow(redislock *lock, int *st)
         d = make(cl);
         if (d == NULL) {
             pthread_mutex_lock(&cl->mu);
-            cl->drives_made--;
+            room_freed_locked(cl);
             pthread_mutex_unlock(&cl->mu);
             *st = redislockp_fail(lock, REDISLOCK_ERR_NOMEM,
                                   "out of memory starting an operation");
@@ -252,7 +282,7 @@ static void give_back(redislock_client *cl, drive *d)
     d->idle_at = redislockp_now_ms();
     pthread_mutex_lock(&cl->mu);
     if (cl->drives_made > (size_t)cl->url.pool_size) {
-        cl->drives_made--;              /* the pool shrank meanwhile */
+        room_freed_locked(cl);          /* the pool shrank meanwhile */
         gone = d;
     } else if (cl->drive_waiters != NULL) {
         drive_waiter *w = cl->drive_waiters;
@@ -379,25 +409,32 @@ static int run(redislock *lock, redislockp_op *op, long long timeout_ms,
     }
     while (!e->done)
         if (pump(d, 1) != 0) {
-            /* Nothing can end it: never a machine in that state again. */
+            /* Nothing can end it (poll() failed, or a machine with
+             * nothing to wait for: a bug): never a machine in that state
+             * again, and the call fails, whatever freeing it said. */
             pthread_mutex_lock(&cl->mu);
-            cl->drives_made--;
+            room_freed_locked(cl);
             pthread_mutex_unlock(&cl->mu);
             d_free(d);
             return redislockp_fail(lock, REDISLOCK_ERR_IO,
                                    "internal: the operation's machine has "
                                    "nothing to wait for");
         }
+    /* What the library started on the way (a wake-up passed on) ends
+     * here too, not in the next call; a BLPOP nobody needs goes. */
+    while (redislockp_machine_busy(d->ls) && pump(d, 1) == 0)
+        ;
+    redislockp_machine_idle(d->ls);
     give_back(cl, d);
     return e->status;
 }
 
+/* (E's status is the op's result: the machine ends it with it.) */
 static int drive_op(redislockp_op *op)
 {
     ending e = { 0, 0, false };
-    int st = run(op->lock, op, 0, &e);
 
-    return e.done ? op->result : st;
+    return run(op->lock, op, 0, &e);
 }
 
 static int drive_wait(redislock *lock, long long timeout_ms, bool *acquired)
