@@ -100,6 +100,7 @@ typedef struct lconn {
  * server, taken for the conversation and kept open for the next one.
  * Operations that find them all taken queue for one, in order. */
 #define CONV_PER_NODE 4
+#define MAX_SPARE 8                     /* operations kept for reuse */
 #define BLOCK_MS 100                    /* one BLPOP's timeout */
 #define BLOCK_SECS "0.1"
 #define BLOCK_SLACK_MS 1000             /* for its reply to come */
@@ -163,6 +164,8 @@ struct redislockp_loop_state {
     size_t nops;
     redislockp_aop *due, *due_tail; /* ended, callback not yet called */
     redislockp_aop *dead;       /* to free at the end of the entry */
+    redislockp_aop *spare;      /* freed ones kept for reuse (MAX_SPARE) */
+    size_t nspare;
     /* The operations' timers (a Cluster retry, a waiter's next try): a
      * binary min-heap on ->at, room for every operation. */
     redislockp_aop **heap;
@@ -623,7 +626,8 @@ static void conv_unqueue(redislockp_aop *o);
 static void conv_give_back(redislockp_aop *o, int close);
 static void conv_close_node(redislockp_loop_state *ls, size_t node);
 
-static void aop_free(redislockp_aop *o)
+/* What O holds besides itself, given back. */
+static void aop_clear(redislockp_aop *o)
 {
     if (o->rec != NULL) {
         redislockp_plain_end(o->rec);
@@ -631,11 +635,32 @@ static void aop_free(redislockp_aop *o)
     }
     redislock_free(o->cleanup);         /* (not started: the client goes) */
     redislockp_val_free(o->op->ack);
-    o->op->ack = NULL;                  /* (a blocking call's op lives on) */
+    o->op->ack = NULL;
     redislockp_legs_end(&o->leg, 1);
     qstate_free(o);
     redislockp_free(o->owner_buf);
+}
+
+static void aop_free(redislockp_aop *o)
+{
+    aop_clear(o);
     redislockp_free(o);
+}
+
+/* A new operation's memory, zeroed: one the machine kept, or new (NULL:
+ * out of memory).  An operation is some 10 KB; a machine reuses a few
+ * rather than allocating one per call (a blocking call's machine runs
+ * one after another). */
+static redislockp_aop *aop_alloc(redislockp_loop_state *ls)
+{
+    redislockp_aop *o = ls->spare;
+
+    if (o == NULL)
+        return redislockp_calloc(1, sizeof *o);
+    ls->spare = o->next;
+    ls->nspare--;
+    memset(o, 0, sizeof *o);
+    return o;
 }
 
 /* Link O, new, at the end of the client's operations (room for its
@@ -666,7 +691,14 @@ static void aop_drop(redislockp_loop_state *ls, redislockp_aop *o)
     set_timer(o, 0);
     conv_unqueue(o);
     conv_give_back(o, 1);
-    aop_free(o);
+    if (ls->nspare < MAX_SPARE && !ls->closing) {
+        aop_clear(o);
+        o->next = ls->spare;
+        ls->spare = o;
+        ls->nspare++;
+    } else {
+        aop_free(o);
+    }
 }
 
 /* Free O if nothing refers to it any more: its callback called (or
@@ -2782,7 +2814,7 @@ static void loop_renew(redislock *lock, int start)
         return;
     }
     if (o == NULL) {
-        o = heap_room(ls) == 0 ? redislockp_calloc(1, sizeof *o) : NULL;
+        o = heap_room(ls) == 0 ? aop_alloc(ls) : NULL;
         if (o != NULL) {
             o->cl = cl;
             o->op = &o->op_own;
@@ -3016,7 +3048,7 @@ static redislockp_aop *aop_new(redislockp_loop_state *ls, redislock *lock,
         return NULL;
     }
     *st = REDISLOCK_ERR_NOMEM;
-    o = heap_room(ls) == 0 ? redislockp_calloc(1, sizeof *o) : NULL;
+    o = heap_room(ls) == 0 ? aop_alloc(ls) : NULL;
     if (o != NULL) {
         o->cl = cl;
         o->ls = ls;
@@ -3388,6 +3420,11 @@ void redislockp_machine_free(redislockp_loop_state *ls)
         o = ls->ops;
         ls->ops = o->next;
         aop_free(o);
+    }
+    while (ls->spare != NULL) {
+        o = ls->spare;
+        ls->spare = o->next;
+        redislockp_free(o);
     }
     ls->ops_tail = NULL;
     redislockp_free(ls->heap);
