@@ -206,8 +206,7 @@ struct redislockp_aop {
     redislock_client *cl;
     redislockp_loop_state *ls;  /* the machine it runs on */
     redislock *lock;            /* NULL once its handle was freed */
-    redislockp_op *op;          /* its steps (OP_OWN) */
-    redislockp_op op_own;
+    redislockp_op op;           /* its steps */
     int driven;                 /* a blocking call's (a driver's) */
     redislockp_op *op_out;      /* ...its op, given the outcome with the
                                  * callback (the operation may outlive
@@ -634,8 +633,7 @@ static void aop_clear(redislockp_aop *o)
         redislockp_free(o->rec);
     }
     redislock_free(o->cleanup);         /* (not started: the client goes) */
-    redislockp_val_free(o->op->ack);
-    o->op->ack = NULL;
+    redislockp_val_free(o->op.ack);
     redislockp_legs_end(&o->leg, 1);
     qstate_free(o);
     redislockp_free(o->owner_buf);
@@ -730,15 +728,15 @@ static int clamp_int(long long v)
  * blocking redislock_ttl() / _hold_count() / _inspect() give them. */
 static void query_results(redislockp_aop *o)
 {
-    const long long *v = o->op->r.v;     /* the status's reply */
-    const redislockp_inspect_out *in = &o->op->insp;
+    const long long *v = o->op.r.v;     /* the status's reply */
+    const redislockp_inspect_out *in = &o->op.insp;
 
-    if (o->op->kind == REDISLOCKP_OP_STATUS && o->ok) {
+    if (o->op.kind == REDISLOCKP_OP_STATUS && o->ok) {
         if (o->ttl_out != NULL)
             *o->ttl_out = v[1];
         if (o->holds_out != NULL)
             *o->holds_out = clamp_int(v[2]);
-    } else if (o->op->kind == REDISLOCKP_OP_INSPECT) {
+    } else if (o->op.kind == REDISLOCKP_OP_INSPECT) {
         if (o->kind_out != NULL)
             *o->kind_out = (redislock_kind)in->kind;
         if (o->ttl_out != NULL)
@@ -774,7 +772,7 @@ static void deliver(redislockp_loop_state *ls)
                 /* The blocking call returns with it: nothing of the
                  * operation may touch its op or its handle after. */
                 if (o->op_out != NULL)
-                    *o->op_out = *o->op;
+                    *o->op_out = o->op;
                 o->op_out = NULL;
                 o->lock = NULL;
             }
@@ -824,7 +822,7 @@ static int send_cmd(redislockp_aop *o, const redislockp_cmd *cmd)
  * it, then the next step. */
 static void run_over(redislockp_aop *o)
 {
-    redislockp_op *op = o->op;
+    redislockp_op *op = &o->op;
 
     if (o->renew) {
         renew_over(o);
@@ -1610,7 +1608,7 @@ static void send_leg(redislockp_aop *o)
  * put off (WATCHDOG_RECHECK_MS) until the round is over. */
 static void step(redislockp_aop *o)
 {
-    redislockp_op *op = o->op;
+    redislockp_op *op = &o->op;
     /* (A handle without auto-renewal has no round to wait for: no
      * mutex on the hot path.) */
     int held = (op->kind == REDISLOCKP_OP_ACQUIRE ||
@@ -1838,7 +1836,7 @@ static void quorum_check(redislockp_aop *o)
 static void quorum_over(redislockp_aop *o)
 {
     redislockp_loop_state *ls = o->ls;
-    redislockp_op *op = o->op;
+    redislockp_op *op = &o->op;
     qstate *q = o->q;
     size_t i, n = o->cl->nsubs;
     int close_straggler = 0;
@@ -2213,8 +2211,8 @@ static void leave_of(redislockp_loop_state *ls, redislock *h, int woken)
         redislock_free(h);
         return;
     }
-    redislockp_op_begin(o->op, h, REDISLOCKP_OP_LEAVE, REDISLOCKP_TRY_PLAIN);
-    o->op->woken = woken;
+    redislockp_op_begin(&o->op, h, REDISLOCKP_OP_LEAVE, REDISLOCKP_TRY_PLAIN);
+    o->op.woken = woken;
     step(o);
 }
 
@@ -2298,11 +2296,11 @@ static void cleanup_start(redislockp_aop *o)
  * registration may leave behind need undoing?  Then a twin for it. */
 static void cleanup_plan(redislockp_aop *o, redislock *lock)
 {
-    int acquiring = o->inflight && o->op->kind == REDISLOCKP_OP_ACQUIRE;
-    int leaving = o->wait && o->op->kind != REDISLOCKP_OP_LEAVE &&
+    int acquiring = o->inflight && o->op.kind == REDISLOCKP_OP_ACQUIRE;
+    int leaving = o->wait && o->op.kind != REDISLOCKP_OP_LEAVE &&
                   !lock->waiting_refused &&
                   (o->w.registered ||
-                   (acquiring && o->op->how != REDISLOCKP_TRY_PLAIN));
+                   (acquiring && o->op.how != REDISLOCKP_TRY_PLAIN));
     redislock *h;
 
     if ((!acquiring && !leaving) || o->ls->closing)
@@ -2475,9 +2473,9 @@ static void leave_then(redislockp_aop *o, int woken, int after)
 {
     o->after = after;
     o->wstate = W_LEAVING;
-    redislockp_op_begin(o->op, o->lock, REDISLOCKP_OP_LEAVE,
+    redislockp_op_begin(&o->op, o->lock, REDISLOCKP_OP_LEAVE,
                         REDISLOCKP_TRY_PLAIN);
-    o->op->woken = woken;
+    o->op.woken = woken;
     step(o);
 }
 
@@ -2489,8 +2487,8 @@ static void wait_try(redislockp_aop *o)
     redislockp_try how = redislockp_wait_try(lock, &o->w);
 
     o->wstate = W_TRY;
-    redislockp_op_begin(o->op, lock, REDISLOCKP_OP_ACQUIRE, how);
-    o->op->check_loss = o->first;
+    redislockp_op_begin(&o->op, lock, REDISLOCKP_OP_ACQUIRE, how);
+    o->op.check_loss = o->first;
     o->first = 0;
     step(o);
 }
@@ -2510,7 +2508,7 @@ static void wait_over(redislockp_aop *o, int st, int canceled)
 static void wait_left(redislockp_aop *o)
 {
     redislock *lock = o->lock;
-    int st = o->op->result;
+    int st = o->op.result;
 
     o->w.registered = 0;
     o->w.woken = o->w.try_woken = 0;
@@ -2532,7 +2530,7 @@ static void wait_left(redislockp_aop *o)
 static void wait_tried(redislockp_aop *o)
 {
     redislock *lock = o->lock;
-    redislockp_op *op = o->op;
+    redislockp_op *op = &o->op;
     int st = op->result;
     long long pttl = op->holder_pttl, ms;
 
@@ -2579,7 +2577,7 @@ static void wait_tried(redislockp_aop *o)
 /* A waiter's try or leave has ended (step()). */
 static void wait_stepped(redislockp_aop *o)
 {
-    if (o->op->kind == REDISLOCKP_OP_LEAVE)
+    if (o->op.kind == REDISLOCKP_OP_LEAVE)
         wait_left(o);
     else
         wait_tried(o);
@@ -2711,7 +2709,7 @@ static void renew_timer(redislockp_aop *o)
     /* An owner-checked extend to the lease renewals set, and the
      * acknowledgement the acquire had, within what is left of the lease. */
     limit = l->renew_until - now;
-    redislockp_call_extend(&o->op->call, l, l->renew_ms);
+    redislockp_call_extend(&o->op.call, l, l->renew_ms);
     o->renew_sent = now;
     o->renew_stale = 0;
     if (o->q != NULL) {
@@ -2720,7 +2718,7 @@ static void renew_timer(redislockp_aop *o)
         redislockp_qrun *qr = &o->q->qr;
 
         memset(&qr->f, 0, sizeof qr->f);
-        qr->f.call = &o->op->call;
+        qr->f.call = &o->op.call;
         o->renew_ack = redislockp_ack_trailer(
             &l->renew_ack, redislockp_renew_ack_wait(l, limit), &qr->tr,
             qr->num);
@@ -2731,7 +2729,7 @@ static void renew_timer(redislockp_aop *o)
         return;
     }
     memset(&o->run, 0, sizeof o->run);
-    o->run.f.call = &o->op->call;
+    o->run.f.call = &o->op.call;
     o->renew_ack = redislockp_ack_trailer(&l->renew_ack,
                                           redislockp_renew_ack_wait(l, limit),
                                           &o->run.tr, o->run.num);
@@ -2817,7 +2815,6 @@ static void loop_renew(redislock *lock, int start)
         o = heap_room(ls) == 0 ? aop_alloc(ls) : NULL;
         if (o != NULL) {
             o->cl = cl;
-            o->op = &o->op_own;
             if (qstate_new(o) != 0) {
                 redislockp_free(o);
                 o = NULL;
@@ -3052,7 +3049,6 @@ static redislockp_aop *aop_new(redislockp_loop_state *ls, redislock *lock,
     if (o != NULL) {
         o->cl = cl;
         o->ls = ls;
-        o->op = &o->op_own;
         if (qstate_new(o) != 0) {
             redislockp_free(o);
             o = NULL;
@@ -3085,10 +3081,10 @@ static int start(redislockp_loop_state *ls, redislock *lock,
     if (o == NULL)
         return st;
     if (counted)
-        redislockp_op_begin_counted(o->op, lock, kind);
+        redislockp_op_begin_counted(&o->op, lock, kind);
     else
-        redislockp_op_begin(o->op, lock, kind, REDISLOCKP_TRY_PLAIN);
-    o->op->check_loss = kind == REDISLOCKP_OP_ACQUIRE;
+        redislockp_op_begin(&o->op, lock, kind, REDISLOCKP_TRY_PLAIN);
+    o->op.check_loss = kind == REDISLOCKP_OP_ACQUIRE;
     step(o);
     sync_loop(o->ls);
     return REDISLOCK_OK;
@@ -3139,7 +3135,7 @@ static int held_async(redislock *lock, long long *ttl_ms, int *holds,
         return st;
     o->ttl_out = ttl_ms;
     o->holds_out = holds;
-    redislockp_op_begin(o->op, lock, REDISLOCKP_OP_STATUS,
+    redislockp_op_begin(&o->op, lock, REDISLOCKP_OP_STATUS,
                         REDISLOCKP_TRY_PLAIN);
     step(o);
     sync_loop(o->ls);
@@ -3198,10 +3194,10 @@ static int inspect_async(redislock *lock, redislock_kind *kind,
     o->kind_out = kind;
     o->ttl_out = ttl_ms;
     o->holds_out = holds;
-    redislockp_op_begin(o->op, lock, REDISLOCKP_OP_INSPECT,
+    redislockp_op_begin(&o->op, lock, REDISLOCKP_OP_INSPECT,
                         REDISLOCKP_TRY_PLAIN);
-    o->op->insp.owner = o->owner_buf;
-    o->op->insp.owner_size = owner_size;
+    o->op.insp.owner = o->owner_buf;
+    o->op.insp.owner_size = owner_size;
     step(o);
     sync_loop(o->ls);
     return REDISLOCK_OK;
@@ -3256,9 +3252,9 @@ static void wait_start(redislockp_aop *o, long long timeout_ms)
          * (nor is counted), as in wait.c: an acquire's first step says
          * it (and were it gone meanwhile, the acquire is the wait's one
          * try). */
-        redislockp_op_begin(o->op, lock, REDISLOCKP_OP_ACQUIRE,
+        redislockp_op_begin(&o->op, lock, REDISLOCKP_OP_ACQUIRE,
                             REDISLOCKP_TRY_PLAIN);
-        o->op->check_loss = 1;
+        o->op.check_loss = 1;
         step(o);
         return;
     }
@@ -3487,25 +3483,36 @@ void redislockp_machine_idle(redislockp_loop_state *ls)
     entry_end(ls);
 }
 
+/* A blocking call's operation on LOCK, new on LS, inside an entry of
+ * LS (the caller ends it: entry_end()); NULL: refused, *ST. */
+static redislockp_aop *driven_new(redislockp_loop_state *ls, redislock *lock,
+                                  redislock_done_fn fn, void *arg, int *st)
+{
+    redislockp_aop *o = aop_new(ls, lock, fn, arg, st);
+
+    if (o == NULL)
+        return NULL;
+    /* The caller waits for it: not the handle's loop operation (a
+     * holding it takes is renewed by the watchdog thread). */
+    lock->aop = NULL;
+    o->driven = 1;
+    ls->depth++;
+    return o;
+}
+
 int redislockp_machine_start(redislockp_loop_state *ls, redislockp_op *op,
                              redislock_done_fn fn, void *arg)
 {
-    redislock *lock = op->lock;
     redislockp_aop *o;
     size_t i;
     int st;
 
-    o = aop_new(ls, lock, fn, arg, &st);
+    o = driven_new(ls, op->lock, fn, arg, &st);
     if (o == NULL)
         return st;
-    /* The caller waits for it: not the handle's loop operation (a
-     * holding it takes is renewed by the watchdog thread). */
-    lock->aop = NULL;
-    o->op_own = *op;                    /* (just begun: no pointer into
+    o->op = *op;                        /* (just begun: no pointer into
                                          * itself yet) */
     o->op_out = op;
-    o->driven = 1;
-    ls->depth++;
     step(o);
     /* Its first request goes out now on a connection that is up (a
      * loop's would wait to be found writable: a poll() saved per call;
@@ -3529,12 +3536,9 @@ int redislockp_machine_start_wait(redislockp_loop_state *ls, redislock *lock,
     redislockp_aop *o;
     int st;
 
-    o = aop_new(ls, lock, fn, arg, &st);
+    o = driven_new(ls, lock, fn, arg, &st);
     if (o == NULL)
         return st;
-    lock->aop = NULL;                   /* (as redislockp_machine_start) */
-    o->driven = 1;
-    ls->depth++;
     wait_start(o, timeout_ms);
     entry_end(ls);
     return REDISLOCK_OK;
