@@ -263,6 +263,14 @@ int redislockp_node_may_connect(redislock_client *cl, size_t node,
 void redislockp_node_connected(redislock_client *cl, size_t node, int status,
                                const char *errmsg);
 
+/* The pool's refusals, in its words, for its connections and for the
+ * blocking calls' machines (drive.c) alike: a client used in a fork
+ * child (REDISLOCK_ERR_FORKED into ERRMSG; REDISLOCK_OK when not forked),
+ * and all POOL_SIZE in use for WAIT_MS (REDISLOCK_ERR_IO, the error's
+ * cause POOL_BUSY). */
+int redislockp_pool_forked(const redislock_client *cl, char *errmsg);
+int redislockp_pool_busy(char *errmsg, long long pool_size, long long wait_ms);
+
 /* Give it back; a broken one (BROKEN, or c->err) is closed instead. */
 void redislockp_pool_put(redislock_client *cl, size_t node, redisContext *c,
                          int broken);

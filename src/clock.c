@@ -9,6 +9,7 @@
 #include <sys/time.h>
 #include <time.h>
 
+#include "alloc.h"
 #include "redislock_int.h"
 
 long long redislockp_now_ms(void)
@@ -59,6 +60,22 @@ int redislockp_cond_init_monotonic(pthread_cond_t *cond)
              : -1;
     pthread_condattr_destroy(&attr);
     return rc;
+}
+
+int redislockp_cond_wait_until(pthread_cond_t *cond, pthread_mutex_t *mu,
+                               long long deadline, const int *done)
+{
+    while (!*done) {
+        long long left = deadline - redislockp_now_ms();
+        struct timespec until;
+
+        if (left <= 0)
+            break;
+        until = redislockp_monotonic_in(left);
+        redislockp_may_block("a wait for a pooled connection");
+        (void)pthread_cond_timedwait(cond, mu, &until);
+    }
+    return *done;
 }
 
 struct timeval redislockp_timeval_ms(long long ms)

@@ -45,6 +45,7 @@ typedef struct drive_waiter {
     pthread_cond_t cond;
     drive *d;                   /* handed over; or */
     int room;                   /* room to make one, counted */
+    int handed;                 /* either */
 } drive_waiter;
 
 /* The machine's redislock_loop. */
@@ -103,20 +104,35 @@ static void d_free(drive *d)
 
 static int pump(drive *d, int wait);
 
-/* Room for a machine was given up (under CL's mu): to the first call
- * waiting for one, if the pool has room. */
+/* The first call waiting gets D, or (D NULL) room to make one.  Under
+ * CL's mu, with a call waiting. */
+static void hand_locked(redislock_client *cl, drive *d)
+{
+    drive_waiter *w = cl->drive_waiters;
+
+    cl->drive_waiters = w->next;
+    w->d = d;
+    w->room = d == NULL;
+    w->handed = 1;
+    if (d == NULL)
+        cl->drives_made++;
+    pthread_cond_signal(&w->cond);
+}
+
+/* Room the pool has (under CL's mu) goes to the calls waiting, in
+ * turn. */
+static void hand_room_locked(redislock_client *cl)
+{
+    while (cl->drive_waiters != NULL &&
+           cl->drives_made < (size_t)cl->url.pool_size)
+        hand_locked(cl, NULL);
+}
+
+/* Room for a machine was given up (under CL's mu). */
 static void room_freed_locked(redislock_client *cl)
 {
     cl->drives_made--;
-    if (cl->drive_waiters != NULL &&
-        cl->drives_made < (size_t)cl->url.pool_size) {
-        drive_waiter *w = cl->drive_waiters;
-
-        cl->drive_waiters = w->next;
-        w->room = 1;
-        cl->drives_made++;
-        pthread_cond_signal(&w->cond);
-    }
+    hand_room_locked(cl);
 }
 
 /* The client's hook (client.c): the idle machines beyond the pool size
@@ -148,14 +164,8 @@ static void drives_trim(redislock_client *cl, int all)
         d->next = gone;
         gone = d;
     }
-    while (cl->drive_waiters != NULL && cl->drives_made < keep) {
-        drive_waiter *w = cl->drive_waiters;
-
-        cl->drive_waiters = w->next;
-        w->room = 1;
-        cl->drives_made++;
-        pthread_cond_signal(&w->cond);
-    }
+    if (!all)
+        hand_room_locked(cl);
     pthread_mutex_unlock(&cl->mu);
     while (gone != NULL) {
         drive *d = gone;
@@ -178,24 +188,14 @@ static int wait_turn(redislock_client *cl, long long deadline,
     for (p = &cl->drive_waiters; *p != NULL; p = &(*p)->next)
         ;
     *p = w;
-    while (w->d == NULL && !w->room) {
-        long long left = deadline - redislockp_now_ms();
-        struct timespec until;
-
-        if (left <= 0)
-            break;
-        until = redislockp_monotonic_in(left);
-        redislockp_may_block("a wait for a pooled connection");
-        (void)pthread_cond_timedwait(&w->cond, &cl->mu, &until);
-    }
-    if (w->d == NULL && !w->room)
+    if (!redislockp_cond_wait_until(&w->cond, &cl->mu, deadline, &w->handed))
         for (p = &cl->drive_waiters; *p != NULL; p = &(*p)->next)
             if (*p == w) {
                 *p = w->next;
                 break;
             }
     pthread_cond_destroy(&w->cond);
-    return w->d != NULL || w->room;
+    return w->handed;
 }
 
 static drive *make(redislock_client *cl)
@@ -225,12 +225,12 @@ static drive *borrow(redislock *lock, int *st)
     long long wait = redislockp_client_url(cl).command_ms, size;
     drive_waiter w;
     drive *d = NULL;
+    char msg[REDISLOCKP_ERRMSG_SIZE];
     int room = 0;
 
-    if (redislockp_client_forked(cl)) {
-        *st = redislockp_fail(lock, REDISLOCK_ERR_FORKED,
-                              "client created in another process: create "
-                              "a new one after fork()");
+    *st = redislockp_pool_forked(cl, msg);
+    if (*st != REDISLOCK_OK) {
+        redislockp_fail(lock, *st, "%s", msg);
         return NULL;
     }
     pthread_mutex_lock(&cl->mu);
@@ -247,12 +247,8 @@ static drive *borrow(redislock *lock, int *st)
     } else {
         size = cl->url.pool_size;
         pthread_mutex_unlock(&cl->mu);
-        redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_COMMAND,
-                           REDISLOCK_CAUSE_POOL_BUSY, NULL);
-        *st = redislockp_fail(lock, REDISLOCK_ERR_IO, "all %lld "
-                              "connections to the server are in use "
-                              "(pool_size), and none came back within "
-                              "%lld ms", size, wait);
+        *st = redislockp_pool_busy(msg, size, wait);
+        redislockp_fail(lock, *st, "%s", msg);
         return NULL;
     }
     pthread_mutex_unlock(&cl->mu);
@@ -285,11 +281,7 @@ static void give_back(redislock_client *cl, drive *d)
         room_freed_locked(cl);          /* the pool shrank meanwhile */
         gone = d;
     } else if (cl->drive_waiters != NULL) {
-        drive_waiter *w = cl->drive_waiters;
-
-        cl->drive_waiters = w->next;
-        w->d = d;
-        pthread_cond_signal(&w->cond);
+        hand_locked(cl, d);
     } else {
         d->next = cl->drives;
         cl->drives = d;

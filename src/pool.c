@@ -54,20 +54,29 @@ static int pool_wait(redislock_client *cl, size_t node, long long deadline,
             n->wait_head = w;
         n->wait_tail = w;
     }
-    while (!w->handed) {
-        long long left = deadline - redislockp_now_ms();
-        struct timespec until;
-
-        if (left <= 0)
-            break;
-        until = redislockp_monotonic_in(left);
-        redislockp_may_block("a wait for a pooled connection");
-        (void)pthread_cond_timedwait(&w->cond, &cl->mu, &until);
-    }
-    if (!w->handed)
+    if (!redislockp_cond_wait_until(&w->cond, &cl->mu, deadline, &w->handed))
         waiter_remove(&cl->nodes[node], w);
     pthread_cond_destroy(&w->cond);
     return w->handed;
+}
+
+int redislockp_pool_forked(const redislock_client *cl, char *errmsg)
+{
+    if (!redislockp_client_forked(cl))
+        return REDISLOCK_OK;
+    return redislockp_tx_fail(errmsg, REDISLOCK_ERR_FORKED, "client created "
+                              "in another process: create a new one after "
+                              "fork()");
+}
+
+int redislockp_pool_busy(char *errmsg, long long pool_size, long long wait_ms)
+{
+    redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_COMMAND,
+                       REDISLOCK_CAUSE_POOL_BUSY, NULL);
+    return redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO, "all %lld "
+                              "connections to the server are in use "
+                              "(pool_size), and none came back within "
+                              "%lld ms", pool_size, wait_ms);
 }
 
 /* redislockp_node_may_connect() with CL's lock held. */
@@ -148,17 +157,14 @@ int redislockp_pool_take(redislock_client *cl, size_t node,
 {
     redislockp_pool_waiter w;
     redislockp_node *n;
-    long long now, wait, deadline = 0;
+    long long now, wait, size, deadline = 0;
     int room = 0;               /* a waiter was given room to open one */
 
     *c = NULL;
     *status = REDISLOCK_OK;
-    if (redislockp_client_forked(cl)) {
-        *status = redislockp_tx_fail(errmsg, REDISLOCK_ERR_FORKED,
-                                     "client created in another process: "
-                                     "create a new one after fork()");
+    *status = redislockp_pool_forked(cl, errmsg);
+    if (*status != REDISLOCK_OK)
         return REDISLOCKP_POOL_FAILED;
-    }
     pthread_mutex_lock(&cl->mu);
 again:
     n = &cl->nodes[node];
@@ -214,14 +220,9 @@ again:
             room = 1;
             goto again;
         }
+        size = cl->url.pool_size;
         pthread_mutex_unlock(&cl->mu);
-        redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_COMMAND,
-                           REDISLOCK_CAUSE_POOL_BUSY, NULL);
-        *status = redislockp_tx_fail(errmsg, REDISLOCK_ERR_IO, "all %lld "
-                                     "connections to the server are in use "
-                                     "(pool_size), and none came back "
-                                     "within %lld ms", cl->url.pool_size,
-                                     wait);
+        *status = redislockp_pool_busy(errmsg, size, wait);
         return REDISLOCKP_POOL_FAILED;
     }
     if (!may_connect_locked(cl, node, now, errmsg, status)) {

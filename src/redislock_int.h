@@ -185,6 +185,10 @@ struct timespec redislockp_monotonic_in(long long ms);
 /* COND, made to wait on that clock: 0, or -1 (not made).  The one way
  * the watchdog, the pool and the driver make theirs. */
 int redislockp_cond_init_monotonic(pthread_cond_t *cond);
+/* Wait on COND (made so) with MU held until *DONE or DEADLINE
+ * (monotonic ms): *DONE.  A pooled connection's or a machine's turn. */
+int redislockp_cond_wait_until(pthread_cond_t *cond, pthread_mutex_t *mu,
+                               long long deadline, const int *done);
 
 /* error.c: the handle's last error, as text and as data.  Clearing
  * forgets both.  redislockp_fail() writes the text and takes the
