@@ -375,6 +375,13 @@ static int pump(drive *d, int wait)
     return 0;
 }
 
+static unsigned long calls;            /* atomic */
+
+unsigned long redislockp_drive_calls(void)
+{
+    return __atomic_load_n(&calls, __ATOMIC_RELAXED);
+}
+
 /* Run LOCK's call on a machine of its client's: START (OP, or a wait of
  * TIMEOUT_MS when OP is NULL) until its end, in E. */
 static int run(redislock *lock, redislockp_op *op, long long timeout_ms,
@@ -384,6 +391,7 @@ static int run(redislock *lock, redislockp_op *op, long long timeout_ms,
     drive *d;
     int st;
 
+    __atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED);
     d = borrow(lock, &st);
     if (d == NULL)
         return st;

@@ -10,4 +10,8 @@
  * the default: the tests ask for it). */
 void redislockp_drive_install(void);
 
+/* How many blocking calls the driver has run (the tests' proof that it,
+ * not the executor, ran them). */
+unsigned long redislockp_drive_calls(void);
+
 #endif /* REDISLOCK_DRIVE_H */

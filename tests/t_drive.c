@@ -28,12 +28,19 @@ static char url[128];
 
 static redislock_client *client(void)
 {
-    redislock_client *cl = NULL;
-    char err[256];
+    return tu_open_url(url);
+}
 
-    if (redislock_client_open(url, &cl, err, sizeof err) != REDISLOCK_OK)
-        fail_msg("%s: %s", url, err);
-    return cl;
+/* The driver ran N more blocking calls since *SINCE (then updated): it,
+ * not the executor, ran what the test calls. */
+static void driven(unsigned long *since, unsigned long n, const char *what)
+{
+    unsigned long now = redislockp_drive_calls();
+
+    if (now - *since < n)
+        fail_msg("%s: the driver ran %lu calls, not %lu", what,
+                 now - *since, n);
+    *since = now;
 }
 
 /* How many connections the server has now (the harness's C included). */
@@ -52,6 +59,8 @@ static void exercise(redislock_client *cl, const char *key)
     long long ttl;
     bool ok, held;
     int holds;
+
+    unsigned long since = redislockp_drive_calls();
 
     assert_non_null(a);
     assert_non_null(b);
@@ -87,6 +96,7 @@ static void exercise(redislock_client *cl, const char *key)
     assert_true(ok);
     assert_int_equal(redislock_hold_count(a, &holds), REDISLOCK_OK);
     assert_int_equal(holds, 0);
+    driven(&since, 14, "acquire, held, ttl, inspect, extend, release");
     redislock_free(a);
     redislock_free(b);
 }
@@ -116,6 +126,7 @@ static void test_a_refused_connection_fails_the_call(void **state)
     redislock_client *cl = NULL;
     redislock *l;
     char dead[128];
+    unsigned long since;
     bool ok = true;
 
     (void)state;
@@ -123,9 +134,11 @@ static void test_a_refused_connection_fails_the_call(void **state)
     assert_int_equal(redislock_client_open(dead, &cl, NULL, 0), REDISLOCK_OK);
     l = redislock_new_from_client(cl, "drive:dead");
     assert_non_null(l);
+    since = redislockp_drive_calls();
     assert_int_equal(redislock_acquire(l, &ok), REDISLOCK_ERR_IO);
     assert_false(ok);
     assert_non_null(strstr(redislock_last_error(l), "127.0.0.1"));
+    driven(&since, 1, "the acquire of a dead server");
     redislock_free(l);
     redislock_client_free(cl);
 }
@@ -159,6 +172,7 @@ static void test_threads_share_the_client(void **state)
     redislock_client *cl = client();
     struct worker w[4];
     pthread_t t[4];
+    unsigned long since = redislockp_drive_calls();
     int i;
 
     (void)state;
@@ -173,6 +187,7 @@ static void test_threads_share_the_client(void **state)
         assert_int_equal(pthread_join(t[i], NULL), 0);
         assert_int_equal(w[i].got, 50);     /* keys of their own */
     }
+    driven(&since, 4 * 50 * 2, "the threads' acquires and releases");
     redislock_client_free(cl);
 }
 
@@ -203,6 +218,7 @@ static void test_pool_size_bounds_the_machines(void **state)
     redislock *lock;
     struct held h;
     char purl[200], key[64];
+    unsigned long since = redislockp_drive_calls();
     long long t0;
     bool ok = true;
 
@@ -246,6 +262,8 @@ static void test_pool_size_bounds_the_machines(void **state)
     assert_true(tu_acquire(lock));          /* the machine came back */
     assert_true(tu_release(lock));
     assert_int_equal(fp_connections(p), 1);
+    driven(&since, 7, "the calls, the one refused for want of a machine "
+           "too");
     redislock_free(h.lock);
     redislock_free(lock);
     redislock_client_free(cl);
@@ -288,6 +306,7 @@ static void test_waits_on_the_machine(void **state)
     redislock *a, *b;
     struct waiter w;
     char key[64];
+    unsigned long since = redislockp_drive_calls();
     long long t0;
     bool ok = true;
 
@@ -336,6 +355,8 @@ static void test_waits_on_the_machine(void **state)
     assert_false(w.ok);
     TU_WAIT_UNTIL(waiters(a) == 0, 20000, "the canceled waiter gone");
     assert_true(tu_release(a));
+    driven(&since, 8, "three waits, three acquires, four releases - at "
+           "least");
     redislock_free(a);
     redislock_free(b);
     redislock_client_free(cl);
