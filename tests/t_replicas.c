@@ -627,6 +627,19 @@ static redislock_client *quorum3(const char *a, const char *b, const char *c)
     return cl;
 }
 
+/* quorum3() of databases 1 and 2 of the harness's server and PLAIN, a
+ * server started here (stop it after the client). */
+static redislock_client *quorum_beside(tu_server *plain)
+{
+    char db1[300], db2[300], p0[300];
+
+    tu_server_start(plain, NULL);
+    snprintf(db1, sizeof db1, "%s/1", url);
+    snprintf(db2, sizeof db2, "%s/2", url);
+    snprintf(p0, sizeof p0, "unix://%s", plain->socket);
+    return quorum3(db1, db2, p0);
+}
+
 static int on_db(int db, const char *key)
 {
     redisContext *c = tu_connect();
@@ -833,7 +846,7 @@ static void test_renewals_acknowledged(void **state)
 static void test_loop_release_beside_busy_renewals(void **state)
 {
     tu_server plain;
-    char db1[300], db2[300], p0[300], key[64];
+    char key[64];
     redislock_client *cl;
     redisContext *c = tu_connect();
     redislock *lock;
@@ -843,12 +856,8 @@ static void test_loop_release_beside_busy_renewals(void **state)
 
     (void)state;
     memset(&a, 0, sizeof a);
-    tu_server_start(&plain, NULL);
-    snprintf(db1, sizeof db1, "%s/1", url);
-    snprintf(db2, sizeof db2, "%s/2", url);
-    snprintf(p0, sizeof p0, "unix://%s", plain.socket);
     tu_key(key, sizeof key, "acks:loop-release");
-    cl = quorum3(db1, db2, p0);
+    cl = quorum_beside(&plain);
     assert_int_equal(tu_loop_attach(&l, cl), REDISLOCK_OK);
     lock = redislock_new_from_client(cl, key);
     assert_non_null(lock);
@@ -883,7 +892,7 @@ static void test_loop_release_beside_busy_renewals(void **state)
 static void test_quorum_renewals_acknowledged(void **state)
 {
     tu_server plain;
-    char db1[300], db2[300], p0[300], key[64];
+    char key[64];
     redislock_client *cl;
     redisContext *c = tu_connect();
     redislock *lock;
@@ -891,12 +900,8 @@ static void test_quorum_renewals_acknowledged(void **state)
 
     (void)state;
     assert_int_equal(nreplicas, 2);
-    tu_server_start(&plain, NULL);
-    snprintf(db1, sizeof db1, "%s/1", url);
-    snprintf(db2, sizeof db2, "%s/2", url);
-    snprintf(p0, sizeof p0, "unix://%s", plain.socket);
     tu_key(key, sizeof key, "acks:quorum-renewed");
-    cl = quorum3(db1, db2, p0);
+    cl = quorum_beside(&plain);
     lock = renewed_handle(cl, key, 2);
     assert_true(tu_acquire(lock));
     waits = tu_cmdstat_calls(c, "wait");
