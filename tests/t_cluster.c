@@ -1009,6 +1009,32 @@ static void test_replica_acknowledgement(void **state)
  * backoff and gives up at the command timeout with the server's words;
  * once the slot is served again, it works.  Runs last: it takes the
  * cluster down for a moment. */
+/* The first node all_ok() found not ok, and what it said (for the
+ * message of a wait that gives up). */
+static char not_ok_yet[200];
+
+/* Every node says cluster_state:ok. */
+static int all_ok(void)
+{
+    int i, ok = 1;
+
+    for (i = 0; i < 6 && ok; i++) {
+        redisContext *c = connect_port(ports[i]);
+        redisReply *r = tu_cmd(c, "CLUSTER INFO");
+        const char *state = r->type == REDIS_REPLY_STRING
+                                ? strstr(r->str, "cluster_state:")
+                                : NULL;
+
+        ok = state != NULL && strncmp(state, "cluster_state:ok", 16) == 0;
+        if (!ok)
+            snprintf(not_ok_yet, sizeof not_ok_yet, "node on port %d: %.40s",
+                     ports[i], state != NULL ? state : "no cluster_state");
+        freeReplyObject(r);
+        redisFree(c);
+    }
+    return ok;
+}
+
 static void test_unserved_slot_gives_up_in_time(void **state)
 {
     const char *key = "down:key";
@@ -1073,6 +1099,10 @@ static void test_unserved_slot_gives_up_in_time(void **state)
     tu_cmd_ok(c, "CLUSTER ADDSLOTS %u", slot);
     TU_WAIT_UNTIL(cluster_ok(c), 20000,
                   "cluster_state:ok on port %d after ADDSLOTS %u", owner, slot);
+    /* The cluster as the tests after this one need it: every node ok
+     * (their views of the slot agree again). */
+    TU_WAIT_UNTIL(all_ok(), 60000, "cluster_state:ok on every node after "
+                  "ADDSLOTS %u (%s)", slot, not_ok_yet);
     assert_int_equal(redislock_acquire_wait(lock, 5000, &ok), REDISLOCK_OK);
     assert_true(ok);
     assert_true(tu_release(lock));
@@ -1091,19 +1121,6 @@ static void test_unserved_slot_gives_up_in_time(void **state)
 
 static char fn_url[300];
 
-/* Every node says cluster_state:ok. */
-static int all_ok(void)
-{
-    int i, ok = 1;
-
-    for (i = 0; i < 6 && ok; i++) {
-        redisContext *c = connect_port(ports[i]);
-
-        ok = cluster_ok(c);
-        redisFree(c);
-    }
-    return ok;
-}
 
 /* The ports of the masters serving slots (node 0's CLUSTER SLOTS). */
 static void masters_now(int out[3])
@@ -1238,7 +1255,8 @@ static void test_functions_on_every_master(void **state)
 
     (void)state;
     need_functions();
-    TU_WAIT_UNTIL(all_ok(), 30000, "cluster_state:ok on every node");
+    TU_WAIT_UNTIL(all_ok(), 60000, "cluster_state:ok on every node (%s)",
+                  not_ok_yet);
     TU_WAIT_UNTIL(masters_settled(ms), 30000, "node 0's slot masters each "
                   "answering ROLE as a master");
     for (i = 0; i < 6; i++)
@@ -1297,7 +1315,7 @@ static void test_functions_follow_a_moving_slot(void **state)
 {
     const char *key = "{fnslot}:lock";
     unsigned slot = redislockp_key_slot(key, strlen(key));
-    int from = master_of(slot), to = other_master(from), i;
+    int ms[3], from, to, i;
     char from_id[64], to_id[64];
     redislock_client *cl, *old_map;
     redislock *lock, *old;
@@ -1306,6 +1324,12 @@ static void test_functions_follow_a_moving_slot(void **state)
 
     (void)state;
     need_functions();
+    TU_WAIT_UNTIL(all_ok(), 60000, "cluster_state:ok on every node (%s)",
+                  not_ok_yet);
+    TU_WAIT_UNTIL(masters_settled(ms), 30000, "node 0's slot masters each "
+                  "answering ROLE as a master");
+    from = master_of(slot);
+    to = other_master(from);
     for (i = 0; i < 6; i++)
         scripts[i] = scripts_at(ports[i]);
     node_id(from, from_id, sizeof from_id);
@@ -1418,7 +1442,8 @@ static void test_functions_after_a_failover(void **state)
 
     (void)state;
     need_functions();
-    TU_WAIT_UNTIL(all_ok(), 30000, "cluster_state:ok on every node");
+    TU_WAIT_UNTIL(all_ok(), 60000, "cluster_state:ok on every node (%s)",
+                  not_ok_yet);
     master = master_of(slot);
     replica = replica_of(master);
     for (i = 0; i < 6; i++)
