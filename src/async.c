@@ -138,8 +138,6 @@ struct blocker {
     size_t probe;               /* lists to name one at a time, to find
                                  * the one an error reply was about */
     long long quiet_until;      /* after a failure: no BLPOP before */
-    int retired;                /* its BLPOP was let go (a blocking
-                                 * call's machine, idle): nothing to say */
     size_t member;              /* a quorum's: the master blocked on */
 };
 
@@ -2353,12 +2351,6 @@ static void on_blpop(void *arg, int status, redislockp_val **replies, int n,
     (void)sent;
     (void)errmsg;
     b->blocking = 0;
-    if (b->retired) {
-        b->retired = 0;
-        for (i = 0; i < n; i++)
-            redislockp_val_free(replies[i]);
-        return;
-    }
     cl = b->c.ls != NULL ? b->c.ls->cl : NULL;
     if (cl == NULL || b->c.ls->closing) {
         for (i = 0; i < n; i++)
@@ -3458,29 +3450,6 @@ long long redislockp_machine_read_due(const redislockp_loop_state *ls,
 int redislockp_machine_busy(const redislockp_loop_state *ls)
 {
     return ls->nops > 0;
-}
-
-void redislockp_machine_idle(redislockp_loop_state *ls)
-{
-    size_t i;
-
-    ls->depth++;
-    for (i = 0; i < ls->nblockers; i++) {
-        blocker *b = ls->blockers[i];
-        const wkey *k;
-
-        for (k = b->keys; k != NULL && k->head == NULL; k = k->next)
-            ;
-        if (k != NULL || !b->blocking || !b->c.open)
-            continue;
-        /* Its BLPOP, with nobody waiting any more, would pop a wake-up
-         * that nobody reads until the machine's next call: the server
-         * lets it go with the connection. */
-        b->retired = 1;
-        redislockp_aconn_close(&b->c.a, REDISLOCK_ERR_CANCELED,
-                               "closed: no waiter left");
-    }
-    entry_end(ls);
 }
 
 /* A blocking call's operation on LOCK, new on LS, inside an entry of

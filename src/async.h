@@ -52,10 +52,8 @@ int redislockp_machine_on_timer(redislockp_loop_state *ls);
  * the next thing to do. */
 void redislockp_machine_block_reads(redislockp_loop_state *ls);
 /* 1 while an operation of LS is not over (the library's own too: a
- * wake-up passed on); redislockp_machine_idle(LS): LS is put away until
- * the next call - a blocker's BLPOP that no waiter needs is let go. */
+ * wake-up passed on). */
 int redislockp_machine_busy(const redislockp_loop_state *ls);
-void redislockp_machine_idle(redislockp_loop_state *ls);
 long long redislockp_machine_read_due(const redislockp_loop_state *ls,
                                       int fd);
 int redislockp_machine_start(redislockp_loop_state *ls,

@@ -190,6 +190,9 @@ struct redislock_client {
     size_t drives_made;
     struct drive_waiter *drive_waiters;
     void (*drives_trim)(redislock_client *cl, int all);
+    /* The machine every blocking wait of the client runs on, driven by a
+     * thread of its own (drive.c; made by the first wait, under mu). */
+    struct waiting_machine *waiting;
     /* What its handles did (metrics.h): atomics and a leaf lock of its
      * own, taken under mu or wd_mu alike. */
     redislockp_metrics *metrics;

@@ -23,6 +23,8 @@
 #include <stdbool.h>
 #include <string.h>
 #include <time.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "alloc.h"
 #include "async.h"
@@ -37,6 +39,8 @@ typedef struct drive {
     size_t n, cap;
     long long timer_at;         /* monotonic ms; -1: none */
     long long idle_at;          /* given back then (monotonic ms) */
+    int wake_fd;                /* watched too, not the machine's: the
+                                 * waiting machine's wake-up (-1: none) */
 } drive;
 
 /* A call waiting for a machine (all POOL_SIZE in use), in turn. */
@@ -138,10 +142,15 @@ static void room_freed_locked(redislock_client *cl)
 /* The client's hook (client.c): the idle machines beyond the pool size
  * go (ALL: every one, the client is freed); room made by a larger pool
  * goes to the calls waiting, in turn. */
+static void waiting_shutdown(redislock_client *cl);
+
 static void drives_trim(redislock_client *cl, int all)
 {
     drive *gone = NULL;
     size_t keep;
+
+    if (all)
+        waiting_shutdown(cl);
 
     if (redislockp_client_forked(cl)) {
         /* A fork child's copy of the mutex may be held for ever: only
@@ -206,12 +215,12 @@ static drive *make(redislock_client *cl)
     if (d == NULL)
         return NULL;
     d->timer_at = -1;
+    d->wake_fd = -1;
     d->ls = redislockp_machine_new(cl, &fns, d);
     if (d->ls == NULL) {
         redislockp_free(d);
         return NULL;
     }
-    redislockp_machine_block_reads(d->ls);
     return d;
 }
 
@@ -254,6 +263,8 @@ static drive *borrow(redislock *lock, int *st)
     pthread_mutex_unlock(&cl->mu);
     if (room) {
         d = make(cl);
+        if (d != NULL)
+            redislockp_machine_block_reads(d->ls);
         if (d == NULL) {
             pthread_mutex_lock(&cl->mu);
             room_freed_locked(cl);
@@ -363,6 +374,14 @@ static int pump(drive *d, int wait)
     for (i = 0; i < k; i++) {
         int ev = 0;
 
+        if (ready[i].fd == d->wake_fd) {
+            char buf[64];
+
+            while (read(d->wake_fd, buf, sizeof buf) > 0)
+                ;
+            continue;
+        }
+
         if (ready[i].revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL))
             ev |= REDISLOCK_EV_READ;
         if (ready[i].revents & (POLLOUT | POLLHUP | POLLERR | POLLNVAL))
@@ -382,10 +401,9 @@ unsigned long redislockp_drive_calls(void)
     return __atomic_load_n(&calls, __ATOMIC_RELAXED);
 }
 
-/* Run LOCK's call on a machine of its client's: START (OP, or a wait of
- * TIMEOUT_MS when OP is NULL) until its end, in E. */
-static int run(redislock *lock, redislockp_op *op, long long timeout_ms,
-               ending *e)
+/* Run OP, LOCK's call, on a machine of its client's until its end, in
+ * E. */
+static int run(redislock *lock, redislockp_op *op, ending *e)
 {
     redislock_client *cl = lock->client;
     drive *d;
@@ -398,10 +416,7 @@ static int run(redislock *lock, redislockp_op *op, long long timeout_ms,
     /* The machine's entries never block (the test build checks it):
      * only this driver's poll() and reads do. */
     redislockp_loop_enter();
-    st = op != NULL
-             ? redislockp_machine_start(d->ls, op, ended, e)
-             : redislockp_machine_start_wait(d->ls, lock, timeout_ms, ended,
-                                             e);
+    st = redislockp_machine_start(d->ls, op, ended, e);
     redislockp_loop_leave();
     if (st != REDISLOCK_OK) {
         give_back(cl, d);
@@ -420,11 +435,10 @@ static int run(redislock *lock, redislockp_op *op, long long timeout_ms,
                                    "internal: the operation's machine has "
                                    "nothing to wait for");
         }
-    /* What the library started on the way (a wake-up passed on) ends
-     * here too, not in the next call; a BLPOP nobody needs goes. */
+    /* What the library started on the way ends here too, not in the
+     * next call. */
     while (redislockp_machine_busy(d->ls) && pump(d, 1) == 0)
         ;
-    redislockp_machine_idle(d->ls);
     give_back(cl, d);
     return e->status;
 }
@@ -434,16 +448,225 @@ static int drive_op(redislockp_op *op)
 {
     ending e = { 0, 0, false };
 
-    return run(op->lock, op, 0, &e);
+    return run(op->lock, op, &e);
+}
+
+/* ---- The waiting machine -----------------------------------------------
+ * Every blocking wait of a client runs on one machine, driven by a
+ * thread of its own: the waits share its connections - one per server
+ * for their tries, one more per server (per slot in a Cluster) for
+ * their wake-ups, a single BLPOP for all of them, as on an event loop -
+ * so a thousand threads waiting cost two connections, not a thousand,
+ * and never take the pool's room from the other calls.  A waiting call
+ * hands its wait to the thread and sleeps until its end is delivered.
+ * Only the thread enters the machine; the calls reach it through a
+ * queue and a pipe that wakes its poll(). */
+
+typedef struct wait_req {
+    struct wait_req *next;
+    redislock *lock;
+    long long timeout_ms;
+    ending e;
+    pthread_cond_t cond;
+} wait_req;
+
+typedef struct waiting_machine {
+    redislock_client *cl;
+    drive *d;
+    pthread_t tid;
+    pthread_mutex_t mu;         /* QUEUE, STOP, the requests' ends */
+    wait_req *queue;
+    int stop;
+    int pipe[2];                /* [1] written: look at the queue */
+} waiting_machine;
+
+/* A wait's end, on the thread (in an entry of its machine). */
+static void wait_ended(redislock *lock, int status, bool ok, void *arg)
+{
+    wait_req *r = arg;
+    waiting_machine *m = lock->client->waiting;
+
+    pthread_mutex_lock(&m->mu);
+    r->e.status = status;
+    r->e.ok = ok;
+    r->e.done = 1;
+    pthread_cond_signal(&r->cond);
+    pthread_mutex_unlock(&m->mu);
+}
+
+static void *waiting_thread(void *arg)
+{
+    waiting_machine *m = arg;
+
+    for (;;) {
+        wait_req *q, *r;
+        int stop;
+
+        pthread_mutex_lock(&m->mu);
+        q = m->queue;
+        m->queue = NULL;
+        stop = m->stop;
+        pthread_mutex_unlock(&m->mu);
+        /* In the order asked (the queue is kept newest first). */
+        for (r = NULL; q != NULL;) {
+            wait_req *next = q->next;
+
+            q->next = r;
+            r = q;
+            q = next;
+        }
+        while (r != NULL) {
+            wait_req *next = r->next;
+            int st;
+
+            redislockp_loop_enter();
+            st = redislockp_machine_start_wait(m->d->ls, r->lock,
+                                               r->timeout_ms, wait_ended, r);
+            redislockp_loop_leave();
+            if (st != REDISLOCK_OK) {
+                pthread_mutex_lock(&m->mu);
+                r->e.status = st;
+                r->e.done = 1;
+                pthread_cond_signal(&r->cond);
+                pthread_mutex_unlock(&m->mu);
+            }
+            r = next;
+        }
+        if (stop && !redislockp_machine_busy(m->d->ls))
+            break;
+        (void)pump(m->d, 1);
+    }
+    return NULL;
+}
+
+static void waiting_free(waiting_machine *m)
+{
+    close(m->pipe[0]);
+    close(m->pipe[1]);
+    pthread_mutex_destroy(&m->mu);
+    d_free(m->d);
+    redislockp_free(m);
+}
+
+/* CL's waiting machine, made and its thread started if need be; NULL:
+ * out of memory, or no thread (the handle's error says so). */
+static waiting_machine *waiting_of(redislock *lock, int *st)
+{
+    redislock_client *cl = lock->client;
+    waiting_machine *m;
+    int i;
+
+    pthread_mutex_lock(&cl->mu);
+    cl->drives_trim = drives_trim;
+    m = cl->waiting;
+    if (m != NULL) {
+        pthread_mutex_unlock(&cl->mu);
+        return m;
+    }
+    m = redislockp_calloc(1, sizeof *m);
+    if (m == NULL)
+        goto nomem;
+    m->cl = cl;
+    m->pipe[0] = m->pipe[1] = -1;
+    if (pipe(m->pipe) != 0) {
+        redislockp_free(m);
+        goto nomem;
+    }
+    for (i = 0; i < 2; i++) {
+        (void)fcntl(m->pipe[i], F_SETFL,
+                    fcntl(m->pipe[i], F_GETFL) | O_NONBLOCK);
+        (void)fcntl(m->pipe[i], F_SETFD, FD_CLOEXEC);
+    }
+    pthread_mutex_init(&m->mu, NULL);
+    m->d = make(cl);
+    if (m->d == NULL) {
+        waiting_free(m);
+        goto nomem;
+    }
+    m->d->wake_fd = m->pipe[0];
+    if (d_watch(m->d, m->pipe[0], REDISLOCK_EV_READ, NULL) != 0 ||
+        redislockp_thread_create(&m->tid, waiting_thread, m) != 0) {
+        waiting_free(m);
+        pthread_mutex_unlock(&cl->mu);
+        *st = redislockp_fail(lock, REDISLOCK_ERR_NOMEM, "no thread for "
+                              "the client's waits");
+        return NULL;
+    }
+    cl->waiting = m;
+    pthread_mutex_unlock(&cl->mu);
+    return m;
+nomem:
+    pthread_mutex_unlock(&cl->mu);
+    *st = redislockp_fail(lock, REDISLOCK_ERR_NOMEM, "out of memory "
+                          "starting a wait");
+    return NULL;
+}
+
+static void waiting_poke(waiting_machine *m)
+{
+    char b = 'w';
+
+    (void)!write(m->pipe[1], &b, 1);
+}
+
+/* The client goes: its waiting machine's thread ends (no wait is left:
+ * each had its caller blocked in it), then the machine.  In a fork
+ * child there is no thread, and its mutex may be held for ever: only
+ * the memory goes. */
+static void waiting_shutdown(redislock_client *cl)
+{
+    waiting_machine *m = cl->waiting;
+
+    if (m == NULL)
+        return;
+    cl->waiting = NULL;
+    if (redislockp_client_forked(cl)) {
+        close(m->pipe[0]);
+        close(m->pipe[1]);
+        d_free(m->d);
+        redislockp_free(m);
+        return;
+    }
+    pthread_mutex_lock(&m->mu);
+    m->stop = 1;
+    pthread_mutex_unlock(&m->mu);
+    waiting_poke(m);
+    pthread_join(m->tid, NULL);
+    waiting_free(m);
 }
 
 static int drive_wait(redislock *lock, long long timeout_ms, bool *acquired)
 {
-    ending e = { 0, 0, false };
-    int st = run(lock, NULL, timeout_ms, &e);
+    waiting_machine *m;
+    char msg[REDISLOCKP_ERRMSG_SIZE];
+    wait_req r;
+    int st;
 
-    *acquired = e.done && st == REDISLOCK_OK && e.ok;
-    return st;
+    *acquired = false;
+    __atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED);
+    st = redislockp_pool_forked(lock->client, msg);
+    if (st != REDISLOCK_OK)
+        return redislockp_fail(lock, st, "%s", msg);
+    m = waiting_of(lock, &st);
+    if (m == NULL)
+        return st;
+    memset(&r, 0, sizeof r);
+    r.lock = lock;
+    r.timeout_ms = timeout_ms;
+    pthread_cond_init(&r.cond, NULL);
+    pthread_mutex_lock(&m->mu);
+    r.next = m->queue;
+    m->queue = &r;
+    pthread_mutex_unlock(&m->mu);
+    waiting_poke(m);
+    redislockp_may_block("a blocking wait");
+    pthread_mutex_lock(&m->mu);
+    while (!r.e.done)
+        pthread_cond_wait(&r.cond, &m->mu);
+    pthread_mutex_unlock(&m->mu);
+    pthread_cond_destroy(&r.cond);
+    *acquired = r.e.status == REDISLOCK_OK && r.e.ok;
+    return r.e.status;
 }
 
 void redislockp_drive_install(void)

@@ -362,6 +362,105 @@ static void test_waits_on_the_machine(void **state)
     redislock_client_free(cl);
 }
 
+/* Many threads waiting at once on one client share its waiting machine:
+ * its one connection for their tries and one for their wake-ups (a
+ * single BLPOP), whatever their number and the pool size; each release
+ * then wakes the next, one holder at a time. */
+#define MANY 200
+
+struct chained {
+    redislock *lock;
+    pthread_t tid;
+    int status;
+};
+
+static int chain_holders, chain_overlaps, chain_got;
+
+static void *wait_then_release(void *arg)
+{
+    struct chained *w = arg;
+    bool ok = false;
+
+    w->status = redislock_acquire_wait(w->lock, 120000, &ok);
+    if (w->status != REDISLOCK_OK || !ok) {
+        if (w->status == REDISLOCK_OK)
+            w->status = -1;                 /* the deadline: no lock */
+        return NULL;
+    }
+    if (__atomic_add_fetch(&chain_holders, 1, __ATOMIC_SEQ_CST) != 1)
+        __atomic_add_fetch(&chain_overlaps, 1, __ATOMIC_SEQ_CST);
+    __atomic_sub_fetch(&chain_holders, 1, __ATOMIC_SEQ_CST);
+    w->status = redislock_release(w->lock, &ok);
+    if (w->status == REDISLOCK_OK && !ok)
+        w->status = -2;                     /* not ours any more */
+    if (w->status == REDISLOCK_OK)
+        __atomic_add_fetch(&chain_got, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+/* All N waiters of A's key in its queue?  *MOST: the most connections
+ * seen beyond BASE so far. */
+static int queued(redislock *a, int n, long long base, long long *most)
+{
+    long long now = clients() - base;
+
+    if (now > *most)
+        *most = now;
+    return waiters(a) == n;
+}
+
+static void test_many_waiters_few_connections(void **state)
+{
+    static struct chained w[MANY];
+    char key[64], u[200];
+    redislock_client *cl;
+    redislock *a;
+    unsigned long since = redislockp_drive_calls();
+    long long base, most = 0;
+    int i, n = tu_wrapped() ? 40 : MANY;
+
+    (void)state;
+    snprintf(u, sizeof u, "%s?pool_size=2", url);
+    cl = tu_open_url(u);
+    tu_key(key, sizeof key, "drive-many");
+    a = redislock_new_from_client(cl, key);
+    assert_non_null(a);
+    assert_int_equal(redislock_set_expire(a, 120), REDISLOCK_OK);
+    assert_true(tu_acquire(a));
+    assert_int_equal(waiters(a), 0);
+    base = clients();                       /* a's machine, inspect's */
+    chain_holders = chain_overlaps = chain_got = 0;
+    for (i = 0; i < n; i++) {
+        w[i].lock = redislock_new_from_client(cl, key);
+        assert_non_null(w[i].lock);
+        /* A minute between polls: only wake-ups end these waits. */
+        assert_int_equal(redislock_set_wait_poll_ms(w[i].lock, 60000),
+                         REDISLOCK_OK);
+        w[i].status = -99;
+        assert_int_equal(pthread_create(&w[i].tid, NULL, wait_then_release,
+                                         &w[i]), 0);
+    }
+    TU_WAIT_UNTIL(queued(a, n, base, &most), 60000,
+                  "%d waiters in the lock's queue", n);
+    printf("# %d threads waiting: %lld more connections\n", n, most);
+    if (most > 2)
+        fail_msg("%d waiting threads took %lld connections (the waiting "
+                 "machine's two at most)", n, most);
+    assert_true(tu_release(a));
+    for (i = 0; i < n; i++) {
+        assert_int_equal(pthread_join(w[i].tid, NULL), 0);
+        if (w[i].status != REDISLOCK_OK)
+            fail_msg("waiter %d: %d: %s", i, w[i].status,
+                     redislock_last_error(w[i].lock));
+        redislock_free(w[i].lock);
+    }
+    assert_int_equal(chain_overlaps, 0);
+    assert_int_equal(chain_got, n);
+    driven(&since, (unsigned long)n, "the waits");
+    redislock_free(a);
+    redislock_client_free(cl);
+}
+
 static void test_quorum_on_the_machine(void **state)
 {
     redislock_client *cl = tu_db_quorum(1);
@@ -381,6 +480,7 @@ int main(void)
         cmocka_unit_test(test_threads_share_the_client),
         cmocka_unit_test(test_pool_size_bounds_the_machines),
         cmocka_unit_test(test_waits_on_the_machine),
+        cmocka_unit_test(test_many_waiters_few_connections),
         cmocka_unit_test(test_quorum_on_the_machine),
     };
 
