@@ -1567,7 +1567,7 @@ static void send_leg(redislockp_aop *o)
      * scripts or nothing (refused with scripts=none; after a server's
      * refusal, asked for all the same: the refusal, or the rights back,
      * tell), as the executor does. */
-    o->plain = redislockp_uses_plain(cl);
+    o->plain = o->run.f.call != NULL ? redislockp_uses_plain(cl) : 0;
     if (o->plain && !redislockp_plain_can(o->run.f.call, o->leg.msg)) {
         if (o->plain == 2) {
             o->leg.st = REDISLOCK_ERR_INVALID;

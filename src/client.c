@@ -22,6 +22,7 @@
 #include <sodium.h>
 
 #include "client.h"
+#include "op.h"
 #include "exec.h"
 
 int redislock_client_open(const char *url, redislock_client **client,
@@ -272,7 +273,26 @@ int redislock_client_ping(redislock_client *cl, char *errbuf, size_t errsize)
         return st;
     }
     /* The one server, or the sentinels' master (its ROLE is checked on
-     * connecting), through the executor. */
+     * connecting): a PING op on the blocking calls' driver, or through
+     * the executor. */
+    if (redislockp_op_driver != NULL) {
+        redislock *h = redislock_new_from_client(cl, "redislock:ping");
+        redislockp_op op;
+
+        if (h == NULL) {
+            st = REDISLOCK_ERR_NOMEM;
+            snprintf(msg, sizeof msg, "out of memory");
+        } else {
+            redislockp_op_begin(&op, h, REDISLOCKP_OP_PING,
+                                REDISLOCKP_TRY_PLAIN);
+            st = redislockp_op_driver(&op);
+            snprintf(msg, sizeof msg, "%s", redislock_last_error(h));
+            redislock_free(h);
+        }
+        if (st != REDISLOCK_OK && errbuf != NULL && errsize > 0)
+            snprintf(errbuf, errsize, "%s", msg);
+        return st;
+    }
     memset(&f, 0, sizeof f);
     memset(&t, 0, sizeof t);
     ping.argc = 1;

@@ -638,13 +638,21 @@ static int op_run_ack(redislock *lock, const redislockp_call *call,
     return op_run_one(lock, call, mutating, parse, out, ack);
 }
 
+/* A PING op's run: the command alone. */
+static const redislockp_trailer ping_command = { 1, { "PING" }, { 4 } };
+
 int redislockp_run_prepare(redislock *lock, const redislockp_call *call,
                            int with_ack, redislockp_run *run)
 {
-    int st = companions_usable(lock, call);
+    int st;
 
     memset(&run->f, 0, sizeof run->f);
     run->reply_ms = 0;
+    if (call->script == NULL) {         /* OP_PING's */
+        run->f.trailer = &ping_command;
+        return REDISLOCK_OK;
+    }
+    st = companions_usable(lock, call);
     if (st != REDISLOCK_OK)
         return st;
     run->f.call = call;
@@ -1175,6 +1183,7 @@ enum {
     P_STATUS,                   /* the status's reply is in */
     P_INSPECTED,                /* the inspect's reply is in */
     P_PROBED,                   /* the ACL probe's reply is in */
+    P_PINGED,                   /* the PING's reply is in */
     P_END
 };
 
@@ -1629,6 +1638,21 @@ static int status_read(redislockp_op *op)
 
 static int parse_inspect(const redislockp_val *r, void *out, char *errmsg);
 
+/* PING's answer: +PONG, and nothing else. */
+static int parse_pong(const redislockp_val *r, void *out, char *errmsg)
+{
+    const char *text;
+    size_t len;
+
+    (void)out;
+    if (redislockp_val_type(r) != REDISLOCKP_V_STATUS ||
+        (text = redislockp_val_str(r, &len)) == NULL || len != 4 ||
+        memcmp(text, "PONG", 4) != 0)
+        return redislockp_tx_fail(errmsg, REDISLOCK_ERR_PROTOCOL,
+                                  "PING: unexpected reply");
+    return REDISLOCK_OK;
+}
+
 /* The inspect's reply is in: what the handle's state becomes; OK:
  * held, in this handle's own format (the other one it cannot
  * release). */
@@ -1703,6 +1727,14 @@ int redislockp_op_next(redislockp_op *op)
             op->out = &op->insp;
             return 1;
         }
+        if (op->kind == REDISLOCKP_OP_PING) {
+            memset(&op->call, 0, sizeof op->call);
+            op->phase = P_PINGED;
+            run(op, ints("ping", 1, 1), 0);
+            op->parse = parse_pong;
+            op->out = NULL;
+            return 1;
+        }
         if (op->check_loss || op->kind == REDISLOCKP_OP_EXTEND) {
             st = pending_loss(lock);
             if (st != REDISLOCK_OK)
@@ -1743,6 +1775,8 @@ int redislockp_op_next(redislockp_op *op)
         return inspect_read(op);
     case P_PROBED:
         return op_explained(op);
+    case P_PINGED:
+        return done(op, op->st);
     default:
         return 0;
     }
@@ -1764,7 +1798,8 @@ int redislockp_op_mutating(const redislockp_op *op)
 {
     return !op->probing && op->kind != REDISLOCKP_OP_LEAVE &&
            op->kind != REDISLOCKP_OP_STATUS &&
-           op->kind != REDISLOCKP_OP_INSPECT;
+           op->kind != REDISLOCKP_OP_INSPECT &&
+           op->kind != REDISLOCKP_OP_PING;
 }
 
 redislockp_parse_fn redislockp_op_parser(const redislockp_op *op)

@@ -108,10 +108,18 @@ static void test_calls_on_the_machine(void **state)
     char key[64];
     int i;
 
+    char err[256];
+    unsigned long since;
+
     (void)state;
     tu_key(key, sizeof key, "drive");
     for (i = 0; i < 3; i++)
         exercise(cl, key);
+    /* A ping is a call of the machine's too. */
+    since = redislockp_drive_calls();
+    if (redislock_client_ping(cl, err, sizeof err) != REDISLOCK_OK)
+        fail_msg("ping: %s", err);
+    driven(&since, 1, "the ping");
     /* One call at a time: one machine, one connection, kept. */
     assert_int_equal(clients(), before + 1);
     redislock_client_free(cl);
