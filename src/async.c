@@ -632,6 +632,7 @@ static void aop_clear(redislockp_aop *o)
     }
     redislock_free(o->cleanup);         /* (not started: the client goes) */
     redislockp_val_free(o->op.ack);
+    redislockp_op_clear(&o->op);
     redislockp_legs_end(&o->leg, 1);
     qstate_free(o);
     redislockp_free(o->owner_buf);

@@ -188,7 +188,7 @@ struct redislock_client {
      * every one, the client goes) are freed. */
     struct drive *drives;
     size_t drives_made;
-    struct drive_waiter *drive_waiters;
+    struct drive_waiter *drive_waiters, *drive_waiters_tail;
     void (*drives_trim)(redislock_client *cl, int all);
     /* The machine every blocking wait of the client runs on, driven by a
      * thread of its own (drive.c; made by the first wait, under mu). */

@@ -115,6 +115,8 @@ static void hand_locked(redislock_client *cl, drive *d)
     drive_waiter *w = cl->drive_waiters;
 
     cl->drive_waiters = w->next;
+    if (cl->drive_waiters == NULL)
+        cl->drive_waiters_tail = NULL;
     w->d = d;
     w->room = d == NULL;
     w->handed = 1;
@@ -189,20 +191,32 @@ static void drives_trim(redislock_client *cl, int all)
 static int wait_turn(redislock_client *cl, long long deadline,
                      drive_waiter *w)
 {
-    drive_waiter **p;
+    drive_waiter *prev, *q;
 
     memset(w, 0, sizeof *w);
     if (redislockp_cond_init_monotonic(&w->cond) != 0)
         return 0;                       /* LCOV_EXCL_LINE */
-    for (p = &cl->drive_waiters; *p != NULL; p = &(*p)->next)
-        ;
-    *p = w;
-    if (!redislockp_cond_wait_until(&w->cond, &cl->mu, deadline, &w->handed))
-        for (p = &cl->drive_waiters; *p != NULL; p = &(*p)->next)
-            if (*p == w) {
-                *p = w->next;
-                break;
-            }
+    /* Last in line (hundreds of threads may wait: no walk to the end). */
+    if (cl->drive_waiters_tail != NULL)
+        cl->drive_waiters_tail->next = w;
+    else
+        cl->drive_waiters = w;
+    cl->drive_waiters_tail = w;
+    if (!redislockp_cond_wait_until(&w->cond, &cl->mu, deadline,
+                                    &w->handed)) {
+        /* Timed out: out of the line. */
+        for (prev = NULL, q = cl->drive_waiters; q != NULL && q != w;
+             prev = q, q = q->next)
+            ;
+        if (q == w) {
+            if (prev != NULL)
+                prev->next = w->next;
+            else
+                cl->drive_waiters = w->next;
+            if (cl->drive_waiters_tail == w)
+                cl->drive_waiters_tail = prev;
+        }
+    }
     pthread_cond_destroy(&w->cond);
     return w->handed;
 }

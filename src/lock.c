@@ -1238,27 +1238,33 @@ static int done(redislockp_op *op, int st)
  * explain, or explained). */
 static int op_explain(redislockp_op *op)
 {
+    redislockp_probe *p;
+
     if (op->explained || op->st != REDISLOCK_ERR_SERVER)
         return 0;
     op->explained = 1;
-    op->probe_call = op->call;
-    if (!explain_begin(op->lock, &op->probe_call, &op->ex, &op->call)) {
-        op->call = op->probe_call;
+    p = redislockp_calloc(1, sizeof *p);
+    if (p == NULL)
+        return 0;                       /* the refusal, unexplained */
+    p->call = op->call;
+    if (!explain_begin(op->lock, &p->call, &p->ex, &op->call)) {
+        op->call = p->call;
+        redislockp_free(p);
         return 0;
     }
-    op->probe_phase = op->phase;
-    op->probe_rphase = op->rphase;
-    op->probe_st = op->st;
-    op->probe_r = op->r;
-    op->probe_parse = op->parse;
-    op->probe_out = op->out;
+    p->phase = op->phase;
+    p->rphase = op->rphase;
+    p->st = op->st;
+    p->r = op->r;
+    p->parse = op->parse;
+    p->out = op->out;
     redislockp_val_free(op->ack);
+    op->probe = p;
     op->probing = 1;
     op->phase = P_PROBED;
-    op->probe_line = 0;
     run(op, ints("permissions", 1, 1), 0);
     op->parse = parse_int;
-    op->out = &op->probe_line;
+    op->out = &p->line;
     return 1;
 }
 
@@ -1266,16 +1272,27 @@ static int op_explain(redislockp_op *op)
  * interrupted resumed as it was. */
 static int op_explained(redislockp_op *op)
 {
-    explain_end(op->lock, &op->ex, op->st, op->probe_line);
-    op->call = op->probe_call;
-    op->st = op->probe_st;
-    op->r = op->probe_r;
-    op->parse = op->probe_parse;
-    op->out = op->probe_out;
-    op->phase = op->probe_phase;
-    op->rphase = op->probe_rphase;
+    redislockp_probe *p = op->probe;
+
+    explain_end(op->lock, &p->ex, op->st, p->line);
+    op->call = p->call;
+    op->st = p->st;
+    op->r = p->r;
+    op->parse = p->parse;
+    op->out = p->out;
+    op->phase = p->phase;
+    op->rphase = p->rphase;
     op->probing = 0;
+    op->probe = NULL;
+    redislockp_free(p);
     return redislockp_op_next(op);
+}
+
+void redislockp_op_clear(redislockp_op *op)
+{
+    redislockp_free(op->probe);
+    op->probe = NULL;
+    op->probing = 0;
 }
 
 /* The release's steps (R_START first): 1, run the call; 0, the release

@@ -104,19 +104,29 @@ typedef struct redislockp_op {
      * lock.c's integer-array parse into R (redislockp_op_parser()). */
     redislockp_parse_fn parse;
     void *out;
-    /* The ACL probe, a step of its own: the step it interrupted (phase,
-     * rphase, call, reply, parse) to resume with the refusal explained;
-     * never a blocking round trip inside a step (an event loop's thread
-     * runs them). */
+    /* The ACL probe, a step of its own (PROBE, while it runs: made when
+     * a refusal is to be explained, so that the other operations - all
+     * but a few - do not carry it); never a blocking round trip inside a
+     * step (an event loop's thread runs them). */
     int probing, explained;
-    int probe_phase, probe_rphase, probe_st;
-    redislockp_call probe_call;
-    redislockp_ints probe_r;
-    redislockp_parse_fn probe_parse;
-    void *probe_out;
-    long long probe_line;
-    redislockp_explain ex;
+    struct redislockp_probe *probe;
 } redislockp_op;
+
+/* The step a probe interrupted (phase, rphase, call, reply, parse), to
+ * resume with the refusal explained, and the explanation's state. */
+typedef struct redislockp_probe {
+    int phase, rphase, st;
+    redislockp_call call;
+    redislockp_ints r;
+    redislockp_parse_fn parse;
+    void *out;
+    long long line;
+    redislockp_explain ex;
+} redislockp_probe;
+
+/* What OP holds beyond its end (a probe cut short: its operation was
+ * given up); OP stays usable. */
+void redislockp_op_clear(redislockp_op *op);
 
 /* redislockp_op_begin() for a caller's acquire, release or extend (not
  * a wait's tries): its end is counted in the client's metrics. */
