@@ -1047,11 +1047,12 @@ redislock_client_open_quorum(const char *const *urls, size_t n,
  * pool_size=N, 16 by default).  An operation that finds them all in use
  * waits for one to come back, within the command timeout, instead of
  * opening another (then REDISLOCK_ERR_IO, saying so), so that a program
- * with many threads never opens more than N connections to a server.
- * Waiters blocked in acquire_wait() use at most N - 1 of them: the last
- * is kept for the releases that would wake them, and a waiter that finds
- * no room polls at its poll interval instead (with N = 1 every waiter
- * polls).  On a quorum client, for every master.  Takes effect at once.
+ * with many threads never opens more than N connections to a server for
+ * its calls.  Waiters blocked in acquire_wait() take none of them: the
+ * client's waits all run on its waiting thread, over two connections to
+ * a server of their own (one BLPOP for all their wake-ups), whatever
+ * their number; the watchdog thread of auto-renewal keeps at most N of
+ * its own.  On a quorum client, for every master.  Takes effect at once.
  * A call may queue for a connection: with many threads on a small pool,
  * choose leases (and auto-renewal) that outlast the queue.  Thread-safe.
  * @return REDISLOCK_OK; REDISLOCK_ERR_INVALID for NULL or N out of

@@ -139,6 +139,7 @@ struct blocker {
                                  * the one an error reply was about */
     long long quiet_until;      /* after a failure: no BLPOP before */
     size_t member;              /* a quorum's: the master blocked on */
+    size_t failed;              /* ...and how many failed in a row */
 };
 
 struct redislockp_loop_state {
@@ -1068,7 +1069,8 @@ static void on_sentinel(void *arg, int status, redislockp_val **replies,
         sentinel_read(ls);
         if (!ls->map_reading) {
             ls->map_next = 0;
-            map_done(ls, st == REDISLOCK_ERR_NOMEM ? st : REDISLOCK_ERR_IO);
+            /* The last sentinel's status, as the blocking asking's. */
+            map_done(ls, redislockp_sentinel_none(cl, st, ls->map_err));
         }
         return;
     }
@@ -2098,6 +2100,18 @@ static void part(redislockp_aop *o)
 
 /* Send B's next BLPOP, naming every list that has waiters, unless one is
  * under way or B rests. */
+/* A quorum's blocker failed on its master: the next one, at once while
+ * some were not tried yet (a waiter's next try may be its poll away), as
+ * wait.c's quorum_block(); 1 after a round of failures (then quiet). */
+static int next_member(blocker *b, const redislock_client *cl)
+{
+    b->member = (b->member + 1) % cl->nsubs;
+    if (++b->failed < cl->nsubs)
+        return 0;
+    b->failed = 0;
+    return 1;
+}
+
 static void kick(redislockp_loop_state *ls, blocker *b)
 {
     redislock_client *cl = ls->cl;
@@ -2181,6 +2195,12 @@ static void kick(redislockp_loop_state *ls, blocker *b)
     redislockp_free(argv);
     redislockp_free(argvlen);
     if (st != REDISLOCK_OK) {
+        /* (Its connection refused at once: a master down, in its
+         * reconnect backoff.) */
+        if (cl->quorum && st != REDISLOCK_ERR_NOMEM && !next_member(b, cl)) {
+            kick(ls, b);
+            return;
+        }
         b->quiet_until = redislockp_now_ms() + QUIET_MS;
         return;
     }
@@ -2358,12 +2378,14 @@ static void on_blpop(void *arg, int status, redislockp_val **replies, int n,
             redislockp_val_free(replies[i]);
         return;
     }
+    if (status == REDISLOCK_OK)
+        b->failed = 0;
     if (status != REDISLOCK_OK) {
         quiet = 1;
         if (cl->cluster || cl->sentinel)
             redislockp_route_stale(cl);
-        if (cl->quorum)                 /* the next master, next time */
-            b->member = (b->member + 1) % cl->nsubs;
+        if (cl->quorum)
+            quiet = next_member(b, cl);
     } else if (redislockp_val_type(r) == REDISLOCKP_V_ARRAY &&
                redislockp_val_count(r) == 2) {
         const redislockp_val *name = redislockp_val_at(r, 0);
@@ -2873,6 +2895,16 @@ static void entry_end(redislockp_loop_state *ls)
  * The API.
  */
 
+int redislockp_machine_can(const redislock_client *cl)
+{
+    size_t i;
+
+    for (i = 0; cl->quorum && i < cl->nsubs; i++)
+        if (cl->subs[i]->cluster || cl->subs[i]->sentinel)
+            return 0;
+    return 1;
+}
+
 redislockp_loop_state *redislockp_machine_new(redislock_client *cl,
                                               const redislock_loop *loop,
                                               void *loop_data)
@@ -2892,7 +2924,6 @@ int redislock_client_attach(redislock_client *cl, const redislock_loop *loop,
                             void *loop_data)
 {
     redislockp_loop_state *ls;
-    size_t i;
 
     if (cl == NULL || loop == NULL || loop->watch == NULL ||
         loop->timer == NULL)
@@ -2902,9 +2933,8 @@ int redislock_client_attach(redislock_client *cl, const redislock_loop *loop,
     if (cl->loop != NULL)
         return REDISLOCK_ERR_INVALID;
     /* A quorum's masters: single servers only (redislock.h says so). */
-    for (i = 0; cl->quorum && i < cl->nsubs; i++)
-        if (cl->subs[i]->cluster || cl->subs[i]->sentinel)
-            return REDISLOCK_ERR_INVALID;
+    if (!redislockp_machine_can(cl))
+        return REDISLOCK_ERR_INVALID;
     ls = redislockp_machine_new(cl, loop, loop_data);
     if (ls == NULL)
         return REDISLOCK_ERR_NOMEM;

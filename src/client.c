@@ -22,7 +22,6 @@
 #include <sodium.h>
 
 #include "client.h"
-#include "op.h"
 #include "exec.h"
 
 int redislock_client_open(const char *url, redislock_client **client,
@@ -219,99 +218,3 @@ int redislock_client_set_timeouts(redislock_client *cl, long long connect_ms,
     return REDISLOCK_OK;
 }
 
-int redislock_client_ping(redislock_client *cl, char *errbuf, size_t errsize)
-{
-    char msg[REDISLOCKP_ERRMSG_SIZE] = "";
-    redislockp_trailer ping;
-    redislockp_target t;
-    redislockp_fanout f;
-    redislockp_leg leg;
-    redislockp_res res;
-    const redislockp_val *r;
-    const char *text;
-    size_t len;
-    int st;
-
-    if (errbuf != NULL && errsize > 0)
-        errbuf[0] = '\0';
-    if (cl == NULL)
-        return REDISLOCK_ERR_INVALID;
-    if (redislockp_client_forked(cl)) {
-        /* Before any of its mutexes: one may be held for ever here. */
-        if (errbuf != NULL && errsize > 0)
-            snprintf(errbuf, errsize, "client created in another process: "
-                     "create a new one after fork()");
-        return REDISLOCK_ERR_FORKED;
-    }
-    if (cl->quorum) {
-        /* Every master; a majority must answer. */
-        size_t i, up = 0;
-
-        for (i = 0; i < cl->nsubs; i++) {
-            char one[REDISLOCKP_ERRMSG_SIZE];
-
-            if (redislock_client_ping(cl->subs[i], one, sizeof one) ==
-                REDISLOCK_OK)
-                up++;
-            else
-                snprintf(msg, sizeof msg, "master %zu: %.400s", i + 1, one);
-        }
-        if (up >= redislockp_majority(cl->nsubs))
-            return REDISLOCK_OK;
-        if (errbuf != NULL && errsize > 0)
-            snprintf(errbuf, errsize, "no quorum: %zu of %zu masters "
-                     "answered, %zu needed; the last failure: %s", up,
-                     cl->nsubs, redislockp_majority(cl->nsubs), msg);
-        return REDISLOCK_ERR_IO;
-    }
-    if (cl->cluster) {
-        /* Reading the slot map tells whether the seeds, the password and
-         * the cluster are right. */
-        st = redislockp_cluster_refresh(cl, 1, msg);
-        if (st != REDISLOCK_OK && errbuf != NULL && errsize > 0)
-            snprintf(errbuf, errsize, "%s", msg);
-        return st;
-    }
-    /* The one server, or the sentinels' master (its ROLE is checked on
-     * connecting): a PING op on the blocking calls' driver, or through
-     * the executor. */
-    if (redislockp_op_driver != NULL) {
-        redislock *h = redislock_new_from_client(cl, "redislock:ping");
-        redislockp_op op;
-
-        if (h == NULL) {
-            st = REDISLOCK_ERR_NOMEM;
-            snprintf(msg, sizeof msg, "out of memory");
-        } else {
-            redislockp_op_begin(&op, h, REDISLOCKP_OP_PING,
-                                REDISLOCKP_TRY_PLAIN);
-            st = redislockp_op_driver(&op);
-            snprintf(msg, sizeof msg, "%s", redislock_last_error(h));
-            redislock_free(h);
-        }
-        if (st != REDISLOCK_OK && errbuf != NULL && errsize > 0)
-            snprintf(errbuf, errsize, "%s", msg);
-        return st;
-    }
-    memset(&f, 0, sizeof f);
-    memset(&t, 0, sizeof t);
-    ping.argc = 1;
-    ping.argv[0] = "PING";
-    ping.argvlen[0] = 4;
-    f.trailer = &ping;
-    t.cl = cl;
-    t.node = -1;
-    st = redislockp_exec_one(&t, &f, &leg, &res);
-    r = leg.reply[0];
-    if (st != REDISLOCK_OK)
-        snprintf(msg, sizeof msg, "%s", leg.msg);
-    else if (redislockp_val_type(r) != REDISLOCKP_V_STATUS ||
-             (text = redislockp_val_str(r, &len)) == NULL ||
-             strcmp(text, "PONG") != 0)
-        st = redislockp_tx_fail(msg, REDISLOCK_ERR_PROTOCOL,
-                                "PING: unexpected reply");
-    redislockp_legs_end(&leg, 1);
-    if (st != REDISLOCK_OK && errbuf != NULL && errsize > 0)
-        snprintf(errbuf, errsize, "%s", msg);
-    return st;
-}

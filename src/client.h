@@ -404,6 +404,11 @@ int redislockp_sentinel_discover(redislock_client *cl, int force,
 int redislockp_sentinel_addr(const redisReply *r, const redislockp_url *u,
                              const char *name, char *host, size_t hostsize,
                              int *port, char *errmsg);
+/* Every sentinel of CL asked and none named a usable master: ERRMSG
+ * (the last one's words) says so, for more than one sentinel - the one
+ * wording of the blocking asking and the loop's.  Returns ST. */
+int redislockp_sentinel_none(const redislock_client *cl, int st,
+                             char *errmsg);
 /* The settings to ask sentinel I (of U->seeds) with: U's, at its
  * address, with the sentinels' user and password (sentinel_user,
  * sentinel_password), database 0 and no ROLE check.  The strings stay

@@ -10,10 +10,13 @@
  * connections.  Each machine is a private redislock_loop: its watch()
  * keeps a pollfd per descriptor, its timer() one deadline.
  *
- * Not yet the default: redislockp_drive_install() routes lock.c's
- * acquire, release, extend, status and inspect calls and wait.c's
- * redislock_acquire_wait() here; the watchdog, redislock_client_ping()
- * and the companions' inspect still run on the executor.
+ * A client's handles run every blocking call here: acquire, release,
+ * extend, the status queries, inspect and redislock_client_ping() each
+ * on a machine borrowed for the call, redislock_acquire_wait() on the
+ * client's waiting machine (below).  Still on the executor (exec.c):
+ * the watchdog thread's renewals, redislock_inspect_companions(), a
+ * Cluster client's ping (a read of the slot map), and every call of a
+ * handle on a borrowed redisContext (which has no client).
  */
 #include "config.h"
 
@@ -458,7 +461,7 @@ static int run(redislock *lock, redislockp_op *op, ending *e)
 }
 
 /* (E's status is the op's result: the machine ends it with it.) */
-static int drive_op(redislockp_op *op)
+int redislockp_drive_op(redislockp_op *op)
 {
     ending e = { 0, 0, false };
 
@@ -649,7 +652,8 @@ static void waiting_shutdown(redislock_client *cl)
     waiting_free(m);
 }
 
-static int drive_wait(redislock *lock, long long timeout_ms, bool *acquired)
+int redislockp_drive_wait(redislock *lock, long long timeout_ms,
+                          bool *acquired)
 {
     waiting_machine *m;
     char msg[REDISLOCKP_ERRMSG_SIZE];
@@ -682,24 +686,3 @@ static int drive_wait(redislock *lock, long long timeout_ms, bool *acquired)
     *acquired = r.e.status == REDISLOCK_OK && r.e.ok;
     return r.e.status;
 }
-
-void redislockp_drive_install(void)
-{
-    redislockp_op_driver = drive_op;
-    redislockp_wait_driver = drive_wait;
-}
-
-#ifdef REDISLOCKP_DRIVE_ENV
-/* The whole suite on the driver (compiled out unless asked for):
- * make clean && make CPPFLAGS=-DREDISLOCKP_DRIVE_ENV, then
- * REDISLOCK_DRIVE=1 make check - what still differs from the executor is
- * listed in issue 31's notes. */
-#include <stdlib.h>
-__attribute__((constructor)) static void drive_env(void)
-{
-    const char *e = getenv("REDISLOCK_DRIVE");
-
-    if (e != NULL && strcmp(e, "1") == 0)
-        redislockp_drive_install();
-}
-#endif

@@ -5,11 +5,6 @@
 #ifndef REDISLOCK_DRIVE_H
 #define REDISLOCK_DRIVE_H
 
-/* From now on lock.c's blocking acquire, release, extend, status and
- * inspect calls and redislock_acquire_wait() run on the machine (not yet
- * the default: the tests ask for it). */
-void redislockp_drive_install(void);
-
 /* How many blocking calls the driver has run (the tests' proof that it,
  * not the executor, ran them). */
 unsigned long redislockp_drive_calls(void);

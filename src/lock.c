@@ -1,5 +1,9 @@
 /*
- * lock.c - acquire, release, extend and the status queries, in both modes.
+ * lock.c - acquire, release, extend, the status queries and inspect as
+ * steps (op.h), in both modes, for whoever runs them: a machine
+ * (async.c, for a loop or the blocking calls' driver, drive.c), or the
+ * executor for a handle on a borrowed connection (redislockp_drive_here()
+ * below).  The public blocking calls are blocking.c's.
  *
  * Each operation is one script (src/lua/), so one round trip in steady
  * state.  Replies are arrays of integers whose first element tells who
@@ -1829,14 +1833,11 @@ void *redislockp_op_out(redislockp_op *op)
     return op->parse != NULL ? op->out : (void *)&op->r;
 }
 
-int (*redislockp_op_driver)(redislockp_op *op);
-
-/* Run OP's steps here and now, each call through the executor - or on
- * the loop's machine, when a driver is installed (drive.c). */
-static int drive(redislockp_op *op)
+/* OP's steps until its end, here, each call through the executor: the
+ * blocking calls of a handle on a borrowed connection (no client), or
+ * of a quorum a machine cannot route (blocking.c). */
+int redislockp_drive_here(redislockp_op *op)
 {
-    if (redislockp_op_driver != NULL && op->lock->client != NULL)
-        return redislockp_op_driver(op);
     while (redislockp_op_next(op))
         op->st = op_run_ack(op->lock, &op->call,
                             redislockp_op_mutating(op),
@@ -1845,6 +1846,7 @@ static int drive(redislockp_op *op)
     return op->result;
 }
 
+/* For wait.c's waits through the executor (redislockp_wait_here()). */
 int redislockp_acquire_once(redislock *lock, redislockp_try how,
                             bool *acquired_out, long long *holder_pttl)
 {
@@ -1852,7 +1854,7 @@ int redislockp_acquire_once(redislock *lock, redislockp_try how,
     int st;
 
     redislockp_op_begin(&op, lock, REDISLOCKP_OP_ACQUIRE, how);
-    st = drive(&op);
+    st = redislockp_drive_here(&op);
     *acquired_out = op.ok;
     *holder_pttl = op.holder_pttl;
     return st;
@@ -1864,120 +1866,12 @@ int redislockp_leave(redislock *lock, bool woken)
 
     redislockp_op_begin(&op, lock, REDISLOCKP_OP_LEAVE, REDISLOCKP_TRY_PLAIN);
     op.woken = woken;
-    return drive(&op);
-}
-
-int redislock_acquire(redislock *lock, bool *acquired_out)
-{
-    redislockp_op op;
-    int st;
-
-    if (acquired_out)
-        *acquired_out = false;
-    st = redislockp_begin_call(lock, acquired_out, "acquired");
-    if (st != REDISLOCK_OK)
-        return st;
-    redislockp_op_begin_counted(&op, lock, REDISLOCKP_OP_ACQUIRE);
-    op.check_loss = 1;
-    st = drive(&op);
-    *acquired_out = op.ok;
-    return st;
+    return redislockp_drive_here(&op);
 }
 
 int redislockp_report_pending_loss(redislock *lock)
 {
     return pending_loss(lock);
-}
-
-int redislock_release(redislock *lock, bool *released_out)
-{
-    redislockp_op op;
-    int st;
-
-    if (released_out)
-        *released_out = false;
-    st = redislockp_begin_call(lock, released_out, "released");
-    if (st != REDISLOCK_OK)
-        return st;
-    redislockp_op_begin_counted(&op, lock, REDISLOCKP_OP_RELEASE);
-    st = drive(&op);
-    *released_out = op.ok;
-    return st;
-}
-
-int redislock_extend(redislock *lock, bool *extended_out)
-{
-    redislockp_op op;
-    int st;
-
-    if (extended_out)
-        *extended_out = false;
-    st = redislockp_begin_call(lock, extended_out, "extended");
-    if (st != REDISLOCK_OK)
-        return st;
-    redislockp_op_begin_counted(&op, lock, REDISLOCKP_OP_EXTEND);
-    st = drive(&op);
-    *extended_out = op.ok;
-    return st;
-}
-
-/* The status queries: check the call (OUT, named NAME, is its result
- * pointer), run the status call (an OP_STATUS, as the loop's
- * redislock_held_async()); V gets {who, pttl, holds, token}. */
-static int status(redislock *lock, const void *out, const char *name,
-                  long long v[4])
-{
-    redislockp_op op;
-    int st;
-
-    st = redislockp_begin_call(lock, out, name);
-    if (st != REDISLOCK_OK)
-        return st;
-    redislockp_op_begin(&op, lock, REDISLOCKP_OP_STATUS,
-                        REDISLOCKP_TRY_PLAIN);
-    st = drive(&op);
-    if (st == REDISLOCK_OK)
-        memcpy(v, op.r.v, sizeof op.r.v);
-    return st;
-}
-
-int redislock_held(redislock *lock, bool *held)
-{
-    long long v[4];
-    int st;
-
-    if (held)
-        *held = false;
-    st = status(lock, held, "held", v);
-    if (st == REDISLOCK_OK)
-        *held = v[0] == 1;
-    return st;
-}
-
-int redislock_ttl(redislock *lock, long long *ms)
-{
-    long long v[4];
-    int st;
-
-    if (ms)
-        *ms = -1;
-    st = status(lock, ms, "ms", v);
-    if (st == REDISLOCK_OK && v[0] == 1)
-        *ms = v[1];
-    return st;
-}
-
-int redislock_hold_count(redislock *lock, int *count)
-{
-    long long v[4];
-    int st;
-
-    if (count)
-        *count = 0;
-    st = status(lock, count, "count", v);
-    if (st == REDISLOCK_OK && v[0] == 1)
-        *count = v[2] > 2147483647LL ? 2147483647 : (int)v[2];
-    return st;
 }
 
 typedef redislockp_inspect_out inspect_reply;
@@ -2014,43 +1908,6 @@ static int parse_inspect(const redislockp_val *r, void *out, char *errmsg)
         memcpy(ir->owner, who, len);
         ir->owner[len] = '\0';
     }
-    return REDISLOCK_OK;
-}
-
-int redislock_inspect(redislock *lock, redislock_kind *kind, char *owner,
-                      size_t owner_size, long long *ttl_ms, int *holds)
-{
-    redislockp_op op;
-    int st;
-
-    if (kind)
-        *kind = REDISLOCK_KIND_NONE;
-    if (owner && owner_size > 0)
-        owner[0] = '\0';
-    if (ttl_ms)
-        *ttl_ms = -2;
-    if (holds)
-        *holds = 0;
-    st = redislockp_begin_call(lock, kind, "kind");
-    if (st != REDISLOCK_OK)
-        return st;
-    if (owner && owner_size == 0)
-        return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
-                               "owner_size is 0 with an owner buffer");
-
-    redislockp_op_begin(&op, lock, REDISLOCKP_OP_INSPECT,
-                        REDISLOCKP_TRY_PLAIN);
-    op.insp.owner = owner;
-    op.insp.owner_size = owner_size;
-    st = drive(&op);
-    if (st != REDISLOCK_OK)
-        return st;
-    *kind = (redislock_kind)op.insp.kind;
-    if (ttl_ms)
-        *ttl_ms = op.insp.pttl;
-    if (holds)
-        *holds = op.insp.holds > 2147483647LL ? 2147483647
-                                              : (int)op.insp.holds;
     return REDISLOCK_OK;
 }
 

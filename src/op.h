@@ -151,14 +151,20 @@ int redislockp_op_next(redislockp_op *op);
  * leaves the outcome unknown)?  Not a leave's or a status's. */
 int redislockp_op_mutating(const redislockp_op *op);
 
-/* Where lock.c's blocking calls run their steps: NULL, the executor
- * (exec.c); else this (drive.c's redislockp_drive_install()). */
-extern int (*redislockp_op_driver)(redislockp_op *op);
-/* ...and where redislock_acquire_wait() waits (wait.c; after a loss
- * pending was reported): NULL, its own loop over the executor; else this
- * (drive.c). */
-extern int (*redislockp_wait_driver)(redislock *lock, long long timeout_ms,
-                                     bool *acquired);
+/* Where a client's handle runs its blocking calls: on a machine
+ * (drive.c) - OP until its end, and redislock_acquire_wait() after a
+ * loss pending was reported.  A handle on a borrowed redisContext (no
+ * client) runs them here, one round trip at a time through the
+ * executor (exec.c), and waits in wait.c's loop. */
+int redislockp_drive_op(redislockp_op *op);
+int redislockp_drive_here(redislockp_op *op);
+int redislockp_wait_here(redislock *lock, long long timeout_ms,
+                         bool *acquired);
+/* Can CL's calls run on a machine?  Not a quorum with a Cluster or
+ * Sentinel member (a machine routes single-server members only). */
+int redislockp_machine_can(const redislock_client *cl);
+int redislockp_drive_wait(redislock *lock, long long timeout_ms,
+                          bool *acquired);
 
 /* A waiter of LOCK leaves without the lock, passing on a turn it was
  * WOKEN for (OP_LEAVE, run here and now through the executor). */

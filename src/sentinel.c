@@ -130,6 +130,20 @@ int redislockp_sentinel_ask(const redislockp_url *u, const char *name,
     return st;
 }
 
+
+int redislockp_sentinel_none(const redislock_client *cl, int st,
+                             char *errmsg)
+{
+    char last[REDISLOCKP_ERRMSG_SIZE];
+
+    if (cl->url.nseeds < 2 || st == REDISLOCK_ERR_NOMEM)
+        return st;
+    memcpy(last, errmsg, sizeof last);
+    return redislockp_tx_fail(errmsg, st, "no sentinel of %zu named a usable "
+                              "master for '%.100s'; the last: %.300s",
+                              cl->url.nseeds, cl->url.master_name, last);
+}
+
 /* Is HOST:PORT, which sentinel U named, the master?  Connect with the
  * master's settings (M), ROLE checked with AUTH and SELECT: the
  * connection, or NULL with ERRMSG. */
@@ -208,13 +222,8 @@ int redislockp_sentinel_discover(redislock_client *cl, int force,
         if (node < 0)
             st = redislockp_tx_fail(errmsg, REDISLOCK_ERR_NOMEM,
                                     "out of memory asking the sentinels");
-    } else if (n > 1 && st != REDISLOCK_ERR_NOMEM) {
-        char last[REDISLOCKP_ERRMSG_SIZE];
-
-        memcpy(last, errmsg, sizeof last);
-        redislockp_tx_fail(errmsg, st, "no sentinel of %zu named a usable "
-                           "master for '%.100s'; the last: %.300s", n,
-                           cl->url.master_name, last);
+    } else {
+        (void)redislockp_sentinel_none(cl, st, errmsg);
     }
 
     pthread_mutex_lock(&cl->mu);

@@ -215,8 +215,6 @@ static int block_on(redislock *lock, redislock_client *cl, long node,
     return st;
 }
 
-int (*redislockp_wait_driver)(redislock *lock, long long timeout_ms,
-                              bool *acquired);
 
 int redislock_cancel_wait(redislock *lock)
 {
@@ -238,8 +236,11 @@ static int end_wait(redislock *lock, redislockp_waiting *w, int st,
     return redislockp_wait_ended(lock, w, left);
 }
 
-int redislock_acquire_wait(redislock *lock, long long timeout_ms,
-                           bool *acquired)
+/* redislock_acquire_wait() (blocking.c) on a borrowed connection, or
+ * a quorum a machine cannot route: the tries through the executor, here,
+ * the call checked and a pending loss reported. */
+int redislockp_wait_here(redislock *lock, long long timeout_ms,
+                         bool *acquired)
 {
     redislockp_waiting w;
     redislockp_wnext next;
@@ -247,20 +248,6 @@ int redislock_acquire_wait(redislock *lock, long long timeout_ms,
     bool woken = false;
     int st;
 
-    if (acquired)
-        *acquired = false;
-    st = redislockp_begin_call(lock, acquired, "acquired");
-    if (st != REDISLOCK_OK)
-        return st;
-    if (timeout_ms < 0 && timeout_ms != REDISLOCK_WAIT_FOREVER)
-        return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
-                               "timeout of %lld ms is negative (and not "
-                               "REDISLOCK_WAIT_FOREVER)", timeout_ms);
-    st = redislockp_report_pending_loss(lock);
-    if (st != REDISLOCK_OK)
-        return st;
-    if (redislockp_wait_driver != NULL && lock->client != NULL)
-        return redislockp_wait_driver(lock, timeout_ms, acquired);
     redislockp_wait_begin(lock, &w, timeout_ms, redislockp_now_ms());
     if (redislockp_cancel_asked(lock))      /* asked before the call */
         return end_wait(lock, &w, REDISLOCK_OK, 1);

@@ -3,9 +3,8 @@
  * one handle (a borrowed context, or with "client" a client's handle),
  * for tests/t_syscalls.sh, which counts their system calls with strace.
  * Usage: syscall_loop N [client]   (server from REDISLOCK_TEST_PORT)
- * Built a second time as syscall_loop_driven (SYSCALL_LOOP_DRIVEN, the
- * test build of the library): the client's calls run on the loop's
- * machine, driven by src/drive.c.
+ * A borrowed context's calls go through the executor, a client's run on
+ * a machine of the client's (src/drive.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,9 +13,6 @@
 #include <hiredis/hiredis.h>
 
 #include "redislock.h"
-#ifdef SYSCALL_LOOP_DRIVEN
-#include "drive.h"
-#endif
 
 static void must(redislock *lock, int st, bool ok, const char *what)
 {
@@ -43,9 +39,6 @@ int main(int argc, char **argv)
         return 2;
     }
     n = atol(argv[1]);
-#ifdef SYSCALL_LOOP_DRIVEN
-    redislockp_drive_install();
-#endif
     if (argc > 2 && strcmp(argv[2], "client") == 0) {
         snprintf(url, sizeof url, "redis://127.0.0.1:%s", port);
         cl = redislock_client_new(url);

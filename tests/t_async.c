@@ -1670,7 +1670,11 @@ static void test_release_async_during_a_watchdog_round(void **state)
     assert_true(tu_acquire(a));
     /* The watchdog's renewal (due a third into the lease) held in the
      * network: its round is under way until the bytes go on, or for the
-     * rest of the lease (4 s). */
+     * rest of the lease (4 s).  Its connection is its own (the acquire's
+     * was its machine's): held once it is open, from the first
+     * renewal. */
+    TU_WAIT_UNTIL(fp_connections(p) >= 2, 10000, "the watchdog's "
+                  "connection (%zu in all)", fp_connections(p));
     fp_hold(p);
     TU_WAIT_UNTIL(fp_held_bytes(p) > 0, 5000, "the watchdog's renewal, "
                   "held in the network");

@@ -1,15 +1,17 @@
 /*
- * t_drive.c - the blocking calls run on the event loop's machine, driven
- * by poll() (src/drive.c; issue 31, step 7 - not yet the library's
- * default, so this test installs the driver itself): acquire, re-entry,
- * another owner refused, extend, the status queries, inspect and release
- * give what the executor gives, and so do waits (a deadline, a wake-up,
- * a cancel); sequential calls keep one machine and
+ * t_drive.c - a client's blocking calls run on the event loop's machine,
+ * driven by poll() (src/drive.c): acquire, re-entry, another owner
+ * refused, extend, the status queries, inspect, release and ping give
+ * what the executor gives on a borrowed context, and so do waits (a
+ * deadline, a wake-up, a cancel); sequential calls keep one machine and
  * its one connection; threads each get a machine of their own, at most
  * the pool size of them, a call waiting for one as for a pooled
- * connection; a quorum client runs on it too.  This program links the test build, whose loop
- * guard aborts on any blocking wait inside the machine's entries: what
- * blocks is the driver's poll(), never the machine.
+ * connection; every wait of a client runs on one waiting machine, so
+ * many threads waiting cost two connections; a quorum client runs on it
+ * too.  Each test asserts that the driver ran its calls
+ * (redislockp_drive_calls()).  This program links the test build, whose
+ * loop guard aborts on any blocking wait inside the machine's entries:
+ * what blocks is the driver's poll(), never the machine.
  */
 #include "config.h"
 
@@ -492,7 +494,6 @@ int main(void)
         cmocka_unit_test(test_quorum_on_the_machine),
     };
 
-    redislockp_drive_install();
     snprintf(url, sizeof url, "redis://127.0.0.1:%s",
              getenv("REDISLOCK_TEST_PORT"));
     return TU_RUN_CONNECTED(tests, &c);

@@ -689,10 +689,10 @@ static long long waiters_on_0(const char *key)
 }
 
 /* Waiters on a quorum client with pool_size=1 (set on the client, so on
- * every master) never block in BLPOP - the one connection is the
- * releases' - but poll: the lock released, the waiter takes it at its
- * next try. */
-static void test_waiters_poll_with_a_pool_of_one(void **state)
+ * every master) still block in BLPOP - on the client's waiting machine,
+ * whose connections are not the pool's, so the one pooled connection
+ * stays the calls' - and the lock released, the waiter takes it. */
+static void test_waiters_block_with_a_pool_of_one(void **state)
 {
     redislock_client *cl = quorum_client();
     redislock *holder, *waiter;
@@ -712,12 +712,11 @@ static void test_waiters_poll_with_a_pool_of_one(void **state)
     assert_int_equal(redislock_set_expire_ms(holder, 20000), REDISLOCK_OK);
     assert_int_equal(redislock_set_wait_poll_ms(waiter, 200), REDISLOCK_OK);
     assert_true(tu_acquire(holder));
-    /* Held, with no one to release it: the waiter registers, polls (no
+    /* Held, with no one to release it: the waiter registers, blocks (a
      * BLPOP on the first master) and gives up at its deadline. */
     assert_int_equal(redislock_acquire_wait(waiter, 700, &ok), REDISLOCK_OK);
     assert_false(ok);
-    assert_int_equal(tu_info_num(m0, "blocked_clients"), 0);
-    assert_int_equal(tu_cmdstat_calls(m0, "blpop"), 0);
+    assert_true(tu_cmdstat_calls(m0, "blpop") >= 1);
     assert_true(tu_release(holder));
     assert_true(tu_acquire(waiter));
     assert_true(tu_release(waiter));
@@ -2379,7 +2378,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_ttl_and_holds_are_the_majoritys),
         cmocka_unit_test(test_majority_refuses_the_command),
         cmocka_unit_test(test_renewal_finds_another_type),
-        cmocka_unit_test(test_waiters_poll_with_a_pool_of_one),
+        cmocka_unit_test(test_waiters_block_with_a_pool_of_one),
         cmocka_unit_test(test_waiter_blocks_on_the_next_master),
         cmocka_unit_test(test_ping_needs_a_majority),
         cmocka_unit_test(test_processes_never_overlap),

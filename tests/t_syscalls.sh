@@ -2,9 +2,10 @@
 # t_syscalls.sh - in steady state each acquire, extend, ttl, held and
 # release makes one write and one read system call (hiredis 1.x reads
 # with recv, which strace names recvfrom) (at most 2.05 system
-# calls per operation over all), on a borrowed context and on a client's
-# handle - through the executor, and on the loop's machine driven for
-# the blocking calls (src/drive.c; syscall_loop_driven).  Counted with strace -f -c over two run lengths, whose
+# calls per operation over all), on a borrowed context (through the
+# executor) and on a client's handle (on the loop's machine, driven for
+# the blocking calls by src/drive.c).  Counted with strace -f -c over two
+# run lengths, whose
 # difference cancels start-up and connection.  TAP output; skipped
 # without strace (CI installs it).  Run by tests/with-redis.sh.
 set -u
@@ -38,13 +39,12 @@ count() {
         awk '{ c[$1] = $2 } END { for (k in c) print k, c[k] }' > "$tmp/$3"
 }
 
-echo "1..3"
+echo "1..2"
 n=0
-for mode in borrowed client driven; do
+loop=$builddir/tests/syscall_loop
+for mode in borrowed client; do
     n=$((n + 1))
     arg=; [ $mode != borrowed ] && arg=client
-    loop=$builddir/tests/syscall_loop
-    [ $mode = driven ] && loop=$builddir/tests/syscall_loop_driven
     if ! count $short "$arg" s || ! count $long "$arg" l; then
         echo "not ok $n - $mode: the loop ran under strace"
         continue
