@@ -2420,7 +2420,9 @@ static void on_blpop(void *arg, int status, redislockp_val **replies, int n,
              * the sentinels asked. */
             if (!cl->quorum)            /* (a quorum's are servers) */
                 redislockp_exec_learn(cl, b->node, &res);
-            quiet = 1;
+            /* A quorum's master not serving (LOADING, READONLY...): the
+             * next one, as after a failure. */
+            quiet = cl->quorum ? next_member(b, cl) : 1;
         } else if (b->named > 1) {
             /* About the command or one of the lists (NOPERM: the user
              * may not BLPOP, or not this list; WRONGTYPE...): name them
@@ -3369,7 +3371,22 @@ int redislockp_async_client_free(redislock_client *cl)
     return 0;
 }
 
+static void machine_free(redislockp_loop_state *ls, int forked);
+
 void redislockp_machine_free(redislockp_loop_state *ls)
+{
+    machine_free(ls, 0);
+}
+
+void redislockp_machine_free_forked(redislockp_loop_state *ls)
+{
+    machine_free(ls, 1);
+}
+
+/* FORKED: in a fork child, whose copies of the operations' callers do
+ * not exist and whose copies of the mutexes may be held for ever: no
+ * callback, no metric, no mutex - the memory and the descriptors go. */
+static void machine_free(redislockp_loop_state *ls, int forked)
 {
     redislock_client *cl = ls->cl;
     redislockp_aop *o;
@@ -3379,6 +3396,11 @@ void redislockp_machine_free(redislockp_loop_state *ls)
     for (o = ls->ops; o != NULL; o = o->next) {
         redislock *lock = o->lock;
 
+        if (forked) {
+            o->lock = NULL;
+            o->called = 1;
+            continue;
+        }
         if (o->renew && lock != NULL) {
             /* Its handle may be freed after the client: what the
              * client's metrics count of it ends now, while they exist. */

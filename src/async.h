@@ -42,6 +42,8 @@ redislockp_loop_state *redislockp_machine_new(redislock_client *cl,
                                               const redislock_loop *loop,
                                               void *loop_data);
 void redislockp_machine_free(redislockp_loop_state *ls);
+/* ...in a fork child: nothing called back, no mutex taken. */
+void redislockp_machine_free_forked(redislockp_loop_state *ls);
 int redislockp_machine_on_fd(redislockp_loop_state *ls, int fd, int events);
 int redislockp_machine_on_timer(redislockp_loop_state *ls);
 /* The driver reads blocking (drive.c): from now on LS's plain node

@@ -1,7 +1,7 @@
 /*
  * blocking.c - the blocking calls of a handle: acquire, release, extend,
- * the status queries, inspect, redislock_acquire_wait() and
- * redislock_client_ping().  Each checks its arguments, begins its
+ * the status queries, inspect and the companions' inspect,
+ * redislock_acquire_wait() and redislock_client_ping().  Each checks its arguments, begins its
  * operation (op.h, lock.c's steps) and has it run to its end: on a
  * machine of its client's (drive.c), or, for a handle on a borrowed
  * redisContext (no client) or a quorum a machine cannot route, here,
@@ -167,6 +167,31 @@ int redislock_inspect(redislock *lock, redislock_kind *kind, char *owner,
     if (holds)
         *holds = op.insp.holds > 2147483647LL ? 2147483647
                                               : (int)op.insp.holds;
+    return REDISLOCK_OK;
+}
+
+int redislock_inspect_companions(redislock *lock, long long *waiters,
+                                 uint64_t *fence)
+{
+    redislockp_op op;
+    int st;
+
+    if (waiters)
+        *waiters = 0;
+    if (fence)
+        *fence = 0;
+    st = redislockp_begin_call(lock, waiters, "waiters");
+    if (st != REDISLOCK_OK)
+        return st;
+    if (fence == NULL)
+        return redislockp_fail(lock, REDISLOCK_ERR_INVALID, "fence is NULL");
+    redislockp_op_begin(&op, lock, REDISLOCKP_OP_COMPANIONS,
+                        REDISLOCKP_TRY_PLAIN);
+    st = drive(&op);
+    if (st != REDISLOCK_OK)
+        return st;
+    *waiters = op.r.v[0];
+    *fence = (uint64_t)op.r.v[1];
     return REDISLOCK_OK;
 }
 

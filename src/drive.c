@@ -11,12 +11,12 @@
  * keeps a pollfd per descriptor, its timer() one deadline.
  *
  * A client's handles run every blocking call here: acquire, release,
- * extend, the status queries, inspect and redislock_client_ping() each
- * on a machine borrowed for the call, redislock_acquire_wait() on the
- * client's waiting machine (below).  Still on the executor (exec.c):
- * the watchdog thread's renewals, redislock_inspect_companions(), a
- * Cluster client's ping (a read of the slot map), and every call of a
- * handle on a borrowed redisContext (which has no client).
+ * extend, the status queries, both inspects and redislock_client_ping()
+ * each on a machine borrowed for the call, redislock_acquire_wait() on
+ * the client's waiting machine (below).  Still on the executor (exec.c):
+ * the watchdog thread's renewals, a Cluster client's ping (a read of the
+ * slot map), every call of a handle on a borrowed redisContext (which
+ * has no client), and a quorum with a Cluster or Sentinel member.
  */
 #include "config.h"
 
@@ -382,8 +382,10 @@ static int pump(drive *d, int wait)
     if (timeout != 0)
         redislockp_may_block("poll() for a blocking call's replies");
     n = poll(d->pfd, (nfds_t)d->n, timeout);
-    if (n < 0 && errno != EINTR)
+    if (n < 0 && errno != EINTR) {
+        timer_due(d);                   /* the deadlines still pass */
         return -1;
+    }
     /* What the machine does may change the descriptors: from a copy. */
     for (i = 0; n > 0 && (size_t)i < d->n && k < 16; i++)
         if (d->pfd[i].revents != 0)
@@ -479,15 +481,18 @@ int redislockp_drive_op(redislockp_op *op)
  * Only the thread enters the machine; the calls reach it through a
  * queue and a pipe that wakes its poll(). */
 
+typedef struct waiting_machine waiting_machine;
+
 typedef struct wait_req {
     struct wait_req *next;
+    waiting_machine *m;
     redislock *lock;
     long long timeout_ms;
     ending e;
     pthread_cond_t cond;
 } wait_req;
 
-typedef struct waiting_machine {
+struct waiting_machine {
     redislock_client *cl;
     drive *d;
     pthread_t tid;
@@ -495,14 +500,15 @@ typedef struct waiting_machine {
     wait_req *queue;
     int stop;
     int pipe[2];                /* [1] written: look at the queue */
-} waiting_machine;
+};
 
 /* A wait's end, on the thread (in an entry of its machine). */
 static void wait_ended(redislock *lock, int status, bool ok, void *arg)
 {
     wait_req *r = arg;
-    waiting_machine *m = lock->client->waiting;
+    waiting_machine *m = r->m;
 
+    (void)lock;
     pthread_mutex_lock(&m->mu);
     r->e.status = status;
     r->e.ok = ok;
@@ -551,7 +557,8 @@ static void *waiting_thread(void *arg)
         }
         if (stop && !redislockp_machine_busy(m->d->ls))
             break;
-        (void)pump(m->d, 1);
+        if (pump(m->d, 1) != 0)
+            redislockp_sleep_ms(1);     /* poll() failed: not a spin */
     }
     return NULL;
 }
@@ -571,7 +578,6 @@ static waiting_machine *waiting_of(redislock *lock, int *st)
 {
     redislock_client *cl = lock->client;
     waiting_machine *m;
-    int i;
 
     pthread_mutex_lock(&cl->mu);
     cl->drives_trim = drives_trim;
@@ -585,14 +591,14 @@ static waiting_machine *waiting_of(redislock *lock, int *st)
         goto nomem;
     m->cl = cl;
     m->pipe[0] = m->pipe[1] = -1;
-    if (pipe(m->pipe) != 0) {
+    if (pipe2(m->pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+        int e = errno;
+
         redislockp_free(m);
-        goto nomem;
-    }
-    for (i = 0; i < 2; i++) {
-        (void)fcntl(m->pipe[i], F_SETFL,
-                    fcntl(m->pipe[i], F_GETFL) | O_NONBLOCK);
-        (void)fcntl(m->pipe[i], F_SETFD, FD_CLOEXEC);
+        pthread_mutex_unlock(&cl->mu);
+        *st = redislockp_fail(lock, REDISLOCK_ERR_IO, "no pipe for the "
+                              "client's waits: %s", strerror(e));
+        return NULL;
     }
     pthread_mutex_init(&m->mu, NULL);
     m->d = make(cl);
@@ -638,9 +644,14 @@ static void waiting_shutdown(redislock_client *cl)
         return;
     cl->waiting = NULL;
     if (redislockp_client_forked(cl)) {
+        /* The parent's waits in it are not called back (their callers
+         * do not exist here), and no mutex is taken (a parent's thread
+         * may have held it at fork time): memory and descriptors go. */
         close(m->pipe[0]);
         close(m->pipe[1]);
-        d_free(m->d);
+        redislockp_machine_free_forked(m->d->ls);
+        redislockp_free(m->d->pfd);
+        redislockp_free(m->d);
         redislockp_free(m);
         return;
     }
@@ -669,6 +680,7 @@ int redislockp_drive_wait(redislock *lock, long long timeout_ms,
     if (m == NULL)
         return st;
     memset(&r, 0, sizeof r);
+    r.m = m;
     r.lock = lock;
     r.timeout_ms = timeout_ms;
     pthread_cond_init(&r.cond, NULL);

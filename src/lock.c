@@ -613,22 +613,19 @@ static int ack_trailer(const redislock *lock, redislockp_trailer *tr,
     return redislockp_ack_trailer(&a, 0, tr, num);
 }
 
-/* redislockp_op_run(), and with ACK not NULL the handle's acknowledgement
- * command (if it asks for one) after the script, in the same write: *ACK
- * gets its reply (freed by the caller, redislockp_val_free()) when the
- * script's was read. */
+/* Run CALL for LOCK through the executor (its borrowed connection, or a
+ * quorum's members) and read the reply with PARSE into OUT; with ACK not
+ * NULL the handle's acknowledgement command (if it asks for one) after
+ * the script, in the same write: *ACK gets its reply (freed by the
+ * caller, redislockp_val_free()) when the script's was read.  When the
+ * outcome of a MUTATING call is unknown (sent, no reply of ours read)
+ * the owner ID turns stale (see id_stale). */
 static int op_run_ack(redislock *lock, const redislockp_call *call,
                       int mutating, redislockp_parse_fn parse, void *out,
                       redislockp_val **ack);
 static int op_run_one(redislock *lock, const redislockp_call *call,
                       int mutating, redislockp_parse_fn parse, void *out,
                       redislockp_val **ack);
-
-int redislockp_op_run(redislock *lock, const redislockp_call *call,
-                      int mutating, redislockp_parse_fn parse, void *out)
-{
-    return op_run_ack(lock, call, mutating, parse, out, NULL);
-}
 
 static int op_run_ack(redislock *lock, const redislockp_call *call,
                       int mutating, redislockp_parse_fn parse, void *out,
@@ -1020,21 +1017,6 @@ static void explain_end(redislock *lock, const redislockp_explain *ex,
     lock->info.acl |= acl;
 }
 
-/* explain_begin() and _end() around a run of the probe here and now:
- * for the blocking calls that are not operations (inspect_companions). */
-static void explain_refusal(redislock *lock, const redislockp_call *call)
-{
-    redislockp_explain ex;
-    redislockp_call probe;
-    long long line = 0;
-    int st;
-
-    if (!explain_begin(lock, call, &ex, &probe))
-        return;
-    st = redislockp_op_run(lock, &probe, 0, parse_int, &line);
-    explain_end(lock, &ex, st, line);
-}
-
 /* After a reply: a key that is not ours means we hold nothing. */
 static void saw(redislock *lock, long long who)
 {
@@ -1188,6 +1170,7 @@ enum {
     P_INSPECTED,                /* the inspect's reply is in */
     P_PROBED,                   /* the ACL probe's reply is in */
     P_PINGED,                   /* the PING's reply is in */
+    P_COMPANIONS,               /* the companions' reply is in */
     P_END
 };
 
@@ -1657,6 +1640,20 @@ static int status_read(redislockp_op *op)
     return done(op, REDISLOCK_OK);
 }
 
+/* The companions' {waiters, fence}: neither below 0. */
+static int companions_read(redislockp_op *op)
+{
+    int st = op->st;
+
+    if (op_explain(op))
+        return 1;
+    if (st == REDISLOCK_OK && (op->r.v[0] < 0 || op->r.v[1] < 0))
+        st = redislockp_fail(op->lock, REDISLOCK_ERR_PROTOCOL,
+                             "companions: unexpected reply {%lld, %lld}",
+                             op->r.v[0], op->r.v[1]);
+    return done(op, st);
+}
+
 static int parse_inspect(const redislockp_val *r, void *out, char *errmsg);
 
 /* PING's answer: +PONG, and nothing else. */
@@ -1748,6 +1745,11 @@ int redislockp_op_next(redislockp_op *op)
             op->out = &op->insp;
             return 1;
         }
+        if (op->kind == REDISLOCKP_OP_COMPANIONS) {
+            redislockp_call_companions(&op->call, lock);
+            op->phase = P_COMPANIONS;
+            return run(op, ints("companions", 2, 2), 0);
+        }
         if (op->kind == REDISLOCKP_OP_PING) {
             memset(&op->call, 0, sizeof op->call);
             op->phase = P_PINGED;
@@ -1798,6 +1800,8 @@ int redislockp_op_next(redislockp_op *op)
         return op_explained(op);
     case P_PINGED:
         return done(op, op->st);
+    case P_COMPANIONS:
+        return companions_read(op);
     default:
         return 0;
     }
@@ -1820,7 +1824,8 @@ int redislockp_op_mutating(const redislockp_op *op)
     return !op->probing && op->kind != REDISLOCKP_OP_LEAVE &&
            op->kind != REDISLOCKP_OP_STATUS &&
            op->kind != REDISLOCKP_OP_INSPECT &&
-           op->kind != REDISLOCKP_OP_PING;
+           op->kind != REDISLOCKP_OP_PING &&
+           op->kind != REDISLOCKP_OP_COMPANIONS;
 }
 
 redislockp_parse_fn redislockp_op_parser(const redislockp_op *op)
@@ -1908,36 +1913,5 @@ static int parse_inspect(const redislockp_val *r, void *out, char *errmsg)
         memcpy(ir->owner, who, len);
         ir->owner[len] = '\0';
     }
-    return REDISLOCK_OK;
-}
-
-int redislock_inspect_companions(redislock *lock, long long *waiters,
-                                 uint64_t *fence)
-{
-    redislockp_call call;
-    int_reply r = ints("companions", 2, 2);
-    int st;
-
-    if (waiters)
-        *waiters = 0;
-    if (fence)
-        *fence = 0;
-    st = redislockp_begin_call(lock, waiters, "waiters");
-    if (st != REDISLOCK_OK)
-        return st;
-    if (fence == NULL)
-        return redislockp_fail(lock, REDISLOCK_ERR_INVALID, "fence is NULL");
-    redislockp_call_companions(&call, lock);
-    st = redislockp_op_run(lock, &call, 0, parse_ints, &r);
-    if (st == REDISLOCK_ERR_SERVER)
-        explain_refusal(lock, &call);
-    if (st == REDISLOCK_OK && (r.v[0] < 0 || r.v[1] < 0))
-        st = redislockp_fail(lock, REDISLOCK_ERR_PROTOCOL,
-                             "companions: unexpected reply {%lld, %lld}",
-                             r.v[0], r.v[1]);
-    if (st != REDISLOCK_OK)
-        return st;
-    *waiters = r.v[0];
-    *fence = (uint64_t)r.v[1];
     return REDISLOCK_OK;
 }

@@ -40,9 +40,11 @@ typedef enum redislockp_op_kind {
     REDISLOCKP_OP_LEAVE,        /* a waiter leaves the waiters (wait.c) */
     REDISLOCKP_OP_STATUS,       /* held, ttl, hold count: the status call */
     REDISLOCKP_OP_INSPECT,      /* inspect: kind, owner, pttl, holds */
-    REDISLOCKP_OP_PING          /* redislock_client_ping(): PING on the
+    REDISLOCKP_OP_PING,         /* redislock_client_ping(): PING on the
                                  * handle's server (OP->call has no
                                  * script: the run is PING alone) */
+    REDISLOCKP_OP_COMPANIONS    /* inspect_companions: {waiters, fence}
+                                 * in OP->r */
 } redislockp_op_kind;
 
 /* An inspect's answer: the owner copied (cut to OWNER_SIZE - 1) into

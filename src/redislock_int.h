@@ -229,16 +229,10 @@ int redislockp_begin_call(redislock *lock, const void *out, const char *name);
 unsigned long redislockp_fork_watch(void);
 int redislockp_forked(unsigned long gen, pid_t pid);
 
-/* lock.c: run CALL for LOCK on its connection (borrowed, or one of its
- * client's for this call) and read the reply with PARSE into OUT (a
- * PARSE that finds the reply out of step returns REDISLOCK_ERR_PROTOCOL:
- * a client's connection is then closed).  When the outcome of a MUTATING
- * call is unknown (sent, no reply of ours read) the owner ID turns stale
- * (see id_stale). */
+/* How a reply R is read into OUT (a parse that finds the reply out of
+ * step returns REDISLOCK_ERR_PROTOCOL: the connection is then closed). */
 typedef int (*redislockp_parse_fn)(const redislockp_val *r, void *out,
                                    char *errmsg);
-int redislockp_op_run(redislock *lock, const redislockp_call *call,
-                      int mutating, redislockp_parse_fn parse, void *out);
 
 
 /* calls.c: each script's call for a handle, its KEYS/ARGV by the layout

@@ -1215,6 +1215,64 @@ static void test_forked_child_cannot_use_the_client(void **state)
     redislock_client_free(cl);
 }
 
+/* A fork while another thread waits on the client's waiting thread: the
+ * child frees its copy of the client - the parent's wait in it is never
+ * called back there, nor is a lock taken that the parent's threads may
+ * have held - and the parent's wait goes on to the lock. */
+struct fork_waiter {
+    redislock *lock;
+    int status;
+    bool ok;
+};
+
+static void *fork_wait(void *arg)
+{
+    struct fork_waiter *w = arg;
+
+    w->status = redislock_acquire_wait(w->lock, 60000, &w->ok);
+    return NULL;
+}
+
+static void test_fork_during_a_wait(void **state)
+{
+    redislock_client *cl = redislock_client_new(tcp_url);
+    redislock *holder, *lock;
+    struct fork_waiter w;
+    pthread_t tid;
+    int status;
+    pid_t pid;
+    char key[64];
+
+    (void)state;
+    tu_key(key, sizeof key, "client:fork-wait");
+    holder = redislock_new_from_client(cl, key);
+    lock = redislock_new_from_client(cl, key);
+    assert_true(tu_acquire(holder));
+    w.lock = lock;
+    w.status = -99;
+    w.ok = false;
+    assert_int_equal(pthread_create(&tid, NULL, fork_wait, &w), 0);
+    TU_WAIT_UNTIL(tu_info_num(c, "blocked_clients") >= 1, 20000,
+                  "the waiter's BLPOP");
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        redislock_client_free(cl);
+        _exit(0);
+    }
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    assert_true(tu_release(holder));
+    assert_int_equal(pthread_join(tid, NULL), 0);
+    assert_int_equal(w.status, REDISLOCK_OK);
+    assert_true(w.ok);
+    assert_true(tu_release(lock));
+    redislock_free(lock);
+    redislock_free(holder);
+    redislock_client_free(cl);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1241,6 +1299,7 @@ int main(void)
         cmocka_unit_test(test_idle_connection_closed_by_the_server),
         cmocka_unit_test(test_reconnects_after_restart),
         cmocka_unit_test(test_forked_child_cannot_use_the_client),
+        cmocka_unit_test(test_fork_during_a_wait),
     };
     snprintf(tcp_url, sizeof tcp_url, "redis://127.0.0.1:%s",
              getenv("REDISLOCK_TEST_PORT"));
