@@ -151,6 +151,7 @@ struct redislockp_loop_state {
     lconn *map;                 /* Cluster: CLUSTER SLOTS is asked here */
     int map_reading;            /* a CLUSTER SLOTS is under way */
     size_t map_next;            /* the candidate to ask next */
+    size_t map_first;           /* sentinels: the seed asked first */
     char map_err[REDISLOCKP_ERRMSG_SIZE];
     blocker *blockers[MAX_BLOCKERS];
     size_t nblockers;
@@ -1076,8 +1077,8 @@ static void on_sentinel(void *arg, int status, redislockp_val **replies,
     }
     pthread_mutex_lock(&cl->mu);
     old = redislockp_sentinel_adopt_locked(cl, node,
-                                           (cl->sentinel_first +
-                                            ls->map_next) % cl->url.nseeds);
+                                           (ls->map_first + ls->map_next) %
+                                               cl->url.nseeds);
     pthread_mutex_unlock(&cl->mu);
     /* A failover: the old master's connection goes, what is on it fails
      * (sent: an unknown outcome, as ever). */
@@ -1106,8 +1107,18 @@ static void sentinel_read(redislockp_loop_state *ls)
     argvlen[2] = strlen(argv[2]);
     while (ls->map_next < cl->url.nseeds) {
         redislockp_url u = redislockp_client_url(cl);
-        const redislockp_seed *seed =
-            &u.seeds[(cl->sentinel_first + ls->map_next) % u.nseeds];
+        const redislockp_seed *seed;
+        size_t first;
+
+        /* (Another thread's machine may adopt a master meanwhile: the
+         * round keeps the first it began with.) */
+        if (ls->map_next == 0) {
+            pthread_mutex_lock(&cl->mu);
+            ls->map_first = cl->sentinel_first;
+            pthread_mutex_unlock(&cl->mu);
+        }
+        first = ls->map_first;
+        seed = &u.seeds[(first + ls->map_next) % u.nseeds];
 
         u.host = seed->host;
         u.port = seed->port;
