@@ -1156,7 +1156,7 @@ static void map_read(redislockp_loop_state *ls)
     static const size_t argvlen[2] = { 7, 5 };
     redislockp_cmd cmd;
     size_t k, masters = 0;
-    int st;
+    int st, past;
 
     if (ls->map_reading)
         return;
@@ -1180,8 +1180,9 @@ static void map_read(redislockp_loop_state *ls)
                 break;
             }
         }
+        past = k == cl->nnodes;
         pthread_mutex_unlock(&cl->mu);
-        if (k == cl->nnodes) {          /* past the masters: a seed */
+        if (past) {                     /* past the masters: a seed */
             k = ls->map_next - masters;
             if (k >= u.nseeds) {
                 ls->map_next = 0;       /* none left: from the first, next */
