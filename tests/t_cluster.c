@@ -1099,10 +1099,6 @@ static void test_unserved_slot_gives_up_in_time(void **state)
     tu_cmd_ok(c, "CLUSTER ADDSLOTS %u", slot);
     TU_WAIT_UNTIL(cluster_ok(c), 20000,
                   "cluster_state:ok on port %d after ADDSLOTS %u", owner, slot);
-    /* The cluster as the tests after this one need it: every node ok
-     * (their views of the slot agree again). */
-    TU_WAIT_UNTIL(all_ok(), 60000, "cluster_state:ok on every node after "
-                  "ADDSLOTS %u (%s)", slot, not_ok_yet);
     assert_int_equal(redislock_acquire_wait(lock, 5000, &ok), REDISLOCK_OK);
     assert_true(ok);
     assert_true(tu_release(lock));
@@ -1819,10 +1815,14 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_live_resharding),
         cmocka_unit_test(test_manual_failover),
         cmocka_unit_test(test_waiter_follows_its_slot),
-        cmocka_unit_test(test_unserved_slot_gives_up_in_time),
         cmocka_unit_test(test_functions_on_every_master),
         cmocka_unit_test(test_functions_follow_a_moving_slot),
         cmocka_unit_test(test_functions_after_a_failover),
+        /* Last: a slot deleted and added back on a live cluster can leave
+         * a node saying cluster_state:fail a while after every node said
+         * ok again (seen in CI stop 36 and locally: the Functions tests
+         * after it met CLUSTERDOWN). */
+        cmocka_unit_test(test_unserved_slot_gives_up_in_time),
     };
     const char *p = getenv("REDISLOCK_TEST_CLUSTER_PORTS");
     int i;
