@@ -180,6 +180,9 @@ struct redislockp_loop_state {
     int block_reads;            /* a blocking call's driver: the node
                                  * connections' sockets block on reads
                                  * (redislockp_machine_read_due()) */
+    int own;                    /* the client's own machine (drive.c): its
+                                 * renewals keep the watchdog's busy flag
+                                 * for the other threads' calls */
 };
 
 /* A quorum client's operation: its run on every master (see "A quorum
@@ -2657,6 +2660,34 @@ static void wait_woken(redislockp_aop *o)
  * descriptor of redislock_lost_fd() is made readable (unless the
  * callback freed the handle). */
 
+/* On the client's own machine a renewal on the wire keeps its handle
+ * busy, as the watchdog thread's rounds did: another thread's acquire,
+ * release or extend of it waits for the answer (redislockp_renew_hold()),
+ * and none goes out while one of theirs runs (renew_stopping). */
+static int own_send(redislockp_aop *o, redislock *l)
+{
+    int go;
+
+    if (!o->ls->own)
+        return 1;
+    pthread_mutex_lock(&o->cl->wd_mu);
+    go = !l->renew_stopping;
+    if (go)
+        l->renew_busy = 1;
+    pthread_mutex_unlock(&o->cl->wd_mu);
+    return go;
+}
+
+static void own_idle(redislockp_aop *o, redislock *l)
+{
+    if (!o->ls->own || l == NULL)
+        return;
+    pthread_mutex_lock(&o->cl->wd_mu);
+    l->renew_busy = 0;
+    pthread_cond_broadcast(&o->cl->wd_cond);
+    pthread_mutex_unlock(&o->cl->wd_mu);
+}
+
 /* The loss of O's handle, for REASON: the renewal ends. */
 static void renew_lost(redislockp_aop *o, int reason)
 {
@@ -2671,6 +2702,9 @@ static void renew_lost(redislockp_aop *o, int reason)
     redislockp_renew_losing(lock, reason);
     fn = lock->lost_fn;
     arg = lock->lost_arg;
+    if (ls->own)
+        lock->renew_busy = 0;           /* (the callback runs on this
+                                         * thread: a stop waits for it) */
     pthread_mutex_unlock(&cl->wd_mu);
     /* Done with: renew_stop() finds nothing left to stop. */
     lock->renew_aop = NULL;
@@ -2735,6 +2769,10 @@ static void renew_timer(redislockp_aop *o)
         set_timer(o, wake);
         return;
     }
+    if (!own_send(o, l)) {              /* another thread's call runs */
+        set_timer(o, now + WATCHDOG_RECHECK_MS);
+        return;
+    }
     /* An owner-checked extend to the lease renewals set, and the
      * acknowledgement the acquire had, within what is left of the lease. */
     limit = l->renew_until - now;
@@ -2786,6 +2824,7 @@ static void renew_over(redislockp_aop *o)
     char words[REDISLOCKP_BRIEF_SIZE] = "";
     int result, lost, unknown;
 
+    own_idle(o, l);
     if (l == NULL || o->renew_stale) {  /* stopped, or too late */
         o->renew_stale = 0;
         if (o->q != NULL)
@@ -2820,12 +2859,12 @@ static void renew_over(redislockp_aop *o)
     renew_timer(o);                     /* the next, or the lease's end */
 }
 
-/* watchdog.c's hook: START 1, (re)schedule LOCK's renewal (its renew_*
- * fields are set); 0, stop it. */
-static void loop_renew(redislock *lock, int start)
+/* START 1, (re)schedule LOCK's renewal on LS (its renew_* fields are
+ * set); 0, stop it. */
+static void machine_renew(redislockp_loop_state *ls, redislock *lock,
+                          int start)
 {
     redislock_client *cl = lock->client;
-    redislockp_loop_state *ls = cl->loop;
     redislockp_aop *o = lock->renew_aop;
 
     if (!start) {
@@ -2833,6 +2872,7 @@ static void loop_renew(redislock *lock, int start)
             ls->losing = NULL;          /* freed in its loss callback */
         if (o == NULL)
             return;
+        own_idle(o, lock);
         lock->renew_aop = NULL;
         o->lock = NULL;
         o->called = 1;
@@ -2879,6 +2919,27 @@ static void loop_renew(redislock *lock, int start)
         set_timer(o, o->q->wake);
     else
         set_timer(o, lock->renew_due);
+}
+
+/* watchdog.c's hook for the attached loop's renewals. */
+static void loop_renew(redislock *lock, int start)
+{
+    machine_renew(lock->client->loop, lock, start);
+}
+
+static void entry_end(redislockp_loop_state *ls);
+
+void redislockp_machine_renew(redislockp_loop_state *ls, redislock *lock,
+                              int start)
+{
+    ls->depth++;
+    machine_renew(ls, lock, start);
+    entry_end(ls);
+}
+
+void redislockp_machine_own(redislockp_loop_state *ls)
+{
+    ls->own = 1;
 }
 
 /* The end of an entry of CL: callbacks, then the loop told what next. */
@@ -3422,6 +3483,7 @@ static void machine_free(redislockp_loop_state *ls, int forked)
             pthread_mutex_lock(&cl->wd_mu);
             lock->renewing = 0;
             lock->renew_on_loop = 0;
+            lock->renew_on_own = 0;
             pthread_mutex_unlock(&cl->wd_mu);
             o->lock = NULL;
             o->called = 1;

@@ -193,6 +193,11 @@ struct redislock_client {
     /* The machine every blocking wait of the client runs on, driven by a
      * thread of its own (drive.c; made by the first wait, under mu). */
     struct waiting_machine *waiting;
+    /* ...which also renews the leases of the blocking calls' holdings
+     * (drive.c, set with the first blocking call): START 1 (re)schedules
+     * LOCK's renewal, 0 stops it and returns once the machine is done
+     * with LOCK; -1 if the machine cannot be had (no thread). */
+    int (*own_renew)(redislock *lock, int start);
     /* What its handles did (metrics.h): atomics and a leaf lock of its
      * own, taken under mu or wd_mu alike. */
     redislockp_metrics *metrics;

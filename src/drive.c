@@ -110,6 +110,7 @@ static void d_free(drive *d)
 }
 
 static int pump(drive *d, int wait);
+static int own_renew(redislock *lock, int start);
 
 /* The first call waiting gets D, or (D NULL) room to make one.  Under
  * CL's mu, with a call waiting. */
@@ -261,6 +262,7 @@ static drive *borrow(redislock *lock, int *st)
     }
     pthread_mutex_lock(&cl->mu);
     cl->drives_trim = drives_trim;
+    cl->own_renew = own_renew;
     if (cl->drives != NULL) {
         d = cl->drives;
         cl->drives = d->next;
@@ -483,11 +485,15 @@ int redislockp_drive_op(redislockp_op *op)
 
 typedef struct waiting_machine waiting_machine;
 
+/* What a call asks of the thread: a wait of LOCK (its end in E), or
+ * (RENEW) to start or stop LOCK's renewal; a start's request is the
+ * thread's to free (HEAP), a stop's caller waits for E.done. */
 typedef struct wait_req {
     struct wait_req *next;
     waiting_machine *m;
     redislock *lock;
     long long timeout_ms;
+    int renew, start, heap;
     ending e;
     pthread_cond_t cond;
 } wait_req;
@@ -539,14 +545,22 @@ static void *waiting_thread(void *arg)
             q = next;
         }
         while (r != NULL) {
+            /* Read first: a wait may end within its start, and its
+             * caller (whose R it is) return at once. */
             wait_req *next = r->next;
-            int st;
+            int st = REDISLOCK_OK, renew = r->renew, heap = r->heap;
 
             redislockp_loop_enter();
-            st = redislockp_machine_start_wait(m->d->ls, r->lock,
-                                               r->timeout_ms, wait_ended, r);
+            if (renew)
+                redislockp_machine_renew(m->d->ls, r->lock, r->start);
+            else
+                st = redislockp_machine_start_wait(m->d->ls, r->lock,
+                                                   r->timeout_ms, wait_ended,
+                                                   r);
             redislockp_loop_leave();
-            if (st != REDISLOCK_OK) {
+            if (heap) {
+                redislockp_free(r);
+            } else if (renew || st != REDISLOCK_OK) {
                 pthread_mutex_lock(&m->mu);
                 r->e.status = st;
                 r->e.done = 1;
@@ -555,7 +569,9 @@ static void *waiting_thread(void *arg)
             }
             r = next;
         }
-        if (stop && !redislockp_machine_busy(m->d->ls))
+        /* (No wait is left: each had its caller blocked in it; the
+         * renewals end with the client, as a loop's.) */
+        if (stop)
             break;
         if (pump(m->d, 1) != 0)
             redislockp_sleep_ms(1);     /* poll() failed: not a spin */
@@ -565,6 +581,13 @@ static void *waiting_thread(void *arg)
 
 static void waiting_free(waiting_machine *m)
 {
+    while (m->queue != NULL) {          /* (renewals asked for meanwhile) */
+        wait_req *r = m->queue;
+
+        m->queue = r->next;
+        if (r->heap)
+            redislockp_free(r);
+    }
     close(m->pipe[0]);
     close(m->pipe[1]);
     pthread_mutex_destroy(&m->mu);
@@ -574,55 +597,67 @@ static void waiting_free(waiting_machine *m)
 
 /* CL's waiting machine, made and its thread started if need be; NULL:
  * out of memory, or no thread (the handle's error says so). */
-static waiting_machine *waiting_of(redislock *lock, int *st)
+/* CL's own machine, made and its thread started if need be; NULL: out
+ * of memory, no pipe or no thread (*ST, and MSG says which). */
+static waiting_machine *own_of(redislock_client *cl, int *st, char *msg)
 {
-    redislock_client *cl = lock->client;
     waiting_machine *m;
 
     pthread_mutex_lock(&cl->mu);
     cl->drives_trim = drives_trim;
+    cl->own_renew = own_renew;
     m = cl->waiting;
     if (m != NULL) {
         pthread_mutex_unlock(&cl->mu);
         return m;
     }
+    *st = REDISLOCK_ERR_NOMEM;
+    snprintf(msg, REDISLOCKP_ERRMSG_SIZE, "out of memory starting the "
+             "client's own machine");
     m = redislockp_calloc(1, sizeof *m);
     if (m == NULL)
-        goto nomem;
+        goto fail;
     m->cl = cl;
     m->pipe[0] = m->pipe[1] = -1;
     if (pipe2(m->pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
-        int e = errno;
-
+        *st = REDISLOCK_ERR_IO;
+        snprintf(msg, REDISLOCKP_ERRMSG_SIZE, "no pipe for the client's "
+                 "own machine: %s", strerror(errno));
         redislockp_free(m);
-        pthread_mutex_unlock(&cl->mu);
-        *st = redislockp_fail(lock, REDISLOCK_ERR_IO, "no pipe for the "
-                              "client's waits: %s", strerror(e));
-        return NULL;
+        goto fail;
     }
     pthread_mutex_init(&m->mu, NULL);
     m->d = make(cl);
     if (m->d == NULL) {
         waiting_free(m);
-        goto nomem;
+        goto fail;
     }
+    redislockp_machine_own(m->d->ls);
     m->d->wake_fd = m->pipe[0];
     if (d_watch(m->d, m->pipe[0], REDISLOCK_EV_READ, NULL) != 0 ||
         redislockp_thread_create(&m->tid, waiting_thread, m) != 0) {
+        snprintf(msg, REDISLOCKP_ERRMSG_SIZE, "no thread for the client's "
+                 "own machine");
         waiting_free(m);
-        pthread_mutex_unlock(&cl->mu);
-        *st = redislockp_fail(lock, REDISLOCK_ERR_NOMEM, "no thread for "
-                              "the client's waits");
-        return NULL;
+        goto fail;
     }
     cl->waiting = m;
     pthread_mutex_unlock(&cl->mu);
     return m;
-nomem:
+fail:
     pthread_mutex_unlock(&cl->mu);
-    *st = redislockp_fail(lock, REDISLOCK_ERR_NOMEM, "out of memory "
-                          "starting a wait");
     return NULL;
+}
+
+/* ...for LOCK's wait: the handle's error says why not. */
+static waiting_machine *waiting_of(redislock *lock, int *st)
+{
+    char msg[REDISLOCKP_ERRMSG_SIZE];
+    waiting_machine *m = own_of(lock->client, st, msg);
+
+    if (m == NULL)
+        *st = redislockp_fail(lock, *st, "%s", msg);
+    return m;
 }
 
 static void waiting_poke(waiting_machine *m)
@@ -630,6 +665,57 @@ static void waiting_poke(waiting_machine *m)
     char b = 'w';
 
     (void)!write(m->pipe[1], &b, 1);
+}
+
+/* The client's hook (watchdog.c): LOCK's renewal started (START 1) or
+ * stopped on the client's own machine.  A start is posted to the thread
+ * (the caller may be inside a machine's entry: it never waits); a stop
+ * returns once the thread is done with LOCK - between two of its
+ * entries, so after a loss callback of LOCK's that runs - which a
+ * release and a free need before they go on.  On the thread itself, at
+ * once.  -1: no machine (no thread). */
+static int own_renew(redislock *lock, int start)
+{
+    waiting_machine *m;
+    wait_req *r, stop;
+    char msg[REDISLOCKP_ERRMSG_SIZE];
+    int st;
+
+    m = own_of(lock->client, &st, msg);
+    if (m == NULL)
+        return -1;
+    if (pthread_equal(pthread_self(), m->tid)) {
+        redislockp_machine_renew(m->d->ls, lock, start);
+        return 0;
+    }
+    if (start) {
+        r = redislockp_calloc(1, sizeof *r);
+        if (r == NULL)
+            return -1;
+        r->heap = 1;
+    } else {
+        memset(&stop, 0, sizeof stop);
+        r = &stop;
+        pthread_cond_init(&r->cond, NULL);
+    }
+    r->m = m;
+    r->lock = lock;
+    r->renew = 1;
+    r->start = start;
+    pthread_mutex_lock(&m->mu);
+    r->next = m->queue;
+    m->queue = r;
+    pthread_mutex_unlock(&m->mu);
+    waiting_poke(m);
+    if (start)
+        return 0;
+    /* (A hand-off with the thread, as a mutex is: no I/O waited for.) */
+    pthread_mutex_lock(&m->mu);
+    while (!stop.e.done)
+        pthread_cond_wait(&stop.cond, &m->mu);
+    pthread_mutex_unlock(&m->mu);
+    pthread_cond_destroy(&stop.cond);
+    return 0;
 }
 
 /* The client goes: its waiting machine's thread ends (no wait is left:

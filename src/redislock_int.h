@@ -157,6 +157,8 @@ struct redislock {
     struct redislock *renew_next;
     int renew_on_loop;                 /* renewed by the client's event
                                         * loop, not its watchdog thread */
+    int renew_on_own;                  /* ...by the client's own machine
+                                        * (drive.c) */
     struct redislockp_aop *renew_aop;  /* ...as this (async.c) */
 
     /* The client's metrics (metrics.h): when the holding they count

@@ -400,7 +400,7 @@ void redislockp_renew_start(redislock *lock, int fresh)
     redislock_client *cl = lock->client;
     long long now = redislockp_now_ms();
     redislock *l;
-    int on_loop;
+    int on_loop, on_own;
 
     if (cl == NULL || !lock->autorenew)
         return;
@@ -422,12 +422,23 @@ void redislockp_renew_start(redislock *lock, int fresh)
      * watchdog renews the handle already. */
     on_loop = l == NULL && cl->loop_renew != NULL &&
               (lock->renew_on_loop || lock->aop != NULL);
+    /* A blocking call's holding: on the client's own machine (drive.c),
+     * where the client's waits run too - unless a machine cannot route
+     * the client (a quorum with a Cluster or Sentinel member): then on
+     * this file's thread. */
+    on_own = l == NULL && !on_loop &&
+             (lock->renew_on_own || cl->own_renew != NULL);
     if (on_loop && !lock->renewing) {
         lock->renewing = 1;
         lock->renew_on_loop = 1;
         if (fresh == 0)
             fresh = 1;
-    } else if (l == NULL && !on_loop) {
+    } else if (on_own && !lock->renewing) {
+        lock->renewing = 1;
+        lock->renew_on_own = 1;
+        if (fresh == 0)
+            fresh = 1;
+    } else if (l == NULL && !on_loop && !on_own) {
         lock->renew_next = cl->renewals;
         cl->renewals = lock;
         lock->renewing = 1;
@@ -451,6 +462,19 @@ void redislockp_renew_start(redislock *lock, int fresh)
     if (on_loop) {
         pthread_mutex_unlock(&cl->wd_mu);
         cl->loop_renew(lock, 1);
+        return;
+    }
+    if (on_own) {
+        pthread_mutex_unlock(&cl->wd_mu);
+        if (cl->own_renew(lock, 1) != 0) {
+            /* No machine, no renewal: as good as lost, said now. */
+            pthread_mutex_lock(&cl->wd_mu);
+            lock->renewing = 0;
+            lock->renew_on_own = 0;
+            redislockp_renew_losing(lock, REDISLOCK_LOST_NOT_STARTED);
+            signal_lost(lock);
+            pthread_mutex_unlock(&cl->wd_mu);
+        }
         return;
     }
     if (!cl->wd_running && !cl->wd_stop) {
@@ -480,6 +504,16 @@ void redislockp_renew_stop(redislock *lock)
         pthread_mutex_lock(&cl->wd_mu);
         lock->renewing = 0;
         lock->renew_on_loop = 0;
+        pthread_mutex_unlock(&cl->wd_mu);
+        return;
+    }
+    if (lock->renew_on_own) {
+        /* Returns once the machine is done with the handle (its loss
+         * callback, if one runs, over). */
+        (void)cl->own_renew(lock, 0);
+        pthread_mutex_lock(&cl->wd_mu);
+        lock->renewing = 0;
+        lock->renew_on_own = 0;
         pthread_mutex_unlock(&cl->wd_mu);
         return;
     }
