@@ -1049,10 +1049,10 @@ redislock_client_open_quorum(const char *const *urls, size_t n,
  * opening another (then REDISLOCK_ERR_IO, saying so), so that a program
  * with many threads never opens more than N connections to a server for
  * its calls.  Waiters blocked in acquire_wait() take none of them: the
- * client's waits all run on its waiting thread, over two connections to
+ * client's waits all run on its watchdog thread, over two connections to
  * a server of their own (one BLPOP for all their wake-ups), whatever
- * their number; the watchdog thread of auto-renewal keeps at most N of
- * its own.  On a quorum client, for every master.  Takes effect at once.
+ * their number, and so do auto-renewal's renewals (the same thread).
+ * On a quorum client, for every master.  Takes effect at once.
  * A call may queue for a connection: with many threads on a small pool,
  * choose leases (and auto-renewal) that outlast the queue.  Thread-safe.
  * @return REDISLOCK_OK; REDISLOCK_ERR_INVALID for NULL or N out of
@@ -1266,12 +1266,14 @@ redislock_new_counted_from_client_len(redislock_client *client,
  * Auto-renewal (client handles only; since 0.2.0)
  *
  * With auto-renewal on, while the handle holds the lock the client's
- * watchdog thread (one per client, started at the first auto-renewed
- * acquire; its connections come from the client's pool, counted in
- * pool_size, and it is served first when all are in use) resets the
- * lease every third of the
- * expiry, with an owner-checked extend; the renewals of all due locks of a
- * client go out in one pipelined round trip.  Once redislock_release()
+ * watchdog - its own thread, started at the first auto-renewed acquire
+ * or blocking wait, on connections of its own (one to each server, not
+ * the pool's), where the client's blocking waits run too - resets the
+ * lease every third of the expiry, with an owner-checked extend; the
+ * renewals due together go out pipelined on one connection.  (A quorum
+ * with a Cluster or Sentinel member renews on a watchdog thread of the
+ * earlier kind, whose connections come from the pool and which is served
+ * first when all are in use.)  Once redislock_release()
  * (or redislock_free(), redislock_set_id(), or redislock_set_autorenew()
  * turning it off) has returned, no renewal of that holding is ever sent
  * again.  The lock is *lost* when a renewal finds the key no longer

@@ -422,6 +422,13 @@ unsigned long redislockp_drive_calls(void)
     return __atomic_load_n(&calls, __ATOMIC_RELAXED);
 }
 
+static unsigned long renewals;         /* atomic */
+
+unsigned long redislockp_drive_renewals(void)
+{
+    return __atomic_load_n(&renewals, __ATOMIC_RELAXED);
+}
+
 /* Run OP, LOCK's call, on a machine of its client's until its end, in
  * E. */
 static int run(redislock *lock, redislockp_op *op, ending *e)
@@ -684,6 +691,8 @@ static int own_renew(redislock *lock, int start)
     m = own_of(lock->client, &st, msg);
     if (m == NULL)
         return -1;
+    if (start)
+        __atomic_add_fetch(&renewals, 1, __ATOMIC_RELAXED);
     if (pthread_equal(pthread_self(), m->tid)) {
         redislockp_machine_renew(m->d->ls, lock, start);
         return 0;

@@ -1,7 +1,18 @@
 /*
  * watchdog.c - auto-renewal of client handles' leases.
  *
- * One thread per client, started at the first auto-renewed acquire; its
+ * Where a holding is renewed: taken through an attached event loop, on
+ * that loop's machine (cl->loop_renew, async.c); taken by a blocking
+ * call, on the client's own machine (cl->own_renew, drive.c: the thread
+ * that runs the client's waits), by the same steps, renewal bookkeeping
+ * (engine.c) and loss signal (async.c's renew_lost()); a renewal on the
+ * wire there keeps its handle busy (renew_busy) as below, so that other
+ * threads' calls on it wait for its answer.  Only a quorum with a Cluster
+ * or Sentinel member, which a machine does not route, still renews on
+ * this file's thread (below) - to go with the executor.
+ *
+ * This file's thread: one per client, started at the first auto-renewed
+ * acquire; its
  * connections come from the client's pool, where it waits first in line
  * (a renewal must not queue behind the application's calls), within what
  * is left of the earliest lease of its round.  Registered handles form a list guarded by the

@@ -471,6 +471,73 @@ static void test_many_waiters_few_connections(void **state)
     redislock_client_free(cl);
 }
 
+/* An auto-renewed holding of a blocking acquire is renewed on the
+ * client's own machine (no watchdog thread of its own): renewed round
+ * after round, released from another thread while renewals go on, and
+ * a key taken from under it is reported lost (callback, descriptor). */
+static int lost_calls;
+
+static void on_lost(redislock *lock, void *arg)
+{
+    (void)lock;
+    (void)arg;
+    __atomic_add_fetch(&lost_calls, 1, __ATOMIC_SEQ_CST);
+}
+
+/* Has KEY's PTTL gone up since *LAST (then updated)?  N counts it. */
+static int renewed(const char *key, long long *last, int *n)
+{
+    long long pttl = tu_pttl(c, key, strlen(key));
+
+    if (*last >= 0 && pttl > *last + 50)
+        ++*n;
+    *last = pttl;
+    return *n;
+}
+
+static void test_renewals_on_the_own_machine(void **state)
+{
+    redislock_client *cl = client();
+    redislock *a;
+    char key[64];
+    unsigned long before = redislockp_drive_renewals();
+    long long last = -1, lease = tu_wrapped() ? 6000 : 900;
+    int n = 0;
+    bool ok;
+
+    (void)state;
+    tu_key(key, sizeof key, "drive-renew");
+    a = redislock_new_from_client(cl, key);
+    assert_non_null(a);
+    assert_int_equal(redislock_set_expire_ms(a, lease), REDISLOCK_OK);
+    assert_int_equal(redislock_set_autorenew(a, true), REDISLOCK_OK);
+    assert_int_equal(redislock_set_lost_callback(a, on_lost, NULL),
+                     REDISLOCK_OK);
+    assert_true(tu_acquire(a));
+    if (redislockp_drive_renewals() == before)
+        fail_msg("the holding's renewal was not started on the client's "
+                 "own machine");
+    TU_WAIT_UNTIL(renewed(key, &last, &n) >= 3, 30000,
+                  "three renewals of a %lld ms lease", lease);
+    assert_int_equal(redislock_lost_reason(a), REDISLOCK_LOST_NONE);
+    assert_true(tu_release(a));
+    assert_int_equal(tu_pttl(c, key, strlen(key)), -2);
+
+    /* Taken from under it: lost, said by the callback and the fd. */
+    lost_calls = 0;
+    assert_true(tu_acquire(a));
+    assert_int_equal(redislock_lost_fd(a) >= 0, 1);
+    tu_cmd_ok(c, "SET %s someone-else", key);
+    TU_WAIT_UNTIL(redislock_lost_reason(a) != REDISLOCK_LOST_NONE, 30000,
+                  "the loss of a key taken from under its holder");
+    TU_WAIT_UNTIL(__atomic_load_n(&lost_calls, __ATOMIC_SEQ_CST) == 1,
+                  10000, "the loss callback");
+    assert_int_equal(redislock_lost_reason(a), REDISLOCK_LOST_TAKEN);
+    assert_int_equal(redislock_release(a, &ok), REDISLOCK_ERR_LOST);
+    redislock_free(a);
+    redislock_client_free(cl);
+}
+
 static void test_quorum_on_the_machine(void **state)
 {
     redislock_client *cl = tu_db_quorum(1);
@@ -491,6 +558,7 @@ int main(void)
         cmocka_unit_test(test_pool_size_bounds_the_machines),
         cmocka_unit_test(test_waits_on_the_machine),
         cmocka_unit_test(test_many_waiters_few_connections),
+        cmocka_unit_test(test_renewals_on_the_own_machine),
         cmocka_unit_test(test_quorum_on_the_machine),
     };
 
