@@ -2736,12 +2736,13 @@ static void renew_timer(redislockp_aop *o)
 {
     redislock *l = o->lock;
     redislock_client *cl = o->cl;
-    long long now = redislockp_now_ms(), limit, wake;
+    long long now = redislockp_now_ms(), limit, wake, until;
     int why;
 
     pthread_mutex_lock(&cl->wd_mu);
     why = redislockp_renew_expired(l, now);
     wake = why == 0 ? redislockp_renew_wake(l, now) : 0;
+    until = l->renew_until;
     pthread_mutex_unlock(&cl->wd_mu);
     if (why != 0 && o->q != NULL && o->inflight && !o->renew_stale) {
         /* A quorum's renewal under way: what the masters that answered
@@ -2762,7 +2763,7 @@ static void renew_timer(redislockp_aop *o)
         return;
     }
     if (o->inflight || o->parked || o->convq) {     /* unanswered so far */
-        set_timer(o, l->renew_until);
+        set_timer(o, until);
         return;
     }
     if (wake != 0) {                    /* not due, or withheld */
@@ -2866,6 +2867,7 @@ static void machine_renew(redislockp_loop_state *ls, redislock *lock,
 {
     redislock_client *cl = lock->client;
     redislockp_aop *o = lock->renew_aop;
+    long long until, due;
 
     if (!start) {
         if (ls->losing == lock)
@@ -2913,12 +2915,18 @@ static void machine_renew(redislockp_loop_state *ls, redislock *lock,
      * renews, but its answer no longer decides (a quorum's run keeps its
      * own check until then). */
     o->renew_stale = o->inflight;
+    /* (Read under wd_mu: on the client's own machine, another thread's
+     * call may restart the renewal meanwhile.) */
+    pthread_mutex_lock(&cl->wd_mu);
+    until = lock->renew_until;
+    due = lock->renew_due;
+    pthread_mutex_unlock(&cl->wd_mu);
     if (o->convq)
-        set_timer(o, lock->renew_until);        /* queued: as sent */
-    else if (o->q != NULL && o->inflight && o->q->wake < lock->renew_due)
+        set_timer(o, until);                    /* queued: as sent */
+    else if (o->q != NULL && o->inflight && o->q->wake < due)
         set_timer(o, o->q->wake);
     else
-        set_timer(o, lock->renew_due);
+        set_timer(o, due);
 }
 
 /* watchdog.c's hook for the attached loop's renewals. */
