@@ -212,6 +212,21 @@ static void test_the_tool_with_sentinels(void **state)
     tu_tool_holds_then_frees(url, "sentinel:tool");
 }
 
+/* Has sentinel:quorum's PTTL on the Sentinel member's master gone up
+ * since *LAST (then updated)?  N counts it. */
+static int quorum_renewed(long long *last, int *n)
+{
+    redisContext *m = redisConnect("127.0.0.1", sentinel_master_port());
+    long long pttl = m != NULL && !m->err
+                         ? tu_pttl(m, "sentinel:quorum", 15) : -3;
+
+    redisFree(m);
+    if (*last >= 0 && pttl > *last + 50)
+        ++*n;
+    *last = pttl;
+    return *n;
+}
+
 /* A Sentinel-watched master as one member of a quorum (the others: two
  * databases of the harness's server, independent keyspaces): the lock is
  * taken on all three, the Sentinel member's on its current master. */
@@ -246,6 +261,24 @@ static void test_sentinel_in_a_quorum(void **state)
      * lease).  Gone either way, soon. */
     TU_WAIT_UNTIL(has_key(sentinel_master_port(), "sentinel:quorum") == 0,
                   5000, "the key gone from the Sentinel member's master");
+
+    /* Auto-renewed (a machine does not route a Sentinel member: the
+     * renewals run on the watchdog thread of the pool): the lease on the
+     * Sentinel member's master is reset round after round. */
+    assert_int_equal(redislock_set_expire_ms(lock, tu_wrapped() ? 6000
+                                                                  : 900),
+                     REDISLOCK_OK);
+    assert_int_equal(redislock_set_autorenew(lock, true), REDISLOCK_OK);
+    assert_true(tu_acquire(lock));
+    {
+        long long last = -1;
+        int n = 0;
+
+        TU_WAIT_UNTIL(quorum_renewed(&last, &n) >= 3, 30000,
+                      "three renewals on the Sentinel member's master");
+    }
+    assert_int_equal(redislock_lost_reason(lock), REDISLOCK_LOST_NONE);
+    assert_true(tu_release(lock));
     redislock_free(lock);
     redislock_client_free(cl);
 }
