@@ -3335,10 +3335,9 @@ static int acquire_wait_async(redislock *lock, long long timeout_ms,
                                "fn");
     if (st != REDISLOCK_OK)
         return st;
-    if (timeout_ms < 0 && timeout_ms != REDISLOCK_WAIT_FOREVER)
-        return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
-                               "timeout of %lld ms is negative (and not "
-                               "REDISLOCK_WAIT_FOREVER)", timeout_ms);
+    st = redislockp_wait_timeout_ok(lock, timeout_ms);
+    if (st != REDISLOCK_OK)
+        return st;
     o = aop_new(NULL, lock, fn, arg, &st);
     if (o == NULL)
         return st;

@@ -205,10 +205,9 @@ int redislock_acquire_wait(redislock *lock, long long timeout_ms,
     st = redislockp_begin_call(lock, acquired, "acquired");
     if (st != REDISLOCK_OK)
         return st;
-    if (timeout_ms < 0 && timeout_ms != REDISLOCK_WAIT_FOREVER)
-        return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
-                               "timeout of %lld ms is negative (and not "
-                               "REDISLOCK_WAIT_FOREVER)", timeout_ms);
+    st = redislockp_wait_timeout_ok(lock, timeout_ms);
+    if (st != REDISLOCK_OK)
+        return st;
     st = redislockp_report_pending_loss(lock);
     if (st != REDISLOCK_OK)
         return st;

@@ -600,6 +600,15 @@ int redislockp_acl_refused(const redislock *lock, int st)
            (lock->info.acl & REDISLOCK_ACL_REFUSED) != 0;
 }
 
+int redislockp_wait_timeout_ok(redislock *lock, long long timeout_ms)
+{
+    if (timeout_ms < 0 && timeout_ms != REDISLOCK_WAIT_FOREVER)
+        return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
+                               "timeout of %lld ms is negative (and not "
+                               "REDISLOCK_WAIT_FOREVER)", timeout_ms);
+    return REDISLOCK_OK;
+}
+
 void redislockp_wait_begin(redislock *lock, redislockp_waiting *w,
                            long long timeout_ms, long long now)
 {

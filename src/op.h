@@ -240,6 +240,11 @@ redislockp_wnext redislockp_wait_next(redislock *lock, redislockp_waiting *w,
 /* A wait of LOCK for TIMEOUT_MS (REDISLOCK_WAIT_FOREVER: none) begins
  * at NOW: W from nothing, its deadline saturated rather than
  * overflowed, and counted among the client's waiters. */
+/* A wait's TIMEOUT_MS checked (0 or more, or REDISLOCK_WAIT_FOREVER):
+ * REDISLOCK_OK, or REDISLOCK_ERR_INVALID with LOCK's error saying so -
+ * for the blocking wait and the loop's alike. */
+int redislockp_wait_timeout_ok(redislock *lock, long long timeout_ms);
+
 void redislockp_wait_begin(redislock *lock, redislockp_waiting *w,
                            long long timeout_ms, long long now);
 
