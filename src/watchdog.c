@@ -430,8 +430,9 @@ void redislockp_renew_start(redislock *lock, int fresh)
         ;
     /* A holding taken through an event loop (an operation of it under
      * way) is renewed there, as timers of the loop (async.c), unless the
-     * watchdog renews the handle already. */
-    on_loop = l == NULL && cl->loop_renew != NULL &&
+     * watchdog renews the handle already (this file's thread, or the
+     * client's own machine: a blocking holding re-entered on the loop). */
+    on_loop = l == NULL && !lock->renew_on_own && cl->loop_renew != NULL &&
               (lock->renew_on_loop || lock->aop != NULL);
     /* A blocking call's holding: on the client's own machine (drive.c),
      * where the client's waits run too - unless a machine cannot route
