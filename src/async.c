@@ -1688,9 +1688,10 @@ static void step(redislockp_aop *o)
  * What differs from the executor: a straggler's connection is not closed
  * when the run ends without its reply (other operations' requests share
  * it) - on a loop's machine; a blocking call's (drive.c) closes it, as
- * the executor does.  Its request stays; its reply, when it comes, is dropped (STALE
- * counts them per master: replies come in the order of the requests),
- * and the operation is kept until then.  The leg counts as sent and
+ * the executor does.  Its request stays; its reply, when it comes, is
+ * dropped (STALE counts them per master: replies come in the order of
+ * the requests), and the operation is kept until then.  The leg counts
+ * as sent and
  * unanswered - its outcome unknown - as a cut leg of the executor's; one
  * still queued behind a connection being made is taken back instead
  * (redislockp_aconn_withdraw(): it never goes, as the executor's leg that
@@ -2113,8 +2114,6 @@ static void part(redislockp_aop *o)
     o->wnext = o->wprev = NULL;
 }
 
-/* Send B's next BLPOP, naming every list that has waiters, unless one is
- * under way or B rests. */
 /* A quorum's blocker failed on its master: the next one, at once while
  * some were not tried yet (a waiter's next try may be its poll away), as
  * wait.c's quorum_block(); 1 after a round of failures (then quiet). */
@@ -2127,6 +2126,8 @@ static int next_member(blocker *b, const redislock_client *cl)
     return 1;
 }
 
+/* Send B's next BLPOP, naming every list that has waiters, unless one is
+ * under way or B rests. */
 static void kick(redislockp_loop_state *ls, blocker *b)
 {
     redislock_client *cl = ls->cl;
@@ -3596,7 +3597,8 @@ static redislockp_aop *driven_new(redislockp_loop_state *ls, redislock *lock,
     if (o == NULL)
         return NULL;
     /* The caller waits for it: not the handle's loop operation (a
-     * holding it takes is renewed by the watchdog thread). */
+     * holding it takes is renewed on the client's own machine, drive.c,
+     * or watchdog.c's thread). */
     lock->aop = NULL;
     o->driven = 1;
     ls->depth++;

@@ -1,8 +1,9 @@
 /*
  * blocking.c - the blocking calls of a handle: acquire, release, extend,
  * the status queries, inspect and the companions' inspect,
- * redislock_acquire_wait() and redislock_client_ping().  Each checks its arguments, begins its
- * operation (op.h, lock.c's steps) and has it run to its end: on a
+ * redislock_acquire_wait() and redislock_client_ping().  Each checks its
+ * arguments, begins its operation (op.h, lock.c's steps) and has it run
+ * to its end: on a
  * machine of its client's (drive.c), or, for a handle on a borrowed
  * redisContext (no client) or a quorum a machine cannot route, here,
  * through the executor (lock.c's redislockp_drive_here(), wait.c's
@@ -17,12 +18,17 @@
 #include "op.h"
 #include "redislock_int.h"
 
+/* Do LOCK's calls run on a machine (else here, through the executor)? */
+static int on_machine(const redislock *lock)
+{
+    return lock->client != NULL && redislockp_machine_can(lock->client);
+}
+
 /* Run OP to its end where its handle's calls run. */
 static int drive(redislockp_op *op)
 {
-    if (op->lock->client != NULL && redislockp_machine_can(op->lock->client))
-        return redislockp_drive_op(op);
-    return redislockp_drive_here(op);
+    return on_machine(op->lock) ? redislockp_drive_op(op)
+                                : redislockp_drive_here(op);
 }
 
 int redislock_acquire(redislock *lock, bool *acquired_out)
@@ -211,9 +217,8 @@ int redislock_acquire_wait(redislock *lock, long long timeout_ms,
     st = redislockp_report_pending_loss(lock);
     if (st != REDISLOCK_OK)
         return st;
-    if (lock->client != NULL && redislockp_machine_can(lock->client))
-        return redislockp_drive_wait(lock, timeout_ms, acquired);
-    return redislockp_wait_here(lock, timeout_ms, acquired);
+    return on_machine(lock) ? redislockp_drive_wait(lock, timeout_ms, acquired)
+                            : redislockp_wait_here(lock, timeout_ms, acquired);
 }
 
 int redislock_client_ping(redislock_client *cl, char *errbuf, size_t errsize)
@@ -227,12 +232,12 @@ int redislock_client_ping(redislock_client *cl, char *errbuf, size_t errsize)
         errbuf[0] = '\0';
     if (cl == NULL)
         return REDISLOCK_ERR_INVALID;
-    if (redislockp_client_forked(cl)) {
-        /* Before any of its mutexes: one may be held for ever here. */
+    /* Before any of its mutexes: one may be held for ever here. */
+    st = redislockp_pool_forked(cl, msg);
+    if (st != REDISLOCK_OK) {
         if (errbuf != NULL && errsize > 0)
-            snprintf(errbuf, errsize, "client created in another process: "
-                     "create a new one after fork()");
-        return REDISLOCK_ERR_FORKED;
+            snprintf(errbuf, errsize, "%s", msg);
+        return st;
     }
     if (cl->quorum) {
         /* Every master; a majority must answer. */

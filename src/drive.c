@@ -12,11 +12,12 @@
  *
  * A client's handles run every blocking call here: acquire, release,
  * extend, the status queries, both inspects and redislock_client_ping()
- * each on a machine borrowed for the call, redislock_acquire_wait() on
- * the client's waiting machine (below).  Still on the executor (exec.c):
- * the watchdog thread's renewals, a Cluster client's ping (a read of the
+ * each on a machine borrowed for the call, redislock_acquire_wait() and
+ * the renewals of auto-renewal on the client's own machine (below).
+ * Still on the executor (exec.c): a Cluster client's ping (a read of the
  * slot map), every call of a handle on a borrowed redisContext (which
- * has no client), and a quorum with a Cluster or Sentinel member.
+ * has no client), and a quorum with a Cluster or Sentinel member (and
+ * its renewals, on watchdog.c's thread).
  */
 #include "config.h"
 
@@ -145,11 +146,12 @@ static void room_freed_locked(redislock_client *cl)
     hand_room_locked(cl);
 }
 
-/* The client's hook (client.c): the idle machines beyond the pool size
- * go (ALL: every one, the client is freed); room made by a larger pool
- * goes to the calls waiting, in turn. */
 static void waiting_shutdown(redislock_client *cl);
 
+/* The client's hook (client.c): the idle machines beyond the pool size
+ * go (ALL: every one, and the client's own machine: the client is
+ * freed); room made by a larger pool goes to the calls waiting, in
+ * turn. */
 static void drives_trim(redislock_client *cl, int all)
 {
     drive *gone = NULL;
@@ -157,7 +159,6 @@ static void drives_trim(redislock_client *cl, int all)
 
     if (all)
         waiting_shutdown(cl);
-
     if (redislockp_client_forked(cl)) {
         /* A fork child's copy of the mutex may be held for ever: only
          * the memory (and the child's copies of the sockets) go. */
@@ -479,7 +480,7 @@ int redislockp_drive_op(redislockp_op *op)
     return run(op->lock, op, &e);
 }
 
-/* ---- The waiting machine -----------------------------------------------
+/* ---- The client's own machine --------------------------------------------
  * Every blocking wait of a client runs on one machine, driven by a
  * thread of its own: the waits share its connections - one per server
  * for their tries, one more per server (per slot in a Cluster) for
@@ -487,8 +488,10 @@ int redislockp_drive_op(redislockp_op *op)
  * so a thousand threads waiting cost two connections, not a thousand,
  * and never take the pool's room from the other calls.  A waiting call
  * hands its wait to the thread and sleeps until its end is delivered.
- * Only the thread enters the machine; the calls reach it through a
- * queue and a pipe that wakes its poll(). */
+ * The same machine renews the blocking calls' holdings (it is the
+ * client's watchdog: own_renew() below).  Only the thread enters the
+ * machine; the calls reach it through a queue and a pipe that wakes its
+ * poll(). */
 
 typedef struct waiting_machine waiting_machine;
 
@@ -602,8 +605,6 @@ static void waiting_free(waiting_machine *m)
     redislockp_free(m);
 }
 
-/* CL's waiting machine, made and its thread started if need be; NULL:
- * out of memory, or no thread (the handle's error says so). */
 /* CL's own machine, made and its thread started if need be; NULL: out
  * of memory, no pipe or no thread (*ST, and MSG says which). */
 static waiting_machine *own_of(redislock_client *cl, int *st, char *msg)
@@ -667,11 +668,28 @@ static waiting_machine *waiting_of(redislock *lock, int *st)
     return m;
 }
 
-static void waiting_poke(waiting_machine *m)
+/* Hand R to M's thread (it wakes from its poll()). */
+static void post(waiting_machine *m, wait_req *r)
 {
     char b = 'w';
 
+    r->m = m;
+    pthread_mutex_lock(&m->mu);
+    r->next = m->queue;
+    m->queue = r;
+    pthread_mutex_unlock(&m->mu);
     (void)!write(m->pipe[1], &b, 1);
+}
+
+/* Until the thread says R is done (R on the caller's stack, its cond
+ * initialised; destroyed here). */
+static void await(waiting_machine *m, wait_req *r)
+{
+    pthread_mutex_lock(&m->mu);
+    while (!r->e.done)
+        pthread_cond_wait(&r->cond, &m->mu);
+    pthread_mutex_unlock(&m->mu);
+    pthread_cond_destroy(&r->cond);
 }
 
 /* The client's hook (watchdog.c): LOCK's renewal started (START 1) or
@@ -707,23 +725,14 @@ static int own_renew(redislock *lock, int start)
         r = &stop;
         pthread_cond_init(&r->cond, NULL);
     }
-    r->m = m;
     r->lock = lock;
     r->renew = 1;
     r->start = start;
-    pthread_mutex_lock(&m->mu);
-    r->next = m->queue;
-    m->queue = r;
-    pthread_mutex_unlock(&m->mu);
-    waiting_poke(m);
-    if (start)
-        return 0;
-    /* (A hand-off with the thread, as a mutex is: no I/O waited for.) */
-    pthread_mutex_lock(&m->mu);
-    while (!stop.e.done)
-        pthread_cond_wait(&stop.cond, &m->mu);
-    pthread_mutex_unlock(&m->mu);
-    pthread_cond_destroy(&stop.cond);
+    post(m, r);
+    /* (A stop is a hand-off with the thread, as a mutex is: no I/O is
+     * waited for.) */
+    if (!start)
+        await(m, r);
     return 0;
 }
 
@@ -753,7 +762,7 @@ static void waiting_shutdown(redislock_client *cl)
     pthread_mutex_lock(&m->mu);
     m->stop = 1;
     pthread_mutex_unlock(&m->mu);
-    waiting_poke(m);
+    (void)!write(m->pipe[1], "s", 1);
     pthread_join(m->tid, NULL);
     waiting_free(m);
 }
@@ -775,21 +784,12 @@ int redislockp_drive_wait(redislock *lock, long long timeout_ms,
     if (m == NULL)
         return st;
     memset(&r, 0, sizeof r);
-    r.m = m;
     r.lock = lock;
     r.timeout_ms = timeout_ms;
     pthread_cond_init(&r.cond, NULL);
-    pthread_mutex_lock(&m->mu);
-    r.next = m->queue;
-    m->queue = &r;
-    pthread_mutex_unlock(&m->mu);
-    waiting_poke(m);
+    post(m, &r);
     redislockp_may_block("a blocking wait");
-    pthread_mutex_lock(&m->mu);
-    while (!r.e.done)
-        pthread_cond_wait(&r.cond, &m->mu);
-    pthread_mutex_unlock(&m->mu);
-    pthread_cond_destroy(&r.cond);
+    await(m, &r);
     *acquired = r.e.status == REDISLOCK_OK && r.e.ok;
     return r.e.status;
 }

@@ -130,7 +130,6 @@ int redislockp_sentinel_ask(const redislockp_url *u, const char *name,
     return st;
 }
 
-
 int redislockp_sentinel_none(const redislock_client *cl, int st,
                              char *errmsg)
 {

@@ -215,7 +215,6 @@ static int block_on(redislock *lock, redislock_client *cl, long node,
     return st;
 }
 
-
 int redislock_cancel_wait(redislock *lock)
 {
     if (lock == NULL)
