@@ -7,11 +7,13 @@
  * its one connection; threads each get a machine of their own, at most
  * the pool size of them, a call waiting for one as for a pooled
  * connection; every wait of a client runs on one waiting machine, so
- * many threads waiting cost two connections; a quorum client runs on it
- * too.  Each test asserts that the driver ran its calls
- * (redislockp_drive_calls()).  This program links the test build, whose
- * loop guard aborts on any blocking wait inside the machine's entries:
- * what blocks is the driver's poll(), never the machine.
+ * many threads waiting cost two connections; auto-renewal runs there
+ * too; a refused PING or companions' inspect is a refusal, explained; a
+ * quorum client runs on it too.  Each test asserts that the driver ran
+ * its calls (redislockp_drive_calls()).  This program links the test
+ * build, whose loop guard aborts on any blocking wait inside the
+ * machine's entries: what blocks is the driver's poll(), never the
+ * machine.
  */
 #include "config.h"
 
@@ -538,6 +540,47 @@ static void test_renewals_on_the_own_machine(void **state)
     redislock_client_free(cl);
 }
 
+/* Refusals on the machine: a user who may not PING gets the server's
+ * NOPERM from redislock_client_ping(), never a success, and the calls
+ * go on on the same client; a companions' inspect refused on a
+ * permission is explained (which one) by the probe step. */
+static void test_refusals_on_the_machine(void **state)
+{
+    redislock_client *cl;
+    redislock *lock;
+    unsigned long since = redislockp_drive_calls();
+    char u[200], err[256], key[64];
+    long long waiting = -1;
+    uint64_t fence = 1;
+    int st;
+
+    (void)state;
+    tu_cmd_ok(c, "ACL SETUSER drivenoping reset on >secret ~* +@all -ping "
+                 "-zcount");
+    snprintf(u, sizeof u, "redis://drivenoping:secret@127.0.0.1:%s",
+             getenv("REDISLOCK_TEST_PORT"));
+    cl = tu_open_url(u);
+    st = redislock_client_ping(cl, err, sizeof err);
+    printf("# ping refused: %d: %s\n", st, err);
+    assert_int_equal(st, REDISLOCK_ERR_SERVER);
+    assert_non_null(strstr(err, "NOPERM"));
+    tu_key(key, sizeof key, "drive-refused");
+    lock = redislock_new_from_client(cl, key);
+    assert_non_null(lock);
+    assert_true(tu_acquire(lock));              /* the client works on */
+    st = redislock_inspect_companions(lock, &waiting, &fence);
+    printf("# companions refused: %d: %s\n", st, redislock_last_error(lock));
+    assert_int_equal(st, REDISLOCK_ERR_SERVER);
+    assert_int_equal(waiting, 0);
+    assert_true(fence == 0);
+    assert_non_null(strstr(redislock_last_error(lock), "ZCOUNT"));
+    assert_true(tu_release(lock));
+    driven(&since, 4, "a ping, an acquire, an inspect and a release");
+    redislock_free(lock);
+    redislock_client_free(cl);
+    tu_cmd_ok(c, "ACL DELUSER drivenoping");
+}
+
 static void test_quorum_on_the_machine(void **state)
 {
     redislock_client *cl = tu_db_quorum(1);
@@ -559,6 +602,7 @@ int main(void)
         cmocka_unit_test(test_waits_on_the_machine),
         cmocka_unit_test(test_many_waiters_few_connections),
         cmocka_unit_test(test_renewals_on_the_own_machine),
+        cmocka_unit_test(test_refusals_on_the_machine),
         cmocka_unit_test(test_quorum_on_the_machine),
     };
 
