@@ -139,6 +139,7 @@ struct blocker {
                                  * the one an error reply was about */
     long long quiet_until;      /* after a failure: no BLPOP before */
     size_t member;              /* a quorum's: the master blocked on */
+    size_t mnode;               /* ...a Sentinel member's: its node */
     size_t failed;              /* ...and how many failed in a row */
 };
 
@@ -183,6 +184,14 @@ struct redislockp_loop_state {
     int own;                    /* the client's own machine (drive.c): its
                                  * renewals keep the watchdog's busy flag
                                  * for the other threads' calls */
+    /* A quorum's Sentinel members: each one's route (below, "A quorum
+     * client") - a machine of its own that asks its sentinels and holds
+     * its master's connection, driven through this one (SUBS[i]: member
+     * I's, NULL for a single server's); in a route, PARENT and MEMBER. */
+    struct redislockp_loop_state *subs[REDISLOCKP_QUORUM_MAX];
+    size_t nroutes;             /* how many SUBS */
+    struct redislockp_loop_state *parent;
+    size_t member;
 };
 
 /* A quorum client's operation: its run on every master (see "A quorum
@@ -198,6 +207,9 @@ typedef struct qstate {
     qctx ctx[REDISLOCKP_QUORUM_MAX];    /* the requests' callback args */
     int waiting[REDISLOCKP_QUORUM_MAX]; /* the run's request is out */
     int stale[REDISLOCKP_QUORUM_MAX];   /* requests of runs over */
+    int parked[REDISLOCKP_QUORUM_MAX];  /* a Sentinel member's: waits for
+                                         * its sentinels' answer */
+    size_t node[REDISLOCKP_QUORUM_MAX]; /* ...its request's node there */
     int undoing;                /* the run is a refused acquire's give-back */
     redislockp_fanclock ck;     /* the run's: sent, cut, grace */
     long long wake;             /* the run's next check (its timer) */
@@ -296,8 +308,21 @@ static void quorum_check(redislockp_aop *o);
 static void quorum_send(redislockp_aop *o);
 
 /* The I-th of all the client's connections (none: NULL), for walks. */
+static size_t conn_count(const redislockp_loop_state *ls)
+{
+    size_t n = ls->nconns + 1 + ls->nblockers + ls->nconvs, k;
+
+    for (k = 0; ls->nroutes > 0 && k < REDISLOCKP_QUORUM_MAX; k++)
+        if (ls->subs[k] != NULL)
+            n += conn_count(ls->subs[k]);
+    return n;
+}
+
+/* (Its members' routes' connections last.) */
 static lconn *conn_at(const redislockp_loop_state *ls, size_t i)
 {
+    size_t k, n;
+
     if (i < ls->nconns)
         return ls->conns[i];
     i -= ls->nconns;
@@ -307,12 +332,18 @@ static lconn *conn_at(const redislockp_loop_state *ls, size_t i)
     if (i < ls->nblockers)
         return &ls->blockers[i]->c;
     i -= ls->nblockers;
-    return i < ls->nconvs ? &ls->convs[i]->c : NULL;
-}
-
-static size_t conn_count(const redislockp_loop_state *ls)
-{
-    return ls->nconns + 1 + ls->nblockers + ls->nconvs;
+    if (i < ls->nconvs)
+        return &ls->convs[i]->c;
+    i -= ls->nconvs;
+    for (k = 0; ls->nroutes > 0 && k < REDISLOCKP_QUORUM_MAX; k++) {
+        if (ls->subs[k] == NULL)
+            continue;
+        n = conn_count(ls->subs[k]);
+        if (i < n)
+            return conn_at(ls->subs[k], i);
+        i -= n;
+    }
+    return NULL;
 }
 
 /* ------------------------------------------------------------------------
@@ -949,6 +980,7 @@ static void on_reply(void *arg, int status, redislockp_val **replies, int n,
 /* ---- Cluster: the slot map, read without blocking --------------------- */
 
 static void map_read(redislockp_loop_state *ls);
+static void member_routed(redislockp_loop_state *rt, int st);
 
 /* The parked operations go on (the map is in), or fail with ST. */
 static void map_done(redislockp_loop_state *ls, int st)
@@ -966,6 +998,11 @@ static void map_done(redislockp_loop_state *ls, int st)
         if (master > 0)
             cl->map_stale = 0;
         pthread_mutex_unlock(&cl->mu);
+    }
+    if (ls->parent != NULL) {           /* a quorum member's route */
+        member_routed(ls, st == REDISLOCK_OK || master > 0 ? REDISLOCK_OK
+                                                           : st);
+        return;
     }
     for (o = ls->ops; o != NULL; o = o->next) {
         if (!o->parked || o->lock == NULL || o->called)
@@ -1732,12 +1769,13 @@ static void qstate_free(redislockp_aop *o)
 static void on_qreply(void *arg, int status, redislockp_val **replies,
                       int n, int sent, const char *errmsg);
 
-/* Write CMD for master I of O's run: REDISLOCK_OK, or the leg failed. */
-static int qsend(redislockp_aop *o, size_t i, const redislockp_cmd *cmd)
+/* Write CMD for master I of O's run on C: REDISLOCK_OK, or the leg
+ * failed. */
+static int qsend(redislockp_aop *o, size_t i, lconn *c,
+                 const redislockp_cmd *cmd)
 {
     qstate *q = o->q;
     redislockp_leg *leg = &q->legs[i];
-    lconn *c = conn_get(o->ls, i);
     long long timeout;
     int st;
 
@@ -1765,6 +1803,89 @@ static int qsend(redislockp_aop *o, size_t i, const redislockp_cmd *cmd)
     return st;
 }
 
+/* The connection that master I's leg of O went out on (NULL: none). */
+static lconn *leg_conn(const redislockp_aop *o, size_t i)
+{
+    const redislockp_loop_state *ls = o->ls->subs[i] != NULL
+                                          ? o->ls->subs[i] : o->ls;
+    size_t node = o->ls->subs[i] != NULL ? o->q->node[i] : i;
+
+    return node < ls->nconns ? ls->conns[node] : NULL;
+}
+
+/* Close the connection of master I's leg of O for WHY (what else is on
+ * it fails, sent). */
+static void leg_close(redislockp_aop *o, size_t i, const char *why)
+{
+    lconn *c = leg_conn(o, i);
+
+    if (c != NULL && c->open)
+        redislockp_aconn_close(&c->a, REDISLOCK_ERR_IO, why);
+}
+
+/* Send master I's leg of O's run (its command built now).  A Sentinel
+ * member's goes to the master its sentinels name, asked for first when
+ * none is known or the one known is in doubt: meanwhile the leg is
+ * parked (member_routed() sends it).  FRESH: the leg's due time gets the
+ * connect's allowance if its connection is not up (or its master not
+ * known yet). */
+static void leg_go(redislockp_aop *o, size_t i, int fresh)
+{
+    qstate *q = o->q;
+    const redislockp_fanout *f = &q->qr.f;
+    redislockp_leg *leg = &q->legs[i];
+    redislockp_loop_state *rt = o->ls->subs[i];
+    redislockp_cmd cmd;
+    lconn *c;
+    size_t node = i;
+    /* EVAL with the text where a leg may be left behind (votes) or a
+     * trailer follows: as exec.c's fan-out (its as_eval()). */
+    int body = f->trailer != NULL || f->vote != NULL;
+
+    if (rt != NULL) {
+        redislockp_look look = redislockp_route_look(rt->cl, 0, &node);
+
+        if (look != REDISLOCKP_LOOK_GO)
+            map_read(rt);
+        if (look != REDISLOCKP_LOOK_GO && rt->map_reading) {
+            q->parked[i] = 1;
+            if (fresh)
+                leg->due += redislockp_client_url(rt->cl).connect_ms;
+            return;
+        }
+        if (node == 0) {
+            leg->done = 1;
+            leg->st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_IO,
+                                         "no sentinel named a master for "
+                                         "'%.100s': %.300s",
+                                         rt->cl->url.master_name,
+                                         rt->map_err);
+            redislockp_leg_note(leg);
+            return;
+        }
+        q->node[i] = node;
+        c = conn_get(rt, node);
+    } else {
+        c = conn_get(o->ls, i);
+    }
+    /* Its reply is due within the quorum wait from its send; while its
+     * connection is being made, the connect's time too - at most the
+     * quorum wait again, as the executor allows a leg's new connection
+     * (its pool_url()): a master slow to connect costs its leg, not the
+     * operation or a renewal's lease. */
+    if (fresh && (c == NULL || c->a.state != REDISLOCKP_ACONN_READY)) {
+        long long cms = redislockp_client_url(leg->cl).connect_ms;
+
+        leg->due += cms < f->wait_ms ? cms : f->wait_ms;
+    }
+    redislockp_cmd_init(&cmd);
+    if (redislockp_leg_build(leg, f, body, &cmd) == REDISLOCK_OK)
+        (void)qsend(o, i, c, &cmd);
+    else
+        redislockp_leg_note(leg);
+    redislockp_cmd_clear(&cmd);
+}
+
 /* Start O's run (its fan-out in o->q->qr.f) on every master it asks. */
 static void quorum_send(redislockp_aop *o)
 {
@@ -1773,9 +1894,6 @@ static void quorum_send(redislockp_aop *o)
     const redislockp_fanout *f = &q->qr.f;
     size_t i, n = cl->nsubs;
     long long now = redislockp_now_ms();
-    /* EVAL with the text where a leg may be left behind (votes) or a
-     * trailer follows: as exec.c's fan-out (its as_eval()). */
-    int body = f->trailer != NULL || f->vote != NULL;
 
     set_timer(o, 0);
     q->ck.cut = 0;
@@ -1783,32 +1901,44 @@ static void quorum_send(redislockp_aop *o)
     o->inflight = 1;
     for (i = 0; i < n; i++) {
         redislockp_leg *leg = &q->legs[i];
-        redislockp_cmd cmd;
-        lconn *c;
 
         memset(leg, 0, sizeof *leg);
+        q->parked[i] = 0;
         if (!redislockp_fanout_leg(leg, cl, f, i))
             continue;
-        /* Its reply is due within the quorum wait from its send; while
-         * its connection is being made, the connect's time too - at most
-         * the quorum wait again, as the executor allows a leg's new
-         * connection (its pool_url()): a master slow to connect costs
-         * its leg, not the operation or a renewal's lease. */
-        c = i < o->ls->nconns ? o->ls->conns[i] : NULL;
         leg->due = now + f->wait_ms;
-        if (c == NULL || !c->open || c->a.state != REDISLOCKP_ACONN_READY) {
-            long long cms = redislockp_client_url(cl->subs[i]).connect_ms;
-
-            leg->due += cms < f->wait_ms ? cms : f->wait_ms;
-        }
-        redislockp_cmd_init(&cmd);
-        if (redislockp_leg_build(leg, f, body, &cmd) == REDISLOCK_OK)
-            (void)qsend(o, i, &cmd);
-        else
-            redislockp_leg_note(leg);
-        redislockp_cmd_clear(&cmd);
+        leg_go(o, i, 1);
     }
     quorum_check(o);
+}
+
+/* Sentinel member RT's asking has ended (ST: a master known, or why
+ * not): the legs parked for it go, or fail. */
+static void member_routed(redislockp_loop_state *rt, int st)
+{
+    redislockp_aop *o;
+    size_t i = rt->member;
+
+    for (o = rt->parent->ops; o != NULL; o = o->next) {
+        redislockp_leg *leg;
+
+        if (o->q == NULL || !o->q->parked[i] || o->lock == NULL ||
+            o->called)
+            continue;
+        o->q->parked[i] = 0;
+        leg = &o->q->legs[i];
+        if (st == REDISLOCK_OK) {
+            leg_go(o, i, 0);
+        } else {
+            leg->done = 1;
+            leg->st = redislockp_tx_fail(leg->msg, st, "no sentinel named "
+                                         "a master for '%.100s': %.300s",
+                                         rt->cl->url.master_name,
+                                         rt->map_err);
+            redislockp_leg_note(leg);
+        }
+        quorum_check(o);
+    }
 }
 
 static void quorum_over(redislockp_aop *o);
@@ -1861,11 +1991,23 @@ static void quorum_over(redislockp_aop *o)
     set_timer(o, 0);
     for (i = 0; i < n; i++) {
         redislockp_leg *leg = &q->legs[i];
-        lconn *c = i < ls->nconns ? ls->conns[i] : NULL;
+        lconn *c = leg->asked && !q->parked[i] ? leg_conn(o, i) : NULL;
         int back = 0;
 
         if (!leg->asked)
             continue;
+        if (q->parked[i]) {
+            /* Its sentinels have not named a master yet. */
+            q->parked[i] = 0;
+            leg->done = 1;
+            leg->st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_IO,
+                                         "no master known yet (its "
+                                         "sentinels were being asked): "
+                                         "not sent");
+            redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_CONNECT,
+                               REDISLOCK_CAUSE_TIMEOUT, NULL);
+            redislockp_leg_note(leg);
+        }
         if (!leg->done) {
             if (q->waiting[i] && c != NULL && c->open &&
                 redislockp_aconn_withdraw(&c->a, &q->ctx[i])) {
@@ -1874,8 +2016,15 @@ static void quorum_over(redislockp_aop *o)
             } else if (q->waiting[i]) {
                 q->stale[i]++;          /* its reply will be dropped */
                 leg->sent = 1;
-                close_straggler = ls->block_reads;
+                /* (A Sentinel member's next request may go to another
+                 * master, on another connection: replies could then
+                 * come out of the order STALE counts in.) */
+                close_straggler = ls->block_reads || ls->subs[i] != NULL;
             }
+            /* A master that did not answer within the wait may be down:
+             * its sentinels are asked again. */
+            if (ls->subs[i] != NULL && !q->ck.cut)
+                redislockp_route_stale(ls->subs[i]->cl);
             q->waiting[i] = 0;
             leg->done = 1;
             if (back && !leg->sent)
@@ -1935,6 +2084,30 @@ static void quorum_over(redislockp_aop *o)
     step(o);
 }
 
+/* Master I of O is a Sentinel member, and its leg is done: a leg that
+ * failed on its connection, or a master that is one no more (READONLY)
+ * or closes the connection, sends its sentinels' route back to be asked
+ * again - the next leg goes where they say. */
+static void member_judge(redislockp_aop *o, size_t i)
+{
+    const redislockp_leg *leg = &o->q->legs[i];
+    redislockp_res res;
+
+    if (leg->st == REDISLOCK_ERR_IO) {
+        redislockp_route_stale(o->ls->subs[i]->cl);
+        return;
+    }
+    if (leg->st != REDISLOCK_OK)
+        return;
+    redislockp_classify(leg->reply[0], 0, 1, &res);
+    if (res.kind == REDISLOCKP_NOT_MASTER || res.kind == REDISLOCKP_CLOSING) {
+        redislockp_route_stale(o->ls->subs[i]->cl);
+        leg_close(o, i, res.kind == REDISLOCKP_CLOSING
+                            ? "closed by the server after a protocol error"
+                            : "not a master any more");
+    }
+}
+
 static void on_qreply(void *arg, int status, redislockp_val **replies,
                       int n, int sent, const char *errmsg)
 {
@@ -1983,12 +2156,14 @@ static void on_qreply(void *arg, int status, redislockp_val **replies,
             redislockp_cmd_init(&cmd);
             /* NOSCRIPT, "Function not found": its calls again. */
             if (redislockp_leg_again(leg, &q->qr.f, &cmd))
-                (void)qsend(o, i, &cmd);
+                (void)qsend(o, i, leg_conn(o, i), &cmd);
             redislockp_cmd_clear(&cmd);
         }
         if (leg->done && leg->st == REDISLOCK_ERR_PROTOCOL)
-            close_node_conn(o->ls, i, leg->msg);
+            leg_close(o, i, leg->msg);
     }
+    if (leg->done && o->ls->subs[i] != NULL)
+        member_judge(o, i);
     quorum_check(o);
 }
 
@@ -2133,7 +2308,7 @@ static void kick(redislockp_loop_state *ls, blocker *b)
     redislock_client *cl = ls->cl;
     wkey **kp, *k;
     const char **argv;
-    size_t *argvlen, argc = 1, node = 0;
+    size_t *argvlen, argc = 1, node = 0, mnode = 0;
     redislockp_cmd cmd;
     char msg[REDISLOCKP_ERRMSG_SIZE];
     int st;
@@ -2165,17 +2340,34 @@ static void kick(redislockp_loop_state *ls, blocker *b)
         }
     } else if (cl->quorum) {
         /* A quorum's waiters block on one master, as wait.c's do (its
-         * quorum_block()): the first, or the next after a failure. */
+         * quorum_block()): the first, or the next after a failure.  A
+         * Sentinel member's master as its sentinels name it; none known
+         * yet: they are asked, and the next member serves meanwhile. */
+        redislockp_loop_state *rt;
+
         node = b->member;
+        rt = ls->subs[node];
+        if (rt != NULL &&
+            redislockp_route_look(rt->cl, 0, &mnode) != REDISLOCKP_LOOK_GO)
+            map_read(rt);
+        if (rt != NULL && mnode == 0) {
+            if (!next_member(b, cl)) {
+                kick(ls, b);
+                return;
+            }
+            b->quiet_until = redislockp_now_ms() + QUIET_MS;
+            return;
+        }
     }
     if (!b->c.open || b->c.a.state == REDISLOCKP_ACONN_BROKEN ||
-        b->node != node) {
+        b->node != node || b->mnode != mnode) {
         if (b->c.open)
             redislockp_aconn_close(&b->c.a, REDISLOCK_ERR_IO, "closed");
         unwatch(ls, &b->c);
         b->c.open = 0;
         b->node = node;
-        b->c.url = cl->quorum ? redislockp_node_url(cl->subs[node], 0)
+        b->mnode = mnode;
+        b->c.url = cl->quorum ? redislockp_node_url(cl->subs[node], mnode)
                               : redislockp_node_url(cl, node);
         conn_up(ls, &b->c);
     }
@@ -2400,6 +2592,8 @@ static void on_blpop(void *arg, int status, redislockp_val **replies, int n,
         quiet = 1;
         if (cl->cluster || cl->sentinel)
             redislockp_route_stale(cl);
+        if (cl->quorum && cl->subs[b->member]->sentinel)
+            redislockp_route_stale(cl->subs[b->member]);
         if (cl->quorum)
             quiet = next_member(b, cl);
     } else if (redislockp_val_type(r) == REDISLOCKP_V_ARRAY &&
@@ -2434,8 +2628,10 @@ static void on_blpop(void *arg, int status, redislockp_val **replies, int n,
              * the map learns the new master, where the next BLPOP goes;
              * ASK, TRYAGAIN, a demoted master: the map is read again, or
              * the sentinels asked. */
-            if (!cl->quorum)            /* (a quorum's are servers) */
+            if (!cl->quorum)
                 redislockp_exec_learn(cl, b->node, &res);
+            else if (cl->subs[b->member]->sentinel)
+                redislockp_route_stale(cl->subs[b->member]);
             /* A quorum's master not serving (LOADING, READONLY...): the
              * next one, as after a failure. */
             quiet = cl->quorum ? next_member(b, cl) : 1;
@@ -2979,21 +3175,12 @@ static void entry_end(redislockp_loop_state *ls)
  * The API.
  */
 
-int redislockp_machine_can(const redislock_client *cl)
-{
-    size_t i;
-
-    for (i = 0; cl->quorum && i < cl->nsubs; i++)
-        if (cl->subs[i]->cluster || cl->subs[i]->sentinel)
-            return 0;
-    return 1;
-}
-
 redislockp_loop_state *redislockp_machine_new(redislock_client *cl,
                                               const redislock_loop *loop,
                                               void *loop_data)
 {
     redislockp_loop_state *ls = redislockp_calloc(1, sizeof *ls);
+    size_t i;
 
     if (ls == NULL)
         return NULL;
@@ -3001,6 +3188,22 @@ redislockp_loop_state *redislockp_machine_new(redislock_client *cl,
     ls->data = loop_data;
     ls->cl = cl;
     ls->timer_at = -1;
+    /* A quorum's Sentinel members: a route each. */
+    for (i = 0; cl->quorum && i < cl->nsubs; i++) {
+        redislockp_loop_state *rt;
+
+        if (!cl->subs[i]->sentinel)
+            continue;
+        rt = redislockp_machine_new(cl->subs[i], loop, loop_data);
+        if (rt == NULL) {
+            redislockp_machine_free(ls);
+            return NULL;
+        }
+        rt->parent = ls;
+        rt->member = i;
+        ls->subs[i] = rt;
+        ls->nroutes++;
+    }
     return ls;
 }
 
@@ -3017,8 +3220,6 @@ int redislock_client_attach(redislock_client *cl, const redislock_loop *loop,
     if (cl->loop != NULL)
         return REDISLOCK_ERR_INVALID;
     /* A quorum's masters: single servers only (redislock.h says so). */
-    if (!redislockp_machine_can(cl))
-        return REDISLOCK_ERR_INVALID;
     ls = redislockp_machine_new(cl, loop, loop_data);
     if (ls == NULL)
         return REDISLOCK_ERR_NOMEM;
@@ -3535,9 +3736,12 @@ static void machine_free(redislockp_loop_state *ls, int forked)
         }
         redislockp_free(b);
     }
-    if (ls->timer_at != -1)
+    for (i = 0; i < REDISLOCKP_QUORUM_MAX; i++)
+        if (ls->subs[i] != NULL)
+            machine_free(ls->subs[i], forked);
+    if (ls->parent == NULL && ls->timer_at != -1)
         (void)ls->fns.timer(ls->data, -1);
-    if (ls->fns.detach != NULL)
+    if (ls->parent == NULL && ls->fns.detach != NULL)
         ls->fns.detach(ls->data);
     while (ls->ops != NULL) {
         o = ls->ops;

@@ -21,7 +21,7 @@
 /* Do LOCK's calls run on a machine (else here, through the executor)? */
 static int on_machine(const redislock *lock)
 {
-    return lock->client != NULL && redislockp_machine_can(lock->client);
+    return lock->client != NULL;
 }
 
 /* Run OP to its end where its handle's calls run. */

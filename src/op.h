@@ -162,9 +162,6 @@ int redislockp_drive_op(redislockp_op *op);
 int redislockp_drive_here(redislockp_op *op);
 int redislockp_wait_here(redislock *lock, long long timeout_ms,
                          bool *acquired);
-/* Can CL's calls run on a machine?  Not a quorum with a Cluster or
- * Sentinel member (a machine routes single-server members only). */
-int redislockp_machine_can(const redislock_client *cl);
 int redislockp_drive_wait(redislock *lock, long long timeout_ms,
                           bool *acquired);
 

@@ -1799,8 +1799,8 @@ static int ours_on(int i, const char *key, const redislock *lock)
 }
 
 /* Acquire, re-enter, a second owner refused, release: on all five
- * masters, in both modes; a member that is a Cluster or Sentinel URL is
- * refused at the attach. */
+ * masters, in both modes; a Sentinel member that cannot be reached costs
+ * its leg alone. */
 static void test_loop_lock_on_all_masters(void **state)
 {
     tu_loop l;
@@ -1884,14 +1884,24 @@ static void test_loop_lock_on_all_masters(void **state)
     redislock_free(c);
     redislock_client_free(cl);
 
-    /* Members must be single servers. */
+    /* A Sentinel member (its master asked of its sentinels without
+     * blocking) whose sentinels nobody answers costs its leg, not the
+     * operation: the other two grant. */
     mixed[0] = urls[0];
     mixed[1] = urls[1];
     snprintf(sentinel, sizeof sentinel, "redis-sentinel://127.0.0.1:1/m");
     mixed[2] = sentinel;
     assert_int_equal(redislock_client_open_quorum(mixed, 3, &bad, NULL, 0),
                      REDISLOCK_OK);
-    assert_int_equal(tu_loop_attach(&l, bad), REDISLOCK_ERR_INVALID);
+    assert_int_equal(tu_loop_attach(&l, bad), REDISLOCK_OK);
+    a = redislock_new_from_client(bad, "ql:mixed");
+    assert_non_null(a);
+    loop_ok(&l, redislock_acquire_async, a);
+    assert_true(ours_on(0, "ql:mixed", a));
+    assert_true(ours_on(1, "ql:mixed", a));
+    loop_ok(&l, redislock_release_async, a);
+    assert_false(ours_on(0, "ql:mixed", a));
+    redislock_free(a);
     redislock_client_free(bad);
 }
 

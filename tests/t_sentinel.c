@@ -227,6 +227,21 @@ static int quorum_renewed(long long *last, int *n)
     return *n;
 }
 
+struct waiting {
+    redislock *w;
+    bool *got;
+};
+
+/* A thread's acquire_wait (30 s) of ARG's handle. */
+static void *wait_in_thread(void *arg)
+{
+    struct waiting *a = arg;
+
+    if (redislock_acquire_wait(a->w, 30000, a->got) != REDISLOCK_OK)
+        *a->got = false;
+    return NULL;
+}
+
 /* A Sentinel-watched master as one member of a quorum (the others: two
  * databases of the harness's server, independent keyspaces): the lock is
  * taken on all three, the Sentinel member's on its current master. */
@@ -262,9 +277,9 @@ static void test_sentinel_in_a_quorum(void **state)
     TU_WAIT_UNTIL(has_key(sentinel_master_port(), "sentinel:quorum") == 0,
                   5000, "the key gone from the Sentinel member's master");
 
-    /* Auto-renewed (a machine does not route a Sentinel member: the
-     * renewals run on the watchdog thread of the pool): the lease on the
-     * Sentinel member's master is reset round after round. */
+    /* Auto-renewed (on the client's own machine, which asks the
+     * member's sentinels as it goes): the lease on the Sentinel member's
+     * master is reset round after round. */
     assert_int_equal(redislock_set_expire_ms(lock, tu_wrapped() ? 6000
                                                                   : 900),
                      REDISLOCK_OK);
@@ -278,7 +293,35 @@ static void test_sentinel_in_a_quorum(void **state)
                       "three renewals on the Sentinel member's master");
     }
     assert_int_equal(redislock_lost_reason(lock), REDISLOCK_LOST_NONE);
-    assert_true(tu_release(lock));
+
+    /* A waiter blocks on the first member - the Sentinel member, on its
+     * master as its sentinels name it - and the release wakes it (its
+     * poll 30 s off). */
+    {
+        redislock *waiter = redislock_new_from_client(cl, "sentinel:quorum");
+        redisContext *m = connect_port(sentinel_master_port());
+        bool got = false;
+        long long t0;
+        pthread_t t;
+        struct waiting arg = { waiter, &got };
+
+        assert_non_null(waiter);
+        assert_int_equal(redislock_set_wait_poll_ms(waiter, 30000),
+                         REDISLOCK_OK);
+        assert_int_equal(pthread_create(&t, NULL, wait_in_thread, &arg), 0);
+        TU_WAIT_UNTIL(tu_info_num(m, "blocked_clients") >= 1, 10000,
+                      "the waiter's BLPOP on the Sentinel member's master");
+        t0 = tu_now_ms();
+        assert_true(tu_release(lock));
+        pthread_join(t, NULL);
+        printf("# the quorum's waiter, blocked on its Sentinel member's "
+               "master: woken %lld ms after the release\n",
+               tu_now_ms() - t0);
+        assert_true(got);
+        assert_true(tu_release(waiter));
+        redislock_free(waiter);
+        redisFree(m);
+    }
     redislock_free(lock);
     redislock_client_free(cl);
 }
@@ -519,12 +562,15 @@ static void across_failover(const char *what, int (*disrupt)(void),
     pthread_t t[THREADS];
     long i;
     int before = sentinel_master_port(), after = before, last_granted;
-    int started = 0, disrupted = 0, lfails[2] = { 0, 0 }, k;
+    int started = 0, disrupted = 0, lfails[3] = { 0, 0, 0 }, k;
     long long t0, last_change, named_at, deadline;
-    redislock_client *lcl[2] = { NULL, NULL };
-    redislock *llock[2];
-    tu_loop ll[2];
-    char plain[600];
+    redislock_client *lcl[3] = { NULL, NULL, NULL };
+    redislock *llock[3];
+    tu_loop ll[3];
+    char plain[600], u1[64], u2[64];
+    const char *qurls[3];
+    static const char *const lkey[3] = { "sentinel:loop", "sentinel:plain",
+                                         "sentinel:qloop" };
 
     /* No assertion may fail while the threads run (a failed one leaves
      * them running into the next test): what goes wrong is noted, and
@@ -535,13 +581,26 @@ static void across_failover(const char *what, int (*disrupt)(void),
      * with scripts, one without (its conversations' connections to the
      * old master go too). */
     snprintf(plain, sizeof plain, "%s&scripts=none", url);
-    for (k = 0; k < 2; k++) {
-        assert_int_equal(redislock_client_open(k == 0 ? url : plain, &lcl[k],
-                                               NULL, 0), REDISLOCK_OK);
+    /* And a quorum whose first member is the Sentinel one (the others:
+     * two databases of the harness's server). */
+    snprintf(u1, sizeof u1, "redis://127.0.0.1:%s/1",
+             getenv("REDISLOCK_TEST_PORT"));
+    snprintf(u2, sizeof u2, "redis://127.0.0.1:%s/2",
+             getenv("REDISLOCK_TEST_PORT"));
+    qurls[0] = url;
+    qurls[1] = u1;
+    qurls[2] = u2;
+    for (k = 0; k < 3; k++) {
+        if (k < 2)
+            assert_int_equal(redislock_client_open(k == 0 ? url : plain,
+                                                   &lcl[k], NULL, 0),
+                             REDISLOCK_OK);
+        else
+            assert_int_equal(redislock_client_open_quorum(qurls, 3, &lcl[k],
+                                                          NULL, 0),
+                             REDISLOCK_OK);
         assert_int_equal(tu_loop_attach(&ll[k], lcl[k]), REDISLOCK_OK);
-        llock[k] = redislock_new_from_client(lcl[k], k == 0
-                                                         ? "sentinel:loop"
-                                                         : "sentinel:plain");
+        llock[k] = redislock_new_from_client(lcl[k], lkey[k]);
         assert_non_null(llock[k]);
         assert_true(loop_run(&ll[k], llock[k], redislock_acquire_async).ok);
         assert_true(loop_run(&ll[k], llock[k], redislock_release_async).ok);
@@ -595,8 +654,8 @@ static void across_failover(const char *what, int (*disrupt)(void),
     shared = NULL;
     /* The loop clients follow: their operations go to the new master (the
      * first ones may fail while they learn). */
-    for (k = 0; k < 2; k++) {
-        const char *key = k == 0 ? "sentinel:loop" : "sentinel:plain";
+    for (k = 0; k < 3; k++) {
+        const char *key = lkey[k];
 
         t0 = tu_now_ms();
         for (;;) {
@@ -613,7 +672,8 @@ static void across_failover(const char *what, int (*disrupt)(void),
                 lfails[k]++;
             if (tu_now_ms() - t0 > tu_deadline_ms(30000))
                 fail_msg("%s: the loop client%s never reached the new "
-                         "master", what, k == 0 ? "" : " without scripts");
+                         "master", what, k == 0 ? "" : k == 1
+                             ? " without scripts" : " of a quorum");
         }
         if (k == 0) {
             /* It knew the old master (the shared client may not have:
@@ -631,10 +691,11 @@ static void across_failover(const char *what, int (*disrupt)(void),
     }
     printf("# %s (min_replicas %d): master %d -> %d, %d grants, %d double "
            "grants, %d failed calls, %d not acknowledged, longest pause in "
-           "grants %lld ms; the loop clients: %d and %d (without "
-           "scripts) failed before the new master\n", what, min_replicas,
-           before, after, granted, double_grants, failed, unacked, *gap_ms,
-           lfails[0], lfails[1]);
+           "grants %lld ms; the loop clients: %d, %d (without "
+           "scripts) and %d (a quorum's Sentinel member) failed before the "
+           "new master\n", what, min_replicas, before, after, granted,
+           double_grants, failed, unacked, *gap_ms, lfails[0], lfails[1],
+           lfails[2]);
     assert_int_equal(started, THREADS);
     if (!disrupted)
         fail_msg("%s: no grant within 10 s before it, or it failed", what);
