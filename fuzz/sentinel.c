@@ -41,7 +41,7 @@ static void reply(const redisReply *r, void *arg)
     char errmsg[REDISLOCKP_ERRMSG_SIZE];
     int st;
 
-    addr(r, u, 256);                    /* as sentinel_discover() asks */
+    addr(r, u, 256);                    /* as a machine asks */
     addr(r, u, 8);                      /* a host that may not fit */
     memset(errmsg, 'x', sizeof errmsg);
     st = redislockp_role_is_master(r, u, errmsg);

@@ -1270,10 +1270,8 @@ redislock_new_counted_from_client_len(redislock_client *client,
  * or blocking wait, on connections of its own (one to each server, not
  * the pool's), where the client's blocking waits run too - resets the
  * lease every third of the expiry, with an owner-checked extend; the
- * renewals due together go out pipelined on one connection.  (A quorum
- * with a Cluster or Sentinel member renews on a watchdog thread of the
- * earlier kind, whose connections come from the pool and which is served
- * first when all are in use.)  Once redislock_release()
+ * renewals due together go out pipelined on one connection.  Once
+ * redislock_release()
  * (or redislock_free(), redislock_set_id(), or redislock_set_autorenew()
  * turning it off) has returned, no renewal of that holding is ever sent
  * again.  The lock is *lost* when a renewal finds the key no longer
@@ -1615,9 +1613,9 @@ REDISLOCK_API int redislock_last_error_info(const redislock *lock,
  * demoted master refused, goes again to the new master within the
  * command timeout; one that left fails, its outcome unknown), with
  * scripts=eval, functions or none (below); and a quorum client
- * (redislock_client_open_quorum()) whose masters are single servers
- * (redis://, unix://, rediss://; a Cluster or Sentinel member is refused
- * at the attach): each operation goes to every master at once, on one
+ * (redislock_client_open_quorum(); a Sentinel member's master asked of
+ * its sentinels without blocking, as a Sentinel client's):
+ * each operation goes to every master at once, on one
  * loop connection per master, decided by the blocking calls' rules (the
  * votes of a majority, the quorum wait, a short grace for the others, a
  * refused acquire's grants given back before its callback).  One
@@ -1716,8 +1714,7 @@ typedef struct redislock_loop {
  * returns, and the loop watches nothing of it any more), or stops its
  * loop and frees them after.
  * @return REDISLOCK_OK; REDISLOCK_ERR_INVALID (a NULL argument, a missing
- *         watch or timer function, a client already attached, or a
- *         quorum client with a Cluster or Sentinel master: see above);
+ *         watch or timer function, or a client already attached);
  *         REDISLOCK_ERR_NOMEM; REDISLOCK_ERR_FORKED.
  * @since 0.4.0
  */

@@ -1044,10 +1044,8 @@ static void on_map(void *arg, int status, redislockp_val **replies, int n,
         pthread_mutex_lock(&cl->mu);
         st = redislockp_cluster_apply(cl, (const redisReply *)replies[0],
                                       ls->map->url.host, ls->map_err);
-        if (st == REDISLOCK_OK) {
-            cl->map_at = redislockp_now_ms();
+        if (st == REDISLOCK_OK)
             cl->map_stale = 0;
-        }
         pthread_mutex_unlock(&cl->mu);
     }
     for (i = 0; i < n; i++)
@@ -1577,6 +1575,12 @@ static void send_leg(redislockp_aop *o)
          * must wait for the answer (another thread's asking too). */
         redislockp_look look = redislockp_route_look(cl, slot, &node);
 
+        /* A Cluster client's ping reads the slot map first: that says
+         * whether the seeds, the password and the cluster are right. */
+        if (cl->cluster && o->op.kind == REDISLOCKP_OP_PING &&
+            o->map_reads == 0)
+            look = REDISLOCKP_LOOK_ASK;
+
         if (cl->cluster && node == 0 &&
             (o->map_reads > 0 || redislockp_now_ms() > o->fw.end)) {
             /* A map read for it does not serve its slot either. */
@@ -1590,7 +1594,7 @@ static void send_leg(redislockp_aop *o)
         }
         if (look != REDISLOCKP_LOOK_GO)
             map_read(o->ls);
-        if (look == REDISLOCKP_LOOK_ASK || look == REDISLOCKP_LOOK_BUSY) {
+        if (look == REDISLOCKP_LOOK_ASK) {
             if (o->ls->map_reading) {
                 o->parked = 1;
                 return;

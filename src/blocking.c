@@ -260,16 +260,9 @@ int redislock_client_ping(redislock_client *cl, char *errbuf, size_t errsize)
                      cl->nsubs, redislockp_majority(cl->nsubs), msg);
         return REDISLOCK_ERR_IO;
     }
-    if (cl->cluster) {
-        /* Reading the slot map tells whether the seeds, the password and
-         * the cluster are right. */
-        st = redislockp_cluster_refresh(cl, 1, msg);
-        if (st != REDISLOCK_OK && errbuf != NULL && errsize > 0)
-            snprintf(errbuf, errsize, "%s", msg);
-        return st;
-    }
-    /* The one server, or the sentinels' master (its ROLE is checked on
-     * connecting): a PING op, on a machine (drive.c). */
+    /* The one server, the sentinels' master (its ROLE is checked on
+     * connecting), or a Cluster's (the slot map read first): a PING op,
+     * on a machine (drive.c). */
     h = redislock_new_from_client(cl, "redislock:ping");
     if (h == NULL) {
         st = REDISLOCK_ERR_NOMEM;

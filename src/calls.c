@@ -491,9 +491,3 @@ int redislockp_ack_enough(const redislockp_ack *a, const redislockp_val *v)
            redislockp_val_int(local) >= a->local &&
            redislockp_val_int(replicas) >= a->replicas;
 }
-
-int redislockp_ack_same(const redislockp_ack *a, const redislockp_ack *b)
-{
-    return a->replicas == b->replicas && a->local == b->local &&
-           a->aof == b->aof && a->timeout_ms == b->timeout_ms;
-}

@@ -119,7 +119,7 @@ void redislock_client_free(redislock_client *cl)
      * inside one of its callbacks, all of this once that returns. */
     if (cl->loop != NULL && cl->loop_free(cl))
         return;                         /* redislockp_async_client_free() */
-    /* In a fork child the watchdog thread does not exist, but the mutexes
+    /* In a fork child the client's threads do not exist, but the mutexes
      * and the condition variable are copies of the parent's, possibly
      * held or waited on at fork time: destroying them could block for
      * ever.  The child only frees the memory. */
@@ -127,7 +127,6 @@ void redislock_client_free(redislock_client *cl)
         cl->drives_trim(cl, 1);
     redislockp_metrics_release(cl->metrics, redislockp_client_forked(cl));
     if (!redislockp_client_forked(cl)) {
-        redislockp_watchdog_shutdown(cl);
         pthread_cond_destroy(&cl->wd_cond);
         pthread_mutex_destroy(&cl->wd_mu);
         pthread_mutex_destroy(&cl->mu);
@@ -156,11 +155,6 @@ int redislock_client_set_pool_size(redislock_client *cl, int n)
         return REDISLOCK_ERR_FORKED;
     pthread_mutex_lock(&cl->mu);
     cl->url.pool_size = n;
-    /* More room: to the threads waiting for a connection, in turn. */
-    for (i = 0; i < cl->nnodes; i++)
-        while (cl->nodes[i].open < (size_t)n &&
-               redislockp_pool_hand(&cl->nodes[i], NULL))
-            cl->nodes[i].open++;
     trim = cl->drives_trim;
     pthread_mutex_unlock(&cl->mu);
     /* The blocking calls' machines too (drive.c): fewer at once, or

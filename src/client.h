@@ -58,46 +58,23 @@ int redislockp_url_parse(const char *url, redislockp_url *u, char *err,
                          size_t errsize);
 void redislockp_url_clear(redislockp_url *u);
 
-/* Connections a client keeps to one node at most (pool_size=N, or
- * redislock_client_set_pool_size()): the default, and the largest
- * allowed.  An operation that finds them all in use waits for one
- * (within the command timeout) rather than open another. */
+/* The blocking calls' machines a client runs to one server at once, at
+ * most (pool_size=N, or redislock_client_set_pool_size(); drive.c): the
+ * default, and the largest allowed.  A call that finds them all in use
+ * waits for one (within the command timeout) rather than make another. */
 #define REDISLOCKP_POOL_DEFAULT 16
 #define REDISLOCKP_POOL_LIMIT 64
-/* Idle connections kept for reuse: all of them. */
-#define REDISLOCKP_POOL_IDLE REDISLOCKP_POOL_LIMIT
 /* Reconnect backoff after failed connects: 50 ms, doubling, at most 2 s. */
 #define REDISLOCKP_BACKOFF_MIN_MS 50
 #define REDISLOCKP_BACKOFF_MAX_MS 2000
 
-/* A thread waiting for one of a node's connections (pool.c).  A node's
- * waiters queue in arrival order, each on a condition of its own, and a
- * connection coming back goes straight to the first of them: one wake-up
- * per connection (no thundering herd of hundreds of threads on every
- * release) and first come, first served (no thread loses the race to
- * the others until its timeout). */
-typedef struct redislockp_pool_waiter {
-    pthread_cond_t cond;
-    redisContext *c;            /* the connection handed over, or NULL: */
-    int handed;                 /* room to open one, counted for it */
-    struct redislockp_pool_waiter *next;
-} redislockp_pool_waiter;
-
-/* A server the client talks to: the URL's one server, or a Cluster
- * master.  Its idle connections and reconnect backoff are its own. */
+/* A server the client talks to: the URL's one server, a Cluster master,
+ * or a master the sentinels named.  Its reconnect backoff is its own. */
 typedef struct redislockp_node {
     char *host;                 /* cluster nodes; NULL: the URL's server */
     int port;
     int gone;                   /* not in the last slot map, or a master
                                  * the sentinels replaced */
-    redisContext *idle[REDISLOCKP_POOL_IDLE];
-    long long idle_at[REDISLOCKP_POOL_IDLE];  /* when each was put back
-                                 * (monotonic ms) */
-    size_t nidle;
-    size_t open;                /* connections that exist: idle, in use
-                                 * or being made */
-    size_t blocking;            /* of them, in a waiter's BLPOP */
-    redislockp_pool_waiter *wait_head, *wait_tail;  /* waiting for one */
     int has_library;            /* scripts=functions: the node answered
                                  * an FCALL of ours, or loaded the
                                  * library, in an operation that
@@ -115,13 +92,11 @@ typedef struct redislockp_node {
     redislock_error_info last_info; /* and as data (transport.h) */
 } redislockp_node;
 
-/* An idle pooled connection this old (ms) is looked at before it is
+/* An idle machine's connection this old (ms) is looked at before it is
  * used again (one poll() with no wait: closed by the server?); younger
- * ones, the steady state of a busy client, are used at once. */
+ * ones, the steady state of a busy client, are used at once (drive.c). */
 #define REDISLOCKP_IDLE_PROBE_MS 100
 
-/* The slot map is refreshed at most this often (ms), whoever asks. */
-#define REDISLOCKP_MAP_REFRESH_MS 100
 /* More redirections than this in one operation is an error. */
 #define REDISLOCKP_MAX_REDIRECTS 5
 
@@ -131,14 +106,12 @@ typedef struct redislockp_node {
  * - mu guards url (the timeouts change through set_timeouts; the strings
  *   never change after client_open), the nodes (their pools and
  *   backoff), the slot map and its refresh state, and with sentinels the
- *   master and sentinel_first (map_busy/map_at/map_stale serve both).
+ *   master and sentinel_first (map_stale serves both).
  * - subs and nsubs (a quorum's masters) are set once by open_quorum.
  *   Whoever needs the URL's settings copies them under mu.
- * - wd_mu guards the watchdog's registry (renewals and the handles' fields
- *   below the line in struct redislock), wd_running and wd_stop, and
- *   wd_cond waits on it.
- * - wd_thread is joined by client_free after wd_stop.  The watchdog has
- *   no connections of its own: it takes them from the pool.
+ * - wd_mu guards the handles' renewal fields (below the line in struct
+ *   redislock), and wd_cond waits on it (a renewal's answer, a loss
+ *   reported: watchdog.c).
  * mu and wd_mu are never held together.
  */
 struct redislock_client {
@@ -160,19 +133,14 @@ struct redislock_client {
     size_t nnodes, capnodes;
     uint16_t *slots;            /* cluster: node index + 1 per slot; 0:
                                  * unknown */
-    long long map_at;           /* last refresh began (monotonic ms) */
-    int map_busy;               /* a thread is refreshing */
     int map_stale;              /* refresh at the next operation (or,
                                  * with sentinels, ask them again) */
     long master;                /* sentinel: the master's node; 0 not
                                  * known yet */
     size_t sentinel_first;      /* sentinel: the seed to ask first */
-    /* The watchdog (watchdog.c). */
+    /* Auto-renewal (watchdog.c). */
     pthread_mutex_t wd_mu;
-    pthread_cond_t wd_cond;     /* registry changed / work finished */
-    pthread_t wd_thread;
-    int wd_running, wd_stop;
-    redislock *renewals;        /* registered handles */
+    pthread_cond_t wd_cond;     /* a renewal or a loss report ended */
     /* Attached to an event loop (async.c); the loop thread's.  LOOP_FREE
      * (set with it, a hook into the layer above) lets it go in
      * redislock_client_free(): 1 when that must wait (see async.h). */
@@ -221,46 +189,12 @@ static inline size_t redislockp_majority(size_t n)
 /* connect.c: is this a fork child of the process that made CL? */
 int redislockp_client_forked(const redislock_client *cl);
 
-/* A connection to node NODE for one operation: from its idle pool or
- * newly connected (redislockp_connect), waiting for one to come back when
- * all are in use - in turn, or first if URGENT (the watchdog, whose
- * renewals must not queue behind the application's calls); within
- * LIMIT_MS if > 0 (else the URL's timeouts).  NULL with ERRMSG and
- * *STATUS. */
-redisContext *redislockp_pool_get(redislock_client *cl, size_t node,
-                                  long long limit_ms, int urgent,
-                                  char *errmsg, int *status);
-
-/* redislockp_pool_get() in steps, for callers that connect without
- * blocking (the quorum's fan-out).  Take: an idle connection (CONN, in
- * *C), or room to open one, counted (ROOM: dial the URL that
- * redislockp_pool_url() gives, then report with redislockp_pool_made()),
- * or FULL (all in use, and not MAY_WAIT), or FAILED (*STATUS, ERRMSG:
- * forked, a replaced master, backing off after failures).  Made: the
- * connection C dialled with U (NULL: failed with STATUS and ERRMSG, or
- * given up with REDISLOCK_OK, which blames nobody), its command timeout
- * set back to COMMAND_MS, the node's backoff kept. */
-enum {
-    REDISLOCKP_POOL_FAILED = -1,
-    REDISLOCKP_POOL_CONN = 0,
-    REDISLOCKP_POOL_ROOM = 1,
-    REDISLOCKP_POOL_FULL = 2
-};
-int redislockp_pool_take(redislock_client *cl, size_t node,
-                         long long limit_ms, int urgent, int may_wait,
-                         redisContext **c, char *errmsg, int *status);
-redislockp_url redislockp_pool_url(redislock_client *cl, size_t node,
-                                   long long limit_ms, long long *command_ms);
-void redislockp_pool_made(redislock_client *cl, size_t node, redisContext *c,
-                          const redislockp_url *u, long long command_ms,
-                          int status, const char *errmsg);
 /*
- * The backoff of a node whose connections fail, the one rule for both
- * ways of connecting: the pool's (above) and an event loop's own
- * connections (async.c).  After a failed connect (or a refused AUTH or
+ * The backoff of a node whose connections fail, the one rule for every
+ * connection of a machine (async.c).  After a failed connect (or a refused AUTH or
  * SELECT), the node is not tried again for redislockp_backoff_ms() of
  * its failures; then one caller at a time tries, and the others fail at
- * once with the last failure's status and message, as the pool's do.
+ * once with the last failure's status and message.
  * redislockp_node_may_connect(): 1, go ahead (this one tries); 0, not
  * now (*STATUS, ERRMSG).  redislockp_node_connected(): how that try
  * ended (STATUS REDISLOCK_OK: up; REDISLOCK_ERR_CANCELED: given up,
@@ -271,104 +205,23 @@ int redislockp_node_may_connect(redislock_client *cl, size_t node,
 void redislockp_node_connected(redislock_client *cl, size_t node, int status,
                                const char *errmsg);
 
-/* The pool's refusals, in its words, for its connections and for the
- * blocking calls' machines (drive.c) alike: a client used in a fork
+/* The pool's refusals, in its words, for the blocking calls' machines
+ * (drive.c): a client used in a fork
  * child (REDISLOCK_ERR_FORKED into ERRMSG; REDISLOCK_OK when not forked),
  * and all POOL_SIZE in use for WAIT_MS (REDISLOCK_ERR_IO, the error's
  * cause POOL_BUSY). */
 int redislockp_pool_forked(const redislock_client *cl, char *errmsg);
 int redislockp_pool_busy(char *errmsg, long long pool_size, long long wait_ms);
 
-/* Give it back; a broken one (BROKEN, or c->err) is closed instead. */
-void redislockp_pool_put(redislock_client *cl, size_t node, redisContext *c,
-                         int broken);
-
-/* Count a connection to node NODE that was made outside the pool (the
- * sentinels' verified one) and is handed to it: 0, or -1 when the node
- * has all its connections already (then close it).  Under cl->mu.
- * (Inline: cluster.c and sentinel.c, below the pool, use them.) */
-static inline int redislockp_pool_adopt(redislock_client *cl, size_t node)
-{
-    redislockp_node *n = &cl->nodes[node];
-
-    if (n->open >= (size_t)cl->url.pool_size ||
-        n->nidle >= REDISLOCKP_POOL_IDLE)
-        return -1;
-    n->open++;
-    return 0;
-}
-
-/* Give C (NULL: room to open a connection, which stays counted) to the
- * first thread waiting for one of N's connections: 1, or 0 when none
- * waits.  Under cl->mu. */
-static inline int redislockp_pool_hand(redislockp_node *n, redisContext *c)
-{
-    redislockp_pool_waiter *w = n->wait_head;
-
-    if (w == NULL)
-        return 0;
-    n->wait_head = w->next;
-    if (n->wait_head == NULL)
-        n->wait_tail = NULL;
-    w->next = NULL;
-    w->c = c;
-    w->handed = 1;
-    pthread_cond_signal(&w->cond);
-    return 1;
-}
-
-/* One of NODE's connections is gone (closed, or never made): its room
- * goes to the first waiter, if the pool has room for it; else it is
- * uncounted.  Under cl->mu. */
-static inline void redislockp_pool_uncount(redislock_client *cl, size_t node)
-{
-    redislockp_node *n = &cl->nodes[node];
-
-    if (n->open > 0 &&
-        (n->open > (size_t)cl->url.pool_size ||
-         !redislockp_pool_hand(n, NULL)))
-        n->open--;
-}
-
-/* NDROP idle connections of NODE were taken out to be closed: uncount
- * them.  Under cl->mu. */
-static inline void redislockp_pool_forget(redislock_client *cl, size_t node,
-                                          size_t ndrop)
-{
-    while (ndrop-- > 0)
-        redislockp_pool_uncount(cl, node);
-}
-
-/* A waiter's BLPOP may use a connection to NODE: 1 (call
- * redislockp_block_end() after), or 0 when the waiters of the client hold
- * all but one of the node's connections already - the last is kept for
- * the releases that would wake them - and the waiter polls instead. */
-int redislockp_block_begin(redislock_client *cl, size_t node);
-void redislockp_block_end(redislock_client *cl, size_t node);
-
-/* Close C, taken from node NODE, whose reply is still outstanding (its
- * operation was decided without it): only C, as nothing is known to be
- * wrong with the node. */
-void redislockp_pool_drop(redislock_client *cl, size_t node, redisContext *c);
-
-/* Give C back after a call that ended with STATUS: closed if that broke
- * it (I/O, out of memory, a reply out of step), and after an I/O error
- * the route is put in doubt (a failover, maybe). */
-void redislockp_conn_back(redislock_client *cl, size_t node, redisContext *c,
-                          int status);
-
 /* cluster.c: the node HOST:PORT, added if new (under no lock); -1 out of memory. */
 long redislockp_node_named(redislock_client *cl, const char *host, int port);
-/* A MOVED reply: SLOT lives on HOST:PORT now; note it and refresh the map
- * (at most every REDISLOCKP_MAP_REFRESH_MS). */
+/* A MOVED reply: SLOT lives on HOST:PORT now; note it, and read the map
+ * again before the next operation. */
 void redislockp_cluster_moved(redislock_client *cl, unsigned slot,
                               const char *host, int port);
 /* Something failed on a node (a connection error, a failover): re-read
  * the map before the next operation. */
 void redislockp_cluster_stale(redislock_client *cl);
-/* Read the slot map now (rate-limited unless FORCE); REDISLOCK_OK or the
- * error of the last seed tried. */
-int redislockp_cluster_refresh(redislock_client *cl, int force, char *errmsg);
 /* CLUSTER SLOTS, asked of the node at U on a connection of its own
  * (closed after): *REPLY, an array (an empty one from a node that has no
  * slots yet), which the caller frees; or a status with ERRMSG
@@ -398,10 +251,6 @@ int redislockp_cluster_apply(redislock_client *cl, const redisReply *r,
 /* Free what the nodes and the map hold (client_free). */
 void redislockp_nodes_free(redislock_client *cl);
 
-/* sentinel.c: ask the sentinels for the master now (rate-limited unless
- * FORCE); REDISLOCK_OK, or the error of the last sentinel asked. */
-int redislockp_sentinel_discover(redislock_client *cl, int force,
-                                 char *errmsg);
 /* What sentinel U's reply R to SENTINEL GET-MASTER-ADDR-BY-NAME NAME
  * says: the master's HOST (HOSTSIZE bytes) and *PORT; REDISLOCK_OK, or
  * REDISLOCK_ERR_SERVER (an error reply, no such master) or _PROTOCOL
@@ -423,8 +272,8 @@ redislockp_url redislockp_sentinel_url(const redislockp_url *u, size_t i);
  * is, on a connection of its own (closed after): HOST (HOSTSIZE bytes)
  * and *PORT, as redislockp_sentinel_addr() reads them; REDISLOCK_OK, or
  * a status with ERRMSG (REDISLOCKP_ERRMSG_SIZE) naming the sentinel.
- * The master it names is not checked (redislockp_sentinel_discover()
- * checks ROLE before using it). */
+ * The master it names is not checked (a connection to it checks ROLE
+ * before using it). */
 int redislockp_sentinel_ask(const redislockp_url *u, const char *name,
                             char *host, size_t hostsize, int *port,
                             char *errmsg);
@@ -442,23 +291,15 @@ long redislockp_sentinel_adopt_locked(redislock_client *cl, long node,
  * GO, *NODE; GO_REREAD, *NODE, a Cluster's owner from a map in doubt -
  * as good a guess, the map read again (first, or beside); ASK, discovery
  * first, then look again (*NODE the master in doubt with sentinels, 0
- * when nothing is known); BUSY, nothing known and another caller is
- * asking: wait for its answer.  Node 0 for one server. */
+ * when nothing is known).  Node 0 for one server. */
 typedef enum redislockp_look {
     REDISLOCKP_LOOK_GO,
     REDISLOCKP_LOOK_GO_REREAD,
-    REDISLOCKP_LOOK_ASK,
-    REDISLOCKP_LOOK_BUSY
+    REDISLOCKP_LOOK_ASK
 } redislockp_look;
 redislockp_look redislockp_route_look(redislock_client *cl, unsigned slot,
                                       size_t *node);
 
-/* route.c: the node for an operation on a key of SLOT: node 0 for one
- * server, the slot's master on a Cluster (the slot map read first if it
- * does not know), the sentinels' master (asked for first if unknown or
- * in doubt); REDISLOCK_OK, or a status with ERRMSG.  Under no lock. */
-int redislockp_route(redislock_client *cl, unsigned slot, size_t *node,
-                     char *errmsg);
 /* A failure put the route in doubt: ask again before the next
  * operation (Cluster map, sentinels; nothing for one server). */
 void redislockp_route_stale(redislock_client *cl);
@@ -470,9 +311,6 @@ redislockp_url redislockp_client_url(redislock_client *cl);
 /* connect.c: how long to wait before the next connect after FAILURES
  * failed ones. */
 long long redislockp_backoff_ms(unsigned failures);
-
-/* watchdog.c: stop and join the watchdog (client_free). */
-void redislockp_watchdog_shutdown(redislock_client *cl);
 
 /* tls.c: the client's TLS context from U's parameters (REDISLOCK_ERR_
  * INVALID naming a bad file; without TLS built, "built without TLS

@@ -1,15 +1,15 @@
 /*
  * cluster.c - a client's Redis Cluster slot map.
  *
- * The client keeps one node per master (its own pool and backoff, see
- * client.c) and, for each of the 16384 slots, which node owns it.  The
- * map is read with CLUSTER SLOTS from a known node or a seed, at the
- * first operation and again after a MOVED reply or a failed connection
- * (at most once per REDISLOCKP_MAP_REFRESH_MS, however many threads
- * ask); a MOVED reply also fixes its one slot at once, so the retry goes
- * to the right node even between refreshes.  Nodes are never freed while
- * the client lives (indices stay valid): one missing from a new map is
- * marked gone and its idle connections closed.
+ * The client keeps one node per master (its own backoff, see pool.c)
+ * and, for each of the 16384 slots, which node owns it.  The machines
+ * (async.c) read the map with CLUSTER SLOTS from a known node or a seed,
+ * at the first operation and again after a MOVED reply or a failed
+ * connection, one read at a time per machine, and apply it here; a
+ * MOVED reply also fixes its one slot at once, so the retry goes to the
+ * right node even between reads.  Nodes are never freed while the client
+ * lives (indices stay valid): one missing from a new map is marked
+ * gone.  (cli/check.c asks a node with redislockp_cluster_ask().)
  *
  * Node host strings are never freed before client_free either, so that
  * a URL copied from a node (connect.c) stays valid outside the mutex.
@@ -217,87 +217,12 @@ int redislockp_cluster_apply(redislock_client *cl, const redisReply *r,
     return REDISLOCK_OK;
 }
 
-int redislockp_cluster_refresh(redislock_client *cl, int force, char *errmsg)
-{
-    redisContext *drop[64];
-    size_t ndrop = 0, i, ncand = 0, ntried = 0;
-    redislockp_url *cand = NULL;
-    redisReply *r = NULL;
-    long long now = redislockp_now_ms();
-    int st = REDISLOCK_ERR_IO;
-
-    pthread_mutex_lock(&cl->mu);
-    if (cl->map_busy || (!force && now - cl->map_at < REDISLOCKP_MAP_REFRESH_MS)) {
-        pthread_mutex_unlock(&cl->mu);
-        return REDISLOCK_OK;            /* another thread does it, or did */
-    }
-    cl->map_busy = 1;
-    cl->map_at = now;
-    cl->map_stale = 0;
-    /* Whom to ask: the known masters, then the seeds. */
-    cand = redislockp_calloc(cl->nnodes + cl->url.nseeds + 1, sizeof *cand);
-    if (cand != NULL) {
-        for (i = 1; i < cl->nnodes; i++) {
-            if (cl->nodes[i].gone)
-                continue;
-            cand[ncand] = cl->url;
-            cand[ncand].host = cl->nodes[i].host;
-            cand[ncand++].port = cl->nodes[i].port;
-        }
-        for (i = 0; i < cl->url.nseeds; i++) {
-            cand[ncand] = cl->url;
-            cand[ncand].host = cl->url.seeds[i].host;
-            cand[ncand++].port = cl->url.seeds[i].port;
-        }
-    }
-    pthread_mutex_unlock(&cl->mu);
-    if (cand == NULL)
-        st = redislockp_tx_fail(errmsg, REDISLOCK_ERR_NOMEM,
-                                "out of memory reading the slot map");
-
-    for (i = 0; cand != NULL && i < ncand; i++) {
-        ntried++;
-        st = redislockp_cluster_ask(&cand[i], &r, errmsg);
-        if (st == REDISLOCK_OK)
-            break;
-        if (st == REDISLOCK_ERR_NOMEM)
-            break;
-    }
-
-    pthread_mutex_lock(&cl->mu);
-    if (st == REDISLOCK_OK) {
-        st = redislockp_cluster_apply(cl, r, cand[i].host, errmsg);
-        for (i = 1; i < cl->nnodes && st == REDISLOCK_OK; i++) {
-            redislockp_node *n = &cl->nodes[i];
-            size_t before = ndrop;
-
-            while (n->gone && n->nidle > 0 &&
-                   ndrop < sizeof drop / sizeof drop[0])
-                drop[ndrop++] = n->idle[--n->nidle];
-            redislockp_pool_forget(cl, i, ndrop - before);
-        }
-    } else {
-        cl->map_stale = 1;              /* try again next time */
-    }
-    cl->map_busy = 0;
-    pthread_mutex_unlock(&cl->mu);
-    for (i = 0; i < ndrop; i++)
-        redisFree(drop[i]);
-    freeReplyObject(r);
-    redislockp_free(cand);
-    (void)ntried;
-    return st;
-}
-
 void redislockp_nodes_free(redislock_client *cl)
 {
-    size_t i, k;
+    size_t i;
 
-    for (i = 0; i < cl->nnodes; i++) {
-        for (k = 0; k < cl->nodes[i].nidle; k++)
-            redisFree(cl->nodes[i].idle[k]);
+    for (i = 0; i < cl->nnodes; i++)
         redislockp_free(cl->nodes[i].host);
-    }
     redislockp_free(cl->nodes);
     redislockp_free(cl->slots);
     cl->nodes = NULL;

@@ -324,7 +324,7 @@ redislockp_look redislockp_route_look(redislock_client *cl, unsigned slot,
     else
         known = cl->master;
     if (known <= 0)
-        look = cl->map_busy ? REDISLOCKP_LOOK_BUSY : REDISLOCKP_LOOK_ASK;
+        look = REDISLOCKP_LOOK_ASK;
     else if (cl->map_stale)
         /* A Cluster's owner from a map in doubt still takes the leg (a
          * redirection corrects it); a master in doubt is asked for

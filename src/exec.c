@@ -25,19 +25,6 @@ static const redislockp_call *const *calls_of(const redislockp_fanout *f,
 }
 
 /* ------------------------------------------------------------------------
- * What a reply means
- */
-
-/* Did the last connection refused to this thread fail only because
- * every pooled connection was in use?  Then the node is fine: nothing
- * about the route is in doubt (re-reading the slot map or asking the
- * sentinels would only add load to a saturated client). */
-static int pool_busy(void)
-{
-    return redislockp_err_here()->cause == REDISLOCK_CAUSE_POOL_BUSY;
-}
-
-/* ------------------------------------------------------------------------
  * The Function library (scripts=functions)
  *
  * A call goes as FCALL; a server answers "Function not found" when it
@@ -495,309 +482,6 @@ int redislockp_fanout_leg(redislockp_leg *leg, redislock_client *cl,
     return leg->asked;
 }
 
-/* Quorum legs whose connection is being made send their command once it
- * is up (leg_dialed()). */
-static int as_eval(const redislockp_fanout *f)
-{
-    /* EVAL with the text when a leg may be cut once the others decided:
-     * an EVALSHA answered NOSCRIPT after the cut would never run there
-     * (a grant missing on a master, a release leaving the key).  And with
-     * a trailer: a NOSCRIPT answer would have run the trailer once for
-     * nothing. */
-    return f->trailer != NULL || f->vote != NULL;
-}
-
-/* Send LEG's command on its connection; its reply is due within the
- * quorum wait from now (each leg's own: a leg that had to connect first
- * is not charged for the others' time). */
-static void fan_send(redislockp_leg *leg, const redislockp_fanout *f)
-{
-    leg_send(leg, f, as_eval(f));
-    leg->due = redislockp_now_ms() + f->wait_ms;
-}
-
-/* LEG's dial has ended (DONE or FAILED): report it to the pool, and send
- * the leg's command on the new connection - unless the others have
- * decided meanwhile (CUT): then the connection goes back to the pool
- * unused, as a command sent now would only run unanswered (an outcome
- * unknown for nothing) - or fail the leg. */
-static void leg_dialed(redislockp_leg *leg, const redislockp_fanout *f,
-                       int cut)
-{
-    redisContext *c = redislockp_dial_take(&leg->dial);
-
-    leg->dialing = 0;
-    redislockp_pool_made(leg->cl, leg->node, c, &leg->dial.u,
-                         leg->command_ms, leg->dial.status, leg->msg);
-    if (c == NULL) {
-        leg->st = leg->dial.status;
-        leg->done = 1;
-        redislockp_leg_note(leg);
-        if (leg->st == REDISLOCK_ERR_IO)
-            redislockp_route_stale(leg->cl);
-        return;
-    }
-    if (cut) {
-        redislockp_conn_back(leg->cl, leg->node, c, REDISLOCK_OK);
-        leg->st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_IO,
-                                     "connected only after the others had "
-                                     "decided (not sent)");
-        redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_CONNECT,
-                           REDISLOCK_CAUSE_TIMEOUT, NULL);
-        leg->done = 1;
-        redislockp_leg_note(leg);
-        return;
-    }
-    leg->c = c;
-    fan_send(leg, f);
-}
-
-/* Step LEG's dial with what poll() said (REVENTS; 0: its deadline may
- * have come). */
-static void leg_dial_step(redislockp_leg *leg, const redislockp_fanout *f,
-                          int revents, int cut)
-{
-    redislockp_dial_step(&leg->dial, revents, leg->msg);
-    if (leg->dial.phase >= REDISLOCKP_DIAL_DONE)
-        leg_dialed(leg, f, cut);
-}
-
-/* Drive the legs (their dials, then their replies) until every leg is
- * done or past its own reply deadline (leg->due), or the votes decide
- * (then a grace for the stragglers). */
-static void drive(const redislockp_fanout *f, redislockp_leg *legs, size_t n,
-                  long long sent_at, int *cut)
-{
-    struct pollfd fds[REDISLOCKP_QUORUM_MAX];
-    size_t idx[REDISLOCKP_QUORUM_MAX];
-    redislockp_fanclock ck = { sent_at, 0, 0 };
-
-    for (;;) {
-        long long now = redislockp_now_ms(), wake = LLONG_MAX;
-        nfds_t k = 0;
-        size_t i;
-        int rc;
-
-        if (redislockp_fanclock_over(&ck, f, legs, n, now, &wake))
-            return;
-        *cut = ck.cut;
-        for (i = 0; i < n; i++) {
-            redislockp_leg *leg = &legs[i];
-
-            if (!leg->asked || leg->done)
-                continue;
-            if (leg->dialing && leg->dial.deadline <= now)
-                leg_dial_step(leg, f, 0, *cut);   /* its time is up */
-            if (leg->done)
-                continue;
-            if (leg->dialing) {
-                if (leg->dial.deadline < wake)
-                    wake = leg->dial.deadline;
-                fds[k].fd = redislockp_dial_fd(&leg->dial);
-                fds[k].events = leg->dial.events;
-            } else {
-                if (leg->due <= now)
-                    continue;           /* no reply in time: given up */
-                if (leg->due < wake)
-                    wake = leg->due;
-                fds[k].fd = redislockp_tx_fd(leg->c);
-                fds[k].events = POLLIN;
-            }
-            fds[k].revents = 0;
-            idx[k++] = i;
-        }
-        if (k == 0)
-            return;
-        redislockp_may_block("the executor's poll");
-        rc = poll(fds, k, wake - now > INT_MAX ? INT_MAX : (int)(wake - now));
-        if (rc < 0 && errno != EINTR)
-            return;                     /* LCOV_EXCL_LINE: bad fds only */
-        for (i = 0; rc > 0 && i < k; i++) {
-            redislockp_leg *leg = &legs[idx[i]];
-
-            if (fds[i].revents == 0)
-                continue;
-            if (leg->dialing) {
-                leg_dial_step(leg, f, fds[i].revents, *cut);
-            } else if (redislockp_tx_wrapped(leg->c)) {
-                /* TLS: the rest of a record may be slow to come; wait
-                 * for it no longer than the leg may. */
-                struct timeval old;
-                long long until = ck.cut && ck.cut_end < leg->due
-                                      ? ck.cut_end : leg->due;
-                long long left = until - redislockp_now_ms();
-                int lowered = redislockp_tx_lower_timeout(
-                    leg->c, left > 0 ? left : 1, &old);
-
-                leg_read(leg, f, 1);
-                if (lowered)
-                    redislockp_tx_restore_timeout(leg->c, &old);
-            } else {
-                leg_read(leg, f, 1);
-            }
-        }
-    }
-}
-
-size_t redislockp_exec_fanout(redislock_client *cl, unsigned slot,
-                              const redislockp_fanout *f,
-                              redislockp_leg *legs)
-{
-    size_t i, n = cl->nsubs, answered = 0;
-    long long sent_at;
-    int cut = 0, busy, take, full = 0;
-
-    for (i = 0; i < n; i++) {
-        redislockp_leg *leg = &legs[i];
-        int ncalls = f->ncalls > 0 ? f->ncalls : 1;
-
-        memset(leg, 0, sizeof *leg);
-        if (ncalls + (f->trailer != NULL) > REDISLOCKP_LEG_REPLIES) {
-            leg->done = 1;              /* LCOV_EXCL_LINE: callers keep to it */
-            leg->st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_INVALID, /* LCOV_EXCL_LINE */
-                                         "internal: %d calls in a leg",
-                                         ncalls);
-            continue;                   /* LCOV_EXCL_LINE */
-        }
-        if (!redislockp_fanout_leg(leg, cl, f, i))
-            continue;
-        if ((redislockp_uses_plain(cl) || redislockp_uses_plain(leg->cl)) &&
-            (f->call != NULL || f->ncalls > 0)) {
-            /* A quorum's legs are one write each, cut once the others
-             * decided: a conversation of several round trips has no
-             * place there (yet). */
-            leg->done = 1;
-            leg->st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_INVALID,
-                                         "scripts=none: a quorum client "
-                                         "needs the library's scripts "
-                                         "(scripts=eval or functions)");
-            redislockp_leg_note(leg);
-            continue;
-        }
-        /* A connection within the wait: a master whose pool is all in
-         * use, or that is slow to connect to, costs its leg, not the
-         * operation.  New connections are made at once, in the poll()
-         * that reads the replies. */
-        leg->st = redislockp_route(leg->cl, slot, &leg->node, leg->msg);
-        take = REDISLOCKP_POOL_FAILED;
-        if (leg->st == REDISLOCK_OK && full)
-            take = REDISLOCKP_POOL_FULL;
-        else if (leg->st == REDISLOCK_OK)
-            take = redislockp_pool_take(leg->cl, leg->node, f->wait_ms,
-                                        f->urgent, 0, &leg->c, leg->msg,
-                                        &leg->st);
-        if (take == REDISLOCKP_POOL_CONN) {
-            fan_send(leg, f);
-        } else if (take == REDISLOCKP_POOL_ROOM) {
-            redislockp_url u = redislockp_pool_url(leg->cl, leg->node,
-                                                   f->wait_ms,
-                                                   &leg->command_ms);
-
-            leg->dialing = 1;
-            redislockp_dial_start(&leg->dial, &u, leg->msg);
-            if (leg->dial.phase >= REDISLOCKP_DIAL_DONE)
-                leg_dialed(leg, f, 0);
-        } else if (take == REDISLOCKP_POOL_FULL) {
-            /* Waited for after the others are sent - and so are all the
-             * masters after it: a thread waits for master I's connection
-             * holding only masters before I's, in the same order as every
-             * other thread, so no two wait for each other (taking the
-             * later ones first deadlocked threads sharing pool_size=1
-             * until the wait ran out). */
-            leg->queued = 1;
-            full = 1;
-        } else {
-            redislockp_leg_note(leg);
-            if (leg->st == REDISLOCK_ERR_IO)
-                redislockp_route_stale(leg->cl);
-            leg->done = 1;
-        }
-    }
-    /* Masters whose pools are all in use: wait in turn for a connection
-     * (within the quorum wait), now that the others' commands are on
-     * their way. */
-    for (i = 0; i < n; i++) {
-        redislockp_leg *leg = &legs[i];
-
-        if (!leg->queued)
-            continue;
-        leg->c = redislockp_pool_get(leg->cl, leg->node, f->wait_ms,
-                                     f->urgent, leg->msg, &leg->st);
-        if (leg->c == NULL) {
-            busy = pool_busy();
-            redislockp_leg_note(leg);
-            if (leg->st == REDISLOCK_ERR_IO && !busy)
-                redislockp_route_stale(leg->cl);
-            leg->done = 1;
-            continue;
-        }
-        fan_send(leg, f);
-    }
-    sent_at = redislockp_now_ms();
-    drive(f, legs, n, sent_at, &cut);
-    for (i = 0; i < n; i++) {
-        redislockp_leg *leg = &legs[i];
-        int outstanding = 0;
-
-        if (!leg->asked)
-            continue;
-        if (leg->dialing) {
-            /* Its connection is not up yet: given up (no command went);
-             * only a timeout blames the node. */
-            int stage = redislockp_dial_stage(&leg->dial);
-
-            redislockp_dial_abort(&leg->dial);
-            leg->dialing = 0;
-            if (cut)
-                leg->st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_IO,
-                                             "not connected yet when the "
-                                             "others had decided");
-            else
-                leg->st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_IO,
-                                             "not connected in time");
-            redislockp_err_set(REDISLOCK_ERR_IO, stage,
-                               REDISLOCK_CAUSE_TIMEOUT, NULL);
-            redislockp_pool_made(leg->cl, leg->node, NULL, &leg->dial.u,
-                                 leg->command_ms,
-                                 cut ? REDISLOCK_OK : REDISLOCK_ERR_IO,
-                                 leg->msg);
-            leg->done = 1;
-            redislockp_leg_note(leg);
-        }
-        /* Cut while others decided: nothing wrong with the node, only
-         * this connection is out of step. */
-        if (!leg->done && cut)
-            outstanding = 1;
-        if (!leg->done) {
-            /* Its reply is still on its way: the connection goes. */
-            leg->done = 1;
-            if (cut) {
-                leg->st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_IO,
-                                             "no reply yet when the others "
-                                             "had decided");
-                redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_COMMAND,
-                                   REDISLOCK_CAUSE_TIMEOUT, NULL);
-            } else {
-                leg->st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_IO,
-                                             "no reply within %lld ms (the "
-                                             "quorum wait)", f->wait_ms);
-                redislockp_err_set(REDISLOCK_ERR_IO, REDISLOCK_STAGE_COMMAND,
-                                   REDISLOCK_CAUSE_TIMEOUT, NULL);
-            }
-            redislockp_leg_note(leg);
-        }
-        if (leg->st == REDISLOCK_OK)
-            answered++;
-        redislockp_leg_lost(leg);
-        if (leg->c != NULL && outstanding)
-            redislockp_pool_drop(leg->cl, leg->node, leg->c);
-        else if (leg->c != NULL)
-            redislockp_conn_back(leg->cl, leg->node, leg->c, leg->st);
-        leg->c = NULL;
-    }
-    return answered;
-}
-
 /* ------------------------------------------------------------------------
  * One server
  */
@@ -857,27 +541,11 @@ static void leg_clear(redislockp_leg *leg)
     leg->msg[0] = '\0';
 }
 
-/* What is left of T's limit, from START: 0 without one, else at least
- * 1 ms. */
-static long long left_of(const redislockp_target *t, long long start)
-{
-    long long left;
-
-    if (t->limit_ms <= 0)
-        return 0;
-    left = start + t->limit_ms - redislockp_now_ms();
-    return left > 0 ? left : 1;
-}
-
 int redislockp_exec_one(const redislockp_target *t, const redislockp_fanout *f,
                         redislockp_leg *leg, redislockp_res *res)
 {
-    redislock_client *cl = t->cl;
-    int cluster = cl != NULL && cl->cluster;
-    int sentinel = cl != NULL && cl->sentinel;
-    long long start = redislockp_now_ms(), end_all = start;
-    int any_sent = 0;
-    int plain = redislockp_uses_plain(cl), scripted;
+    int plain = 0, any_sent = 0;
+    int scripted = f->call != NULL || f->ncalls > 0;
     redislockp_follow fw;
 
     memset(leg, 0, sizeof *leg);
@@ -889,69 +557,30 @@ int redislockp_exec_one(const redislockp_target *t, const redislockp_fanout *f,
                                             REDISLOCK_ERR_INVALID,
                                             "internal: %d calls in a leg",
                                             f->ncalls);
-    /* Redirections are followed, and failovers waited out, within the
-     * command timeout from the start (and T's limit). */
-    if (cl != NULL)
-        end_all = start + redislockp_client_url(cl).command_ms;
-    if (t->limit_ms > 0 && start + t->limit_ms < end_all)
-        end_all = start + t->limit_ms;
-    scripted = f->call != NULL || f->ncalls > 0;
-    redislockp_follow_init(&fw, t->node, t->follow, plain, end_all);
+    /* A borrowed connection follows nothing (no route to follow): only a
+     * server that refuses scripting itself is answered without them. */
+    redislockp_follow_init(&fw, -1, 0, 0, redislockp_now_ms());
     for (;;) {
         struct timeval old;
-        int st, changed = 0, busy = 0;
-        redislockp_next next;
+        int st, changed = 0;
 
         leg_clear(leg);
-        leg->asking = fw.asking;
-        if (plain && scripted && !redislockp_fanout_plain_can(f, leg->msg)) {
-            /* Counted mode, fencing: scripts or nothing.  Refused by
-             * the client's choice; after a server's refusal, asked for
-             * all the same (the refusal, or the rights back, tell). */
-            if (plain == 2) {
-                leg->st = REDISLOCK_ERR_INVALID;
-                break;
-            }
-            plain = fw.plain = 0;
-        }
-        /* A connection. */
-        if (cl == NULL) {
-            leg->c = t->ctx;
-            leg->borrowed = 1;
-            st = redislockp_tx_ready(leg->c, leg->msg);
-            if (st != REDISLOCK_OK)
-                leg->c = NULL;
-        } else {
+        leg->c = t->ctx;
+        leg->borrowed = 1;
+        st = redislockp_tx_ready(leg->c, leg->msg);
+        if (st != REDISLOCK_OK) {
             leg->c = NULL;
-            leg->node = (size_t)fw.node;
-            st = fw.node >= 0 ? REDISLOCK_OK
-                              : redislockp_route(cl, t->slot, &leg->node,
-                                                 leg->msg);
-            if (st == REDISLOCK_OK) {
-                leg->c = redislockp_pool_get(cl, leg->node,
-                                             left_of(t, start), t->urgent,
-                                             leg->msg, &st);
-                busy = leg->c == NULL && pool_busy();
-            }
-        }
-        leg->cl = cl;
-        if (leg->c == NULL) {
             leg->st = st;
         } else {
             /* Send, and read the replies within the connection's command
              * timeout: raised for a reply that is slow on purpose (a
-             * BLPOP's wait, an acknowledgement's), lowered to T's
-             * limit. */
+             * BLPOP's wait, an acknowledgement's). */
             if (t->reply_ms > 0)
                 changed = redislockp_tx_raise_timeout(leg->c, t->reply_ms,
                                                       &old);
-            else if (t->limit_ms > 0)
-                changed = redislockp_tx_lower_timeout(leg->c,
-                                                      left_of(t, start),
-                                                      &old);
             /* With a trailer (WAIT), EVAL with the text: a NOSCRIPT
              * answer would have run the trailer before the calls ran. */
-            if (plain && scripted) {
+            if (plain) {
                 leg_plain(leg, f);
             } else {
                 leg_send(leg, f, f->trailer != NULL && scripted);
@@ -962,26 +591,15 @@ int redislockp_exec_one(const redislockp_target *t, const redislockp_fanout *f,
             any_sent |= leg->sent;
             redislockp_leg_lost(leg);
             if (leg->st == REDISLOCK_OK)
-                redislockp_classify(leg->reply[0], cluster, sentinel, res);
+                redislockp_classify(leg->reply[0], 0, 0, res);
         }
-        next = redislockp_follow_next(&fw, cl, f, leg, res, busy);
-        if (leg->c != NULL && !leg->borrowed)
-            redislockp_conn_back(cl, leg->node, leg->c,
-                                 leg->st != REDISLOCK_OK &&
-                                         leg->st != REDISLOCK_ERR_SERVER
-                                     ? leg->st
-                                 : fw.close ? REDISLOCK_ERR_IO
-                                            : REDISLOCK_OK);
         leg->c = NULL;
-        if (next == REDISLOCKP_NEXT_DONE)
+        if (redislockp_follow_next(&fw, NULL, f, leg, res, 0) !=
+            REDISLOCKP_NEXT_PLAIN)
             break;
-        /* Again: the command did not run (an error reply), or was never
-         * sent. */
-        if (next == REDISLOCKP_NEXT_PLAIN)
-            plain = 1;
+        /* Again without scripts: the error reply ran nothing. */
+        plain = 1;
         any_sent = 0;
-        if (next == REDISLOCKP_NEXT_LATER)
-            redislockp_sleep_ms(fw.at - redislockp_now_ms());
     }
     leg->sent = any_sent;
     leg->done = 1;

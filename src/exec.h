@@ -144,53 +144,12 @@ typedef struct redislockp_fanout {
     void *arg;
 } redislockp_fanout;
 
-/*
- * Run F->call, or the F->ncalls F->calls as one pipeline (with F->trailer
- * after them, in the same write; REPLY[k] gets call k's reply, the
- * trailer's comes last) on every
- * member of the quorum client CL asked by F->mask, for a key of SLOT.
- * LEGS[i] (CL->nsubs of them) gets member i's result; free it with
- * redislockp_legs_end().  The operation is decided once the votes for, or
- * against, reach a majority of all members, or (a majority having
- * answered) neither can any more;
- * without votes, once every leg is done.
- * With a trailer or votes, the script goes out as
- * EVAL with its text: a script cache miss never runs the trailer twice,
- * and a leg cut before its NOSCRIPT answer came would never run the
- * script.  With scripts=functions, FCALL, after FUNCTION LOAD in the same
- * write to a master not known to have the library; a leg answered
- * "Function not found" (the library flushed since) loads it and calls
- * again, and is never cut while it does.  Returns how many legs answered
- * (every reply read).
- */
-size_t redislockp_exec_fanout(redislock_client *cl, unsigned slot,
-                              const redislockp_fanout *f,
-                              redislockp_leg *legs);
-
-/*
- * Where redislockp_exec_one() runs: a client's node (CL, the node of
- * SLOT, or NODE if >= 0) or the caller's context CTX (CL NULL).  FOLLOW:
- * follow Cluster redirections (MOVED, ASK: at most
- * REDISLOCKP_MAX_REDIRECTS) and wait out TRYAGAIN and the like, and
- * Sentinel failovers, within the command timeout from the start;
- * without it a redirection or a demoted master is only noted (the slot
- * map, the route put in doubt) and returned.
- */
+/* Where redislockp_exec_one() runs: the caller's context CTX (a handle
+ * on a borrowed connection).  REPLY_MS > 0: the replies may take this
+ * long (BLPOP, WAIT), if the command timeout is shorter. */
 typedef struct redislockp_target {
-    redislock_client *cl;
     redisContext *ctx;
-    unsigned slot;
-    long node;
-    int follow;
-    long long reply_ms;         /* > 0: the replies may take this long
-                                 * (BLPOP, WAIT), if the command timeout
-                                 * is shorter */
-    long long limit_ms;         /* > 0: the whole run within this from
-                                 * its start - the wait for a pooled
-                                 * connection, a connect, the replies (a
-                                 * lease that must not be waited past) */
-    int urgent;                 /* first in the queue for a connection
-                                 * (the watchdog's renewals) */
+    long long reply_ms;
 } redislockp_target;
 
 /*

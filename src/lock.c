@@ -577,28 +577,6 @@ int redislockp_quorum_finish(redislock *lock, redislockp_qrun *qr,
     return st;
 }
 
-/* A run on every master of a quorum, through the executor. */
-static int quorum_op(redislock *lock, const redislockp_call *call,
-                     int mutating, redislockp_parse_fn parse, void *out,
-                     int with_ack)
-{
-    redislockp_leg legs[REDISLOCKP_QUORUM_MAX];
-    redislockp_qrun qr;
-    int st;
-
-    st = redislockp_quorum_prepare(lock, call, parse, out, with_ack, &qr);
-    if (st != REDISLOCK_OK)
-        return st;
-    (void)redislockp_exec_fanout(lock->client, lock->slot, &qr.f, legs);
-    st = redislockp_quorum_finish(lock, &qr, mutating, parse, out, legs);
-    if (qr.nundo > 0) {
-        redislockp_quorum_undo_prepare(lock, &qr);
-        (void)redislockp_exec_fanout(lock->client, lock->slot, &qr.f, legs);
-        redislockp_quorum_undo_finish(lock, &qr, legs);
-    }
-    return st;
-}
-
 /* Extra read time, beyond the acknowledgement timeout, for its reply. */
 #define ACK_SLACK_MS 1000
 
@@ -611,32 +589,6 @@ static int ack_trailer(const redislock *lock, redislockp_trailer *tr,
     redislockp_ack a = redislockp_ack_of(lock);
 
     return redislockp_ack_trailer(&a, 0, tr, num);
-}
-
-/* Run CALL for LOCK through the executor (its borrowed connection, or a
- * quorum's members) and read the reply with PARSE into OUT; with ACK not
- * NULL the handle's acknowledgement command (if it asks for one) after
- * the script, in the same write: *ACK gets its reply (freed by the
- * caller, redislockp_val_free()) when the script's was read.  When the
- * outcome of a MUTATING call is unknown (sent, no reply of ours read)
- * the owner ID turns stale (see id_stale). */
-static int op_run_ack(redislock *lock, const redislockp_call *call,
-                      int mutating, redislockp_parse_fn parse, void *out,
-                      redislockp_val **ack);
-static int op_run_one(redislock *lock, const redislockp_call *call,
-                      int mutating, redislockp_parse_fn parse, void *out,
-                      redislockp_val **ack);
-
-static int op_run_ack(redislock *lock, const redislockp_call *call,
-                      int mutating, redislockp_parse_fn parse, void *out,
-                      redislockp_val **ack)
-{
-    if (lock->quorum) {
-        if (ack != NULL)
-            *ack = NULL;
-        return quorum_op(lock, call, mutating, parse, out, ack != NULL);
-    }
-    return op_run_one(lock, call, mutating, parse, out, ack);
 }
 
 /* A PING op's run: the command alone. */
@@ -717,12 +669,16 @@ int redislockp_run_finish(redislock *lock, const redislockp_run *run,
     return st;
 }
 
-/* op_run_ack() on one server (or Sentinel's master, or a Cluster's),
- * through the executor, which follows redirections and waits out
- * failovers. */
-static int op_run_one(redislock *lock, const redislockp_call *call,
-                      int mutating, redislockp_parse_fn parse, void *out,
-                      redislockp_val **ack)
+/* Run CALL for LOCK through the executor, on its borrowed connection,
+ * and read the reply with PARSE into OUT; with ACK not NULL the handle's
+ * acknowledgement command (if it asks for one) after the script, in the
+ * same write: *ACK gets its reply (freed by the caller,
+ * redislockp_val_free()) when the script's was read.  When the outcome
+ * of a MUTATING call is unknown (sent, no reply of ours read) the owner
+ * ID turns stale (see id_stale). */
+static int op_run(redislock *lock, const redislockp_call *call,
+                  int mutating, redislockp_parse_fn parse, void *out,
+                  redislockp_val **ack)
 {
     redislockp_target t;
     redislockp_leg leg;
@@ -735,13 +691,8 @@ static int op_run_one(redislock *lock, const redislockp_call *call,
     st = redislockp_run_prepare(lock, call, ack != NULL, &run);
     if (st != REDISLOCK_OK)
         return st;
-    memset(&t, 0, sizeof t);
-    t.reply_ms = run.reply_ms;
-    t.cl = lock->client;
     t.ctx = lock->ctx;
-    t.slot = lock->slot;
-    t.node = -1;
-    t.follow = 1;
+    t.reply_ms = run.reply_ms;
     st = redislockp_exec_one(&t, &run.f, &leg, &res);
     return redislockp_run_finish(lock, &run, mutating, parse, out, ack, &leg,
                                  &res, st);
@@ -1839,15 +1790,14 @@ void *redislockp_op_out(redislockp_op *op)
 }
 
 /* OP's steps until its end, here, each call through the executor: the
- * blocking calls of a handle on a borrowed connection (no client), or
- * of a quorum a machine cannot route (blocking.c). */
+ * blocking calls of a handle on a borrowed connection (no client:
+ * blocking.c). */
 int redislockp_drive_here(redislockp_op *op)
 {
     while (redislockp_op_next(op))
-        op->st = op_run_ack(op->lock, &op->call,
-                            redislockp_op_mutating(op),
-                            redislockp_op_parser(op), redislockp_op_out(op),
-                            op->with_ack ? &op->ack : NULL);
+        op->st = op_run(op->lock, &op->call, redislockp_op_mutating(op),
+                        redislockp_op_parser(op), redislockp_op_out(op),
+                        op->with_ack ? &op->ack : NULL);
     return op->result;
 }
 

@@ -124,8 +124,9 @@ struct redislock {
     long long max_hold_ms;             /* 0: no cap */
     long long heartbeat_ms;            /* 0: no gating */
     /* ---- */
-    int renewing;                      /* in the client's registry */
-    int renew_busy;                    /* the watchdog is working on it */
+    int renewing;                      /* auto-renewed (on_loop or on_own) */
+    int renew_busy;                    /* a renewal of it is on the wire
+                                        * (the client's own machine) */
     int renew_stopping;                /* renew_stop() waits: no new round */
     int lost;                          /* 0, or why it was lost
                                         * (REDISLOCK_LOST_*), until the next
@@ -148,15 +149,9 @@ struct redislock {
     int renew_refused;                 /* ... or was answered with an
                                         * error: its words */
     char renew_words[REDISLOCKP_BRIEF_SIZE];
-    char renew_said[REDISLOCKP_BRIEF_SIZE];     /* the words of the
-                                        * round under way (its thread's
-                                        * own while renew_busy) */
-    int renew_doubt;                   /* ... and whether its renewal
-                                        * may still arrive */
     int lost_pipe[2];                  /* readable once lost; -1 unused */
-    struct redislock *renew_next;
     int renew_on_loop;                 /* renewed by the client's event
-                                        * loop, not its watchdog thread */
+                                        * loop */
     int renew_on_own;                  /* ...by the client's own machine
                                         * (drive.c) */
     struct redislockp_aop *renew_aop;  /* ...as this (async.c) */
@@ -264,12 +259,11 @@ void redislockp_call_permissions(redislockp_call *call, const redislock *lock,
 /* calls.c: LOCK's acknowledgement settings; the command (WAIT, or
  * WAITAOF) that asks for A into *TR, with TIMEOUT_MS (<= 0: A's), its
  * numbers kept in NUM (0 when A asks for none); whether WAIT's (WAITAOF's)
- * reply V acknowledges enough for A; whether A and B ask for the same. */
+ * reply V acknowledges enough for A. */
 redislockp_ack redislockp_ack_of(const redislock *lock);
 int redislockp_ack_trailer(const redislockp_ack *a, long long timeout_ms,
                            redislockp_trailer *tr, char num[3][24]);
 int redislockp_ack_enough(const redislockp_ack *a, const redislockp_val *v);
-int redislockp_ack_same(const redislockp_ack *a, const redislockp_ack *b);
 
 /* Where a message naming a Redis ACL right sends its reader: an installed
  * man page (man/redislock-acl.7), found by man(1) whatever the prefix or

@@ -4,13 +4,13 @@
  * A redis-sentinel:// client knows sentinels, not the master.  At the
  * first operation, and again whenever the master is in doubt (a failed
  * connection, a READONLY reply, a connection whose ROLE is not master),
- * it asks the sentinels in turn, starting with the last one that
- * answered, for SENTINEL GET-MASTER-ADDR-BY-NAME; at most once per
- * REDISLOCKP_MAP_REFRESH_MS however many threads ask.  The master is a
- * node of the client's node table (cluster.c), with its own pool and
- * backoff; a master that is replaced is marked gone and its idle
- * connections closed.  A sentinel's answer can be stale, so every new
- * connection to the master checks ROLE first (connect.c).
+ * a machine (async.c) asks the sentinels in turn, starting with the last
+ * one that answered, for SENTINEL GET-MASTER-ADDR-BY-NAME, and adopts
+ * the answer here.  The master is a node of the client's node table
+ * (cluster.c), with its own backoff; a master that is replaced is marked
+ * gone.  A sentinel's answer can be stale, so every new connection to
+ * the master checks ROLE first (connect.c).  (cli/check.c asks a
+ * sentinel with redislockp_sentinel_ask().)
  */
 #include "config.h"
 
@@ -94,7 +94,6 @@ long redislockp_sentinel_adopt_locked(redislock_client *cl, long node,
     cl->nodes[node].gone = 0;
     cl->nodes[node].failures = 0;       /* named: no backoff from before */
     cl->sentinel_first = from;
-    cl->map_at = redislockp_now_ms();
     cl->map_stale = 0;
     return old;
 }
@@ -142,122 +141,3 @@ int redislockp_sentinel_none(const redislock_client *cl, int st,
                               "master for '%.100s'; the last: %.300s",
                               cl->url.nseeds, cl->url.master_name, last);
 }
-
-/* Is HOST:PORT, which sentinel U named, the master?  Connect with the
- * master's settings (M), ROLE checked with AUTH and SELECT: the
- * connection, or NULL with ERRMSG. */
-static redisContext *verify(const redislockp_url *m, const char *host,
-                            int port, char *errmsg, int *st)
-{
-    redislockp_url u = *m;
-
-    u.host = (char *)(uintptr_t)host;   /* only read */
-    u.port = port;
-    u.unix_socket = 0;
-    u.role_check = 1;
-    return redislockp_connect(&u, errmsg, st);
-}
-
-int redislockp_sentinel_discover(redislock_client *cl, int force,
-                                 char *errmsg)
-{
-    redisContext *drop[REDISLOCKP_POOL_IDLE], *conn = NULL;
-    redislockp_url *cand, master;
-    char host[256];
-    size_t i, n, first, ndrop = 0, answered = 0;
-    long long now = redislockp_now_ms();
-    long node = -1;
-    int st = REDISLOCK_ERR_IO, port = 0;
-
-    pthread_mutex_lock(&cl->mu);
-    if (cl->map_busy ||
-        (!force && now - cl->map_at < REDISLOCKP_MAP_REFRESH_MS)) {
-        pthread_mutex_unlock(&cl->mu);
-        return REDISLOCK_OK;            /* another thread does it, or did */
-    }
-    cl->map_busy = 1;
-    cl->map_at = now;
-    cl->map_stale = 0;
-    n = cl->url.nseeds;
-    first = cl->sentinel_first;
-    /* The sentinels, starting with the one that answered last. */
-    cand = redislockp_calloc(n, sizeof *cand);
-    for (i = 0; cand != NULL && i < n; i++)
-        cand[i] = redislockp_sentinel_url(&cl->url, (first + i) % n);
-    master = cl->url;
-    pthread_mutex_unlock(&cl->mu);
-
-    if (cand == NULL)
-        st = redislockp_tx_fail(errmsg, REDISLOCK_ERR_NOMEM,
-                                "out of memory asking the sentinels");
-    /* A sentinel's answer can be out of date (it has not seen the
-     * failover yet, or is cut off): the master it names must say so
-     * itself (ROLE) before we use it, else the next sentinel is asked.
-     * The connection that checked goes to the pool. */
-    for (i = 0; cand != NULL && i < n; i++) {
-        st = redislockp_sentinel_ask(&cand[i], cl->url.master_name, host,
-                                     sizeof host, &port, errmsg);
-        if (st == REDISLOCK_OK) {
-            char why[REDISLOCKP_ERRMSG_SIZE];
-
-            conn = verify(&master, host, port, why, &st);
-            /* The master it named, checked: still the sentinels' stage
-             * (its words say which step failed there). */
-            if (conn == NULL)
-                redislockp_err_stage(REDISLOCK_STAGE_SENTINEL);
-            if (conn == NULL && st != REDISLOCK_ERR_NOMEM)
-                redislockp_tx_fail(errmsg, st, "sentinel %.200s:%d named "
-                                   "%.200s:%d: %.300s", cand[i].host,
-                                   cand[i].port, host, port, why);
-            else if (conn == NULL)
-                memcpy(errmsg, why, sizeof why);
-        }
-        if (st == REDISLOCK_OK || st == REDISLOCK_ERR_NOMEM)
-            break;
-    }
-    answered = i;
-    if (st == REDISLOCK_OK) {
-        node = redislockp_node_named(cl, host, port);
-        if (node < 0)
-            st = redislockp_tx_fail(errmsg, REDISLOCK_ERR_NOMEM,
-                                    "out of memory asking the sentinels");
-    } else {
-        (void)redislockp_sentinel_none(cl, st, errmsg);
-    }
-
-    pthread_mutex_lock(&cl->mu);
-    if (st == REDISLOCK_OK) {
-        long was = redislockp_sentinel_adopt_locked(cl, node,
-                                                    (first + answered) % n);
-
-        if (was > 0) {
-            /* A failover: the old master's idle connections go. */
-            redislockp_node *old = &cl->nodes[was];
-
-            while (old->nidle > 0)
-                drop[ndrop++] = old->idle[--old->nidle];
-            redislockp_pool_forget(cl, (size_t)was, ndrop);
-        }
-        if (redislockp_pool_adopt(cl, node) == 0) {
-            cl->nodes[node].idle_at[cl->nodes[node].nidle] =
-                redislockp_now_ms();
-            cl->nodes[node].idle[cl->nodes[node].nidle++] = conn;
-            conn = NULL;
-        }
-    } else if (cl->master == 0) {
-        cl->map_stale = 1;              /* ask again next time */
-    }
-    /* (With a master known, a failed asking leaves it in use: the next
-     * failure on it asks again, no sooner than the rate limit, counted
-     * from now - asking sentinels that do not answer can take seconds.) */
-    cl->map_at = redislockp_now_ms();
-    cl->map_busy = 0;
-    pthread_mutex_unlock(&cl->mu);
-    for (i = 0; i < ndrop; i++)
-        redisFree(drop[i]);
-    if (conn != NULL)
-        redisFree(conn);
-    redislockp_free(cand);
-    return st;
-}
-

@@ -453,12 +453,6 @@ void redislockp_tx_restore_timeout(redisContext *c, const struct timeval *old)
         (void)setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, old, sizeof *old);
 }
 
-int redislockp_tx_lower_timeout(redisContext *c, long long max_ms,
-                                struct timeval *old)
-{
-    return bound_timeout(c, max_ms, 0, old);
-}
-
 /* ------------------------------------------------------------------------
  * Limits on what a reply may declare
  */
@@ -739,11 +733,6 @@ static int plain_socket(const redisContext *c)
 #endif
     return c->connection_type == REDIS_CONN_TCP ||
            c->connection_type == REDIS_CONN_UNIX;
-}
-
-int redislockp_tx_wrapped(const redisContext *c)
-{
-    return !plain_socket(c);
 }
 
 static int send_plain(redisContext *c, const redislockp_cmd *cmd,

@@ -266,17 +266,6 @@ void redislockp_tx_restore_timeout(redisContext *c, const struct timeval *old);
 /* Cap the array replies C's reader accepts (REDISLOCKP_MAX_ELEMENTS). */
 void redislockp_tx_limit_replies(redisContext *c);
 
-/* Lower C's receive timeout to MAX_MS if it is longer (or none is set),
- * for a wait that must not outlast something (a lease); *OLD keeps the
- * old one.  1 if lowered (restore it with redislockp_tx_restore_timeout()). */
-int redislockp_tx_lower_timeout(redisContext *c, long long max_ms,
-                                struct timeval *old);
-
-/* Does hiredis run C's connection itself (TLS)?  Then a read after poll()
- * said readable may still wait for the rest of a TLS record, up to the
- * receive timeout: the fan-out lowers it to what is left of its wait. */
-int redislockp_tx_wrapped(const redisContext *c);
-
 /* Does the context hold commands not yet written (redisAppendCommand)? */
 int redislockp_tx_pending_output(const redisContext *c);
 

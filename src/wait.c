@@ -53,106 +53,11 @@
 /* How late Redis may time a BLPOP out: one tick at the default hz 10. */
 #define TICK_MS 110
 
-static int block_on(redislock *lock, redislock_client *cl, long node,
-                    long long wait_ms, bool *woken, int *sent);
-
-/*
- * A quorum's waiters register on every master (their tries go to all),
- * and a release wakes one waiter on every master where it finds some.
- * They all block on the same master - the first, in the client's order,
- * that a connection can be had to - so that one release wakes one of
- * them; the wake-ups pushed on the other masters lapse (2 s) unread.
- * With no master reachable, a jittered pause (a tenth of WAIT_MS to all
- * of it) stands in.  A failed BLPOP is "not woken": the next try tells.
- */
-static int quorum_block(redislock *lock, long long wait_ms, bool *woken)
-{
-    redislock_client *cl = lock->client;
-    long long lo = wait_ms / 10 > 0 ? wait_ms / 10 : 1;
-    size_t i;
-    char msg[REDISLOCKP_ERRMSG_SIZE];
-    int st, connected;
-
-    for (i = 0; i < cl->nsubs; i++) {
-        redislock_client *sub = cl->subs[i];
-        size_t bnode;
-
-        if (redislockp_route(sub, lock->slot, &bnode, msg) != REDISLOCK_OK)
-            continue;
-        if (!redislockp_block_begin(sub, bnode))
-            break;              /* its connections are the releases' */
-        st = block_on(lock, sub, (long)bnode, wait_ms, woken, &connected);
-        redislockp_block_end(sub, bnode);
-        if (st != REDISLOCK_OK && !connected) {
-            /* No connection to this master: the next one. */
-            redislockp_clear_error(lock);
-            continue;
-        }
-        if (st != REDISLOCK_OK) {
-            *woken = false;
-            redislockp_clear_error(lock);
-            redislockp_sleep_ms(lo);
-        }
-        return REDISLOCK_OK;
-    }
-    redislockp_sleep_ms(lo + (long long)randombytes_uniform(
-                                 (uint32_t)(wait_ms - lo + 1)));
-    return REDISLOCK_OK;
-}
-
-/* Block up to WAIT_MS for a wake-up; *WOKEN tells whether one came. */
+/* Block up to WAIT_MS for a wake-up: one BLPOP on the wake-up list, on
+ * the handle's borrowed connection, through the executor; *WOKEN tells
+ * whether one came.  An error reply about the route (a demoted master,
+ * a cluster's) is "not woken": the next try tells. */
 static int block(redislock *lock, long long wait_ms, bool *woken)
-{
-    size_t node = 0;
-    int st, counted_block = 0, sent;
-
-    *woken = false;
-    if (lock->quorum)
-        return quorum_block(lock, wait_ms, woken);
-    if (!lock->companions_ok && lock->cluster)
-        return redislockp_fail(lock, REDISLOCK_ERR_INVALID, /* LCOV_EXCL_LINE: the tries fail first */
-                               "the wake-up list cannot share the key's "
-                               "Cluster slot");
-    if (lock->client != NULL &&
-        redislockp_route(lock->client, lock->slot, &node, lock->errmsg) ==
-            REDISLOCK_OK) {
-        if (!redislockp_block_begin(lock->client, node)) {
-            /* The client's other waiters hold all but one connection to
-             * the node in BLPOPs: that one is kept for the releases that
-             * would wake them, and this waiter polls (its next try comes
-             * after this pause, as after a BLPOP that timed out). */
-            redislockp_clear_error(lock);
-            redislockp_sleep_ms(wait_ms);
-            return REDISLOCK_OK;
-        }
-        counted_block = 1;
-    }
-    st = block_on(lock, lock->client, counted_block ? (long)node : -1,
-                  wait_ms, woken, &sent);
-    if (counted_block)
-        redislockp_block_end(lock->client, node);
-    if (st == REDISLOCK_ERR_IO && lock->client != NULL &&
-        lock->client->sentinel) {
-        /* A failover under way (the master gone, or demoted and dropping
-         * its clients): not woken; the next try, which waits a failover
-         * out within its timeout, tells.  A wake-up this BLPOP may have
-         * taken costs its waiter one poll interval. */
-        redislockp_route_stale(lock->client);
-        redislockp_clear_error(lock);
-        *woken = false;
-        redislockp_sleep_ms(wait_ms < 50 ? wait_ms : 50);
-        return REDISLOCK_OK;
-    }
-    return st;
-}
-
-/* One BLPOP on the wake-up list, on node NODE of CL (-1: the lock key's
- * node; CL NULL: the handle's borrowed context), through the executor.
- * A redirection or a demoted master is "not woken" (the executor noted
- * it: the next try goes to the right node).  *SENT: the BLPOP may have
- * left. */
-static int block_on(redislock *lock, redislock_client *cl, long node,
-                    long long wait_ms, bool *woken, int *sent)
 {
     char secs[32];
     redislockp_trailer blpop;
@@ -175,15 +80,10 @@ static int block_on(redislock *lock, redislock_client *cl, long node,
                                         wait_ms / 1000, wait_ms % 1000);
     blpop.argv[2] = secs;
     memset(&f, 0, sizeof f);
-    memset(&t, 0, sizeof t);
     f.trailer = &blpop;
-    t.cl = cl;
-    t.ctx = cl != NULL ? NULL : lock->ctx;
-    t.slot = lock->slot;
-    t.node = node;
+    t.ctx = lock->ctx;
     t.reply_ms = wait_ms + READ_SLACK_MS;
     st = redislockp_exec_one(&t, &f, &leg, &res);
-    *sent = leg.sent;
     r = leg.reply[0];
     switch (res.kind) {
     case REDISLOCKP_VALUE:
@@ -202,9 +102,7 @@ static int block_on(redislock *lock, redislock_client *cl, long node,
     case REDISLOCKP_ASK:                /* mid-migration */
     case REDISLOCKP_RETRY:              /* a cluster hiccup */
     case REDISLOCKP_MOVED:              /* the list moved with the slot */
-        /* (The executor noted what it says about the route.) */
-        /* Not woken: the next try (which follows redirections and
-         * failovers) tells. */
+        /* Not woken: the next try tells. */
         st = REDISLOCK_OK;
         break;
     default:
@@ -235,9 +133,9 @@ static int end_wait(redislock *lock, redislockp_waiting *w, int st,
     return redislockp_wait_ended(lock, w, left);
 }
 
-/* redislock_acquire_wait() (blocking.c) on a borrowed connection, or
- * a quorum a machine cannot route: the tries through the executor, here,
- * the call checked and a pending loss reported. */
+/* redislock_acquire_wait() (blocking.c) on a borrowed connection: the
+ * tries through the executor, here, the call checked and a pending loss
+ * reported. */
 int redislockp_wait_here(redislock *lock, long long timeout_ms,
                          bool *acquired)
 {

@@ -106,8 +106,8 @@ static void test_attach_arguments(void **state)
     assert_int_equal(redislock_client_on_timer(cl), REDISLOCK_OK);
     redislock_client_free(cl);
     /* A Sentinel client attaches (t_sentinel runs it); so does a quorum
-     * of single servers (t_quorum, and test_quorum below), not one with
-     * a Sentinel (or Cluster) master: refused, said in the header. */
+     * of single servers (t_quorum, and test_quorum below) and one with a
+     * Sentinel member (t_sentinel). */
     snprintf(url, sizeof url, "redis-sentinel://127.0.0.1:%s/mymaster",
              getenv("REDISLOCK_TEST_PORT"));
     assert_int_equal(redislock_client_open(url, &sentinel, NULL, 0),
@@ -127,11 +127,11 @@ static void test_attach_arguments(void **state)
         assert_int_equal(redislock_client_attach(quorum, &ok, NULL),
                          REDISLOCK_OK);
         redislock_client_free(quorum);
-        urls[2] = url;                  /* the Sentinel one */
+        urls[2] = url;                  /* a Sentinel member: routed */
         assert_int_equal(redislock_client_open_quorum(urls, 3, &quorum, NULL,
                                                       0), REDISLOCK_OK);
         assert_int_equal(redislock_client_attach(quorum, &ok, NULL),
-                         REDISLOCK_ERR_INVALID);
+                         REDISLOCK_OK);
         redislock_client_free(quorum);
     }
 }
@@ -1640,9 +1640,9 @@ static void test_loop_backs_off_reconnects(void **state)
     assert_true(loop >= 2 && loop <= 10);
 }
 
-/* A handle the blocking API acquired is renewed by the watchdog thread;
- * released through the loop while a round of the watchdog's is on the
- * wire for it, the release's steps wait for that round on the loop's
+/* A handle the blocking API acquired is renewed on the client's own
+ * machine; released through the loop while a renewal of it is on the
+ * wire there, the release's steps wait for that round on the loop's
  * timer, never on a condition variable (it waited up to the round's
  * timeout inside redislock_release_async()). */
 static void test_release_async_during_a_watchdog_round(void **state)

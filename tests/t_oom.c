@@ -127,8 +127,9 @@ static void test_big_command_without_memory(void **state)
     redislock_free(lock);
 }
 
-/* The watchdog thread cannot be created: the holding is reported lost at
- * once, and why (not "the key is no longer ours"). */
+/* The client's own thread (its machine renews the blocking calls'
+ * holdings) cannot be created: the holding is reported lost at once, and
+ * why (not "the key is no longer ours"). */
 static void test_watchdog_that_cannot_start(void **state)
 {
     char url[128], key[64];

@@ -836,8 +836,8 @@ static void test_renewals_acknowledged(void **state)
     redisFree(c);
 }
 
-/* A handle the blocking API acquired is renewed by the watchdog thread;
- * released on an event loop, the loop's step waits out a round under way
+/* A handle the blocking API acquired is renewed on the client's own
+ * machine; released on an event loop, the loop's step waits out a round under way
  * without blocking (it tries again on a timer).  Rounds back to back -
  * each waits its whole acknowledgement timeout on a master that has no
  * replica - used to win every such try, and the release never ran; now
@@ -938,7 +938,7 @@ typedef struct watched {
     int lost_why;               /* redislock_lost_reason() there */
 } watched;
 
-/* On the watchdog thread, while the test thread may be reading. */
+/* On the client's own thread, while the test thread may be reading. */
 static void on_lost(redislock *lock, void *arg)
 {
     watched *w = arg;
