@@ -1,6 +1,5 @@
 /*
- * aconn.c - one connection that never blocks, for an event loop
- * (aconn.h).
+ * aconn.c - one connection that never blocks, for a machine (aconn.h).
  */
 #include "config.h"
 

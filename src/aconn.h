@@ -1,7 +1,8 @@
 /*
- * aconn.h - private: one connection that never blocks, for an event
- * loop (the groundwork of the non-blocking API; no public call uses it
- * yet).
+ * aconn.h - private: one connection that never blocks, for a machine
+ * (async.c): every connection a client's operations use, on an event
+ * loop or for the blocking calls (drive.c, whose driver may have its
+ * socket's reads block: redislockp_socket_blocking()).
  *
  * Requests are queued in order on one connection and pipelined: each is
  * written at once (or as the socket takes it), and the replies, which

@@ -3,11 +3,12 @@
  * (redislock.h, "Event loops").
  *
  * An operation (acquire, extend, release) is lock.c's steps (op.h): each
- * step's call is prepared and finished by lock.c as in the blocking API,
- * and in between it goes out here, as a request on the server's one
- * non-blocking connection (aconn.c) shared by every operation in flight,
- * instead of through the blocking executor.  A call answered NOSCRIPT or
- * "Function not found" goes again (exec.c's leg functions decide how).
+ * step's call is prepared and finished by lock.c, and in between it goes
+ * out here, as a request on the server's one non-blocking connection
+ * (aconn.c) shared by every operation in flight.  The same machine runs
+ * an attached loop's operations and, driven by poll() (drive.c), every
+ * blocking call of a client.  A call answered NOSCRIPT or "Function not
+ * found" goes again (exec.c's leg functions decide how).
  *
  * Callbacks: an operation that ends is marked, and its callback called
  * at the end of the loop's entry (on_fd, on_timer) that ended it, after
@@ -56,24 +57,25 @@ typedef struct lconn {
  * Cluster one more that reads the slot map (map), and the waiters'
  * blockers (below). */
 
-/* Waiters (redislock_acquire_wait_async()).  A waiter runs wait.c's
- * rules as steps: a try (a waiter's, which registers it, or a woken
- * one's), then, refused, a pause until its next try - its poll interval,
- * or sooner when the holder's lease ends - during which a wake-up may
- * come.  Its wake-ups come through a blocker: one more connection per
- * server (per slot in a Cluster, where one command's keys share a slot)
- * on which ONE BLPOP waits on the wake-up lists of all the client's
- * waiters there at once.  A wake-up popped from a list goes to the
- * oldest waiter on that list that has none yet, which tries at once as a
- * woken waiter (its turn).  So a thousand waiters cost one connection,
- * not a thousand, and each release still wakes one waiter:
+/* Waiters (redislock_acquire_wait_async()).  A waiter runs engine.c's
+ * rules (redislockp_wait_next()) as steps: a try (a waiter's, which
+ * registers it, or a woken one's), then, refused, a pause until its next
+ * try - its poll interval, or sooner when the holder's lease ends -
+ * during which a wake-up may come.  Its wake-ups come through a blocker:
+ * one more connection per server (per slot in a Cluster, where one
+ * command's keys share a slot) on which ONE BLPOP waits on the wake-up
+ * lists of all the client's waiters there at once.  A wake-up popped
+ * from a list goes to the oldest waiter on that list that has none yet,
+ * which tries at once as a woken waiter (its turn).  So a thousand
+ * waiters cost one connection, not a thousand, and each release still
+ * wakes one waiter:
  * - no wake-up lost for want of a BLPOP: one pushed before the BLPOP
  *   names its list stays in the list (see lib.lua's wake_next) until the
  *   next BLPOP, which the blocker sends at once after each reply; BLPOPs
  *   are short (BLOCK_MS), so a list joins within one of them; the lists
  *   served least recently come first in it, so none starves.  (One
- *   popped by a BLPOP whose connection then dies is lost, as in wait.c:
- *   its waiters wait out the turn, 1 s, and their next poll);
+ *   popped by a BLPOP whose connection then dies is lost: its waiters
+ *   wait out the turn, 1 s, and their next poll);
  * - one waiter per wake-up: BLPOP pops one element for one client, and
  *   the blocker hands it to one waiter; a wake-up for a list none of
  *   whose waiters can use it (they left, or all have one) is passed on
@@ -85,12 +87,11 @@ typedef struct lconn {
  * - registrations lapse as before: each waiter tries at its own poll
  *   interval, which renews its registration.
  * More blockers than MAX_BLOCKERS are not opened (an idle one serves
- * another slot): waiters beyond them poll (as a blocking waiter does
- * when the pool is taken).  A blocker whose BLPOP fails rests QUIET_MS;
- * its waiters poll meanwhile.  An error reply about the command or a
- * list (NOPERM, WRONGTYPE) to a BLPOP that names several lists makes
- * the blocker name them one at a time until it finds the list: only
- * that list's waiters poll from then on (refused: for good, as wait.c's;
+ * another slot): waiters beyond them poll.  A blocker whose BLPOP fails
+ * rests QUIET_MS; its waiters poll meanwhile.  An error reply about the
+ * command or a list (NOPERM, WRONGTYPE) to a BLPOP that names several
+ * lists makes the blocker name them one at a time until it finds the
+ * list: only that list's waiters poll from then on (refused: for good;
  * else for this wait). */
 #define MAX_BLOCKERS 8
 /* Without scripts (scripts=none, or a server that refuses them to the
@@ -182,7 +183,7 @@ struct redislockp_loop_state {
                                  * connections' sockets block on reads
                                  * (redislockp_machine_read_due()) */
     int own;                    /* the client's own machine (drive.c): its
-                                 * renewals keep the watchdog's busy flag
+                                 * renewals keep the handle's renew_busy
                                  * for the other threads' calls */
     /* A quorum's Sentinel members: each one's route (below, "A quorum
      * client") - a machine of its own that asks its sentinels and holds
@@ -231,7 +232,7 @@ struct redislockp_aop {
     redislockp_leg leg;
     redislockp_res res;
     size_t node;                /* where its leg goes */
-    redislockp_follow fw;       /* what follows its leg (exec.c): the
+    redislockp_follow fw;       /* what follows its leg (engine.c): the
                                  * ASKING of an ASK, redirections and
                                  * retries counted, until fw.end */
     int parked;                 /* Cluster: waits for the slot map */
@@ -282,8 +283,8 @@ struct redislockp_aop {
     cconn *cc;
     int convq;
     redislockp_aop *convq_next, *convq_prev;
-    /* Its next step waits for the watchdog thread's round on its handle
-     * to end (a timer), never on a condition variable. */
+    /* Its next step waits for a renewal of its handle on the client's
+     * own machine to end (a timer), never on a condition variable. */
     int step_later;
     /* A handle's auto-renewal (renew): no callback, not lock->aop. */
     int renew;
@@ -472,7 +473,7 @@ static void conn_dialed(void *arg, int status, const char *errmsg)
 }
 
 /* Open C (again) to its URL if it is not up - unless its node backs off
- * after failed connects, as the pool's do: then C is broken at once with
+ * after failed connects (pool.c's rule): then C is broken at once with
  * the last failure, and what is sent on it fails, not sent. */
 static void conn_up(redislockp_loop_state *ls, lconn *c)
 {
@@ -759,8 +760,8 @@ static int clamp_int(long long v)
     return v > 2147483647LL ? 2147483647 : (int)v;
 }
 
-/* A query O answered: its results where the caller asked, as the
- * blocking redislock_ttl() / _hold_count() / _inspect() give them. */
+/* A query O answered: its results where the caller asked (a status's
+ * TTL and count only when held; a count past INT_MAX as INT_MAX). */
 static void query_results(redislockp_aop *o)
 {
     const long long *v = o->op.r.v;     /* the status's reply */
@@ -838,8 +839,8 @@ static int send_cmd(redislockp_aop *o, const redislockp_cmd *cmd)
     }
     /* The connection's command timeout (the client's when it was made:
      * redislock_client_set_timeouts() is for connections made from now
-     * on, as the pool's); a reply slow on purpose (an acknowledgement's)
-     * may take longer. */
+     * on); a reply slow on purpose (an acknowledgement's) may take
+     * longer. */
     timeout = c->url.command_ms;
     if (o->run.reply_ms > timeout)
         timeout = o->run.reply_ms;
@@ -886,10 +887,10 @@ static void close_node_conn(redislockp_loop_state *ls, size_t node,
         redislockp_aconn_close(&ls->conns[node]->a, REDISLOCK_ERR_IO, why);
 }
 
-/* O's leg has ended (done): exec.c's judge says what follows (a
- * redirection followed, a retry after a pause, a failover waited out,
- * scripts refused: again without them), else what it says goes to
- * lock.c. */
+/* O's leg has ended (done): redislockp_follow_next() (engine.c) says
+ * what follows (a redirection followed, a retry after a pause, a
+ * failover waited out, scripts refused: again without them), else what
+ * it says goes to lock.c. */
 static void leg_ended(redislockp_aop *o)
 {
     redislock_client *cl = o->cl;
@@ -991,8 +992,8 @@ static void map_done(redislockp_loop_state *ls, int st)
     long master = 0;
 
     if (cl->sentinel) {
-        /* A failed asking leaves a known master in use (as the executor
-         * does): the next failure on it asks again. */
+        /* A failed asking leaves a known master in use: the next failure
+         * on it asks again. */
         pthread_mutex_lock(&cl->mu);
         master = cl->master;
         if (master > 0)
@@ -1069,7 +1070,7 @@ static void on_map(void *arg, int status, redislockp_val **replies, int n,
 static void sentinel_read(redislockp_loop_state *ls);
 
 /* A sentinel's answer to SENTINEL GET-MASTER-ADDR-BY-NAME: the master
- * (its connection checks ROLE when made, as the blocking dial does), or
+ * (its connection checks ROLE when made: connect.c's dial), or
  * the next sentinel; after the last, the parked operations go on (a
  * master known) or fail. */
 static void on_sentinel(void *arg, int status, redislockp_val **replies,
@@ -1108,7 +1109,7 @@ static void on_sentinel(void *arg, int status, redislockp_val **replies,
         sentinel_read(ls);
         if (!ls->map_reading) {
             ls->map_next = 0;
-            /* The last sentinel's status, as the blocking asking's. */
+            /* The last sentinel's status, in sentinel.c's words. */
             map_done(ls, redislockp_sentinel_none(cl, st, ls->map_err));
         }
         return;
@@ -1465,10 +1466,10 @@ static void on_conv(void *arg, int status, redislockp_val **replies, int n,
 }
 
 /* O's conversation goes on: its next step out on its connection (taken,
- * or queued for), or its end to the leg, as the executor's leg_plain().
- * It runs to its end even when the handle goes meanwhile (the record
- * has the call's strings): what it took is then given back by the
- * handle's twin (cleanup_start()). */
+ * or queued for), or its end to the leg (the call's reply, then the
+ * trailer's).  It runs to its end even when the handle goes meanwhile
+ * (the record has the call's strings): what it took is then given back
+ * by the handle's twin (cleanup_start()). */
 static void conv_next(redislockp_aop *o)
 {
     redislockp_leg *leg = &o->leg;
@@ -1570,9 +1571,9 @@ static void send_leg(redislockp_aop *o)
     if ((cl->cluster && !o->fw.asking) || cl->sentinel) {
         unsigned slot = o->lock->slot;
         size_t node;
-        /* The rule (engine.c); this driver reads the map or asks the
+        /* The rule (engine.c); this machine reads the map or asks the
          * sentinels beside its other operations, and parks the legs that
-         * must wait for the answer (another thread's asking too). */
+         * must wait for the answer. */
         redislockp_look look = redislockp_route_look(cl, slot, &node);
 
         /* A Cluster client's ping reads the slot map first: that says
@@ -1625,7 +1626,7 @@ static void send_leg(redislockp_aop *o)
     /* Without scripts: a conversation; but counted mode and fencing are
      * scripts or nothing (refused with scripts=none; after a server's
      * refusal, asked for all the same: the refusal, or the rights back,
-     * tell), as the executor does. */
+     * tell). */
     o->plain = o->run.f.call != NULL ? redislockp_uses_plain(cl) : 0;
     if (o->plain && !redislockp_plain_can(o->run.f.call, o->leg.msg)) {
         if (o->plain == 2) {
@@ -1658,15 +1659,16 @@ static void send_leg(redislockp_aop *o)
 
 /* Run O's steps: the next call goes out (its reply, or the slot map, is
  * waited for), or the operation ends.  Steps of an acquire, a release or
- * an extend may start or stop the handle's renewal, which waits while
- * the watchdog thread's round for it is under way (a handle the blocking
- * API acquired is renewed there).  The loop's thread never waits so: the
- * step holds that thread's rounds off the handle while it runs, or is
- * put off (WATCHDOG_RECHECK_MS) until the round is over. */
+ * an extend may start or stop the handle's renewal, which waits while a
+ * renewal of it is on the wire on the client's own machine (where a
+ * holding a blocking call took is renewed, on that machine's thread).
+ * A machine never waits so: the step holds the renewals off the handle
+ * while it runs, or is put off (WATCHDOG_RECHECK_MS) until the renewal
+ * has its answer. */
 static void step(redislockp_aop *o)
 {
     redislockp_op *op = &o->op;
-    /* (A handle without auto-renewal has no round to wait for: no
+    /* (A handle without auto-renewal has no renewal to wait for: no
      * mutex on the hot path.) */
     int held = (op->kind == REDISLOCKP_OP_ACQUIRE ||
                 op->kind == REDISLOCKP_OP_RELEASE ||
@@ -1718,28 +1720,28 @@ static void step(redislockp_aop *o)
 
 /*
  * A quorum operation's run (Redlock) goes to every master at once, on
- * each master's one connection of the loop (shared by every operation in
- * flight, as a single server's is), with exec.c's rules: the run is
- * decided once the votes for, or against, reach a majority (then the
- * stragglers get a grace: as long again as the deciders took, at least
- * the fan-out's), or at each leg's quorum wait from its send (with the
- * connect's time while its connection is being made).  lock.c folds the
- * replies (redislockp_quorum_finish) as it does for the executor.
+ * each master's one connection of the machine (shared by every operation
+ * in flight, as a single server's is): the run is decided once the votes
+ * for, or against, reach a majority (then the stragglers get a grace: as
+ * long again as the deciders took, at least the fan-out's; engine.c's
+ * redislockp_fanclock_over()), or at each leg's quorum wait from its
+ * send (with the connect's time while its connection is being made).
+ * lock.c folds the replies (redislockp_quorum_finish).
  *
- * What differs from the executor: a straggler's connection is not closed
- * when the run ends without its reply (other operations' requests share
- * it) - on a loop's machine; a blocking call's (drive.c) closes it, as
- * the executor does.  Its request stays; its reply, when it comes, is
- * dropped (STALE counts them per master: replies come in the order of
- * the requests), and the operation is kept until then.  The leg counts
- * as sent and
- * unanswered - its outcome unknown - as a cut leg of the executor's; one
- * still queued behind a connection being made is taken back instead
- * (redislockp_aconn_withdraw(): it never goes, as the executor's leg that
- * connects only after the others decided).  A refused acquire's
- * give-back is a run of its own (a release, no wake-ups) before the next
- * step.  The members must be single servers (redis://, rediss://,
- * unix://): the attach refuses Cluster and Sentinel members.
+ * A leg without a reply when the run ends counts as sent and unanswered
+ * - its outcome unknown.  Its connection is not closed (other
+ * operations' requests share it): its request stays, its reply, when it
+ * comes, is dropped (STALE counts them per master: replies come in the
+ * order of the requests), and the operation is kept until then - except
+ * on a machine that reads blocking (a blocking call's, drive.c) and for
+ * a Sentinel member, whose connection is closed instead (quorum_over()).
+ * A request still queued behind a connection being made is taken back
+ * (redislockp_aconn_withdraw(): it never goes, and the leg was not
+ * sent).  A refused acquire's give-back is a run of its own (a release,
+ * no wake-ups) before the next step.  The members are single servers
+ * (redis://, rediss://, unix://) or Sentinel-monitored masters, each of
+ * those with a route of its own (SUBS); a Cluster member is refused when
+ * the client is opened.
  */
 /* O's quorum state (for a quorum client's operation): 0, or -1 (out of
  * memory). */
@@ -1842,8 +1844,10 @@ static void leg_go(redislockp_aop *o, size_t i, int fresh)
     redislockp_cmd cmd;
     lconn *c;
     size_t node = i;
-    /* EVAL with the text where a leg may be left behind (votes) or a
-     * trailer follows: as exec.c's fan-out (its as_eval()). */
+    /* EVAL with the text where a leg may be left behind (votes): an
+     * EVALSHA answered NOSCRIPT after the cut would never run there (a
+     * grant missing on a master, a release leaving the key); and where a
+     * trailer follows: a NOSCRIPT answer would have run it for nothing. */
     int body = f->trailer != NULL || f->vote != NULL;
 
     if (rt != NULL) {
@@ -1874,8 +1878,7 @@ static void leg_go(redislockp_aop *o, size_t i, int fresh)
     }
     /* Its reply is due within the quorum wait from its send; while its
      * connection is being made, the connect's time too - at most the
-     * quorum wait again, as the executor allows a leg's new connection
-     * (its pool_url()): a master slow to connect costs its leg, not the
+     * quorum wait again: a master slow to connect costs its leg, not the
      * operation or a renewal's lease. */
     if (fresh && (c == NULL || c->a.state != REDISLOCKP_ACONN_READY)) {
         long long cms = redislockp_client_url(leg->cl).connect_ms;
@@ -2054,8 +2057,8 @@ static void quorum_over(redislockp_aop *o)
         redislockp_leg_lost(leg);
         /* A blocking call's machine is its own: what comes next (a
          * give-back, the next call) must not queue behind the
-         * straggler's reply.  Its connection goes, as the executor's cut
-         * leg's does (the reply, had it come, would have been dropped). */
+         * straggler's reply.  Its connection goes (the reply, had it
+         * come, would have been dropped). */
         if (close_straggler && c != NULL && c->open)
             redislockp_aconn_close(&c->a, REDISLOCK_ERR_IO,
                                    "closed: no reply when the others had "
@@ -2294,8 +2297,8 @@ static void part(redislockp_aop *o)
 }
 
 /* A quorum's blocker failed on its master: the next one, at once while
- * some were not tried yet (a waiter's next try may be its poll away), as
- * wait.c's quorum_block(); 1 after a round of failures (then quiet). */
+ * some were not tried yet (a waiter's next try may be its poll away); 1
+ * after a round of failures (then quiet). */
 static int next_member(blocker *b, const redislock_client *cl)
 {
     b->member = (b->member + 1) % cl->nsubs;
@@ -2343,10 +2346,10 @@ static void kick(redislockp_loop_state *ls, blocker *b)
             return;
         }
     } else if (cl->quorum) {
-        /* A quorum's waiters block on one master, as wait.c's do (its
-         * quorum_block()): the first, or the next after a failure.  A
-         * Sentinel member's master as its sentinels name it; none known
-         * yet: they are asked, and the next member serves meanwhile. */
+        /* A quorum's waiters block on one master (redislock.h): the
+         * first, or the next after a failure.  A Sentinel member's
+         * master as its sentinels name it; none known yet: they are
+         * asked, and the next member serves meanwhile. */
         redislockp_loop_state *rt;
 
         node = b->member;
@@ -2571,7 +2574,7 @@ static void give(redislockp_loop_state *ls, wkey *k)
 
 /* B's BLPOP has ended: a wake-up to hand on, or none (its timeout); then
  * the next.  A failure rests B for QUIET_MS (its waiters poll); a refusal
- * on a permission makes its waiters poll for good, as wait.c's do. */
+ * on a permission makes its waiters poll for good (waiting_refused). */
 static void on_blpop(void *arg, int status, redislockp_val **replies, int n,
                      int sent, const char *errmsg)
 {
@@ -2646,7 +2649,7 @@ static void on_blpop(void *arg, int status, redislockp_val **replies, int n,
             b->probe = b->named;
         } else if (b->one != NULL) {
             /* That list's waiters poll: refused (NOPERM), out of the
-             * queue for good, as wait.c's; else for this wait. */
+             * queue for good; else for this wait. */
             const char *s;
             size_t len;
             redislockp_aop *o, *next;
@@ -2691,7 +2694,7 @@ static void on_blpop(void *arg, int status, redislockp_val **replies, int n,
     kick(b->c.ls, b);
 }
 
-/* ---- Waiters: their steps (wait.c's rules) ---------------------------- */
+/* ---- Waiters: their steps (engine.c's rules) -------------------------- */
 
 static void wait_end(redislockp_aop *o, int st, bool ok)
 {
@@ -2726,8 +2729,8 @@ static void wait_try(redislockp_aop *o)
     step(o);
 }
 
-/* The wait is over without the lock (engine.c's rule, as wait.c's
- * end_wait()): with ST, or CANCELED; a leave first if the rule says. */
+/* The wait is over without the lock (engine.c's rule): with ST, or
+ * CANCELED; a leave first if the rule says. */
 static void wait_over(redislockp_aop *o, int st, int canceled)
 {
     if (redislockp_wait_end(o->lock, &o->w, st, canceled)) {
@@ -2746,7 +2749,7 @@ static void wait_left(redislockp_aop *o)
     o->w.registered = 0;
     o->w.woken = o->w.try_woken = 0;
     switch (o->after) {
-    case A_PLAIN:                       /* wait.c's try_plain() */
+    case A_PLAIN:                       /* keys refused: a plain try */
         wait_try(o);
         return;
     case A_POLL:                        /* BLPOP refused: poll now */
@@ -2759,7 +2762,8 @@ static void wait_left(redislockp_aop *o)
     }
 }
 
-/* A try is over: wait.c's loop body, up to the pause. */
+/* A try is over: what follows it (engine.c's redislockp_wait_next()),
+ * up to the pause. */
 static void wait_tried(redislockp_aop *o)
 {
     redislock *lock = o->lock;
@@ -2848,23 +2852,25 @@ static void wait_woken(redislockp_aop *o)
         wait_timer(o);
 }
 
-/* ---- Auto-renewal on the loop ------------------------------------------
- * A holding taken through the loop is renewed by the loop (watchdog.c
- * hands it over: cl->loop_renew), by the watchdog's rules and in its
- * fields (renew_due, renew_until, lost..., under wd_mu for the readers):
- * at a third of the lease an owner-checked extend goes out on the
- * server's connection, pipelined with the operations; renewed, the next
- * is due a third of the lease later; refused or unanswered, again in
- * REDISLOCKP_RENEW_RETRY_MS; the key not ours, or the lease's end passed
- * first (or renewal withheld: a hold cap, no heartbeat), the holding is
- * lost: the loss callback is called, on the loop's thread, then the
- * descriptor of redislock_lost_fd() is made readable (unless the
- * callback freed the handle). */
+/* ---- Auto-renewal on a machine ----------------------------------------
+ * A holding is renewed on a machine: one taken through the loop on the
+ * loop's (watchdog.c hands it over: cl->loop_renew), one a blocking call
+ * took on the client's own (cl->own_renew, drive.c).  The rules are
+ * engine.c's renewal ledger, the state the handle's renew_* fields
+ * (under wd_mu for the readers): at a third of the lease an
+ * owner-checked extend goes out on the server's connection, pipelined
+ * with the operations; renewed, the next is due a third of the lease
+ * later; refused or unanswered, again in REDISLOCKP_RENEW_RETRY_MS; the
+ * key not ours, or the lease's end passed first (or renewal withheld: a
+ * hold cap, no heartbeat), the holding is lost: the loss callback is
+ * called, on the machine's thread, then the descriptor of
+ * redislock_lost_fd() is made readable (unless the callback freed the
+ * handle). */
 
 /* On the client's own machine a renewal on the wire keeps its handle
- * busy, as the watchdog thread's rounds did: another thread's acquire,
- * release or extend of it waits for the answer (redislockp_renew_hold()),
- * and none goes out while one of theirs runs (renew_stopping). */
+ * busy: another thread's acquire, release or extend of it waits for the
+ * answer (redislockp_renew_hold()), and none goes out while one of
+ * theirs runs (renew_stopping). */
 static int own_send(redislockp_aop *o, redislock *l)
 {
     int go;
@@ -2913,8 +2919,8 @@ static void renew_lost(redislockp_aop *o, int reason)
     o->called = 1;
     set_timer(o, 0);
     aop_done_with(ls, o);
-    /* The callback, then the descriptor (the order of the watchdog's),
-     * unless the callback freed the handle (loop_renew() says so). */
+    /* The callback, then the descriptor, unless the callback freed the
+     * handle (loop_renew() says so). */
     ls->losing = lock;
     if (fn != NULL)
         fn(lock, arg);
@@ -2982,8 +2988,8 @@ static void renew_timer(redislockp_aop *o)
     o->renew_sent = now;
     o->renew_stale = 0;
     if (o->q != NULL) {
-        /* On every master at once (watchdog.c's renew_quorum()): its wait
-         * is the quorum wait, no votes (every master's answer counts). */
+        /* On every master at once: its wait is the quorum wait, no votes
+         * (every master's answer counts: redislockp_renew_quorum_fold()). */
         redislockp_qrun *qr = &o->q->qr;
 
         memset(&qr->f, 0, sizeof qr->f);
@@ -3008,8 +3014,8 @@ static void renew_timer(redislockp_aop *o)
     }
     o->node = 0;
     o->map_reads = 0;
-    /* A renewal follows nothing (as the watchdog thread's): a
-     * redirection is noted, and the next renewal goes where it says. */
+    /* A renewal follows nothing: a redirection is noted, and the next
+     * renewal (REDISLOCKP_RENEW_RETRY_MS later) goes where it says. */
     redislockp_follow_init(&o->fw, -1, 0, 0,
                            now + redislockp_client_url(cl).command_ms);
     send_leg(o);
@@ -3017,7 +3023,7 @@ static void renew_timer(redislockp_aop *o)
         set_timer(o, l->renew_until);   /* no answer by then: lost */
 }
 
-/* O's renewal has its answer (or failed): the watchdog's bookkeeping. */
+/* O's renewal has its answer (or failed): engine.c's renewal ledger. */
 static void renew_over(redislockp_aop *o)
 {
     redislock *l = o->lock;
@@ -3093,8 +3099,8 @@ static void machine_renew(redislockp_loop_state *ls, redislock *lock,
             }
         }
         if (o == NULL) {
-            /* No room: the holding is as good as lost (as a watchdog
-             * thread that cannot start); said now. */
+            /* No room: nothing renews the holding, so it is as good as
+             * lost; said now. */
             pthread_mutex_lock(&cl->wd_mu);
             redislockp_renew_losing(lock, REDISLOCK_LOST_NOT_STARTED);
             if (lock->lost_pipe[1] >= 0) {
@@ -3223,7 +3229,7 @@ int redislock_client_attach(redislock_client *cl, const redislock_loop *loop,
         return REDISLOCK_ERR_FORKED;
     if (cl->loop != NULL)
         return REDISLOCK_ERR_INVALID;
-    /* A quorum's masters: single servers only (redislock.h says so). */
+    /* (A quorum's Sentinel members get a route each, there.) */
     ls = redislockp_machine_new(cl, loop, loop_data);
     if (ls == NULL)
         return REDISLOCK_ERR_NOMEM;
@@ -3298,7 +3304,7 @@ int redislockp_machine_on_timer(redislockp_loop_state *ls)
             continue;
         if (o->step_later) {
             o->step_later = 0;
-            step(o);                    /* the watchdog's round is over? */
+            step(o);                    /* the renewal is answered? */
         } else if (o->renew)
             renew_timer(o);             /* a renewal due, or a lease's end */
         else if (o->q != NULL && o->inflight)
@@ -3560,9 +3566,8 @@ static void wait_start(redislockp_aop *o, long long timeout_ms)
 
     if (redislockp_renew_lost_pending(lock)) {
         /* A loss auto-renewal declared goes first, and no wait begins
-         * (nor is counted), as in wait.c: an acquire's first step says
-         * it (and were it gone meanwhile, the acquire is the wait's one
-         * try). */
+         * (nor is counted): an acquire's first step says it (and were it
+         * gone meanwhile, the acquire is the wait's one try). */
         redislockp_op_begin(&o->op, lock, REDISLOCKP_OP_ACQUIRE,
                             REDISLOCKP_TRY_PLAIN);
         o->op.check_loss = 1;
@@ -3691,7 +3696,7 @@ static void machine_free(redislockp_loop_state *ls, int forked)
             /* Its handle may be freed after the client: what the
              * client's metrics count of it ends now, while they exist. */
             redislockp_metric_hold_end(lock, 0);
-            /* Renewal ends with the loop (the watchdog is not asked). */
+            /* Renewal ends with the loop: nothing takes it over. */
             lock->renew_aop = NULL;
             pthread_mutex_lock(&cl->wd_mu);
             lock->renewing = 0;
@@ -3805,8 +3810,8 @@ static redislockp_aop *driven_new(redislockp_loop_state *ls, redislock *lock,
     if (o == NULL)
         return NULL;
     /* The caller waits for it: not the handle's loop operation (a
-     * holding it takes is renewed on the client's own machine, drive.c,
-     * or watchdog.c's thread). */
+     * holding it takes is renewed on the client's own machine,
+     * drive.c). */
     lock->aop = NULL;
     o->driven = 1;
     ls->depth++;

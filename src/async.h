@@ -42,15 +42,16 @@ redislockp_loop_state *redislockp_machine_new(redislock_client *cl,
                                               const redislock_loop *loop,
                                               void *loop_data);
 void redislockp_machine_free(redislockp_loop_state *ls);
-/* ...in a fork child: nothing called back, no mutex taken. */
 /* LS is its client's own machine (drive.c), which renews the leases of
  * the blocking calls' holdings: a renewal on the wire keeps its handle
- * busy for the other threads (the watchdog's flags, watchdog.c). */
+ * busy for the other threads (renew_busy, renew_stopping: watchdog.c). */
 void redislockp_machine_own(redislockp_loop_state *ls);
 /* (Re)schedule (START 1) or stop (0) LOCK's renewal on LS, as an entry
  * of LS (its thread's). */
 void redislockp_machine_renew(redislockp_loop_state *ls, redislock *lock,
                               int start);
+/* redislockp_machine_free() in a fork child: nothing called back, no
+ * mutex taken. */
 void redislockp_machine_free_forked(redislockp_loop_state *ls);
 int redislockp_machine_on_fd(redislockp_loop_state *ls, int fd, int events);
 int redislockp_machine_on_timer(redislockp_loop_state *ls);

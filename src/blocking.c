@@ -3,10 +3,9 @@
  * the status queries, inspect and the companions' inspect,
  * redislock_acquire_wait() and redislock_client_ping().  Each checks its
  * arguments, begins its operation (op.h, lock.c's steps) and has it run
- * to its end: on a
- * machine of its client's (drive.c), or, for a handle on a borrowed
- * redisContext (no client) or a quorum a machine cannot route, here,
- * through the executor (lock.c's redislockp_drive_here(), wait.c's
+ * to its end: on a machine of its client's (drive.c), or, for a handle
+ * on a borrowed redisContext (no client), on that context, a round trip
+ * at a time (lock.c's redislockp_drive_here(), wait.c's
  * redislockp_wait_here()).  The entry points only: nothing that decides.
  */
 #include "config.h"
@@ -18,7 +17,7 @@
 #include "op.h"
 #include "redislock_int.h"
 
-/* Do LOCK's calls run on a machine (else here, through the executor)? */
+/* Do LOCK's calls run on a machine (else on its borrowed context)? */
 static int on_machine(const redislock *lock)
 {
     return lock->client != NULL;

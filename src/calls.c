@@ -2,7 +2,7 @@
  * calls.c - the call of each script for a handle: which keys and
  * arguments, in the order the script's "--! KEYS" and "--! ARGV" lines
  * declare (src/lua/embed.sh turns them into the REDISLOCKP_<SCRIPT>_K_*
- * and _A_* indices used here).  The lock operations and the watchdog
+ * and _A_* indices used here).  The lock operations and the renewals
  * build their calls here and nowhere else.
  *
  * Keys are declared by position and only as far as a call uses them: a

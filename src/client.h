@@ -43,7 +43,7 @@ typedef struct redislockp_url {
     long long db;
     long long connect_ms;
     long long command_ms;
-    long long pool_size;        /* connections per node at most */
+    long long pool_size;        /* blocking calls' machines at most */
     int functions;              /* scripts=functions: FCALL of the Function
                                  * library, not EVALSHA; written under mu
                                  * with __atomic, read with __atomic */
@@ -58,9 +58,10 @@ int redislockp_url_parse(const char *url, redislockp_url *u, char *err,
                          size_t errsize);
 void redislockp_url_clear(redislockp_url *u);
 
-/* The blocking calls' machines a client runs to one server at once, at
- * most (pool_size=N, or redislock_client_set_pool_size(); drive.c): the
- * default, and the largest allowed.  A call that finds them all in use
+/* The blocking calls' machines a client runs at once, at most (each
+ * with its connection to a server; pool_size=N, or
+ * redislock_client_set_pool_size(); drive.c): the default, and the
+ * largest allowed.  A call that finds them all in use
  * waits for one (within the command timeout) rather than make another. */
 #define REDISLOCKP_POOL_DEFAULT 16
 #define REDISLOCKP_POOL_LIMIT 64
@@ -83,7 +84,7 @@ typedef struct redislockp_node {
                                  * work here (1), do not (-1), not known
                                  * (0) (plain.c) */
     unsigned failures;          /* connects failed in a row */
-    int probing;                /* a thread retries after failures */
+    int probing;                /* one connect retries after failures */
     long long retry_at;         /* no connect before this (monotonic ms) */
     int last_status;            /* the last failed connect's status and */
     char last_error[256];       /* message, repeated while backing off */
@@ -104,9 +105,10 @@ typedef struct redislockp_node {
  * Which lock guards what:
  * - pid, fork_gen, cluster: set once by client_open, read-only after.
  * - mu guards url (the timeouts change through set_timeouts; the strings
- *   never change after client_open), the nodes (their pools and
- *   backoff), the slot map and its refresh state, and with sentinels the
- *   master and sentinel_first (map_stale serves both).
+ *   never change after client_open), the nodes (their backoff and
+ *   has_library), the slot map and its refresh state, and with sentinels
+ *   the master and sentinel_first (map_stale serves both); and the
+ *   blocking calls' machines (drive.c).
  * - subs and nsubs (a quorum's masters) are set once by open_quorum.
  *   Whoever needs the URL's settings copies them under mu.
  * - wd_mu guards the handles' renewal fields (below the line in struct
@@ -148,7 +150,7 @@ struct redislock_client {
     int (*loop_free)(redislock_client *cl);
     /* Renewal on the loop (async.c), for holdings taken through it:
      * START 1 (re)schedules LOCK's renewal from its renew_* fields, 0
-     * stops it; watchdog.c calls it instead of using its thread. */
+     * stops it; watchdog.c calls it (own_renew below for the others). */
     void (*loop_renew)(redislock *lock, int start);
     /* The blocking calls' machines (drive.c), under mu: the idle ones,
      * how many there are in all (at most the pool size), the calls
@@ -191,10 +193,11 @@ int redislockp_client_forked(const redislock_client *cl);
 
 /*
  * The backoff of a node whose connections fail, the one rule for every
- * connection of a machine (async.c).  After a failed connect (or a refused AUTH or
- * SELECT), the node is not tried again for redislockp_backoff_ms() of
- * its failures; then one caller at a time tries, and the others fail at
- * once with the last failure's status and message.
+ * connection of a machine (async.c).  After a failed connect (or a
+ * refused AUTH or SELECT), the node is not tried again for
+ * redislockp_backoff_ms() of its failures; then one caller at a time
+ * tries, and the others fail at once with the last failure's status and
+ * message.
  * redislockp_node_may_connect(): 1, go ahead (this one tries); 0, not
  * now (*STATUS, ERRMSG).  redislockp_node_connected(): how that try
  * ended (STATUS REDISLOCK_OK: up; REDISLOCK_ERR_CANCELED: given up,
@@ -205,15 +208,15 @@ int redislockp_node_may_connect(redislock_client *cl, size_t node,
 void redislockp_node_connected(redislock_client *cl, size_t node, int status,
                                const char *errmsg);
 
-/* The pool's refusals, in its words, for the blocking calls' machines
- * (drive.c): a client used in a fork
- * child (REDISLOCK_ERR_FORKED into ERRMSG; REDISLOCK_OK when not forked),
- * and all POOL_SIZE in use for WAIT_MS (REDISLOCK_ERR_IO, the error's
- * cause POOL_BUSY). */
+/* The blocking calls' refusals (drive.c, blocking.c): a client used in
+ * a fork child (REDISLOCK_ERR_FORKED into ERRMSG; REDISLOCK_OK when not
+ * forked), and all POOL_SIZE machines in use for WAIT_MS
+ * (REDISLOCK_ERR_IO, the error's cause POOL_BUSY). */
 int redislockp_pool_forked(const redislock_client *cl, char *errmsg);
 int redislockp_pool_busy(char *errmsg, long long pool_size, long long wait_ms);
 
-/* cluster.c: the node HOST:PORT, added if new (under no lock); -1 out of memory. */
+/* cluster.c: the node HOST:PORT, added if new (under no lock); -1 out of
+ * memory. */
 long redislockp_node_named(redislock_client *cl, const char *host, int port);
 /* A MOVED reply: SLOT lives on HOST:PORT now; note it, and read the map
  * again before the next operation. */
@@ -259,8 +262,8 @@ int redislockp_sentinel_addr(const redisReply *r, const redislockp_url *u,
                              const char *name, char *host, size_t hostsize,
                              int *port, char *errmsg);
 /* Every sentinel of CL asked and none named a usable master: ERRMSG
- * (the last one's words) says so, for more than one sentinel - the one
- * wording of the blocking asking and the loop's.  Returns ST. */
+ * (the last one's words) says so, for more than one sentinel.  Returns
+ * ST. */
 int redislockp_sentinel_none(const redislock_client *cl, int st,
                              char *errmsg);
 /* The settings to ask sentinel I (of U->seeds) with: U's, at its
@@ -278,7 +281,7 @@ int redislockp_sentinel_ask(const redislockp_url *u, const char *name,
                             char *host, size_t hostsize, int *port,
                             char *errmsg);
 /* CL's sentinels named NODE, the sentinel at seed FROM having answered:
- * the one rule for the blocking asking and the loop's, with CL's mu
+ * the one rule for every machine's asking (async.c), with CL's mu
  * held.  NODE is the master (not gone, its connect backoff ended), the
  * next asking starts at FROM, the map is fresh.  Returns the master it
  * replaces (a failover: that node is gone; its connections are the
@@ -287,7 +290,7 @@ long redislockp_sentinel_adopt_locked(redislock_client *cl, long node,
                                       size_t from);
 
 /* engine.c: where a leg of CL for a key of SLOT goes, from what CL knows
- * (no I/O; one rule for the blocking drivers below and the loop's):
+ * (no I/O; the one rule for every machine, async.c):
  * GO, *NODE; GO_REREAD, *NODE, a Cluster's owner from a map in doubt -
  * as good a guess, the map read again (first, or beside); ASK, discovery
  * first, then look again (*NODE the master in doubt with sentinels, 0
@@ -304,8 +307,8 @@ redislockp_look redislockp_route_look(redislock_client *cl, unsigned slot,
  * operation (Cluster map, sentinels; nothing for one server). */
 void redislockp_route_stale(redislock_client *cl);
 
-/* connect.c: the client's URL settings, copied under its mutex (the strings stay
- * owned by the client). */
+/* connect.c: the client's URL settings, copied under its mutex (the
+ * strings stay owned by the client). */
 redislockp_url redislockp_client_url(redislock_client *cl);
 
 /* connect.c: how long to wait before the next connect after FAILURES
@@ -345,10 +348,10 @@ redislockp_url redislockp_node_url(redislock_client *cl, size_t node);
  * deadline came), until D->phase is DONE (redislockp_dial_take() gives
  * the connection: blocking, close-on-exec, command timeout set) or
  * FAILED (D->status, ERRMSG, the thread's record naming the stage).
- * redislockp_dial_abort() drops one in progress.  A quorum's fan-out
- * drives its masters' dials in one poll(); redislockp_connect() drives
- * one to its end: NULL with ERRMSG and *STATUS (REDISLOCK_ERR_IO,
- * _SERVER for a refused AUTH/SELECT, _NOMEM).
+ * redislockp_dial_abort() drops one in progress.  redislockp_connect()
+ * drives one to its end (the cli's checks, redislockp_cluster_ask(),
+ * redislockp_sentinel_ask()): NULL with ERRMSG and *STATUS
+ * (REDISLOCK_ERR_IO, _SERVER for a refused AUTH/SELECT, _NOMEM).
  */
 enum {
     REDISLOCKP_DIAL_TCP,        /* connecting */

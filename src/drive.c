@@ -6,18 +6,17 @@
  * attached loop's - starts its operation on it and polls the machine's
  * descriptors until the operation's end is delivered; the machine (and
  * its connections) goes back to the client for the next call.  A client
- * has as many machines as calls ran on it at once, as its pool had
- * connections.  Each machine is a private redislock_loop: its watch()
- * keeps a pollfd per descriptor, its timer() one deadline.
+ * has as many machines as calls ran on it at once, at most pool_size.
+ * Each machine is a private redislock_loop: its watch() keeps a pollfd
+ * per descriptor, its timer() one deadline.
  *
- * A client's handles run every blocking call here: acquire, release,
- * extend, the status queries, both inspects and redislock_client_ping()
- * each on a machine borrowed for the call, redislock_acquire_wait() and
- * the renewals of auto-renewal on the client's own machine (below).
- * Still on the executor (exec.c): a Cluster client's ping (a read of the
- * slot map), every call of a handle on a borrowed redisContext (which
- * has no client), and a quorum with a Cluster or Sentinel member (and
- * its renewals, on watchdog.c's thread).
+ * A client's handles run every blocking call here, whatever the client
+ * (one server, Cluster, Sentinel, a quorum): acquire, release, extend,
+ * the status queries, both inspects and redislock_client_ping() each on
+ * a machine borrowed for the call, redislock_acquire_wait() and the
+ * renewals of auto-renewal on the client's own machine (below).  A
+ * handle on a borrowed redisContext has no client, and runs its calls
+ * on that context (lock.c's redislockp_drive_here()).
  */
 #include "config.h"
 
@@ -130,8 +129,8 @@ static void hand_locked(redislock_client *cl, drive *d)
     pthread_cond_signal(&w->cond);
 }
 
-/* Room the pool has (under CL's mu) goes to the calls waiting, in
- * turn. */
+/* Room for machines (fewer than pool_size made; under CL's mu) goes to
+ * the calls waiting, in turn. */
 static void hand_room_locked(redislock_client *cl)
 {
     while (cl->drive_waiters != NULL &&
@@ -150,7 +149,7 @@ static void waiting_shutdown(redislock_client *cl);
 
 /* The client's hook (client.c): the idle machines beyond the pool size
  * go (ALL: every one, and the client's own machine: the client is
- * freed); room made by a larger pool goes to the calls waiting, in
+ * freed); room made by a larger pool_size goes to the calls waiting, in
  * turn. */
 static void drives_trim(redislock_client *cl, int all)
 {
@@ -245,8 +244,9 @@ static drive *make(redislock_client *cl)
 
 /* A machine for LOCK's call: an idle one of its client's, a new one
  * (at most the pool size in all), or one given back within the command
- * timeout - the pool's rules (pool.c), for machines.  NULL: failed, the
- * handle's error says why (*ST). */
+ * timeout, the calls waiting served in turn, each woken alone (no
+ * thundering herd); none in time, redislockp_pool_busy().  NULL: failed,
+ * the handle's error says why (*ST). */
 static drive *borrow(redislock *lock, int *st)
 {
     redislock_client *cl = lock->client;
@@ -296,7 +296,7 @@ static drive *borrow(redislock *lock, int *st)
     }
     /* Idle a while: what the servers did meanwhile (closed a connection:
      * a failover, an idle timeout) is seen before a request goes out on
-     * it, which then goes on a new connection - as the pool probes. */
+     * it, which then goes on a new connection. */
     if (redislockp_now_ms() - d->idle_at >= REDISLOCKP_IDLE_PROBE_MS)
         (void)pump(d, 0);
     return d;
@@ -309,7 +309,7 @@ static void give_back(redislock_client *cl, drive *d)
     d->idle_at = redislockp_now_ms();
     pthread_mutex_lock(&cl->mu);
     if (cl->drives_made > (size_t)cl->url.pool_size) {
-        room_freed_locked(cl);          /* the pool shrank meanwhile */
+        room_freed_locked(cl);          /* pool_size lowered meanwhile */
         gone = d;
     } else if (cl->drive_waiters != NULL) {
         hand_locked(cl, d);
@@ -361,8 +361,8 @@ static int pump(drive *d, int wait)
     if (wait && d->n == 1 && d->pfd[0].events == POLLIN) {
         /* One reply awaited on one connection that blocks, and nothing
          * due before its deadline: read it without a poll() (2 system
-         * calls per operation, write and read, as the executor's).  The
-         * driver's read, not the machine's: outside the loop guard. */
+         * calls per operation, write and read).  The driver's read, not
+         * the machine's: outside the loop guard. */
         long long due = redislockp_machine_read_due(d->ls, d->pfd[0].fd);
 
         if (due > 0 && (d->timer_at < 0 || d->timer_at >= due)) {
@@ -484,14 +484,13 @@ int redislockp_drive_op(redislockp_op *op)
  * Every blocking wait of a client runs on one machine, driven by a
  * thread of its own: the waits share its connections - one per server
  * for their tries, one more per server (per slot in a Cluster) for
- * their wake-ups, a single BLPOP for all of them, as on an event loop -
+ * their wake-ups, a single BLPOP for all of them (async.c's blockers) -
  * so a thousand threads waiting cost two connections, not a thousand,
- * and never take the pool's room from the other calls.  A waiting call
- * hands its wait to the thread and sleeps until its end is delivered.
- * The same machine renews the blocking calls' holdings (it is the
- * client's watchdog: own_renew() below).  Only the thread enters the
- * machine; the calls reach it through a queue and a pipe that wakes its
- * poll(). */
+ * and never take a machine of pool_size from the other calls.  A waiting
+ * call hands its wait to the thread and sleeps until its end is
+ * delivered.  The same machine renews the blocking calls' holdings
+ * (own_renew() below).  Only the thread enters the machine; the calls
+ * reach it through a queue and a pipe that wakes its poll(). */
 
 typedef struct waiting_machine waiting_machine;
 

@@ -5,8 +5,8 @@
 #ifndef REDISLOCK_DRIVE_H
 #define REDISLOCK_DRIVE_H
 
-/* How many blocking calls the driver has run (the tests' proof that it,
- * not the executor, ran them). */
+/* How many blocking calls the driver has run (the tests' proof that it
+ * ran them). */
 unsigned long redislockp_drive_calls(void);
 /* ...and how many renewals it started on clients' own machines. */
 unsigned long redislockp_drive_renewals(void);

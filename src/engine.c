@@ -1,11 +1,11 @@
 /*
- * engine.c - the rules both executors obey, written once: the blocking
- * one (exec.c, wait.c, the watchdog thread) and the event loop's
- * (async.c) only act on what these say.  Nothing here does I/O, sleeps,
- * waits on a condition variable or borrows a connection: each rule is
- * told what was read and what time it is, and says what follows
- * (tests/check-layers.sh holds this object to it; tests/t_req.c feeds
- * the rules with no server).
+ * engine.c - the rules, written once: the machine (async.c), which runs
+ * every operation of a client, and the calls of a handle on a borrowed
+ * context (exec.c, wait.c) only act on what these say.  Nothing here
+ * does I/O, sleeps, waits on a condition variable or borrows a
+ * connection: each rule is told what was read and what time it is, and
+ * says what follows (tests/check-layers.sh holds this object to it;
+ * tests/t_req.c feeds the rules with no server).
  *   - where a leg goes (redislockp_route_look), what a reply means
  *     (redislockp_classify), what it teaches the route
  *     (redislockp_exec_learn), and what follows a leg
@@ -107,6 +107,15 @@ int redislockp_fanout_plain_can(const redislockp_fanout *f, char *errmsg)
     return 1;
 }
 
+/*
+ * Have the finished legs decided the operation?  Yes when the votes for,
+ * or against, reach a majority of all members, and when a majority has
+ * answered and neither side can reach one any more (a split).  Until
+ * then a pending leg can change the outcome, and it is waited for - also
+ * when no majority can answer any more: the operation fails either way,
+ * and the legs that do answer tell what they did (a grant to give back)
+ * and how many answered.
+ */
 int redislockp_fanout_decided(const redislockp_fanout *f,
                               const redislockp_leg *legs, size_t n)
 {
@@ -410,7 +419,7 @@ int redislockp_renew_read(redislock_client *cl, size_t node,
     return v;
 }
 
-/* How a master answered renewal K of a quorum's batch: 1 renewed, 0 not
+/* How a master answered renewal K of a quorum's run: 1 renewed, 0 not
  * ours (lost), -1 no answer, -2 answered with an error or out of step
  * (its words into WORDS, SIZE bytes, unless some are there already). */
 static int renewed_on(const redislockp_leg *leg, int k, char *words,

@@ -1,6 +1,7 @@
 /*
- * exec.c - the executor: legs written at once, replies read as they come
- * (see exec.h).
+ * exec.c - legs (see exec.h): a leg's command built and its replies
+ * taken, for a machine (async.c) and for redislockp_exec_one(), which
+ * runs a leg on a handle's borrowed redisContext.
  */
 #include "config.h"
 
@@ -461,15 +462,8 @@ static void leg_read(redislockp_leg *leg, const redislockp_fanout *f,
     }
 }
 
-/*
- * Have the finished legs decided the operation?  Yes when the votes for,
- * or against, reach a majority of all members, and when a majority has
- * answered and neither side can reach one any more (a split).  Until
- * then a pending leg can change the outcome, and it is waited for - also
- * when no majority can answer any more: the operation fails either way,
- * and the legs that do answer tell what they did (a grant to give back)
- * and how many answered.
- */
+/* Member I's leg of a quorum's run (exec.h): its member client, and
+ * whether F's mask asks it. */
 int redislockp_fanout_leg(redislockp_leg *leg, redislock_client *cl,
                           const redislockp_fanout *f, size_t i)
 {

@@ -1,36 +1,38 @@
 /*
- * exec.h - private: the executor, which runs a command on one or more
- * connections at once, driven by the replies as they come (exec.c).
+ * exec.h - private: legs (exec.c) and the rules that judge them
+ * (engine.c).
  *
- * An operation is made of legs, one per connection it uses.  Every leg's
- * command is written first; then one poll() over all of the legs' sockets
- * reads each reply as it arrives, so that a slow or stopped server delays
- * only its own leg.  A leg answered NOSCRIPT goes out again as EVAL on
- * its own.  The operation ends when every leg is done, or when the votes
- * of the legs that are done decide it (then after a short grace for the
- * stragglers), or at its deadline.  A leg whose reply is still
- * outstanding then has its connection closed, never reused: its reply
- * would be read as the next command's.
+ * A leg is one connection's share of an operation: its command (the
+ * calls as EVALSHA, EVAL or FCALL, a trailer such as WAIT after them in
+ * the same write), its replies, and how it ended.  exec.c holds what
+ * every runner of a leg shares: building its command
+ * (redislockp_leg_build()), taking its replies (redislockp_leg_take()),
+ * sending calls again after NOSCRIPT or "Function not found"
+ * (redislockp_leg_again()), whether each node has the Function
+ * library, and a quorum member's leg (redislockp_fanout_leg()).
+ * engine.c holds the rules, without I/O: what a reply means
+ * (redislockp_classify(), read once, where the reply is born), what it
+ * teaches the route (redislockp_exec_learn()), what follows a leg
+ * (redislockp_follow_next()), and a quorum's votes and clock
+ * (redislockp_fanout_decided(), redislockp_fanclock_over()).
  *
- * It runs a quorum's operations (every master of a quorum client at
- * once, Redlock: redislockp_exec_fanout()) and every operation on one
- * server, a Cluster or Sentinel's master (redislockp_exec_one()): there
- * it also follows Cluster redirections and waits out failovers within
- * the operation's deadline.  What an error reply means is read here, once
- * (redislockp_classify()); above the executor no file matches a reply's
- * text.
+ * A client's legs run on a machine (async.c): one per operation on one
+ * server, or one per master of a quorum, which the votes may decide
+ * before every master has answered.  redislockp_exec_one() (exec.c)
+ * runs one leg on a borrowed redisContext (a handle made without a
+ * client): one write, blocking reads, no redirection followed.
  */
 #ifndef REDISLOCK_EXEC_H
 #define REDISLOCK_EXEC_H
 
 #include "client.h"
 
-/* Calls a leg can carry in one write (the watchdog's batch of renewals),
- * and replies it can expect: theirs and a trailer's (WAIT). */
+/* Calls a leg can carry in one write (F->calls), and replies it can
+ * expect: theirs and a trailer's (WAIT). */
 #define REDISLOCKP_LEG_CALLS 64
 #define REDISLOCKP_LEG_REPLIES (REDISLOCKP_LEG_CALLS + 1)
 
-/* What a reply means to the executor, read where it is born. */
+/* What a reply means to whoever runs its leg, read where it is born. */
 typedef enum redislockp_kind {
     REDISLOCKP_VALUE = 0,       /* not an error */
     REDISLOCKP_MOVED,           /* Cluster: the slot lives elsewhere */
@@ -70,15 +72,17 @@ void redislockp_classify(const redislockp_val *r, int cluster, int sentinel,
  * in CL: a MOVED slot's new node, or the slot map or the master in doubt
  * (ASK, TRYAGAIN and the like, a demoted master).  RES->host is filled
  * with NODE's host when the server did not name its own.  The one place
- * a redirection is read; redislockp_exec_one() calls it for its replies,
- * the watchdog for each renewal of a batch. */
+ * a redirection is read: for a leg (redislockp_follow_next()), a
+ * renewal's reply (engine.c's ledger) and a waiters' BLPOP (async.c). */
 void redislockp_exec_learn(redislock_client *cl, size_t node,
                            redislockp_res *res);
 
 typedef struct redislockp_leg {
-    redislock_client *cl;       /* whose pool the connection is from */
+    redislock_client *cl;       /* whose node it goes to (a quorum's:
+                                 * the member's) */
     size_t node;
-    redisContext *c;            /* NULL once given back, or never had */
+    redisContext *c;            /* exec_one's: the borrowed context
+                                 * while it runs; NULL on a machine */
     int asked;                  /* part of the operation */
     int want, got;              /* replies expected, replies read */
     /* The replies, as views (transport.h); one taken out of the leg is
@@ -91,7 +95,8 @@ typedef struct redislockp_leg {
     int functions;              /* its calls go as FCALL (scripts=functions) */
     int loading;                /* FUNCTION LOAD's reply comes first */
     int reloading;              /* its calls went again after "Function
-                                 * not found": never cut (exec.c) */
+                                 * not found": never cut
+                                 * (redislockp_fanclock_over()) */
     int tracked;                /* it says whether its node has the library
                                  * (node->has_library), and loaded it in
                                  * front of the calls if not known */
@@ -108,12 +113,14 @@ typedef struct redislockp_leg {
     int done;                   /* every reply read, or failed */
     int asking;                 /* each write starts with ASKING */
     int skip;                   /* replies to drop first (ASKING's) */
-    int borrowed;               /* c is the caller's: never given back */
-    int dialing;                /* a quorum leg's connection being made,
-                                 * driven by the fan-out's poll() */
-    int queued;                 /* its node's pool was all in use */
+    int borrowed;               /* c is the caller's context (a failure
+                                 * out of step says to reconnect it) */
+    int dialing;                /* unused now (as are queued, dial and
+                                 * command_ms): no runner makes a leg's
+                                 * connection */
+    int queued;                 /* unused */
     redislockp_dial dial;
-    long long command_ms;       /* the URL's, given back to a new one */
+    long long command_ms;       /* unused */
     long long due;              /* a quorum leg's reply deadline, from
                                  * its own send (monotonic ms) */
     char msg[REDISLOCKP_ERRMSG_SIZE];
@@ -138,8 +145,7 @@ typedef struct redislockp_fanout {
     long long grace_ms;                 /* for stragglers once decided, at
                                          * least (as long again as the
                                          * deciders took, if longer) */
-    int urgent;                         /* first in the queues for a
-                                         * connection (the watchdog) */
+    int urgent;                         /* unused: no runner reads it */
     redislockp_vote_fn vote;            /* NULL: wait for every leg */
     void *arg;
 } redislockp_fanout;
@@ -153,24 +159,26 @@ typedef struct redislockp_target {
 } redislockp_target;
 
 /*
- * Run F's calls (and trailer) on the one server T names, as one pipeline
- * on one connection, then read the replies with blocking reads bounded by
- * the connection's command timeout (as T adjusts it): one write and one
- * read system call in steady state.  F->vote, mask, wait_ms and
- * grace_ms are not used.  LEG gets the outcome: leg->st REDISLOCK_OK
- * with every reply (RES says what the first means; an error reply,
- * RES->kind not VALUE, also sets leg->st to REDISLOCK_ERR_SERVER with its text in leg->msg),
- * or the failure (I/O, out of memory...) with leg->sent telling whether
- * the command may have run.  leg->node is the node that answered.  Free
- * the replies with redislockp_legs_end().  Returns leg->st.
+ * Run F's calls (and trailer) on T's borrowed context, as one pipeline,
+ * then read the replies with blocking reads bounded by the context's
+ * command timeout (as T adjusts it): one write and one read system call
+ * in steady state.  Nothing is followed (no client, no route): an error
+ * reply is the outcome, except a server's refusal of scripting itself,
+ * after which the calls run again as plain commands (plain.c).  F->vote,
+ * mask, wait_ms and grace_ms are not used.  LEG gets the outcome:
+ * leg->st REDISLOCK_OK with every reply (RES says what the first means;
+ * an error reply, RES->kind not VALUE, also sets leg->st to
+ * REDISLOCK_ERR_SERVER with its text in leg->msg), or the failure (I/O,
+ * out of memory...) with leg->sent telling whether the command may have
+ * run.  Free the replies with redislockp_legs_end().  Returns leg->st.
  */
 int redislockp_exec_one(const redislockp_target *t, const redislockp_fanout *f,
                         redislockp_leg *leg, redislockp_res *res);
 
 /*
- * A leg's command and replies, for a runner that does its own I/O (the
- * event loop's, async.c); the executor's own runs use them too.  Set
- * LEG's cl, node and asking first.
+ * A leg's command and replies, for a runner that does its own I/O (a
+ * machine, async.c); redislockp_exec_one() uses them too.  Set LEG's
+ * cl, node and asking first.
  * redislockp_leg_build(): LEG's command for F into CMD (as EVAL with the
  * scripts' text if BODY, as FCALL in functions mode); REDISLOCK_OK, or
  * the failure in leg->st and leg->msg (the leg is done).
@@ -195,18 +203,19 @@ void redislockp_leg_lost(redislockp_leg *leg);
 void redislockp_too_many_redirects(char *msg);
 
 /*
- * What follows a leg on one server that has ended - the one judge of
- * the blocking executor (redislockp_exec_one()) and the loop (async.c):
- * a Cluster's redirection followed (MOVED: route by the slot map again;
- * ASK: the node named, with ASKING; at most REDISLOCKP_MAX_REDIRECTS),
- * TRYAGAIN, CLUSTERDOWN, LOADING or a demoted master waited out
- * (10 ms doubling to 200 ms, within the deadline, the route put in
- * doubt), a Sentinel master that could not be reached before anything
- * was sent asked for again (from the next sentinel), a server that
- * refuses scripting itself answered without scripts from now on (the
- * client's go-zero operations, for REDISLOCKP_PLAIN_RETRY_MS).  Without
- * FOLLOW (a renewal, whose batch is sent again by its owner) nothing is
- * followed: a redirection is noted and the leg ends.
+ * What follows a leg on one server that has ended - the one judge, for
+ * a machine's legs (async.c) and redislockp_exec_one() (FOLLOW 0, no
+ * client) alike: a Cluster's redirection followed (MOVED: route by the
+ * slot map again; ASK: the node named, with ASKING; at most
+ * REDISLOCKP_MAX_REDIRECTS), TRYAGAIN, CLUSTERDOWN, LOADING or a demoted
+ * master waited out (10 ms doubling to 200 ms, within the deadline, the
+ * route put in doubt), a Sentinel master that could not be reached
+ * before anything was sent asked for again (from the next sentinel), a
+ * server that refuses scripting itself answered without scripts from
+ * now on (the client's go-zero operations, for
+ * REDISLOCKP_PLAIN_RETRY_MS).  Without FOLLOW (a renewal: the next one
+ * goes where the redirection said) nothing is followed: a redirection
+ * is noted and the leg ends.
  */
 typedef enum redislockp_next {
     REDISLOCKP_NEXT_DONE,       /* the leg is over: LEG->st says how
@@ -235,7 +244,8 @@ typedef struct redislockp_follow {
 void redislockp_follow_init(redislockp_follow *fw, long node, int follow,
                             int plain, long long end);
 /* LEG (done) failed, or was answered (RES, its first reply classified;
- * F its calls).  BUSY: it failed waiting for a pooled connection. */
+ * F its calls).  BUSY: it failed only for want of a free connection,
+ * which says nothing of the route. */
 redislockp_next redislockp_follow_next(redislockp_follow *fw,
                                        redislock_client *cl,
                                        const redislockp_fanout *f,
@@ -250,9 +260,9 @@ int redislockp_fanout_leg(redislockp_leg *leg, redislock_client *cl,
  * says why, in ERRMSG (NULL: not said). */
 int redislockp_fanout_plain_can(const redislockp_fanout *f, char *errmsg);
 
-/* The clock of a fan-out's run, one for both executors (exec.c's
- * drive() and the loop's quorum_check()): when it was sent, and once
- * the legs' votes decide, the grace the stragglers get. */
+/* The clock of a quorum's run (engine.c; async.c's quorum_check()
+ * keeps one per run): when it was sent, and once the legs' votes
+ * decide, the grace the stragglers get. */
 typedef struct redislockp_fanclock {
     long long sent_at;
     int cut;                            /* decided: the grace runs */
@@ -271,8 +281,8 @@ int redislockp_fanclock_over(redislockp_fanclock *ck,
                              const redislockp_leg *legs, size_t n,
                              long long now, long long *wake);
 
-/* Have the N LEGS done so far decided F (its votes)?  (The fan-out's
- * rule, for a runner that does its own I/O.) */
+/* Have the N LEGS done so far decided F (its votes)?  (engine.c; see
+ * there for the rule.) */
 int redislockp_fanout_decided(const redislockp_fanout *f,
                               const redislockp_leg *legs, size_t n);
 /* LEG failed: its typed record (leg->info) from the thread's, when that

@@ -1,9 +1,10 @@
 /*
  * lock.c - acquire, release, extend, the status queries and inspect as
  * steps (op.h), in both modes, for whoever runs them: a machine
- * (async.c, for a loop or the blocking calls' driver, drive.c), or the
- * executor for a handle on a borrowed connection (redislockp_drive_here()
- * below).  The public blocking calls are blocking.c's.
+ * (async.c, for a loop or the blocking calls' driver, drive.c), or, for
+ * a handle on a borrowed connection, redislockp_drive_here() below (each
+ * call through exec.c's redislockp_exec_one()).  The public blocking
+ * calls are blocking.c's.
  *
  * Each operation is one script (src/lua/), so one round trip in steady
  * state.  Replies are arrays of integers whose first element tells who
@@ -418,7 +419,7 @@ static int aof_counts(const redislockp_val *r, long long *local,
 }
 
 /* Enough acknowledgements in the reply R of LOCK's WAIT (or WAITAOF)?
- * (calls.c judges it, for the watchdog's renewals too.) */
+ * (calls.c judges it, for the renewals too.) */
 static int ack_enough(const redislock *lock, const redislockp_val *r)
 {
     redislockp_ack a = redislockp_ack_of(lock);
@@ -582,7 +583,7 @@ int redislockp_quorum_finish(redislock *lock, redislockp_qrun *qr,
 
 /* LOCK's acknowledgement command (WAIT or WAITAOF) into *TR, its numbers
  * in NUM; 0 when the handle asks for none (calls.c builds it, for the
- * watchdog's renewals too). */
+ * renewals too). */
 static int ack_trailer(const redislock *lock, redislockp_trailer *tr,
                        char num[3][24])
 {
@@ -669,7 +670,7 @@ int redislockp_run_finish(redislock *lock, const redislockp_run *run,
     return st;
 }
 
-/* Run CALL for LOCK through the executor, on its borrowed connection,
+/* Run CALL for LOCK on its borrowed connection (redislockp_exec_one()),
  * and read the reply with PARSE into OUT; with ACK not NULL the handle's
  * acknowledgement command (if it asks for one) after the script, in the
  * same write: *ACK gets its reply (freed by the caller,
@@ -1377,7 +1378,8 @@ static int acquired(redislockp_op *op)
     int st = op->st;
 
     if (st != REDISLOCK_OK) {
-        /* A waiter's try refused on a permission is wait.c's to judge. */
+        /* A waiter's try refused on a permission is the wait's to judge
+         * (engine.c's redislockp_wait_next()). */
         if (op->how == REDISLOCKP_TRY_PLAIN && op_explain(op))
             return 1;                   /* (the ack freed there) */
         op->ack = NULL;                 /* freed here */
@@ -1457,7 +1459,7 @@ static int released(redislockp_op *op)
                              r->v[0], r->v[1]);
     if (op->was_lost) {
         /* The owner-checked release went out all the same (the key may
-         * still have been ours, if only the watchdog lost contact); the
+         * still have been ours, if only the renewals lost contact); the
          * holding is over either way, and the loss is the news. */
         return done(op, report_lost(lock, op->was_lost, "before this "
                                     "release", st));
@@ -1659,8 +1661,8 @@ int redislockp_op_next(redislockp_op *op)
     case P_START:
         if (op->kind == REDISLOCKP_OP_RELEASE) {
             /* From here on, no renewal of this lock is sent (until holds
-             * that remain, in counted mode, are handed back to the
-             * watchdog). */
+             * that remain, in counted mode, are renewed again:
+             * redislockp_renew_start()). */
             op->was_renewing = lock->renewing;
             op->was_held = lock->held;
             redislockp_renew_stop(lock);
@@ -1789,9 +1791,9 @@ void *redislockp_op_out(redislockp_op *op)
     return op->parse != NULL ? op->out : (void *)&op->r;
 }
 
-/* OP's steps until its end, here, each call through the executor: the
- * blocking calls of a handle on a borrowed connection (no client:
- * blocking.c). */
+/* OP's steps until its end, here, each call a round trip on the
+ * handle's borrowed connection (op_run()): the blocking calls of a
+ * handle without a client (blocking.c). */
 int redislockp_drive_here(redislockp_op *op)
 {
     while (redislockp_op_next(op))
@@ -1801,7 +1803,7 @@ int redislockp_drive_here(redislockp_op *op)
     return op->result;
 }
 
-/* For wait.c's waits through the executor (redislockp_wait_here()). */
+/* For wait.c's waits on a borrowed connection (redislockp_wait_here()). */
 int redislockp_acquire_once(redislock *lock, redislockp_try how,
                             bool *acquired_out, long long *holder_pttl)
 {

@@ -9,8 +9,10 @@
  * ends the operation and returns 0 with its status in OP->result and its
  * outcome in OP->ok.  Whoever runs the call fills OP->st, OP->r (the
  * parsed reply) and OP->ack (the acknowledgement's reply, owned by the
- * op) and calls redislockp_op_next() again: the blocking API at once
- * (lock.c's drive), the loop API when the replies have come (async.c).
+ * op) and calls redislockp_op_next() again: a machine when the replies
+ * have come (async.c: a loop's, or the blocking calls', drive.c), or at
+ * once for a handle on a borrowed context (lock.c's
+ * redislockp_drive_here()).
  * What a step decides from a reply - a re-entry, an acquire to undo, a
  * release to send again with the wake-up keys or without them, a loss
  * to report - lives in lock.c only.
@@ -109,7 +111,7 @@ typedef struct redislockp_op {
     /* The ACL probe, a step of its own (PROBE, while it runs: made when
      * a refusal is to be explained, so that the other operations - all
      * but a few - do not carry it); never a blocking round trip inside a
-     * step (an event loop's thread runs them). */
+     * step (a machine runs them, on a loop's thread too). */
     int probing, explained;
     struct redislockp_probe *probe;
 } redislockp_op;
@@ -156,8 +158,8 @@ int redislockp_op_mutating(const redislockp_op *op);
 /* Where a client's handle runs its blocking calls: on a machine
  * (drive.c) - OP until its end, and redislock_acquire_wait() after a
  * loss pending was reported.  A handle on a borrowed redisContext (no
- * client) runs them here, one round trip at a time through the
- * executor (exec.c), and waits in wait.c's loop. */
+ * client) runs them here, one round trip at a time on that context
+ * (exec.c's redislockp_exec_one()), and waits in wait.c's loop. */
 int redislockp_drive_op(redislockp_op *op);
 int redislockp_drive_here(redislockp_op *op);
 int redislockp_wait_here(redislock *lock, long long timeout_ms,
@@ -166,17 +168,18 @@ int redislockp_drive_wait(redislock *lock, long long timeout_ms,
                           bool *acquired);
 
 /* A waiter of LOCK leaves without the lock, passing on a turn it was
- * WOKEN for (OP_LEAVE, run here and now through the executor). */
+ * WOKEN for (OP_LEAVE, run at once on its borrowed connection: wait.c's
+ * waits). */
 int redislockp_leave(redislock *lock, bool woken);
 
-/* wait.c, for the loop's waiters too: was redislock_cancel_wait() asked
- * for LOCK?  Uses the request up.  Is ST, with LOCK's last error, a
- * refusal on a permission (an ACL)? */
+/* engine.c, for every waiter: was redislock_cancel_wait() asked for
+ * LOCK?  Uses the request up.  Is ST, with LOCK's last error, a refusal
+ * on a permission (an ACL)? */
 int redislockp_cancel_asked(redislock *lock);
 int redislockp_acl_refused(const redislock *lock, int st);
 
-/* A wait's state between its tries, the same for wait.c's loop and the
- * loop's waiter steps (async.c). */
+/* A wait's state between its tries, the same for wait.c's loop and a
+ * machine's waiter steps (async.c). */
 typedef struct redislockp_waiting {
     long long deadline;                 /* monotonic ms */
     int registered;                     /* in the waiters' queue */
@@ -224,7 +227,7 @@ typedef enum redislockp_wnext {
                                  * or a poll's time, then try again */
 } redislockp_wnext;
 
-/* The waiters' rules, once (wait.c): a try of HOW by LOCK ended with ST,
+/* The waiters' rules, once (engine.c): a try of HOW by LOCK ended with ST,
  * ACQUIRED and the holder's PTTL (REDISLOCKP_PTTL_SPLIT...); W is
  * updated (registered, the turn kept on a split) and the next step
  * returned, with *MS for a pause or a wait (at most the time left), at
@@ -250,8 +253,8 @@ void redislockp_wait_begin(redislock *lock, redislockp_waiting *w,
 redislockp_try redislockp_wait_try(const redislock *lock,
                                    redislockp_waiting *w);
 
-/* How a wait ends without the lock, once for wait.c's loop and the
- * loop's waiter: with ST (REDISLOCK_OK at the deadline, else the error
+/* How a wait ends without the lock, once for wait.c's loop and a
+ * machine's waiter: with ST (REDISLOCK_OK at the deadline, else the error
  * that ends it), or CANCELED (a cancel request the caller met; with ST
  * REDISLOCK_OK a request asked meanwhile counts too, and is used up).
  * Returns 1 when the waiters' queue is to be left first (passing on a
@@ -266,9 +269,10 @@ int redislockp_wait_ended(redislock *lock, redislockp_waiting *w, int left);
  * the acknowledgement trailer when asked, REPLY_MS the time its replies
  * may take beyond the command timeout) and finished (the reply parsed
  * into OUT by PARSE, *ACK the acknowledgement's reply, the failure in the
- * handle, an unknown outcome noted) for whoever runs it in between: the
- * executor (lock.c) or the loop (async.c).  RUN stays where it is
- * between the two (it points into itself). */
+ * handle, an unknown outcome noted) for whoever runs it in between: a
+ * machine (async.c), or lock.c's op_run() for a handle on a borrowed
+ * context.  RUN stays where it is between the two (it points into
+ * itself). */
 typedef struct redislockp_run {
     redislockp_fanout f;
     redislockp_trailer tr;
@@ -288,12 +292,12 @@ int redislockp_run_finish(redislock *lock, const redislockp_run *run,
  * scripts' refusal of scripts=none, the votes, the acknowledgement
  * trailer, the quorum wait and grace) and finished (the masters' replies
  * folded into the one reply a single server would have given, parsed
- * into OUT) for whoever runs the fan-out in between: the executor
- * (lock.c) or the loop (async.c).  A refused acquire may have taken
- * something on some masters: finish then fills UNDO (NUNDO of them) and
- * the caller runs the give-back (redislockp_quorum_undo_prepare(), the
- * fan-out again, redislockp_quorum_undo_finish()) before the next step.
- * QR stays where it is from prepare to the end (it points into itself). */
+ * into OUT) for the machine (async.c), which runs the fan-out in
+ * between.  A refused acquire may have taken something on some masters:
+ * finish then fills UNDO (NUNDO of them) and the caller runs the
+ * give-back (redislockp_quorum_undo_prepare(), the fan-out again,
+ * redislockp_quorum_undo_finish()) before the next step.  QR stays
+ * where it is from prepare to the end (it points into itself). */
 typedef struct redislockp_qask {
     const redislock *lock;
     const redislockp_call *call;

@@ -1,7 +1,8 @@
 /*
- * pool.c - the blocking calls' refusals in the pool's words (pool_size
- * machines to a server at most: drive.c), and each node's reconnect
- * backoff, the one rule for every connection a client makes (async.c's).
+ * pool.c - the blocking calls' refusals (a fork child's client; all
+ * pool_size machines in use: drive.c), and each node's reconnect
+ * backoff, the one rule for every connection a client's machines make
+ * (async.c).
  *
  * Below the machines, above connect.c: it calls nothing that calls it
  * back (tests/check-layers.sh).

@@ -55,8 +55,8 @@ typedef struct redislockp_ack {
 
 struct redislock {
     redisContext *ctx;                 /* borrowed; NULL for a client's
-                                        * handle (the executor takes its
-                                        * connections from the pool) */
+                                        * handle (its calls run on its
+                                        * client's machines: async.c) */
     redislock_client *client;          /* NULL: a borrowed context */
     /* One allocation: the key and its companions (fencing counter,
      * wake-up list, waiters, turn), each NUL-terminated (the key may hold
@@ -116,8 +116,8 @@ struct redislock {
                                         * this file's layer) */
 
     /* Auto-renewal (client handles; see watchdog.c).  The fields below
-     * the line are shared with the watchdog thread: guarded by the
-     * client's wd_mu. */
+     * the line are shared with the machine that renews the handle (on
+     * another thread): guarded by the client's wd_mu. */
     int autorenew;
     redislock_lost_fn lost_fn;
     void *lost_arg;
@@ -127,7 +127,9 @@ struct redislock {
     int renewing;                      /* auto-renewed (on_loop or on_own) */
     int renew_busy;                    /* a renewal of it is on the wire
                                         * (the client's own machine) */
-    int renew_stopping;                /* renew_stop() waits: no new round */
+    int renew_stopping;                /* a call of the handle runs: no
+                                        * renewal goes out (renew_start(),
+                                        * renew_hold()) */
     int lost;                          /* 0, or why it was lost
                                         * (REDISLOCK_LOST_*), until the next
                                         * acquire, release or extend
@@ -180,10 +182,10 @@ struct timeval redislockp_timeval_ms(long long ms);
  * variables made with pthread_condattr_setclock(CLOCK_MONOTONIC). */
 struct timespec redislockp_monotonic_in(long long ms);
 /* COND, made to wait on that clock: 0, or -1 (not made).  The one way
- * the watchdog, the pool and the driver make theirs. */
+ * the client (wd_cond) and the driver (drive.c) make theirs. */
 int redislockp_cond_init_monotonic(pthread_cond_t *cond);
 /* Wait on COND (made so) with MU held until *DONE or DEADLINE
- * (monotonic ms): *DONE.  A pooled connection's or a machine's turn. */
+ * (monotonic ms): *DONE.  A blocking call's turn for a machine. */
 int redislockp_cond_wait_until(pthread_cond_t *cond, pthread_mutex_t *mu,
                                long long deadline, const int *done);
 
@@ -302,19 +304,21 @@ void redislockp_refresh_id(redislock *lock);
 /* watchdog.c: auto-renewal of a client handle's lease. */
 void redislockp_renew_start(redislock *lock, int fresh);   /* after acquire */
 /* LOCK's holding is declared lost, WHY a REDISLOCK_LOST_* (under the
- * client's wd_mu, or on its loop's thread): the one place, for the
- * watchdog and the loop alike. */
+ * client's wd_mu): the one place, for every machine that renews and for
+ * a renewal that cannot start. */
 void redislockp_renew_losing(redislock *lock, int why);
 void redislockp_renew_stop(redislock *lock);   /* before release / free */
-/* Both wait while the watchdog thread's round for LOCK is under way (a
- * round trip).  A step on an event loop's thread must not: it asks
- * redislockp_renew_hold() first - 1, no round for LOCK is under way and
- * none starts until redislockp_renew_unhold(); 0, one is, and none
- * starts after it: try again shortly (a timer of the loop), until 1. */
+/* Both wait while a renewal of LOCK is on the wire on the client's own
+ * machine (a round trip).  A step on a machine must not: it asks
+ * redislockp_renew_hold() first - 1, no renewal of LOCK is on the wire
+ * and none goes out until redislockp_renew_unhold(); 0, one is, and
+ * none goes out after it: try again shortly (a timer of the machine),
+ * until 1. */
 int redislockp_renew_hold(redislock *lock);
 void redislockp_renew_unhold(redislock *lock);
 /* 0, or why the lock was lost (REDISLOCK_LOST_*); clears it.  Call it
- * after redislockp_renew_stop(), or the watchdog may declare it again. */
+ * after redislockp_renew_stop(), or the renewing machine may declare it
+ * again. */
 int redislockp_renew_lost(redislock *lock);
 /* The same without clearing (0 at once for a handle without
  * auto-renewal: no mutex on its path). */
@@ -322,9 +326,8 @@ int redislockp_renew_lost_pending(redislock *lock);
 long long redislockp_renew_until(const redislock *lock, int *renewing);
 /* Did a renewal go out without an answer since the last call?  Clears. */
 int redislockp_renew_unknown(redislock *lock);
-/* The renewal ledger (watchdog.c): one set of rules for the watchdog
- * thread's rounds and the loop's renewals (async.c), without I/O, under
- * the client's wd_mu.
+/* The renewal ledger (engine.c): one set of rules for every machine's
+ * renewals (async.c), without I/O, under the client's wd_mu.
  * - redislockp_renew_expired(): 0 while L's lease as renewals keep it
  *   lasts at NOW; past it, why the holding is lost (renewal withheld: a
  *   hold cap, no heartbeat; else what the last failed renewals met:
@@ -345,9 +348,9 @@ int redislockp_renew_unknown(redislock *lock);
  *   owner ID must then not serve another holding (redislockp_refresh_id).
  * - redislockp_renew_note(): a renewal of L sent at SENT read RESULT
  *   (as redislockp_renew_read(); UNKNOWN: as redislockp_renew_in_doubt()
- *   says; WORDS: a refusal's); the lease goes on (renewed: the next due a third of it
- *   later; failed: again in REDISLOCKP_RENEW_RETRY_MS) and 0 is returned,
- *   or the loss's reason (a REDISLOCK_LOST_*).
+ *   says; WORDS: a refusal's); the lease goes on (renewed: the next due
+ *   a third of it later; failed: again in REDISLOCKP_RENEW_RETRY_MS) and
+ *   0 is returned, or the loss's reason (a REDISLOCK_LOST_*).
  * A quorum client's: how long a renewal of L (with an acknowledgement if
  * ACK) waits for the masters, within LIMIT_MS; and how renewal K of the
  * M legs (the acknowledgement's reply at ACK_AT; -1: none) reads - 1

@@ -54,7 +54,7 @@
 #define TICK_MS 110
 
 /* Block up to WAIT_MS for a wake-up: one BLPOP on the wake-up list, on
- * the handle's borrowed connection, through the executor; *WOKEN tells
+ * the handle's borrowed connection (redislockp_exec_one()); *WOKEN tells
  * whether one came.  An error reply about the route (a demoted master,
  * a cluster's) is "not woken": the next try tells. */
 static int block(redislock *lock, long long wait_ms, bool *woken)
@@ -133,9 +133,9 @@ static int end_wait(redislock *lock, redislockp_waiting *w, int st,
     return redislockp_wait_ended(lock, w, left);
 }
 
-/* redislock_acquire_wait() (blocking.c) on a borrowed connection: the
- * tries through the executor, here, the call checked and a pending loss
- * reported. */
+/* redislock_acquire_wait() (blocking.c) on a borrowed connection, the
+ * call checked and a pending loss reported: the tries and BLPOPs on that
+ * connection, here, as engine.c's redislockp_wait_next() says. */
 int redislockp_wait_here(redislock *lock, long long timeout_ms,
                          bool *acquired)
 {

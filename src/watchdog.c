@@ -101,7 +101,7 @@ void redislockp_renew_start(redislock *lock, int fresh)
     pthread_mutex_lock(&cl->wd_mu);
     /* Not while the machine is still busy with the previous holding (a
      * loss being reported): it would flag this one. */
-    lock->renew_stopping = 1;           /* (as in renew_stop()) */
+    lock->renew_stopping = 1;           /* (no renewal goes out) */
     while (lock->renew_busy) {
         redislockp_may_block("a wait for the watchdog");
         pthread_cond_wait(&cl->wd_cond, &cl->wd_mu);
@@ -183,10 +183,10 @@ int redislockp_renew_hold(redislock *lock)
         return 1;
     pthread_mutex_lock(&cl->wd_mu);
     ok = !lock->renew_busy;
-    /* No new round meanwhile - nor after the one under way, which the
-     * caller waits out: rounds back to back (a WAIT as long as the
-     * renewal interval) would otherwise keep it busy at every try, as
-     * renew_stop() says. */
+    /* No renewal goes out meanwhile - nor after the one on the wire,
+     * which the caller waits out: renewals back to back (a WAIT as long
+     * as the renewal interval) would otherwise keep it busy at every
+     * try. */
     lock->renew_stopping = 1;
     pthread_mutex_unlock(&cl->wd_mu);
     return ok;
@@ -204,9 +204,9 @@ void redislockp_renew_unhold(redislock *lock)
     pthread_mutex_unlock(&cl->wd_mu);
 }
 
-/* Read a watchdog-shared int FIELD of LOCK under wd_mu, clearing it with
- * TAKE.  0 without a client, and in a fork child (whose copy of the mutex
- * may have been held at fork time). */
+/* Read an int FIELD of LOCK shared with the renewing machine, under
+ * wd_mu, clearing it with TAKE.  0 without a client, and in a fork child
+ * (whose copy of the mutex may have been held at fork time). */
 static int shared_flag(redislock *lock, int *field, int take)
 {
     redislock_client *cl = lock->client;
