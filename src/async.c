@@ -904,7 +904,7 @@ static void leg_ended(redislockp_aop *o)
     if (leg->st == REDISLOCK_ERR_PROTOCOL && !o->plain)
         close_node_conn(o->ls, o->node, leg->msg);
     o->fw.plain = o->plain;
-    next = redislockp_follow_next(&o->fw, cl, &o->run.f, leg, &o->res, 0);
+    next = redislockp_follow_next(&o->fw, cl, &o->run.f, leg, &o->res);
     if (o->fw.close && !o->plain)
         close_node_conn(o->ls, o->node,
                         o->res.kind == REDISLOCKP_CLOSING
@@ -1655,7 +1655,7 @@ static void send_leg(redislockp_aop *o)
     /* else on_reply() goes on */
 }
 
-#define WATCHDOG_RECHECK_MS 2
+#define RENEWAL_RECHECK_MS 2
 
 /* Run O's steps: the next call goes out (its reply, or the slot map, is
  * waited for), or the operation ends.  Steps of an acquire, a release or
@@ -1663,7 +1663,7 @@ static void send_leg(redislockp_aop *o)
  * renewal of it is on the wire on the client's own machine (where a
  * holding a blocking call took is renewed, on that machine's thread).
  * A machine never waits so: the step holds the renewals off the handle
- * while it runs, or is put off (WATCHDOG_RECHECK_MS) until the renewal
+ * while it runs, or is put off (RENEWAL_RECHECK_MS) until the renewal
  * has its answer. */
 static void step(redislockp_aop *o)
 {
@@ -1678,7 +1678,7 @@ static void step(redislockp_aop *o)
 
     if (held && !redislockp_renew_hold(o->lock)) {
         o->step_later = 1;
-        set_timer(o, redislockp_now_ms() + WATCHDOG_RECHECK_MS);
+        set_timer(o, redislockp_now_ms() + RENEWAL_RECHECK_MS);
         return;
     }
     more = redislockp_op_next(op);
@@ -2978,7 +2978,7 @@ static void renew_timer(redislockp_aop *o)
         return;
     }
     if (!own_send(o, l)) {              /* another thread's call runs */
-        set_timer(o, now + WATCHDOG_RECHECK_MS);
+        set_timer(o, now + RENEWAL_RECHECK_MS);
         return;
     }
     /* An owner-checked extend to the lease renewals set, and the

@@ -28,14 +28,6 @@
 
 #define RETRY_MS REDISLOCKP_RENEW_RETRY_MS  /* after a failed renewal */
 
-/* The calls of F, as an array, and how many (0: the trailer alone). */
-static const redislockp_call *const *calls_of(const redislockp_fanout *f,
-                                             int *n)
-{
-    *n = f->ncalls > 0 ? f->ncalls : f->call != NULL;
-    return f->ncalls > 0 ? f->calls : &f->call;
-}
-
 /* ------------------------------------------------------------------------
  * Replies, routes and what follows a leg; a fan-out's votes and clock
  */
@@ -97,14 +89,7 @@ void redislockp_classify(const redislockp_val *r, int cluster, int sentinel,
  * says why, in ERRMSG. */
 int redislockp_fanout_plain_can(const redislockp_fanout *f, char *errmsg)
 {
-    const redislockp_call *const *calls;
-    int i, n;
-
-    calls = calls_of(f, &n);
-    for (i = 0; i < n; i++)
-        if (!redislockp_plain_can(calls[i], errmsg))
-            return 0;
-    return 1;
+    return f->call == NULL || redislockp_plain_can(f->call, errmsg);
 }
 
 /*
@@ -234,9 +219,9 @@ redislockp_next redislockp_follow_next(redislockp_follow *fw,
                                        redislock_client *cl,
                                        const redislockp_fanout *f,
                                        redislockp_leg *leg,
-                                       redislockp_res *res, int busy)
+                                       redislockp_res *res)
 {
-    int scripted = f->call != NULL || f->ncalls > 0;
+    int scripted = f->call != NULL;
 
     fw->close = 0;
     if (leg->st != REDISLOCK_OK) {
@@ -244,7 +229,7 @@ redislockp_next redislockp_follow_next(redislockp_follow *fw,
          * failover under way), from the next sentinel (the one asked
          * last may have named a master that is one no more). */
         if (fw->follow && cl != NULL && cl->sentinel &&
-            leg->st == REDISLOCK_ERR_IO && !leg->sent && !busy) {
+            leg->st == REDISLOCK_ERR_IO && !leg->sent) {
             pthread_mutex_lock(&cl->mu);
             if (cl->url.nseeds > 0)
                 cl->sentinel_first = (cl->sentinel_first + 1) %
@@ -254,7 +239,7 @@ redislockp_next redislockp_follow_next(redislockp_follow *fw,
             fw->asking = 0;
             return later(fw, cl);
         }
-        if (cl != NULL && leg->st == REDISLOCK_ERR_IO && !busy)
+        if (cl != NULL && leg->st == REDISLOCK_ERR_IO)
             redislockp_route_stale(cl);     /* not reached: ask again */
         return REDISLOCKP_NEXT_DONE;
     }

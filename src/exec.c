@@ -21,8 +21,8 @@ static const size_t asking_len[1] = { 6 };
 static const redislockp_call *const *calls_of(const redislockp_fanout *f,
                                              int *n)
 {
-    *n = f->ncalls > 0 ? f->ncalls : f->call != NULL;
-    return f->ncalls > 0 ? f->calls : &f->call;
+    *n = f->call != NULL;
+    return &f->call;
 }
 
 /* ------------------------------------------------------------------------
@@ -539,18 +539,12 @@ int redislockp_exec_one(const redislockp_target *t, const redislockp_fanout *f,
                         redislockp_leg *leg, redislockp_res *res)
 {
     int plain = 0, any_sent = 0;
-    int scripted = f->call != NULL || f->ncalls > 0;
+    int scripted = f->call != NULL;
     redislockp_follow fw;
 
     memset(leg, 0, sizeof *leg);
     redislockp_classify(NULL, 0, 0, res);
     leg->asked = 1;
-    if ((f->ncalls > 0 ? f->ncalls : f->call != NULL) +
-            (f->trailer != NULL) > REDISLOCKP_LEG_REPLIES)
-        return leg->st = redislockp_tx_fail(leg->msg, /* LCOV_EXCL_LINE */
-                                            REDISLOCK_ERR_INVALID,
-                                            "internal: %d calls in a leg",
-                                            f->ncalls);
     /* A borrowed connection follows nothing (no route to follow): only a
      * server that refuses scripting itself is answered without them. */
     redislockp_follow_init(&fw, -1, 0, 0, redislockp_now_ms());
@@ -588,7 +582,7 @@ int redislockp_exec_one(const redislockp_target *t, const redislockp_fanout *f,
                 redislockp_classify(leg->reply[0], 0, 0, res);
         }
         leg->c = NULL;
-        if (redislockp_follow_next(&fw, NULL, f, leg, res, 0) !=
+        if (redislockp_follow_next(&fw, NULL, f, leg, res) !=
             REDISLOCKP_NEXT_PLAIN)
             break;
         /* Again without scripts: the error reply ran nothing. */

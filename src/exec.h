@@ -27,10 +27,8 @@
 
 #include "client.h"
 
-/* Calls a leg can carry in one write (F->calls), and replies it can
- * expect: theirs and a trailer's (WAIT). */
-#define REDISLOCKP_LEG_CALLS 64
-#define REDISLOCKP_LEG_REPLIES (REDISLOCKP_LEG_CALLS + 1)
+/* Replies a leg can expect: its call's and a trailer's (WAIT). */
+#define REDISLOCKP_LEG_REPLIES 2
 
 /* What a reply means to whoever runs its leg, read where it is born. */
 typedef enum redislockp_kind {
@@ -115,12 +113,6 @@ typedef struct redislockp_leg {
     int skip;                   /* replies to drop first (ASKING's) */
     int borrowed;               /* c is the caller's context (a failure
                                  * out of step says to reconnect it) */
-    int dialing;                /* unused now (as are queued, dial and
-                                 * command_ms): no runner makes a leg's
-                                 * connection */
-    int queued;                 /* unused */
-    redislockp_dial dial;
-    long long command_ms;       /* unused */
     long long due;              /* a quorum leg's reply deadline, from
                                  * its own send (monotonic ms) */
     char msg[REDISLOCKP_ERRMSG_SIZE];
@@ -134,18 +126,14 @@ typedef int (*redislockp_vote_fn)(void *arg, size_t i,
                                   const redislockp_leg *leg);
 
 typedef struct redislockp_fanout {
-    const redislockp_call *call;        /* one call, or NCALLS in CALLS;
-                                         * neither (CALL NULL, NCALLS 0):
-                                         * the trailer alone (BLPOP) */
-    const redislockp_call *const *calls;
-    int ncalls;
+    const redislockp_call *call;        /* its call; NULL: the trailer
+                                         * alone (BLPOP, PING) */
     const redislockp_trailer *trailer;  /* NULL: none */
     const int *mask;                    /* NULL: every member */
     long long wait_ms;                  /* for the replies once sent */
     long long grace_ms;                 /* for stragglers once decided, at
                                          * least (as long again as the
                                          * deciders took, if longer) */
-    int urgent;                         /* unused: no runner reads it */
     redislockp_vote_fn vote;            /* NULL: wait for every leg */
     void *arg;
 } redislockp_fanout;
@@ -244,13 +232,12 @@ typedef struct redislockp_follow {
 void redislockp_follow_init(redislockp_follow *fw, long node, int follow,
                             int plain, long long end);
 /* LEG (done) failed, or was answered (RES, its first reply classified;
- * F its calls).  BUSY: it failed only for want of a free connection,
- * which says nothing of the route. */
+ * F its call). */
 redislockp_next redislockp_follow_next(redislockp_follow *fw,
                                        redislock_client *cl,
                                        const redislockp_fanout *f,
                                        redislockp_leg *leg,
-                                       redislockp_res *res, int busy);
+                                       redislockp_res *res);
 
 /* LEG (zeroed) of member I of the quorum client CL in F: its client, and
  * whether F asks it (else it is done, REDISLOCK_ERR_INVALID): 1 or 0. */

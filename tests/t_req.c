@@ -1,12 +1,12 @@
 /*
- * t_req.c - the one judge of what follows a leg (src/exec.c,
- * redislockp_follow_next()), which the blocking executor and the event
- * loop both obey: fed legs as they end - a value, an error reply
+ * t_req.c - the one judge of what follows a leg (src/engine.c,
+ * redislockp_follow_next()), which the machine and a borrowed context's
+ * runs both obey: fed legs as they end - a value, an error reply
  * classified as a Cluster or Sentinel client would, a failure - it must
  * say DONE, AGAIN (where, with ASKING or not), LATER (when) or PLAIN, and
  * whether the connection goes.  No server: a Cluster client that never
- * connects holds the slot map the judge writes to.  The other rules both
- * executors share are fed here too: where a leg goes
+ * connects holds the slot map the judge writes to.  The machine's other
+ * rules are fed here too: where a leg goes
  * (redislockp_route_look()), the fan-out's clock
  * (redislockp_fanclock_over()) and what follows a waiter's try
  * (redislockp_wait_next()).
@@ -83,7 +83,7 @@ static void bench_init(bench *b, long node, int follow, long long end_ms)
 static redislockp_next judge(bench *b, redislock_client *cl, const char *resp)
 {
     answered(&b->leg, &b->res, cl, resp);
-    return redislockp_follow_next(&b->fw, cl, &b->f, &b->leg, &b->res, 0);
+    return redislockp_follow_next(&b->fw, cl, &b->f, &b->leg, &b->res);
 }
 
 /* A value, followed or not: DONE, the leg as it was. */
