@@ -1800,7 +1800,7 @@ redislock_acquire_async(redislock *lock, redislock_done_fn fn, void *arg);
  * holder that comes
  * back queued behind the waiters already there (waiters of one client
  * are woken in the order their waits began), registrations that lapse
- * - is set out in src/async.c.
+ * - is set out in src/machine.h.
  * @since 0.4.0
  */
 REDISLOCK_API REDISLOCK_NODISCARD int

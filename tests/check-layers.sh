@@ -3,7 +3,8 @@
 # off the object files with nm (1 to 4) and the sources (5) (TAP output):
 #   1. only src/transport.c sends commands or reads replies: no other
 #      object uses hiredis's command and reply functions or send();
-#   2. the calls between files have no cycle;
+#   2. the calls between files have no cycle (the machine's files,
+#      machine*.c, count as one);
 #   3. the transport and the script runner call nothing above them
 #      (no handles, pools, watchdog or lock operations), and the KEYS/ARGV
 #      layouts (calls.c) nothing but the runner's helpers;
@@ -101,7 +102,10 @@ fi
 
 # name (e.g. "transport") defined-symbol / undefined-symbol lines
 for o in $objs; do
-    name=$(basename "$o" .o | sed 's/^libredislock_core_la-//')
+    # The machine's files are one unit: one state machine, split by
+    # subject (routes, conversations, quorums, waiters, renewals), whose
+    # steps call each other both ways; the layers are around it.
+    name=$(basename "$o" .o | sed 's/^libredislock_core_la-//; s/^machine_.*/machine/')
     $nm "$o" | awk -v n="$name" '
         $1 == "U" { print n, $2 >> "'"$tmp/undef"'" }
         NF == 3 && $2 ~ /^[TDBR]$/ { print $3, n >> "'"$tmp/def"'" }'
