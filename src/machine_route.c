@@ -27,6 +27,31 @@ static void sentinel_read(redislockp_loop_state *ls);
 
 /* ---- Cluster: the slot map, read without blocking --------------------- */
 
+/* Ask ARGC ARGV of the candidate at U on LS's map connection, made anew
+ * to it, its answer to FN: REDISLOCK_OK (map_reading set), or why not
+ * (nothing sent: the next candidate is asked). */
+static int map_ask(redislockp_loop_state *ls, const redislockp_url *u,
+                   int argc, const char *const *argv, const size_t *argvlen,
+                   redislockp_aconn_fn fn)
+{
+    redislockp_cmd cmd;
+    int st;
+
+    if (ls->map->open)
+        redislockp_aconn_close(&ls->map->a, REDISLOCK_ERR_IO, "closed");
+    redislockp_m_unwatch(ls, ls->map);
+    ls->map->open = 0;
+    ls->map->url = *u;
+    redislockp_m_conn_up(ls, ls->map);
+    redislockp_cmd_init(&cmd);
+    (void)redislockp_cmd_append(&cmd, argc, argv, argvlen);
+    st = redislockp_aconn_send(&ls->map->a, &cmd, u->command_ms, fn, ls,
+                               ls->map_err);
+    redislockp_cmd_clear(&cmd);
+    if (st == REDISLOCK_OK)
+        ls->map_reading = 1;
+    return st;
+}
 
 /* The parked operations go on (the map is in), or fail with ST. */
 static void map_done(redislockp_loop_state *ls, int st)
@@ -183,8 +208,6 @@ static void sentinel_read(redislockp_loop_state *ls)
     redislock_client *cl = ls->cl;
     const char *argv[3] = { "SENTINEL", "GET-MASTER-ADDR-BY-NAME", NULL };
     size_t argvlen[3] = { 8, 23, 0 };
-    redislockp_cmd cmd;
-    int st;
 
     argv[2] = cl->url.master_name;
     argvlen[2] = strlen(argv[2]);
@@ -210,21 +233,8 @@ static void sentinel_read(redislockp_loop_state *ls)
         u.password = u.sentinel_password;
         u.db = 0;
         u.role_check = 0;
-        if (ls->map->open)
-            redislockp_aconn_close(&ls->map->a, REDISLOCK_ERR_IO, "closed");
-        redislockp_m_unwatch(ls, ls->map);
-        ls->map->open = 0;
-        ls->map->url = u;
-        redislockp_m_conn_up(ls, ls->map);
-        redislockp_cmd_init(&cmd);
-        (void)redislockp_cmd_append(&cmd, 3, argv, argvlen);
-        st = redislockp_aconn_send(&ls->map->a, &cmd, u.command_ms,
-                                   on_sentinel, ls, ls->map_err);
-        redislockp_cmd_clear(&cmd);
-        if (st == REDISLOCK_OK) {
-            ls->map_reading = 1;
+        if (map_ask(ls, &u, 3, argv, argvlen, on_sentinel) == REDISLOCK_OK)
             return;
-        }
         ls->map_next++;
     }
     ls->map_next = 0;
@@ -237,9 +247,8 @@ void redislockp_m_map_read(redislockp_loop_state *ls)
     redislock_client *cl = ls->cl;
     static const char *const argv[2] = { "CLUSTER", "SLOTS" };
     static const size_t argvlen[2] = { 7, 5 };
-    redislockp_cmd cmd;
     size_t k, masters = 0;
-    int st, past;
+    int past;
 
     if (ls->map_reading)
         return;
@@ -274,22 +283,8 @@ void redislockp_m_map_read(redislockp_loop_state *ls)
             u.host = u.seeds[k].host;
             u.port = u.seeds[k].port;
         }
-        /* A new connection to that candidate. */
-        if (ls->map->open)
-            redislockp_aconn_close(&ls->map->a, REDISLOCK_ERR_IO, "closed");
-        redislockp_m_unwatch(ls, ls->map);
-        ls->map->open = 0;
-        ls->map->url = u;
-        redislockp_m_conn_up(ls, ls->map);
-        redislockp_cmd_init(&cmd);
-        (void)redislockp_cmd_append(&cmd, 2, argv, argvlen);
-        st = redislockp_aconn_send(&ls->map->a, &cmd, u.command_ms, on_map,
-                                   ls, ls->map_err);
-        redislockp_cmd_clear(&cmd);
-        if (st == REDISLOCK_OK) {
-            ls->map_reading = 1;
+        if (map_ask(ls, &u, 2, argv, argvlen, on_map) == REDISLOCK_OK)
             return;
-        }
         ls->map_next++;
     }
 }
