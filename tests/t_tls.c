@@ -344,7 +344,7 @@ static void test_cluster_over_tls(void **state)
     long long total = 0;
 
     (void)state;
-    tls_cluster_start(n, tport, port[2] + 1);
+    tls_cluster_start(n, tport, tu_free_ports(3, 1));
     /* One seed; the other masters come from the slot map, by the TLS
      * ports it names, and each is checked against the CA and the name. */
     snprintf(url, sizeof url, "rediss://127.0.0.1:%d?cluster=1&cacert=%s/"
@@ -452,7 +452,8 @@ static void test_sentinel_over_tls(void **state)
     const char *tmp = getenv("REDISLOCK_TEST_TMPDIR");
     char extra[2000], dir[300], conf[400], pidfile[400], logfile[400];
     char url[1200], err[512], tls[1500], sport[16];
-    int mport = port[2] + 10, s_port = port[2] + 11, st = REDISLOCK_ERR_IO;
+    int mport = tu_free_ports(2, 0), s_port = mport + 1;
+    int st = REDISLOCK_ERR_IO;
     redislock_client *cl = NULL;
     redislock *lock;
     tu_server master;
@@ -568,7 +569,7 @@ static int setup(void **state)
     const char *srcdir = getenv("REDISLOCK_TEST_SRCDIR");
     const char *cert[3] = { "server", "expired", "server" };
     char cmd[1200], extra[1500];
-    int i, base = 13000 + (int)(getpid() % 8000);
+    int i, base = tu_free_ports(3, 0);
 
     (void)state;
     snprintf(certs, sizeof certs, "%s/certs", tmp ? tmp : "/tmp");

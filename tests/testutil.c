@@ -1017,6 +1017,52 @@ int tu_async_wait_start(redislock *lock, long long timeout_ms, tu_async *a)
     return st;
 }
 
+/* Can PORT on 127.0.0.1 be bound now? */
+static int port_free(int port)
+{
+    struct sockaddr_in a;
+    int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1, ok;
+
+    if (fd < 0)
+        return 0;
+    (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons((unsigned short)port);
+    ok = bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
+    close(fd);
+    return ok;
+}
+
+int tu_free_ports(int n, int bus)
+{
+    FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+    int low = 32768, tries, i, base, span;
+    /* Each process its own sequence (rand() alone repeats one). */
+    unsigned seed = (unsigned)getpid() * 2654435761u ^ (unsigned)tu_now_ms();
+
+    if (f != NULL) {
+        if (fscanf(f, "%d", &low) != 1)
+            low = 32768;
+        fclose(f);
+    }
+    span = low - 10000 - n - 11000;
+    if (span < 100)
+        span = 100;
+    for (tries = 0; tries < 200; tries++) {
+        seed = seed * 1103515245u + 12345u;
+        base = 11000 + (int)((seed >> 8) % (unsigned)span);
+        for (i = 0; i < n; i++)
+            if (!port_free(base + i) || (bus && !port_free(base + i + 10000)))
+                break;
+        if (i == n)
+            return base;
+    }
+    fail_msg("no %d free loopback ports in a row in 200 tries", n);
+    return 0;
+}
+
 int tu_listen_loopback(int *port)
 {
     struct sockaddr_in a;

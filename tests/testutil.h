@@ -305,6 +305,14 @@ int tu_loop_adapters(redislock_client *(*open)(void *), void *arg,
  * that closes every connection).  Fails the test if it cannot. */
 int tu_listen_loopback(int *port);
 
+/* The first of N loopback ports in a row that nothing listens on now
+ * (with BUS, nor on each one's Cluster bus port, +10000), picked at
+ * random below the kernel's ephemeral range as tests/with-cluster.sh
+ * picks its nodes': other tests' servers start beside this one's at any
+ * time, and a fixed port may be theirs.  Fails the test if 200 tries
+ * find none. */
+int tu_free_ports(int n, int bus);
+
 /* A quorum client whose three "masters" are databases FIRST_DB,
  * FIRST_DB + 1 and FIRST_DB + 2 of the test server (each its own
  * connection): enough to run a quorum's code paths on one server. */

@@ -89,6 +89,21 @@ start_all() {
             return 1
         shift
     done
+    # Join them.  redis-cli waits for the nodes to agree without a limit
+    # of its own ("Waiting for the cluster to join"): a node whose bus
+    # port another process took meanwhile never joins, and the create
+    # would wait for ever (seen as a test's 600 s timeout) - so it gets
+    # 60 s, and a failed create starts again on other ports.
+    addrs=
+    for port in $ports; do addrs="$addrs 127.0.0.1:$port"; done
+    # shellcheck disable=SC2086
+    timeout 60 "$cli" --cluster create $addrs --cluster-replicas \
+        "$replicas" --cluster-yes > "$tmp/create.log" 2>&1 || {
+        echo "with-cluster.sh: redis-cli --cluster create failed or took" \
+             "60 s (ports $ports); trying other ports:" >&2
+        tail -n 5 "$tmp/create.log" >&2
+        return 1
+    }
     return 0
 }
 
@@ -98,18 +113,14 @@ for attempt in 1 2 3 4 5 6 7 8; do
     cleanup; tmp=$(mktemp -d "${TMPDIR:-/tmp}/redislock-cluster.XXXXXX") || exit 99
 done
 [ $ok = 1 ] || {
-    echo "with-cluster.sh: could not start $nodes servers; their logs:" >&2
+    echo "with-cluster.sh: could not start and join $nodes servers; their" \
+         "logs:" >&2
     for f in "${REDISLOCK_TEST_TMPDIR:-$tmp}"/cluster-*/log; do
         echo "== $f" >&2; tail -n 3 "$f" >&2
     done
     exit 99
 }
 
-addrs=
-for port in $ports; do addrs="$addrs 127.0.0.1:$port"; done
-# shellcheck disable=SC2086
-"$cli" --cluster create $addrs --cluster-replicas "$replicas" --cluster-yes \
-    > "$tmp/create.log" 2>&1 || { cat "$tmp/create.log" >&2; exit 99; }
 # Wait (50 ms apart, 30 s at most) until "$@" succeeds; on a timeout say
 # what was awaited and fail.
 await() {
@@ -124,10 +135,11 @@ await() {
         sleep 0.05
     done
 }
-cluster_ok() { "$cli" -h 127.0.0.1 -p "$1" CLUSTER INFO 2>/dev/null | grep -q 'cluster_state:ok'; }
+# (Each question within 5 s: a node that hangs is a failed try.)
+cluster_ok() { timeout 5 "$cli" -h 127.0.0.1 -p "$1" CLUSTER INFO 2>/dev/null | grep -q 'cluster_state:ok'; }
 # Every node's CLUSTER NODES: "master" lines, as "ip:port@bus" sorted.
 masters_seen() {
-    "$cli" -h 127.0.0.1 -p "$1" CLUSTER NODES 2>/dev/null |
+    timeout 5 "$cli" -h 127.0.0.1 -p "$1" CLUSTER NODES 2>/dev/null |
         awk '$3 ~ /master/ { print $2 }' | sort | tr '\n' ' '
 }
 same_view() {
@@ -140,7 +152,7 @@ same_view() {
 }
 synced() {
     [ "$(for port in $ports; do
-             "$cli" -h 127.0.0.1 -p "$port" INFO replication 2>/dev/null
+             timeout 5 "$cli" -h 127.0.0.1 -p "$port" INFO replication 2>/dev/null
          done | grep -c '^master_link_status:up')" -eq $((3 * replicas)) ]
 }
 for port in $ports; do
