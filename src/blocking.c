@@ -134,7 +134,7 @@ int redislock_hold_count(redislock *lock, int *count)
         *count = 0;
     st = status(lock, count, "count", v);
     if (st == REDISLOCK_OK && v[0] == 1)
-        *count = v[2] > 2147483647LL ? 2147483647 : (int)v[2];
+        *count = redislockp_holds_int(v[2]);
     return st;
 }
 
@@ -170,8 +170,7 @@ int redislock_inspect(redislock *lock, redislock_kind *kind, char *owner,
     if (ttl_ms)
         *ttl_ms = op.insp.pttl;
     if (holds)
-        *holds = op.insp.holds > 2147483647LL ? 2147483647
-                                              : (int)op.insp.holds;
+        *holds = redislockp_holds_int(op.insp.holds);
     return REDISLOCK_OK;
 }
 

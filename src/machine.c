@@ -47,7 +47,6 @@ static void heap_fix(redislockp_loop_state *ls, size_t i);
 static void aop_clear(redislockp_aop *o);
 static void aop_free(redislockp_aop *o);
 static void aop_drop(redislockp_loop_state *ls, redislockp_aop *o);
-static int clamp_int(long long v);
 static void query_results(redislockp_aop *o);
 static void deliver(redislockp_loop_state *ls);
 static int send_cmd(redislockp_aop *o, const redislockp_cmd *cmd);
@@ -503,11 +502,6 @@ void redislockp_m_aop_done_with(redislockp_loop_state *ls, redislockp_aop *o)
     aop_drop(ls, o);
 }
 
-static int clamp_int(long long v)
-{
-    return v > 2147483647LL ? 2147483647 : (int)v;
-}
-
 /* A query O answered: its results where the caller asked (a status's
  * TTL and count only when held; a count past INT_MAX as INT_MAX). */
 static void query_results(redislockp_aop *o)
@@ -519,14 +513,14 @@ static void query_results(redislockp_aop *o)
         if (o->ttl_out != NULL)
             *o->ttl_out = v[1];
         if (o->holds_out != NULL)
-            *o->holds_out = clamp_int(v[2]);
+            *o->holds_out = redislockp_holds_int(v[2]);
     } else if (o->op.kind == REDISLOCKP_OP_INSPECT) {
         if (o->kind_out != NULL)
             *o->kind_out = (redislock_kind)in->kind;
         if (o->ttl_out != NULL)
             *o->ttl_out = in->pttl;
         if (o->holds_out != NULL)
-            *o->holds_out = clamp_int(in->holds);
+            *o->holds_out = redislockp_holds_int(in->holds);
         if (o->owner_out != NULL)
             memcpy(o->owner_out, o->owner_buf, o->owner_size);
     }

@@ -20,6 +20,7 @@
 #ifndef REDISLOCK_OP_H
 #define REDISLOCK_OP_H
 
+#include <limits.h>
 #include <stdbool.h>
 
 #include "redislock_int.h"
@@ -327,5 +328,12 @@ int redislockp_quorum_finish(redislock *lock, redislockp_qrun *qr,
 void redislockp_quorum_undo_prepare(redislock *lock, redislockp_qrun *qr);
 void redislockp_quorum_undo_finish(redislock *lock, redislockp_qrun *qr,
                                    redislockp_leg *legs);
+
+/* A hold count as the API gives it (an int): one past INT_MAX is
+ * INT_MAX. */
+static inline int redislockp_holds_int(long long v)
+{
+    return v > INT_MAX ? INT_MAX : (int)v;
+}
 
 #endif /* REDISLOCK_OP_H */
