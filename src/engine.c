@@ -168,6 +168,8 @@ void redislockp_too_many_redirects(char *msg)
 void redislockp_exec_learn(redislock_client *cl, size_t node,
                            redislockp_res *res)
 {
+    if (cl == NULL)                     /* a borrowed connection's */
+        return;
     if ((res->kind == REDISLOCKP_MOVED || res->kind == REDISLOCKP_ASK) &&
         res->host[0] == '\0') {
         /* "MOVED 3999 :6380": the node did not know its own address; it

@@ -98,14 +98,9 @@ static int block(redislock *lock, long long wait_ms, bool *woken)
                                  redislockp_val_type_number(r));
         }
         break;
-    case REDISLOCKP_NOT_MASTER:         /* demoted while we waited */
-    case REDISLOCKP_ASK:                /* mid-migration */
-    case REDISLOCKP_RETRY:              /* a cluster hiccup */
-    case REDISLOCKP_MOVED:              /* the list moved with the slot */
-        /* Not woken: the next try tells. */
-        st = REDISLOCK_OK;
-        break;
-    default:
+    default:                            /* an error reply (a borrowed
+                                         * connection's replies are read
+                                         * as one server's: no route) */
         redislockp_fail(lock, st, "%s", leg.msg);
         break;
     }
