@@ -616,7 +616,7 @@ static void test_name_resolution_limits(void **state)
     seen s[17], *one[1];
     char url[300];
     static const char *ping[1] = { "PING" };
-    int i;
+    int i, threads;
 
     (void)state;
     memset(s, 0, sizeof s);
@@ -624,6 +624,7 @@ static void test_name_resolution_limits(void **state)
              getenv("REDISLOCK_TEST_PORT"));
     TU_WAIT_UNTIL(redislockp_fi_resolvers() == 0, 5000,
                   "no resolver thread left from earlier tests");
+    threads = threads_now();            /* (a sanitizer may have its own) */
     redislockp_fi_fail_threads(1);
     open_url(&a[0], url);
     redislockp_fi_fail_threads(0);
@@ -655,9 +656,9 @@ static void test_name_resolution_limits(void **state)
     /* And to be gone: a detached thread counts itself out just before it
      * exits, and one still there when the test ends is memory valgrind
      * finds "possibly lost" (its stack). */
-    TU_WAIT_UNTIL(threads_now() == 1, 5000,
+    TU_WAIT_UNTIL(threads_now() <= threads, 5000,
                   "the resolver threads to exit (this process's threads, "
-                  "/proc/self/status)");
+                  "/proc/self/status, as many as before them)");
 }
 
 int main(void)
