@@ -50,9 +50,16 @@ redislock_error_info *redislockp_err_here(void)
     return &last_failure;
 }
 
+void redislockp_info_clear(redislock_error_info *e)
+{
+    e->status = e->stage = e->cause = e->origin = 0;
+    e->acl = 0;
+    e->code[0] = e->detail[0] = e->hint[0] = '\0';
+}
+
 void redislockp_err_reset(void)
 {
-    memset(&last_failure, 0, sizeof last_failure);
+    redislockp_info_clear(&last_failure);
 }
 
 void redislockp_err_set(int status, int stage, int cause, const char *detail)

@@ -232,10 +232,14 @@ int redislockp_tx_val_error(const redislockp_val *v, const char *prefix,
  * or record failures of their own.  A handle takes the record when it
  * records a failure with the same status (error.c, redislockp_fail());
  * a call on a handle starts with a clean record (redislockp_begin()).
- * The watchdog's thread has its own, which no handle reads.
+ * A machine's thread has its own, which no handle reads.
+ * redislockp_info_clear(): E empty - its numbers 0, its strings "" (the
+ * bytes past a string's end are left: nothing reads them, and every call
+ * clears two records, 712 bytes each, in its hot path).
  */
 redislock_error_info *redislockp_err_here(void);
 void redislockp_err_reset(void);
+void redislockp_info_clear(redislock_error_info *e);
 /* A failure with no Redis error reply: STATUS, STAGE, CAUSE and DETAIL
  * (may be NULL); code, origin and ACL cleared. */
 void redislockp_err_set(int status, int stage, int cause, const char *detail);
