@@ -1218,7 +1218,8 @@ REDISLOCK_API int redislock_client_set_timeouts(redislock_client *client,
 /**
  * Connect if needed and PING: tells early whether the URL, the password
  * and the server are right.  On a Cluster client it reads the slot map
- * instead (CLUSTER SLOTS from the known masters, then the seeds); on a
+ * first (CLUSTER SLOTS from the known masters, then the seeds), then
+ * PINGs the master of a slot of its own (its key "redislock:ping"); on a
  * Sentinel client it finds the master (asking the sentinels if it is not
  * known or in doubt) and PINGs it; on a quorum client it pings every
  * master and succeeds when a majority answers (else REDISLOCK_ERR_IO,
