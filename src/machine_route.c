@@ -85,7 +85,12 @@ static void map_done(redislockp_loop_state *ls, int st)
         } else {
             o->leg.st = st;
             o->leg.done = 1;
-            snprintf(o->leg.msg, sizeof o->leg.msg, "%s", ls->map_err);
+            /* (The sentinels' words say already what was asked.) */
+            if (cl->cluster)
+                snprintf(o->leg.msg, sizeof o->leg.msg, "no Cluster node "
+                         "answered CLUSTER SLOTS: %.400s", ls->map_err);
+            else
+                snprintf(o->leg.msg, sizeof o->leg.msg, "%s", ls->map_err);
             redislockp_m_run_over(o);
         }
     }

@@ -604,6 +604,9 @@ static void test_ping_reads_the_map(void **state)
     assert_non_null(bad);
     assert_int_equal(redislock_client_ping(bad, errbuf, sizeof errbuf),
                      REDISLOCK_ERR_IO);
+    printf("# seeds down: %s\n", errbuf);
+    if (strstr(errbuf, "CLUSTER SLOTS") == NULL)
+        fail_msg("the failed map read is not named: %s", errbuf);
     redislock_client_free(bad);
 }
 
