@@ -193,7 +193,6 @@ int redislock_inspect_async(redislock *lock, redislock_kind *kind,
     return st;
 }
 
-
 static int acquire_wait_async(redislock *lock, long long timeout_ms,
                                  redislock_done_fn fn, void *arg)
 {

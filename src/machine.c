@@ -405,8 +405,6 @@ void redislockp_m_end(redislockp_aop *o, int status, bool ok)
     ls->due_tail = o;
 }
 
-
-
 /* What O holds besides itself, given back. */
 static void aop_clear(redislockp_aop *o)
 {
@@ -562,7 +560,6 @@ static void deliver(redislockp_loop_state *ls)
     }
 }
 
-
 /* Write CMD for O on its node's connection: REDISLOCK_OK (its replies
  * come to on_reply()), or the failure in O's leg. */
 static int send_cmd(redislockp_aop *o, const redislockp_cmd *cmd)
@@ -622,7 +619,6 @@ void redislockp_m_run_over(redislockp_aop *o)
 static void close_node_conn(redislockp_loop_state *ls, size_t node,
                             const char *why)
 {
-
     if (node < ls->nconns && ls->conns[node] != NULL)
         redislockp_aconn_close(&ls->conns[node]->a, REDISLOCK_ERR_IO, why);
 }
@@ -761,15 +757,8 @@ void redislockp_m_send_leg(redislockp_aop *o)
             }
             if (node == 0) {
                 o->leg.done = 1;
-                if (cl->cluster)
-                    o->leg.st = redislockp_tx_fail(
-                        o->leg.msg, REDISLOCK_ERR_IO, "no Cluster node "
-                        "answered CLUSTER SLOTS: %.400s", o->ls->map_err);
-                else
-                    o->leg.st = redislockp_tx_fail(
-                        o->leg.msg, REDISLOCK_ERR_IO, "no sentinel named a "
-                        "master for '%.100s': %.300s", cl->url.master_name,
-                        o->ls->map_err);
+                o->leg.st = REDISLOCK_ERR_IO;
+                redislockp_m_route_none(o->ls, 0, o->leg.msg);
                 redislockp_m_run_over(o);
                 return;
             }
@@ -1078,7 +1067,6 @@ int redislockp_m_op_start(redislockp_loop_state *ls, redislock *lock,
     redislockp_m_sync_loop(o->ls);
     return REDISLOCK_OK;
 }
-
 
 void redislockp_machine_free(redislockp_loop_state *ls)
 {

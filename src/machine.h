@@ -191,7 +191,6 @@ typedef struct qstate {
     int stale[REDISLOCKP_QUORUM_MAX];   /* requests of runs over */
     int parked[REDISLOCKP_QUORUM_MAX];  /* a Sentinel member's: waits for
                                          * its sentinels' answer */
-    size_t node[REDISLOCKP_QUORUM_MAX]; /* ...its request's node there */
     int undoing;                /* the run is a refused acquire's give-back */
     redislockp_fanclock ck;     /* the run's: sent, cut, grace */
     long long wake;             /* the run's next check (its timer) */
@@ -307,6 +306,12 @@ int redislockp_m_op_start(redislockp_loop_state *ls, redislock *lock,
 
 /* machine_route.c */
 void redislockp_m_map_read(redislockp_loop_state *ls);
+/* Why LS's route knows no node (its slot map or its sentinels), into MSG
+ * (REDISLOCKP_ERRMSG_SIZE): the one wording for every leg that fails so.
+ * TOLD: an asking of the sentinels ended, and its words (map_err) say
+ * the whole story; else map_err is the last failure only. */
+void redislockp_m_route_none(const redislockp_loop_state *ls, int told,
+                             char *msg);
 
 /* machine_conv.c */
 void redislockp_m_conv_unqueue(redislockp_aop *o);

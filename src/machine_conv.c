@@ -27,7 +27,6 @@ static void conv_next(redislockp_aop *o);
 
 /* ---- Without scripts: conversations --------------------------------- */
 
-
 /* An idle conversation connection to NODE (NULL: none), and in *MINE
  * how many there are to it. */
 static cconn *conv_idle(const redislockp_loop_state *ls, size_t node,

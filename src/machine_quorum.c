@@ -80,7 +80,6 @@ void redislockp_m_qstate_free(redislockp_aop *o)
     o->q = NULL;
 }
 
-
 /* Write CMD for master I of O's run on C: REDISLOCK_OK, or the leg
  * failed. */
 static int qsend(redislockp_aop *o, size_t i, lconn *c,
@@ -120,7 +119,7 @@ static lconn *leg_conn(const redislockp_aop *o, size_t i)
 {
     const redislockp_loop_state *ls = o->ls->subs[i] != NULL
                                           ? o->ls->subs[i] : o->ls;
-    size_t node = o->ls->subs[i] != NULL ? o->q->node[i] : i;
+    size_t node = o->ls->subs[i] != NULL ? o->q->legs[i].node : i;
 
     return node < ls->nconns ? ls->conns[node] : NULL;
 }
@@ -169,15 +168,12 @@ static void leg_go(redislockp_aop *o, size_t i, int fresh)
         }
         if (node == 0) {
             leg->done = 1;
-            leg->st = redislockp_tx_fail(leg->msg, REDISLOCK_ERR_IO,
-                                         "no sentinel named a master for "
-                                         "'%.100s': %.300s",
-                                         rt->cl->url.master_name,
-                                         rt->map_err);
+            leg->st = REDISLOCK_ERR_IO;
+            redislockp_m_route_none(rt, 0, leg->msg);
             redislockp_leg_note(leg);
             return;
         }
-        q->node[i] = node;
+        leg->node = node;               /* (the library's tracking too) */
         c = redislockp_m_conn_get(rt, node);
     } else {
         c = redislockp_m_conn_get(o->ls, i);
@@ -244,16 +240,13 @@ void redislockp_m_member_routed(redislockp_loop_state *rt, int st)
             leg_go(o, i, 0);
         } else {
             leg->done = 1;
-            leg->st = redislockp_tx_fail(leg->msg, st, "no sentinel named "
-                                         "a master for '%.100s': %.300s",
-                                         rt->cl->url.master_name,
-                                         rt->map_err);
+            leg->st = st;
+            redislockp_m_route_none(rt, 1, leg->msg);
             redislockp_leg_note(leg);
         }
         redislockp_m_quorum_check(o);
     }
 }
-
 
 /* Has O's run ended (every leg done, or past its wait, or decided and
  * its grace over)?  Then on; else its timer at the next check. */

@@ -315,7 +315,6 @@ void redislockp_m_loop_renew(redislock *lock, int start)
     machine_renew(lock->client->loop, lock, start);
 }
 
-
 void redislockp_machine_renew(redislockp_loop_state *ls, redislock *lock,
                               int start)
 {

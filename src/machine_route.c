@@ -27,6 +27,20 @@ static void sentinel_read(redislockp_loop_state *ls);
 
 /* ---- Cluster: the slot map, read without blocking --------------------- */
 
+void redislockp_m_route_none(const redislockp_loop_state *ls, int told,
+                             char *msg)
+{
+    if (ls->cl->cluster)
+        snprintf(msg, REDISLOCKP_ERRMSG_SIZE, "no Cluster node answered "
+                 "CLUSTER SLOTS: %.400s", ls->map_err);
+    else if (told)                      /* the sentinels' whole story */
+        snprintf(msg, REDISLOCKP_ERRMSG_SIZE, "%s", ls->map_err);
+    else
+        snprintf(msg, REDISLOCKP_ERRMSG_SIZE, "no sentinel named a master "
+                 "for '%.100s': %.300s", ls->cl->url.master_name,
+                 ls->map_err);
+}
+
 /* Ask ARGC ARGV of the candidate at U on LS's map connection, made anew
  * to it, its answer to FN: REDISLOCK_OK (map_reading set), or why not
  * (nothing sent: the next candidate is asked). */
@@ -85,12 +99,7 @@ static void map_done(redislockp_loop_state *ls, int st)
         } else {
             o->leg.st = st;
             o->leg.done = 1;
-            /* (The sentinels' words say already what was asked.) */
-            if (cl->cluster)
-                snprintf(o->leg.msg, sizeof o->leg.msg, "no Cluster node "
-                         "answered CLUSTER SLOTS: %.400s", ls->map_err);
-            else
-                snprintf(o->leg.msg, sizeof o->leg.msg, "%s", ls->map_err);
+            redislockp_m_route_none(ls, 1, o->leg.msg);
             redislockp_m_run_over(o);
         }
     }
@@ -141,7 +150,6 @@ static void on_map(void *arg, int status, redislockp_val **replies, int n,
 }
 
 /* ---- Sentinel: the master asked for without blocking ----------------- */
-
 
 /* A sentinel's answer to SENTINEL GET-MASTER-ADDR-BY-NAME: the master
  * (its connection checks ROLE when made: connect.c's dial), or

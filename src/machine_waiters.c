@@ -36,7 +36,6 @@ static void wait_woken(redislockp_aop *o);
 
 /* ---- Waiters: blockers ------------------------------------------------ */
 
-
 void redislockp_m_wkey_free(wkey *k)
 {
     redislockp_free(k->key);
@@ -287,7 +286,6 @@ static void pass_done(redislock *lock, int status, bool ok, void *arg)
     redislock_free(lock);
 }
 
-
 /* Start a leave of H, a handle of the library's own (freed at its end),
  * passing on a turn if WOKEN; best effort. */
 static void leave_of(redislockp_loop_state *ls, redislock *h, int woken)
@@ -340,7 +338,6 @@ static void cleanup_released(redislock *h, int status, bool ok, void *arg)
     else
         redislock_free(h);
 }
-
 
 /* O's handle was freed while its try was on the wire, or while it was
  * registered as a waiter; the try has ended (or there was none): its
