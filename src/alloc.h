@@ -55,7 +55,8 @@ void redislockp_fi_fail_at(unsigned long n, int persist);
 unsigned long redislockp_fi_count(void);
 /* While ON, redislockp_thread_create() fails with EAGAIN. */
 void redislockp_fi_fail_threads(int on);
-/* An event loop's host-name resolutions wait MS first (connect.c). */
+/* An event loop's host-name resolutions wait MS first (connect.c); with
+ * MS < 0 they wait until it is set to 0 or more (no timing to race). */
 void redislockp_fi_resolve_delay(long long ms);
 /* Resolver threads alive now. */
 int redislockp_fi_resolvers(void);

@@ -501,6 +501,10 @@ static void *resolve_thread(void *arg)
 
     if (delay > 0)
         redislockp_sleep_ms(delay);
+    while (delay < 0) {                 /* held until released */
+        redislockp_sleep_ms(2);
+        delay = __atomic_load_n(&fi_resolve_delay_ms, __ATOMIC_SEQ_CST);
+    }
 #endif
     gai = resolve_first(r->host, addr, sizeof addr);
     pthread_mutex_lock(&r->mu);
