@@ -397,6 +397,13 @@ long long redislockp_aconn_read_due(const redislockp_aconn *a)
                : 0;
 }
 
+int redislockp_aconn_block_reads(redislockp_aconn *a, long long timeout_ms)
+{
+    int fd = redislockp_aconn_fd(a);
+
+    return fd >= 0 && redislockp_socket_blocking(fd, timeout_ms) == 0;
+}
+
 int redislockp_aconn_fd(const redislockp_aconn *a)
 {
     if (a->state == REDISLOCKP_ACONN_DIALING)

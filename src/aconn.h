@@ -109,6 +109,10 @@ int redislockp_aconn_withdraw(redislockp_aconn *a, void *arg);
 
 /* What to watch now: its descriptor (-1: none) and POLLIN/POLLOUT. */
 int redislockp_aconn_fd(const redislockp_aconn *a);
+/* A's socket (up, not TLS) made to block, each read and write at most
+ * TIMEOUT_MS (redislockp_socket_blocking()), for a driver that reads a
+ * single reply without a poll() first: 1 if it blocks now, else 0. */
+int redislockp_aconn_block_reads(redislockp_aconn *a, long long timeout_ms);
 short redislockp_aconn_events(const redislockp_aconn *a);
 /* The earliest deadline (monotonic ms) it waits for; 0: none. */
 long long redislockp_aconn_deadline(const redislockp_aconn *a);

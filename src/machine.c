@@ -219,8 +219,7 @@ static void conn_dialed(void *arg, int status, const char *errmsg)
     c->blocking = 0;
     if (status == REDISLOCK_OK && c->ls != NULL && c->ls->block_reads &&
         !c->url.tls)
-        c->blocking = redislockp_socket_blocking(
-                          redislockp_aconn_fd(&c->a), c->url.command_ms) == 0;
+        c->blocking = redislockp_aconn_block_reads(&c->a, c->url.command_ms);
 }
 
 /* Open C (again) to its URL if it is not up - unless its node backs off

@@ -60,10 +60,7 @@ static void own_idle(redislockp_aop *o, redislock *l)
 {
     if (!o->ls->own || l == NULL)
         return;
-    pthread_mutex_lock(&o->cl->wd_mu);
-    l->renew_busy = 0;
-    pthread_cond_broadcast(&o->cl->wd_cond);
-    pthread_mutex_unlock(&o->cl->wd_mu);
+    redislockp_renew_idle(l);
 }
 
 /* The loss of O's handle, for REASON: the renewal ends. */
@@ -74,7 +71,6 @@ static void renew_lost(redislockp_aop *o, int reason)
     redislockp_loop_state *ls = o->ls;
     redislock_lost_fn fn;
     void *arg;
-    int fd;
 
     pthread_mutex_lock(&cl->wd_mu);
     redislockp_renew_losing(lock, reason);
@@ -98,13 +94,8 @@ static void renew_lost(redislockp_aop *o, int reason)
     if (ls->losing == lock) {
         ls->losing = NULL;
         pthread_mutex_lock(&cl->wd_mu);
-        fd = lock->lost_pipe[1];
+        redislockp_renew_signal(lock);
         pthread_mutex_unlock(&cl->wd_mu);
-        if (fd >= 0) {
-            char b = 'L';
-
-            (void)!write(fd, &b, 1);
-        }
     }
 }
 
@@ -276,11 +267,7 @@ static void machine_renew(redislockp_loop_state *ls, redislock *lock,
              * lost; said now. */
             pthread_mutex_lock(&cl->wd_mu);
             redislockp_renew_losing(lock, REDISLOCK_LOST_NOT_STARTED);
-            if (lock->lost_pipe[1] >= 0) {
-                char b = 'L';
-
-                (void)!write(lock->lost_pipe[1], &b, 1);
-            }
+            redislockp_renew_signal(lock);
             pthread_mutex_unlock(&cl->wd_mu);
             return;
         }

@@ -307,6 +307,13 @@ void redislockp_renew_start(redislock *lock, int fresh);   /* after acquire */
  * client's wd_mu): the one place, for every machine that renews and for
  * a renewal that cannot start. */
 void redislockp_renew_losing(redislock *lock, int why);
+/* Says LOCK's loss on its descriptor, if redislock_lost_fd() made one
+ * (under the client's wd_mu): the one place that writes it. */
+void redislockp_renew_signal(redislock *lock);
+/* The machine that renews LOCK is done with it for now (its loss
+ * callback over): whoever waits in redislockp_renew_start() or _stop()
+ * goes on. */
+void redislockp_renew_idle(redislock *lock);
 void redislockp_renew_stop(redislock *lock);   /* before release / free */
 /* Both wait while a renewal of LOCK is on the wire on the client's own
  * machine (a round trip).  A step on a machine must not: it asks

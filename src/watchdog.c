@@ -30,8 +30,7 @@
 
 #include "client.h"
 
-/* Only for redislock_lost_fd() made after the loss (under wd_mu). */
-static void signal_lost(redislock *lock)
+void redislockp_renew_signal(redislock *lock)
 {
     if (lock->lost_pipe[1] >= 0) {
         char b = 'L';
@@ -148,7 +147,7 @@ void redislockp_renew_start(redislock *lock, int fresh)
         lock->renewing = 0;
         lock->renew_on_own = 0;
         redislockp_renew_losing(lock, REDISLOCK_LOST_NOT_STARTED);
-        signal_lost(lock);
+        redislockp_renew_signal(lock);
         pthread_mutex_unlock(&cl->wd_mu);
     }
 }
@@ -190,6 +189,16 @@ int redislockp_renew_hold(redislock *lock)
     lock->renew_stopping = 1;
     pthread_mutex_unlock(&cl->wd_mu);
     return ok;
+}
+
+void redislockp_renew_idle(redislock *lock)
+{
+    redislock_client *cl = lock->client;
+
+    pthread_mutex_lock(&cl->wd_mu);
+    lock->renew_busy = 0;
+    pthread_cond_broadcast(&cl->wd_cond);
+    pthread_mutex_unlock(&cl->wd_mu);
 }
 
 void redislockp_renew_unhold(redislock *lock)
@@ -339,7 +348,7 @@ int redislock_lost_fd(redislock *lock)
         lock->lost_pipe[0] = fds[0];
         lock->lost_pipe[1] = fds[1];
         if (lock->lost)
-            signal_lost(lock);
+            redislockp_renew_signal(lock);
         if (cl != NULL)
             pthread_mutex_unlock(&cl->wd_mu);
     }

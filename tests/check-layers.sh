@@ -27,7 +27,14 @@
 #      list - the reply views and messages, the clock, the route's and
 #      slot map's bookkeeping, the scripts=none refusal tests, a mutex -
 #      so no poll(), sleep, condition variable, connection, pool or
-#      executor can come in unseen.
+#      executor can come in unseen;
+#   8. the machine (machine*.c: operations as steps, routes, quorums,
+#      waiters, renewals) does no I/O of its own and never blocks: of the
+#      C library it refers only to the allowed list of rule 7, and of the
+#      library to no connect, dial, poll driver, blocking executor,
+#      hiredis send or read, sleep or thread; it reaches a socket only
+#      through a connection of aconn.c (requests queued, replies handed
+#      back, told the time), which is the I/O layer.
 set -u
 builddir=${REDISLOCK_TEST_BUILDDIR:-.}
 srcdir=${REDISLOCK_TEST_SRCDIR:-$(dirname "$0")/..}
@@ -36,7 +43,7 @@ nm=${NM:-nm}
 tmp=$(mktemp -d) || exit 99
 trap 'rm -rf "$tmp"' EXIT
 
-echo "1..7"
+echo "1..8"
 
 # Rule 5 reads the sources: it needs neither nm nor a build.
 rule5() {
@@ -92,7 +99,7 @@ else
     [ -n "$objs" ] || skip="no object files of the library"
 fi
 if [ -n "$skip" ]; then
-    for i in 1 2 3 4 7; do
+    for i in 1 2 3 4 7 8; do
         echo "ok $i - read off the object files # SKIP $skip"
     done
     rule5
@@ -172,6 +179,23 @@ else
     else
         echo "not ok 7 - $name"
         sed 's/^/# refers to: /' "$tmp/engine"
+    fi
+fi
+name="the machine does no I/O of its own and never blocks (src/machine*.c)"
+libc_ok='^(__.*|snprintf|vsnprintf|strcmp|strncmp|strlen|strnlen|strchr|strrchr|strstr|memcpy|memmove|memset|memcmp|memchr|bcmp|strtol|strtoll|strtoul|strtoull|pthread_mutex_lock|pthread_mutex_unlock|randombytes_uniform|redislockp?_[a-z_0-9]+)$'
+blocking='^redislockp_(connect|socket_blocking|sleep_ms|may_block|thread_create|exec_one|drive_[a-z_]+|dial_[a-z_]+|tx_(send|recv|call|command|next_reply|ready|flush|fd|raise_timeout|restore_timeout)|sigpipe_[a-z]+)$'
+if ! grep -q '^machine ' "$tmp/undef"; then
+    echo "not ok 8 - $name"
+    echo "# no object src/machine*.o among the library's"
+else
+    awk -v ok="$libc_ok" -v no="$blocking" \
+        '$1 == "machine" && ($2 !~ ok || $2 ~ no) { print $2 }' \
+        "$tmp/undef" | sort -u > "$tmp/machine"
+    if [ ! -s "$tmp/machine" ]; then
+        echo "ok 8 - $name"
+    else
+        echo "not ok 8 - $name"
+        sed 's/^/# refers to: /' "$tmp/machine"
     fi
 fi
 echo "# edges: $(tr '\n' ';' < "$tmp/edges")"
