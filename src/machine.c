@@ -150,15 +150,17 @@ static void sync_conn(redislockp_loop_state *ls, lconn *c, long long *at)
     }
 }
 
-/* Tell the loop what to watch now, and when to call back. */
+/* Tell the loop what to watch now, and when to call back - at once, or
+ * inside an entry (operations started by its callbacks) at its end. */
 void redislockp_m_sync_loop(redislockp_loop_state *ls)
 {
-    long long at = -1, now = redislockp_now_ms();
+    long long at = -1, now;
     const redislockp_aop *o;
     size_t i;
 
-    if (ls->closing)
+    if (ls->closing || ls->depth > 0)
         return;
+    now = redislockp_now_ms();
     /* First let go of every descriptor that changed, then watch the new
      * ones: a number closed by one connection and reused by another is
      * never unwatched after it was watched anew. */
@@ -861,7 +863,26 @@ void redislockp_m_step(redislockp_aop *o)
     redislockp_m_send_leg(o);
 }
 
-/* The end of an entry of CL: callbacks, then the loop told what next. */
+/* Write now what LS's connections that are up have queued, not when the
+ * loop next finds them writable: a poll() (and, on a loop, the change of
+ * what it watches) saved.  Inside an entry only: a failure then ends its
+ * operations through their callbacks from the entry's end, never inside
+ * a caller's call. */
+static void write_queued(redislockp_loop_state *ls)
+{
+    size_t i;
+
+    for (i = 0; i < conn_count(ls); i++) {
+        lconn *c = conn_at(ls, i);
+
+        if (c != NULL && c->open && c->a.state == REDISLOCKP_ACONN_READY &&
+            (redislockp_aconn_events(&c->a) & POLLOUT))
+            redislockp_aconn_io(&c->a, POLLOUT);
+    }
+}
+
+/* The end of an entry of CL: callbacks, what they queued written, then
+ * the loop told what next. */
 void redislockp_m_entry_end(redislockp_loop_state *ls)
 {
     redislock_client *cl = ls->cl;
@@ -869,6 +890,12 @@ void redislockp_m_entry_end(redislockp_loop_state *ls)
     if (ls->conv_drain)
         redislockp_m_conv_drain(ls);
     deliver(ls);
+    if (ls->depth == 1 && !ls->closing && !ls->free_asked) {
+        write_queued(ls);
+        if (ls->conv_drain)
+            redislockp_m_conv_drain(ls);
+        deliver(ls);                    /* (writes that failed) */
+    }
     if (--ls->depth == 0) {
         while (ls->dead != NULL) {
             redislockp_aop *o = ls->dead;
@@ -1225,7 +1252,6 @@ int redislockp_machine_start(redislockp_loop_state *ls, redislockp_op *op,
                              redislock_done_fn fn, void *arg)
 {
     redislockp_aop *o;
-    size_t i;
     int st;
 
     o = driven_new(ls, op->lock, fn, arg, &st);
@@ -1235,17 +1261,7 @@ int redislockp_machine_start(redislockp_loop_state *ls, redislockp_op *op,
                                          * itself yet) */
     o->op_out = op;
     redislockp_m_step(o);
-    /* Its first request goes out now on a connection that is up (a
-     * loop's would wait to be found writable: a poll() saved per call;
-     * a failure still ends it through the driver's callback, from the
-     * entry's end). */
-    for (i = 0; i < conn_count(ls); i++) {
-        lconn *c = conn_at(ls, i);
-
-        if (c != NULL && c->open && c->a.state == REDISLOCKP_ACONN_READY &&
-            (redislockp_aconn_events(&c->a) & POLLOUT))
-            redislockp_aconn_io(&c->a, POLLOUT);
-    }
+    /* Its first request goes out from the entry's end (write_queued()). */
     redislockp_m_entry_end(ls);
     return REDISLOCK_OK;
 }
@@ -1296,5 +1312,7 @@ void redislockp_async_forget(redislock *lock)
     if (ls->depth == 0 && ls->free_asked) {
         ls->free_asked = 0;
         redislock_client_free(cl);
+        return;
     }
+    redislockp_m_sync_loop(ls);     /* (what its callback started) */
 }
