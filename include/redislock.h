@@ -1263,6 +1263,51 @@ REDISLOCK_API REDISLOCK_NODISCARD redislock *
 redislock_new_counted_from_client_len(redislock_client *client,
                                       const void *key, size_t len);
 
+/** The most permits a semaphore may have. */
+#define REDISLOCK_MAX_PERMITS 1000000
+
+/**
+ * A handle on one permit of the semaphore KEY of PERMITS permits on
+ * CLIENT's connections: at most PERMITS handles hold a permit of KEY at
+ * once, across processes and machines.  The verbs are the lock's:
+ * redislock_acquire() takes a permit (ok false: all are held),
+ * redislock_release() gives it back, redislock_extend(), the status
+ * queries, auto-renewal and its loss notice, fencing (a token per
+ * grant), replica acknowledgement, the *_async calls.  Each holder has
+ * a lease of its own, on the server's clock: a holder that dies gives
+ * its permit back when its lease ends, and the next acquire drops it.
+ * Re-entry is counted as in counted mode (an acquire by the holder adds
+ * a hold and renews the lease; each release gives one up; the permit
+ * goes back with the last).  Every handle of KEY must say the same
+ * PERMITS: while holders hold permits of KEY made with another number,
+ * an acquire fails with REDISLOCK_ERR_INVALID and changes nothing (with
+ * no live holder, the new number stands).  KEY is a sorted set of the
+ * holders, beside a record KEY's companion "meta" (a hash): a lock of
+ * another kind on KEY (a go-zero or counted lock) is refused with
+ * REDISLOCK_ERR_SERVER (WRONGTYPE), never misread - see
+ * doc/semantics.md, "Key formats".  Not built yet (issue 32): waiting
+ * (redislock_acquire_wait() on a semaphore handle fails with
+ * REDISLOCK_ERR_INVALID: poll with redislock_acquire()),
+ * redislock_inspect() of a semaphore (the same), and the read-write
+ * lock.
+ * @param permits  1 to REDISLOCK_MAX_PERMITS.
+ * @return the handle (free with redislock_free()), or NULL with errno
+ *         EINVAL (CLIENT or KEY NULL, KEY empty, PERMITS out of range),
+ *         ENOTSUP (a quorum client - a majority of masters does not
+ *         protect a count - or one without scripts, scripts=none: a
+ *         semaphore is one atomic step over two keys) or ENOMEM.
+ * @since 0.4.0
+ */
+REDISLOCK_API REDISLOCK_NODISCARD redislock *
+redislock_new_semaphore(redislock_client *client, const char *key,
+                        int permits);
+
+/** As redislock_new_semaphore(), for a binary key of LEN > 0 bytes,
+ *  copied.  @since 0.4.0 */
+REDISLOCK_API REDISLOCK_NODISCARD redislock *
+redislock_new_semaphore_len(redislock_client *client, const void *key,
+                            size_t len, int permits);
+
 /* ------------------------------------------------------------------------
  * Auto-renewal (client handles only; since 0.2.0)
  *

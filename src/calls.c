@@ -22,6 +22,30 @@ static int counted(const redislock *lock)
     return lock->mode == REDISLOCKP_MODE_COUNTED;
 }
 
+/* A semaphore's call of SCRIPT: the key and its record, then the owner
+ * (and the lease, unless NO_PX); the acquire's fencing counter, flag
+ * and N are added by redislockp_call_acquire(). */
+static void sem_call(redislockp_call *call, const redislock *lock,
+                     const redislockp_script *script, int nkeys, long long px)
+{
+    redislockp_call_init(call, script, nkeys);
+    redislockp_call_key(call, 0, lock->key, lock->keylen);
+    redislockp_call_key(call, 1, lock->meta_key, lock->meta_keylen);
+    redislockp_call_arg(call, 0, lock->id, lock->idlen);
+    if (px > 0)
+        redislockp_call_num(call, 1, 0, px);
+}
+
+/* Every semaphore script begins KEY META, OWNER PX (status: OWNER). */
+typedef char sem_layouts_agree[
+    REDISLOCKP_ACQUIRE_SEM_K_KEY == 0 && REDISLOCKP_ACQUIRE_SEM_K_META == 1 &&
+    REDISLOCKP_ACQUIRE_SEM_A_OWNER == 0 && REDISLOCKP_ACQUIRE_SEM_A_PX == 1 &&
+    REDISLOCKP_RELEASE_SEM_K_META == 1 && REDISLOCKP_RELEASE_SEM_A_OWNER == 0 &&
+    REDISLOCKP_RELEASE_SEM_A_PX == 1 && REDISLOCKP_EXTEND_SEM_K_META == 1 &&
+    REDISLOCKP_EXTEND_SEM_A_OWNER == 0 && REDISLOCKP_EXTEND_SEM_A_PX == 1 &&
+    REDISLOCKP_STATUS_SEM_K_META == 1 && REDISLOCKP_STATUS_SEM_A_OWNER == 0 ?
+    1 : -1];
+
 /*
  * An acquire runs one of five scripts, each no more than its features
  * need (issue 20: what the server spends on a lock operation):
@@ -59,6 +83,21 @@ void redislockp_call_acquire(redislockp_call *call, const redislock *lock,
     const redislockp_script *script;
     int nkeys;
 
+    if (lock->mode == REDISLOCKP_MODE_SEMAPHORE) {
+        /* (A waiter's try is refused before it is built: lock.c.) */
+        sem_call(call, lock, &redislockp_script_acquire_sem,
+                 lock->fencing ? REDISLOCKP_ACQUIRE_SEM_K_FENCE + 1
+                               : REDISLOCKP_ACQUIRE_SEM_K_META + 1,
+                 lock->expire_ms);
+        if (lock->fencing)
+            redislockp_call_key(call, REDISLOCKP_ACQUIRE_SEM_K_FENCE,
+                                lock->fence_key, lock->fence_keylen);
+        redislockp_call_arg(call, REDISLOCKP_ACQUIRE_SEM_A_FENCING,
+                            lock->fencing ? "1" : "0", 1);
+        redislockp_call_num(call, REDISLOCKP_ACQUIRE_SEM_A_PERMITS, 1,
+                            lock->permits);
+        return;
+    }
     if (how != REDISLOCKP_TRY_PLAIN) {
         script = counted(lock) ? &redislockp_script_acquire_counted_wait
                                : &redislockp_script_acquire_wait;
@@ -127,11 +166,18 @@ void redislockp_call_release(redislockp_call *call, const redislock *lock)
      * meets none), and always on a quorum, whose masters must all do
      * the same in one round. */
     int wake = lock->wakeups && !lock->wakeups_refused &&
-               (lock->companions_ok || !lock->cluster);
+               (lock->companions_ok || !lock->cluster) &&
+               lock->mode != REDISLOCKP_MODE_SEMAPHORE;
     int hand_over = wake && (lock->waiters_seen || lock->quorum);
     int nkeys = hand_over ? REDISLOCKP_RELEASE_K_TURN + 1
               : wake ? REDISLOCKP_RELEASE_K_WAITERS + 1
                      : REDISLOCKP_RELEASE_K_KEY + 1;
+
+    if (lock->mode == REDISLOCKP_MODE_SEMAPHORE) {
+        sem_call(call, lock, &redislockp_script_release_sem,
+                 REDISLOCKP_RELEASE_SEM_MAX_KEYS, lock->expire_ms);
+        return;
+    }
 
     redislockp_call_init(call, counted(lock) ? &redislockp_script_release_counted
                                              : &redislockp_script_release,
@@ -161,6 +207,11 @@ typedef char extend_layouts_agree[
 void redislockp_call_extend(redislockp_call *call, const redislock *lock,
                             long long ms)
 {
+    if (lock->mode == REDISLOCKP_MODE_SEMAPHORE) {
+        sem_call(call, lock, &redislockp_script_extend_sem,
+                 REDISLOCKP_EXTEND_SEM_MAX_KEYS, ms);
+        return;
+    }
     redislockp_call_init(call, counted(lock) ? &redislockp_script_extend_counted
                                              : &redislockp_script_extend,
                          REDISLOCKP_EXTEND_MAX_KEYS);
@@ -177,6 +228,11 @@ typedef char status_layouts_agree[
 
 void redislockp_call_status(redislockp_call *call, const redislock *lock)
 {
+    if (lock->mode == REDISLOCKP_MODE_SEMAPHORE) {
+        sem_call(call, lock, &redislockp_script_status_sem,
+                 REDISLOCKP_STATUS_SEM_MAX_KEYS, 0);
+        return;
+    }
     redislockp_call_init(call, counted(lock) ? &redislockp_script_status_counted
                                              : &redislockp_script_status,
                          REDISLOCKP_STATUS_MAX_KEYS);
@@ -238,6 +294,8 @@ void redislockp_call_permissions(redislockp_call *call, const redislock *lock,
                         lock->wake_keylen);
     redislockp_call_arg(call, REDISLOCKP_PERMISSIONS_A_TURN, lock->turn_key,
                         lock->turn_keylen);
+    redislockp_call_arg(call, REDISLOCKP_PERMISSIONS_A_META, lock->meta_key,
+                        lock->meta_keylen);
 }
 
 /* ------------------------------------------------------------------------
@@ -296,6 +354,27 @@ static const redislockp_need counted_status[] = {
     { REDISLOCKP_FEATURE_COUNTED, "PTTL $1" },
     { REDISLOCKP_FEATURE_COUNTED, "HGET $1 owner" },
 };
+/* A semaphore's scripts (lib.lua's sem_open, sem_drop, sem_expire, and
+ * the acquire's, release's and extend's own writes). */
+static const redislockp_need sem_read[] = {
+    { REDISLOCKP_FEATURE_SEMAPHORE, "TIME" },
+    { REDISLOCKP_FEATURE_SEMAPHORE, "ZRANGEBYSCORE $1 -inf 0" },
+    { REDISLOCKP_FEATURE_SEMAPHORE, "HGET $6 kind" },
+    { REDISLOCKP_FEATURE_SEMAPHORE, "ZCARD $1" },
+    { REDISLOCKP_FEATURE_SEMAPHORE, "ZSCORE $1 x" },
+    { REDISLOCKP_FEATURE_SEMAPHORE, "ZRANGE $1 -1 -1 WITHSCORES" },
+};
+static const redislockp_need sem_write[] = {
+    { REDISLOCKP_FEATURE_SEMAPHORE, "ZADD $1 1 x" },
+    { REDISLOCKP_FEATURE_SEMAPHORE, "ZREM $1 x" },
+    { REDISLOCKP_FEATURE_SEMAPHORE, "ZREMRANGEBYSCORE $1 -inf 0" },
+    { REDISLOCKP_FEATURE_SEMAPHORE, "HSET $6 v 1" },
+    { REDISLOCKP_FEATURE_SEMAPHORE, "HINCRBY $6 h:x 1" },
+    { REDISLOCKP_FEATURE_SEMAPHORE, "HDEL $6 h:x" },
+    { REDISLOCKP_FEATURE_SEMAPHORE, "PEXPIREAT $1 1" },
+    { REDISLOCKP_FEATURE_SEMAPHORE, "PEXPIREAT $6 1" },
+    { REDISLOCKP_FEATURE_SEMAPHORE, "DEL $6" },
+};
 static const redislockp_need counted_fencing[] = {
     { REDISLOCKP_FEATURE_FENCING, "HINCRBY $2 n 1" },
 };
@@ -343,6 +422,7 @@ static const redislockp_need script_keys[] = {
     { REDISLOCKP_FEATURE_SCRIPTS, "EVALSHA 0 1 $3" },
     { REDISLOCKP_FEATURE_SCRIPTS, "EVALSHA 0 1 $4" },
     { REDISLOCKP_FEATURE_SCRIPTS, "EVALSHA 0 1 $5" },
+    { REDISLOCKP_FEATURE_SCRIPTS, "EVALSHA 0 1 $6" },
 };
 
 #define LIST(a) a, sizeof a / sizeof a[0]
@@ -364,14 +444,15 @@ static int flag(const redislockp_call *call, int i)
            call->arg[i][0] != '0';
 }
 
-/* Which of LOCK's keys ($1..$5, as 0..4) CALL gives as its key I. */
+/* Which of LOCK's keys ($1..$6, as 0..5) CALL gives as its key I. */
 static size_t key_index(const redislockp_call *call, const redislock *lock,
                         int i)
 {
     const char *k = call->key[i];
 
     return k == lock->fence_key ? 1 : k == lock->waiters_key ? 2
-         : k == lock->wake_key ? 3 : k == lock->turn_key ? 4 : 0;
+         : k == lock->wake_key ? 3 : k == lock->turn_key ? 4
+         : k == lock->meta_key ? 5 : 0;
 }
 
 size_t redislockp_call_needs(const redislockp_call *call,
@@ -382,7 +463,14 @@ size_t redislockp_call_needs(const redislockp_call *call,
     size_t k = 0;
     int i;
 
-    if (redislockp_script_is_acquire(s)) {
+    if (redislockp_script_is_sem(s)) {
+        add(out, max, &k, LIST(sem_read));
+        if (s != &redislockp_script_status_sem)
+            add(out, max, &k, LIST(sem_write));
+        if (s == &redislockp_script_acquire_sem &&
+            flag(call, REDISLOCKP_ACQUIRE_SEM_A_FENCING))
+            add(out, max, &k, LIST(counted_fencing));
+    } else if (redislockp_script_is_acquire(s)) {
         int gozero = !redislockp_script_is_counted(s);
         int waiter = s == &redislockp_script_acquire_wait ||
                      s == &redislockp_script_acquire_counted_wait;

@@ -164,8 +164,8 @@ static int gives_back(const redislock *lock, int fresh, int granted)
 {
     int fresh_own = fresh && !lock->id_chosen;
 
-    return lock->mode == REDISLOCKP_MODE_COUNTED ? granted || fresh_own
-                                                 : fresh_own;
+    return lock->mode != REDISLOCKP_MODE_GOZERO ? granted || fresh_own
+                                                : fresh_own;
 }
 
 /* CALL was sent and its outcome is unknown: it may yet run (see UNKNOWN
@@ -657,7 +657,12 @@ int redislockp_run_finish(redislock *lock, const redislockp_run *run,
     if (st == REDISLOCK_ERR_SERVER && strcmp(res->code, "WRONGTYPE") == 0) {
         /* The one confusion worth naming: a lock of the other mode. */
         redislockp_hint(lock, 0,
-                        lock->mode == REDISLOCKP_MODE_COUNTED
+                        lock->mode == REDISLOCKP_MODE_SEMAPHORE
+                            ? "the key is not a semaphore (a sorted set "
+                              "with its record, the companion key meta): "
+                              "a lock of another kind, or not a lock; or "
+                              "its record or fence holds another type"
+                        : lock->mode == REDISLOCKP_MODE_COUNTED
                             ? "the lock key is not a counted-mode lock (a "
                               "hash): a go-zero-format lock, or not a lock; "
                               "or a companion key (fence, waiters, wake, "
@@ -710,7 +715,7 @@ static int op_run(redislock *lock, const redislockp_call *call,
  * use the waiters' keys polls (wait.c).
  */
 
-/* What each feature needs, as a whole ($1..$5: the keys, see calls.c). */
+/* What each feature needs, as a whole ($1..$6: the keys, see calls.c). */
 static const char *feature_rule(redislockp_feature f)
 {
     switch (f) {
@@ -728,6 +733,10 @@ static const char *feature_rule(redislockp_feature f)
     case REDISLOCKP_FEATURE_STATUS:
         return "the status queries need +get +pttl +hget on $1, +time "
                "+zcount on $3 and +hget on $2";
+    case REDISLOCKP_FEATURE_SEMAPHORE:
+        return "a semaphore needs $S +time +zrangebyscore +zcard +zscore "
+               "+zrange +zadd +zrem +zremrangebyscore +pexpireat on $1 and "
+               "+hget +hset +hincrby +hdel +pexpireat +del on $6";
     case REDISLOCKP_FEATURE_SCRIPTS:
         break;
     }
@@ -772,13 +781,13 @@ static const char *script_rights(const redislock *lock)
     return functions_mode(lock) ? "+fcall +function|load" : "+evalsha +eval";
 }
 
-/* TEMPLATE with $1..$5 replaced by LOCK's keys, and $S by the rights
+/* TEMPLATE with $1..$6 replaced by LOCK's keys, and $S by the rights
  * that run its scripts, into OUT. */
 static void with_keys(const redislock *lock, const char *template, char *out,
                       size_t size)
 {
-    const char *keys[5];
-    size_t lens[5], k = 0;
+    const char *keys[6];
+    size_t lens[6], k = 0;
     const char *p;
 
     keys[0] = lock->key, lens[0] = lock->keylen;
@@ -786,8 +795,9 @@ static void with_keys(const redislock *lock, const char *template, char *out,
     keys[2] = lock->waiters_key, lens[2] = lock->waiters_keylen;
     keys[3] = lock->wake_key, lens[3] = lock->wake_keylen;
     keys[4] = lock->turn_key, lens[4] = lock->turn_keylen;
+    keys[5] = lock->meta_key, lens[5] = lock->meta_keylen;
     for (p = template; *p && k + 1 < size; p++) {
-        if (p[0] == '$' && p[1] >= '1' && p[1] <= '5') {
+        if (p[0] == '$' && p[1] >= '1' && p[1] <= '6') {
             int i = p[1] - '1';
 
             show_key(keys[i], lens[i], out + k, size - k);
@@ -810,6 +820,7 @@ static unsigned feature_acl(redislockp_feature f)
     switch (f) {
     case REDISLOCKP_FEATURE_GOZERO:
     case REDISLOCKP_FEATURE_COUNTED:
+    case REDISLOCKP_FEATURE_SEMAPHORE:
         return REDISLOCK_ACL_LOCK;
     case REDISLOCKP_FEATURE_FENCING:
         return REDISLOCK_ACL_FENCING;
@@ -1422,6 +1433,15 @@ static int acquired(redislockp_op *op)
         if (fresh)
             redislockp_metric_hold_begin(lock);
         redislockp_renew_start(lock, fresh);
+    } else if (r->v[0] == -4 && lock->mode == REDISLOCKP_MODE_SEMAPHORE) {
+        /* Nothing changed: the holders say another number of permits. */
+        st = redislockp_fail(lock, REDISLOCK_ERR_INVALID,
+                             "the semaphore's holders say it has %lld "
+                             "permits, and this handle %d: every handle of a "
+                             "semaphore must say the same",
+                             r->v[1], lock->permits);
+        redislockp_val_free(ack);
+        return done(op, st);
     } else if (r->v[0] == 0 && r->v[1] == -3) {
         saw(lock, 0);                   /* free, but waiters come first */
         op->holder_pttl = -3;

@@ -389,7 +389,10 @@ void redislockp_m_cleanup_plan(redislockp_aop *o, redislock *lock)
 
     if ((!acquiring && !leaving) || o->ls->closing)
         return;
-    h = lock->mode == REDISLOCKP_MODE_COUNTED
+    h = lock->mode == REDISLOCKP_MODE_SEMAPHORE
+            ? redislock_new_semaphore_len(o->cl, lock->key, lock->keylen,
+                                          lock->permits)
+        : lock->mode == REDISLOCKP_MODE_COUNTED
             ? redislock_new_counted_from_client_len(o->cl, lock->key,
                                                     lock->keylen)
             : redislock_new_from_client_len(o->cl, lock->key, lock->keylen);

@@ -1527,6 +1527,8 @@ int redislockp_plain_can(const redislockp_call *call, char *errmsg)
                                  "scripts=none " REDISLOCKP_ACL_DOC,
                                  redislockp_script_is_counted(s)
                                      ? "counted mode"
+                                 : redislockp_script_is_sem(s)
+                                     ? "a semaphore"
                                  : s == &redislockp_script_permissions
                                      ? "the permission check"
                                      : "fencing");

@@ -3,6 +3,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <string.h>
 #include <unistd.h>
@@ -17,6 +18,7 @@
 #define WAKE_SUFFIX ":wake"
 #define WAITERS_SUFFIX ":waiters"
 #define TURN_SUFFIX ":turn"
+#define META_SUFFIX ":meta"
 #define MAX_EXPIRE_MS 1000000000000LL
 
 /* Does KEY carry a Redis Cluster hash tag (slot.c, Redis's own rule)? */
@@ -71,7 +73,7 @@ static redislock *create(struct redisContext *c, redislock_client *client,
         return NULL;
     room = (len + 1) + (len + 2 + sizeof FENCE_SUFFIX) +
            (len + 2 + sizeof WAKE_SUFFIX) + (len + 2 + sizeof WAITERS_SUFFIX) +
-           (len + 2 + sizeof TURN_SUFFIX);
+           (len + 2 + sizeof TURN_SUFFIX) + (len + 2 + sizeof META_SUFFIX);
     lock->keys = redislockp_malloc(room);
     if (lock->keys == NULL) {
         redislockp_free(lock);
@@ -94,6 +96,9 @@ static redislock *create(struct redisContext *c, redislock_client *client,
     p += lock->waiters_keylen + 1;
     lock->turn_keylen = companion_key(p, key, len, TURN_SUFFIX);
     lock->turn_key = p;
+    p += lock->turn_keylen + 1;
+    lock->meta_keylen = companion_key(p, key, len, META_SUFFIX);
+    lock->meta_key = p;
     lock->slot = redislockp_key_slot(key, len);
     /* "{KEY}" + suffix shares KEY's slot unless KEY holds a '}' (which
      * would end the tag early); with a tag of its own, KEY + suffix does. */
@@ -171,6 +176,41 @@ redislock *redislock_new_counted_from_client_len(redislock_client *client,
     if (client == NULL)
         return NULL;
     return create(NULL, client, key, len, REDISLOCKP_MODE_COUNTED);
+}
+
+redislock *redislock_new_semaphore_len(redislock_client *client,
+                                       const void *key, size_t len,
+                                       int permits)
+{
+    redislock *lock;
+
+    if (client == NULL || key == NULL || len == 0 || permits < 1 ||
+        permits > REDISLOCK_MAX_PERMITS) {
+        errno = EINVAL;
+        return NULL;
+    }
+    /* A majority of masters does not protect a count (each master's
+     * holders are its own), and plain commands cannot keep one (src/lua/
+     * acquire_sem.lua is one atomic step over two keys). */
+    if (client->quorum ||
+        __atomic_load_n(&client->url.noscripts, __ATOMIC_RELAXED)) {
+        errno = ENOTSUP;
+        return NULL;
+    }
+    lock = create(NULL, client, key, len, REDISLOCKP_MODE_SEMAPHORE);
+    if (lock == NULL) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    lock->permits = permits;
+    return lock;
+}
+
+redislock *redislock_new_semaphore(redislock_client *client, const char *key,
+                                   int permits)
+{
+    return redislock_new_semaphore_len(client, key,
+                                       key != NULL ? strlen(key) : 0, permits);
 }
 
 redislock *redislock_new_with_id(struct redisContext *c, const char *key,

@@ -41,7 +41,9 @@
 
 typedef enum redislockp_mode {
     REDISLOCKP_MODE_GOZERO = 0,        /* string key holding the owner ID */
-    REDISLOCKP_MODE_COUNTED = 1        /* hash: owner, count, token */
+    REDISLOCKP_MODE_COUNTED = 1,       /* hash: owner, count, token */
+    REDISLOCKP_MODE_SEMAPHORE = 2      /* sorted set of holders, and a
+                                        * record (src/lua/acquire_sem.lua) */
 } redislockp_mode;
 
 /* What a write must have had acknowledged (redislock_set_min_replicas):
@@ -62,8 +64,11 @@ struct redislock {
      * wake-up list, waiters, turn), each NUL-terminated (the key may hold
      * NUL bytes).  See redislock.c. */
     char *keys;
-    const char *key, *fence_key, *wake_key, *waiters_key, *turn_key;
-    size_t keylen, fence_keylen, wake_keylen, waiters_keylen, turn_keylen;
+    const char *key, *fence_key, *wake_key, *waiters_key, *turn_key,
+        *meta_key;
+    size_t keylen, fence_keylen, wake_keylen, waiters_keylen, turn_keylen,
+        meta_keylen;
+    int permits;                       /* a semaphore's N; else 0 */
     unsigned slot;                     /* the key's Cluster hash slot */
     int companions_ok;                 /* the companions share that slot */
     int cluster;                       /* made from a Cluster client
@@ -219,6 +224,10 @@ int redislockp_busy(redislock *lock);
 /* redislockp_begin() for a call with a result pointer OUT named NAME:
  * REDISLOCK_ERR_INVALID for a NULL handle or a NULL OUT. */
 int redislockp_begin_call(redislock *lock, const void *out, const char *name);
+/* WHAT (a call's words) on LOCK: REDISLOCK_OK, or REDISLOCK_ERR_INVALID
+ * (said in LOCK's error) for a call its kind does not have yet - a
+ * semaphore's wait and inspect (issue 32). */
+int redislockp_kind_can(redislock *lock, const char *what);
 
 /* fork.c: fork detection without a system call per operation.  The
  * generation is bumped in the child of every fork() (pthread_atfork);
@@ -279,6 +288,7 @@ typedef enum redislockp_feature {
     REDISLOCKP_FEATURE_FENCING,        /* the fencing counter */
     REDISLOCKP_FEATURE_WAITING,        /* waiters, wake-up list, turn */
     REDISLOCKP_FEATURE_STATUS,         /* inspect, inspect_companions */
+    REDISLOCKP_FEATURE_SEMAPHORE,      /* a semaphore: its key and record */
     REDISLOCKP_FEATURE_SCRIPTS         /* a key given to a script */
 } redislockp_feature;
 

@@ -38,6 +38,10 @@ SCRIPT(acquire_counted_wait, ACQUIRE_COUNTED_WAIT);
 SCRIPT(release_counted, RELEASE_COUNTED);
 SCRIPT(extend_counted, EXTEND_COUNTED);
 SCRIPT(status_counted, STATUS_COUNTED);
+SCRIPT(acquire_sem, ACQUIRE_SEM);
+SCRIPT(release_sem, RELEASE_SEM);
+SCRIPT(extend_sem, EXTEND_SEM);
+SCRIPT(status_sem, STATUS_SEM);
 SCRIPT(leave, LEAVE);
 SCRIPT(inspect, INSPECT);
 SCRIPT(companions, COMPANIONS);
@@ -60,7 +64,16 @@ int redislockp_script_is_acquire(const redislockp_script *s)
            s == &redislockp_script_acquire_fencing ||
            s == &redislockp_script_acquire_wait ||
            s == &redislockp_script_acquire_counted ||
-           s == &redislockp_script_acquire_counted_wait;
+           s == &redislockp_script_acquire_counted_wait ||
+           s == &redislockp_script_acquire_sem;
+}
+
+int redislockp_script_is_sem(const redislockp_script *s)
+{
+    return s == &redislockp_script_acquire_sem ||
+           s == &redislockp_script_release_sem ||
+           s == &redislockp_script_extend_sem ||
+           s == &redislockp_script_status_sem;
 }
 
 int redislockp_script_is_counted(const redislockp_script *s)
@@ -309,6 +322,8 @@ int redislockp_script_answer_ok(const redislockp_call *call,
                            st_hi[] = {1, ANY_HI, ANY_HI, ANY_HI};
     static const long long two_lo[] = {ANY_LO, ANY_LO},
                            two_hi[] = {ANY_HI, ANY_HI};
+    /* {-4, n}: a semaphore's holders agreed on another N of permits */
+    static const long long n_lo[] = {-4, 1}, n_hi[] = {-4, ANY_HI};
     const redislockp_script *s = call->script;
     int bare = redislockp_val_type(r) == REDISLOCKP_V_INTEGER;
     long long x = redislockp_val_int(r);
@@ -320,6 +335,8 @@ int redislockp_script_answer_ok(const redislockp_call *call,
         fa = REDISLOCKP_ACQUIRE_COUNTED_A_FENCING;
     else if (s == &redislockp_script_acquire_counted_wait)
         fa = REDISLOCKP_ACQUIRE_COUNTED_WAIT_A_FENCING;
+    else if (s == &redislockp_script_acquire_sem)
+        fa = REDISLOCKP_ACQUIRE_SEM_A_FENCING;
     if (fa >= 0)
         fencing = call->arg[fa] != NULL && call->arg[fa][0] == '1';
     if (s == &redislockp_script_acquire_fencing)
@@ -333,9 +350,16 @@ int redislockp_script_answer_ok(const redislockp_call *call,
         if (bare)
             return fencing ? x >= 1 : x == 0;
         return ints_within(r, 2, other_lo, other_hi) ||
-               (redislockp_script_is_counted(s) &&
-                ints_within(r, 3, held_lo, held_hi));
+               ((redislockp_script_is_counted(s) ||
+                 s == &redislockp_script_acquire_sem) &&
+                ints_within(r, 3, held_lo, held_hi)) ||
+               (s == &redislockp_script_acquire_sem &&
+                ints_within(r, 2, n_lo, n_hi));
     }
+    if (s == &redislockp_script_release_sem)
+        /* The bare 1 or 0 (our permit gone, or none held); {1, holds
+         * left}. */
+        return bare ? x == 0 || x == 1 : ints_within(r, 2, left_lo, left_hi);
     if (s == &redislockp_script_release ||
         s == &redislockp_script_release_counted) {
         /* The bare X; {1, 0, woke}; counted: {1, holds left}. */
@@ -345,9 +369,13 @@ int redislockp_script_answer_ok(const redislockp_call *call,
                (s == &redislockp_script_release_counted &&
                 ints_within(r, 2, left_lo, left_hi));
     }
+    if (s == &redislockp_script_extend_sem)
+        return ints_within(r, 1, ext_lo, ext_hi) &&
+               redislockp_val_int(redislockp_val_at(r, 0)) >= 0;
     if (s == &redislockp_script_extend || s == &redislockp_script_extend_counted)
         return ints_within(r, 1, ext_lo, ext_hi);
-    if (s == &redislockp_script_status || s == &redislockp_script_status_counted)
+    if (s == &redislockp_script_status || s == &redislockp_script_status_counted ||
+        s == &redislockp_script_status_sem)
         return ints_within(r, 4, st_lo, st_hi);
     if (s == &redislockp_script_leave)
         return bare && x == 1;

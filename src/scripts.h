@@ -32,15 +32,20 @@ extern const redislockp_script redislockp_script_acquire_counted_wait;
 extern const redislockp_script redislockp_script_release_counted;
 extern const redislockp_script redislockp_script_extend_counted;
 extern const redislockp_script redislockp_script_status_counted;
+extern const redislockp_script redislockp_script_acquire_sem;
+extern const redislockp_script redislockp_script_release_sem;
+extern const redislockp_script redislockp_script_extend_sem;
+extern const redislockp_script redislockp_script_status_sem;
 extern const redislockp_script redislockp_script_leave;
 extern const redislockp_script redislockp_script_inspect;
 extern const redislockp_script redislockp_script_companions;
 extern const redislockp_script redislockp_script_permissions;
 
-/* The acquire scripts (either mode, plain or a waiter's), and those of
- * counted mode. */
+/* The acquire scripts (any kind, plain or a waiter's), those of counted
+ * mode, and a semaphore's. */
 int redislockp_script_is_acquire(const redislockp_script *s);
 int redislockp_script_is_counted(const redislockp_script *s);
+int redislockp_script_is_sem(const redislockp_script *s);
 
 /*
  * Replies.  A script answers with an array of integers; on the paths
@@ -64,7 +69,7 @@ size_t redislockp_bare_ints(redislockp_bare bare, long long x, long long *v);
 
 /* The most keys and arguments of any script. */
 #define REDISLOCKP_MAX_KEYS 4
-#define REDISLOCKP_MAX_ARGS 6
+#define REDISLOCKP_MAX_ARGS 7
 
 /* One call of a script: fill with redislockp_call_init() and then every
  * key up to NKEYS and every argument, by the layout's indices

@@ -62,6 +62,8 @@ int main(void)
         (void (*)(void))redislock_new_counted_from_client,
         (void (*)(void))redislock_new_from_client_len,
         (void (*)(void))redislock_new_counted_from_client_len,
+        (void (*)(void))redislock_new_semaphore,
+        (void (*)(void))redislock_new_semaphore_len,
         (void (*)(void))redislock_set_autorenew,
         (void (*)(void))redislock_set_lost_callback,
         (void (*)(void))redislock_lost_fd,

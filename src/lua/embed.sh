@@ -11,7 +11,8 @@
 #   --! ARGV owner:id px:ms fencing:flag   names, each with the type the
 #                                          C side guarantees: id (not
 #                                          empty), ms (integer >= 1), flag
-#                                          ('0' or '1'), how ('0'..'2')
+#                                          ('0' or '1'), how ('0'..'2'),
+#                                          n (integer >= 1)
 # From them the text sent to Redis gets, in front of the script, locals
 # named after the layout (KEY = KEYS[1], OWNER = ARGV[1], ...) and a check
 # of the number of keys and arguments (a call that does not match the
@@ -163,7 +164,7 @@ for f in "$@"; do
         out = out "  " err "called with \" .. #KEYS .. \" keys and \" .. #ARGV .. \" arguments, not " \
               (minkeys == nk ? nk : minkeys ".." nk) " and " na "\")\nend\n"
         for (i = 1; i <= na; i++)
-            if (atype[i] !~ /^(id|ms|flag|how|)$/)
+            if (atype[i] !~ /^(id|ms|flag|how|n|)$/)
                 fail("unknown type " atype[i] " of " aname[i])
         printf "%s", out > body
         for (i = 1; i <= n; i++) emit(lines[i], "", 0)

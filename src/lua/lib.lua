@@ -73,3 +73,57 @@ if woke then
   redis.call('PEXPIRE', WAKE, '2000')
   redis.call('SET', TURN, '1', 'PX', '1000')
 end
+
+--@@ sem_open
+-- A semaphore's script begins (KEY a sorted set of holders: member the
+-- owner ID, score the end of its lease in the server's milliseconds;
+-- META its record, a hash: v the format, 1; kind 'sem'; n the permits;
+-- h:ID a holder's holds, t:ID its fencing token).  Reads only: a key of
+-- another kind is refused before anything changed - KEY by WRONGTYPE
+-- (a go-zero lock is a string, a counted one a hash), META when it is
+-- not a semaphore's record of format 1, and a sorted set with live
+-- members and no record.  Defines NOW and GONE (the holders whose lease
+-- has ended, to be dropped by sem_drop if the script writes).
+--@ now
+local gone = redis.call('ZRANGEBYSCORE', KEY, '-inf', now)
+local kind = redis.call('HGET', META, 'kind')
+if kind and (kind ~= 'sem' or redis.call('HGET', META, 'v') ~= '1') then
+  return redis.error_reply('WRONGTYPE redislock: ' .. META ..
+                           ' is the record of another kind of lock (' ..
+                           kind .. '), not of a semaphore (format 1)')
+end
+if not kind and redis.call('ZCARD', KEY) > #gone then
+  return redis.error_reply('WRONGTYPE redislock: the key is a sorted set ' ..
+                           'without a semaphore record (' .. META ..
+                           '): not a redislock semaphore')
+end
+
+--@@ need_sem_write
+-- Before a semaphore script's first write: may the user run what may
+-- follow it (sem_drop, sem_expire)?
+--@need 'ZREMRANGEBYSCORE', KEY, '-inf', '0'
+--@need 'HDEL', META, 'h:', 't:'
+--@need 'ZRANGE', KEY, '-1', '-1', 'WITHSCORES'
+--@need 'PEXPIREAT', KEY, '0'
+--@need 'PEXPIREAT', META, '0'
+--@need 'DEL', META
+
+--@@ sem_drop
+-- The holders whose lease has ended (GONE) leave, with their records.
+if #gone > 0 then
+  redis.call('ZREMRANGEBYSCORE', KEY, '-inf', now)
+  for _, id in ipairs(gone) do
+    redis.call('HDEL', META, 'h:' .. id, 't:' .. id)
+  end
+end
+
+--@@ sem_expire
+-- KEY and its record last as long as the longest lease; with no holder
+-- left both go.
+local last = redis.call('ZRANGE', KEY, -1, -1, 'WITHSCORES')
+if #last == 0 then
+  redis.call('DEL', META)
+else
+  redis.call('PEXPIREAT', KEY, last[2])
+  redis.call('PEXPIREAT', META, last[2])
+end
