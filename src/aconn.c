@@ -3,6 +3,8 @@
  */
 #include "config.h"
 
+#include <stddef.h>
+
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
@@ -48,7 +50,6 @@ static void req_free(redislockp_areq *r)
 
     for (i = 0; i < r->got; i++)
         redislockp_val_free(r->reply[i]);
-    redislockp_free(r->buf);
     redislockp_free(r);
 }
 
@@ -115,17 +116,14 @@ int redislockp_aconn_send(redislockp_aconn *a, const redislockp_cmd *cmd,
         return redislockp_tx_fail(errmsg, REDISLOCK_ERR_INVALID, /* LCOV_EXCL_LINE */
                                   "internal: %d commands in a request",
                                   cmd->count);
-    r = redislockp_malloc(sizeof *r);
+    /* One allocation: the request, room for its replies, its bytes. */
+    r = redislockp_malloc(offsetof(redislockp_areq, reply) +
+                          (size_t)cmd->count * sizeof r->reply[0] + cmd->len);
     if (r == NULL)
         return redislockp_tx_fail(errmsg, REDISLOCK_ERR_NOMEM,
                                   "out of memory queueing a command");
-    memset(r, 0, sizeof *r);
-    r->buf = redislockp_malloc(cmd->len);
-    if (r->buf == NULL) {
-        redislockp_free(r);
-        return redislockp_tx_fail(errmsg, REDISLOCK_ERR_NOMEM,
-                                  "out of memory queueing a command");
-    }
+    memset(r, 0, offsetof(redislockp_areq, reply));
+    r->buf = (char *)&r->reply[cmd->count];
     memcpy(r->buf, cmd->buf, cmd->len);
     r->len = cmd->len;
     r->want = cmd->count;
@@ -189,8 +187,7 @@ static void written(redislockp_aconn *a, size_t n)
         n -= take;
         if (r->off < r->len)
             return;
-        redislockp_free(r->buf);
-        r->buf = NULL;
+        r->buf = NULL;                  /* (its room goes with R) */
         a->wr = r->next;
     }
 }

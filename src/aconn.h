@@ -44,16 +44,19 @@ typedef void (*redislockp_aconn_fn)(void *arg, int status,
 
 typedef struct redislockp_areq {
     struct redislockp_areq *next;
-    char *buf;                  /* its bytes, until handed to the socket */
+    char *buf;                  /* its bytes, until handed to the socket
+                                 * (in the request's own allocation,
+                                 * after its replies) */
     size_t len, off;
     int want, got;
     int started;                /* a byte of it was written */
     long long deadline;         /* monotonic ms; never before the one
                                  * of the request ahead of it, whose reply
                                  * comes first (a WAIT's, say) */
-    redislockp_val *reply[REDISLOCKP_AREQ_REPLIES];
     redislockp_aconn_fn fn;
     void *arg;
+    redislockp_val *reply[];    /* room for WANT (at most
+                                 * REDISLOCKP_AREQ_REPLIES) */
 } redislockp_areq;
 
 enum {

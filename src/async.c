@@ -111,8 +111,7 @@ static int held_async(redislock *lock, long long *ttl_ms, int *holds,
         return st;
     o->ttl_out = ttl_ms;
     o->holds_out = holds;
-    redislockp_op_begin(&o->op, lock, REDISLOCKP_OP_STATUS,
-                        REDISLOCKP_TRY_PLAIN);
+    redislockp_op_begin_zeroed(&o->op, lock, REDISLOCKP_OP_STATUS, 0);
     redislockp_m_step(o);
     redislockp_m_sync_loop(o->ls);
     return REDISLOCK_OK;
@@ -172,8 +171,7 @@ static int inspect_async(redislock *lock, redislock_kind *kind,
     o->kind_out = kind;
     o->ttl_out = ttl_ms;
     o->holds_out = holds;
-    redislockp_op_begin(&o->op, lock, REDISLOCKP_OP_INSPECT,
-                        REDISLOCKP_TRY_PLAIN);
+    redislockp_op_begin_zeroed(&o->op, lock, REDISLOCKP_OP_INSPECT, 0);
     o->op.insp.owner = o->owner_buf;
     o->op.insp.owner_size = owner_size;
     redislockp_m_step(o);

@@ -1562,15 +1562,42 @@ static int extended(redislockp_op *op)
     return done(op, REDISLOCK_OK);
 }
 
-void redislockp_op_begin(redislockp_op *op, redislock *lock,
-                         redislockp_op_kind kind, redislockp_try how)
+/* OP, all zero, begun. */
+static void op_setup(redislockp_op *op, redislock *lock,
+                     redislockp_op_kind kind, redislockp_try how)
 {
-    memset(op, 0, sizeof *op);
     op->lock = lock;
     op->kind = kind;
     op->how = how;
     op->phase = P_START;
     op->holder_pttl = -2;
+}
+
+void redislockp_op_begin(redislockp_op *op, redislock *lock,
+                         redislockp_op_kind kind, redislockp_try how)
+{
+    memset(op, 0, sizeof *op);
+    op_setup(op, lock, kind, how);
+}
+
+/* A caller's acquire, release or extend is counted in the metrics. */
+static void op_count(redislockp_op *op, redislock *lock,
+                     redislockp_op_kind kind)
+{
+    if (redislockp_metrics_of(lock) != NULL &&
+        (kind == REDISLOCKP_OP_ACQUIRE || kind == REDISLOCKP_OP_RELEASE ||
+         kind == REDISLOCKP_OP_EXTEND)) {
+        op->counted = 1;
+        op->began_us = redislockp_now_us();
+    }
+}
+
+void redislockp_op_begin_zeroed(redislockp_op *op, redislock *lock,
+                                redislockp_op_kind kind, int counted)
+{
+    op_setup(op, lock, kind, REDISLOCKP_TRY_PLAIN);
+    if (counted)
+        op_count(op, lock, kind);
 }
 
 /* A loss auto-renewal declared and nobody was told yet (WHEN: an
@@ -1784,12 +1811,7 @@ void redislockp_op_begin_counted(redislockp_op *op, redislock *lock,
                                  redislockp_op_kind kind)
 {
     redislockp_op_begin(op, lock, kind, REDISLOCKP_TRY_PLAIN);
-    if (redislockp_metrics_of(lock) != NULL &&
-        (kind == REDISLOCKP_OP_ACQUIRE || kind == REDISLOCKP_OP_RELEASE ||
-         kind == REDISLOCKP_OP_EXTEND)) {
-        op->counted = 1;
-        op->began_us = redislockp_now_us();
-    }
+    op_count(op, lock, kind);
 }
 
 int redislockp_op_mutating(const redislockp_op *op)

@@ -407,7 +407,7 @@ void redislockp_m_cleanup_plan(redislockp_aop *o, redislock *lock)
     o->cleanup = h;
     o->cleanup_release = acquiring;
     o->cleanup_leave = leaving;
-    o->cleanup_woken = o->w.woken || o->w.try_woken;
+    o->cleanup_woken = o->wait && (o->w.woken || o->w.try_woken);
 }
 
 /* A wake-up from K: to its oldest waiter that has none. */

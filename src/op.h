@@ -146,6 +146,11 @@ void *redislockp_op_out(redislockp_op *op);
  * caller has checked the handle (redislockp_begin_call()). */
 void redislockp_op_begin(redislockp_op *op, redislock *lock,
                          redislockp_op_kind kind, redislockp_try how);
+/* The same for an OP that is all zero already (a machine's operation
+ * just made: its 1.7 KB are not cleared twice), a plain try; COUNTED as
+ * redislockp_op_begin_counted(). */
+void redislockp_op_begin_zeroed(redislockp_op *op, redislock *lock,
+                                redislockp_op_kind kind, int counted);
 
 /* The next step: 1, run OP->call (with the acknowledgement command after
  * it if OP->with_ack), then fill OP->st, OP->r and OP->ack and call
