@@ -1285,11 +1285,14 @@ redislock_new_counted_from_client_len(redislock_client *client,
  * holders, beside a record KEY's companion "meta" (a hash): a lock of
  * another kind on KEY (a go-zero or counted lock) is refused with
  * REDISLOCK_ERR_SERVER (WRONGTYPE), never misread - see
- * doc/semantics.md, "Key formats".  Not built yet (issue 32): waiting
- * (redislock_acquire_wait() on a semaphore handle fails with
- * REDISLOCK_ERR_INVALID: poll with redislock_acquire()),
- * redislock_inspect() of a semaphore (the same), and the read-write
- * lock.
+ * doc/semantics.md, "Key formats".  redislock_acquire_wait() (and its
+ * _async form) waits without polling: a release that gives a permit
+ * back wakes one registered waiter and holds the permit back for it for
+ * a second (plain tries see it taken meanwhile); a permit whose holder's
+ * lease ends wakes nobody, and its waiters find it at their next try (the
+ * poll interval, redislock_set_wait_poll_ms()).  Not built yet (issue
+ * 32): redislock_inspect() and redislock_inspect_companions() of a
+ * semaphore (REDISLOCK_ERR_INVALID), and the read-write lock.
  * @param permits  1 to REDISLOCK_MAX_PERMITS.
  * @return the handle (free with redislock_free()), or NULL with errno
  *         EINVAL (CLIENT or KEY NULL, KEY empty, PERMITS out of range),

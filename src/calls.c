@@ -43,7 +43,11 @@ typedef char sem_layouts_agree[
     REDISLOCKP_RELEASE_SEM_K_META == 1 && REDISLOCKP_RELEASE_SEM_A_OWNER == 0 &&
     REDISLOCKP_RELEASE_SEM_A_PX == 1 && REDISLOCKP_EXTEND_SEM_K_META == 1 &&
     REDISLOCKP_EXTEND_SEM_A_OWNER == 0 && REDISLOCKP_EXTEND_SEM_A_PX == 1 &&
-    REDISLOCKP_STATUS_SEM_K_META == 1 && REDISLOCKP_STATUS_SEM_A_OWNER == 0 ?
+    REDISLOCKP_STATUS_SEM_K_META == 1 && REDISLOCKP_STATUS_SEM_A_OWNER == 0 &&
+    REDISLOCKP_ACQUIRE_SEM_WAIT_K_META == 1 &&
+    REDISLOCKP_ACQUIRE_SEM_WAIT_A_OWNER == 0 &&
+    REDISLOCKP_ACQUIRE_SEM_WAIT_A_PX == 1 &&
+    REDISLOCKP_LEAVE_SEM_K_META == 1 && REDISLOCKP_LEAVE_SEM_A_OWNER == 0 ?
     1 : -1];
 
 /*
@@ -83,8 +87,28 @@ void redislockp_call_acquire(redislockp_call *call, const redislock *lock,
     const redislockp_script *script;
     int nkeys;
 
+    if (lock->mode == REDISLOCKP_MODE_SEMAPHORE &&
+        how != REDISLOCKP_TRY_PLAIN) {
+        sem_call(call, lock, &redislockp_script_acquire_sem_wait,
+                 lock->fencing ? REDISLOCKP_ACQUIRE_SEM_WAIT_K_FENCE + 1
+                               : REDISLOCKP_ACQUIRE_SEM_WAIT_K_WAITERS + 1,
+                 lock->expire_ms);
+        redislockp_call_key(call, REDISLOCKP_ACQUIRE_SEM_WAIT_K_WAITERS,
+                            lock->waiters_key, lock->waiters_keylen);
+        if (lock->fencing)
+            redislockp_call_key(call, REDISLOCKP_ACQUIRE_SEM_WAIT_K_FENCE,
+                                lock->fence_key, lock->fence_keylen);
+        redislockp_call_arg(call, REDISLOCKP_ACQUIRE_SEM_WAIT_A_FENCING,
+                            lock->fencing ? "1" : "0", 1);
+        redislockp_call_num(call, REDISLOCKP_ACQUIRE_SEM_WAIT_A_PERMITS, 1,
+                            lock->permits);
+        redislockp_call_arg(call, REDISLOCKP_ACQUIRE_SEM_WAIT_A_HOW,
+                            how == REDISLOCKP_TRY_WOKEN ? "2" : "1", 1);
+        redislockp_call_num(call, REDISLOCKP_ACQUIRE_SEM_WAIT_A_REGTTL, 0,
+                            lock->poll_ms + REDISLOCKP_REGISTRATION_SLACK_MS);
+        return;
+    }
     if (lock->mode == REDISLOCKP_MODE_SEMAPHORE) {
-        /* (A waiter's try is refused before it is built: lock.c.) */
         sem_call(call, lock, &redislockp_script_acquire_sem,
                  lock->fencing ? REDISLOCKP_ACQUIRE_SEM_K_FENCE + 1
                                : REDISLOCKP_ACQUIRE_SEM_K_META + 1,
@@ -166,16 +190,25 @@ void redislockp_call_release(redislockp_call *call, const redislock *lock)
      * meets none), and always on a quorum, whose masters must all do
      * the same in one round. */
     int wake = lock->wakeups && !lock->wakeups_refused &&
-               (lock->companions_ok || !lock->cluster) &&
-               lock->mode != REDISLOCKP_MODE_SEMAPHORE;
+               (lock->companions_ok || !lock->cluster);
     int hand_over = wake && (lock->waiters_seen || lock->quorum);
     int nkeys = hand_over ? REDISLOCKP_RELEASE_K_TURN + 1
               : wake ? REDISLOCKP_RELEASE_K_WAITERS + 1
                      : REDISLOCKP_RELEASE_K_KEY + 1;
 
     if (lock->mode == REDISLOCKP_MODE_SEMAPHORE) {
+        /* With wake-ups on, every release looks for waiters to wake: a
+         * permit given back is the one thing they wait for. */
         sem_call(call, lock, &redislockp_script_release_sem,
-                 REDISLOCKP_RELEASE_SEM_MAX_KEYS, lock->expire_ms);
+                 wake ? REDISLOCKP_RELEASE_SEM_K_WAKE + 1
+                      : REDISLOCKP_RELEASE_SEM_K_META + 1,
+                 lock->expire_ms);
+        if (wake) {
+            redislockp_call_key(call, REDISLOCKP_RELEASE_SEM_K_WAITERS,
+                                lock->waiters_key, lock->waiters_keylen);
+            redislockp_call_key(call, REDISLOCKP_RELEASE_SEM_K_WAKE,
+                                lock->wake_key, lock->wake_keylen);
+        }
         return;
     }
 
@@ -245,6 +278,17 @@ void redislockp_call_status(redislockp_call *call, const redislock *lock)
 void redislockp_call_leave(redislockp_call *call, const redislock *lock,
                            int woken)
 {
+    if (lock->mode == REDISLOCKP_MODE_SEMAPHORE) {
+        sem_call(call, lock, &redislockp_script_leave_sem,
+                 REDISLOCKP_LEAVE_SEM_MAX_KEYS, 0);
+        redislockp_call_key(call, REDISLOCKP_LEAVE_SEM_K_WAITERS,
+                            lock->waiters_key, lock->waiters_keylen);
+        redislockp_call_key(call, REDISLOCKP_LEAVE_SEM_K_WAKE,
+                            lock->wake_key, lock->wake_keylen);
+        redislockp_call_arg(call, REDISLOCKP_LEAVE_SEM_A_WOKEN,
+                            woken ? "1" : "0", 1);
+        return;
+    }
     redislockp_call_init(call, &redislockp_script_leave,
                          REDISLOCKP_LEAVE_MAX_KEYS);
     redislockp_call_key(call, REDISLOCKP_LEAVE_K_KEY, lock->key, lock->keylen);
@@ -375,6 +419,18 @@ static const redislockp_need sem_write[] = {
     { REDISLOCKP_FEATURE_SEMAPHORE, "PEXPIREAT $6 1" },
     { REDISLOCKP_FEATURE_SEMAPHORE, "DEL $6" },
 };
+/* A semaphore's waiters: registration, wake-ups, permits held back. */
+static const redislockp_need sem_waiting[] = {
+    { REDISLOCKP_FEATURE_WAITING, "PTTL $3" },
+    { REDISLOCKP_FEATURE_WAITING, "ZADD $3 1 x" },
+    { REDISLOCKP_FEATURE_WAITING, "PEXPIRE $3 1" },
+    { REDISLOCKP_FEATURE_WAITING, "ZREM $3 x" },
+    { REDISLOCKP_FEATURE_WAITING, "ZCARD $3" },
+    { REDISLOCKP_FEATURE_WAITING, "ZREMRANGEBYSCORE $3 -inf 0" },
+    { REDISLOCKP_FEATURE_WAITING, "RPUSH $4 1" },
+    { REDISLOCKP_FEATURE_WAITING, "PEXPIRE $4 1" },
+    { REDISLOCKP_FEATURE_WAITING, "HINCRBY $6 r 1" },
+};
 static const redislockp_need counted_fencing[] = {
     { REDISLOCKP_FEATURE_FENCING, "HINCRBY $2 n 1" },
 };
@@ -467,9 +523,16 @@ size_t redislockp_call_needs(const redislockp_call *call,
         add(out, max, &k, LIST(sem_read));
         if (s != &redislockp_script_status_sem)
             add(out, max, &k, LIST(sem_write));
-        if (s == &redislockp_script_acquire_sem &&
-            flag(call, REDISLOCKP_ACQUIRE_SEM_A_FENCING))
+        if ((s == &redislockp_script_acquire_sem &&
+             flag(call, REDISLOCKP_ACQUIRE_SEM_A_FENCING)) ||
+            (s == &redislockp_script_acquire_sem_wait &&
+             flag(call, REDISLOCKP_ACQUIRE_SEM_WAIT_A_FENCING)))
             add(out, max, &k, LIST(counted_fencing));
+        if (s == &redislockp_script_acquire_sem_wait ||
+            s == &redislockp_script_leave_sem ||
+            (s == &redislockp_script_release_sem &&
+             call->nkeys > REDISLOCKP_RELEASE_SEM_K_WAKE))
+            add(out, max, &k, LIST(sem_waiting));
     } else if (redislockp_script_is_acquire(s)) {
         int gozero = !redislockp_script_is_counted(s);
         int waiter = s == &redislockp_script_acquire_wait ||

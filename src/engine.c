@@ -601,18 +601,13 @@ int redislockp_kind_can(redislock *lock, const char *what)
     if (lock->mode != REDISLOCKP_MODE_SEMAPHORE)
         return REDISLOCK_OK;
     return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
-                           "%s on a semaphore is not built yet: take a "
-                           "permit with redislock_acquire() (polling), and "
-                           "read it with redislock_held(), redislock_ttl() "
-                           "or redislock_hold_count()", what);
+                           "%s on a semaphore is not built yet: read it "
+                           "with redislock_held(), redislock_ttl() or "
+                           "redislock_hold_count()", what);
 }
 
 int redislockp_wait_timeout_ok(redislock *lock, long long timeout_ms)
 {
-    int st = redislockp_kind_can(lock, "waiting (redislock_acquire_wait)");
-
-    if (st != REDISLOCK_OK)
-        return st;
     if (timeout_ms < 0 && timeout_ms != REDISLOCK_WAIT_FOREVER)
         return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
                                "timeout of %lld ms is negative (and not "

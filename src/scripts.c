@@ -42,6 +42,8 @@ SCRIPT(acquire_sem, ACQUIRE_SEM);
 SCRIPT(release_sem, RELEASE_SEM);
 SCRIPT(extend_sem, EXTEND_SEM);
 SCRIPT(status_sem, STATUS_SEM);
+SCRIPT(acquire_sem_wait, ACQUIRE_SEM_WAIT);
+SCRIPT(leave_sem, LEAVE_SEM);
 SCRIPT(leave, LEAVE);
 SCRIPT(inspect, INSPECT);
 SCRIPT(companions, COMPANIONS);
@@ -65,12 +67,15 @@ int redislockp_script_is_acquire(const redislockp_script *s)
            s == &redislockp_script_acquire_wait ||
            s == &redislockp_script_acquire_counted ||
            s == &redislockp_script_acquire_counted_wait ||
-           s == &redislockp_script_acquire_sem;
+           s == &redislockp_script_acquire_sem ||
+           s == &redislockp_script_acquire_sem_wait;
 }
 
 int redislockp_script_is_sem(const redislockp_script *s)
 {
     return s == &redislockp_script_acquire_sem ||
+           s == &redislockp_script_acquire_sem_wait ||
+           s == &redislockp_script_leave_sem ||
            s == &redislockp_script_release_sem ||
            s == &redislockp_script_extend_sem ||
            s == &redislockp_script_status_sem;
@@ -337,6 +342,8 @@ int redislockp_script_answer_ok(const redislockp_call *call,
         fa = REDISLOCKP_ACQUIRE_COUNTED_WAIT_A_FENCING;
     else if (s == &redislockp_script_acquire_sem)
         fa = REDISLOCKP_ACQUIRE_SEM_A_FENCING;
+    else if (s == &redislockp_script_acquire_sem_wait)
+        fa = REDISLOCKP_ACQUIRE_SEM_WAIT_A_FENCING;
     if (fa >= 0)
         fencing = call->arg[fa] != NULL && call->arg[fa][0] == '1';
     if (s == &redislockp_script_acquire_fencing)
@@ -351,15 +358,16 @@ int redislockp_script_answer_ok(const redislockp_call *call,
             return fencing ? x >= 1 : x == 0;
         return ints_within(r, 2, other_lo, other_hi) ||
                ((redislockp_script_is_counted(s) ||
-                 s == &redislockp_script_acquire_sem) &&
+                 redislockp_script_is_sem(s)) &&
                 ints_within(r, 3, held_lo, held_hi)) ||
-               (s == &redislockp_script_acquire_sem &&
-                ints_within(r, 2, n_lo, n_hi));
+               (redislockp_script_is_sem(s) && ints_within(r, 2, n_lo, n_hi));
     }
     if (s == &redislockp_script_release_sem)
         /* The bare 1 or 0 (our permit gone, or none held); {1, holds
-         * left}. */
-        return bare ? x == 0 || x == 1 : ints_within(r, 2, left_lo, left_hi);
+         * left}; {1, 0, 1}: gone, and a waiter woken for it. */
+        return bare ? x == 0 || x == 1
+                    : ints_within(r, 2, left_lo, left_hi) ||
+                          ints_within(r, 3, woke_lo, woke_hi);
     if (s == &redislockp_script_release ||
         s == &redislockp_script_release_counted) {
         /* The bare X; {1, 0, woke}; counted: {1, holds left}. */
@@ -377,7 +385,7 @@ int redislockp_script_answer_ok(const redislockp_call *call,
     if (s == &redislockp_script_status || s == &redislockp_script_status_counted ||
         s == &redislockp_script_status_sem)
         return ints_within(r, 4, st_lo, st_hi);
-    if (s == &redislockp_script_leave)
+    if (s == &redislockp_script_leave || s == &redislockp_script_leave_sem)
         return bare && x == 1;
     if (s == &redislockp_script_permissions)
         return bare && x >= -1;

@@ -36,6 +36,8 @@ extern const redislockp_script redislockp_script_acquire_sem;
 extern const redislockp_script redislockp_script_release_sem;
 extern const redislockp_script redislockp_script_extend_sem;
 extern const redislockp_script redislockp_script_status_sem;
+extern const redislockp_script redislockp_script_acquire_sem_wait;
+extern const redislockp_script redislockp_script_leave_sem;
 extern const redislockp_script redislockp_script_leave;
 extern const redislockp_script redislockp_script_inspect;
 extern const redislockp_script redislockp_script_companions;

@@ -466,7 +466,6 @@ static void test_bad_arguments(void **state)
     redislock *s;
     redislock_kind kind;
     char key[64];
-    bool ok;
 
     (void)state;
     tu_key(key, sizeof key, "sem:args");
@@ -489,9 +488,6 @@ static void test_bad_arguments(void **state)
     redislock_free(s);
     /* What a semaphore does not have yet says so. */
     s = sem(cl, key, 1);
-    assert_int_equal(redislock_acquire_wait(s, 100, &ok),
-                     REDISLOCK_ERR_INVALID);
-    assert_non_null(strstr(redislock_last_error(s), "not built yet"));
     assert_int_equal(redislock_inspect(s, &kind, NULL, 0, NULL, NULL),
                      REDISLOCK_ERR_INVALID);
     redislock_free(s);
@@ -510,7 +506,7 @@ struct shared {
     long long inside_sum, samples;
 };
 
-static void worker(const char *key, struct shared *sh, int rounds)
+static void worker(const char *key, struct shared *sh, int rounds, int wait)
 {
     redislock_client *own = client();
     redislock *h = sem(own, key, 4);
@@ -522,7 +518,8 @@ static void worker(const char *key, struct shared *sh, int rounds)
         int now;
 
         while (!ok) {
-            if (redislock_acquire(h, &ok) != REDISLOCK_OK) {
+            if ((wait ? redislock_acquire_wait(h, 60000, &ok)
+                      : redislock_acquire(h, &ok)) != REDISLOCK_OK) {
                 __atomic_add_fetch(&sh->failures, 1, __ATOMIC_SEQ_CST);
                 _exit(1);
             }
@@ -554,7 +551,7 @@ static void worker(const char *key, struct shared *sh, int rounds)
     _exit(0);
 }
 
-static void test_workers_never_more_than_n(void **state)
+static void workers_never_more_than_n(int wait)
 {
     const char *wrap = getenv("REDISLOCK_TEST_WRAPPER");
     int workers = wrap != NULL && *wrap != '\0' ? 16 : 64, rounds = 5, i;
@@ -564,7 +561,6 @@ static void test_workers_never_more_than_n(void **state)
     char key[64];
     long long t0 = tu_now_ms();
 
-    (void)state;
     assert_true(sh != MAP_FAILED);
     memset(sh, 0, sizeof *sh);
     tu_key(key, sizeof key, "sem:workers");
@@ -573,7 +569,7 @@ static void test_workers_never_more_than_n(void **state)
         assert_true(pid[i] >= 0);
         if (pid[i] == 0) {
             srand((unsigned)getpid());
-            worker(key, sh, rounds);
+            worker(key, sh, rounds, wait);
         }
     }
     for (i = 0; i < workers; i++) {
@@ -584,8 +580,10 @@ static void test_workers_never_more_than_n(void **state)
             fail_msg("worker %d ended with status %d (failures %d)", i,
                      status, sh->failures);
     }
-    printf("# %d workers, 4 permits: %d sections in %lld ms, at most %d "
-           "inside, %.2f inside on average\n", workers, sh->sections,
+    printf("# %d workers (%s), 4 permits: %d sections in %lld ms, at most "
+           "%d inside, %.2f inside on average\n", workers,
+           wait ? "redislock_acquire_wait" : "tries and 1-3 ms sleeps",
+           sh->sections,
            tu_now_ms() - t0, sh->most,
            (double)sh->inside_sum / (double)(sh->samples ? sh->samples : 1));
     assert_int_equal(sh->sections, workers * rounds);
@@ -593,6 +591,173 @@ static void test_workers_never_more_than_n(void **state)
     assert_true(sh->most >= 2);         /* they did overlap */
     assert_int_equal(num("EXISTS %s", key, ""), 0);
     munmap(sh, sizeof *sh);
+}
+
+static void test_workers_never_more_than_n(void **state)
+{
+    (void)state;
+    workers_never_more_than_n(0);
+}
+
+static void test_waiting_workers_never_more_than_n(void **state)
+{
+    (void)state;
+    workers_never_more_than_n(1);
+}
+
+/* A waiter (on a loop) is woken by the release of a permit, at once: not
+ * at its poll interval (60 s here); a plain try meanwhile finds the
+ * permit held back for it. */
+static void test_waiter_woken_by_a_release(void **state)
+{
+    redislock_client *cl = client(), *other = client();
+    redislock *a, *b, *w, *p;
+    tu_async d = { 0 };
+    char key[64], meta[80];
+    long long t0, took;
+    tu_loop l;
+    bool ok;
+
+    (void)state;
+    tu_key(key, sizeof key, "sem:woken");
+    meta_of(meta, sizeof meta, key);
+    a = sem(other, key, 2);
+    b = sem(other, key, 2);
+    p = sem(other, key, 2);
+    assert_true(tu_acquire(a));
+    assert_true(tu_acquire(b));
+    assert_int_equal(tu_loop_attach(&l, cl), REDISLOCK_OK);
+    w = sem(cl, key, 2);
+    assert_int_equal(redislock_set_wait_poll_ms(w, 60000), REDISLOCK_OK);
+    assert_int_equal(tu_async_wait_start(w, 30000, &d), REDISLOCK_OK);
+    /* Registered (its first try refused), then blocked. */
+    TU_LOOP_UNTIL(&l, num("EXISTS {%s}:waiters", key, "") == 1, 5000,
+                  "the waiter registered");
+    tu_loop_once(&l, 50);
+    assert_int_equal(d.calls, 0);
+    t0 = tu_now_ms();
+    assert_true(tu_release(a));
+    /* The permit is held back for the waiter: a plain try of another
+     * handle is refused meanwhile. */
+    assert_int_equal(redislock_acquire(p, &ok), REDISLOCK_OK);
+    TU_LOOP_UNTIL(&l, d.calls == 1, 5000, "the waiter woken by the release");
+    took = tu_now_ms() - t0;
+    printf("# the waiter held the permit %lld ms after the release\n", took);
+    assert_int_equal(d.status, REDISLOCK_OK);
+    assert_true(d.ok);
+    if (ok)
+        fail_msg("a plain try took the permit held back for the woken "
+                 "waiter");
+    assert_true(took < 2000);
+    assert_int_equal(num("ZCARD %s", key, ""), 2);      /* b and w */
+    assert_true(tu_release(w));
+    assert_true(tu_release(b));
+    redislock_free(a);
+    redislock_free(b);
+    redislock_free(p);
+    redislock_free(w);
+    redislock_client_free(cl);
+    redislock_client_free(other);
+}
+
+/* A wait that times out leaves the waiters; one woken that gives up
+ * passes the permit on. */
+static void test_wait_times_out_and_leaves(void **state)
+{
+    redislock_client *cl = client();
+    redislock *a, *w;
+    char key[64], waiters[80];
+    long long t0;
+    bool ok = true;
+
+    (void)state;
+    tu_key(key, sizeof key, "sem:timeout");
+    snprintf(waiters, sizeof waiters, "{%s}:waiters", key);
+    a = sem(cl, key, 1);
+    w = sem(cl, key, 1);
+    assert_true(tu_acquire(a));
+    t0 = tu_now_ms();
+    assert_int_equal(redislock_acquire_wait(w, 300, &ok), REDISLOCK_OK);
+    assert_false(ok);
+    assert_true(tu_now_ms() - t0 >= 290);
+    TU_WAIT_UNTIL(num("ZCARD %s", waiters, "") == 0, 5000,
+                  "the waiter gone from the waiters");
+    assert_true(tu_release(a));
+    assert_true(tu_acquire(w));         /* nothing held back for nobody */
+    assert_true(tu_release(w));
+    redislock_free(a);
+    redislock_free(w);
+    redislock_client_free(cl);
+}
+
+/* Many waiters of one client on a loop, 3 permits: every one gets in,
+ * never more than 3 at once, each release handing its permit on. */
+struct lw {
+    redislock *h;
+    int *inside, *most, *done;
+    tu_async rel;
+};
+
+static void lw_released(redislock *lock, int st, bool ok, void *arg)
+{
+    struct lw *x = arg;
+
+    (void)lock;
+    if (st != REDISLOCK_OK || !ok)
+        fail_msg("a release: %s", redislock_strerror(st));
+    --*x->inside;
+    (*x->done)++;
+}
+
+static void lw_acquired(redislock *lock, int st, bool ok, void *arg)
+{
+    struct lw *x = arg;
+
+    if (st != REDISLOCK_OK || !ok)
+        fail_msg("a wait: %s, %s", redislock_strerror(st),
+                 redislock_last_error(lock));
+    /* In until its release is answered (the server freed the permit
+     * before that answer, and a grant after it is answered after it). */
+    if (++*x->inside > *x->most)
+        *x->most = *x->inside;
+    if (redislock_release_async(lock, lw_released, x) != REDISLOCK_OK)
+        fail_msg("release_async: %s", redislock_last_error(lock));
+}
+
+static void test_loop_waiters_take_turns(void **state)
+{
+    enum { N = 200 };
+    redislock_client *cl = client();
+    struct lw *x = calloc(N, sizeof *x);
+    int inside = 0, most = 0, done = 0, i;
+    char key[64];
+    long long t0;
+    tu_loop l;
+
+    (void)state;
+    assert_non_null(x);
+    tu_key(key, sizeof key, "sem:turns");
+    assert_int_equal(tu_loop_attach(&l, cl), REDISLOCK_OK);
+    t0 = tu_now_ms();
+    for (i = 0; i < N; i++) {
+        x[i].h = sem(cl, key, 3);
+        x[i].inside = &inside;
+        x[i].most = &most;
+        x[i].done = &done;
+        assert_int_equal(redislock_acquire_wait_async(x[i].h, 60000,
+                                                      lw_acquired, &x[i]),
+                         REDISLOCK_OK);
+    }
+    TU_LOOP_UNTIL(&l, done == N, 30000, "every waiter in and out");
+    printf("# %d loop waiters, 3 permits: all in and out in %lld ms, at "
+           "most %d inside\n", N, tu_now_ms() - t0, most);
+    assert_true(most <= 3);
+    assert_true(most >= 2);
+    assert_int_equal(num("EXISTS %s", key, ""), 0);
+    for (i = 0; i < N; i++)
+        redislock_free(x[i].h);
+    free(x);
+    redislock_client_free(cl);
 }
 
 int main(void)
@@ -609,6 +774,10 @@ int main(void)
         cmocka_unit_test(test_fencing_tokens),
         cmocka_unit_test(test_bad_arguments),
         cmocka_unit_test(test_workers_never_more_than_n),
+        cmocka_unit_test(test_waiting_workers_never_more_than_n),
+        cmocka_unit_test(test_waiter_woken_by_a_release),
+        cmocka_unit_test(test_wait_times_out_and_leaves),
+        cmocka_unit_test(test_loop_waiters_take_turns),
     };
     return TU_RUN_CONNECTED(tests, &c);
 }

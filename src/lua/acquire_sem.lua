@@ -14,7 +14,8 @@
 -- Returns the token (a bare integer, 0 without fencing; it stands for
 -- {1, token, 1}) when a fresh holding begins, {1, token, holds} on a
 -- re-entry (the lease renewed), {0, pttl} when all permits are held
--- (PTTL: until the first of their leases ends), {-4, n} when the live
+-- (PTTL: until the first of their leases ends), {0, -3} when the free
+-- ones are held back for waiters woken for them, {-4, n} when the live
 -- holders agreed on N permits and PERMITS says another (nothing
 -- changed: every holder of a semaphore must agree on N; with no live
 -- holder, the new N stands).  A key of another kind: WRONGTYPE, nothing
@@ -47,10 +48,14 @@ if mine and tonumber(mine) > now then
   --@ sem_expire
   return {1, token, holds}
 end
+--@ sem_reserved
 if live >= tonumber(PERMITS) then
   local first = redis.call('ZRANGEBYSCORE', KEY, '(' .. now, '+inf',
                            'WITHSCORES', 'LIMIT', 0, 1)
   return {0, tonumber(first[2]) - now}
+end
+if live + reserved >= tonumber(PERMITS) then
+  return {0, -3}                        -- held back for woken waiters
 end
 --@ need_sem_write
 --@need 'ZADD', KEY, '0', OWNER

@@ -117,13 +117,57 @@ if #gone > 0 then
   end
 end
 
+--@@ sem_reserved
+-- RESERVED: the permits held back for waiters woken for them (the
+-- record's r, until its rt in the server's milliseconds).
+local reserved = 0
+if tonumber(redis.call('HGET', META, 'rt') or '0') > now then
+  reserved = tonumber(redis.call('HGET', META, 'r') or '0')
+end
+
+--@@ need_sem_wake
+-- Before the first write of a semaphore script that may wake a waiter.
+--@need 'ZREMRANGEBYSCORE', WAITERS, '-inf', '0'
+--@need 'ZCARD', WAITERS
+--@need 'HSET', META, 'r', '1', 'rt', '0'
+--@need 'HINCRBY', META, 'r', '1'
+--@need 'RPUSH', WAKE, '1'
+--@need 'PEXPIRE', WAKE, '2000'
+
+--@@ sem_wake
+-- A permit is free: if more waiters are registered than were woken for
+-- one already (RESERVED), wake one, and hold a permit back for it for a
+-- second (plain tries see it taken); WOKE says whether it did.
+redis.call('ZREMRANGEBYSCORE', WAITERS, '-inf', now)
+local woke = redis.call('ZCARD', WAITERS) > reserved
+if woke then
+  if reserved == 0 then
+    redis.call('HSET', META, 'r', '1', 'rt', now + 1000)
+  else
+    redis.call('HINCRBY', META, 'r', '1')
+    redis.call('HSET', META, 'rt', now + 1000)
+  end
+  redis.call('RPUSH', WAKE, '1')
+  redis.call('PEXPIRE', WAKE, '2000')
+end
+
 --@@ sem_expire
--- KEY and its record last as long as the longest lease; with no holder
--- left both go.
+-- KEY and its record last as long as the longest lease, the record also
+-- as long as permits are held back for woken waiters; with neither left
+-- the record goes (KEY went with its last member).
 local last = redis.call('ZRANGE', KEY, -1, -1, 'WITHSCORES')
-if #last == 0 then
+local keep = tonumber(redis.call('HGET', META, 'rt') or '0')
+if keep <= now or tonumber(redis.call('HGET', META, 'r') or '0') <= 0 then
+  keep = 0
+end
+if #last > 0 then
+  redis.call('PEXPIREAT', KEY, last[2])
+  if tonumber(last[2]) > keep then
+    keep = tonumber(last[2])
+  end
+end
+if keep == 0 then
   redis.call('DEL', META)
 else
-  redis.call('PEXPIREAT', KEY, last[2])
-  redis.call('PEXPIREAT', META, last[2])
+  redis.call('PEXPIREAT', META, keep)
 end

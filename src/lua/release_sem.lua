@@ -1,12 +1,16 @@
 -- release_sem.lua: a semaphore (see acquire_sem.lua).  Give up one hold;
 -- the permit goes back only with the last.  A release that leaves holds
 -- renews the lease.
---! KEYS key meta
+--! KEYS key meta waiters? wake?
 --! ARGV owner:id px:ms
 --! FLAGS allow-oom
--- KEY, META, OWNER and PX as acquire_sem.lua's.
--- Returns 1 when the last hold went with our permit (a bare integer,
--- standing for {1, 0}), {1, holds left} when holds remain, 0 when we
+-- KEY, META, OWNER and PX as acquire_sem.lua's; WAITERS and WAKE (given
+-- with wake-ups on) as acquire_sem_wait.lua's, and the wake-up list that
+-- waiters block on: the permit given back wakes one waiter, if any
+-- (lib.lua's sem_wake).
+-- Returns 1 when the last hold went with our permit and nobody was woken
+-- (a bare integer, standing for {1, 0}), {1, 0, 1} when a waiter was
+-- woken for it, {1, holds left} when holds remain, 0 when we
 -- hold no permit (never taken, given back, or its lease ended: a lapsed
 -- holding gives back nothing, its permit was free already).
 -- The first write gives the permit back (ZREM and HDEL are allowed when
@@ -28,8 +32,19 @@ if holds > 1 then
   --@ sem_expire
   return {1, left}
 end
+--@ sem_reserved
+if WAKE then
+  --@ need_sem_wake
+end
 redis.call('ZREM', KEY, OWNER)
 redis.call('HDEL', META, 'h:' .. OWNER, 't:' .. OWNER)
 --@ sem_drop
+local woke = false
+if WAKE then
+  --@ sem_wake
+end
 --@ sem_expire
+if woke then
+  return {1, 0, 1}
+end
 return 1
