@@ -94,6 +94,7 @@
 
 #include "redislock.h"
 
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -481,7 +482,10 @@ enum class mode {
     /** go-zero-compatible: a string holding the owner ID; no hold count. */
     gozero,
     /** counted re-entry: a hash with the owner ID and a hold count. */
-    counted
+    counted,
+    /** one permit of a semaphore of options::permits permits
+     *  (redislock_new_semaphore()); re-entry counted.  See semaphore. */
+    semaphore
 };
 
 /**
@@ -524,6 +528,9 @@ struct options {
      *  reached through native_handle() and redislock_set_min_replicas_aof(). */
     int min_replicas = 0;
     std::chrono::milliseconds min_replicas_timeout{1000};
+    /** A semaphore's number of permits (mode::semaphore only; 1 to
+     *  REDISLOCK_MAX_PERMITS). */
+    int permits = 0;
 };
 
 /**
@@ -557,17 +564,29 @@ public:
      *  @throws std::system_error errc::invalid (also for a setting out of
      *          range, or both expiry and expire_seconds), errc::nomem. */
     mutex(client &cl, const std::string &key, const options &opt)
-        : key_(key), counted_(opt.lock_mode == mode::counted)
+        : key_(key), counted_(opt.lock_mode != mode::gozero)
     {
         if (cl.get() == nullptr)
             detail::throw_error(errc::invalid, "mutex", key_, "empty client");
         if (key.empty())
             detail::throw_error(errc::invalid, "mutex", key_, "empty key");
-        h_.reset(counted_
-                     ? redislock_new_counted_from_client_len(
-                           cl.get(), key.data(), key.size())
-                     : redislock_new_from_client_len(cl.get(), key.data(),
-                                                     key.size()));
+        if (opt.lock_mode == mode::semaphore) {
+            errno = 0;
+            h_.reset(redislock_new_semaphore_len(cl.get(), key.data(),
+                                                 key.size(), opt.permits));
+            if (!h_ && errno != ENOMEM)
+                detail::throw_error(errc::invalid, "semaphore", key_,
+                                    errno == ENOTSUP
+                                        ? "not on a quorum client, nor "
+                                          "without scripts"
+                                        : "permits out of range");
+        } else {
+            h_.reset(opt.lock_mode == mode::counted
+                         ? redislock_new_counted_from_client_len(
+                               cl.get(), key.data(), key.size())
+                         : redislock_new_from_client_len(cl.get(), key.data(),
+                                                         key.size()));
+        }
         if (!h_)
             detail::throw_error(errc::nomem, "mutex", key_, "out of memory");
         if (opt.expiry.count() != 0 && opt.expire_seconds != 0)
@@ -1169,6 +1188,71 @@ private:
     long holds_ = 0;
     bool counted_ = false;
     bool auto_renew_ = true;
+};
+
+/**
+ * One permit of a leased semaphore of PERMITS permits on a key
+ * (redislock_new_semaphore()): at most PERMITS such objects, in any
+ * processes, hold a permit of the key at once.  The verbs of
+ * std::counting_semaphore for the one permit this object may hold:
+ * acquire() waits (without polling), try_acquire() tries once,
+ * try_acquire_for() / try_acquire_until() wait at most so long, and
+ * release() gives the permit back (never throws, as mutex::unlock()).
+ * It is also a TimedLockable (lock, try_lock, unlock...), so
+ * std::unique_lock and std::lock_guard work.  Its lease is renewed while
+ * held (options::auto_renew, on by default); see mutex for loss and
+ * unlock errors, which apply alike.  Move-only.
+ */
+class semaphore : public mutex {
+public:
+    /** An empty semaphore (see mutex()). */
+    semaphore() noexcept = default;
+
+    /** A permit of KEY, a semaphore of PERMITS permits, with the default
+     *  options() otherwise.  CL must outlive it.
+     *  @throws std::system_error errc::invalid (empty key or client,
+     *          PERMITS out of range, a quorum client or one without
+     *          scripts), errc::nomem. */
+    semaphore(client &cl, const std::string &key, int permits)
+        : mutex(cl, key, with_permits(options(), permits))
+    {
+    }
+
+    /** The same with the settings OPT (its lock_mode and permits are
+     *  this semaphore's). */
+    semaphore(client &cl, const std::string &key, int permits,
+              const options &opt)
+        : mutex(cl, key, with_permits(opt, permits))
+    {
+    }
+
+    /** Wait for a permit (mutex::lock()). */
+    void acquire() { lock(); }
+    /** Try once (mutex::try_lock()).  @return false when all are held. */
+    bool try_acquire() { return try_lock(); }
+    /** Wait at most D (mutex::try_lock_for()). */
+    template <class Rep, class Period>
+    bool try_acquire_for(const std::chrono::duration<Rep, Period> &d)
+    {
+        return try_lock_for(d);
+    }
+    /** Wait until T (mutex::try_lock_until()). */
+    template <class Clock, class Duration>
+    bool try_acquire_until(const std::chrono::time_point<Clock, Duration> &t)
+    {
+        return try_lock_until(t);
+    }
+    /** Give one hold back (mutex::unlock()): the permit goes with the
+     *  last.  Never throws. */
+    void release() noexcept { unlock(); }
+
+private:
+    static options with_permits(options opt, int permits)
+    {
+        opt.lock_mode = mode::semaphore;
+        opt.permits = permits;
+        return opt;
+    }
 };
 
 } // namespace redislockpp

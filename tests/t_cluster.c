@@ -468,6 +468,65 @@ static void test_ask_is_followed(void **state)
 
 /* Companion keys share the lock key's slot; a key for which none can
  * refuses what needs them and still locks and releases plainly. */
+/* A semaphore on a Cluster: its key and record (and waiters, wake-up
+ * list) in the key's slot, tagged or not; permits counted, a waiter
+ * woken by a release; a key with '}' and no tag refused (its record
+ * cannot share the slot). */
+static void test_semaphore(void **state)
+{
+    static const char *const keys[] = { "sem{t}x", "sem:plain" };
+    redislock_client *cl = redislock_client_new(url);
+    redisContext *c = node(0);
+    size_t i;
+
+    (void)state;
+    assert_non_null(cl);
+    for (i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        redislock *a = redislock_new_semaphore(cl, keys[i], 2);
+        redislock *b = redislock_new_semaphore(cl, keys[i], 2);
+        redislock *w = redislock_new_semaphore(cl, keys[i], 2);
+        char meta[64];
+        redisReply *x, *y;
+        bool ok = true;
+
+        assert_non_null(a);
+        assert_non_null(b);
+        assert_non_null(w);
+        assert_true(tu_acquire(a));
+        assert_true(tu_acquire(b));
+        assert_int_equal(redislock_acquire(w, &ok), REDISLOCK_OK);
+        assert_false(ok);
+        if (strchr(keys[i], '{'))
+            snprintf(meta, sizeof meta, "%s:meta", keys[i]);
+        else
+            snprintf(meta, sizeof meta, "{%s}:meta", keys[i]);
+        x = tu_cmd(c, "CLUSTER KEYSLOT %s", keys[i]);
+        y = tu_cmd(c, "CLUSTER KEYSLOT %s", meta);
+        assert_int_equal(x->integer, y->integer);
+        freeReplyObject(x);
+        freeReplyObject(y);
+        assert_true(tu_release(a));
+        assert_int_equal(redislock_acquire_wait(w, 5000, &ok), REDISLOCK_OK);
+        assert_true(ok);
+        assert_true(tu_release(b));
+        assert_true(tu_release(w));
+        redislock_free(a);
+        redislock_free(b);
+        redislock_free(w);
+    }
+    {
+        redislock *bad = redislock_new_semaphore(cl, "sem}bad", 2);
+        bool ok = true;
+
+        assert_non_null(bad);
+        assert_int_equal(redislock_acquire(bad, &ok), REDISLOCK_ERR_INVALID);
+        assert_false(ok);
+        assert_non_null(strstr(redislock_last_error(bad), "hash tag"));
+        redislock_free(bad);
+    }
+    redislock_client_free(cl);
+}
+
 static void test_companion_keys(void **state)
 {
     static const char *const good[] = { "x{y}z", "{a}", "plain:key" };
@@ -1838,6 +1897,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_async_waiters),
         cmocka_unit_test(test_loop_adapters),
         cmocka_unit_test(test_companion_keys),
+        cmocka_unit_test(test_semaphore),
         cmocka_unit_test(test_wait_and_renew),
         cmocka_unit_test(test_the_tool_on_a_cluster),
         cmocka_unit_test(test_replica_acknowledgement),

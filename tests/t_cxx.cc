@@ -827,6 +827,57 @@ void test_counted(redislockpp::client &cl)
     c.unlock();
 }
 
+// A semaphore of two permits: counting_semaphore's verbs, the standard
+// lock types, a waiter woken by a release, bad arguments.
+void test_semaphore(redislockpp::client &cl)
+{
+    std::string k = key("semaphore");
+    redislockpp::semaphore a(cl, k, 2), b(cl, k, 2), c(cl, k, 2);
+
+    del(k);
+    a.acquire();
+    ok(b.try_acquire() && !c.try_acquire(), "semaphore: two permits");
+    {
+        std::future<bool> w = std::async(std::launch::async, [&]() {
+            return c.try_acquire_for(seconds(10));
+        });
+        std::this_thread::sleep_for(milliseconds(50));
+        auto t0 = steady_clock::now();
+        a.release();
+        bool got = w.get();
+        auto ms = duration_cast<milliseconds>(steady_clock::now() - t0);
+        ok(got && ms < milliseconds(2000),
+           "semaphore: a waiter takes the permit given back (" +
+               std::to_string(ms.count()) + " ms)");
+    }
+    c.release();
+    b.release();
+    ok(!exists(k), "semaphore: the last permit back, the key gone");
+    {
+        std::unique_lock<redislockpp::semaphore> g(a);
+        std::lock_guard<redislockpp::semaphore> h(b);
+        ok(g.owns_lock() && !c.try_acquire(), "semaphore: lock types");
+    }
+    ok(!exists(k), "semaphore: the guards gave their permits back");
+    try {
+        redislockpp::semaphore bad(cl, k, 0);
+        ok(false, "semaphore of 0 permits throws");
+    } catch (const std::system_error &e) {
+        ok(e.code() == errc::invalid,
+           std::string("semaphore of 0 permits: ") + e.what());
+    }
+    try {
+        redislockpp::semaphore other(cl, k, 3);
+        a.acquire();
+        (void)other.try_acquire();
+        ok(false, "another number of permits throws");
+    } catch (const std::system_error &e) {
+        ok(e.code() == errc::invalid,
+           std::string("another number of permits: ") + e.what());
+    }
+    a.release();
+}
+
 void test_fencing(redislockpp::client &cl)
 {
     std::string k = key("fence");
@@ -1260,6 +1311,7 @@ int main()
     run("loss with renewal", [&]() { test_loss_with_renewal(cl); });
     run("moves", [&]() { test_moves(cl); });
     run("counted", [&]() { test_counted(cl); });
+    run("semaphore", [&]() { test_semaphore(cl); });
     run("fencing", [&]() { test_fencing(cl); });
     run("lease", [&]() { test_lease(cl); });
     run("auto-renew", [&]() { test_auto_renew(cl); });
