@@ -101,6 +101,7 @@ struct options {
     int busy_code;
     int lost_signal;                  /* 0: do not signal COMMAND */
     bool counted;
+    int permits;                      /* --permits N: a semaphore; 0: a lock */
     bool fencing;
     enum fencing_from fencing_from;   /* why fencing is as it is */
     enum scripts scripts;             /* what the URLs' scripts= asks */
@@ -168,6 +169,8 @@ static void usage(FILE *f)
 "  -E, --conflict-exit-code N  exit status when the lock is busy (default 75)\n"
 "  -m, --mode MODE        gozero (or go-zero; the default: go-zero's\n"
 "                         format) or counted\n"
+"      --permits N        KEY is a semaphore of N permits: at most N\n"
+"                         such commands run at once, across machines\n"
 "  -c, --command CMD      run CMD with /bin/sh -c\n"
 "  -s, --lost-signal SIG  signal COMMAND gets when the lock is lost\n"
 "                         (default TERM; 'none' to send none)\n"
@@ -326,7 +329,7 @@ static bool parse_signal(const char *s, int *sig)
 }
 
 enum { OPT_ID = 256, OPT_NO_FENCING, OPT_STATUS, OPT_JSON, OPT_URL_FILE,
-       OPT_NO_AUTH_WARNING, OPT_CHECK, OPT_FENCING };
+       OPT_NO_AUTH_WARNING, OPT_CHECK, OPT_FENCING, OPT_PERMITS };
 
 #define MAX_URL_FILE 8192             /* bytes of a --url-file */
 
@@ -427,6 +430,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         { "kill-after", required_argument, NULL, 'k' },
         { "id", required_argument, NULL, OPT_ID },
         { "fencing", no_argument, NULL, OPT_FENCING },
+        { "permits", required_argument, NULL, OPT_PERMITS },
         { "no-fencing", no_argument, NULL, OPT_NO_FENCING },
         { "status", no_argument, NULL, OPT_STATUS },
         { "json", no_argument, NULL, OPT_JSON },
@@ -507,6 +511,11 @@ static int parse_args(int argc, char **argv, struct options *o)
             break;
         case 'c':
             o->shell_command = optarg;
+            break;
+        case OPT_PERMITS:
+            if (!parse_int(optarg, 1, REDISLOCK_MAX_PERMITS, &o->permits))
+                return usage_error("bad --permits '%s' (1..%d)", optarg,
+                                   REDISLOCK_MAX_PERMITS);
             break;
         case 's':
             if (!parse_signal(optarg, &o->lost_signal))
@@ -1102,6 +1111,17 @@ static int settle_fencing(struct options *o)
         return usage_error("%s", "scripts=none: a quorum (several -u) "
                            "needs the library's scripts; drop scripts=none "
                            "from its URLs");
+    if (o->permits > 0 && o->counted)
+        return usage_error("%s", "--permits makes a semaphore, whose holds "
+                           "are counted already: leave out -m counted");
+    if (o->permits > 0 && o->status)
+        return usage_error("%s", "--status of a semaphore is not built yet "
+                           "(redislock_inspect of a semaphore)");
+    if (o->permits > 0 && (o->nurls > 1 || o->scripts == SCRIPTS_NONE))
+        return usage_error("%s", "--permits needs one server (not a quorum: "
+                           "a majority of masters does not protect a "
+                           "count) and the library's scripts (not "
+                           "scripts=none)");
     if (o->status)
         return 0;
     if (o->scripts == SCRIPTS_NONE && o->counted)
@@ -1755,8 +1775,9 @@ static int take(redislock *lock, redislock_client *client,
     }
     /* -v: reports every REPORT_EVERY_MS; otherwise a look for a value
      * that will never be freed. */
-    if (o->wait_ms < 0 ||
-        o->wait_ms > (o->verbose ? REPORT_EVERY_MS : FOREIGN_LOOK_MS))
+    if (o->permits == 0 &&
+        (o->wait_ms < 0 ||
+         o->wait_ms > (o->verbose ? REPORT_EVERY_MS : FOREIGN_LOOK_MS)))
         reporting = reporter_start(&rep, client, o, start);
     st = redislock_acquire_wait(lock, o->wait_ms < 0 ? REDISLOCK_WAIT_FOREVER
                                                      : o->wait_ms,
@@ -2696,7 +2717,8 @@ int main(int argc, char **argv)
         return rc;
     }
     o.client = client;
-    lock = o.counted ? redislock_new_counted_from_client(client, o.key)
+    lock = o.permits > 0 ? redislock_new_semaphore(client, o.key, o.permits)
+         : o.counted ? redislock_new_counted_from_client(client, o.key)
                      : redislock_new_from_client(client, o.key);
     if (lock == NULL) {
         say("out of memory");

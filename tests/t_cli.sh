@@ -727,6 +727,44 @@ t_counted_nested() {
 }
 check "counted mode: a nested instance with the same --id re-enters (2 holds)" t_counted_nested
 
+# --permits 2: two instances run at once, a third waits (or with -n is
+# busy) and runs once a permit is given back; another number of permits
+# while they are held is refused; -m counted and --status with it are
+# usage errors.
+t_permits() {
+    $R --permits 2 ks sh -c "touch '$work/ks.1'; sleep 30" &
+    h1=$!
+    $R --permits 2 ks sh -c "touch '$work/ks.2'; sleep 30" &
+    h2=$!
+    wait_file "$work/ks.1" && wait_file "$work/ks.2" || return 1
+    $R --permits 2 -n ks touch "$work/ks.n"
+    stn=$?
+    $R --permits 3 -n ks true 2> "$work/ks3.err"
+    st3=$?
+    $R --permits 2 -w 20 ks touch "$work/ks.3" &
+    w=$!
+    sleep 0.3
+    [ ! -e "$work/ks.3" ] || { diag "a third ran beside two"; return 1; }
+    kill -TERM $h1; wait $h1
+    wait $w
+    stw=$?
+    kill -TERM $h2; wait $h2
+    $R --permits 2 -m counted ks true 2> /dev/null
+    stm=$?
+    $R --permits 2 --status ks 2> /dev/null
+    sts=$?
+    expect_status 75 $stn "--permits 2 -n beside two holders" || return 1
+    [ ! -e "$work/ks.n" ] || { diag "-n ran"; return 1; }
+    expect_status 69 $st3 "--permits 3 beside holders of 2" || return 1
+    grep -q 'permits' "$work/ks3.err" || { diag "$(cat "$work/ks3.err")"; return 1; }
+    expect_status 0 $stw "the waiter, after a permit came back" || return 1
+    [ -e "$work/ks.3" ] || { diag "the waiter did not run"; return 1; }
+    expect_status 64 $stm "--permits with -m counted" || return 1
+    expect_status 64 $sts "--permits with --status" || return 1
+    [ "$(cli EXISTS ks)" = 0 ]
+}
+check "--permits 2: two at once, a third waits for a permit; another N refused" t_permits
+
 # go-zero's own scripts (tests/gozero/) stand for a Go process.
 t_gozero_interop() {
     lua=$(cat "$srcdir/tests/gozero/lockscript.lua")
