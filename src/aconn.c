@@ -394,6 +394,25 @@ long long redislockp_aconn_read_due(const redislockp_aconn *a)
                : 0;
 }
 
+void redislockp_aconn_write_now(redislockp_aconn *a, int look_first)
+{
+    short rev = POLLOUT;
+
+    if (a->state != REDISLOCKP_ACONN_READY ||
+        !(redislockp_aconn_events(a) & POLLOUT))
+        return;
+    if (look_first && a->head != NULL && !a->head->started) {
+        struct pollfd p;
+
+        p.fd = redislockp_aconn_fd(a);
+        p.events = POLLIN;
+        p.revents = 0;
+        if (p.fd >= 0 && poll(&p, 1, 0) > 0)
+            rev |= p.revents & (POLLIN | POLLERR | POLLHUP);
+    }
+    redislockp_aconn_io(a, rev);
+}
+
 int redislockp_aconn_block_reads(redislockp_aconn *a, long long timeout_ms)
 {
     int fd = redislockp_aconn_fd(a);

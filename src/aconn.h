@@ -116,6 +116,12 @@ int redislockp_aconn_fd(const redislockp_aconn *a);
  * TIMEOUT_MS (redislockp_socket_blocking()), for a driver that reads a
  * single reply without a poll() first: 1 if it blocks now, else 0. */
 int redislockp_aconn_block_reads(redislockp_aconn *a, long long timeout_ms);
+/* Write what A has queued now, if it is up, rather than when its owner
+ * next finds it writable.  With LOOK_FIRST, an A whose oldest request has
+ * not started (idle until now) is looked at first without waiting (a
+ * poll() of 0 ms): a close by the server is read before anything goes
+ * out, so that the requests fail as not sent. */
+void redislockp_aconn_write_now(redislockp_aconn *a, int look_first);
 short redislockp_aconn_events(const redislockp_aconn *a);
 /* The earliest deadline (monotonic ms) it waits for; 0: none. */
 long long redislockp_aconn_deadline(const redislockp_aconn *a);

@@ -898,17 +898,20 @@ void redislockp_m_step(redislockp_aop *o)
  * loop next finds them writable: a poll() (and, on a loop, the change of
  * what it watches) saved.  Inside an entry only: a failure then ends its
  * operations through their callbacks from the entry's end, never inside
- * a caller's call. */
+ * a caller's call.  A loop's connection that was idle is looked at first
+ * (a poll() that does not wait): a close by the server that came while
+ * it was idle is read before anything goes out, so that the requests
+ * fail as not sent (aconn.c's rule), not with an unknown outcome.  (A
+ * driver's connections are looked at so by the driver, drive.c.) */
 static void write_queued(redislockp_loop_state *ls)
 {
     size_t i;
 
-    for (i = 0; i < conn_count(ls); i++) {
+    for (i = 0; i < conn_count(ls) && !ls->free_asked && !ls->closing; i++) {
         lconn *c = conn_at(ls, i);
 
-        if (c != NULL && c->open && c->a.state == REDISLOCKP_ACONN_READY &&
-            (redislockp_aconn_events(&c->a) & POLLOUT))
-            redislockp_aconn_io(&c->a, POLLOUT);
+        if (c != NULL && c->open)
+            redislockp_aconn_write_now(&c->a, !ls->block_reads);
     }
 }
 
@@ -923,9 +926,10 @@ void redislockp_m_entry_end(redislockp_loop_state *ls)
     deliver(ls);
     if (ls->depth == 1 && !ls->closing && !ls->free_asked) {
         write_queued(ls);
-        if (ls->conv_drain)
+        if (ls->conv_drain && !ls->free_asked)
             redislockp_m_conv_drain(ls);
-        deliver(ls);                    /* (writes that failed) */
+        if (!ls->free_asked)
+            deliver(ls);                /* (writes that failed) */
     }
     if (--ls->depth == 0) {
         while (ls->dead != NULL) {
