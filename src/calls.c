@@ -91,10 +91,12 @@ void redislockp_call_acquire(redislockp_call *call, const redislock *lock,
         how != REDISLOCKP_TRY_PLAIN) {
         sem_call(call, lock, &redislockp_script_acquire_sem_wait,
                  lock->fencing ? REDISLOCKP_ACQUIRE_SEM_WAIT_K_FENCE + 1
-                               : REDISLOCKP_ACQUIRE_SEM_WAIT_K_WAITERS + 1,
+                               : REDISLOCKP_ACQUIRE_SEM_WAIT_K_TURN + 1,
                  lock->expire_ms);
         redislockp_call_key(call, REDISLOCKP_ACQUIRE_SEM_WAIT_K_WAITERS,
                             lock->waiters_key, lock->waiters_keylen);
+        redislockp_call_key(call, REDISLOCKP_ACQUIRE_SEM_WAIT_K_TURN,
+                            lock->turn_key, lock->turn_keylen);
         if (lock->fencing)
             redislockp_call_key(call, REDISLOCKP_ACQUIRE_SEM_WAIT_K_FENCE,
                                 lock->fence_key, lock->fence_keylen);
@@ -111,8 +113,10 @@ void redislockp_call_acquire(redislockp_call *call, const redislock *lock,
     if (lock->mode == REDISLOCKP_MODE_SEMAPHORE) {
         sem_call(call, lock, &redislockp_script_acquire_sem,
                  lock->fencing ? REDISLOCKP_ACQUIRE_SEM_K_FENCE + 1
-                               : REDISLOCKP_ACQUIRE_SEM_K_META + 1,
+                               : REDISLOCKP_ACQUIRE_SEM_K_TURN + 1,
                  lock->expire_ms);
+        redislockp_call_key(call, REDISLOCKP_ACQUIRE_SEM_K_TURN,
+                            lock->turn_key, lock->turn_keylen);
         if (lock->fencing)
             redislockp_call_key(call, REDISLOCKP_ACQUIRE_SEM_K_FENCE,
                                 lock->fence_key, lock->fence_keylen);
@@ -204,6 +208,8 @@ void redislockp_call_release(redislockp_call *call, const redislock *lock)
                       : REDISLOCKP_RELEASE_SEM_K_META + 1,
                  lock->expire_ms);
         if (wake) {
+            redislockp_call_key(call, REDISLOCKP_RELEASE_SEM_K_TURN,
+                                lock->turn_key, lock->turn_keylen);
             redislockp_call_key(call, REDISLOCKP_RELEASE_SEM_K_WAITERS,
                                 lock->waiters_key, lock->waiters_keylen);
             redislockp_call_key(call, REDISLOCKP_RELEASE_SEM_K_WAKE,
@@ -285,6 +291,8 @@ void redislockp_call_leave(redislockp_call *call, const redislock *lock,
                             lock->waiters_key, lock->waiters_keylen);
         redislockp_call_key(call, REDISLOCKP_LEAVE_SEM_K_WAKE,
                             lock->wake_key, lock->wake_keylen);
+        redislockp_call_key(call, REDISLOCKP_LEAVE_SEM_K_TURN,
+                            lock->turn_key, lock->turn_keylen);
         redislockp_call_arg(call, REDISLOCKP_LEAVE_SEM_A_WOKEN,
                             woken ? "1" : "0", 1);
         return;
@@ -402,6 +410,8 @@ static const redislockp_need counted_status[] = {
  * the acquire's, release's and extend's own writes). */
 static const redislockp_need sem_read[] = {
     { REDISLOCKP_FEATURE_SEMAPHORE, "TIME" },
+    { REDISLOCKP_FEATURE_SEMAPHORE, "ZCOUNT $5 0 +inf" },
+    { REDISLOCKP_FEATURE_SEMAPHORE, "ZRANGEBYSCORE $5 0 +inf" },
     { REDISLOCKP_FEATURE_SEMAPHORE, "ZRANGEBYSCORE $1 -inf 0" },
     { REDISLOCKP_FEATURE_SEMAPHORE, "HGET $6 kind" },
     { REDISLOCKP_FEATURE_SEMAPHORE, "ZCARD $1" },
@@ -429,7 +439,10 @@ static const redislockp_need sem_waiting[] = {
     { REDISLOCKP_FEATURE_WAITING, "ZREMRANGEBYSCORE $3 -inf 0" },
     { REDISLOCKP_FEATURE_WAITING, "RPUSH $4 1" },
     { REDISLOCKP_FEATURE_WAITING, "PEXPIRE $4 1" },
-    { REDISLOCKP_FEATURE_WAITING, "HINCRBY $6 r 1" },
+    { REDISLOCKP_FEATURE_WAITING, "ZADD $5 1 x" },
+    { REDISLOCKP_FEATURE_WAITING, "ZPOPMIN $5" },
+    { REDISLOCKP_FEATURE_WAITING, "ZREMRANGEBYSCORE $5 -inf 0" },
+    { REDISLOCKP_FEATURE_WAITING, "PEXPIRE $5 1" },
 };
 static const redislockp_need counted_fencing[] = {
     { REDISLOCKP_FEATURE_FENCING, "HINCRBY $2 n 1" },

@@ -1278,7 +1278,9 @@ static int release_steps(redislockp_op *op)
         }
         /* fall through */
     case R_WAKE:
-        if (st == REDISLOCK_ERR_SERVER && call->nkeys > 1 &&
+        if (st == REDISLOCK_ERR_SERVER &&
+            call->nkeys > (lock->mode == REDISLOCKP_MODE_SEMAPHORE
+                               ? REDISLOCKP_RELEASE_SEM_K_META + 1 : 1) &&
             acl_refused(lock)) {
             lock->wakeups_refused = 1;
             redislockp_call_release(call, lock);

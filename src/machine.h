@@ -105,6 +105,8 @@ typedef struct wkey {
     size_t keylen;
     char *wake;                 /* its wake-up list */
     size_t wakelen;
+    int permits;                /* a semaphore's (a pass-on's handle is
+                                 * a permit of it); 0: a lock's */
     redislockp_aop *head, *tail;    /* its waiters, in the order they
                                      * began to wait */
 } wkey;

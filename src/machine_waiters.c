@@ -115,6 +115,8 @@ static void join(redislockp_aop *o)
         k->keylen = lock->keylen;
         memcpy(k->wake, lock->wake_key, lock->wake_keylen);
         k->wakelen = lock->wake_keylen;
+        k->permits = lock->mode == REDISLOCKP_MODE_SEMAPHORE ? lock->permits
+                                                            : 0;
         k->b = b;
         /* At the end: a BLPOP serves the first list that has an element,
          * so the lists served least recently come first (on_blpop()). */
@@ -308,7 +310,11 @@ static void leave_of(redislockp_loop_state *ls, redislock *h, int woken)
  * wake-up lost costs the next waiter its poll interval). */
 static void pass_on(redislockp_loop_state *ls, const wkey *k)
 {
-    redislock *h = redislock_new_from_client_len(ls->cl, k->key, k->keylen);
+    redislock *h = k->permits > 0
+                       ? redislock_new_semaphore_len(ls->cl, k->key, k->keylen,
+                                                     k->permits)
+                       : redislock_new_from_client_len(ls->cl, k->key,
+                                                       k->keylen);
 
     if (h != NULL)
         leave_of(ls, h, 1);
@@ -639,6 +645,12 @@ static void wait_tried(redislockp_aop *o)
         wait_over(o, st, 0);
         return;
     case REDISLOCKP_WNEXT_ACQUIRED:
+        /* A semaphore's wake-up that came during a try that took a
+         * permit anyway (one not held back) is another waiter's: passed
+         * on, with the permit held back for it. */
+        if (lock->mode == REDISLOCKP_MODE_SEMAPHORE && o->w.woken &&
+            o->wk != NULL)
+            pass_on(o->ls, o->wk);
         wait_end(o, REDISLOCK_OK, true);
         return;
     case REDISLOCKP_WNEXT_TIMEOUT:

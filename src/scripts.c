@@ -315,8 +315,9 @@ int redislockp_script_answer_ok(const redislockp_call *call,
 {
     /* {0, pttl}: held by another (pttl -3: free, a woken waiter's turn) */
     static const long long other_lo[] = {0, ANY_LO}, other_hi[] = {0, ANY_HI};
-    /* {1, token, holds}: a counted holding */
-    static const long long held_lo[] = {1, 0, 1},
+    /* {1, token, holds}: a re-entry (counted mode, a semaphore): at
+     * least 2 holds then - {1, 0, 1} is also a release's answer */
+    static const long long held_lo[] = {1, 0, 2},
                            held_hi[] = {1, ANY_HI, ANY_HI};
     /* {1, 0, woke}: released, waking one or not */
     static const long long woke_lo[] = {1, 0, 0}, woke_hi[] = {1, 0, 1};

@@ -70,7 +70,7 @@ typedef enum redislockp_bare {
 size_t redislockp_bare_ints(redislockp_bare bare, long long x, long long *v);
 
 /* The most keys and arguments of any script. */
-#define REDISLOCKP_MAX_KEYS 4
+#define REDISLOCKP_MAX_KEYS 5
 #define REDISLOCKP_MAX_ARGS 7
 
 /* One call of a script: fill with redislockp_call_init() and then every

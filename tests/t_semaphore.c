@@ -720,6 +720,41 @@ static void test_wait_times_out_and_leaves(void **state)
     redislock_client_free(cl);
 }
 
+/* A permit held back for a woken waiter that never comes (a waiter
+ * registered by hand, with nobody behind it) is free again within about
+ * a second: the hold-back ends, it does not outlive its waiter. */
+static void test_hold_back_for_a_ghost_ends(void **state)
+{
+    redislock_client *cl = client();
+    redislock *h, *p;
+    char key[64];
+    long long t0, took;
+    bool ok = true;
+
+    (void)state;
+    tu_key(key, sizeof key, "sem:ghost");
+    h = sem(cl, key, 1);
+    p = sem(cl, key, 1);
+    assert_true(tu_acquire(h));
+    tu_cmd_ok(c, "ZADD {%s}:waiters 99999999999999 ghost", key);
+    assert_true(tu_release(h));         /* wakes the ghost, holds back */
+    t0 = tu_now_ms();
+    assert_int_equal(redislock_acquire(p, &ok), REDISLOCK_OK);
+    assert_false(ok);                   /* held back */
+    TU_WAIT_UNTIL((assert_int_equal(redislock_acquire(p, &ok),
+                                    REDISLOCK_OK), ok),
+                  5000, "the permit free again after the hold-back");
+    took = tu_now_ms() - t0;
+    printf("# held back for a waiter that never came: free again after "
+           "%lld ms\n", took);
+    assert_true(took <= tu_deadline_ms(1500));
+    assert_true(tu_release(p));
+    tu_cmd_ok(c, "DEL {%s}:waiters {%s}:wake {%s}:turn", key, key, key);
+    redislock_free(h);
+    redislock_free(p);
+    redislock_client_free(cl);
+}
+
 /* Many waiters of one client on a loop, 3 permits: every one gets in,
  * never more than 3 at once, each release handing its permit on. */
 struct lw {
@@ -808,6 +843,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_waiter_woken_by_a_release),
         cmocka_unit_test(test_wait_times_out_and_leaves),
         cmocka_unit_test(test_loop_waiters_take_turns),
+        cmocka_unit_test(test_hold_back_for_a_ghost_ends),
     };
     if (argc == 6 && strcmp(argv[1], "--worker") == 0)
         return worker(argv[2], argv[3], atoi(argv[4]), atoi(argv[5]));

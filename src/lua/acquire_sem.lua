@@ -2,10 +2,12 @@
 -- sem_open says what the key and its record META hold).  Each holder
 -- has a lease of its own on the server's clock; a holder whose lease
 -- has ended holds nothing, and the next try that writes drops it.
---! KEYS key meta fence?
+--! KEYS key meta turn fence?
 --! ARGV owner:id px:ms fencing:flag permits:n
 -- KEY      the semaphore's key, a sorted set
 -- META     its record, a hash (the companion key named "meta")
+-- TURN     the permits held back for woken waiters (lib.lua's
+--          sem_reserved; the companion key named "turn")
 -- FENCE    the fencing counter, a hash {n} (given with fencing on)
 -- OWNER    our owner ID
 -- PX       lease in milliseconds
@@ -14,8 +16,9 @@
 -- Returns the token (a bare integer, 0 without fencing; it stands for
 -- {1, token, 1}) when a fresh holding begins, {1, token, holds} on a
 -- re-entry (the lease renewed), {0, pttl} when all permits are held
--- (PTTL: until the first of their leases ends), {0, -3} when the free
--- ones are held back for waiters woken for them, {-4, n} when the live
+-- (PTTL: until the first of their leases ends) or the free ones are
+-- held back for waiters woken for them (PTTL: until the first hold-back
+-- ends), {-4, n} when the live
 -- holders agreed on N permits and PERMITS says another (nothing
 -- changed: every holder of a semaphore must agree on N; with no live
 -- holder, the new N stands).  A key of another kind: WRONGTYPE, nothing
@@ -55,7 +58,7 @@ if live >= tonumber(PERMITS) then
   return {0, tonumber(first[2]) - now}
 end
 if live + reserved >= tonumber(PERMITS) then
-  return {0, -3}                        -- held back for woken waiters
+  return {0, held_back_ms}              -- held back for woken waiters
 end
 --@ need_sem_write
 --@need 'ZADD', KEY, '0', OWNER

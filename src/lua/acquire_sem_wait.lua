@@ -2,12 +2,12 @@
 -- acquire_sem.lua's, and a refused waiter is registered, so that a
 -- release wakes it.  A release that frees a permit while waiters are
 -- registered wakes one and holds the permit back for it for a second
--- (the record's r and rt, lib.lua's sem_wake): a woken try (HOW '2') may
+-- (TURN, lib.lua's sem_wake): a woken try (HOW '2') may
 -- take a held-back permit, other tries only a permit neither held nor
 -- held back.
---! KEYS key meta waiters fence?
+--! KEYS key meta waiters turn fence?
 --! ARGV owner:id px:ms fencing:flag permits:n how:how regttl:ms
--- KEY, META, FENCE, OWNER, PX, FENCING, PERMITS as acquire_sem.lua's;
+-- KEY, META, TURN, FENCE, OWNER, PX, FENCING, PERMITS as acquire_sem.lua's;
 -- WAITERS  the waiters, a sorted set of owner IDs scored by expiry (ms)
 -- HOW      '1' a waiter's try; '2' a woken waiter's try
 -- REGTTL   how long a waiter's registration lasts without a new try (ms)
@@ -31,13 +31,14 @@ if not held then
     if HOW == '2' and reserved > 0 then
       -- Woken, but every permit is held (taken by a holder that came
       -- back, say): what was held back for it goes back too.
+      --@need 'PTTL', WAITERS
       --@need 'ZADD', WAITERS, '0', OWNER
       --@need 'PEXPIRE', WAITERS, REGTTL
-      redis.call('HINCRBY', META, 'r', '-1')
+      --@ sem_unreserve
     end
     --@ register
     if live < tonumber(PERMITS) then
-      return {0, -3}
+      return {0, held_back_ms}
     end
     local first = redis.call('ZRANGEBYSCORE', KEY, '(' .. now, '+inf',
                              'WITHSCORES', 'LIMIT', 0, 1)
@@ -52,7 +53,7 @@ local give = token == 0 and FENCING == '1'
 --@ need_sem_write
 --@need 'ZADD', KEY, '0', OWNER
 --@need 'HSET', META, 'v', '1', 'kind', 'sem', 'n', PERMITS, 'h:', '1', 't:', '0'
---@need 'HINCRBY', META, 'r', '-1'
+--@ need_sem_unreserve
 --@need 'ZREM', WAITERS, OWNER
 if give then
   --@need 'HINCRBY', FENCE, 'n', '1'
@@ -72,8 +73,8 @@ if not held then
 elseif give then
   redis.call('HSET', META, 't:' .. OWNER, token)
 end
-if HOW == '2' and reserved > 0 then
-  redis.call('HINCRBY', META, 'r', '-1')
+if HOW == '2' and reserved > 0 and not held then
+  --@ sem_unreserve
 end
 redis.call('ZREM', WAITERS, OWNER)
 --@ sem_expire

@@ -2,10 +2,10 @@
 -- deadline passed, or an error): it leaves the waiters, and if it had
 -- been woken for a permit held back for it, the permit passes to the
 -- next waiter (woken), or is no longer held back.
---! KEYS key meta waiters wake
+--! KEYS key meta waiters wake turn
 --! ARGV owner:id woken:flag
 --! FLAGS allow-oom
--- KEY, META, WAITERS and WAKE as acquire_sem_wait.lua's and
+-- KEY, META, WAITERS, WAKE and TURN as acquire_sem_wait.lua's and
 -- release_sem.lua's; OWNER our owner ID; WOKEN '1' if we were woken and
 -- did not use the permit.
 -- Returns 1.  Reads first; the writes after the first are asked for
@@ -15,15 +15,13 @@
 local pass = WOKEN == '1' and reserved > 0
 if pass then
   --@ need_sem_wake
-  --@ need_sem_write
-  --@need 'HINCRBY', META, 'r', '-1'
+  --@ need_sem_unreserve
 end
 redis.call('ZREM', WAITERS, OWNER)
 if pass then
   -- Ours no longer: the waiters left beyond those woken get it.
+  --@ sem_unreserve
   reserved = reserved - 1
-  redis.call('HINCRBY', META, 'r', '-1')
   --@ sem_wake
-  --@ sem_expire
 end
 return 1

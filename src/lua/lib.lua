@@ -118,56 +118,58 @@ if #gone > 0 then
 end
 
 --@@ sem_reserved
--- RESERVED: the permits held back for waiters woken for them (the
--- record's r, until its rt in the server's milliseconds).
-local reserved = 0
-if tonumber(redis.call('HGET', META, 'rt') or '0') > now then
-  reserved = tonumber(redis.call('HGET', META, 'r') or '0')
+-- RESERVED: the permits held back for waiters woken for them, each for a
+-- second (TURN, a sorted set: one member a hold-back, scored by its end
+-- in the server's milliseconds); HELD_BACK_MS: until the first of them
+-- ends (-1: none).
+local reserved = redis.call('ZCOUNT', TURN, '(' .. now, '+inf')
+local held_back_ms = -1
+if reserved > 0 then
+  local first = redis.call('ZRANGEBYSCORE', TURN, '(' .. now, '+inf',
+                           'WITHSCORES', 'LIMIT', 0, 1)
+  held_back_ms = tonumber(first[2]) - now
 end
 
 --@@ need_sem_wake
 -- Before the first write of a semaphore script that may wake a waiter.
 --@need 'ZREMRANGEBYSCORE', WAITERS, '-inf', '0'
 --@need 'ZCARD', WAITERS
---@need 'HSET', META, 'r', '1', 'rt', '0'
---@need 'HINCRBY', META, 'r', '1'
+--@need 'ZADD', TURN, '0', OWNER
+--@need 'PEXPIRE', TURN, '2000'
 --@need 'RPUSH', WAKE, '1'
 --@need 'PEXPIRE', WAKE, '2000'
+
+--@@ sem_unreserve
+-- One hold-back goes (the first to end), with those that have ended.
+redis.call('ZREMRANGEBYSCORE', TURN, '-inf', now)
+redis.call('ZPOPMIN', TURN)
+
+--@@ need_sem_unreserve
+--@need 'ZREMRANGEBYSCORE', TURN, '-inf', '0'
+--@need 'ZPOPMIN', TURN
 
 --@@ sem_wake
 -- A permit is free: if more waiters are registered than were woken for
 -- one already (RESERVED), wake one, and hold a permit back for it for a
--- second (plain tries see it taken); WOKE says whether it did.
+-- second (plain tries see it taken); WOKE says whether it did.  A
+-- hold-back is named by who made it and when (TIME's microseconds).
 redis.call('ZREMRANGEBYSCORE', WAITERS, '-inf', now)
 local woke = redis.call('ZCARD', WAITERS) > reserved
 if woke then
-  if reserved == 0 then
-    redis.call('HSET', META, 'r', '1', 'rt', now + 1000)
-  else
-    redis.call('HINCRBY', META, 'r', '1')
-    redis.call('HSET', META, 'rt', now + 1000)
-  end
+  local t = redis.call('TIME')
+  redis.call('ZADD', TURN, now + 1000, OWNER .. ':' .. t[1] .. '.' .. t[2])
+  redis.call('PEXPIRE', TURN, '2000')
   redis.call('RPUSH', WAKE, '1')
   redis.call('PEXPIRE', WAKE, '2000')
 end
 
 --@@ sem_expire
--- KEY and its record last as long as the longest lease, the record also
--- as long as permits are held back for woken waiters; with neither left
--- the record goes (KEY went with its last member).
+-- KEY and its record last as long as the longest lease; with no holder
+-- left the record goes (KEY went with its last member).
 local last = redis.call('ZRANGE', KEY, -1, -1, 'WITHSCORES')
-local keep = tonumber(redis.call('HGET', META, 'rt') or '0')
-if keep <= now or tonumber(redis.call('HGET', META, 'r') or '0') <= 0 then
-  keep = 0
-end
-if #last > 0 then
-  redis.call('PEXPIREAT', KEY, last[2])
-  if tonumber(last[2]) > keep then
-    keep = tonumber(last[2])
-  end
-end
-if keep == 0 then
+if #last == 0 then
   redis.call('DEL', META)
 else
-  redis.call('PEXPIREAT', META, keep)
+  redis.call('PEXPIREAT', KEY, last[2])
+  redis.call('PEXPIREAT', META, last[2])
 end

@@ -1,10 +1,10 @@
 -- release_sem.lua: a semaphore (see acquire_sem.lua).  Give up one hold;
 -- the permit goes back only with the last.  A release that leaves holds
 -- renews the lease.
---! KEYS key meta waiters? wake?
+--! KEYS key meta turn? waiters? wake?
 --! ARGV owner:id px:ms
 --! FLAGS allow-oom
--- KEY, META, OWNER and PX as acquire_sem.lua's; WAITERS and WAKE (given
+-- KEY, META, TURN, OWNER and PX as acquire_sem.lua's; WAITERS and WAKE (given
 -- with wake-ups on) as acquire_sem_wait.lua's, and the wake-up list that
 -- waiters block on: the permit given back wakes one waiter, if any
 -- (lib.lua's sem_wake).
@@ -32,8 +32,9 @@ if holds > 1 then
   --@ sem_expire
   return {1, left}
 end
---@ sem_reserved
+local reserved = 0
 if WAKE then
+  --@ sem_reserved
   --@ need_sem_wake
 end
 redis.call('ZREM', KEY, OWNER)
