@@ -101,6 +101,14 @@
 static const char *host = "127.0.0.1";
 static int port = 0;
 static int counted = 0;
+/* --mode semaphore: handles made from a client are permits of a
+ * semaphore of this many permits (A, W, T; 1 unless --permits). */
+static int permits = 0;
+
+static const char *mode_name(void)
+{
+    return permits > 0 ? "semaphore" : counted ? "counted" : "gozero";
+}
 static int verbose = 0;
 static char dma_note[160] = "unavailable: not requested";
 /* --quorum's URLs (split at the commas, in a copy of the list). */
@@ -151,7 +159,9 @@ static const char usage_text[] =
     "Options:\n"
     "  --host H        server address (127.0.0.1)\n"
     "  --port P        server port (required)\n"
-    "  --mode M        gozero (default) or counted\n"
+    "  --mode M        gozero (default), counted, or semaphore (A, W and T\n"
+    "                  only: handles are permits of a semaphore)\n"
+    "  --permits N     --mode semaphore's permits (1)\n"
     "  --n N           cycles (U: 20000, R: 5000, T: 60000 in all, S:\n"
     "                  5000 a chunk) or hand-offs (H: 1000)\n"
     "  --threads N     T: threads sharing the client (512, at most 4096)\n"
@@ -271,8 +281,9 @@ static redislock *new_lock(redisContext *c, const char *key)
 /* A handle on KEY from client CL, set up as new_lock()'s. */
 static redislock *new_client_lock(redislock_client *cl, const char *key)
 {
-    return set_up(counted ? redislock_new_counted_from_client(cl, key)
-                          : redislock_new_from_client(cl, key),
+    return set_up(permits > 0 ? redislock_new_semaphore(cl, key, permits)
+                  : counted ? redislock_new_counted_from_client(cl, key)
+                            : redislock_new_from_client(cl, key),
                   "redislock_new_from_client");
 }
 
@@ -755,7 +766,7 @@ static void self_check(redisContext *c, redislock *lock,
         fprintf(stderr, "redislock-bench: self-check (MONITOR, one cycle "
                         "each, same key and owner ID, mode %s):\n"
                         "--- library\n+++ raw\n",
-                counted ? "counted" : "gozero");
+                mode_name());
         for (i = 0; i < n; i++) {
             if (i < cmds[0].n && i < cmds[1].n &&
                 strcmp(cmds[0].v[i], cmds[1].v[i]) == 0) {
@@ -836,7 +847,7 @@ static void run_cycles(const char *workload, long long n, int raw,
     calls = script_calls(admin) - calls0;
     snprintf(extra, sizeof extra,
              ",\"mode\":\"%s\",\"lock_ops\":%lld,\"evalsha_per_op\":%.3f%s%s%s",
-             counted ? "counted" : "gozero", n * ops_per_cycle,
+             mode_name(), n * ops_per_cycle,
              (double)calls / (double)(n * ops_per_cycle),
              reentry ? "" : ",\"self_check\":\"", reentry ? "" : check,
              reentry ? "" : "\"");
@@ -881,7 +892,7 @@ static void run_client_cycles(redislock_client *cl, const char *peer,
     }
     t0 = now_us() - start;
     len = snprintf(extra, sizeof extra, ",\"mode\":\"%s\",\"client\":\"%s\"",
-                   counted ? "counted" : "gozero", label);
+                   mode_name(), label);
     if (quorum_n > 0)
         len += snprintf(extra + len, sizeof extra - (size_t)len,
                         ",\"masters\":%zu", quorum_n);
@@ -1201,7 +1212,7 @@ static int run_threads(const char *url, const char *label, int threads,
              "\"pool_size\":%d,\"max_connected_clients\":%lld,"
              "\"baseline_connected_clients\":%lld,\"max_client_connections\":%lld,"
              "\"samples\":%lld,\"bound_ok\":%s",
-             counted ? "counted" : "gozero", label, threads, pool_size,
+             mode_name(), label, threads, pool_size,
              mon.max, baseline, used, mon.samples,
              bound_ok ? "true" : "false");
     if (!run.failed)
@@ -1410,7 +1421,7 @@ static int run_contended(int k, int m, int use_wait)
     snprintf(extra, sizeof extra,
              ",\"mode\":\"%s\",\"wait\":%s,\"k\":%d,\"m\":%d,"
              "\"refused_tries\":%lld%s%s,\"counter\":%lld,\"counter_ok\":%s%s",
-             counted ? "counted" : "gozero", use_wait ? "true" : "false", k, m,
+             mode_name(), use_wait ? "true" : "false", k, m,
              refused, scripts, blpops, counter,
              counter == sections ? "true" : "false", masters);
     report(quorum_n > 0 ? "redislock-quorum" : "redislock", "C", sections,
@@ -2123,7 +2134,7 @@ static int run_async(int depth, long long n, int rounds)
              "\"ratio_to_hiredis\":%.2f,\"ratio_to_blocking\":%.2f,"
              "\"client_cpu_us_per_cycle\":%.2f,"
              "\"hiredis_client_cpu_us_per_cycle\":%.2f",
-             counted ? "counted" : "gozero", depth, rounds,
+             mode_name(), depth, rounds,
              lib_r[rounds / 2], raw_r[rounds / 2], blk_r[rounds / 2],
              lib_r[rounds / 2] / raw_r[rounds / 2],
              lib_r[rounds / 2] / blk_r[rounds / 2], lib_cpu[rounds / 2],
@@ -2334,7 +2345,7 @@ static int run_waiters(int waiters, long long n)
     snprintf(extra, sizeof extra,
              ",\"mode\":\"%s\",\"waiters\":%d,\"connections\":%lld,"
              "\"poll_ms\":%d",
-             counted ? "counted" : "gozero", waiters, during, POLL_MS);
+             mode_name(), waiters, during, POLL_MS);
     report("redislock-async", "W", n, elapsed, w_run.lat, (size_t)n, extra);
     for (i = 0; i <= waiters; i++)
         redislock_free(locks[i]);       /* pending waits: CANCELED */
@@ -2373,6 +2384,7 @@ int main(int argc, char **argv)
         { "waiters", required_argument, NULL, 'X' },
         { "no-metrics", no_argument, NULL, 'N' },
         { "metrics-ab", required_argument, NULL, 'B' },
+        { "permits", required_argument, NULL, 'K' },
         { NULL, 0, NULL, 0 },
     };
     const char *workload = NULL, *url = NULL, *label = "url";
@@ -2433,8 +2445,15 @@ int main(int argc, char **argv)
         case 'M':
             if (strcmp(optarg, "counted") == 0)
                 counted = 1;
+            else if (strcmp(optarg, "semaphore") == 0)
+                permits = permits > 0 ? permits : 1;
             else if (strcmp(optarg, "gozero") != 0)
-                usage_error("--mode is gozero or counted");
+                usage_error("--mode is gozero, counted or semaphore");
+            break;
+        case 'K':
+            permits = atoi(optarg);
+            if (permits < 1 || permits > REDISLOCK_MAX_PERMITS)
+                usage_error("--permits is 1..1000000");
             break;
         case 'V':
             /* bench/run.sh reads "with TLS" to add the TLS rows. */
