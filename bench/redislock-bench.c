@@ -274,6 +274,9 @@ static redislock *set_up(redislock *lock, const char *what)
 
 static redislock *new_lock(redisContext *c, const char *key)
 {
+    if (permits > 0)
+        usage_error("--mode semaphore needs a client's handles: workloads "
+                    "A, W and T");
     return set_up(counted ? redislock_new_counted(c, key)
                           : redislock_new(c, key), "redislock_new");
 }

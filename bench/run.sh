@@ -571,8 +571,10 @@ done
 
 # A: the event-loop API (issue 19), one thread, 256 operations in flight,
 # beside bare hiredis pipelining the same commands 256 at a time and the
-# blocking API's one-thread U, in the same rounds.
-for mode in gozero counted; do
+# blocking API's one-thread U, in the same rounds.  The semaphore's row
+# (each key a semaphore of one permit) runs its own scripts; the bare
+# pipeline beside it replays go-zero's commands, the mutex's reference.
+for mode in gozero counted semaphore; do
     run --workload A --mode "$mode" --depth 256 --rounds 9
     row "A ($mode), depth 256" "redislock, loop API (poll)" \
         "$(field "$last" median_cycles_per_s)" "$(field "$last" p50_us)" \
@@ -581,8 +583,9 @@ for mode in gozero counted; do
 done
 
 # W: waiters of the event-loop API (issue 19): 1,000 on one key of one
-# client in one thread, each holder releasing at once and waiting again.
-for mode in gozero counted; do
+# client in one thread, each holder releasing at once and waiting again
+# (the semaphore: one permit handed on).
+for mode in gozero counted semaphore; do
     run --workload W --mode "$mode" --waiters 1000 --n 20000
     row "W ($mode), 1000 waiters" "redislock, loop API (poll)" \
         "$(field "$last" ops_per_s)" "$(field "$last" p50_us)" \
