@@ -905,6 +905,10 @@ static int look(redislock *lock, struct holder *h)
         else if (!owner_id_like(h->owner))
             h->why = "a hash whose owner no owner ID can be";
         break;
+    case REDISLOCK_KIND_SEMAPHORE:
+        h->why = "a semaphore's holders (redislock --permits; its --status "
+                 "is not built yet)";
+        break;
     case REDISLOCK_KIND_OTHER:
     default:
         h->why = "a value of another type, or a hash that is not a "

@@ -731,7 +731,11 @@ typedef enum {
     /** A counted-mode lock (a hash with the owner ID and a hold count). */
     REDISLOCK_KIND_COUNTED = 2,
     /** Something else, not written by a lock of either mode. */
-    REDISLOCK_KIND_OTHER = 3
+    REDISLOCK_KIND_OTHER = 3,
+    /** A semaphore (a sorted set of holders: redislock_new_semaphore()):
+     *  no single owner (""), holds the number of live holders, ttl_ms
+     *  until the last of their leases ends.  @since 0.4.0 */
+    REDISLOCK_KIND_SEMAPHORE = 4
 } redislock_kind;
 
 /**
@@ -751,7 +755,8 @@ typedef enum {
  * @param ttl_ms      optional: the key's remaining lease in milliseconds,
  *                    -1 for a key without expiry, -2 when there is no key.
  * @param holds       optional: 1 for a go-zero lock, the hold count for a
- *                    counted one, 0 otherwise.
+ *                    counted one, the number of live holders of a
+ *                    semaphore, 0 otherwise.
  * On error every output given is set as for a free lock (NONE, "", -2, 0).
  * @return REDISLOCK_OK, or as redislock_held(): REDISLOCK_ERR_INVALID (a
  *         NULL LOCK or KIND, OWNER_SIZE 0 with an OWNER, or an unusable
@@ -1278,7 +1283,8 @@ redislock_new_counted_from_client_len(redislock_client *client,
  * its permit back when its lease ends, and the next acquire drops it.
  * Re-entry is counted as in counted mode (an acquire by the holder adds
  * a hold and renews the lease; each release gives one up; the permit
- * goes back with the last).  Every handle of KEY must say the same
+ * goes back with the last).  redislock_inspect() of any handle on KEY
+ * says REDISLOCK_KIND_SEMAPHORE and how many hold a permit.  Every handle of KEY must say the same
  * PERMITS: while holders hold permits of KEY made with another number,
  * an acquire fails with REDISLOCK_ERR_INVALID and changes nothing (with
  * no live holder, the new number stands).  KEY is a sorted set of the
@@ -1291,8 +1297,7 @@ redislock_new_counted_from_client_len(redislock_client *client,
  * a second (plain tries see it taken meanwhile); a permit whose holder's
  * lease ends wakes nobody, and its waiters find it at their next try (the
  * poll interval, redislock_set_wait_poll_ms()).  Not built yet (issue
- * 32): redislock_inspect() and redislock_inspect_companions() of a
- * semaphore (REDISLOCK_ERR_INVALID), and the read-write lock.
+ * 32): the read-write lock.
  * @param permits  1 to REDISLOCK_MAX_PERMITS.
  * @return the handle (free with redislock_free()), or NULL with errno
  *         EINVAL (CLIENT or KEY NULL, KEY empty, PERMITS out of range),

@@ -146,8 +146,6 @@ static int inspect_async(redislock *lock, redislock_kind *kind,
         *holds = 0;
     st = redislockp_begin_call(lock, fn != NULL ? (const void *)&fn : NULL,
                                "fn");
-    if (st == REDISLOCK_OK)
-        st = redislockp_kind_can(lock, "redislock_inspect_async()");
     if (st != REDISLOCK_OK)
         return st;
     if (owner != NULL && owner_size == 0)

@@ -153,8 +153,6 @@ int redislock_inspect(redislock *lock, redislock_kind *kind, char *owner,
     if (holds)
         *holds = 0;
     st = redislockp_begin_call(lock, kind, "kind");
-    if (st == REDISLOCK_OK)
-        st = redislockp_kind_can(lock, "redislock_inspect()");
     if (st != REDISLOCK_OK)
         return st;
     if (owner && owner_size == 0)
@@ -187,8 +185,6 @@ int redislock_inspect_companions(redislock *lock, long long *waiters,
     if (fence)
         *fence = 0;
     st = redislockp_begin_call(lock, waiters, "waiters");
-    if (st == REDISLOCK_OK)
-        st = redislockp_kind_can(lock, "redislock_inspect_companions()");
     if (st != REDISLOCK_OK)
         return st;
     if (fence == NULL)

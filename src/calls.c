@@ -476,7 +476,12 @@ static const redislockp_need leave_waiters[] = {
 static const redislockp_need inspect_key[] = {
     { REDISLOCKP_FEATURE_STATUS, "GET $1" },
     { REDISLOCKP_FEATURE_STATUS, "PTTL $1" },
+
     { REDISLOCKP_FEATURE_STATUS, "HGET $1 owner" },
+    /* (a semaphore's key only) */
+    { REDISLOCKP_FEATURE_STATUS, "TIME" },
+    { REDISLOCKP_FEATURE_STATUS, "ZCOUNT $1 0 +inf" },
+    { REDISLOCKP_FEATURE_STATUS, "ZRANGE $1 -1 -1 WITHSCORES" },
 };
 static const redislockp_need inspect_companions[] = {
     { REDISLOCKP_FEATURE_STATUS, "TIME" },

@@ -596,16 +596,6 @@ int redislockp_acl_refused(const redislock *lock, int st)
            (lock->info.acl & REDISLOCK_ACL_REFUSED) != 0;
 }
 
-int redislockp_kind_can(redislock *lock, const char *what)
-{
-    if (lock->mode != REDISLOCKP_MODE_SEMAPHORE)
-        return REDISLOCK_OK;
-    return redislockp_fail(lock, REDISLOCK_ERR_INVALID,
-                           "%s on a semaphore is not built yet: read it "
-                           "with redislock_held(), redislock_ttl() or "
-                           "redislock_hold_count()", what);
-}
-
 int redislockp_wait_timeout_ok(redislock *lock, long long timeout_ms)
 {
     if (timeout_ms < 0 && timeout_ms != REDISLOCK_WAIT_FOREVER)

@@ -1689,6 +1689,14 @@ static int inspect_read(redislockp_op *op)
         lock->state = REDISLOCK_STATE_UNKNOWN;
         return done(op, op->st);
     }
+    if (lock->mode == REDISLOCKP_MODE_SEMAPHORE) {
+        /* A semaphore has no one owner: what the key holds says nothing
+         * of whether this handle holds a permit (redislock_held() does). */
+        op->ok = false;
+        if (ir->kind == REDISLOCK_KIND_NONE)
+            saw(lock, 0);
+        return done(op, REDISLOCK_OK);
+    }
     op->ok = ir->kind == (lock->mode == REDISLOCKP_MODE_COUNTED
                               ? REDISLOCK_KIND_COUNTED
                               : REDISLOCK_KIND_GOZERO) &&
@@ -1895,7 +1903,8 @@ static int parse_inspect(const redislockp_val *r, void *out, char *errmsg)
     ir->kind = int_at(r, 0);
     ir->pttl = int_at(r, 1);
     ir->holds = int_at(r, 3);
-    if (ir->kind < REDISLOCK_KIND_NONE || ir->kind > REDISLOCK_KIND_OTHER ||
+    if (ir->kind < REDISLOCK_KIND_NONE ||
+        ir->kind > REDISLOCK_KIND_SEMAPHORE ||
         ir->holds < 0 || ir->pttl < -2)
         return redislockp_tx_fail(errmsg, REDISLOCK_ERR_PROTOCOL,
                                   "inspect: unexpected reply {%lld, %lld, "

@@ -224,10 +224,6 @@ int redislockp_busy(redislock *lock);
 /* redislockp_begin() for a call with a result pointer OUT named NAME:
  * REDISLOCK_ERR_INVALID for a NULL handle or a NULL OUT. */
 int redislockp_begin_call(redislock *lock, const void *out, const char *name);
-/* WHAT (a call's words) on LOCK: REDISLOCK_OK, or REDISLOCK_ERR_INVALID
- * (said in LOCK's error) for a call its kind does not have yet - a
- * semaphore's wait and inspect (issue 32). */
-int redislockp_kind_can(redislock *lock, const char *what);
 
 /* fork.c: fork detection without a system call per operation.  The
  * generation is bumped in the child of every fork() (pthread_atfork);

@@ -400,7 +400,7 @@ int redislockp_script_answer_ok(const redislockp_call *call,
             return 0;
         e = redislockp_val_at(r, 0);
         return redislockp_val_type(e) == REDISLOCKP_V_INTEGER &&
-               redislockp_val_int(e) >= 0 && redislockp_val_int(e) <= 3 &&
+               redislockp_val_int(e) >= 0 && redislockp_val_int(e) <= 4 &&
                redislockp_val_type(redislockp_val_at(r, 1)) ==
                    REDISLOCKP_V_INTEGER &&
                redislockp_val_type(redislockp_val_at(r, 2)) ==

@@ -67,10 +67,30 @@ static void meta_of(char *out, size_t size, const char *key)
     snprintf(out, size, "{%s}:meta", key);
 }
 
+/* What redislock_inspect() says of KEY through H: its kind, holders and
+ * time left. */
+static void inspect_says(redislock *h, redislock_kind kind, int holders)
+{
+    redislock_kind k = REDISLOCK_KIND_OTHER;
+    char owner[8] = "x";
+    long long ttl = 0;
+    int holds = -1;
+
+    assert_int_equal(redislock_inspect(h, &k, owner, sizeof owner, &ttl,
+                                       &holds), REDISLOCK_OK);
+    assert_int_equal(k, kind);
+    assert_int_equal(holds, holders);
+    assert_string_equal(owner, "");
+    if (holders > 0)
+        assert_true(ttl > 0);
+    else
+        assert_int_equal(ttl, -2);
+}
+
 static void test_at_most_n_holders(void **state)
 {
     redislock_client *cl = client();
-    redislock *h[5];
+    redislock *h[5], *g;
     char key[64], meta[80];
     bool ok;
     int i;
@@ -84,6 +104,11 @@ static void test_at_most_n_holders(void **state)
         assert_true(tu_acquire(h[i]));
     assert_int_equal(redislock_acquire(h[4], &ok), REDISLOCK_OK);
     assert_false(ok);                   /* all four permits held */
+    /* inspect, through a permit's handle and a lock's: 4 holders. */
+    inspect_says(h[4], REDISLOCK_KIND_SEMAPHORE, 4);
+    g = redislock_new_from_client(cl, key);
+    assert_non_null(g);
+    inspect_says(g, REDISLOCK_KIND_SEMAPHORE, 4);
     /* The format: a sorted set of holders, and its record. */
     assert_int_equal(num("ZCARD %s", key, ""), 4);
     assert_int_equal(num("HGET %s %s", meta, "n"), 4);
@@ -100,6 +125,8 @@ static void test_at_most_n_holders(void **state)
     /* The last permit back: both keys gone. */
     assert_int_equal(num("EXISTS %s", key, ""), 0);
     assert_int_equal(num("EXISTS %s", meta, ""), 0);
+    inspect_says(h[0], REDISLOCK_KIND_NONE, 0);
+    redislock_free(g);
     for (i = 0; i < 5; i++)
         redislock_free(h[i]);
     redislock_client_free(cl);
@@ -472,7 +499,6 @@ static void test_bad_arguments(void **state)
 {
     redislock_client *cl = client(), *q = tu_db_quorum(7);
     redislock *s;
-    redislock_kind kind;
     char key[64];
 
     (void)state;
@@ -493,11 +519,6 @@ static void test_bad_arguments(void **state)
     assert_non_null(s);
     assert_true(tu_acquire(s));
     assert_true(tu_release(s));
-    redislock_free(s);
-    /* What a semaphore does not have yet says so. */
-    s = sem(cl, key, 1);
-    assert_int_equal(redislock_inspect(s, &kind, NULL, 0, NULL, NULL),
-                     REDISLOCK_ERR_INVALID);
     redislock_free(s);
     redislock_client_free(q);
     redislock_client_free(cl);
