@@ -172,9 +172,26 @@ void redislockp_m_sync_loop(redislockp_loop_state *ls)
         if (c != NULL && c->fd >= 0 && redislockp_aconn_fd(&c->a) != c->fd)
             redislockp_m_unwatch(ls, c);
     }
+    /* A connection the loop cannot watch is closed here, and what that
+     * ends may call back into the user (a loss callback) who may free
+     * the client: as inside an entry, that free waits until this walk
+     * is over. */
+    ls->depth++;
     for (i = 0; i < conn_count(ls); i++)
         if (conn_at(ls, i) != NULL)
             sync_conn(ls, conn_at(ls, i), &at);
+    ls->depth--;
+    if (ls->free_asked) {
+        ls->free_asked = 0;
+        redislock_client_free(ls->cl);
+        return;
+    }
+    while (ls->dead != NULL) {
+        redislockp_aop *d = ls->dead;
+
+        ls->dead = d->dead_next;
+        aop_drop(ls, d);
+    }
     o = ls->nheap > 0 ? ls->heap[0] : NULL;
     if (o != NULL && (at < 0 || o->at < at))
         at = o->at;
