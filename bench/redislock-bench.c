@@ -2083,8 +2083,8 @@ static int run_async(int depth, long long n, int rounds)
     double lib_r[S_MAX_ROUNDS], raw_r[S_MAX_ROUNDS], blk_r[S_MAX_ROUNDS];
     double lib_cpu[S_MAX_ROUNDS], raw_cpu[S_MAX_ROUNDS];
     long long c0;
-    redislock *one = new_lock(c, "bench:A:blocking");
-    redislock_client *cl = NULL;
+    redislock *one;
+    redislock_client *cl = NULL, *one_cl = NULL;
     char url[128], err[256], extra[640];
     long long t, i;
     int r;
@@ -2092,6 +2092,16 @@ static int run_async(int depth, long long n, int rounds)
     if (keys == NULL || rc == NULL || lat == NULL)
         die("out of memory", NULL);
     snprintf(url, sizeof url, "redis://%s:%d", host, port);
+    /* The blocking U beside it: a borrowed context's handle, or (a
+     * semaphore, which only a client makes) a client of its own. */
+    if (permits > 0) {
+        if (redislock_client_open(url, &one_cl, err, sizeof err) !=
+            REDISLOCK_OK)
+            die("client", err);
+        one = new_client_lock(one_cl, "bench:A:blocking");
+    } else {
+        one = new_lock(c, "bench:A:blocking");
+    }
     if (redislock_client_open(url, &cl, err, sizeof err) != REDISLOCK_OK)
         die("client", err);
     if (redislock_client_attach(cl, &fns, &l) != REDISLOCK_OK)
@@ -2147,6 +2157,7 @@ static int run_async(int depth, long long n, int rounds)
         redislock_free(keys[i].lock);
     redislock_client_free(cl);
     redislock_free(one);
+    redislock_client_free(one_cl);
     free(keys);
     free(rc);
     free(lat);
