@@ -45,8 +45,13 @@ typedef char sem_layouts_agree[
     REDISLOCKP_EXTEND_SEM_A_OWNER == 0 && REDISLOCKP_EXTEND_SEM_A_PX == 1 &&
     REDISLOCKP_STATUS_SEM_K_META == 1 && REDISLOCKP_STATUS_SEM_A_OWNER == 0 &&
     REDISLOCKP_ACQUIRE_SEM_WAIT_K_META == 1 &&
+    REDISLOCKP_ACQUIRE_SEM_WAIT_K_TURN == REDISLOCKP_ACQUIRE_SEM_K_TURN &&
     REDISLOCKP_ACQUIRE_SEM_WAIT_A_OWNER == 0 &&
     REDISLOCKP_ACQUIRE_SEM_WAIT_A_PX == 1 &&
+    REDISLOCKP_ACQUIRE_SEM_WAIT_A_FENCING ==
+        REDISLOCKP_ACQUIRE_SEM_A_FENCING &&
+    REDISLOCKP_ACQUIRE_SEM_WAIT_A_PERMITS ==
+        REDISLOCKP_ACQUIRE_SEM_A_PERMITS &&
     REDISLOCKP_LEAVE_SEM_K_META == 1 && REDISLOCKP_LEAVE_SEM_A_OWNER == 0 ?
     1 : -1];
 
@@ -87,43 +92,33 @@ void redislockp_call_acquire(redislockp_call *call, const redislock *lock,
     const redislockp_script *script;
     int nkeys;
 
-    if (lock->mode == REDISLOCKP_MODE_SEMAPHORE &&
-        how != REDISLOCKP_TRY_PLAIN) {
-        sem_call(call, lock, &redislockp_script_acquire_sem_wait,
-                 lock->fencing ? REDISLOCKP_ACQUIRE_SEM_WAIT_K_FENCE + 1
-                               : REDISLOCKP_ACQUIRE_SEM_WAIT_K_TURN + 1,
-                 lock->expire_ms);
-        redislockp_call_key(call, REDISLOCKP_ACQUIRE_SEM_WAIT_K_WAITERS,
-                            lock->waiters_key, lock->waiters_keylen);
-        redislockp_call_key(call, REDISLOCKP_ACQUIRE_SEM_WAIT_K_TURN,
-                            lock->turn_key, lock->turn_keylen);
-        if (lock->fencing)
-            redislockp_call_key(call, REDISLOCKP_ACQUIRE_SEM_WAIT_K_FENCE,
-                                lock->fence_key, lock->fence_keylen);
-        redislockp_call_arg(call, REDISLOCKP_ACQUIRE_SEM_WAIT_A_FENCING,
-                            lock->fencing ? "1" : "0", 1);
-        redislockp_call_num(call, REDISLOCKP_ACQUIRE_SEM_WAIT_A_PERMITS, 1,
-                            lock->permits);
-        redislockp_call_arg(call, REDISLOCKP_ACQUIRE_SEM_WAIT_A_HOW,
-                            how == REDISLOCKP_TRY_WOKEN ? "2" : "1", 1);
-        redislockp_call_num(call, REDISLOCKP_ACQUIRE_SEM_WAIT_A_REGTTL, 0,
-                            lock->poll_ms + REDISLOCKP_REGISTRATION_SLACK_MS);
-        return;
-    }
     if (lock->mode == REDISLOCKP_MODE_SEMAPHORE) {
-        sem_call(call, lock, &redislockp_script_acquire_sem,
-                 lock->fencing ? REDISLOCKP_ACQUIRE_SEM_K_FENCE + 1
-                               : REDISLOCKP_ACQUIRE_SEM_K_TURN + 1,
-                 lock->expire_ms);
+        /* A waiter's try has the waiters after the turn, so that the
+         * two layouts agree but for them (sem_layouts_agree). */
+        int wait = how != REDISLOCKP_TRY_PLAIN, fence = wait
+            ? REDISLOCKP_ACQUIRE_SEM_WAIT_K_FENCE : REDISLOCKP_ACQUIRE_SEM_K_FENCE;
+
+        sem_call(call, lock, wait ? &redislockp_script_acquire_sem_wait
+                                  : &redislockp_script_acquire_sem,
+                 lock->fencing ? fence + 1 : fence, lock->expire_ms);
         redislockp_call_key(call, REDISLOCKP_ACQUIRE_SEM_K_TURN,
                             lock->turn_key, lock->turn_keylen);
+        if (wait)
+            redislockp_call_key(call, REDISLOCKP_ACQUIRE_SEM_WAIT_K_WAITERS,
+                                lock->waiters_key, lock->waiters_keylen);
         if (lock->fencing)
-            redislockp_call_key(call, REDISLOCKP_ACQUIRE_SEM_K_FENCE,
-                                lock->fence_key, lock->fence_keylen);
+            redislockp_call_key(call, fence, lock->fence_key,
+                                lock->fence_keylen);
         redislockp_call_arg(call, REDISLOCKP_ACQUIRE_SEM_A_FENCING,
                             lock->fencing ? "1" : "0", 1);
         redislockp_call_num(call, REDISLOCKP_ACQUIRE_SEM_A_PERMITS, 1,
                             lock->permits);
+        if (!wait)
+            return;
+        redislockp_call_arg(call, REDISLOCKP_ACQUIRE_SEM_WAIT_A_HOW,
+                            how == REDISLOCKP_TRY_WOKEN ? "2" : "1", 1);
+        redislockp_call_num(call, REDISLOCKP_ACQUIRE_SEM_WAIT_A_REGTTL, 0,
+                            lock->poll_ms + REDISLOCKP_REGISTRATION_SLACK_MS);
         return;
     }
     if (how != REDISLOCKP_TRY_PLAIN) {

@@ -598,7 +598,9 @@ static void test_extend_and_status_reply_handling(void **state)
               REDISLOCK_OK, true);
     call_gets(do_inspect, ONE("*4\r\n:0\r\n:-2\r\n$0\r\n\r\n:0\r\n"),
               REDISLOCK_OK, false);
-    call_gets(do_inspect, ONE("*4\r\n:4\r\n:900\r\n$0\r\n\r\n:0\r\n"),
+    call_gets(do_inspect, ONE("*4\r\n:4\r\n:900\r\n$0\r\n\r\n:3\r\n"),
+              REDISLOCK_OK, true);                      /* a semaphore */
+    call_gets(do_inspect, ONE("*4\r\n:5\r\n:900\r\n$0\r\n\r\n:0\r\n"),
               REDISLOCK_ERR_PROTOCOL, false);           /* unknown kind */
     call_gets(do_inspect, ONE("*4\r\n:1\r\n:-3\r\n$1\r\na\r\n:1\r\n"),
               REDISLOCK_ERR_PROTOCOL, false);           /* bad pttl */

@@ -24,12 +24,7 @@
 -- holder, the new N stands).  A key of another kind: WRONGTYPE, nothing
 -- changed.  An ACL refusal changes nothing: what may follow the first
 -- write is asked for before it.
---@ sem_open
-local live = redis.call('ZCARD', KEY) - #gone
-local n = tonumber(redis.call('HGET', META, 'n') or PERMITS)
-if live > 0 and n ~= tonumber(PERMITS) then
-  return {-4, n}
-end
+--@ sem_agree
 local mine = redis.call('ZSCORE', KEY, OWNER)
 if mine and tonumber(mine) > now then
   local token = tonumber(redis.call('HGET', META, 't:' .. OWNER) or '0')

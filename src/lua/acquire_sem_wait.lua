@@ -5,7 +5,7 @@
 -- (TURN, lib.lua's sem_wake): a woken try (HOW '2') may
 -- take a held-back permit, other tries only a permit neither held nor
 -- held back.
---! KEYS key meta waiters turn fence?
+--! KEYS key meta turn waiters fence?
 --! ARGV owner:id px:ms fencing:flag permits:n how:how regttl:ms
 -- KEY, META, TURN, FENCE, OWNER, PX, FENCING, PERMITS as acquire_sem.lua's;
 -- WAITERS  the waiters, a sorted set of owner IDs scored by expiry (ms)
@@ -13,12 +13,7 @@
 -- REGTTL   how long a waiter's registration lasts without a new try (ms)
 -- Replies as acquire_sem.lua's.  What may follow the first write is asked
 -- for before it: an ACL refusal changes nothing.
---@ sem_open
-local live = redis.call('ZCARD', KEY) - #gone
-local n = tonumber(redis.call('HGET', META, 'n') or PERMITS)
-if live > 0 and n ~= tonumber(PERMITS) then
-  return {-4, n}
-end
+--@ sem_agree
 --@ sem_reserved
 local mine = redis.call('ZSCORE', KEY, OWNER)
 local held = mine and tonumber(mine) > now

@@ -98,6 +98,18 @@ if not kind and redis.call('ZCARD', KEY) > #gone then
                            '): not a redislock semaphore')
 end
 
+--@@ sem_agree
+-- A try's start: the key and record checked (sem_open), LIVE the holders
+-- whose lease has not ended, and the permits agreed: with live holders
+-- that say another N than PERMITS, nothing changes and the answer is
+-- {-4, their N}.
+--@ sem_open
+local live = redis.call('ZCARD', KEY) - #gone
+local n = tonumber(redis.call('HGET', META, 'n') or PERMITS)
+if live > 0 and n ~= tonumber(PERMITS) then
+  return {-4, n}
+end
+
 --@@ need_sem_write
 -- Before a semaphore script's first write: may the user run what may
 -- follow it (sem_drop, sem_expire)?
