@@ -524,6 +524,7 @@ static void test_semaphore(void **state)
         assert_non_null(strstr(redislock_last_error(bad), "hash tag"));
         redislock_free(bad);
     }
+    redisFree(c);
     redislock_client_free(cl);
 }
 
