@@ -974,10 +974,13 @@ t_error_messages() {
     grep -qx 'redislock: cannot acquire the lock k40: k40 holds a value of another type, not a lock; delete it or use another KEY' "$work/e3" ||
         { diag "$(cat "$work/e3")"; return 1; }
     # A server too slow to answer: said once, with what to change.
-    # (CLIENT PAUSE answers once the pause is on: no race with it.)
-    cli CLIENT PAUSE 1500 ALL > /dev/null
+    # (CLIENT PAUSE answers once the pause is on: no race with it; long,
+    # as the tool may take seconds to start under valgrind, and ended by
+    # CLIENT UNPAUSE once the tool is done.)
+    cli CLIENT PAUSE 60000 ALL > /dev/null
     $R -u "$REDISLOCK_URL?timeout=300" k41 true 2> "$work/e4"
     st=$?
+    cli CLIENT UNPAUSE > /dev/null
     expect_status 69 $st "a timeout" || return 1
     grep -qx "redislock: cannot acquire the lock k41: Redis did not answer in time (the URL's ?timeout=MS sets how long to wait; 5000 by default)" "$work/e4" ||
         { diag "$(cat "$work/e4")"; return 1; }
