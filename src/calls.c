@@ -36,7 +36,23 @@ static void sem_call(redislockp_call *call, const redislock *lock,
         redislockp_call_num(call, 1, 0, px);
 }
 
-/* Every semaphore script begins KEY META, OWNER PX (status: OWNER). */
+/* A semaphore's companions after KEY and META, in the one order every
+ * script that takes them declares: TURN, WAITERS, WAKE - as many as
+ * make NKEYS keys in all. */
+static void sem_companions(redislockp_call *call, const redislock *lock,
+                           int nkeys)
+{
+    if (nkeys > 2)
+        redislockp_call_key(call, 2, lock->turn_key, lock->turn_keylen);
+    if (nkeys > 3)
+        redislockp_call_key(call, 3, lock->waiters_key,
+                            lock->waiters_keylen);
+    if (nkeys > 4)
+        redislockp_call_key(call, 4, lock->wake_key, lock->wake_keylen);
+}
+
+/* Every semaphore script begins KEY META, OWNER PX (status: OWNER), and
+ * its companions lie as sem_companions() gives them. */
 typedef char sem_layouts_agree[
     REDISLOCKP_ACQUIRE_SEM_K_KEY == 0 && REDISLOCKP_ACQUIRE_SEM_K_META == 1 &&
     REDISLOCKP_ACQUIRE_SEM_A_OWNER == 0 && REDISLOCKP_ACQUIRE_SEM_A_PX == 1 &&
@@ -52,7 +68,13 @@ typedef char sem_layouts_agree[
         REDISLOCKP_ACQUIRE_SEM_A_FENCING &&
     REDISLOCKP_ACQUIRE_SEM_WAIT_A_PERMITS ==
         REDISLOCKP_ACQUIRE_SEM_A_PERMITS &&
-    REDISLOCKP_LEAVE_SEM_K_META == 1 && REDISLOCKP_LEAVE_SEM_A_OWNER == 0 ?
+    REDISLOCKP_LEAVE_SEM_K_META == 1 && REDISLOCKP_LEAVE_SEM_A_OWNER == 0 &&
+    REDISLOCKP_ACQUIRE_SEM_K_TURN == 2 &&
+    REDISLOCKP_ACQUIRE_SEM_WAIT_K_WAITERS == 3 &&
+    REDISLOCKP_RELEASE_SEM_K_TURN == 2 &&
+    REDISLOCKP_RELEASE_SEM_K_WAITERS == 3 &&
+    REDISLOCKP_RELEASE_SEM_K_WAKE == 4 && REDISLOCKP_LEAVE_SEM_K_TURN == 2 &&
+    REDISLOCKP_LEAVE_SEM_K_WAITERS == 3 && REDISLOCKP_LEAVE_SEM_K_WAKE == 4 ?
     1 : -1];
 
 /*
@@ -101,11 +123,7 @@ void redislockp_call_acquire(redislockp_call *call, const redislock *lock,
         sem_call(call, lock, wait ? &redislockp_script_acquire_sem_wait
                                   : &redislockp_script_acquire_sem,
                  lock->fencing ? fence + 1 : fence, lock->expire_ms);
-        redislockp_call_key(call, REDISLOCKP_ACQUIRE_SEM_K_TURN,
-                            lock->turn_key, lock->turn_keylen);
-        if (wait)
-            redislockp_call_key(call, REDISLOCKP_ACQUIRE_SEM_WAIT_K_WAITERS,
-                                lock->waiters_key, lock->waiters_keylen);
+        sem_companions(call, lock, fence);
         if (lock->fencing)
             redislockp_call_key(call, fence, lock->fence_key,
                                 lock->fence_keylen);
@@ -198,18 +216,11 @@ void redislockp_call_release(redislockp_call *call, const redislock *lock)
     if (lock->mode == REDISLOCKP_MODE_SEMAPHORE) {
         /* With wake-ups on, every release looks for waiters to wake: a
          * permit given back is the one thing they wait for. */
-        sem_call(call, lock, &redislockp_script_release_sem,
-                 wake ? REDISLOCKP_RELEASE_SEM_K_WAKE + 1
-                      : REDISLOCKP_RELEASE_SEM_K_META + 1,
+        nkeys = wake ? REDISLOCKP_RELEASE_SEM_K_WAKE + 1
+                     : REDISLOCKP_RELEASE_SEM_K_META + 1;
+        sem_call(call, lock, &redislockp_script_release_sem, nkeys,
                  lock->expire_ms);
-        if (wake) {
-            redislockp_call_key(call, REDISLOCKP_RELEASE_SEM_K_TURN,
-                                lock->turn_key, lock->turn_keylen);
-            redislockp_call_key(call, REDISLOCKP_RELEASE_SEM_K_WAITERS,
-                                lock->waiters_key, lock->waiters_keylen);
-            redislockp_call_key(call, REDISLOCKP_RELEASE_SEM_K_WAKE,
-                                lock->wake_key, lock->wake_keylen);
-        }
+        sem_companions(call, lock, nkeys);
         return;
     }
 
@@ -282,12 +293,7 @@ void redislockp_call_leave(redislockp_call *call, const redislock *lock,
     if (lock->mode == REDISLOCKP_MODE_SEMAPHORE) {
         sem_call(call, lock, &redislockp_script_leave_sem,
                  REDISLOCKP_LEAVE_SEM_MAX_KEYS, 0);
-        redislockp_call_key(call, REDISLOCKP_LEAVE_SEM_K_WAITERS,
-                            lock->waiters_key, lock->waiters_keylen);
-        redislockp_call_key(call, REDISLOCKP_LEAVE_SEM_K_WAKE,
-                            lock->wake_key, lock->wake_keylen);
-        redislockp_call_key(call, REDISLOCKP_LEAVE_SEM_K_TURN,
-                            lock->turn_key, lock->turn_keylen);
+        sem_companions(call, lock, REDISLOCKP_LEAVE_SEM_MAX_KEYS);
         redislockp_call_arg(call, REDISLOCKP_LEAVE_SEM_A_WOKEN,
                             woken ? "1" : "0", 1);
         return;

@@ -776,6 +776,34 @@ static void test_hold_back_for_a_ghost_ends(void **state)
     redislock_client_free(cl);
 }
 
+/* One waiter registered (by hand: nobody blocks on the list), two
+ * permits given back: one wake-up and one hold-back, not one per
+ * release - a release counts those already woken. */
+static void test_one_waiter_woken_once(void **state)
+{
+    redislock_client *cl = client();
+    redislock *a, *b;
+    char key[64], turn[80], wake[80];
+
+    (void)state;
+    tu_key(key, sizeof key, "sem:once");
+    snprintf(turn, sizeof turn, "{%s}:turn", key);
+    snprintf(wake, sizeof wake, "{%s}:wake", key);
+    a = sem(cl, key, 2);
+    b = sem(cl, key, 2);
+    assert_true(tu_acquire(a));
+    assert_true(tu_acquire(b));
+    tu_cmd_ok(c, "ZADD {%s}:waiters 99999999999999 ghost", key);
+    assert_true(tu_release(a));
+    assert_true(tu_release(b));
+    assert_int_equal(num("ZCARD %s", turn, ""), 1);
+    assert_int_equal(num("LLEN %s", wake, ""), 1);
+    tu_cmd_ok(c, "DEL {%s}:waiters %s %s", key, turn, wake);
+    redislock_free(a);
+    redislock_free(b);
+    redislock_client_free(cl);
+}
+
 /* Many waiters of one client on a loop, 3 permits: every one gets in,
  * never more than 3 at once, each release handing its permit on. */
 struct lw {
@@ -865,6 +893,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_wait_times_out_and_leaves),
         cmocka_unit_test(test_loop_waiters_take_turns),
         cmocka_unit_test(test_hold_back_for_a_ghost_ends),
+        cmocka_unit_test(test_one_waiter_woken_once),
     };
     if (argc == 6 && strcmp(argv[1], "--worker") == 0)
         return worker(argv[2], argv[3], atoi(argv[4]), atoi(argv[5]));

@@ -2,10 +2,10 @@
 -- deadline passed, or an error): it leaves the waiters, and if it had
 -- been woken for a permit held back for it, the permit passes to the
 -- next waiter (woken), or is no longer held back.
---! KEYS key meta waiters wake turn
+--! KEYS key meta turn waiters wake
 --! ARGV owner:id woken:flag
 --! FLAGS allow-oom
--- KEY, META, WAITERS, WAKE and TURN as acquire_sem_wait.lua's and
+-- KEY, META, TURN, WAITERS and WAKE as acquire_sem_wait.lua's and
 -- release_sem.lua's; OWNER our owner ID; WOKEN '1' if we were woken and
 -- did not use the permit.
 -- Returns 1.  Reads first; the writes after the first are asked for

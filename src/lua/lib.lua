@@ -133,9 +133,14 @@ end
 -- RESERVED: the permits held back for waiters woken for them, each for a
 -- second (TURN, a sorted set: one member a hold-back, scored by its end
 -- in the server's milliseconds); HELD_BACK_MS: until the first of them
--- ends (-1: none).
-local reserved = redis.call('ZCOUNT', TURN, '(' .. now, '+inf')
+-- ends (-1: none).  0 and -1 when the script is given no TURN.  (At a
+-- script's top level: the locals a section defines inside an if are
+-- that block's.)
+local reserved = 0
 local held_back_ms = -1
+if TURN then
+  reserved = redis.call('ZCOUNT', TURN, '(' .. now, '+inf')
+end
 if reserved > 0 then
   local first = redis.call('ZRANGEBYSCORE', TURN, '(' .. now, '+inf',
                            'WITHSCORES', 'LIMIT', 0, 1)
@@ -163,10 +168,14 @@ redis.call('ZPOPMIN', TURN)
 --@@ sem_wake
 -- A permit is free: if more waiters are registered than were woken for
 -- one already (RESERVED), wake one, and hold a permit back for it for a
--- second (plain tries see it taken); WOKE says whether it did.  A
--- hold-back is named by who made it and when (TIME's microseconds).
-redis.call('ZREMRANGEBYSCORE', WAITERS, '-inf', now)
-local woke = redis.call('ZCARD', WAITERS) > reserved
+-- second (plain tries see it taken); WOKE says whether it did (false
+-- when the script is given no WAKE).  A hold-back is named by who made
+-- it and when (TIME's microseconds).
+local woke = false
+if WAKE then
+  redis.call('ZREMRANGEBYSCORE', WAITERS, '-inf', now)
+  woke = redis.call('ZCARD', WAITERS) > reserved
+end
 if woke then
   local t = redis.call('TIME')
   redis.call('ZADD', TURN, now + 1000, OWNER .. ':' .. t[1] .. '.' .. t[2])

@@ -32,18 +32,14 @@ if holds > 1 then
   --@ sem_expire
   return {1, left}
 end
-local reserved = 0
+--@ sem_reserved
 if WAKE then
-  --@ sem_reserved
   --@ need_sem_wake
 end
 redis.call('ZREM', KEY, OWNER)
 redis.call('HDEL', META, 'h:' .. OWNER, 't:' .. OWNER)
 --@ sem_drop
-local woke = false
-if WAKE then
-  --@ sem_wake
-end
+--@ sem_wake
 --@ sem_expire
 if woke then
   return {1, 0, 1}
